@@ -1,0 +1,1 @@
+//! reprise backend: amdgpu.

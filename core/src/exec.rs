@@ -1,0 +1,226 @@
+//! The executor contract every backend implements.
+//!
+//! An [`Executor`] is one device. It reserves a region (at an exact address
+//! when asked), loads images, finds kernels and the image's globals, hands out
+//! host staging buffers and makes [`Queue`]s. A queue runs copies and launches
+//! in submission order and offers one awaitable synchronize.
+//!
+//! ## Buffer ownership (the cancellation rule)
+//!
+//! Host buffers move *into* the queue with every copy and stay owned by the
+//! queue until a synchronize has seen the copy complete; only then does
+//! [`Queue::reclaim`] hand them back. Nothing the device reads or writes is
+//! ever borrowed from a future, so dropping a future mid-flight cannot leave
+//! the device writing into freed memory: the work runs on, and its buffers are
+//! reclaimed by the queue's next synchronize or freed by the queue's `Drop`,
+//! which waits for outstanding work first. Device memory (regions) and loaded
+//! images must likewise stay alive until work that uses them completes; each
+//! backend documents how (reference counts, or a wait in `Drop`).
+
+use core::fmt;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+/// The error type of an executor or queue (as `embedded_io::ErrorType`).
+pub trait ErrorType {
+    /// The error every fallible operation returns.
+    type Error: fmt::Debug + fmt::Display;
+}
+
+/// How a region should be reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionRequest {
+    /// Reserve exactly here (a replay), or anywhere suitable (`None`, a fresh
+    /// recording, whose base the executor aligns to 2 GiB where it can).
+    pub base: Option<u64>,
+    /// Bytes to reserve.
+    pub capacity: u64,
+}
+
+/// A reserved device address range.
+pub trait DeviceRegion {
+    /// First address.
+    fn base(&self) -> u64;
+    /// Size in bytes (possibly rounded up by the device's granularity).
+    fn capacity(&self) -> u64;
+}
+
+/// A device global as an image defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GlobalInfo<'a> {
+    /// Symbol name.
+    pub name: &'a str,
+    /// Device address.
+    pub addr: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// A host staging buffer: plain bytes for the host executor, page-locked
+/// memory for GPUs. Its length is fixed when it is made.
+pub trait HostBuffer: AsRef<[u8]> + AsMut<[u8]> {}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> HostBuffer for T {}
+
+/// One contiguous copy between a host buffer and device memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// Device address.
+    pub device: u64,
+    /// Offset within the host buffer.
+    pub host_offset: usize,
+    /// Bytes to copy.
+    pub len: usize,
+}
+
+/// Launch geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks (teams) in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_mem: u32,
+}
+
+/// Kernel arguments, as [`crate::record::KernelRecord`] holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelArgs<'a> {
+    /// Per argument: its 64-bit value, or for arguments larger than 8 bytes
+    /// its offset into `data`.
+    pub values: &'a [u64],
+    /// Per argument: its size in bytes; empty means every argument is 8 bytes.
+    pub sizes: &'a [u32],
+    /// Bytes of arguments larger than 8 bytes.
+    pub data: &'a [u8],
+}
+
+impl KernelArgs<'_> {
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Size of argument `i` in bytes.
+    pub fn size(&self, i: usize) -> u32 {
+        self.sizes.get(i).copied().unwrap_or(8)
+    }
+
+    /// Bytes of argument `i` in the kernel's parameter layout, or `None` when
+    /// a large argument points outside `data`.
+    pub fn bytes<'s>(&'s self, i: usize, scratch: &'s mut [u8; 8]) -> Option<&'s [u8]> {
+        let size = self.size(i) as usize;
+        let value = *self.values.get(i)?;
+        if size > 8 {
+            let at = usize::try_from(value).ok()?;
+            return self.data.get(at..at.checked_add(size)?);
+        }
+        *scratch = value.to_le_bytes();
+        Some(&scratch[..size])
+    }
+}
+
+/// A kernel launch: geometry and arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launch<'a> {
+    /// Geometry.
+    pub config: LaunchConfig,
+    /// Arguments.
+    pub args: KernelArgs<'a>,
+}
+
+/// Identifies one enqueued copy; buffers come back from [`Queue::reclaim`]
+/// with the ticket their copy was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(pub u64);
+
+/// One device.
+pub trait Executor: ErrorType {
+    /// A reserved region; dropping it releases the range.
+    type Region: DeviceRegion;
+    /// A loaded image; dropping it unloads the image.
+    type Image;
+    /// A kernel found in an image.
+    type Kernel;
+    /// A host staging buffer.
+    type Buffer: HostBuffer;
+    /// A queue of copies and launches.
+    type Queue: Queue<Error = Self::Error, Buffer = Self::Buffer, Kernel = Self::Kernel>;
+
+    /// Reserves a region, at exactly `request.base` when given (an address
+    /// that is not available is an error naming it).
+    fn reserve(&self, request: RegionRequest) -> Result<Self::Region, Self::Error>;
+
+    /// Loads a device image (its bytes as they were recorded).
+    fn load_image(&self, image: &[u8]) -> Result<Self::Image, Self::Error>;
+
+    /// Finds kernel `name` in `image`.
+    fn kernel(&self, image: &Self::Image, name: &str) -> Result<Self::Kernel, Self::Error>;
+
+    /// Looks up global `name` in `image`; `Ok(None)` when it has none.
+    fn global<'n>(
+        &self,
+        image: &Self::Image,
+        name: &'n str,
+    ) -> Result<Option<GlobalInfo<'n>>, Self::Error>;
+
+    /// Calls `f` with each global of `image` that a recording should save.
+    fn for_each_global(
+        &self,
+        image: &Self::Image,
+        f: &mut dyn FnMut(GlobalInfo<'_>),
+    ) -> Result<(), Self::Error>;
+
+    /// A host staging buffer of exactly `len` bytes (zeroed or not).
+    fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error>;
+
+    /// A new queue.
+    fn queue(&self) -> Result<Self::Queue, Self::Error>;
+}
+
+/// An in-order stream of copies and launches with an awaitable synchronize.
+///
+/// Enqueuing never blocks on the device. Errors the device raises after
+/// enqueueing are reported by the next [`Queue::poll_synchronize`].
+pub trait Queue: ErrorType {
+    /// The executor's host buffer type.
+    type Buffer;
+    /// The executor's kernel type.
+    type Kernel;
+
+    /// Enqueues host-to-device copies of `segments` of `buffer`. The buffer
+    /// belongs to the queue until it is reclaimed.
+    fn upload(&mut self, buffer: Self::Buffer, segments: &[Segment])
+    -> Result<Ticket, Self::Error>;
+
+    /// Enqueues device-to-host copies into `segments` of `buffer`. The buffer
+    /// belongs to the queue until it is reclaimed.
+    fn download(
+        &mut self,
+        buffer: Self::Buffer,
+        segments: &[Segment],
+    ) -> Result<Ticket, Self::Error>;
+
+    /// Enqueues a kernel launch.
+    fn launch(&mut self, kernel: &Self::Kernel, launch: &Launch<'_>) -> Result<(), Self::Error>;
+
+    /// Completes when everything enqueued so far has finished, with the first
+    /// error any of it raised. Cancel-safe: dropping the poller loses nothing.
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>>;
+
+    /// Hands back one buffer whose copy a completed synchronize has covered,
+    /// in submission order; `None` when there is none.
+    fn reclaim(&mut self) -> Option<(Ticket, Self::Buffer)>;
+
+    /// Device time of the most recent launch a synchronize has covered, when
+    /// the executor measures it.
+    fn last_kernel_time(&self) -> Option<Duration> {
+        None
+    }
+}

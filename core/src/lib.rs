@@ -1,0 +1,40 @@
+#![doc = include_str!("../README.md")]
+#![no_std]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+pub mod completion;
+pub mod exec;
+pub mod globals;
+pub mod image;
+pub mod record;
+pub mod region;
+pub mod schedule;
+
+pub use completion::{Completion, block_on};
+pub use exec::{
+    DeviceRegion, ErrorType, Executor, GlobalInfo, HostBuffer, KernelArgs, Launch, LaunchConfig,
+    Queue, RegionRequest, Segment, Ticket,
+};
+pub use globals::Layout;
+pub use record::{BackendKind, Generation, KernelRecord};
+pub use region::BumpRegion;
+pub use schedule::{Buffers, Mode, RecordPlan, ReplayPlan, ScheduleError, Upload};
+
+#[cfg(feature = "alloc")]
+impl record::KernelRecord {
+    /// The descriptor as a `String` in `generation`'s key set.
+    pub fn to_json_string(
+        &self,
+        generation: record::Generation,
+    ) -> Result<alloc::string::String, record::RecordError> {
+        let mut buf = alloc::vec![0u8; record::MAX_JSON_LEN];
+        let n = self.to_json(generation, &mut buf)?;
+        buf.truncate(n);
+        // The serializer writes UTF-8 only.
+        alloc::string::String::from_utf8(buf).map_err(|_| record::RecordError::BufferTooSmall)
+    }
+}

@@ -1,0 +1,363 @@
+//! The launch schedules: recording and replaying one kernel launch on a queue.
+//!
+//! Recording ([`record`]) drives a [`Queue`] through
+//!
+//! 1. **H2D**: the application's pending host-to-device copies;
+//! 2. **D2H info**: the region snapshot `[base, base + used)` and every global;
+//! 3. **kernel**: the launch itself;
+//! 4. **D2H output**: the region after the kernel (when asked);
+//!
+//! then **one synchronize** ([`Mode::Async`]). [`Mode::Sync`] synchronizes after
+//! every step instead, as LLVM's recorder does, so that the two can be measured
+//! against each other.
+//!
+//! Replaying ([`replay`]) restores the globals and the memory snapshot,
+//! launches, copies the output back (when asked) and synchronizes once.
+//!
+//! ## Cancellation
+//!
+//! These futures never own memory the device touches: every buffer is moved
+//! into the queue when its copy is enqueued and stays there until a
+//! synchronize has completed it (see [`crate::exec`]). Dropping a future
+//! mid-flight is therefore safe at any await point; the enqueued work runs to
+//! completion and its buffers come back from the queue's next synchronize
+//! (which hands stale buffers to the `recycle` callback) or are freed by the
+//! queue's `Drop` after it has waited for the device. The futures do not wait
+//! in `Drop`.
+
+use core::fmt;
+use core::future::poll_fn;
+
+use crate::exec::{Launch, Queue, Segment, Ticket};
+
+/// Whether to synchronize once or after every step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One synchronize at the end (reprise's way).
+    Async,
+    /// A synchronize after every step (LLVM's way).
+    Sync,
+}
+
+/// A pending host-to-device copy of the application.
+#[derive(Debug)]
+pub struct Upload<B> {
+    /// The bytes to copy.
+    pub buffer: B,
+    /// Where they go.
+    pub segment: Segment,
+}
+
+/// What to record.
+#[derive(Debug)]
+pub struct RecordPlan<'a, K> {
+    /// The kernel to launch.
+    pub kernel: &'a K,
+    /// Its geometry and arguments.
+    pub launch: Launch<'a>,
+    /// The region's used prefix: `device` = base, `len` = used bytes,
+    /// `host_offset` into the input (and output) buffer.
+    pub snapshot: Segment,
+    /// One segment per global, into the globals buffer.
+    pub globals: &'a [Segment],
+    /// Whether to copy the region back after the kernel.
+    pub save_output: bool,
+    /// Synchronize once or after every step.
+    pub mode: Mode,
+}
+
+/// What to replay.
+#[derive(Debug)]
+pub struct ReplayPlan<'a, K> {
+    /// The kernel to launch.
+    pub kernel: &'a K,
+    /// Its geometry and arguments.
+    pub launch: Launch<'a>,
+    /// Where the memory snapshot goes (`device` = region base).
+    pub memory: Segment,
+    /// One segment per global, from the globals buffer.
+    pub globals: &'a [Segment],
+    /// Whether to copy the region back after the kernel.
+    pub save_output: bool,
+}
+
+// Manual impls: the plans hold `&K`, which is `Copy` whatever `K` is.
+impl<K> Clone for RecordPlan<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for RecordPlan<'_, K> {}
+impl<K> Clone for ReplayPlan<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for ReplayPlan<'_, K> {}
+
+/// The host buffers of a schedule: handed in empty (record) or filled
+/// (replay), handed back when the schedule completes.
+#[derive(Debug)]
+pub struct Buffers<B> {
+    /// The pre-kernel memory snapshot.
+    pub input: B,
+    /// The globals' contents, laid out as the plan's global segments say.
+    pub globals: Option<B>,
+    /// The post-kernel memory snapshot.
+    pub output: Option<B>,
+}
+
+/// Why a schedule failed.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleError<E> {
+    /// The executor reported an error.
+    Executor(E),
+    /// A segment does not fit its host buffer.
+    SegmentOutOfBounds {
+        /// Offset plus length of the segment.
+        end: usize,
+        /// The buffer's length.
+        buffer: usize,
+    },
+    /// The plan saves output (or globals) but no buffer was given for it.
+    MissingBuffer(&'static str),
+    /// The queue did not hand back a buffer after synchronizing (an executor
+    /// bug).
+    LostBuffer(&'static str),
+}
+
+impl<E: fmt::Display> fmt::Display for ScheduleError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleError::Executor(e) => e.fmt(f),
+            ScheduleError::SegmentOutOfBounds { end, buffer } => write!(
+                f,
+                "a copy reaches byte {end} of a host buffer of {buffer} bytes"
+            ),
+            ScheduleError::MissingBuffer(which) => write!(f, "no {which} buffer was provided"),
+            ScheduleError::LostBuffer(which) => {
+                write!(
+                    f,
+                    "the executor did not return the {which} buffer after synchronizing"
+                )
+            }
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> core::error::Error for ScheduleError<E> {}
+
+impl<E> From<E> for ScheduleError<E> {
+    fn from(e: E) -> Self {
+        ScheduleError::Executor(e)
+    }
+}
+
+fn check<B: AsRef<[u8]>, E>(buf: &B, segments: &[Segment]) -> Result<(), ScheduleError<E>> {
+    let len = buf.as_ref().len();
+    for s in segments {
+        let end = s.host_offset.saturating_add(s.len);
+        if end > len {
+            return Err(ScheduleError::SegmentOutOfBounds { end, buffer: len });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every buffer the plan uses is there and large enough, before
+/// anything is enqueued.
+fn check_buffers<B: AsRef<[u8]>, E>(
+    buffers: &Buffers<B>,
+    memory: &[Segment],
+    globals: &[Segment],
+    save_output: bool,
+) -> Result<(), ScheduleError<E>> {
+    check(&buffers.input, memory)?;
+    if !globals.is_empty() {
+        check(
+            buffers
+                .globals
+                .as_ref()
+                .ok_or(ScheduleError::MissingBuffer("globals"))?,
+            globals,
+        )?;
+    }
+    if save_output {
+        check(
+            buffers
+                .output
+                .as_ref()
+                .ok_or(ScheduleError::MissingBuffer("output"))?,
+            memory,
+        )?;
+    }
+    Ok(())
+}
+
+/// A zero-length snapshot copies nothing (LLVM failed on those).
+fn nonempty(seg: &Segment) -> &[Segment] {
+    if seg.len == 0 {
+        &[]
+    } else {
+        core::slice::from_ref(seg)
+    }
+}
+
+async fn synchronize<Q: Queue>(queue: &mut Q) -> Result<(), ScheduleError<Q::Error>> {
+    poll_fn(|cx| queue.poll_synchronize(cx)).await?;
+    Ok(())
+}
+
+/// An optional buffer: either handed to the queue under a ticket, or kept
+/// back because the plan does not use it.
+enum Slot<B> {
+    Enqueued(Ticket),
+    Kept(Option<B>),
+}
+
+impl<B> Slot<B> {
+    /// Enqueues `buffer` with `op` when `used`, else keeps it.
+    fn new<E>(
+        buffer: Option<B>,
+        used: bool,
+        op: impl FnOnce(B) -> Result<Ticket, E>,
+    ) -> Result<Self, E> {
+        match buffer {
+            Some(b) if used => Ok(Slot::Enqueued(op(b)?)),
+            other => Ok(Slot::Kept(other)),
+        }
+    }
+
+    fn ticket(&self) -> Option<Ticket> {
+        match self {
+            Slot::Enqueued(t) => Some(*t),
+            Slot::Kept(_) => None,
+        }
+    }
+
+    fn resolve<E>(
+        self,
+        reclaimed: Option<B>,
+        which: &'static str,
+    ) -> Result<Option<B>, ScheduleError<E>> {
+        match self {
+            Slot::Enqueued(_) => reclaimed.map(Some).ok_or(ScheduleError::LostBuffer(which)),
+            Slot::Kept(b) => Ok(b),
+        }
+    }
+}
+
+/// Takes back every reclaimable buffer after the final synchronize: ours are
+/// matched by ticket, any other (an application upload, or one left by an
+/// earlier, cancelled schedule) goes to `recycle`.
+fn finish<Q: Queue>(
+    queue: &mut Q,
+    input: Ticket,
+    globals: Slot<Q::Buffer>,
+    output: Slot<Q::Buffer>,
+    recycle: &mut dyn FnMut(Q::Buffer),
+) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>> {
+    let tickets = [Some(input), globals.ticket(), output.ticket()];
+    let mut got: [Option<Q::Buffer>; 3] = [None, None, None];
+    while let Some((ticket, buf)) = queue.reclaim() {
+        match tickets.iter().position(|t| *t == Some(ticket)) {
+            Some(i) => got[i] = Some(buf),
+            None => recycle(buf),
+        }
+    }
+    let [i, g, o] = got;
+    Ok(Buffers {
+        input: i.ok_or(ScheduleError::LostBuffer("input"))?,
+        globals: globals.resolve(g, "globals")?,
+        output: output.resolve(o, "output")?,
+    })
+}
+
+/// Records one launch. See the module docs for the steps and the
+/// cancellation rule.
+///
+/// `buffers.input` receives the snapshot at `plan.snapshot.host_offset`;
+/// `buffers.globals` (required when `plan.globals` is not empty) receives the
+/// globals; `buffers.output` (required when `plan.save_output`) receives the
+/// post-kernel snapshot at the same offset as the input. Buffers of the
+/// application's uploads, and any stale ones, go to `recycle` once complete.
+pub async fn record<Q: Queue>(
+    queue: &mut Q,
+    uploads: impl IntoIterator<Item = Upload<Q::Buffer>>,
+    plan: RecordPlan<'_, Q::Kernel>,
+    buffers: Buffers<Q::Buffer>,
+    recycle: &mut dyn FnMut(Q::Buffer),
+) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>>
+where
+    Q::Buffer: AsRef<[u8]>,
+{
+    let sync = plan.mode == Mode::Sync;
+    let snapshot = nonempty(&plan.snapshot);
+    check_buffers(&buffers, snapshot, plan.globals, plan.save_output)?;
+
+    // 1. H2D: the application's pending copies.
+    for up in uploads {
+        check(&up.buffer, nonempty(&up.segment))?;
+        queue.upload(up.buffer, nonempty(&up.segment))?;
+    }
+    if sync {
+        synchronize(queue).await?;
+    }
+
+    // 2. D2H info: memory snapshot and globals.
+    let input = queue.download(buffers.input, snapshot)?;
+    let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
+        queue.download(g, plan.globals)
+    })?;
+    if sync {
+        synchronize(queue).await?;
+    }
+
+    // 3. The kernel (without an output step, the final synchronize is this
+    // step's).
+    queue.launch(plan.kernel, &plan.launch)?;
+    if sync && plan.save_output {
+        synchronize(queue).await?;
+    }
+
+    // 4. D2H output.
+    let output = Slot::new(buffers.output, plan.save_output, |o| {
+        queue.download(o, snapshot)
+    })?;
+
+    // The one synchronize (or the last step's, in Sync mode).
+    synchronize(queue).await?;
+    finish(queue, input, globals, output, recycle)
+}
+
+/// Replays one launch: restores globals and memory, launches, copies the
+/// output back when asked, and synchronizes once.
+///
+/// `buffers.input` holds the snapshot at `plan.memory.host_offset`,
+/// `buffers.globals` (required when `plan.globals` is not empty) the globals,
+/// `buffers.output` (required when `plan.save_output`) receives the result.
+/// All buffers come back, unchanged except `output`.
+pub async fn replay<Q: Queue>(
+    queue: &mut Q,
+    plan: ReplayPlan<'_, Q::Kernel>,
+    buffers: Buffers<Q::Buffer>,
+    recycle: &mut dyn FnMut(Q::Buffer),
+) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>>
+where
+    Q::Buffer: AsRef<[u8]>,
+{
+    let memory = nonempty(&plan.memory);
+    check_buffers(&buffers, memory, plan.globals, plan.save_output)?;
+
+    let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
+        queue.upload(g, plan.globals)
+    })?;
+    let input = queue.upload(buffers.input, memory)?;
+    queue.launch(plan.kernel, &plan.launch)?;
+    let output = Slot::new(buffers.output, plan.save_output, |o| {
+        queue.download(o, memory)
+    })?;
+    synchronize(queue).await?;
+    finish(queue, input, globals, output, recycle)
+}

@@ -1,0 +1,233 @@
+//! A fake executor for the core's own tests: device memory is a `Vec`, every
+//! operation is logged, and work runs only when a synchronize is polled (after
+//! a configurable number of `Pending` polls, to model a busy device).
+
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use reprise_core::exec::*;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Upload(Vec<Segment>),
+    Download(Vec<Segment>),
+    Launch { grid: [u32; 3], args: Vec<u64> },
+    Sync,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeError(pub &'static str);
+
+impl fmt::Display for FakeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// A kernel: mutates device memory given the argument values.
+pub type KernelFn = Rc<dyn Fn(&mut Device, &[u64])>;
+
+pub struct Device {
+    pub base: u64,
+    pub mem: Vec<u8>,
+}
+
+impl Device {
+    pub fn slice(&mut self, addr: u64, len: usize) -> &mut [u8] {
+        let at = (addr - self.base) as usize;
+        &mut self.mem[at..at + len]
+    }
+}
+
+pub struct Shared {
+    pub device: Device,
+    pub log: Vec<Op>,
+    /// Buffers currently owned by queues (to show nothing is freed early).
+    pub buffers_in_flight: usize,
+    /// How many times each synchronize answers `Pending` before running.
+    pub busy_polls: usize,
+    /// Fail the next synchronize with this error.
+    pub fail_sync: Option<FakeError>,
+}
+
+#[derive(Clone)]
+pub struct Fake(pub Rc<RefCell<Shared>>);
+
+impl Fake {
+    pub fn new(base: u64, size: usize) -> Self {
+        Fake(Rc::new(RefCell::new(Shared {
+            device: Device {
+                base,
+                mem: vec![0; size],
+            },
+            log: Vec::new(),
+            buffers_in_flight: 0,
+            busy_polls: 0,
+            fail_sync: None,
+        })))
+    }
+    pub fn log(&self) -> Vec<Op> {
+        self.0.borrow().log.clone()
+    }
+    pub fn syncs(&self) -> usize {
+        self.log().iter().filter(|o| **o == Op::Sync).count()
+    }
+}
+
+pub struct Region(u64, u64);
+impl DeviceRegion for Region {
+    fn base(&self) -> u64 {
+        self.0
+    }
+    fn capacity(&self) -> u64 {
+        self.1
+    }
+}
+
+enum Work {
+    Up(Vec<u8>, Vec<Segment>, Ticket),
+    Down(Vec<u8>, Vec<Segment>, Ticket),
+    Run(KernelFn, Vec<u64>),
+}
+
+pub struct FakeQueue {
+    fake: Fake,
+    pending: VecDeque<Work>,
+    done: VecDeque<(Ticket, Vec<u8>)>,
+    next_ticket: u64,
+    polls: usize,
+}
+
+impl ErrorType for Fake {
+    type Error = FakeError;
+}
+impl ErrorType for FakeQueue {
+    type Error = FakeError;
+}
+
+impl Executor for Fake {
+    type Region = Region;
+    type Image = ();
+    type Kernel = KernelFn;
+    type Buffer = Vec<u8>;
+    type Queue = FakeQueue;
+
+    fn reserve(&self, r: RegionRequest) -> Result<Region, FakeError> {
+        let s = self.0.borrow();
+        Ok(Region(r.base.unwrap_or(s.device.base), r.capacity))
+    }
+    fn load_image(&self, _: &[u8]) -> Result<(), FakeError> {
+        Ok(())
+    }
+    fn kernel(&self, _: &(), _: &str) -> Result<KernelFn, FakeError> {
+        Err(FakeError("no kernels in fake images"))
+    }
+    fn global<'n>(&self, _: &(), _: &'n str) -> Result<Option<GlobalInfo<'n>>, FakeError> {
+        Ok(None)
+    }
+    fn for_each_global(&self, _: &(), _: &mut dyn FnMut(GlobalInfo<'_>)) -> Result<(), FakeError> {
+        Ok(())
+    }
+    fn buffer(&self, len: usize) -> Result<Vec<u8>, FakeError> {
+        Ok(vec![0; len])
+    }
+    fn queue(&self) -> Result<FakeQueue, FakeError> {
+        Ok(FakeQueue {
+            fake: self.clone(),
+            pending: VecDeque::new(),
+            done: VecDeque::new(),
+            next_ticket: 0,
+            polls: 0,
+        })
+    }
+}
+
+impl FakeQueue {
+    fn ticket(&mut self) -> Ticket {
+        self.next_ticket += 1;
+        Ticket(self.next_ticket)
+    }
+    pub fn owned_buffers(&self) -> usize {
+        self.pending
+            .iter()
+            .filter(|w| !matches!(w, Work::Run(..)))
+            .count()
+            + self.done.len()
+    }
+}
+
+impl Queue for FakeQueue {
+    type Buffer = Vec<u8>;
+    type Kernel = KernelFn;
+
+    fn upload(&mut self, buf: Vec<u8>, segs: &[Segment]) -> Result<Ticket, FakeError> {
+        let t = self.ticket();
+        let mut s = self.fake.0.borrow_mut();
+        s.log.push(Op::Upload(segs.to_vec()));
+        s.buffers_in_flight += 1;
+        self.pending.push_back(Work::Up(buf, segs.to_vec(), t));
+        Ok(t)
+    }
+    fn download(&mut self, buf: Vec<u8>, segs: &[Segment]) -> Result<Ticket, FakeError> {
+        let t = self.ticket();
+        let mut s = self.fake.0.borrow_mut();
+        s.log.push(Op::Download(segs.to_vec()));
+        s.buffers_in_flight += 1;
+        self.pending.push_back(Work::Down(buf, segs.to_vec(), t));
+        Ok(t)
+    }
+    fn launch(&mut self, k: &KernelFn, l: &Launch<'_>) -> Result<(), FakeError> {
+        self.fake.0.borrow_mut().log.push(Op::Launch {
+            grid: l.config.grid,
+            args: l.args.values.to_vec(),
+        });
+        self.pending
+            .push_back(Work::Run(k.clone(), l.args.values.to_vec()));
+        Ok(())
+    }
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), FakeError>> {
+        let busy = self.fake.0.borrow().busy_polls;
+        if self.polls < busy {
+            self.polls += 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.polls = 0;
+        let mut s = self.fake.0.borrow_mut();
+        s.log.push(Op::Sync);
+        if let Some(e) = s.fail_sync.take() {
+            return Poll::Ready(Err(e));
+        }
+        while let Some(w) = self.pending.pop_front() {
+            match w {
+                Work::Up(buf, segs, t) => {
+                    for g in &segs {
+                        s.device
+                            .slice(g.device, g.len)
+                            .copy_from_slice(&buf[g.host_offset..g.host_offset + g.len]);
+                    }
+                    self.done.push_back((t, buf));
+                }
+                Work::Down(mut buf, segs, t) => {
+                    for g in &segs {
+                        buf[g.host_offset..g.host_offset + g.len]
+                            .copy_from_slice(s.device.slice(g.device, g.len));
+                    }
+                    self.done.push_back((t, buf));
+                }
+                Work::Run(k, args) => k(&mut s.device, &args),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+    fn reclaim(&mut self) -> Option<(Ticket, Vec<u8>)> {
+        let r = self.done.pop_front()?;
+        self.fake.0.borrow_mut().buffers_in_flight -= 1;
+        Some(r)
+    }
+}

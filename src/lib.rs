@@ -1,0 +1,1 @@
+//! reprise: record one kernel launch and replay it.

@@ -1,0 +1,1 @@
+//! std adapter of reprise (filled in by the capture-files work).
