@@ -177,6 +177,14 @@ pub trait Executor: ErrorType {
         f: &mut dyn FnMut(GlobalInfo<'_>),
     ) -> Result<(), Self::Error>;
 
+    /// Sizes in bytes of `kernel`'s parameters, where the executor can tell
+    /// (CUDA's `cuFuncGetParamInfo`): writes up to `out.len()` sizes and
+    /// returns how many parameters the kernel has, or `None` when unknown.
+    fn param_sizes(&self, kernel: &Self::Kernel, out: &mut [u32]) -> Result<Option<usize>, Self::Error> {
+        let _ = (kernel, out);
+        Ok(None)
+    }
+
     /// A host staging buffer of exactly `len` bytes (zeroed or not).
     fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error>;
 
