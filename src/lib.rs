@@ -1,1 +1,151 @@
-//! reprise: record one kernel launch and replay it.
+//! **reprise** records one GPU or CPU kernel launch — the device memory it can
+//! reach, the device globals, the launch parameters and the device image —
+//! and replays it later as a standalone run: verify its output, time it, or
+//! re-launch it with another geometry to tune it.
+//!
+//! Replaying is one `await`:
+//!
+//! ```no_run
+//! # async fn run() -> reprise::Result<()> {
+//! let capture = reprise::Capture::open("captures/saxpy-4242-0.json")?;
+//! let outcome = reprise::replay(&capture).verify(true).repetitions(5).await?;
+//! assert!(outcome.verification.unwrap().is_match());
+//! # Ok(()) }
+//! ```
+//!
+//! The executor is picked from the capture's image (ELF x86-64 runs on the
+//! host CPU, PTX/cubin/fatbin on CUDA, AMD GPU code objects on the AMD
+//! executor) or forced with [`ReplayBuilder::backend`]. Recording from a Rust
+//! application goes through [`Recorder`]; files, configuration and the
+//! generic drivers live in `reprise-std`, the `no_std` core in
+//! `reprise-core`.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+pub use reprise_core as core;
+pub use reprise_core::{BackendKind, LaunchConfig};
+pub use reprise_host::HostExecutor;
+pub use reprise_std::{
+    Args, Capture, Error, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
+    Verification, block_on,
+};
+
+/// The kernel image `reprise demo` records (an ELF x86-64 shared object with
+/// `demo_stencil` and the globals `demo_scale` and `demo_launches`).
+pub const DEMO_IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/demo.so"));
+
+/// Starts building a replay of `capture`; `.await` it to run.
+pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
+    ReplayBuilder {
+        capture,
+        backend: None,
+        device_id: None,
+        options: ReplayOptions::default(),
+        progress: None,
+    }
+}
+
+/// A replay being configured. Awaiting it runs the replay.
+pub struct ReplayBuilder<'a> {
+    capture: &'a Capture,
+    backend: Option<BackendKind>,
+    device_id: Option<i32>,
+    options: ReplayOptions,
+    progress: Option<Box<dyn FnMut(u32) + Send + 'a>>,
+}
+
+impl<'a> ReplayBuilder<'a> {
+    /// Runs on this executor instead of the one the image calls for.
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+    /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
+    pub fn device_id(mut self, id: i32) -> Self {
+        self.device_id = Some(id);
+        self
+    }
+    /// Teams (grid x) instead of the recorded number.
+    pub fn num_teams(mut self, n: u32) -> Self {
+        self.options.num_teams = Some(n);
+        self
+    }
+    /// Threads per team (block x) instead of the recorded number.
+    pub fn num_threads(mut self, n: u32) -> Self {
+        self.options.num_threads = Some(n);
+        self
+    }
+    /// Compares the output with the recorded one.
+    pub fn verify(mut self, on: bool) -> Self {
+        self.options.verify = on;
+        self
+    }
+    /// Writes the output next to the capture.
+    pub fn save_output(mut self, on: bool) -> Self {
+        self.options.save_output = on;
+        self
+    }
+    /// Replays `n` times (each restores memory and globals first).
+    pub fn repetitions(mut self, n: u32) -> Self {
+        self.options.repetitions = n.max(1);
+        self
+    }
+    /// Calls `f` with the index of each finished repetition.
+    pub fn on_repetition(mut self, f: impl FnMut(u32) + Send + 'a) -> Self {
+        self.progress = Some(Box::new(f));
+        self
+    }
+    /// All options at once.
+    pub fn options(mut self, options: ReplayOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The executor this replay will use.
+    pub fn resolved_backend(&self) -> Result<BackendKind> {
+        match self.backend {
+            Some(b) => Ok(b),
+            None => self
+                .capture
+                .image_kind
+                .backend()
+                .map_err(|e| Error::capture(&self.capture.paths.image, e.to_string())),
+        }
+    }
+
+    async fn run(mut self) -> Result<Outcome> {
+        let backend = self.resolved_backend()?;
+        let mut nothing = |_| {};
+        let progress: &mut (dyn FnMut(u32) + Send) = match &mut self.progress {
+            Some(p) => p.as_mut(),
+            None => &mut nothing,
+        };
+        match backend {
+            BackendKind::Host => {
+                let exec = HostExecutor::new()
+                    .map_err(|e| Error::executor("starting the host executor", e))?;
+                reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
+            }
+            BackendKind::Cuda => {
+                let _device = self.device_id.unwrap_or(self.capture.record.device_id);
+                Err(Error::Invalid(
+                    "the CUDA executor is not available yet".into(),
+                ))
+            }
+            _ => Err(Error::Invalid(format!(
+                "the {backend} executor is not part of this build of reprise; \
+                 replay this capture with a build that includes it"
+            ))),
+        }
+    }
+}
+
+impl<'a> IntoFuture for ReplayBuilder<'a> {
+    type Output = Result<Outcome>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}

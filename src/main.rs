@@ -1,1 +1,69 @@
-fn main() {}
+//! The `reprise` command: replay, inspect and list kernel-launch captures,
+//! and a demo that records and replays one launch end to end.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Record one GPU or CPU kernel launch and replay it later as a standalone
+/// run: verify its output, time it, or re-launch it with another geometry.
+///
+/// Captures written by reprise, and by LLVM's offloading runtime (the legacy
+/// `NAME.json` + `NAME.memory` format and the current `HASH_HASH.json` +
+/// `.record_input` format), replay the same way. A capture is code:
+/// replaying one runs its device image.
+///
+/// Exit status: 0 success (and verified, when asked), 1 verification found
+/// differences, 2 any error.
+#[derive(Parser)]
+#[command(
+    name = "reprise",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Replay(cli::replay::ReplayArgs),
+    Inspect(cli::inspect::InspectArgs),
+    List(cli::list::ListArgs),
+    Demo(cli::demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp(None)
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // --help and --version are successes; usage errors exit 2.
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Replay(a) => cli::replay::run(a),
+        Command::Inspect(a) => cli::inspect::run(a),
+        Command::List(a) => cli::list::run(a),
+        Command::Demo(a) => cli::demo::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            cli::print_error(&e);
+            ExitCode::from(2)
+        }
+    }
+}

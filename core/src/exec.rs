@@ -180,7 +180,11 @@ pub trait Executor: ErrorType {
     /// Sizes in bytes of `kernel`'s parameters, where the executor can tell
     /// (CUDA's `cuFuncGetParamInfo`): writes up to `out.len()` sizes and
     /// returns how many parameters the kernel has, or `None` when unknown.
-    fn param_sizes(&self, kernel: &Self::Kernel, out: &mut [u32]) -> Result<Option<usize>, Self::Error> {
+    fn param_sizes(
+        &self,
+        kernel: &Self::Kernel,
+        out: &mut [u32],
+    ) -> Result<Option<usize>, Self::Error> {
         let _ = (kernel, out);
         Ok(None)
     }

@@ -287,7 +287,7 @@ pub async fn record<Q: Queue>(
     uploads: impl IntoIterator<Item = Upload<Q::Buffer>>,
     plan: RecordPlan<'_, Q::Kernel>,
     buffers: Buffers<Q::Buffer>,
-    recycle: &mut dyn FnMut(Q::Buffer),
+    mut recycle: impl FnMut(Q::Buffer),
 ) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>>
 where
     Q::Buffer: AsRef<[u8]>,
@@ -328,7 +328,7 @@ where
 
     // The one synchronize (or the last step's, in Sync mode).
     synchronize(queue).await?;
-    finish(queue, input, globals, output, recycle)
+    finish(queue, input, globals, output, &mut recycle)
 }
 
 /// Replays one launch: restores globals and memory, launches, copies the
@@ -342,7 +342,7 @@ pub async fn replay<Q: Queue>(
     queue: &mut Q,
     plan: ReplayPlan<'_, Q::Kernel>,
     buffers: Buffers<Q::Buffer>,
-    recycle: &mut dyn FnMut(Q::Buffer),
+    mut recycle: impl FnMut(Q::Buffer),
 ) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>>
 where
     Q::Buffer: AsRef<[u8]>,
@@ -359,5 +359,5 @@ where
         queue.download(o, memory)
     })?;
     synchronize(queue).await?;
-    finish(queue, input, globals, output, recycle)
+    finish(queue, input, globals, output, &mut recycle)
 }

@@ -26,7 +26,10 @@ fn std_features(extra: &[&str]) -> Vec<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("serde-json-core"), "unexpected cargo tree output:\n{text}");
+    assert!(
+        text.contains("serde-json-core"),
+        "unexpected cargo tree output:\n{text}"
+    );
     text.lines()
         .filter(|l| l.contains("feature \"std\""))
         .map(str::to_owned)

@@ -11,7 +11,10 @@ fn layouts() -> impl Strategy<Value = Layout> {
 
 fn global_sets() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
     prop::collection::vec(
-        ("[a-zA-Z_][a-zA-Z0-9_.$]{0,40}", prop::collection::vec(any::<u8>(), 0..300)),
+        (
+            "[a-zA-Z_][a-zA-Z0-9_.$]{0,40}",
+            prop::collection::vec(any::<u8>(), 0..300),
+        ),
         0..12,
     )
 }

@@ -1,1 +1,24 @@
-//! std adapter of reprise (filled in by the capture-files work).
+//! The std adapter of reprise: capture files (read all three generations,
+//! write reprise's own crash-safely), recording configuration from code or
+//! the environment, a buffer pool, a background writer, a parking
+//! `block_on`, and the generic drivers that record on and replay with any
+//! executor.
+
+pub mod background;
+pub mod capture;
+pub mod config;
+pub mod error;
+pub mod exec;
+pub mod list;
+pub mod pool;
+pub mod recorder;
+pub mod replayer;
+pub mod store;
+
+pub use capture::{Capture, CapturePaths, OpenOptions};
+pub use config::{RecordConfig, WriterKind};
+pub use error::{BoxError, Error, Result};
+pub use exec::{FileBuffers, block_on};
+pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};
+pub use replayer::{Outcome, ReplayOptions, Verification, replay_on};
+pub use store::{CaptureData, CaptureStore};

@@ -1,1 +1,942 @@
-//! reprise backend: host.
+//! The host (CPU) executor of reprise.
+//!
+//! - **Region**: an anonymous `mmap` reserved lazily (`MAP_NORESERVE`). A
+//!   replay maps it at the recorded address with `MAP_FIXED_NOREPLACE` (never
+//!   `MAP_FIXED`, which would clobber live mappings); a taken address is an
+//!   error naming it. A fresh recording's base is aligned to 2 GiB.
+//! - **Images**: ELF x86-64 shared objects loaded from memory (a `memfd` per
+//!   load, opened with `dlopen` of `/proc/self/fd/N`, `RTLD_LOCAL`), so two
+//!   loads never share globals and no file lands at a predictable path.
+//! - **Kernels**: LLVM's host-plugin ABI: an `extern "C"` function called with
+//!   one pointer-sized argument per recorded argument, up to [`MAX_ARGS`].
+//! - **Globals**: the image's writable data symbols; address from `dlsym`,
+//!   size from the ELF symbol table.
+//! - **Queues**: a worker thread per queue runs copies and launches in order
+//!   and signals a [`Completion`] at each synchronize.
+//!
+//! Every copy is checked against the live regions and globals before it
+//! runs: an address outside them is an error, not a stray write. Regions and
+//! images are reference-counted, so one dropped while a queue still uses it
+//! stays mapped until that work is done.
+
+#![warn(missing_docs)]
+
+mod call;
+mod elf;
+
+use std::collections::VecDeque;
+use std::ffi::{CStr, CString, c_void};
+use std::fs::File;
+use std::path::Path;
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use reprise_core::completion::Completion;
+use reprise_core::exec::{
+    DeviceRegion, ErrorType, Executor, GlobalInfo, Launch, Queue, RegionRequest, Segment, Ticket,
+};
+use reprise_core::image::{self, EM_X86_64, ImageKind};
+use reprise_core::region::RECORDING_BASE_ALIGN;
+use reprise_std::FileBuffers;
+
+pub use call::MAX_ARGS;
+
+/// Errors of the host executor.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// The requested region overlaps a mapping that already exists.
+    #[error("address range {addr:#x}..{end:#x} ({size} bytes) is already mapped in this process", end = addr + size)]
+    AddressTaken {
+        /// Requested base.
+        addr: u64,
+        /// Requested size.
+        size: u64,
+    },
+    /// The requested base is not page-aligned.
+    #[error("region base {0:#x} is not page-aligned")]
+    Unaligned(u64),
+    /// `mmap` or a related call failed.
+    #[error("{call} failed: {message}")]
+    Os {
+        /// The call.
+        call: &'static str,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The image is not an ELF x86-64 shared object.
+    #[error("{0}")]
+    BadImage(String),
+    /// `dlopen` failed.
+    #[error("loading the image failed: {0}")]
+    Load(String),
+    /// No function of that name in the image.
+    #[error("kernel `{name}` is not a function in the image{hint}")]
+    KernelNotFound {
+        /// The name asked for.
+        name: String,
+        /// A list of what the image does define.
+        hint: String,
+    },
+    /// A launch has more arguments than the host ABI supports.
+    #[error("{count} kernel arguments, more than the host executor's maximum of {max}")]
+    TooManyArgs {
+        /// Arguments given.
+        count: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// A launch argument is not pointer-sized.
+    #[error("argument {index} is {size} bytes; host kernels take pointer-sized (8-byte) arguments")]
+    ArgSize {
+        /// Which argument.
+        index: usize,
+        /// Its size.
+        size: u32,
+    },
+    /// A copy touches memory outside every region and global.
+    #[error("copy of {len} bytes at {addr:#x} is outside every live region and global")]
+    OutOfBounds {
+        /// Device address.
+        addr: u64,
+        /// Length.
+        len: usize,
+    },
+    /// A copy's host range is outside its buffer.
+    #[error("copy of {len} bytes at buffer offset {offset} overruns the {buffer}-byte buffer")]
+    BufferOverrun {
+        /// Offset in the buffer.
+        offset: usize,
+        /// Length.
+        len: usize,
+        /// Buffer length.
+        buffer: usize,
+    },
+    /// The host executor runs on x86-64 Linux only.
+    #[error("the host executor runs x86-64 kernels on x86-64 Linux only")]
+    Unsupported,
+    /// The queue's worker thread is gone.
+    #[error("the queue's worker thread has stopped")]
+    WorkerGone,
+}
+
+fn os_error(call: &'static str) -> HostError {
+    HostError::Os {
+        call,
+        message: std::io::Error::last_os_error().to_string(),
+    }
+}
+
+/// Where a fresh recording's region goes when that address is free: 32 TiB,
+/// between the executable and heap (low) and the shared libraries and
+/// thread stacks (near 128 TiB), and 2 GiB-aligned.
+pub const SUGGESTED_BASE: u64 = 0x2000_0000_0000;
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as u64 } else { 4096 }
+}
+
+// ---------------------------------------------------------------------------
+// Live memory registry
+
+/// An `mmap`ed region; unmapped when the last reference goes.
+#[derive(Debug)]
+struct Mapping {
+    base: u64,
+    len: u64,
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base..base+len` was mapped by this process for this value
+        // alone, and no reference to it remains (this is the last `Arc`).
+        unsafe {
+            libc::munmap(self.base as *mut c_void, self.len as usize);
+        }
+    }
+}
+
+/// A loaded image; closed when the last reference goes.
+struct Library {
+    handle: *mut c_void,
+    globals: Vec<(String, u64, u64)>,
+    functions: Vec<String>,
+}
+
+// SAFETY: a dlopen handle may be used and closed from any thread.
+unsafe impl Send for Library {}
+// SAFETY: the handle is only passed to thread-safe dl* functions.
+unsafe impl Sync for Library {}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: `handle` came from dlopen and is closed exactly once, after
+        // every kernel and copy that used it has finished (they hold an Arc).
+        unsafe {
+            libc::dlclose(self.handle);
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Owner {
+    Map(Weak<Mapping>),
+    Lib(Weak<Library>),
+}
+
+/// Something that keeps a range of memory alive while it is used.
+#[allow(dead_code)] // held for its Drop, never read
+enum Pin {
+    Map(Arc<Mapping>),
+    Lib(Arc<Library>),
+}
+
+#[derive(Default)]
+struct Registry {
+    ranges: Vec<(u64, u64, Owner)>,
+}
+
+impl Registry {
+    fn add(&mut self, start: u64, len: u64, owner: Owner) {
+        self.ranges.retain(|(_, _, o)| match o {
+            Owner::Map(w) => w.strong_count() > 0,
+            Owner::Lib(w) => w.strong_count() > 0,
+        });
+        self.ranges.push((start, len, owner));
+    }
+
+    /// Pins the live range holding `[addr, addr + len)`.
+    fn pin(&self, addr: u64, len: usize) -> Result<Pin, HostError> {
+        let end = addr
+            .checked_add(len as u64)
+            .ok_or(HostError::OutOfBounds { addr, len })?;
+        for (start, size, owner) in &self.ranges {
+            if addr >= *start && end <= start + size {
+                let pin = match owner {
+                    Owner::Map(w) => w.upgrade().map(Pin::Map),
+                    Owner::Lib(w) => w.upgrade().map(Pin::Lib),
+                };
+                if let Some(p) = pin {
+                    return Ok(p);
+                }
+            }
+        }
+        Err(HostError::OutOfBounds { addr, len })
+    }
+
+    /// Pins every live range (for the duration of a kernel).
+    fn pin_all(&self) -> Vec<Pin> {
+        self.ranges
+            .iter()
+            .filter_map(|(_, _, o)| match o {
+                Owner::Map(w) => w.upgrade().map(Pin::Map),
+                Owner::Lib(w) => w.upgrade().map(Pin::Lib),
+            })
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Executor
+
+/// The host executor. Cheap to clone; clones share the registry of live
+/// regions and images.
+#[derive(Clone, Default)]
+pub struct HostExecutor {
+    registry: Arc<Mutex<Registry>>,
+}
+
+impl std::fmt::Debug for HostExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostExecutor").finish_non_exhaustive()
+    }
+}
+
+/// A reserved region of host memory.
+#[derive(Debug)]
+pub struct HostRegion {
+    map: Arc<Mapping>,
+}
+
+impl DeviceRegion for HostRegion {
+    fn base(&self) -> u64 {
+        self.map.base
+    }
+    fn capacity(&self) -> u64 {
+        self.map.len
+    }
+}
+
+/// A loaded image.
+pub struct HostImage {
+    lib: Arc<Library>,
+}
+
+/// A kernel entry point.
+#[derive(Clone)]
+pub struct HostKernel {
+    entry: usize,
+    name: String,
+    // Keeps the image loaded while the kernel may run.
+    _lib: Arc<Library>,
+}
+
+impl HostKernel {
+    /// The kernel's symbol name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A host staging buffer: heap memory, or a private copy-on-write mapping of
+/// a file (replays read snapshots this way, without copying them).
+#[derive(Debug)]
+pub enum HostBuffer {
+    /// Heap memory.
+    Heap(Vec<u8>),
+    /// A private mapping of a file.
+    Mapped(memmap2::MmapMut),
+}
+
+impl AsRef<[u8]> for HostBuffer {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            HostBuffer::Heap(v) => v,
+            HostBuffer::Mapped(m) => m,
+        }
+    }
+}
+
+impl AsMut<[u8]> for HostBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            HostBuffer::Heap(v) => v,
+            HostBuffer::Mapped(m) => m,
+        }
+    }
+}
+
+impl HostExecutor {
+    /// A host executor.
+    pub fn new() -> Result<Self, HostError> {
+        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            return Err(HostError::Unsupported);
+        }
+        Ok(HostExecutor::default())
+    }
+
+    fn register(&self, start: u64, len: u64, owner: Owner) {
+        self.registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(start, len, owner);
+    }
+
+    fn map_exact(&self, base: u64, len: u64) -> Result<u64, HostError> {
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; the
+        // new anonymous mapping is owned by the `Mapping` built from it.
+        let p = unsafe {
+            libc::mmap(
+                base as *mut c_void,
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            return Err(if err.raw_os_error() == Some(libc::EEXIST) {
+                HostError::AddressTaken {
+                    addr: base,
+                    size: len,
+                }
+            } else {
+                HostError::Os {
+                    call: "mmap",
+                    message: format!("{err} (at {base:#x}, {len} bytes)"),
+                }
+            });
+        }
+        if p as u64 != base {
+            // A kernel without MAP_FIXED_NOREPLACE placed it elsewhere.
+            // SAFETY: `p` is the mapping just made, unused by anyone.
+            unsafe { libc::munmap(p, len as usize) };
+            return Err(HostError::AddressTaken {
+                addr: base,
+                size: len,
+            });
+        }
+        Ok(base)
+    }
+
+    /// A fresh recording's region: at [`SUGGESTED_BASE`] (or the next free
+    /// 2 GiB-aligned slot above it), far from where libraries and heaps are
+    /// mapped, so that a replay in another process finds the address free;
+    /// anywhere 2 GiB-aligned if none of those is free.
+    fn map_fresh(&self, len: u64) -> Result<u64, HostError> {
+        let stride = len.div_ceil(RECORDING_BASE_ALIGN).max(1) * RECORDING_BASE_ALIGN;
+        for k in 0..16u64 {
+            let Some(base) = stride
+                .checked_mul(k)
+                .and_then(|o| SUGGESTED_BASE.checked_add(o))
+            else {
+                break;
+            };
+            match self.map_exact(base, len) {
+                Ok(b) => return Ok(b),
+                Err(HostError::AddressTaken { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.map_aligned(len)
+    }
+
+    fn map_aligned(&self, len: u64) -> Result<u64, HostError> {
+        let span = len.checked_add(RECORDING_BASE_ALIGN).ok_or(HostError::Os {
+            call: "mmap",
+            message: format!("region of {len} bytes is too large"),
+        })?;
+        // SAFETY: a fresh PROT_NONE reservation at an address of the kernel's
+        // choosing; it touches no existing mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        let start = p as u64;
+        let base =
+            reprise_core::region::align_recording_base(start).ok_or_else(|| os_error("mmap"))?;
+        // SAFETY: the head, the tail and the middle all lie inside the
+        // reservation just made, which nothing else uses.
+        unsafe {
+            if base > start {
+                libc::munmap(p, (base - start) as usize);
+            }
+            let tail = base + len;
+            let end = start + span;
+            if end > tail {
+                libc::munmap(tail as *mut c_void, (end - tail) as usize);
+            }
+            if libc::mprotect(
+                base as *mut c_void,
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+            ) != 0
+            {
+                let e = os_error("mprotect");
+                libc::munmap(base as *mut c_void, len as usize);
+                return Err(e);
+            }
+        }
+        Ok(base)
+    }
+}
+
+impl ErrorType for HostExecutor {
+    type Error = HostError;
+}
+
+impl Executor for HostExecutor {
+    type Region = HostRegion;
+    type Image = HostImage;
+    type Kernel = HostKernel;
+    type Buffer = HostBuffer;
+    type Queue = HostQueue;
+
+    fn reserve(&self, request: RegionRequest) -> Result<HostRegion, HostError> {
+        let page = page_size();
+        let len = request
+            .capacity
+            .max(1)
+            .checked_next_multiple_of(page)
+            .ok_or(HostError::Os {
+                call: "mmap",
+                message: format!("region of {} bytes is too large", request.capacity),
+            })?;
+        let base = match request.base {
+            Some(b) if b % page != 0 => return Err(HostError::Unaligned(b)),
+            Some(b) => self.map_exact(b, len)?,
+            None => self.map_fresh(len)?,
+        };
+        let map = Arc::new(Mapping { base, len });
+        self.register(base, len, Owner::Map(Arc::downgrade(&map)));
+        log::debug!("host region at {base:#x}, {len} bytes");
+        Ok(HostRegion { map })
+    }
+
+    fn load_image(&self, bytes: &[u8]) -> Result<HostImage, HostError> {
+        match image::sniff(bytes) {
+            ImageKind::Elf {
+                machine: EM_X86_64,
+                elf_type: 3,
+            } => {}
+            ImageKind::Elf {
+                machine: EM_X86_64, ..
+            } => {
+                return Err(HostError::BadImage(
+                    "the image is an x86-64 ELF file but not a shared object (link it with -shared)".into(),
+                ));
+            }
+            ImageKind::Elf { machine, .. } => {
+                return Err(HostError::BadImage(format!(
+                    "the image is an ELF file for machine {machine} ({}), but the host executor runs x86-64 only",
+                    image::sniff(bytes)
+                )));
+            }
+            other => {
+                return Err(HostError::BadImage(format!(
+                    "the image is not an ELF shared object (it looks like: {other})"
+                )));
+            }
+        }
+        let symbols = elf::symbols(bytes).map_err(HostError::BadImage)?;
+        let handle = load_from_memory(bytes)?;
+        let mut globals = Vec::new();
+        for (name, size) in symbols.data {
+            let c = CString::new(name.as_str())
+                .map_err(|_| HostError::BadImage(format!("symbol {name:?}")))?;
+            // SAFETY: `handle` is a live dlopen handle, `c` a NUL-terminated name.
+            let addr = unsafe { libc::dlsym(handle, c.as_ptr()) };
+            if !addr.is_null() {
+                globals.push((name, addr as u64, size));
+            }
+        }
+        let lib = Arc::new(Library {
+            handle,
+            globals,
+            functions: symbols.functions,
+        });
+        for (_, addr, size) in &lib.globals {
+            self.register(*addr, *size, Owner::Lib(Arc::downgrade(&lib)));
+        }
+        Ok(HostImage { lib })
+    }
+
+    fn kernel(&self, image: &HostImage, name: &str) -> Result<HostKernel, HostError> {
+        let not_found = || {
+            let mut names: Vec<&str> = image
+                .lib
+                .functions
+                .iter()
+                .map(String::as_str)
+                .take(12)
+                .collect();
+            names.sort_unstable();
+            HostError::KernelNotFound {
+                name: name.to_string(),
+                hint: if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it defines: {})", names.join(", "))
+                },
+            }
+        };
+        if !image.lib.functions.iter().any(|f| f == name) {
+            return Err(not_found());
+        }
+        let c = CString::new(name).map_err(|_| not_found())?;
+        // SAFETY: live handle, NUL-terminated name.
+        let entry = unsafe { libc::dlsym(image.lib.handle, c.as_ptr()) };
+        if entry.is_null() {
+            return Err(not_found());
+        }
+        Ok(HostKernel {
+            entry: entry as usize,
+            name: name.to_string(),
+            _lib: image.lib.clone(),
+        })
+    }
+
+    fn global<'n>(
+        &self,
+        image: &HostImage,
+        name: &'n str,
+    ) -> Result<Option<GlobalInfo<'n>>, HostError> {
+        Ok(image
+            .lib
+            .globals
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, addr, size)| GlobalInfo {
+                name,
+                addr: *addr,
+                size: *size,
+            }))
+    }
+
+    fn for_each_global(
+        &self,
+        image: &HostImage,
+        f: &mut dyn FnMut(GlobalInfo<'_>),
+    ) -> Result<(), HostError> {
+        for (name, addr, size) in &image.lib.globals {
+            f(GlobalInfo {
+                name,
+                addr: *addr,
+                size: *size,
+            });
+        }
+        Ok(())
+    }
+
+    fn buffer(&self, len: usize) -> Result<HostBuffer, HostError> {
+        Ok(HostBuffer::Heap(vec![0; len]))
+    }
+
+    fn queue(&self) -> Result<HostQueue, HostError> {
+        HostQueue::new(self.registry.clone())
+    }
+}
+
+impl FileBuffers for HostExecutor {
+    fn buffer_from_file(
+        &self,
+        file: &File,
+        path: &Path,
+        len: usize,
+    ) -> reprise_std::Result<HostBuffer> {
+        if len == 0 {
+            return Ok(HostBuffer::Heap(Vec::new()));
+        }
+        // SAFETY: a private (copy-on-write) mapping: writes through it never
+        // reach the file. Another process truncating the file while it is
+        // mapped would fault on access; captures are not modified while
+        // replayed, and the checksum was verified after opening.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_copy(file) }
+            .map_err(|e| reprise_std::Error::io(path, "map", e))?;
+        Ok(HostBuffer::Mapped(map))
+    }
+}
+
+/// Loads an ELF shared object from memory: a memfd holds the bytes and
+/// `dlopen` opens it through `/proc/self/fd`.
+fn load_from_memory(bytes: &[u8]) -> Result<*mut c_void, HostError> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create with a static NUL-terminated name and valid flags.
+    let fd = unsafe { libc::memfd_create(c"reprise-image".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(os_error("memfd_create"));
+    }
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes).map_err(|e| HostError::Os {
+        call: "write",
+        message: e.to_string(),
+    })?;
+    let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path of digits");
+    // SAFETY: dlopen of a path to a complete ELF shared object we just wrote;
+    // loading runs the image's constructors, which is what replaying a
+    // capture means (a capture is code).
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    drop(file);
+    if handle.is_null() {
+        // SAFETY: dlerror returns a thread-local message or null.
+        let msg = unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "unknown error".to_string()
+            } else {
+                CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(HostError::Load(msg));
+    }
+    Ok(handle)
+}
+
+// ---------------------------------------------------------------------------
+// Queue
+
+enum Work {
+    Upload(HostBuffer, Vec<Segment>, Ticket),
+    Download(HostBuffer, Vec<Segment>, Ticket),
+    Launch(HostKernel, Vec<u64>),
+    Sync(u64),
+}
+
+struct Shared {
+    completion: Completion,
+    done: Mutex<VecDeque<(Ticket, HostBuffer)>>,
+    error: Mutex<Option<HostError>>,
+    kernel_time: Mutex<Option<Duration>>,
+}
+
+/// A queue: a worker thread running copies and launches in order.
+pub struct HostQueue {
+    tx: Option<Sender<Work>>,
+    worker: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+    ready: VecDeque<(Ticket, HostBuffer)>,
+    next_ticket: u64,
+    next_mark: u64,
+    waiting: Option<u64>,
+    syncs: u64,
+}
+
+impl ErrorType for HostQueue {
+    type Error = HostError;
+}
+
+fn check_segments(buf: &HostBuffer, segments: &[Segment]) -> Result<(), HostError> {
+    let buffer = buf.as_ref().len();
+    for s in segments {
+        if s.host_offset
+            .checked_add(s.len)
+            .is_none_or(|end| end > buffer)
+        {
+            return Err(HostError::BufferOverrun {
+                offset: s.host_offset,
+                len: s.len,
+                buffer,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn copy(
+    registry: &Mutex<Registry>,
+    buf: &mut HostBuffer,
+    segs: &[Segment],
+    to_device: bool,
+) -> Result<(), HostError> {
+    for s in segs {
+        let _pin = registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pin(s.device, s.len)?;
+        let host = &mut buf.as_mut()[s.host_offset..s.host_offset + s.len];
+        // SAFETY: `[s.device, s.device + s.len)` lies inside a live region or
+        // global, kept mapped by `_pin` for the copy; the host range was
+        // checked against the buffer when enqueued. The two never overlap: a
+        // buffer is never inside a region.
+        unsafe {
+            if to_device {
+                std::ptr::copy_nonoverlapping(host.as_ptr(), s.device as *mut u8, s.len);
+            } else {
+                std::ptr::copy_nonoverlapping(s.device as *const u8, host.as_mut_ptr(), s.len);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn worker(
+    rx: std::sync::mpsc::Receiver<Work>,
+    shared: Arc<Shared>,
+    registry: Arc<Mutex<Registry>>,
+) {
+    let failed = |e: HostError| {
+        let mut slot = shared.error.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(e);
+    };
+    let healthy = || {
+        shared
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    };
+    for work in rx {
+        match work {
+            Work::Upload(mut buf, segs, t) => {
+                if healthy() {
+                    copy(&registry, &mut buf, &segs, true).unwrap_or_else(failed);
+                }
+                shared
+                    .done
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_back((t, buf));
+            }
+            Work::Download(mut buf, segs, t) => {
+                if healthy() {
+                    copy(&registry, &mut buf, &segs, false).unwrap_or_else(failed);
+                }
+                shared
+                    .done
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_back((t, buf));
+            }
+            Work::Launch(kernel, args) => {
+                if !healthy() {
+                    continue;
+                }
+                let _pins = registry.lock().unwrap_or_else(|e| e.into_inner()).pin_all();
+                let start = Instant::now();
+                // SAFETY: `entry` is a function symbol of a loaded image (kept
+                // loaded by `kernel.lib`), called with the host plugin's ABI:
+                // one pointer-sized argument per recorded argument. What the
+                // kernel does is the capture's code; its regions stay mapped
+                // (`_pins`) while it runs.
+                unsafe { call::call(kernel.entry, &args) };
+                *shared.kernel_time.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(start.elapsed());
+                drop(kernel);
+            }
+            Work::Sync(mark) => shared.completion.signal(mark),
+        }
+    }
+}
+
+impl HostQueue {
+    fn new(registry: Arc<Mutex<Registry>>) -> Result<Self, HostError> {
+        let (tx, rx) = channel();
+        let shared = Arc::new(Shared {
+            completion: Completion::new(),
+            done: Mutex::new(VecDeque::new()),
+            error: Mutex::new(None),
+            kernel_time: Mutex::new(None),
+        });
+        let s = shared.clone();
+        let worker = std::thread::Builder::new()
+            .name("reprise-host-queue".into())
+            .spawn(move || worker(rx, s, registry))
+            .map_err(|e| HostError::Os {
+                call: "spawn",
+                message: e.to_string(),
+            })?;
+        Ok(HostQueue {
+            tx: Some(tx),
+            worker: Some(worker),
+            shared,
+            ready: VecDeque::new(),
+            next_ticket: 0,
+            next_mark: 0,
+            waiting: None,
+            syncs: 0,
+        })
+    }
+
+    fn send(&self, w: Work) -> Result<(), HostError> {
+        self.tx
+            .as_ref()
+            .ok_or(HostError::WorkerGone)?
+            .send(w)
+            .map_err(|_| HostError::WorkerGone)
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        self.next_ticket += 1;
+        Ticket(self.next_ticket)
+    }
+
+    /// Synchronizes completed so far (for tests and benchmarks).
+    pub fn synchronizations(&self) -> u64 {
+        self.syncs
+    }
+}
+
+impl Queue for HostQueue {
+    type Buffer = HostBuffer;
+    type Kernel = HostKernel;
+
+    fn upload(&mut self, buffer: HostBuffer, segments: &[Segment]) -> Result<Ticket, HostError> {
+        check_segments(&buffer, segments)?;
+        let t = self.ticket();
+        self.send(Work::Upload(buffer, segments.to_vec(), t))?;
+        Ok(t)
+    }
+
+    fn download(&mut self, buffer: HostBuffer, segments: &[Segment]) -> Result<Ticket, HostError> {
+        check_segments(&buffer, segments)?;
+        let t = self.ticket();
+        self.send(Work::Download(buffer, segments.to_vec(), t))?;
+        Ok(t)
+    }
+
+    fn launch(&mut self, kernel: &HostKernel, launch: &Launch<'_>) -> Result<(), HostError> {
+        let n = launch.args.len();
+        if n > MAX_ARGS {
+            return Err(HostError::TooManyArgs {
+                count: n,
+                max: MAX_ARGS,
+            });
+        }
+        if let Some(index) = (0..n).find(|&i| launch.args.size(i) != 8) {
+            return Err(HostError::ArgSize {
+                index,
+                size: launch.args.size(index),
+            });
+        }
+        self.send(Work::Launch(kernel.clone(), launch.args.values.to_vec()))
+    }
+
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), HostError>> {
+        let mark = match self.waiting {
+            Some(m) => m,
+            None => {
+                self.next_mark += 1;
+                let m = self.next_mark;
+                self.send(Work::Sync(m))?;
+                self.waiting = Some(m);
+                m
+            }
+        };
+        if self.shared.completion.poll_reached(mark, cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.waiting = None;
+        self.syncs += 1;
+        self.ready.extend(
+            self.shared
+                .done
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain(..),
+        );
+        match self
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            Some(e) => Poll::Ready(Err(e)),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, HostBuffer)> {
+        self.ready.pop_front()
+    }
+
+    fn last_kernel_time(&self) -> Option<Duration> {
+        *self
+            .shared
+            .kernel_time
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for HostQueue {
+    fn drop(&mut self) {
+        // Closing the channel lets the worker finish what was queued; joining
+        // waits for it, so no buffer is freed while a copy still uses it.
+        self.tx.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! What an ELF shared object defines: its functions and writable data
+//! symbols (the globals a recording saves).
+
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
+
+/// The symbols of a host image.
+pub struct Symbols {
+    /// Defined, exported functions.
+    pub functions: Vec<String>,
+    /// Defined, exported, writable data objects with their sizes.
+    pub data: Vec<(String, u64)>,
+}
+
+/// Reads the dynamic symbol table (the symbols `dlsym` can find).
+pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
+    let file = object::File::parse(bytes)
+        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+    let writable = |idx: Option<SectionIndex>| {
+        idx.and_then(|i| file.section_by_index(i).ok())
+            .is_some_and(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE) != 0))
+    };
+    let mut out = Symbols {
+        functions: Vec::new(),
+        data: Vec::new(),
+    };
+    for sym in file.dynamic_symbols() {
+        if sym.is_undefined() || !sym.is_global() {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        match sym.kind() {
+            SymbolKind::Text => out.functions.push(name.to_string()),
+            SymbolKind::Data if sym.size() > 0 && writable(sym.section_index()) => {
+                out.data.push((name.to_string(), sym.size()))
+            }
+            _ => {}
+        }
+    }
+    out.data.sort();
+    out.data.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
+}

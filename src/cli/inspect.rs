@@ -1,0 +1,218 @@
+//! `reprise inspect`: what a capture holds, without running anything.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use reprise_std::list::{ChecksumStatus, Description, describe};
+use serde_json::json;
+
+use super::human_bytes;
+
+/// Show what a capture holds: kernel, format, executor, launch geometry,
+/// arguments (marking those that point into the recorded region), region,
+/// globals, files, sizes and checksum status. Never executes the image.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The capture's descriptor (`NAME.json`).
+    pub file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip hashing the files (faster for large captures).
+    #[arg(long)]
+    pub no_checksums: bool,
+}
+
+fn checksum_text(c: ChecksumStatus) -> String {
+    match c {
+        ChecksumStatus::NotRecorded => "no checksum recorded".into(),
+        ChecksumStatus::NotChecked => "checksum not checked".into(),
+        ChecksumStatus::Verified => "checksum ok".into(),
+        ChecksumStatus::Mismatch { recorded, actual } => {
+            format!("CHECKSUM MISMATCH (recorded {recorded:016x}, file {actual:016x})")
+        }
+    }
+}
+
+fn backend_text(d: &Description) -> String {
+    let detected = d.image_kind.map(|k| (k, k.backend()));
+    match (d.record.backend, detected) {
+        (Some(b), _) => b.to_string(),
+        (None, Some((_, Ok(b)))) => format!("{b} (from the image)"),
+        (None, Some((_, Err(e)))) => format!("none: {e}"),
+        (None, None) => "unknown (image missing)".into(),
+    }
+}
+
+pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
+    let d = describe(&a.file, !a.no_checksums)?;
+    let r = &d.record;
+    let args: Vec<_> = (0..r.num_args())
+        .map(|i| {
+            let v = r.arg_value(i);
+            let in_region = d.arg_in_region(i);
+            (
+                i,
+                v,
+                r.arg_size(i),
+                in_region,
+                in_region.then(|| v - r.region_base.unwrap_or(0)),
+            )
+        })
+        .collect();
+    let problems = d.problems();
+    if a.json {
+        let files: Vec<_> = d
+            .files
+            .iter()
+            .map(|f| {
+                json!({
+                    "role": f.role,
+                    "path": f.path,
+                    "bytes": f.len,
+                    "checksum": match f.checksum {
+                        ChecksumStatus::NotRecorded => "none",
+                        ChecksumStatus::NotChecked => "unchecked",
+                        ChecksumStatus::Verified => "ok",
+                        ChecksumStatus::Mismatch { .. } => "mismatch",
+                    },
+                })
+            })
+            .collect();
+        let out = json!({
+            "kernel": r.name.as_str(),
+            "format": r.generation.as_str(),
+            "format_version": r.format_version,
+            "backend": backend_text(&d),
+            "image": d.image_kind.map(|k| k.to_string()),
+            "grid": r.grid,
+            "block": r.block,
+            "num_teams": r.num_teams(),
+            "num_threads": r.num_threads(),
+            "shared_memory": r.shared_mem,
+            "loop_trip_count": r.loop_trip_count,
+            "device_id": r.device_id,
+            "launch_seq": r.launch_seq,
+            "teams_limits": r.teams_limits,
+            "threads_limits": r.threads_limits,
+            "region": { "base": r.region_base, "reserved": r.region_size, "snapshot_bytes": d.snapshot_len() },
+            "arguments": args.iter().map(|(i, v, size, in_region, off)| json!({
+                "index": i, "value": v, "size": size, "in_region": in_region, "region_offset": off,
+            })).collect::<Vec<_>>(),
+            "globals": match &d.globals {
+                Ok(g) => json!(g.iter().map(|(n, s)| json!({"name": n, "bytes": s})).collect::<Vec<_>>()),
+                Err(e) => json!({ "error": e }),
+            },
+            "files": files,
+            "problems": problems,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("JSON values serialize")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    println!("capture   {}", d.paths.descriptor.display());
+    println!("kernel    {}", r.name);
+    println!(
+        "format    {}{}",
+        r.generation,
+        r.format_version
+            .map(|v| format!(" (version {v})"))
+            .unwrap_or_default()
+    );
+    println!("executor  {}", backend_text(&d));
+    println!(
+        "image     {}",
+        d.image_kind
+            .map(|k| k.to_string())
+            .unwrap_or_else(|| "missing".into())
+    );
+    println!(
+        "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",
+        r.grid[0],
+        r.grid[1],
+        r.grid[2],
+        r.num_teams(),
+        r.block[0],
+        r.block[1],
+        r.block[2],
+        r.num_threads(),
+        r.shared_mem
+    );
+    if let Some([lo, hi]) = r.teams_limits {
+        println!("          teams limits [{lo}, {hi}]");
+    }
+    if let Some([lo, hi]) = r.threads_limits {
+        println!("          threads limits [{lo}, {hi}]");
+    }
+    println!(
+        "launch    device {}, loop trip count {}{}",
+        r.device_id,
+        r.loop_trip_count,
+        r.launch_seq
+            .map(|s| format!(", launch #{s} of its process"))
+            .unwrap_or_default()
+    );
+    match r.region_base {
+        Some(base) => println!(
+            "region    {base:#x}, snapshot {}{}",
+            d.snapshot_len()
+                .map(human_bytes)
+                .unwrap_or_else(|| "missing".into()),
+            r.region_size
+                .map(|s| format!(", reserved {}", human_bytes(s)))
+                .unwrap_or_default()
+        ),
+        None => println!("region    address not recorded (cannot be replayed)"),
+    }
+    println!("arguments {}", args.len());
+    for (i, v, size, _, off) in &args {
+        let note = match off {
+            Some(off) => format!("  -> region + {off:#x}"),
+            None => String::new(),
+        };
+        if *size == 8 {
+            println!("  [{i:>3}] {v:#018x} ({}){note}", *v as i64);
+        } else {
+            println!(
+                "  [{i:>3}] {size} bytes{}",
+                if *size <= 8 {
+                    format!(": {v:#x}")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    match &d.globals {
+        Ok(g) => {
+            println!("globals   {}", g.len());
+            for (n, s) in g {
+                println!("  {n} ({s} bytes)");
+            }
+        }
+        Err(e) => println!("globals   unreadable: {e}"),
+    }
+    println!("files");
+    for f in &d.files {
+        println!(
+            "  {:<14} {:<10} {}  {}",
+            f.role,
+            f.len.map(human_bytes).unwrap_or_else(|| "MISSING".into()),
+            checksum_text(f.checksum),
+            f.path.display()
+        );
+    }
+    if problems.is_empty() {
+        println!("status    complete");
+    } else {
+        println!("status    {} problem(s):", problems.len());
+        for p in &problems {
+            println!("  - {p}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

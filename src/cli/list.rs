@@ -1,0 +1,73 @@
+//! `reprise list`: the captures of a directory, and what is left of
+//! interrupted ones.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use reprise_std::list::{Entry, scan};
+
+use super::human_bytes;
+
+/// List every capture in a directory, one line each: kernel, format,
+/// executor, geometry, snapshot size and descriptor. Files of incomplete
+/// captures (an interrupted recording or write) are listed as ORPHAN.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// The directory to scan.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
+    let entries = scan(&a.dir)?;
+    let (mut captures, mut orphans, mut broken) = (0, 0, 0);
+    for e in &entries {
+        match e {
+            Entry::Capture(d) => {
+                captures += 1;
+                let r = &d.record;
+                let backend = r
+                    .backend
+                    .map(|b| b.to_string())
+                    .or_else(|| {
+                        d.image_kind
+                            .and_then(|k| k.backend().ok())
+                            .map(|b| b.to_string())
+                    })
+                    .unwrap_or_else(|| "?".into());
+                let problems = d.problems();
+                println!(
+                    "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{}",
+                    r.name,
+                    r.generation,
+                    backend,
+                    r.num_teams(),
+                    r.num_threads(),
+                    d.snapshot_len()
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "-".into()),
+                    d.paths.descriptor.display(),
+                    if problems.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  INCOMPLETE: {}", problems.join("; "))
+                    }
+                );
+            }
+            Entry::Broken { path, error } => {
+                broken += 1;
+                println!("BROKEN   {}: {error}", path.display());
+            }
+            Entry::Orphan { path, why } => {
+                orphans += 1;
+                println!("ORPHAN   {} ({why})", path.display());
+            }
+        }
+    }
+    println!(
+        "{captures} capture(s), {broken} unreadable, {orphans} orphaned file(s) in {}",
+        a.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

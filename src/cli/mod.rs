@@ -1,0 +1,94 @@
+//! The subcommands.
+
+pub mod demo;
+pub mod inspect;
+pub mod list;
+pub mod replay;
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Prints an error and its causes to stderr.
+pub fn print_error(e: &(dyn std::error::Error + 'static)) {
+    eprintln!("error: {e}");
+    let mut source = e.source();
+    while let Some(s) = source {
+        eprintln!("  caused by: {s}");
+        source = s.source();
+    }
+}
+
+/// Formats a byte count for people (1.5 MiB).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Formats a duration with a unit that suits it.
+pub fn human_time(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
+}
+
+/// A progress bar that appears only once work has taken about a second.
+pub struct LazyProgress {
+    total: u64,
+    what: &'static str,
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
+impl LazyProgress {
+    /// Progress over `total` steps of `what`.
+    pub fn new(total: u64, what: &'static str) -> Self {
+        LazyProgress {
+            total,
+            what,
+            start: Instant::now(),
+            bar: None,
+        }
+    }
+
+    /// Marks `done` steps complete.
+    pub fn set(&mut self, done: u64) {
+        if self.bar.is_none() && self.start.elapsed() > Duration::from_secs(1) && done < self.total
+        {
+            let bar = ProgressBar::new(self.total);
+            bar.set_style(
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta} left)")
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+            );
+            bar.set_message(self.what);
+            self.bar = Some(bar);
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+}
+
+impl Drop for LazyProgress {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}

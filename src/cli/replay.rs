@@ -1,0 +1,175 @@
+//! `reprise replay`: run a capture again, verify it, time it, tune it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::{Args, ValueEnum};
+use reprise::{BackendKind, Capture, OpenOptions, Verification};
+
+use super::{LazyProgress, human_bytes, human_time};
+
+/// Which executor runs the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The one the capture's image calls for.
+    Auto,
+    /// The host CPU (ELF x86-64 shared objects).
+    Host,
+    /// NVIDIA GPUs (PTX, cubin, fatbin).
+    Cuda,
+    /// AMD GPUs (code objects).
+    Amdgpu,
+}
+
+impl BackendArg {
+    /// The forced backend, if any.
+    pub fn forced(self) -> Option<BackendKind> {
+        match self {
+            BackendArg::Auto => None,
+            BackendArg::Host => Some(BackendKind::Host),
+            BackendArg::Cuda => Some(BackendKind::Cuda),
+            BackendArg::Amdgpu => Some(BackendKind::Amdgpu),
+        }
+    }
+}
+
+/// Replay a recorded kernel launch.
+///
+/// Restores the recorded device memory (at its recorded address) and
+/// globals, launches the kernel with the recorded arguments and geometry,
+/// and optionally compares the output with the recorded one. The option
+/// names are those of LLVM's kernel replay tool; both `--opt=N` and
+/// `--opt N` work.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The capture's descriptor (`NAME.json`); its other files are found
+    /// beside it.
+    pub file: PathBuf,
+    /// Compare the output with the recorded output byte for byte (exit 1 on
+    /// a difference).
+    #[arg(long)]
+    pub verify: bool,
+    /// Save the output next to the capture (`.replay_output`, or
+    /// `.replay.output` for LLVM legacy captures).
+    #[arg(long)]
+    pub save_output: bool,
+    /// Launch with this many teams (grid x) instead of the recorded number.
+    #[arg(long, value_name = "N")]
+    pub num_teams: Option<u32>,
+    /// Launch with this many threads per team (block x).
+    #[arg(long, value_name = "N")]
+    pub num_threads: Option<u32>,
+    /// Run on this device (GPU executors); default: the recorded device.
+    #[arg(long, value_name = "N")]
+    pub device_id: Option<i32>,
+    /// Replay N times, restoring memory before each, and print each time.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// The executor to use.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Replay a capture that has no globals file (recorded before LLVM saved
+    /// globals); globals then keep the values the image gives them.
+    #[arg(long)]
+    pub allow_missing_globals: bool,
+    /// Skip checking the checksums a reprise capture carries.
+    #[arg(long)]
+    pub no_checksums: bool,
+}
+
+pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
+    let capture = Capture::open_with(
+        &a.file,
+        OpenOptions {
+            allow_missing_globals: a.allow_missing_globals,
+            verify_checksums: !a.no_checksums,
+        },
+    )?;
+    let rec = &capture.record;
+    let mut builder = reprise::replay(&capture)
+        .verify(a.verify)
+        .save_output(a.save_output)
+        .repetitions(a.repetitions);
+    if let Some(b) = a.backend.forced() {
+        builder = builder.backend(b);
+    }
+    if let Some(d) = a.device_id {
+        builder = builder.device_id(d);
+    }
+    if let Some(n) = a.num_teams {
+        builder = builder.num_teams(n);
+    }
+    if let Some(n) = a.num_threads {
+        builder = builder.num_threads(n);
+    }
+    let backend = builder.resolved_backend()?;
+    println!(
+        "replaying {} ({} capture, {} executor): {} of memory at {:#x}, {} globals",
+        rec.name,
+        rec.generation,
+        backend,
+        human_bytes(capture.snapshot_len()),
+        rec.region_base.unwrap_or(0),
+        capture.globals().count()
+    );
+    let progress = Arc::new(Mutex::new(LazyProgress::new(
+        u64::from(a.repetitions),
+        "replaying",
+    )));
+    let p = progress.clone();
+    let outcome = reprise::block_on(
+        builder
+            .on_repetition(move |i| {
+                p.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .set(u64::from(i) + 1)
+            })
+            .into_future(),
+    );
+    drop(progress);
+    let outcome = outcome?;
+    let c = outcome.config;
+    println!(
+        "geometry: grid {}x{}x{}, block {}x{}x{}, {} bytes dynamic shared memory",
+        c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.shared_mem
+    );
+    for (i, (t, k)) in outcome.times.iter().zip(&outcome.kernel_times).enumerate() {
+        match k {
+            Some(k) => println!(
+                "replay {}: {} (kernel {})",
+                i + 1,
+                human_time(*t),
+                human_time(*k)
+            ),
+            None => println!("replay {}: {}", i + 1, human_time(*t)),
+        }
+    }
+    if let Some(p) = &outcome.output_path {
+        println!("output saved to {}", p.display());
+    }
+    match outcome.verification {
+        None => Ok(ExitCode::SUCCESS),
+        Some(Verification::Match { bytes }) => {
+            println!(
+                "verification: PASS ({} compared, all equal)",
+                human_bytes(bytes)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Verification::Mismatch {
+            first_offset,
+            differing,
+            bytes,
+        }) => {
+            println!(
+                "verification: FAIL: {differing} of {bytes} bytes differ; first difference at offset {first_offset:#x} \
+                 (address {:#x})",
+                rec.region_base.unwrap_or(0) + first_offset
+            );
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+use std::future::IntoFuture;

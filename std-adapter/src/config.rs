@@ -1,0 +1,385 @@
+//! Recording configuration, from code (a builder) or from the environment.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `REPRISE_RECORD` | record launches (`1`/`0`, `true`/`false`, `on`/`off`) | off |
+//! | `REPRISE_RECORD_DIR` | directory for captures | `.` |
+//! | `REPRISE_RECORD_OUTPUT` | also save the post-kernel snapshot | on |
+//! | `REPRISE_RECORD_MEMSIZE` | recording region size (`64M`, `2G`, bytes) | `1G` |
+//! | `REPRISE_RECORD_FILTER` | record only kernels whose name matches this glob (`*`, `?`) | all |
+//! | `REPRISE_RECORD_SKIP` | skip the first N matching launches | 0 |
+//! | `REPRISE_RECORD_MAX` | record at most M launches | unlimited |
+//! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
+//! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
+//! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
+//!
+//! A value that cannot be used is an error naming the variable.
+
+use std::path::PathBuf;
+
+use reprise_core::schedule::Mode;
+
+use crate::error::{Error, Result};
+
+/// Default size of the recording region: 1 GiB.
+pub const DEFAULT_REGION_SIZE: u64 = 1 << 30;
+
+/// Who writes capture files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterKind {
+    /// The launching thread, before the launch call returns (LLVM's way).
+    Inline,
+    /// A background thread fed by a bounded queue of this depth; the
+    /// launching thread blocks only when the queue is full.
+    Background {
+        /// Captures that may wait to be written.
+        depth: usize,
+    },
+}
+
+/// How launches are recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordConfig {
+    /// Record at all.
+    pub enabled: bool,
+    /// Where captures go.
+    pub dir: PathBuf,
+    /// Save the post-kernel snapshot.
+    pub save_output: bool,
+    /// Bytes reserved for the recording region.
+    pub region_size: u64,
+    /// Glob over kernel names; `None` records every kernel.
+    pub filter: Option<String>,
+    /// Matching launches to skip before recording.
+    pub skip: u64,
+    /// Most launches to record.
+    pub max: Option<u64>,
+    /// One synchronize, or one per step.
+    pub mode: Mode,
+    /// Who writes the files.
+    pub writer: WriterKind,
+    /// Flush every file to disk before renaming it into place.
+    pub fsync: bool,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        RecordConfig {
+            enabled: false,
+            dir: PathBuf::from("."),
+            save_output: true,
+            region_size: DEFAULT_REGION_SIZE,
+            filter: None,
+            skip: 0,
+            max: None,
+            mode: Mode::Async,
+            writer: WriterKind::Background { depth: 4 },
+            fsync: true,
+        }
+    }
+}
+
+fn bad(var: &'static str, value: &str, problem: impl Into<String>) -> Error {
+    Error::Config {
+        var,
+        value: value.to_string(),
+        problem: problem.into(),
+    }
+}
+
+fn parse_bool(var: &'static str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" | "" => Ok(false),
+        _ => Err(bad(var, v, "expected 1/0, true/false, on/off or yes/no")),
+    }
+}
+
+fn parse_count(var: &'static str, v: &str) -> Result<u64> {
+    v.trim()
+        .parse::<u64>()
+        .map_err(|_| bad(var, v, "expected a non-negative whole number"))
+}
+
+/// Parses a byte size: a whole number with an optional `K`, `M`, `G` or `T`
+/// suffix (powers of 1024; `KiB`, `MB` and the like are accepted too).
+pub fn parse_size(var: &'static str, v: &str) -> Result<u64> {
+    let t = v.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(bad(
+                var,
+                v,
+                "expected bytes with an optional K, M, G or T suffix",
+            ));
+        }
+    };
+    let n: u64 = num.parse().map_err(|_| {
+        bad(
+            var,
+            v,
+            "expected bytes with an optional K, M, G or T suffix",
+        )
+    })?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| bad(var, v, "size does not fit in 64 bits"))
+}
+
+/// Whether `name` matches the glob `pattern` (`*` any run, `?` one char).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+impl RecordConfig {
+    /// The configuration the `REPRISE_RECORD*` variables describe.
+    pub fn from_env() -> Result<Self> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The configuration described by `get` (a lookup of variables by name;
+    /// used by `from_env` and by tests).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut c = RecordConfig::default();
+        if let Some(v) = get("REPRISE_RECORD") {
+            c.enabled = parse_bool("REPRISE_RECORD", &v)?;
+        }
+        if let Some(v) = get("REPRISE_RECORD_DIR") {
+            if v.is_empty() {
+                return Err(bad("REPRISE_RECORD_DIR", &v, "expected a directory"));
+            }
+            c.dir = PathBuf::from(v);
+        }
+        if let Some(v) = get("REPRISE_RECORD_OUTPUT") {
+            c.save_output = parse_bool("REPRISE_RECORD_OUTPUT", &v)?;
+        }
+        if let Some(v) = get("REPRISE_RECORD_MEMSIZE") {
+            c.region_size = parse_size("REPRISE_RECORD_MEMSIZE", &v)?;
+            if c.region_size == 0 {
+                return Err(bad(
+                    "REPRISE_RECORD_MEMSIZE",
+                    &v,
+                    "the region cannot be empty",
+                ));
+            }
+        }
+        if let Some(v) = get("REPRISE_RECORD_FILTER") {
+            c.filter = (!v.is_empty()).then_some(v);
+        }
+        if let Some(v) = get("REPRISE_RECORD_SKIP") {
+            c.skip = parse_count("REPRISE_RECORD_SKIP", &v)?;
+        }
+        if let Some(v) = get("REPRISE_RECORD_MAX") {
+            c.max = Some(parse_count("REPRISE_RECORD_MAX", &v)?);
+        }
+        if let Some(v) = get("REPRISE_RECORD_MODE") {
+            c.mode = match v.trim().to_ascii_lowercase().as_str() {
+                "async" => Mode::Async,
+                "sync" => Mode::Sync,
+                _ => return Err(bad("REPRISE_RECORD_MODE", &v, "expected async or sync")),
+            };
+        }
+        if let Some(v) = get("REPRISE_RECORD_WRITER") {
+            c.writer = match v.trim().to_ascii_lowercase().as_str() {
+                "background" => WriterKind::Background { depth: 4 },
+                "inline" => WriterKind::Inline,
+                _ => {
+                    return Err(bad(
+                        "REPRISE_RECORD_WRITER",
+                        &v,
+                        "expected background or inline",
+                    ));
+                }
+            };
+        }
+        if let Some(v) = get("REPRISE_RECORD_FSYNC") {
+            c.fsync = parse_bool("REPRISE_RECORD_FSYNC", &v)?;
+        }
+        Ok(c)
+    }
+
+    /// Turns recording on.
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = on;
+        self
+    }
+    /// Sets the capture directory.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = dir.into();
+        self
+    }
+    /// Saves (or not) the post-kernel snapshot.
+    pub fn save_output(mut self, on: bool) -> Self {
+        self.save_output = on;
+        self
+    }
+    /// Sets the region size in bytes.
+    pub fn region_size(mut self, bytes: u64) -> Self {
+        self.region_size = bytes;
+        self
+    }
+    /// Records only kernels whose names match `glob`.
+    pub fn filter(mut self, glob: impl Into<String>) -> Self {
+        self.filter = Some(glob.into());
+        self
+    }
+    /// Skips the first `n` matching launches.
+    pub fn skip(mut self, n: u64) -> Self {
+        self.skip = n;
+        self
+    }
+    /// Records at most `m` launches.
+    pub fn max(mut self, m: u64) -> Self {
+        self.max = Some(m);
+        self
+    }
+    /// Sets the schedule mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Sets who writes the files.
+    pub fn writer(mut self, writer: WriterKind) -> Self {
+        self.writer = writer;
+        self
+    }
+    /// Flushes files to disk (or not) before renaming them.
+    pub fn fsync(mut self, on: bool) -> Self {
+        self.fsync = on;
+        self
+    }
+
+    /// Whether kernel `name` passes the name filter.
+    pub fn matches(&self, name: &str) -> bool {
+        self.filter.as_deref().is_none_or(|p| glob_match(p, name))
+    }
+
+    /// Whether the `index`-th matching launch (from 0), with `recorded`
+    /// launches recorded so far, should be recorded.
+    pub fn selects(&self, index: u64, recorded: u64) -> bool {
+        self.enabled && index >= self.skip && self.max.is_none_or(|m| recorded < m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Result<RecordConfig> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        RecordConfig::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = vars(&[]).unwrap();
+        assert!(!c.enabled);
+        assert!(c.save_output);
+        assert_eq!(c.region_size, 1 << 30);
+        assert_eq!(c.mode, Mode::Async);
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let c = vars(&[
+            ("REPRISE_RECORD", "1"),
+            ("REPRISE_RECORD_DIR", "/tmp/x"),
+            ("REPRISE_RECORD_OUTPUT", "off"),
+            ("REPRISE_RECORD_MEMSIZE", "64M"),
+            ("REPRISE_RECORD_FILTER", "*saxpy*"),
+            ("REPRISE_RECORD_SKIP", "2"),
+            ("REPRISE_RECORD_MAX", "3"),
+            ("REPRISE_RECORD_MODE", "sync"),
+            ("REPRISE_RECORD_WRITER", "inline"),
+            ("REPRISE_RECORD_FSYNC", "0"),
+        ])
+        .unwrap();
+        assert!(c.enabled && !c.save_output && !c.fsync);
+        assert_eq!(c.dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.region_size, 64 << 20);
+        assert_eq!(c.filter.as_deref(), Some("*saxpy*"));
+        assert_eq!((c.skip, c.max), (2, Some(3)));
+        assert_eq!(c.mode, Mode::Sync);
+        assert_eq!(c.writer, WriterKind::Inline);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, value) in [
+            ("REPRISE_RECORD", "maybe"),
+            ("REPRISE_RECORD_MEMSIZE", "12Q"),
+            ("REPRISE_RECORD_MEMSIZE", "0"),
+            ("REPRISE_RECORD_MEMSIZE", "99999999999T"),
+            ("REPRISE_RECORD_SKIP", "-1"),
+            ("REPRISE_RECORD_MAX", "lots"),
+            ("REPRISE_RECORD_MODE", "fast"),
+            ("REPRISE_RECORD_WRITER", "later"),
+        ] {
+            let e = vars(&[(var, value)]).unwrap_err();
+            let text = e.to_string();
+            assert!(text.starts_with(var), "{text}");
+            assert!(matches!(e, Error::Config { var: v, .. } if v == var));
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("X", "4096").unwrap(), 4096);
+        assert_eq!(parse_size("X", "2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("X", "3 KiB").unwrap(), 3072);
+        assert!(parse_size("X", "G").is_err());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*saxpy*", "__omp_offloading_saxpy_l12"));
+        assert!(glob_match("k?", "k1"));
+        assert!(!glob_match("k?", "k12"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("abc", "abd"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxbyy"));
+    }
+
+    #[test]
+    fn selection_skips_then_caps() {
+        let c = RecordConfig::default().enabled(true).skip(1).max(2);
+        let picks: Vec<bool> = (0..5)
+            .scan(0, |rec, i| {
+                let s = c.selects(i, *rec);
+                *rec += s as u64;
+                Some(s)
+            })
+            .collect();
+        assert_eq!(picks, [false, true, true, false, false]);
+    }
+}

@@ -1,0 +1,117 @@
+//! A pool of host staging buffers.
+//!
+//! Touching memory a process has never touched costs about 30 times a copy
+//! between warm buffers, so snapshot and staging buffers are reused: a buffer
+//! goes back to the pool once its capture is written, and the next launch of
+//! a similar size takes it again, already faulted in.
+
+use std::sync::Mutex;
+
+/// Buffers are made in multiples of this many bytes (above it), so that
+/// snapshots that grow a little between launches still reuse them.
+pub const GRANULE: usize = 1 << 20;
+
+/// Rounds a requested length up to the size a pooled buffer is made with.
+pub fn rounded_len(len: usize) -> usize {
+    if len <= GRANULE {
+        len.next_power_of_two().max(4096)
+    } else {
+        len.div_ceil(GRANULE) * GRANULE
+    }
+}
+
+/// A pool of buffers of type `B`, thread-safe.
+#[derive(Debug)]
+pub struct BufferPool<B> {
+    free: Mutex<Vec<B>>,
+    keep: usize,
+}
+
+impl<B: AsRef<[u8]>> BufferPool<B> {
+    /// A pool that keeps at most `keep` idle buffers.
+    pub fn new(keep: usize) -> Self {
+        BufferPool {
+            free: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    /// A buffer of at least `len` bytes (and at most twice the rounded
+    /// length): an idle one when there is one, else a new one from `make`,
+    /// which is asked for [`rounded_len`]`(len)` bytes.
+    pub fn get<E>(&self, len: usize, make: impl FnOnce(usize) -> Result<B, E>) -> Result<B, E> {
+        let want = rounded_len(len);
+        {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            let fit = free
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| {
+                    let l = b.as_ref().len();
+                    l >= len && l <= want.saturating_mul(2)
+                })
+                .min_by_key(|(_, b)| b.as_ref().len())
+                .map(|(i, _)| i);
+            if let Some(i) = fit {
+                return Ok(free.swap_remove(i));
+            }
+        }
+        make(want)
+    }
+
+    /// Returns a buffer for reuse (dropped when the pool is full; the
+    /// smallest idle buffer gives way to a larger one).
+    pub fn put(&self, buf: B) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < self.keep {
+            free.push(buf);
+        } else if let Some((i, _)) = free
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, b)| b.as_ref().len())
+            .filter(|(_, b)| b.as_ref().len() < buf.as_ref().len())
+        {
+            free[i] = buf;
+        }
+    }
+
+    /// Idle buffers held.
+    pub fn idle(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuses_buffers_that_fit() {
+        let pool = BufferPool::<Vec<u8>>::new(2);
+        let mut made = 0;
+        let mut make = |n| -> Result<Vec<u8>, ()> {
+            made += 1;
+            Ok(vec![0; n])
+        };
+        let a = pool.get(3 << 20, &mut make).unwrap();
+        assert_eq!(a.len(), 3 << 20);
+        pool.put(a);
+        // Slightly larger: still fits the rounded buffer? No, 3 MiB + 1 needs 4 MiB.
+        let b = pool.get((3 << 20) - 100, &mut make).unwrap();
+        assert_eq!(b.len(), 3 << 20, "reused");
+        pool.put(b);
+        let c = pool.get(100, &mut make).unwrap();
+        assert_eq!(c.len(), 4096, "a 3 MiB buffer is not wasted on 100 bytes");
+        assert_eq!(made, 2);
+        pool.put(c);
+        pool.put(vec![0; 10]);
+        assert_eq!(pool.idle(), 2, "keeps at most two, the larger ones");
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(rounded_len(0), 4096);
+        assert_eq!(rounded_len(5000), 8192);
+        assert_eq!(rounded_len(GRANULE + 1), 2 * GRANULE);
+    }
+}

@@ -1,0 +1,596 @@
+//! Recording from a Rust application: allocate in the recording region, copy
+//! in, load an image, launch — and every selected launch becomes a capture.
+//!
+//! ```no_run
+//! # async fn demo<E>(exec: E) -> reprise_std::Result<()>
+//! # where E: reprise_core::Executor, E::Buffer: Send + 'static,
+//! #       E::Error: std::error::Error + Send + Sync + 'static {
+//! use reprise_core::{BackendKind, LaunchConfig};
+//! use reprise_std::{Args, RecordConfig, Recorder};
+//! let config = RecordConfig::from_env()?.enabled(true).dir("captures");
+//! let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+//! let x = rec.alloc(4096, 64)?;
+//! rec.upload(x, &[1u8; 4096])?;
+//! let image = rec.load_image(&std::fs::read("kernel.so").unwrap())?;
+//! let k = rec.kernel(image, "scale")?;
+//! let geometry = LaunchConfig { grid: [1, 1, 1], block: [1, 1, 1], shared_mem: 0 };
+//! rec.launch(&k, geometry, &Args::new().ptr(x).scalar(4096)).await?;
+//! let written = rec.finish().await?;
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use reprise_core::exec::{
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+};
+use reprise_core::globals::{self, Layout};
+use reprise_core::record::{BackendKind, KernelRecord, MAX_ARGS};
+use reprise_core::region::BumpRegion;
+use reprise_core::schedule::{self, Buffers, RecordPlan, Upload};
+
+use crate::background::BackgroundWriter;
+use crate::config::{RecordConfig, WriterKind};
+use crate::error::{Error, Result};
+use crate::pool::BufferPool;
+use crate::store::{CaptureData, CaptureStore, next_launch_seq};
+
+/// Kernel arguments, built in order.
+///
+/// Each argument is 8 bytes unless given otherwise: device addresses and
+/// scalars in pointer slots (LLVM's convention) use [`Args::ptr`] and
+/// [`Args::scalar`]; native kernels' smaller scalars and by-value structs use
+/// [`Args::bytes`] and the typed helpers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Args {
+    values: Vec<u64>,
+    sizes: Vec<u32>,
+    data: Vec<u8>,
+}
+
+impl Args {
+    /// No arguments.
+    pub fn new() -> Self {
+        Args::default()
+    }
+
+    /// A device address.
+    pub fn ptr(self, addr: u64) -> Self {
+        self.scalar(addr)
+    }
+
+    /// A 64-bit scalar passed in a pointer-sized slot.
+    pub fn scalar(mut self, v: u64) -> Self {
+        self.values.push(v);
+        self.sizes.push(8);
+        self
+    }
+
+    /// A 32-bit integer.
+    pub fn i32(self, v: i32) -> Self {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    /// A 32-bit float.
+    pub fn f32(self, v: f32) -> Self {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    /// An argument of `b.len()` bytes (a by-value struct, say).
+    pub fn bytes(mut self, b: &[u8]) -> Self {
+        if b.len() <= 8 {
+            let mut v = [0u8; 8];
+            v[..b.len()].copy_from_slice(b);
+            self.values.push(u64::from_le_bytes(v));
+        } else {
+            self.values.push(self.data.len() as u64);
+            self.data.extend_from_slice(b);
+        }
+        self.sizes.push(b.len() as u32);
+        self
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn all_pointer_sized(&self) -> bool {
+        self.sizes.iter().all(|&s| s == 8)
+    }
+
+    /// The view a queue launches with.
+    pub fn as_kernel_args(&self) -> KernelArgs<'_> {
+        KernelArgs {
+            values: &self.values,
+            sizes: if self.all_pointer_sized() {
+                &[]
+            } else {
+                &self.sizes
+            },
+            data: &self.data,
+        }
+    }
+
+    /// Copies the arguments into `record`.
+    pub fn fill(&self, record: &mut KernelRecord) -> Result<()> {
+        let too_many = || {
+            Error::Invalid(format!(
+                "{} kernel arguments, more than the supported {MAX_ARGS}",
+                self.len()
+            ))
+        };
+        record.arg_ptrs = self
+            .values
+            .iter()
+            .map(|&v| v as i64)
+            .collect::<heapless::Vec<_, MAX_ARGS>>();
+        if record.arg_ptrs.len() != self.len() {
+            return Err(too_many());
+        }
+        record.arg_offsets = self.values.iter().map(|_| 0).collect();
+        record.arg_sizes = if self.all_pointer_sized() {
+            heapless::Vec::new()
+        } else {
+            self.sizes.iter().copied().collect()
+        };
+        record.arg_data = heapless::Vec::from_slice(&self.data).map_err(|_| {
+            Error::Invalid(format!(
+                "{} bytes of by-value arguments, more than the supported {}",
+                self.data.len(),
+                reprise_core::record::MAX_ARG_DATA
+            ))
+        })?;
+        Ok(())
+    }
+}
+
+/// A loaded image, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageId(usize);
+
+/// A kernel found in a loaded image.
+pub struct Kernel<E: Executor> {
+    kernel: E::Kernel,
+    image: usize,
+    name: String,
+}
+
+impl<E: Executor> Kernel<E> {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+struct LoadedImage<E: Executor> {
+    image: E::Image,
+    bytes: Arc<Vec<u8>>,
+    /// Writable globals: name, device address, size.
+    globals: Vec<(String, u64, u64)>,
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchReport {
+    /// Whether the launch was recorded.
+    pub recorded: bool,
+    /// Its launch sequence number, when recorded.
+    pub seq: Option<u64>,
+}
+
+/// Records launches on an executor. See the module docs.
+pub struct Recorder<E: Executor> {
+    exec: E,
+    config: RecordConfig,
+    backend: BackendKind,
+    device_id: i32,
+    bump: BumpRegion,
+    pool: Arc<BufferPool<E::Buffer>>,
+    pending: Vec<Upload<E::Buffer>>,
+    images: Vec<LoadedImage<E>>,
+    store: Arc<CaptureStore>,
+    writer: Option<BackgroundWriter>,
+    written: Vec<PathBuf>,
+    matched: u64,
+    recorded: u64,
+    // Dropped last: in-flight work in `queue` may still use the region.
+    queue: E::Queue,
+    // Kept alive for the recorder's lifetime: the bump allocator hands out its addresses.
+    _region: E::Region,
+}
+
+/// Globals as copy segments into one buffer, and that buffer's length.
+pub fn globals_segments<'a>(
+    globals: impl Iterator<Item = (u64, u64)> + 'a,
+) -> Result<(Vec<Segment>, usize)> {
+    let mut segs = Vec::new();
+    let mut total = 0usize;
+    for (addr, size) in globals {
+        let len =
+            usize::try_from(size).map_err(|_| Error::Invalid(format!("global of {size} bytes")))?;
+        segs.push(Segment {
+            device: addr,
+            host_offset: total,
+            len,
+        });
+        total = total
+            .checked_add(len)
+            .ok_or_else(|| Error::Invalid("globals larger than the address space".into()))?;
+    }
+    Ok((segs, total))
+}
+
+impl<E> Recorder<E>
+where
+    E: Executor,
+    E::Buffer: Send + 'static,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    /// A recorder on `exec` (device `device_id` of kind `backend`), reserving
+    /// a region of `config.region_size` bytes.
+    pub fn new(
+        exec: E,
+        backend: BackendKind,
+        device_id: i32,
+        config: RecordConfig,
+    ) -> Result<Self> {
+        let region = exec
+            .reserve(RegionRequest {
+                base: None,
+                capacity: config.region_size,
+            })
+            .map_err(|e| {
+                Error::executor(
+                    format!("reserving a {}-byte recording region", config.region_size),
+                    e,
+                )
+            })?;
+        let queue = exec
+            .queue()
+            .map_err(|e| Error::executor("creating a queue", e))?;
+        let store = Arc::new(CaptureStore::new(&config.dir, config.fsync)?);
+        let writer = match config.writer {
+            WriterKind::Background { depth } if config.enabled => {
+                Some(BackgroundWriter::new(depth))
+            }
+            _ => None,
+        };
+        log::info!(
+            "recording region at {:#x} ({} bytes), captures in {}",
+            region.base(),
+            region.capacity(),
+            config.dir.display()
+        );
+        Ok(Recorder {
+            bump: BumpRegion::new(region.base(), region.capacity()),
+            pool: Arc::new(BufferPool::new(8)),
+            pending: Vec::new(),
+            images: Vec::new(),
+            store,
+            writer,
+            written: Vec::new(),
+            matched: 0,
+            recorded: 0,
+            exec,
+            config,
+            backend,
+            device_id,
+            queue,
+            _region: region,
+        })
+    }
+
+    /// The executor.
+    pub fn executor(&self) -> &E {
+        &self.exec
+    }
+
+    /// The recording region's allocator.
+    pub fn region(&self) -> &BumpRegion {
+        &self.bump
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RecordConfig {
+        &self.config
+    }
+
+    /// Allocates `size` bytes in the recording region (see
+    /// [`BumpRegion::alloc`]).
+    pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
+        self.bump
+            .alloc(size, align)
+            .map_err(|e| Error::Invalid(e.to_string()))
+    }
+
+    fn staging(&self, len: usize) -> Result<E::Buffer> {
+        self.pool
+            .get(len, |n| self.exec.buffer(n))
+            .map_err(|e| Error::executor(format!("allocating a {len}-byte staging buffer"), e))
+    }
+
+    /// Queues a copy of `data` to device address `addr`. It runs before the
+    /// next launch (as the first step of a recorded one).
+    pub fn upload(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        let mut buf = self.staging(data.len())?;
+        buf.as_mut()[..data.len()].copy_from_slice(data);
+        self.pending.push(Upload {
+            buffer: buf,
+            segment: Segment {
+                device: addr,
+                host_offset: 0,
+                len: data.len(),
+            },
+        });
+        Ok(())
+    }
+
+    fn flush_uploads(&mut self) -> Result<()> {
+        for up in std::mem::take(&mut self.pending) {
+            let segs: &[Segment] = if up.segment.len == 0 {
+                &[]
+            } else {
+                std::slice::from_ref(&up.segment)
+            };
+            self.queue
+                .upload(up.buffer, segs)
+                .map_err(|e| Error::executor("queueing a copy to the device", e))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for all queued work; returns buffers to the pool.
+    pub async fn synchronize(&mut self) -> Result<()> {
+        self.flush_uploads()?;
+        std::future::poll_fn(|cx| self.queue.poll_synchronize(cx))
+            .await
+            .map_err(|e| Error::executor("synchronizing", e))?;
+        while let Some((_, b)) = self.queue.reclaim() {
+            self.pool.put(b);
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes at device address `addr` back to the host (after
+    /// everything queued before).
+    pub async fn download(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.flush_uploads()?;
+        let buf = self.staging(len)?;
+        let seg = Segment {
+            device: addr,
+            host_offset: 0,
+            len,
+        };
+        let segs: &[Segment] = if len == 0 {
+            &[]
+        } else {
+            std::slice::from_ref(&seg)
+        };
+        let ticket = self
+            .queue
+            .download(buf, segs)
+            .map_err(|e| Error::executor("queueing a copy from the device", e))?;
+        std::future::poll_fn(|cx| self.queue.poll_synchronize(cx))
+            .await
+            .map_err(|e| Error::executor("synchronizing", e))?;
+        let mut out = None;
+        while let Some((t, b)) = self.queue.reclaim() {
+            if t == ticket {
+                out = Some(b.as_ref()[..len].to_vec());
+            }
+            self.pool.put(b);
+        }
+        out.ok_or_else(|| Error::Invalid("the executor lost a download buffer".into()))
+    }
+
+    /// Loads a device image; its bytes are kept for the captures.
+    pub fn load_image(&mut self, bytes: &[u8]) -> Result<ImageId> {
+        let image = self
+            .exec
+            .load_image(bytes)
+            .map_err(|e| Error::executor("loading the image", e))?;
+        let mut globals = Vec::new();
+        self.exec
+            .for_each_global(&image, &mut |g| {
+                if g.size > 0 {
+                    globals.push((g.name.to_string(), g.addr, g.size));
+                }
+            })
+            .map_err(|e| Error::executor("listing the image's globals", e))?;
+        self.images.push(LoadedImage {
+            image,
+            bytes: Arc::new(bytes.to_vec()),
+            globals,
+        });
+        Ok(ImageId(self.images.len() - 1))
+    }
+
+    /// Finds kernel `name` in a loaded image.
+    pub fn kernel(&self, image: ImageId, name: &str) -> Result<Kernel<E>> {
+        let loaded = self
+            .images
+            .get(image.0)
+            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.0)))?;
+        let kernel = self
+            .exec
+            .kernel(&loaded.image, name)
+            .map_err(|e| Error::executor(format!("finding kernel {name}"), e))?;
+        Ok(Kernel {
+            kernel,
+            image: image.0,
+            name: name.to_string(),
+        })
+    }
+
+    /// Checks `args` against the kernel's parameter sizes, where the executor
+    /// knows them.
+    fn check_params(&self, kernel: &Kernel<E>, args: &Args) -> Result<()> {
+        let mut sizes = [0u32; MAX_ARGS];
+        let n = self
+            .exec
+            .param_sizes(&kernel.kernel, &mut sizes)
+            .map_err(|e| Error::executor(format!("reading {}'s parameters", kernel.name), e))?;
+        if let Some(n) = n {
+            let expected = &sizes[..n.min(MAX_ARGS)];
+            let given: Vec<u32> = (0..args.len())
+                .map(|i| args.as_kernel_args().size(i))
+                .collect();
+            if n != args.len() || expected != given.as_slice() {
+                return Err(Error::Invalid(format!(
+                    "kernel {} takes {n} parameters of sizes {expected:?}, the launch passes {} of sizes {given:?}",
+                    kernel.name,
+                    args.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches `kernel`, recording it when the configuration selects it.
+    /// An unrecorded launch is queued without waiting; a recorded one waits
+    /// for its snapshots (one synchronize in `Async` mode) and hands the files
+    /// to the writer.
+    pub async fn launch(
+        &mut self,
+        kernel: &Kernel<E>,
+        config: LaunchConfig,
+        args: &Args,
+    ) -> Result<LaunchReport> {
+        self.check_params(kernel, args)?;
+        let selected = self.config.enabled && self.config.matches(&kernel.name) && {
+            let index = self.matched;
+            self.matched += 1;
+            self.config.selects(index, self.recorded)
+        };
+        let launch = Launch {
+            config,
+            args: args.as_kernel_args(),
+        };
+        if !selected {
+            self.flush_uploads()?;
+            self.queue
+                .launch(&kernel.kernel, &launch)
+                .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
+            return Ok(LaunchReport {
+                recorded: false,
+                seq: None,
+            });
+        }
+        self.recorded += 1;
+        let seq = next_launch_seq();
+
+        let used = usize::try_from(self.bump.used())
+            .map_err(|_| Error::Invalid("region too large".into()))?;
+        let image = &self.images[kernel.image];
+        let (global_segs, globals_len) =
+            globals_segments(image.globals.iter().map(|g| (g.1, g.2)))?;
+        let buffers = Buffers {
+            input: self.staging(used)?,
+            globals: if global_segs.is_empty() {
+                None
+            } else {
+                Some(self.staging(globals_len)?)
+            },
+            output: if self.config.save_output {
+                Some(self.staging(used)?)
+            } else {
+                None
+            },
+        };
+        let plan = RecordPlan {
+            kernel: &kernel.kernel,
+            launch,
+            snapshot: Segment {
+                device: self.bump.base(),
+                host_offset: 0,
+                len: used,
+            },
+            globals: &global_segs,
+            save_output: self.config.save_output,
+            mode: self.config.mode,
+        };
+        let pool = self.pool.clone();
+        let uploads = std::mem::take(&mut self.pending);
+        let out = schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
+            .await
+            .map_err(|e| Error::schedule(format!("recording {}", kernel.name), e))?;
+
+        let mut record =
+            KernelRecord::new(&kernel.name).map_err(|e| Error::Invalid(e.to_string()))?;
+        args.fill(&mut record)?;
+        record.grid = config.grid;
+        record.block = config.block;
+        record.shared_mem = config.shared_mem;
+        record.device_id = self.device_id;
+        record.region_base = Some(self.bump.base());
+        record.region_size = Some(self.bump.capacity());
+        record.backend = Some(self.backend);
+        record.launch_seq = Some(seq);
+        let globals_blob =
+            encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
+        let image_bytes = image.bytes.clone();
+        let store = self.store.clone();
+        let job = move || {
+            let data = CaptureData {
+                input: &out.input.as_ref()[..used],
+                output: out.output.as_ref().map(|o| &o.as_ref()[..used]),
+                globals: &globals_blob,
+                image: &image_bytes,
+            };
+            let r = store.write(&mut record, data);
+            pool.put(out.input);
+            out.globals
+                .into_iter()
+                .chain(out.output)
+                .for_each(|b| pool.put(b));
+            r
+        };
+        match &self.writer {
+            Some(w) => w.submit(Box::new(job))?,
+            None => self.written.push(job()?),
+        }
+        Ok(LaunchReport {
+            recorded: true,
+            seq: Some(seq),
+        })
+    }
+
+    /// Waits for every queued launch and capture write; returns the
+    /// descriptors written since the last call.
+    pub async fn finish(&mut self) -> Result<Vec<PathBuf>> {
+        self.synchronize().await?;
+        let mut written = std::mem::take(&mut self.written);
+        if let Some(w) = &self.writer {
+            written.extend(w.flush()?);
+        }
+        Ok(written)
+    }
+}
+
+/// Encodes the snapshot of `globals` (name, address, size) held in `buf` in
+/// the current layout.
+fn encode_globals(globals: &[(String, u64, u64)], buf: Option<&[u8]>) -> Result<Vec<u8>> {
+    let buf = buf.unwrap_or(&[]);
+    let mut at = 0usize;
+    let items: Vec<(&str, &[u8])> = globals
+        .iter()
+        .map(|(name, _, size)| {
+            let s = &buf[at..at + *size as usize];
+            at += *size as usize;
+            (name.as_str(), s)
+        })
+        .collect();
+    let len = globals::encoded_len(Layout::Current, items.iter().copied())
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let mut out = vec![0u8; len];
+    globals::encode_into(Layout::Current, items.iter().copied(), &mut out)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    Ok(out)
+}

@@ -1,0 +1,319 @@
+//! Replaying a capture on any executor: reserve the recorded region at its
+//! recorded address, load the image, restore globals and memory, launch,
+//! and compare or save the output.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, RegionRequest, Segment};
+use reprise_core::record::KernelRecord;
+use reprise_core::schedule::{self, Buffers, ReplayPlan};
+
+use crate::capture::{Capture, SnapshotFile};
+use crate::error::{Error, Result};
+use crate::exec::FileBuffers;
+use crate::recorder::globals_segments;
+use crate::store::write_atomically;
+
+/// How to replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// Teams (grid x) instead of the recorded number.
+    pub num_teams: Option<u32>,
+    /// Threads per team (block x) instead of the recorded number.
+    pub num_threads: Option<u32>,
+    /// Compare the output with the recorded one.
+    pub verify: bool,
+    /// Write the output next to the capture.
+    pub save_output: bool,
+    /// How many times to replay (each restores memory and globals first).
+    pub repetitions: u32,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            num_teams: None,
+            num_threads: None,
+            verify: false,
+            save_output: false,
+            repetitions: 1,
+        }
+    }
+}
+
+/// The result of comparing a replay's output with the recorded output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Every byte matches.
+    Match {
+        /// Bytes compared.
+        bytes: u64,
+    },
+    /// Some bytes differ.
+    Mismatch {
+        /// Offset (from the region base) of the first differing byte.
+        first_offset: u64,
+        /// How many bytes differ.
+        differing: u64,
+        /// Bytes compared.
+        bytes: u64,
+    },
+}
+
+impl Verification {
+    /// Whether the output matched.
+    pub fn is_match(&self) -> bool {
+        matches!(self, Verification::Match { .. })
+    }
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The comparison with the recorded output, when asked for.
+    pub verification: Option<Verification>,
+    /// Wall time of each repetition (restore, launch, output copy, wait).
+    pub times: Vec<Duration>,
+    /// Device time of each repetition's kernel, where the executor measures it.
+    pub kernel_times: Vec<Option<Duration>>,
+    /// Where the output was saved.
+    pub output_path: Option<PathBuf>,
+    /// The geometry launched.
+    pub config: LaunchConfig,
+}
+
+/// The launch geometry a replay uses: the recorded one, with overrides
+/// checked against the recorded limits (rejected when the lower limit is
+/// above zero and the value falls outside, as LLVM's replay tool does).
+pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<LaunchConfig> {
+    let mut grid = record.grid;
+    let mut block = record.block;
+    let check = |what: &str, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
+        if v == 0 {
+            return Err(Error::Invalid(format!("{what} must be at least 1")));
+        }
+        if let Some([lo, hi]) = limits {
+            if lo > 0 && (v < lo || v > hi) {
+                return Err(Error::Invalid(format!(
+                    "{what} {v} is outside the recorded limits [{lo}, {hi}]"
+                )));
+            }
+        }
+        Ok(())
+    };
+    if let Some(t) = options.num_teams {
+        check("--num-teams", t, record.teams_limits)?;
+        grid[0] = t;
+    }
+    if let Some(t) = options.num_threads {
+        check("--num-threads", t, record.threads_limits)?;
+        block[0] = t;
+    }
+    Ok(LaunchConfig {
+        grid,
+        block,
+        shared_mem: record.shared_mem,
+    })
+}
+
+/// Compares `replayed` with the recorded output file, streaming the file.
+pub fn compare(replayed: &[u8], recorded: &SnapshotFile) -> Result<Verification> {
+    let bytes = recorded.len;
+    if replayed.len() as u64 != bytes {
+        return Err(Error::capture(
+            &recorded.path,
+            format!(
+                "recorded output is {bytes} bytes, the replay produced {}",
+                replayed.len()
+            ),
+        ));
+    }
+    let mut at = 0usize;
+    let mut first = None;
+    let mut differing = 0u64;
+    recorded.for_each_chunk(1 << 20, |chunk| {
+        let mine = &replayed[at..at + chunk.len()];
+        if mine != chunk {
+            for (i, (a, b)) in mine.iter().zip(chunk).enumerate() {
+                if a != b {
+                    first.get_or_insert((at + i) as u64);
+                    differing += 1;
+                }
+            }
+        }
+        at += chunk.len();
+    })?;
+    Ok(match first {
+        None => Verification::Match { bytes },
+        Some(first_offset) => Verification::Mismatch {
+            first_offset,
+            differing,
+            bytes,
+        },
+    })
+}
+
+/// Replays `capture` on `exec`. `on_repetition` is called after each
+/// repetition with its index (for progress display).
+pub async fn replay_on<E>(
+    exec: &E,
+    capture: &Capture,
+    options: &ReplayOptions,
+    on_repetition: &mut (dyn FnMut(u32) + Send),
+) -> Result<Outcome>
+where
+    E: Executor + FileBuffers,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    let record = &capture.record;
+    let name = record.name.as_str();
+    let config = launch_config(record, options)?;
+    if options.verify && capture.output.is_none() {
+        return Err(Error::capture(
+            &capture.paths.output,
+            "cannot verify: the capture has no recorded output (it was recorded without saving output)",
+        ));
+    }
+    let base = capture.region_base()?;
+    let len = usize::try_from(capture.snapshot_len()).map_err(|_| {
+        Error::capture(
+            &capture.input.path,
+            "snapshot larger than the address space",
+        )
+    })?;
+
+    let region = exec
+        .reserve(RegionRequest {
+            base: Some(base),
+            capacity: (len as u64).max(4096),
+        })
+        .map_err(|e| {
+            Error::executor(
+                format!("reserving the recorded region at {base:#x} ({len} bytes)"),
+                e,
+            )
+        })?;
+    let image = exec
+        .load_image(&capture.image)
+        .map_err(|e| Error::executor(format!("loading {}", capture.paths.image.display()), e))?;
+    let kernel = exec.kernel(&image, name).map_err(|e| {
+        Error::executor(
+            format!("finding kernel {name} in {}", capture.paths.image.display()),
+            e,
+        )
+    })?;
+
+    // Globals: each recorded one must exist in the image with the same size.
+    let mut recorded = Vec::new();
+    for g in capture.globals() {
+        let info = exec
+            .global(&image, g.name)
+            .map_err(|e| Error::executor(format!("looking up global {}", g.name), e))?
+            .ok_or_else(|| {
+                Error::capture(
+                    &capture.paths.globals,
+                    format!("recorded global `{}` is absent from the image", g.name),
+                )
+            })?;
+        if info.size != g.bytes.len() as u64 {
+            return Err(Error::capture(
+                &capture.paths.globals,
+                format!(
+                    "recorded global `{}` has {} bytes, the image's has {}",
+                    g.name,
+                    g.bytes.len(),
+                    info.size
+                ),
+            ));
+        }
+        recorded.push((info.addr, g.bytes));
+    }
+    let (global_segs, globals_len) =
+        globals_segments(recorded.iter().map(|(a, b)| (*a, b.len() as u64)))?;
+    let globals_buf = if global_segs.is_empty() {
+        None
+    } else {
+        let mut b = exec
+            .buffer(globals_len)
+            .map_err(|e| Error::executor("allocating the globals buffer", e))?;
+        for (seg, (_, bytes)) in global_segs.iter().zip(&recorded) {
+            b.as_mut()[seg.host_offset..seg.host_offset + seg.len].copy_from_slice(bytes);
+        }
+        Some(b)
+    };
+
+    let input = exec.buffer_from_file(&capture.input.file, &capture.input.path, len)?;
+    let want_output = options.verify || options.save_output;
+    let output = if want_output {
+        Some(
+            exec.buffer(len)
+                .map_err(|e| Error::executor("allocating the output buffer", e))?,
+        )
+    } else {
+        None
+    };
+
+    let values = record.arg_values();
+    let args = KernelArgs {
+        values: &values,
+        sizes: &record.arg_sizes,
+        data: &record.arg_data,
+    };
+    let plan = ReplayPlan {
+        kernel: &kernel,
+        launch: Launch { config, args },
+        memory: Segment {
+            device: base,
+            host_offset: 0,
+            len,
+        },
+        globals: &global_segs,
+        save_output: want_output,
+    };
+    let mut queue = exec
+        .queue()
+        .map_err(|e| Error::executor("creating a queue", e))?;
+    let mut buffers = Buffers {
+        input,
+        globals: globals_buf,
+        output,
+    };
+    let mut times = Vec::new();
+    let mut kernel_times = Vec::new();
+    for rep in 0..options.repetitions.max(1) {
+        let start = Instant::now();
+        buffers = schedule::replay(&mut queue, plan, buffers, drop)
+            .await
+            .map_err(|e| Error::schedule(format!("replaying {name}"), e))?;
+        times.push(start.elapsed());
+        kernel_times.push(reprise_core::exec::Queue::last_kernel_time(&queue));
+        on_repetition(rep);
+    }
+
+    let mut outcome = Outcome {
+        verification: None,
+        times,
+        kernel_times,
+        output_path: None,
+        config,
+    };
+    if let Some(out) = &buffers.output {
+        let out = &out.as_ref()[..len];
+        if options.verify {
+            // Checked above: the recorded output exists.
+            let recorded = capture
+                .output
+                .as_ref()
+                .ok_or_else(|| Error::Invalid("no recorded output".into()))?;
+            outcome.verification = Some(compare(out, recorded)?);
+        }
+        if options.save_output {
+            write_atomically(&capture.paths.replay_output, out, false)?;
+            outcome.output_path = Some(capture.paths.replay_output.clone());
+        }
+    }
+    drop(queue);
+    drop(region);
+    Ok(outcome)
+}
