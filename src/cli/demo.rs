@@ -31,7 +31,7 @@ pub struct DemoArgs {
 }
 
 fn step(n: u32, text: impl std::fmt::Display) {
-    println!("[{n}/4] {text}");
+    out!("[{n}/4] {text}");
 }
 
 pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
@@ -97,7 +97,7 @@ pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
         &capture.paths.image,
     ] {
         let len = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        println!("      {:>10}  {}", human_bytes(len), f.display());
+        out!("      {:>10}  {}", human_bytes(len), f.display());
     }
 
     step(
@@ -111,7 +111,7 @@ pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
     let k = outcome.kernel_times[0]
         .map(|k| format!(", kernel {}", human_time(k)))
         .unwrap_or_default();
-    println!("      replayed in {}{k}", human_time(t));
+    out!("      replayed in {}{k}", human_time(t));
 
     match outcome.verification {
         Some(v) if v.is_match() => {
@@ -119,11 +119,11 @@ pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
                 4,
                 "verified: the replay's output equals the recorded output byte for byte",
             );
-            println!(
+            out!(
                 "\nreplay it yourself:  reprise replay --verify {}",
                 descriptor.display()
             );
-            println!(
+            out!(
                 "look inside:         reprise inspect {}",
                 descriptor.display()
             );

@@ -107,30 +107,30 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             "files": files,
             "problems": problems,
         });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("JSON values serialize")
         );
         return Ok(ExitCode::SUCCESS);
     }
 
-    println!("capture   {}", d.paths.descriptor.display());
-    println!("kernel    {}", r.name);
-    println!(
+    out!("capture   {}", d.paths.descriptor.display());
+    out!("kernel    {}", r.name);
+    out!(
         "format    {}{}",
         r.generation,
         r.format_version
             .map(|v| format!(" (version {v})"))
             .unwrap_or_default()
     );
-    println!("executor  {}", backend_text(&d));
-    println!(
+    out!("executor  {}", backend_text(&d));
+    out!(
         "image     {}",
         d.image_kind
             .map(|k| k.to_string())
             .unwrap_or_else(|| "missing".into())
     );
-    println!(
+    out!(
         "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",
         r.grid[0],
         r.grid[1],
@@ -143,12 +143,12 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
         r.shared_mem
     );
     if let Some([lo, hi]) = r.teams_limits {
-        println!("          teams limits [{lo}, {hi}]");
+        out!("          teams limits [{lo}, {hi}]");
     }
     if let Some([lo, hi]) = r.threads_limits {
-        println!("          threads limits [{lo}, {hi}]");
+        out!("          threads limits [{lo}, {hi}]");
     }
-    println!(
+    out!(
         "launch    device {}, loop trip count {}{}",
         r.device_id,
         r.loop_trip_count,
@@ -157,7 +157,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             .unwrap_or_default()
     );
     match r.region_base {
-        Some(base) => println!(
+        Some(base) => out!(
             "region    {base:#x}, snapshot {}{}",
             d.snapshot_len()
                 .map(human_bytes)
@@ -166,18 +166,18 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
                 .map(|s| format!(", reserved {}", human_bytes(s)))
                 .unwrap_or_default()
         ),
-        None => println!("region    address not recorded (cannot be replayed)"),
+        None => out!("region    address not recorded (cannot be replayed)"),
     }
-    println!("arguments {}", args.len());
+    out!("arguments {}", args.len());
     for (i, v, size, _, off) in &args {
         let note = match off {
             Some(off) => format!("  -> region + {off:#x}"),
             None => String::new(),
         };
         if *size == 8 {
-            println!("  [{i:>3}] {v:#018x} ({}){note}", *v as i64);
+            out!("  [{i:>3}] {v:#018x} ({}){note}", *v as i64);
         } else {
-            println!(
+            out!(
                 "  [{i:>3}] {size} bytes{}",
                 if *size <= 8 {
                     format!(": {v:#x}")
@@ -189,16 +189,16 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
     }
     match &d.globals {
         Ok(g) => {
-            println!("globals   {}", g.len());
+            out!("globals   {}", g.len());
             for (n, s) in g {
-                println!("  {n} ({s} bytes)");
+                out!("  {n} ({s} bytes)");
             }
         }
-        Err(e) => println!("globals   unreadable: {e}"),
+        Err(e) => out!("globals   unreadable: {e}"),
     }
-    println!("files");
+    out!("files");
     for f in &d.files {
-        println!(
+        out!(
             "  {:<14} {:<10} {}  {}",
             f.role,
             f.len.map(human_bytes).unwrap_or_else(|| "MISSING".into()),
@@ -207,11 +207,11 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
         );
     }
     if problems.is_empty() {
-        println!("status    complete");
+        out!("status    complete");
     } else {
-        println!("status    {} problem(s):", problems.len());
+        out!("status    {} problem(s):", problems.len());
         for p in &problems {
-            println!("  - {p}");
+            out!("  - {p}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -37,7 +37,7 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                     })
                     .unwrap_or_else(|| "?".into());
                 let problems = d.problems();
-                println!(
+                out!(
                     "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{}",
                     r.name,
                     r.generation,
@@ -57,15 +57,15 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
             }
             Entry::Broken { path, error } => {
                 broken += 1;
-                println!("BROKEN   {}: {error}", path.display());
+                out!("BROKEN   {}: {error}", path.display());
             }
             Entry::Orphan { path, why } => {
                 orphans += 1;
-                println!("ORPHAN   {} ({why})", path.display());
+                out!("ORPHAN   {} ({why})", path.display());
             }
         }
     }
-    println!(
+    out!(
         "{captures} capture(s), {broken} unreadable, {orphans} orphaned file(s) in {}",
         a.dir.display()
     );

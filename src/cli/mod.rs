@@ -1,5 +1,17 @@
 //! The subcommands.
 
+/// `println!` that ends the process quietly (status 141, as a process killed
+/// by SIGPIPE) when stdout is closed, e.g. piped into `head`, instead of
+/// panicking.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($t)*).is_err() {
+            std::process::exit(141);
+        }
+    }};
+}
+
 pub mod demo;
 pub mod inspect;
 pub mod list;

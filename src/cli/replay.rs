@@ -47,12 +47,12 @@ pub struct ReplayArgs {
     /// beside it.
     pub file: PathBuf,
     /// Compare the output with the recorded output byte for byte (exit 1 on
-    /// a difference).
-    #[arg(long)]
+    /// a difference). `--verify=false` is accepted, as LLVM's tool does.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     pub verify: bool,
     /// Save the output next to the capture (`.replay_output`, or
     /// `.replay.output` for LLVM legacy captures).
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     pub save_output: bool,
     /// Launch with this many teams (grid x) instead of the recorded number.
     #[arg(long, value_name = "N")]
@@ -104,7 +104,7 @@ pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
         builder = builder.num_threads(n);
     }
     let backend = builder.resolved_backend()?;
-    println!(
+    out!(
         "replaying {} ({} capture, {} executor): {} of memory at {:#x}, {} globals",
         rec.name,
         rec.generation,
@@ -130,28 +130,34 @@ pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
     drop(progress);
     let outcome = outcome?;
     let c = outcome.config;
-    println!(
+    out!(
         "geometry: grid {}x{}x{}, block {}x{}x{}, {} bytes dynamic shared memory",
-        c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.shared_mem
+        c.grid[0],
+        c.grid[1],
+        c.grid[2],
+        c.block[0],
+        c.block[1],
+        c.block[2],
+        c.shared_mem
     );
     for (i, (t, k)) in outcome.times.iter().zip(&outcome.kernel_times).enumerate() {
         match k {
-            Some(k) => println!(
+            Some(k) => out!(
                 "replay {}: {} (kernel {})",
                 i + 1,
                 human_time(*t),
                 human_time(*k)
             ),
-            None => println!("replay {}: {}", i + 1, human_time(*t)),
+            None => out!("replay {}: {}", i + 1, human_time(*t)),
         }
     }
     if let Some(p) = &outcome.output_path {
-        println!("output saved to {}", p.display());
+        out!("output saved to {}", p.display());
     }
     match outcome.verification {
         None => Ok(ExitCode::SUCCESS),
         Some(Verification::Match { bytes }) => {
-            println!(
+            out!(
                 "verification: PASS ({} compared, all equal)",
                 human_bytes(bytes)
             );
@@ -162,7 +168,7 @@ pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
             differing,
             bytes,
         }) => {
-            println!(
+            out!(
                 "verification: FAIL: {differing} of {bytes} bytes differ; first difference at offset {first_offset:#x} \
                  (address {:#x})",
                 rec.region_base.unwrap_or(0) + first_offset

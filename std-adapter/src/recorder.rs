@@ -429,6 +429,20 @@ where
         })
     }
 
+    /// The device address and size of global `name` of a loaded image (to
+    /// set it with [`Recorder::upload`], as `omp target update` would).
+    pub fn global(&self, image: ImageId, name: &str) -> Result<Option<(u64, u64)>> {
+        let loaded = self
+            .images
+            .get(image.0)
+            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.0)))?;
+        let g = self
+            .exec
+            .global(&loaded.image, name)
+            .map_err(|e| Error::executor(format!("looking up global {name}"), e))?;
+        Ok(g.map(|g| (g.addr, g.size)))
+    }
+
     /// Checks `args` against the kernel's parameter sizes, where the executor
     /// knows them.
     fn check_params(&self, kernel: &Kernel<E>, args: &Args) -> Result<()> {

@@ -1,0 +1,207 @@
+//! Helpers shared by the end-to-end tests: the kernels the build compiled,
+//! running the `reprise` binary, recording through the library, and a
+//! generator of LLVM-format captures written from the format description
+//! alone.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use reprise::core::globals::{self, Layout};
+use reprise::core::record::{Generation, KernelRecord};
+use reprise::{Args, BackendKind, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+
+pub const AXPY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/axpy.so"));
+pub const MANY_ARGS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/many_args.so"));
+
+/// Runs the `reprise` binary.
+pub fn reprise(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_reprise"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("the reprise binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "reprise panicked:\n{stderr}");
+    out
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Asserts the run exited with `code`, showing its output otherwise.
+pub fn assert_exit(o: &Output, code: i32) {
+    let (out, err) = text(o);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+/// Asserts exit status 2 and that stderr mentions every one of `needles`.
+pub fn assert_error(o: &Output, needles: &[&str]) {
+    assert_exit(o, 2);
+    let (_, err) = text(o);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+pub fn floats(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+pub fn geometry(teams: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: [teams, 1, 1],
+        block: [threads, 1, 1],
+        shared_mem: 0,
+    }
+}
+
+/// Records `launches` launches of the axpy kernel through the library with
+/// `config` (directory and recording switched on by the caller), alpha set
+/// to 2.5 on the device before the first launch. Returns the descriptors.
+pub fn record_axpy(config: RecordConfig, n: usize, launches: usize) -> Vec<PathBuf> {
+    let exec = HostExecutor::new().unwrap();
+    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config).unwrap();
+    let x = rec.alloc((n * 4) as u64, 64).unwrap();
+    let y = rec.alloc((n * 4) as u64, 64).unwrap();
+    let calls = rec.alloc(8, 8).unwrap();
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let ys: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+    rec.upload(x, &floats(&xs)).unwrap();
+    rec.upload(y, &floats(&ys)).unwrap();
+    let image = rec.load_image(AXPY).unwrap();
+    let (alpha, size) = rec
+        .global(image, "alpha")
+        .unwrap()
+        .expect("axpy defines alpha");
+    assert_eq!(size, 4);
+    rec.upload(alpha, &2.5f32.to_le_bytes()).unwrap();
+    let k = rec.kernel(image, "axpy").unwrap();
+    let args = Args::new().ptr(x).ptr(y).scalar(n as u64).ptr(calls);
+    reprise::block_on(async {
+        for _ in 0..launches {
+            rec.launch(&k, geometry(4, 64), &args).await.unwrap();
+        }
+        // The kernel really ran: y = 2.5 * x + y after each launch.
+        let out = rec.download(y, n * 4).await.unwrap();
+        let y1 = f32::from_le_bytes(out[4..8].try_into().unwrap());
+        assert_eq!(y1, 999.0 + 2.5 * launches as f32);
+        rec.finish().await.unwrap()
+    })
+}
+
+/// Flips one byte of a capture's recorded output and updates the
+/// descriptor's checksum, as if the kernel had produced that output.
+pub fn corrupt_output(descriptor: &Path, offset: u64) {
+    let mut rec = KernelRecord::from_json(&std::fs::read(descriptor).unwrap()).unwrap();
+    let output = reprise_std::CapturePaths::new(descriptor, rec.generation).output;
+    let mut bytes = std::fs::read(&output).unwrap();
+    bytes[offset as usize] ^= 0x40;
+    std::fs::write(&output, &bytes).unwrap();
+    if rec.checksums.output.is_some() {
+        rec.checksums.output = Some(reprise_std::capture::checksum(&bytes));
+        std::fs::write(descriptor, rec.to_json_string(rec.generation).unwrap()).unwrap();
+    }
+}
+
+/// What an LLVM fixture holds.
+pub struct Fixture {
+    pub descriptor: PathBuf,
+    pub base: u64,
+    pub n: usize,
+    pub expected_output: Vec<u8>,
+}
+
+/// Writes an axpy capture as LLVM's runtime would, from FORMATS.md alone:
+/// region at `base` holding x, y and a `long` result; globals alpha = 3.0
+/// and axpy_calls = 41 (the image says 1.0 and 0, so a replay that does not
+/// restore globals computes something else). The expected output is
+/// computed here, independently of reprise's executors.
+pub fn llvm_fixture(dir: &Path, generation: Generation, base: u64, n: usize) -> Fixture {
+    let xs: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.5).collect();
+    let ys: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
+    let x_at = base;
+    let y_at = base + (n as u64 * 4).next_multiple_of(16);
+    let calls_at = y_at + (n as u64 * 4).next_multiple_of(16);
+    let used = (calls_at - base + 16) as usize;
+    let mut memory = vec![0u8; used];
+    memory[..n * 4].copy_from_slice(&floats(&xs));
+    let y_off = (y_at - base) as usize;
+    memory[y_off..y_off + n * 4].copy_from_slice(&floats(&ys));
+    let mut expected = memory.clone();
+    let y_new: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| 3.0 * x + y).collect();
+    expected[y_off..y_off + n * 4].copy_from_slice(&floats(&y_new));
+    let c_off = (calls_at - base) as usize;
+    expected[c_off..c_off + 8].copy_from_slice(&(42i64 * 100 + 3).to_le_bytes());
+
+    let mut rec = KernelRecord::new("axpy").unwrap();
+    rec.generation = generation;
+    rec.format_version = None;
+    for v in [x_at, y_at, n as u64, calls_at] {
+        rec.push_arg(v).unwrap();
+    }
+    rec.grid = [8, 1, 1];
+    rec.block = [128, 1, 1];
+    rec.loop_trip_count = n as u64;
+    rec.region_base = Some(base);
+    rec.memory_size = Some(used as u64);
+    let (stem, layout, input_ext, output_ext) = match generation {
+        Generation::LlvmLegacy => (
+            "axpy".to_string(),
+            Layout::Seed,
+            "memory",
+            "original.output",
+        ),
+        _ => {
+            rec.region_size = Some(64 << 30);
+            rec.teams_limits = Some([0, 0]);
+            rec.threads_limits = Some([1, 1024]);
+            (
+                "9431736110271238513_1274526373".to_string(),
+                Layout::Current,
+                "record_input",
+                "record_output",
+            )
+        }
+    };
+    let mut json = vec![0u8; 8192];
+    let len = rec.to_json(generation, &mut json).unwrap();
+    let path = |ext: &str| dir.join(format!("{stem}.{ext}"));
+    std::fs::write(path("json"), &json[..len]).unwrap();
+    std::fs::write(path(input_ext), &memory).unwrap();
+    std::fs::write(path(output_ext), &expected).unwrap();
+    std::fs::write(path("image"), AXPY).unwrap();
+    let g = [
+        ("alpha", &3.0f32.to_le_bytes()[..]),
+        ("axpy_calls", &41i64.to_le_bytes()[..]),
+    ];
+    let mut blob = vec![0u8; globals::encoded_len(layout, g).unwrap()];
+    globals::encode_into(layout, g, &mut blob).unwrap();
+    std::fs::write(path("globals"), &blob).unwrap();
+    Fixture {
+        descriptor: path("json"),
+        base,
+        n,
+        expected_output: expected,
+    }
+}
+
+/// Rewrites a descriptor through `edit` (keeping its generation).
+pub fn edit_descriptor(path: &Path, edit: impl FnOnce(&mut KernelRecord)) {
+    let mut rec = KernelRecord::from_json(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut rec);
+    std::fs::write(path, rec.to_json_string(rec.generation).unwrap()).unwrap();
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
