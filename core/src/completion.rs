@@ -100,7 +100,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// A waker over static data only, so no waker can outlive what it points to.
+// A waker over static data only, so no waker can outlive what it points to.
 #[allow(unsafe_code)]
 mod spin_waker {
     //! Reason for `unsafe`: building a `Waker` without `alloc` needs

@@ -552,7 +552,7 @@ impl<'de, const N: usize> Deserialize<'de> for HexBytes<N> {
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
                 let mut out = HexBytes::<N>::default();
                 let b = s.as_bytes();
-                out.bad = b.len() % 2 != 0;
+                out.bad = !b.len().is_multiple_of(2);
                 out.len = b.len() / 2;
                 for pair in b.chunks_exact(2) {
                     match (hex_val(pair[0]), hex_val(pair[1])) {
@@ -995,19 +995,17 @@ impl Serialize for JsonView<'_> {
             }
             m.serialize_entry("Block", &r.block)?;
         }
-        if legacy {
-            if let Some(base) = r.region_base {
-                m.serialize_entry("BumpAllocVAStart", &base)?;
-            }
+        if legacy && let Some(base) = r.region_base {
+            m.serialize_entry("BumpAllocVAStart", &base)?;
         }
         if reprise && !r.checksums.is_empty() {
             m.serialize_entry("Checksums", &r.checksums)?;
         }
         m.serialize_entry("DeviceId", &r.device_id)?;
-        if legacy || reprise {
-            if let Some(size) = r.memory_size {
-                m.serialize_entry("DeviceMemorySize", &size)?;
-            }
+        if (legacy || reprise)
+            && let Some(size) = r.memory_size
+        {
+            m.serialize_entry("DeviceMemorySize", &size)?;
         }
         if reprise {
             m.serialize_entry("Grid", &r.grid)?;

@@ -255,42 +255,42 @@ impl Capture {
                 "memory snapshot is missing (the capture is incomplete)",
             )
         })?;
-        if let Some(size) = record.memory_size {
-            if size != input.len {
-                return Err(Error::capture(
-                    &paths.input,
-                    format!(
-                        "memory snapshot is {} bytes but the descriptor says DeviceMemorySize = {size} \
+        if let Some(size) = record.memory_size
+            && size != input.len
+        {
+            return Err(Error::capture(
+                &paths.input,
+                format!(
+                    "memory snapshot is {} bytes but the descriptor says DeviceMemorySize = {size} \
                          (truncated or mismatched file)",
-                        input.len
-                    ),
-                ));
-            }
+                    input.len
+                ),
+            ));
         }
         let output = SnapshotFile::open(&paths.output)?;
-        if let Some(out) = &output {
-            if out.len != input.len {
-                return Err(Error::capture(
-                    &out.path,
-                    format!(
-                        "recorded output snapshot is {} bytes but the input snapshot {} is {} bytes",
-                        out.len,
-                        input.path.display(),
-                        input.len
-                    ),
-                ));
-            }
+        if let Some(out) = &output
+            && out.len != input.len
+        {
+            return Err(Error::capture(
+                &out.path,
+                format!(
+                    "recorded output snapshot is {} bytes but the input snapshot {} is {} bytes",
+                    out.len,
+                    input.path.display(),
+                    input.len
+                ),
+            ));
         }
-        if let Some(base) = record.region_base {
-            if base.checked_add(input.len).is_none() {
-                return Err(Error::capture(
-                    path,
-                    format!(
-                        "region at {base:#x} of {} bytes wraps past the end of the address space",
-                        input.len
-                    ),
-                ));
-            }
+        if let Some(base) = record.region_base
+            && base.checked_add(input.len).is_none()
+        {
+            return Err(Error::capture(
+                path,
+                format!(
+                    "region at {base:#x} of {} bytes wraps past the end of the address space",
+                    input.len
+                ),
+            ));
         }
 
         let globals = match std::fs::read(&paths.globals) {

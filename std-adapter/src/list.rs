@@ -101,12 +101,12 @@ impl Description {
                 ));
             }
         }
-        if let (Some(size), Some(len)) = (self.record.memory_size, self.snapshot_len()) {
-            if size != len {
-                out.push(format!(
-                    "input snapshot is {len} bytes, descriptor says {size}"
-                ));
-            }
+        if let (Some(size), Some(len)) = (self.record.memory_size, self.snapshot_len())
+            && size != len
+        {
+            out.push(format!(
+                "input snapshot is {len} bytes, descriptor says {size}"
+            ));
         }
         if let Err(e) = &self.globals {
             out.push(e.clone());

@@ -93,12 +93,13 @@ pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<L
         if v == 0 {
             return Err(Error::Invalid(format!("{what} must be at least 1")));
         }
-        if let Some([lo, hi]) = limits {
-            if lo > 0 && (v < lo || v > hi) {
-                return Err(Error::Invalid(format!(
-                    "{what} {v} is outside the recorded limits [{lo}, {hi}]"
-                )));
-            }
+        if let Some([lo, hi]) = limits
+            && lo > 0
+            && (v < lo || v > hi)
+        {
+            return Err(Error::Invalid(format!(
+                "{what} {v} is outside the recorded limits [{lo}, {hi}]"
+            )));
         }
         Ok(())
     };

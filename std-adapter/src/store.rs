@@ -160,10 +160,10 @@ impl CaptureStore {
 
     fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<()> {
         let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = images.get(&sum) {
-            if fs::hard_link(existing, path).is_ok() {
-                return Ok(());
-            }
+        if let Some(existing) = images.get(&sum)
+            && fs::hard_link(existing, path).is_ok()
+        {
+            return Ok(());
         }
         self.write_file(path, image)?;
         images.insert(sum, path.to_path_buf());

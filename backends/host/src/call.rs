@@ -76,10 +76,10 @@ mod tests {
     #[test]
     fn stack_arguments_arrive_in_order() {
         // SAFETY: record8 takes 8 pointer-sized arguments.
-        unsafe { call(record8 as usize, &[1, 2, 3, 4, 5, 6, 7, 8]) };
+        unsafe { call(record8 as *const () as usize, &[1, 2, 3, 4, 5, 6, 7, 8]) };
         // SAFETY: read after the call, single-threaded.
         assert_eq!(unsafe { SEEN }, [1, 2, 3, 4, 5, 6, 7, 8]);
         // SAFETY: sum3 takes 3 pointer-sized arguments; its result is ignored.
-        unsafe { call(sum3 as usize, &[1, 2, 3]) };
+        unsafe { call(sum3 as *const () as usize, &[1, 2, 3]) };
     }
 }

@@ -1,0 +1,123 @@
+//! Writing captures: unique names, checksums, crash safety.
+
+use reprise_core::record::{BackendKind, Generation, KernelRecord};
+use reprise_std::capture::{Capture, CapturePaths, OpenOptions};
+use reprise_std::list::{Entry, scan};
+use reprise_std::store::{CaptureData, CaptureStore, file_stem_for};
+
+fn record(name: &str, seq: u64) -> KernelRecord {
+    let mut r = KernelRecord::new(name).unwrap();
+    r.push_arg(0x2000_0000_0000).unwrap();
+    r.region_base = Some(0x2000_0000_0000);
+    r.backend = Some(BackendKind::Host);
+    r.launch_seq = Some(seq);
+    r
+}
+
+fn data<'a>(input: &'a [u8], output: &'a [u8]) -> CaptureData<'a> {
+    CaptureData {
+        input,
+        output: Some(output),
+        globals: &[0, 0, 0, 0],
+        image: b"not really an image",
+    }
+}
+
+#[test]
+fn every_launch_gets_its_own_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), false).unwrap();
+    let mut paths = Vec::new();
+    for seq in [0, 1, 1] {
+        let mut r = record("_Z6kernelPf", seq);
+        paths.push(store.write(&mut r, data(&[1, 2, 3], &[4, 5, 6])).unwrap());
+    }
+    paths.sort();
+    paths.dedup();
+    assert_eq!(
+        paths.len(),
+        3,
+        "even a repeated sequence number does not overwrite"
+    );
+    for p in &paths {
+        let c = Capture::open(p).unwrap();
+        assert_eq!(c.record.generation, Generation::Reprise);
+        assert!(c.checksums_verified);
+        assert_eq!(c.record.memory_size, Some(3));
+    }
+    // The image is stored once and hard-linked.
+    let image = CapturePaths::new(&paths[0], Generation::Reprise).image;
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(image).unwrap().nlink(), 3);
+}
+
+#[test]
+fn names_are_safe_file_names() {
+    assert_eq!(file_stem_for("_Z6kernelPf"), "_Z6kernelPf");
+    assert_eq!(file_stem_for("ns::k<int>(a b)"), "ns__k_int__a_b_");
+    assert_eq!(file_stem_for("../../etc/passwd"), "_.._etc_passwd");
+    assert_eq!(file_stem_for(""), "kernel");
+    let long = "x".repeat(300);
+    assert!(file_stem_for(&long).len() <= 80);
+    assert_ne!(file_stem_for(&long), file_stem_for(&"x".repeat(301)));
+}
+
+#[test]
+fn an_interrupted_recording_is_never_a_whole_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), true).unwrap();
+    let mut r = record("k", 5);
+    let descriptor = store.write(&mut r, data(&[9; 64], &[8; 64])).unwrap();
+    // Simulate a crash after the data files were renamed into place but
+    // before the descriptor was: remove the descriptor.
+    std::fs::remove_file(&descriptor).unwrap();
+    let err = Capture::open(&descriptor).unwrap_err();
+    assert!(err.to_string().contains("open failed"), "{err}");
+    let entries = scan(dir.path()).unwrap();
+    assert!(entries.iter().all(|e| matches!(e, Entry::Orphan { .. })));
+    assert_eq!(
+        entries.len(),
+        4,
+        "input, output, globals, image are orphans"
+    );
+    // No temporary files remain from the completed writes.
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".reprise-tmp")
+    }));
+}
+
+#[test]
+fn open_options_control_missing_globals_and_checksums() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), false).unwrap();
+    let mut r = record("k", 1);
+    let p = store.write(&mut r, data(&[1; 16], &[2; 16])).unwrap();
+    let paths = CapturePaths::new(&p, Generation::Reprise);
+    std::fs::write(&paths.input, [7u8; 16]).unwrap();
+    assert!(
+        Capture::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum mismatch")
+    );
+    let c = Capture::open_with(
+        &p,
+        OpenOptions {
+            verify_checksums: false,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(!c.checksums_verified);
+    std::fs::remove_file(&paths.globals).unwrap();
+    let opts = OpenOptions {
+        verify_checksums: false,
+        allow_missing_globals: true,
+    };
+    let c = Capture::open_with(&p, opts).unwrap();
+    assert!(c.globals.is_none());
+    assert_eq!(c.globals().count(), 0);
+}

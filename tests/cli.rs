@@ -1,0 +1,131 @@
+//! The command line as a user meets it: demo, inspect, list, help, usage
+//! errors.
+
+mod common;
+
+use common::*;
+use reprise::core::record::Generation;
+
+#[test]
+fn demo_records_replays_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = reprise(&["demo", "--dir", s(dir.path()), "--size", "1M"]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("[4/4] verified"), "{stdout}");
+    assert!(stdout.contains(".record_input"), "{stdout}");
+    let json: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(json.len(), 1);
+    let size = std::fs::metadata(json[0].path().with_extension("record_input"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        size,
+        1 << 20,
+        "--size 1M: input and output arrays of 512 KiB each"
+    );
+}
+
+#[test]
+fn inspect_shows_everything_and_never_runs_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 256);
+    // An image that would crash if executed is still inspectable.
+    let out = reprise(&["inspect", s(&f.descriptor)]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    for needle in [
+        "kernel    axpy",
+        "format    llvm-current",
+        "executor  host (from the image)",
+        "grid 8x1x1 (teams 8), block 128x1x1 (threads 128)",
+        "threads limits [1, 1024]",
+        "region    0x153940000000",
+        "-> region + 0x0",
+        "alpha (4 bytes)",
+        "axpy_calls (8 bytes)",
+        "status    complete",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+    let out = reprise(&["inspect", "--json", s(&f.descriptor)]);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kernel"], "axpy");
+    assert_eq!(v["format"], "llvm-current");
+    assert_eq!(v["arguments"][0]["in_region"], true);
+    assert_eq!(v["arguments"][2]["in_region"], false);
+    assert_eq!(v["arguments"][2]["value"], 256);
+    assert_eq!(v["globals"][0]["name"], "alpha");
+    assert_eq!(v["region"]["base"], 0x1539_4000_0000u64);
+    assert!(v["problems"].as_array().unwrap().is_empty());
+
+    std::fs::remove_file(dir.path().join(format!(
+        "{}.record_input",
+        f.descriptor.file_stem().unwrap().to_string_lossy()
+    )))
+    .unwrap();
+    let out = reprise(&["inspect", s(&f.descriptor)]);
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("problem(s)"));
+}
+
+#[test]
+fn list_shows_captures_and_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x1539_4000_0000, 16);
+    llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    // What a crash mid-recording leaves: data without a descriptor, and a
+    // temporary file of an interrupted write.
+    std::fs::write(dir.path().join("k-1-7.record_input"), b"partial").unwrap();
+    std::fs::write(dir.path().join(".reprise-tmp.k-1-8.globals.99"), b"x").unwrap();
+    let out = reprise(&["list", s(dir.path())]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("llvm-legacy"), "{stdout}");
+    assert!(stdout.contains("llvm-current"), "{stdout}");
+    assert!(
+        stdout.contains("ORPHAN") && stdout.contains("k-1-7.record_input"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("interrupted write"), "{stdout}");
+    assert!(
+        stdout.contains("2 capture(s), 0 unreadable, 2 orphaned file(s)"),
+        "{stdout}"
+    );
+    assert_error(
+        &reprise(&["list", "/nonexistent-dir"]),
+        &["/nonexistent-dir"],
+    );
+}
+
+#[test]
+fn help_and_usage_errors() {
+    let out = reprise(&["--help"]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    for cmd in ["replay", "inspect", "list", "demo", "Exit status"] {
+        assert!(stdout.contains(cmd), "{stdout}");
+    }
+    assert_exit(&reprise(&["replay", "--help"]), 0);
+    assert_exit(&reprise(&["--version"]), 0);
+    assert_exit(&reprise(&["replay"]), 2);
+    assert_exit(&reprise(&["replay", "--repetitions=0", "x.json"]), 2);
+    assert_exit(&reprise(&["frobnicate"]), 2);
+    assert_error(
+        &reprise(&["replay", "--backend", "amdgpu", "/nonexistent.json"]),
+        &["/nonexistent.json"],
+    );
+}
+
+#[test]
+fn forcing_an_executor_not_in_this_build_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x1539_4000_0000, 16);
+    let out = reprise(&["replay", "--backend", "amdgpu", s(&f.descriptor)]);
+    assert_error(&out, &["amdgpu executor is not part of this build"]);
+}
