@@ -20,11 +20,14 @@
 //! generic drivers live in `reprise-std`, the `no_std` core in
 //! `reprise-core`.
 
+pub mod bench;
+
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig};
+pub use reprise_cuda::{CudaError, CudaExecutor};
 pub use reprise_host::HostExecutor;
 pub use reprise_std::{
     Args, Capture, Error, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,

@@ -35,6 +35,7 @@ enum Command {
     Inspect(cli::inspect::InspectArgs),
     List(cli::list::ListArgs),
     Demo(cli::demo::DemoArgs),
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => cli::inspect::run(a),
         Command::List(a) => cli::list::run(a),
         Command::Demo(a) => cli::demo::run(a),
+        Command::Bench(a) => cli::bench::run(a),
     };
     match result {
         Ok(code) => code,

@@ -73,6 +73,13 @@ fn lying_size_fields_cost_nothing() {
     );
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 
+    // A reserved size far beyond anything mappable: the replay falls back to
+    // the snapshot's size.
+    let dir2 = tempfile::tempdir().unwrap();
+    let f2 = llvm_fixture(dir2.path(), Generation::LlvmCurrent, BASE, 256);
+    edit_descriptor(&f2.descriptor, |r| r.region_size = Some(1 << 62));
+    assert_exit(&reprise(&["replay", "--verify", s(&f2.descriptor)]), 0);
+
     // A globals size field far beyond the file.
     let dir = tempfile::tempdir().unwrap();
     let f = legacy(dir.path());

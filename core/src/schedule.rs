@@ -79,6 +79,9 @@ pub struct ReplayPlan<'a, K> {
     pub globals: &'a [Segment],
     /// Whether to copy the region back after the kernel.
     pub save_output: bool,
+    /// Whether to upload the memory snapshot. `false` when the region already
+    /// holds it (an executor that maps the snapshot file as the region).
+    pub restore_memory: bool,
 }
 
 // Manual impls: the plans hold `&K`, which is `Copy` whatever `K` is.
@@ -253,12 +256,12 @@ impl<B> Slot<B> {
 /// earlier, cancelled schedule) goes to `recycle`.
 fn finish<Q: Queue>(
     queue: &mut Q,
-    input: Ticket,
+    input: Slot<Q::Buffer>,
     globals: Slot<Q::Buffer>,
     output: Slot<Q::Buffer>,
     recycle: &mut dyn FnMut(Q::Buffer),
 ) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>> {
-    let tickets = [Some(input), globals.ticket(), output.ticket()];
+    let tickets = [input.ticket(), globals.ticket(), output.ticket()];
     let mut got: [Option<Q::Buffer>; 3] = [None, None, None];
     while let Some((ticket, buf)) = queue.reclaim() {
         match tickets.iter().position(|t| *t == Some(ticket)) {
@@ -268,7 +271,9 @@ fn finish<Q: Queue>(
     }
     let [i, g, o] = got;
     Ok(Buffers {
-        input: i.ok_or(ScheduleError::LostBuffer("input"))?,
+        input: input
+            .resolve(i, "input")?
+            .ok_or(ScheduleError::LostBuffer("input"))?,
         globals: globals.resolve(g, "globals")?,
         output: output.resolve(o, "output")?,
     })
@@ -306,7 +311,7 @@ where
     }
 
     // 2. D2H info: memory snapshot and globals.
-    let input = queue.download(buffers.input, snapshot)?;
+    let input = Slot::Enqueued(queue.download(buffers.input, snapshot)?);
     let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
         queue.download(g, plan.globals)
     })?;
@@ -353,7 +358,9 @@ where
     let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
         queue.upload(g, plan.globals)
     })?;
-    let input = queue.upload(buffers.input, memory)?;
+    let input = Slot::new(Some(buffers.input), plan.restore_memory, |b| {
+        queue.upload(b, memory)
+    })?;
     queue.launch(plan.kernel, &plan.launch)?;
     let output = Slot::new(buffers.output, plan.save_output, |o| {
         queue.download(o, memory)

@@ -183,6 +183,7 @@ fn replay_restores_globals_then_memory_launches_and_synchronizes_once() {
         memory: s.snapshot,
         globals: &s.globals,
         save_output: true,
+        restore_memory: true,
     };
     let bufs = Buffers {
         input: vec![1, 2, 3, 4],
@@ -295,6 +296,7 @@ fn dropping_a_record_mid_flight_leaves_buffers_with_the_queue() {
         memory: s.snapshot,
         globals: &[],
         save_output: false,
+        restore_memory: true,
     };
     let mut stale = Vec::new();
     let out = run(schedule::replay(
@@ -359,4 +361,43 @@ fn device_errors_surface_at_the_synchronize() {
     let e = record_once(&s, Mode::Async, true).unwrap_err();
     assert_eq!(e, ScheduleError::Executor(FakeError("illegal address")));
     assert_eq!(e.to_string(), "illegal address");
+}
+
+#[test]
+fn replay_without_restoring_memory_still_copies_the_output() {
+    let s = setup();
+    {
+        let mut shared = s.fake.0.borrow_mut();
+        shared.device.slice(BASE, 4).copy_from_slice(&[5, 6, 7, 8]);
+    }
+    let mut q = s.fake.queue().unwrap();
+    let args = [BASE, 4];
+    let plan = ReplayPlan {
+        kernel: &s.kernel,
+        launch: launch(&args),
+        memory: s.snapshot,
+        globals: &[],
+        save_output: true,
+        restore_memory: false,
+    };
+    let bufs = Buffers {
+        input: vec![1, 2, 3, 4],
+        globals: None,
+        output: Some(vec![0; 4]),
+    };
+    let out = run(schedule::replay(&mut q, plan, bufs, drop)).unwrap();
+    assert_eq!(
+        s.fake.log(),
+        vec![
+            Op::Launch {
+                grid: [2, 1, 1],
+                args: vec![BASE, 4]
+            },
+            Op::Download(vec![s.snapshot]),
+            Op::Sync,
+        ]
+    );
+    // The region's own contents were used, not the input buffer's.
+    assert_eq!(out.output.unwrap(), [11, 13, 15, 17]);
+    assert_eq!(out.input, [1, 2, 3, 4]);
 }

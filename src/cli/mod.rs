@@ -12,6 +12,7 @@ macro_rules! out {
     }};
 }
 
+pub mod bench;
 pub mod demo;
 pub mod inspect;
 pub mod list;
@@ -23,10 +24,16 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Prints an error and its causes to stderr.
 pub fn print_error(e: &(dyn std::error::Error + 'static)) {
-    eprintln!("error: {e}");
+    let mut shown = e.to_string();
+    eprintln!("error: {shown}");
     let mut source = e.source();
     while let Some(s) = source {
-        eprintln!("  caused by: {s}");
+        // Messages that already include their cause do not repeat it.
+        let text = s.to_string();
+        if !shown.ends_with(&text) {
+            eprintln!("  caused by: {text}");
+        }
+        shown = text;
         source = s.source();
     }
 }

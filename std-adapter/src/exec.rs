@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake};
 use std::thread::Thread;
 
-use reprise_core::exec::Executor;
+use reprise_core::exec::{Executor, RegionRequest};
 
 use crate::error::{Error, Result};
 
@@ -52,5 +52,21 @@ where
         file.read_exact_at(&mut buf.as_mut()[..len], 0)
             .map_err(|e| Error::io(path, "read", e))?;
         Ok(buf)
+    }
+
+    /// Reserves a region as [`Executor::reserve`] does, with its first `len`
+    /// bytes already holding the first `len` bytes of `file` — where the
+    /// executor can map files into device memory (the host can: the region
+    /// is then a private mapping of the snapshot, and nothing is copied).
+    /// `Ok(None)` means it cannot, and the caller reserves and uploads.
+    fn reserve_from_file(
+        &self,
+        request: RegionRequest,
+        file: &File,
+        path: &Path,
+        len: usize,
+    ) -> Result<Option<Self::Region>> {
+        let _ = (request, file, path, len);
+        Ok(None)
     }
 }

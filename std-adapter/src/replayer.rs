@@ -184,17 +184,50 @@ where
         )
     })?;
 
-    let region = exec
-        .reserve(RegionRequest {
+    // Reserve what the recording reserved, where known (a driver that places
+    // reservations itself then most likely repeats the recording's address),
+    // and just the snapshot when that much cannot be had.
+    let snapshot_request = RegionRequest {
+        base: Some(base),
+        capacity: (len as u64).max(4096),
+    };
+    let recorded_request = record
+        .region_size
+        .filter(|&size| size > snapshot_request.capacity)
+        .map(|capacity| RegionRequest {
             base: Some(base),
-            capacity: (len as u64).max(4096),
-        })
-        .map_err(|e| {
-            Error::executor(
-                format!("reserving the recorded region at {base:#x} ({len} bytes)"),
-                e,
-            )
-        })?;
+            capacity,
+        });
+    let reserve_error = |e| {
+        Error::executor(
+            format!("reserving the recorded region at {base:#x} ({len} bytes)"),
+            e,
+        )
+    };
+    let mut reserved = None;
+    for request in recorded_request.into_iter().chain([snapshot_request]) {
+        // Where the executor can map the snapshot as the region, the first
+        // repetition needs no copy at all.
+        if let Some(r) =
+            exec.reserve_from_file(request, &capture.input.file, &capture.input.path, len)?
+        {
+            reserved = Some((r, true));
+            break;
+        }
+        match exec.reserve(request) {
+            Ok(r) => {
+                reserved = Some((r, false));
+                break;
+            }
+            Err(e) if request == snapshot_request => return Err(reserve_error(e)),
+            Err(e) => log::debug!(
+                "reserving the recorded {} bytes failed ({e}); trying the snapshot's",
+                request.capacity
+            ),
+        }
+    }
+    let (region, preloaded) =
+        reserved.ok_or_else(|| Error::Invalid("no region reserved".into()))?;
     let image = exec
         .load_image(&capture.image)
         .map_err(|e| Error::executor(format!("loading {}", capture.paths.image.display()), e))?;
@@ -271,6 +304,7 @@ where
         },
         globals: &global_segs,
         save_output: want_output,
+        restore_memory: true,
     };
     let mut queue = exec
         .queue()
@@ -284,6 +318,10 @@ where
     let mut kernel_times = Vec::new();
     for rep in 0..options.repetitions.max(1) {
         let start = Instant::now();
+        let plan = ReplayPlan {
+            restore_memory: !(preloaded && rep == 0),
+            ..plan
+        };
         buffers = schedule::replay(&mut queue, plan, buffers, drop)
             .await
             .map_err(|e| Error::schedule(format!("replaying {name}"), e))?;

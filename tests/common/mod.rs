@@ -15,9 +15,17 @@ use reprise::{Args, BackendKind, HostExecutor, LaunchConfig, RecordConfig, Recor
 pub const AXPY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/axpy.so"));
 pub const MANY_ARGS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/many_args.so"));
 
+/// The `reprise` binary under test: `REPRISE_BIN` when set (test binaries
+/// carried to another machine), else the one cargo built.
+pub fn reprise_bin() -> PathBuf {
+    std::env::var_os("REPRISE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_reprise")))
+}
+
 /// Runs the `reprise` binary.
 pub fn reprise(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_reprise"))
+    let out = Command::new(reprise_bin())
         .args(args)
         .env("RUST_BACKTRACE", "0")
         .output()

@@ -1,1 +1,54 @@
-//! reprise backend: cuda.
+//! reprise's CUDA executor: the driver API through [`cudarc`], loaded at run
+//! time, so one binary builds and runs everywhere and a machine without an
+//! NVIDIA driver gets [`CudaError::DriverNotFound`] instead of a crash.
+//!
+//! - [`CudaExecutor`] is one device (its primary context) and implements
+//!   [`reprise_core::exec::Executor`];
+//! - [`CudaRegion`]: a region reserved at an exact address through the
+//!   virtual memory API (reserve, create, map, set access);
+//! - [`CudaImage`]/[`CudaKernel`]: PTX, cubins and fat binaries loaded with
+//!   `cuModuleLoadData`; globals found by parsing the image ([`ptx`],
+//!   [`cubin`]) and sized by `cuModuleGetGlobal`;
+//! - [`CudaBuffer`]: page-locked host memory for asynchronous copies;
+//! - [`CudaQueue`]: one stream; a synchronize enqueues a host callback
+//!   (`cuStreamAddCallback`, which runs even after a device fault, else
+//!   `cuLaunchHostFunc`) that only signals a
+//!   [`reprise_core::completion::Completion`].
+//!
+//! ```
+//! use reprise_cuda::{CudaError, CudaExecutor};
+//! match CudaExecutor::new(0) {
+//!     Ok(gpu) => println!("CUDA device {}", gpu.ordinal()),
+//!     Err(CudaError::DriverNotFound) => println!("no NVIDIA driver here"),
+//!     Err(e) => println!("no CUDA device: {e}"),
+//! }
+//! ```
+//!
+//! Lifetimes on the device: a queue keeps the buffers of its copies and the
+//! modules of its launches until a synchronize has covered them, and its
+//! `Drop` waits for the stream; a region's `Drop` synchronizes the context
+//! before unmapping. Errors raised in `Drop` are reported by the next
+//! synchronize of any queue of the executor.
+
+pub mod args;
+pub mod cubin;
+mod driver;
+pub mod error;
+mod executor;
+mod memory;
+mod module;
+pub mod ptx;
+mod queue;
+
+pub use args::PackedArgs;
+pub use error::{CudaError, DriverError};
+pub use executor::CudaExecutor;
+pub use memory::{CudaBuffer, CudaRegion, FRESH_ALIGN, SUGGESTED_BASE};
+pub use module::{CudaImage, CudaKernel};
+pub use queue::CudaQueue;
+
+/// Whether the CUDA driver library can be loaded on this machine (it may
+/// still have no device).
+pub fn driver_present() -> bool {
+    !matches!(driver::library(), Err(CudaError::DriverNotFound))
+}

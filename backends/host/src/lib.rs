@@ -607,6 +607,51 @@ impl Executor for HostExecutor {
 }
 
 impl FileBuffers for HostExecutor {
+    fn reserve_from_file(
+        &self,
+        request: RegionRequest,
+        file: &File,
+        path: &Path,
+        len: usize,
+    ) -> reprise_std::Result<Option<HostRegion>> {
+        use std::os::fd::AsRawFd;
+        if request.base.is_none() || len == 0 {
+            return Ok(None);
+        }
+        // A region that cannot be reserved is the caller's to report (it
+        // retries with a plain reservation).
+        let Ok(region) = self.reserve(request) else {
+            return Ok(None);
+        };
+        let map_len = (len as u64).next_multiple_of(page_size());
+        if map_len > region.capacity() {
+            return Ok(None);
+        }
+        // SAFETY: `[base, base + map_len)` lies inside the region just
+        // reserved for this replay alone (so MAP_FIXED replaces only our own
+        // fresh mapping). The mapping is private: the kernel's writes never
+        // reach the file. Pages past the end of the file within the last page
+        // read as zeros; no page lies wholly past it.
+        let p = unsafe {
+            libc::mmap(
+                region.base() as *mut c_void,
+                map_len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED || p as u64 != region.base() {
+            log::debug!(
+                "mapping {} as the region failed; copying instead",
+                path.display()
+            );
+            return Ok(None);
+        }
+        Ok(Some(region))
+    }
+
     fn buffer_from_file(
         &self,
         file: &File,

@@ -1,0 +1,296 @@
+//! The thin layer over `cudarc::driver::sys`: finding the library and its
+//! symbols without panicking, turning `CUresult`s into errors, and the device
+//! context that every other object keeps alive.
+//!
+//! cudarc's dynamic loading panics when the library or a symbol is missing,
+//! so nothing here calls a `sys` function before [`library`] has loaded the
+//! library and checked the symbol is there.
+
+use std::ffi::CStr;
+use std::sync::{Mutex, OnceLock};
+
+use cudarc::driver::sys;
+
+use crate::error::{CudaError, DriverError};
+
+/// Functions every operation of the executor may call; checked once, when
+/// the library is first loaded.
+const REQUIRED: &[&str] = &[
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuModuleGetGlobal_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamQuery",
+    "cuStreamSynchronize",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuLaunchKernel",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventElapsedTime",
+];
+
+/// The virtual memory management functions that regions need (CUDA 10.2+).
+const VMM: &[&str] = &[
+    "cuMemGetAllocationGranularity",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemMap",
+    "cuMemUnmap",
+    "cuMemSetAccess",
+];
+
+/// What the loaded library offers beyond [`REQUIRED`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Library {
+    /// `cuFuncGetParamInfo` (CUDA 12.4+).
+    pub param_info: bool,
+    /// Every function in [`VMM`].
+    pub vmm: bool,
+    /// `cuStreamAddCallback`, whose callbacks run even after a device error
+    /// (`cuLaunchHostFunc`'s do not, which would leave a synchronize waiting
+    /// forever); slated for removal some day, so optional.
+    pub stream_callback: bool,
+}
+
+/// Whether the library exports `name`.
+fn has_symbol(name: &str) -> bool {
+    // SAFETY: only called after `is_culib_present()` returned true, so
+    // `culib()` finds the library and does not panic. Looking a symbol up
+    // does not call it; the pointer type is never used.
+    unsafe {
+        sys::culib()
+            .get::<unsafe extern "C" fn()>(name.as_bytes())
+            .is_ok()
+    }
+}
+
+/// Loads the driver library (once) and checks its symbols.
+pub(crate) fn library() -> Result<Library, CudaError> {
+    static LIB: OnceLock<Result<Library, CudaError>> = OnceLock::new();
+    LIB.get_or_init(|| {
+        // SAFETY: loading a shared library runs its initialisers; libcuda's are
+        // meant to run in any process. `is_culib_present` only tries to load
+        // and unload it and never panics.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(CudaError::DriverNotFound);
+        }
+        if let Some(missing) = REQUIRED.iter().find(|s| !has_symbol(s)) {
+            return Err(CudaError::MissingSymbol(missing));
+        }
+        let stream_callback = has_symbol("cuStreamAddCallback");
+        if !stream_callback && !has_symbol("cuLaunchHostFunc") {
+            return Err(CudaError::MissingSymbol("cuLaunchHostFunc"));
+        }
+        Ok(Library {
+            param_info: has_symbol("cuFuncGetParamInfo"),
+            vmm: VMM.iter().all(|s| has_symbol(s)),
+            stream_callback,
+        })
+    })
+    .clone()
+}
+
+/// Whether the driver library is loaded with all [`REQUIRED`] symbols.
+fn loaded() -> bool {
+    library().is_ok()
+}
+
+/// Reads a static C string the driver returned.
+fn driver_str(p: *const std::ffi::c_char) -> Option<&'static str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `cuGetErrorName`/`cuGetErrorString` return pointers to
+    // NUL-terminated strings in the driver's read-only data, which stays
+    // mapped for the life of the process (cudarc never unloads the library).
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// The error for a failed `call` that returned `code`.
+pub(crate) fn driver_error(call: &'static str, code: sys::CUresult) -> DriverError {
+    let mut err = DriverError::from_code(call, code as u32);
+    if loaded() {
+        let mut name = std::ptr::null();
+        let mut desc = std::ptr::null();
+        // SAFETY: the library is loaded with both symbols (checked by
+        // `library`); both functions only write a pointer through their
+        // out-parameter, which points to a live local.
+        let (rn, rd) = unsafe {
+            (
+                sys::cuGetErrorName(code, &mut name),
+                sys::cuGetErrorString(code, &mut desc),
+            )
+        };
+        if rn == sys::CUresult::CUDA_SUCCESS {
+            err.name = driver_str(name).unwrap_or(err.name);
+        }
+        if rd == sys::CUresult::CUDA_SUCCESS {
+            err.description = driver_str(desc).unwrap_or(err.description);
+        }
+    }
+    err
+}
+
+/// `Ok` for `CUDA_SUCCESS`, else the error for `call`.
+pub(crate) fn check(call: &'static str, code: sys::CUresult) -> Result<(), DriverError> {
+    if code == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(driver_error(call, code))
+    }
+}
+
+/// One device and its retained primary context.
+///
+/// Everything made from an executor (regions, images, kernels, buffers,
+/// queues) holds an `Arc<Device>`, so the context outlives all of it.
+#[derive(Debug)]
+pub(crate) struct Device {
+    pub ordinal: i32,
+    pub device: sys::CUdevice,
+    pub ctx: sys::CUcontext,
+    pub lib: Library,
+    /// Errors raised in `Drop` paths, reported by the next synchronize.
+    deferred: Mutex<Option<CudaError>>,
+}
+
+// SAFETY: `CUcontext` is a handle the driver lets any thread use (made
+// current with `cuCtxSetCurrent`, which `bind` does before every call); the
+// driver API is thread-safe. The only mutable state is behind a `Mutex`.
+unsafe impl Send for Device {}
+// SAFETY: as for `Send`; `&Device` offers only thread-safe driver calls.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Initialises the driver and retains the primary context of device
+    /// `ordinal`.
+    pub fn open(ordinal: i32) -> Result<Device, CudaError> {
+        let lib = library()?;
+        // SAFETY: the library and symbol are present (`library`); cuInit takes
+        // flags (must be 0) and may be called any number of times.
+        let r = unsafe { sys::cuInit(0) };
+        if r == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+            return Err(CudaError::NoDevice);
+        }
+        check("cuInit", r)?;
+        let mut count = 0;
+        // SAFETY: initialised above; `count` is a live out-parameter.
+        check("cuDeviceGetCount", unsafe {
+            sys::cuDeviceGetCount(&mut count)
+        })?;
+        if count == 0 {
+            return Err(CudaError::NoDevice);
+        }
+        if !(0..count).contains(&ordinal) {
+            return Err(CudaError::BadOrdinal { ordinal, count });
+        }
+        let mut device = 0;
+        // SAFETY: the ordinal is in range; `device` is a live out-parameter.
+        check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut device, ordinal)
+        })?;
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: `device` came from cuDeviceGet; `ctx` is a live
+        // out-parameter. The retain is released in `Drop`.
+        check("cuDevicePrimaryCtxRetain", unsafe {
+            sys::cuDevicePrimaryCtxRetain(&mut ctx, device)
+        })?;
+        let dev = Device {
+            ordinal,
+            device,
+            ctx,
+            lib,
+            deferred: Mutex::new(None),
+        };
+        dev.bind()?;
+        Ok(dev)
+    }
+
+    /// Makes the context current on the calling thread.
+    pub fn bind(&self) -> Result<(), DriverError> {
+        let mut cur = std::ptr::null_mut();
+        // SAFETY: `cur` is a live out-parameter.
+        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
+        if cur != self.ctx {
+            // SAFETY: `self.ctx` is retained until `self` drops.
+            check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })?;
+        }
+        Ok(())
+    }
+
+    /// Queries an integer device attribute.
+    pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32, DriverError> {
+        let mut v = 0;
+        // SAFETY: `self.device` is valid; `v` is a live out-parameter.
+        check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(&mut v, attr, self.device)
+        })?;
+        Ok(v)
+    }
+
+    /// Keeps the first error of a `Drop` path for the next synchronize.
+    pub fn defer(&self, e: impl Into<CudaError>) {
+        let mut slot = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(e.into());
+    }
+
+    /// Runs a cleanup call in a `Drop` path, keeping its error.
+    pub fn cleanup(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
+        if let Err(e) = self.bind().and_then(|()| check(call, f())) {
+            self.defer(e);
+        }
+    }
+
+    /// Takes the error a `Drop` path kept, if any.
+    pub fn take_deferred(&self) -> Option<CudaError> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: releases the retain taken in `open`; every object that used
+        // the context held an `Arc<Device>` and is gone. Nothing is left to
+        // report an error to.
+        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_driver_is_a_typed_error() {
+        // SAFETY: only tries to load the library.
+        if unsafe { sys::is_culib_present() } {
+            return;
+        }
+        assert_eq!(library().unwrap_err(), CudaError::DriverNotFound);
+        let e = driver_error("cuInit", sys::CUresult::CUDA_ERROR_NO_DEVICE);
+        assert_eq!(e.name, "CUDA_ERROR_NO_DEVICE");
+        assert_eq!(e.call, "cuInit");
+    }
+}

@@ -1,0 +1,369 @@
+//! Errors: driver result codes with the failing call, and this executor's own
+//! failures.
+
+use std::fmt;
+
+use reprise_core::image::ImageKind;
+
+/// A failed driver call: which call, its `CUresult` code, and the code's name
+/// and description.
+///
+/// The name and description come from `cuGetErrorName`/`cuGetErrorString`
+/// when the driver is loaded, else from a small built-in table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverError {
+    /// The driver function that failed (`"cuModuleLoadData"`).
+    pub call: &'static str,
+    /// The raw `CUresult` value.
+    pub code: u32,
+    /// The code's name (`"CUDA_ERROR_INVALID_VALUE"`).
+    pub name: &'static str,
+    /// What the code means, in the driver's words.
+    pub description: &'static str,
+}
+
+impl DriverError {
+    /// An error for `code` from `call`, named from the built-in table (no
+    /// driver needed).
+    pub fn from_code(call: &'static str, code: u32) -> Self {
+        let (name, description) = code_name(code).unwrap_or(("CUDA_ERROR_UNRECOGNIZED", ""));
+        DriverError {
+            call,
+            code,
+            name,
+            description,
+        }
+    }
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)?;
+        if !self.description.is_empty() {
+            write!(f, ": {}", self.description)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Everything the CUDA executor can fail with.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CudaError {
+    /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    DriverNotFound,
+    /// The driver library lacks a function this executor needs (a driver
+    /// older than CUDA 12 or a stub library).
+    MissingSymbol(&'static str),
+    /// A driver call failed.
+    Driver(DriverError),
+    /// The driver is there but sees no CUDA device.
+    NoDevice,
+    /// The device ordinal is not one of the `count` devices.
+    BadOrdinal {
+        /// The ordinal asked for.
+        ordinal: i32,
+        /// How many devices there are.
+        count: i32,
+    },
+    /// The device does not support the virtual memory management API, so no
+    /// region can be reserved at a chosen address.
+    NoVirtualMemory {
+        /// The device ordinal.
+        ordinal: i32,
+    },
+    /// The driver reserved a different address range than the one asked for
+    /// (the requested range is in use or not available to CUDA).
+    AddressMismatch {
+        /// The address asked for.
+        requested: u64,
+        /// The address the driver offered instead.
+        got: u64,
+    },
+    /// Reserving the requested address range failed outright.
+    AddressUnavailable {
+        /// The address asked for.
+        requested: u64,
+        /// Bytes asked for (rounded to the allocation granularity).
+        size: u64,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// The image is not PTX, a cubin or a fat binary.
+    UnsupportedImage(ImageKind),
+    /// The image has no kernel of this name.
+    KernelNotFound(String),
+    /// A kernel or global name contains a NUL byte.
+    BadName(String),
+    /// A copy segment does not fit its host buffer.
+    SegmentOutOfBounds {
+        /// Offset plus length of the segment.
+        end: usize,
+        /// The buffer's length.
+        buffer: usize,
+    },
+    /// The launch passes a different number of arguments than the kernel
+    /// takes (known from `cuFuncGetParamInfo`).
+    ArgumentCount {
+        /// Parameters of the kernel.
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
+    /// An argument is smaller than the kernel's parameter.
+    ArgumentSize {
+        /// Argument index.
+        index: usize,
+        /// The parameter's size in bytes.
+        expected: u32,
+        /// The argument's size in bytes.
+        got: u32,
+    },
+    /// An argument larger than 8 bytes points outside the argument data.
+    BadArgument {
+        /// Argument index.
+        index: usize,
+    },
+}
+
+impl CudaError {
+    /// The driver error inside, if this is one.
+    pub fn driver(&self) -> Option<&DriverError> {
+        match self {
+            CudaError::Driver(e) | CudaError::AddressUnavailable { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<DriverError> for CudaError {
+    fn from(e: DriverError) -> Self {
+        CudaError::Driver(e)
+    }
+}
+
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CudaError::DriverNotFound => {
+                f.write_str("CUDA driver not found (libcuda.so could not be loaded)")
+            }
+            CudaError::MissingSymbol(name) => write!(
+                f,
+                "the CUDA driver library has no function {name}; a driver for CUDA 12 or later is needed"
+            ),
+            CudaError::Driver(e) => e.fmt(f),
+            CudaError::NoDevice => f.write_str("no CUDA device"),
+            CudaError::BadOrdinal { ordinal, count } => write!(
+                f,
+                "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",
+                count - 1
+            ),
+            CudaError::NoVirtualMemory { ordinal } => write!(
+                f,
+                "CUDA device {ordinal} does not support virtual memory management, \
+                 so no region can be reserved at a chosen address"
+            ),
+            CudaError::AddressMismatch { requested, got } => write!(
+                f,
+                "could not reserve recorded virtual address {requested:#x}: \
+                 the driver offered {got:#x} instead (is the range already in use?)"
+            ),
+            CudaError::AddressUnavailable {
+                requested,
+                size,
+                source,
+            } => write!(
+                f,
+                "could not reserve recorded virtual address {requested:#x} ({size} bytes): {source}"
+            ),
+            CudaError::UnsupportedImage(kind) => write!(
+                f,
+                "the CUDA executor cannot load this image ({kind}); it takes PTX, cubins and fat binaries"
+            ),
+            CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
+            CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
+            CudaError::SegmentOutOfBounds { end, buffer } => write!(
+                f,
+                "a copy reaches byte {end} of a host buffer of {buffer} bytes"
+            ),
+            CudaError::ArgumentCount { expected, got } => write!(
+                f,
+                "the kernel takes {expected} parameters but the launch passes {got} arguments"
+            ),
+            CudaError::ArgumentSize {
+                index,
+                expected,
+                got,
+            } => write!(
+                f,
+                "argument {index} has {got} bytes but the kernel's parameter has {expected}"
+            ),
+            CudaError::BadArgument { index } => write!(
+                f,
+                "argument {index} points outside the recorded argument data"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CudaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CudaError::AddressUnavailable { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Name and description of common `CUresult` codes, for when the driver
+/// cannot be asked (it is absent, or does not know the code).
+pub fn code_name(code: u32) -> Option<(&'static str, &'static str)> {
+    let i = CODES.binary_search_by_key(&code, |c| c.0).ok()?;
+    Some((CODES[i].1, CODES[i].2))
+}
+
+/// `(code, name, description)`, sorted by code.
+const CODES: &[(u32, &str, &str)] = &[
+    (0, "CUDA_SUCCESS", "no error"),
+    (1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"),
+    (2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    (3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
+    (4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"),
+    (
+        34,
+        "CUDA_ERROR_STUB_LIBRARY",
+        "CUDA driver is a stub library",
+    ),
+    (
+        46,
+        "CUDA_ERROR_DEVICE_UNAVAILABLE",
+        "CUDA-capable device(s) is/are busy or unavailable",
+    ),
+    (
+        100,
+        "CUDA_ERROR_NO_DEVICE",
+        "no CUDA-capable device is detected",
+    ),
+    (101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
+    (
+        200,
+        "CUDA_ERROR_INVALID_IMAGE",
+        "device kernel image is invalid",
+    ),
+    (201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    (
+        209,
+        "CUDA_ERROR_NO_BINARY_FOR_GPU",
+        "no kernel image is available for execution on the device",
+    ),
+    (
+        218,
+        "CUDA_ERROR_INVALID_PTX",
+        "a PTX JIT compilation failed",
+    ),
+    (
+        222,
+        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        "the provided PTX was compiled with an unsupported toolchain",
+    ),
+    (400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
+    (500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"),
+    (600, "CUDA_ERROR_NOT_READY", "device not ready"),
+    (
+        700,
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "an illegal memory access was encountered",
+    ),
+    (
+        701,
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+        "too many resources requested for launch",
+    ),
+    (
+        702,
+        "CUDA_ERROR_LAUNCH_TIMEOUT",
+        "the launch timed out and was terminated",
+    ),
+    (
+        715,
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        "an illegal instruction was encountered",
+    ),
+    (716, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    (
+        719,
+        "CUDA_ERROR_LAUNCH_FAILED",
+        "unspecified launch failure",
+    ),
+    (800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"),
+    (801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+    (999, "CUDA_ERROR_UNKNOWN", "unknown error"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_names_common_codes() {
+        assert!(CODES.windows(2).all(|w| w[0].0 < w[1].0));
+        for (code, name) in [
+            (1, "CUDA_ERROR_INVALID_VALUE"),
+            (2, "CUDA_ERROR_OUT_OF_MEMORY"),
+            (100, "CUDA_ERROR_NO_DEVICE"),
+            (200, "CUDA_ERROR_INVALID_IMAGE"),
+            (500, "CUDA_ERROR_NOT_FOUND"),
+            (700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+            (719, "CUDA_ERROR_LAUNCH_FAILED"),
+        ] {
+            assert_eq!(code_name(code).map(|c| c.0), Some(name));
+        }
+        assert_eq!(code_name(12345), None);
+    }
+
+    #[test]
+    fn driver_error_display_names_call_and_code() {
+        let e = DriverError::from_code("cuModuleLoadData", 200);
+        assert_eq!(
+            e.to_string(),
+            "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (200): device kernel image is invalid"
+        );
+        let u = DriverError::from_code("cuInit", 4242);
+        assert_eq!(
+            u.to_string(),
+            "cuInit failed: CUDA_ERROR_UNRECOGNIZED (4242)"
+        );
+        assert_eq!(CudaError::from(e).driver(), Some(&e));
+    }
+
+    #[test]
+    fn messages_name_what_went_wrong() {
+        assert_eq!(
+            CudaError::DriverNotFound.to_string(),
+            "CUDA driver not found (libcuda.so could not be loaded)"
+        );
+        let m = CudaError::AddressMismatch {
+            requested: 0x1539_4000_0000,
+            got: 0x7f00_0000_0000,
+        }
+        .to_string();
+        assert!(
+            m.contains("0x153940000000") && m.contains("0x7f0000000000"),
+            "{m}"
+        );
+        let b = CudaError::BadOrdinal {
+            ordinal: 3,
+            count: 1,
+        }
+        .to_string();
+        assert!(b.contains("device 3") && b.contains("has 1"), "{b}");
+        assert!(
+            CudaError::KernelNotFound("saxpy".into())
+                .to_string()
+                .contains("\"saxpy\"")
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! Device regions (exact-address reservations through the virtual memory
+//! API) and page-locked host buffers.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use reprise_core::exec::DeviceRegion;
+
+use crate::driver::{Device, check};
+use crate::error::{CudaError, DriverError};
+
+/// Where a fresh recording's region goes when the caller does not say (if
+/// the driver honours it): the address LLVM's recorder suggests for CUDA.
+pub const SUGGESTED_BASE: u64 = 0x1539_4000_0000;
+
+/// Alignment of a fresh region's base when the suggested address is taken.
+pub const FRESH_ALIGN: u64 = 1 << 31;
+
+/// A reserved, mapped, read/write device address range.
+///
+/// The driver takes the requested base as a hint and places reservations
+/// inside its own address pools; an address it will not give is reported as
+/// [`CudaError::AddressMismatch`] (everything undone). On driver 580
+/// (CUDA 13.0, H200) hints outside the pools, LLVM's suggested
+/// [`SUGGESTED_BASE`] included, are never honoured, and an address is
+/// re-offered only while its pool is still in use, so a fresh recording's
+/// region usually lands at the bottom of the first pool (`0x380000000` there).
+///
+/// Dropping it synchronizes the context (so no kernel still touches it), then
+/// unmaps, releases and frees the range; errors are kept for the next
+/// synchronize of any queue of the executor.
+#[derive(Debug)]
+pub struct CudaRegion {
+    dev: Arc<Device>,
+    base: u64,
+    size: u64,
+    handle: sys::CUmemGenericAllocationHandle,
+}
+
+impl DeviceRegion for CudaRegion {
+    fn base(&self) -> u64 {
+        self.base
+    }
+    fn capacity(&self) -> u64 {
+        self.size
+    }
+}
+
+/// Undoes the steps of a reservation that succeeded so far.
+#[derive(Default)]
+struct Undo {
+    reserved: Option<(u64, u64)>,
+    handle: Option<sys::CUmemGenericAllocationHandle>,
+    mapped: bool,
+}
+
+impl Undo {
+    fn run(&mut self) {
+        if let Some((base, size)) = self.reserved.take() {
+            if std::mem::take(&mut self.mapped) {
+                // SAFETY: `[base, base + size)` was mapped by this reservation
+                // and nothing has used it.
+                let _ = unsafe { sys::cuMemUnmap(base, size as usize) };
+            }
+            if let Some(h) = self.handle.take() {
+                // SAFETY: `h` came from cuMemCreate and is no longer mapped.
+                let _ = unsafe { sys::cuMemRelease(h) };
+            }
+            // SAFETY: the range was reserved by this reservation and is
+            // unmapped.
+            let _ = unsafe { sys::cuMemAddressFree(base, size as usize) };
+        } else if let Some(h) = self.handle.take() {
+            // SAFETY: as above.
+            let _ = unsafe { sys::cuMemRelease(h) };
+        }
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
+fn location(dev: &Device) -> sys::CUmemLocation {
+    sys::CUmemLocation {
+        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: dev.device,
+    }
+}
+
+/// Reserves `[addr, addr + size)`, or any range aligned to `align` when
+/// `addr` is 0; returns where the driver put it.
+fn address_reserve(size: u64, align: u64, addr: u64) -> Result<u64, DriverError> {
+    let mut got = 0;
+    // SAFETY: the VMM symbols are present (checked by the caller); `got` is
+    // a live out-parameter; flags must be 0.
+    check("cuMemAddressReserve", unsafe {
+        sys::cuMemAddressReserve(&mut got, size as usize, align as usize, addr, 0)
+    })?;
+    Ok(got)
+}
+
+fn address_free(base: u64, size: u64) {
+    // SAFETY: `[base, base + size)` was reserved by `address_reserve` and
+    // nothing is mapped in it.
+    let _ = unsafe { sys::cuMemAddressFree(base, size as usize) };
+}
+
+/// Reserves `[want, want + size)` exactly. The driver takes the address as
+/// a hint inside its own pools, so three tries: the plain hint; the hint
+/// with the alignment the recording asked for (the largest power of two
+/// dividing `want`, up to [`FRESH_ALIGN`]); and, when the driver offers a
+/// lower address, a filler reservation of the gap below `want` so the next
+/// free address is `want` itself (the filler is freed afterwards).
+fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
+    let unavailable = |source| CudaError::AddressUnavailable {
+        requested: want,
+        size,
+        source,
+    };
+    let align = 1u64 << want.trailing_zeros().min(FRESH_ALIGN.trailing_zeros());
+    let mut last = 0;
+    for align in [0, align] {
+        let got = address_reserve(size, align, want).map_err(unavailable)?;
+        if got == want {
+            return Ok(got);
+        }
+        address_free(got, size);
+        last = got;
+    }
+    if last < want && (want - last) % gran == 0 {
+        let gap = want - last;
+        if let Ok(filler) = address_reserve(gap, 0, last) {
+            let got = address_reserve(size, 0, want);
+            address_free(filler, gap);
+            match got {
+                Ok(got) if got == want => return Ok(got),
+                Ok(got) => {
+                    address_free(got, size);
+                    last = got;
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    Err(CudaError::AddressMismatch {
+        requested: want,
+        got: last,
+    })
+}
+
+impl CudaRegion {
+    /// Reserves and maps `capacity` bytes (rounded up to the allocation
+    /// granularity) at exactly `base`, or for `None` at
+    /// [`SUGGESTED_BASE`] or else anywhere aligned to [`FRESH_ALIGN`].
+    pub(crate) fn reserve(
+        dev: &Arc<Device>,
+        base: Option<u64>,
+        capacity: u64,
+    ) -> Result<Self, CudaError> {
+        if !dev.lib.vmm
+            || dev.attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+            )? == 0
+        {
+            return Err(CudaError::NoVirtualMemory {
+                ordinal: dev.ordinal,
+            });
+        }
+        dev.bind()?;
+        let prop = sys::CUmemAllocationProp {
+            type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            location: location(dev),
+            win32HandleMetaData: std::ptr::null_mut(),
+            allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
+                compressionType: 0,
+                gpuDirectRDMACapable: 0,
+                usage: 0,
+                reserved: [0; 4],
+            },
+        };
+        let mut gran = 0usize;
+        // SAFETY: `prop` describes pinned memory on this device; `gran` is a
+        // live out-parameter.
+        check("cuMemGetAllocationGranularity", unsafe {
+            sys::cuMemGetAllocationGranularity(
+                &mut gran,
+                &prop,
+                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+            )
+        })?;
+        let gran = (gran as u64).max(1);
+        let size = capacity
+            .max(1)
+            .checked_next_multiple_of(gran)
+            .ok_or(CudaError::Driver(DriverError::from_code(
+                "cuMemAddressReserve",
+                sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32,
+            )))?;
+
+        let mut undo = Undo::default();
+        let got = match base {
+            Some(want) => reserve_exact(size, gran, want)?,
+            None => match address_reserve(size, 0, SUGGESTED_BASE) {
+                Ok(got) if got == SUGGESTED_BASE => got,
+                other => {
+                    if let Ok(got) = other {
+                        address_free(got, size);
+                    }
+                    address_reserve(size, FRESH_ALIGN, 0)?
+                }
+            },
+        };
+        undo.reserved = Some((got, size));
+
+        let mut handle = 0;
+        // SAFETY: `prop` describes pinned device memory; `size` is a multiple
+        // of its granularity; `handle` is a live out-parameter; flags must
+        // be 0.
+        check("cuMemCreate", unsafe {
+            sys::cuMemCreate(&mut handle, size as usize, &prop, 0)
+        })?;
+        undo.handle = Some(handle);
+        // SAFETY: maps the whole allocation over the whole reserved range;
+        // offset and flags must be 0.
+        check("cuMemMap", unsafe {
+            sys::cuMemMap(got, size as usize, 0, handle, 0)
+        })?;
+        undo.mapped = true;
+        let access = sys::CUmemAccessDesc {
+            location: location(dev),
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: the range is mapped; `access` is one live descriptor.
+        check("cuMemSetAccess", unsafe {
+            sys::cuMemSetAccess(got, size as usize, &access, 1)
+        })?;
+        // Success: the region owns every step now.
+        std::mem::forget(undo);
+        Ok(CudaRegion {
+            dev: dev.clone(),
+            base: got,
+            size,
+            handle,
+        })
+    }
+}
+
+impl Drop for CudaRegion {
+    fn drop(&mut self) {
+        let (base, size, handle) = (self.base, self.size as usize, self.handle);
+        // SAFETY: waits for every kernel and copy of the context, so nothing
+        // touches the range any more.
+        self.dev
+            .cleanup("cuCtxSynchronize", || unsafe { sys::cuCtxSynchronize() });
+        // SAFETY: the range was mapped by `reserve` and is idle.
+        self.dev
+            .cleanup("cuMemUnmap", || unsafe { sys::cuMemUnmap(base, size) });
+        // SAFETY: the handle came from cuMemCreate and is unmapped now.
+        self.dev
+            .cleanup("cuMemRelease", || unsafe { sys::cuMemRelease(handle) });
+        // SAFETY: the range was reserved by `reserve` and is unmapped now.
+        self.dev.cleanup("cuMemAddressFree", || unsafe {
+            sys::cuMemAddressFree(base, size)
+        });
+    }
+}
+
+/// A page-locked host buffer of fixed length, zeroed when made.
+///
+/// It frees itself (`cuMemFreeHost`) when dropped; a zero-length buffer holds
+/// no memory.
+#[derive(Debug)]
+pub struct CudaBuffer {
+    dev: Arc<Device>,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer owns its page-locked memory exclusively (like a
+// `Box<[u8]>`); the driver lets any thread free it. `&CudaBuffer` only reads.
+unsafe impl Send for CudaBuffer {}
+// SAFETY: shared references give only `&[u8]`.
+unsafe impl Sync for CudaBuffer {}
+
+impl CudaBuffer {
+    pub(crate) fn new(dev: &Arc<Device>, len: usize) -> Result<Self, CudaError> {
+        let ptr = if len == 0 {
+            NonNull::dangling()
+        } else {
+            dev.bind()?;
+            let mut p = std::ptr::null_mut();
+            // SAFETY: `p` is a live out-parameter; PORTABLE makes the memory
+            // pinned for every context.
+            check("cuMemHostAlloc", unsafe {
+                sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE)
+            })?;
+            let p =
+                NonNull::new(p.cast::<u8>()).ok_or(CudaError::Driver(DriverError::from_code(
+                    "cuMemHostAlloc",
+                    sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32,
+                )))?;
+            // SAFETY: `p` points to `len` writable bytes just allocated;
+            // zeroing them makes the slice views below sound.
+            unsafe { p.as_ptr().write_bytes(0, len) };
+            p
+        };
+        Ok(CudaBuffer {
+            dev: dev.clone(),
+            ptr,
+            len,
+        })
+    }
+
+    /// The first byte, for copies.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl AsRef<[u8]> for CudaBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `len` initialised bytes owned by `self` (or
+        // is dangling with `len == 0`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl AsMut<[u8]> for CudaBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_ref`, and `&mut self` makes the view exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            let p = self.ptr.as_ptr().cast();
+            // SAFETY: `p` came from cuMemHostAlloc and no copy uses it: queues
+            // hold buffers until a synchronize covered their copies.
+            self.dev
+                .cleanup("cuMemFreeHost", || unsafe { sys::cuMemFreeHost(p) });
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Loaded images (CUDA modules), their kernels and globals.
+
+use std::ffi::{CString, c_void};
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use reprise_core::exec::GlobalInfo;
+use reprise_core::image::{EM_CUDA, ImageKind, sniff};
+
+use crate::driver::{Device, check};
+use crate::error::CudaError;
+
+/// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
+#[derive(Debug)]
+pub(crate) struct Module {
+    dev: Arc<Device>,
+    handle: sys::CUmodule,
+}
+
+// SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
+// context bound, which every use does first); the driver API is thread-safe.
+unsafe impl Send for Module {}
+// SAFETY: as for `Send`; `&Module` offers only thread-safe driver calls.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        let h = self.handle;
+        // SAFETY: no kernel of this module is in flight: queues hold an `Arc`
+        // of the module until a synchronize covered each launch.
+        self.dev
+            .cleanup("cuModuleUnload", || unsafe { sys::cuModuleUnload(h) });
+    }
+}
+
+/// A device image loaded into the executor's context: PTX (compiled by the
+/// driver), a cubin or a fat binary.
+///
+/// Kernels found in it keep it loaded, so it may be dropped while their
+/// launches are in flight.
+#[derive(Debug)]
+pub struct CudaImage {
+    module: Arc<Module>,
+    kind: ImageKind,
+    globals: Vec<String>,
+}
+
+impl CudaImage {
+    pub(crate) fn load(dev: &Arc<Device>, image: &[u8]) -> Result<Self, CudaError> {
+        let kind = sniff(image);
+        let (globals, bytes) = match kind {
+            ImageKind::Ptx => {
+                // The driver reads PTX up to a NUL byte.
+                let text = match image.iter().position(|&b| b == 0) {
+                    Some(end) => &image[..end],
+                    None => image,
+                };
+                let names = crate::ptx::globals(&String::from_utf8_lossy(text))
+                    .into_iter()
+                    .map(|g| g.name)
+                    .collect();
+                let mut z = Vec::with_capacity(text.len() + 1);
+                z.extend_from_slice(text);
+                z.push(0);
+                (names, std::borrow::Cow::Owned(z))
+            }
+            ImageKind::Elf {
+                machine: EM_CUDA, ..
+            } => (crate::cubin::elf_globals(image), image.into()),
+            ImageKind::Fatbin => (crate::cubin::fatbin_globals(image), image.into()),
+            other => return Err(CudaError::UnsupportedImage(other)),
+        };
+        dev.bind()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `bytes` is a whole cubin or fat binary, or NUL-terminated
+        // PTX, and outlives the call (the driver copies what it needs);
+        // `handle` is a live out-parameter.
+        check("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut handle, bytes.as_ptr().cast::<c_void>())
+        })?;
+        Ok(CudaImage {
+            module: Arc::new(Module {
+                dev: dev.clone(),
+                handle,
+            }),
+            kind,
+            globals,
+        })
+    }
+
+    /// What kind of image this is.
+    pub fn kind(&self) -> ImageKind {
+        self.kind
+    }
+
+    /// Names of the globals found in the image (sizes come from the driver).
+    pub fn global_names(&self) -> &[String] {
+        &self.globals
+    }
+
+    pub(crate) fn kernel(&self, name: &str) -> Result<CudaKernel, CudaError> {
+        let dev = &self.module.dev;
+        let cname = CString::new(name).map_err(|_| CudaError::BadName(name.into()))?;
+        dev.bind()?;
+        let mut func = std::ptr::null_mut();
+        // SAFETY: the module is loaded; `cname` is NUL-terminated; `func` is
+        // a live out-parameter.
+        let r = unsafe { sys::cuModuleGetFunction(&mut func, self.module.handle, cname.as_ptr()) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            return Err(CudaError::KernelNotFound(name.into()));
+        }
+        check("cuModuleGetFunction", r)?;
+        let params = if dev.lib.param_info {
+            param_sizes(func)
+        } else {
+            None
+        };
+        Ok(CudaKernel {
+            module: self.module.clone(),
+            func,
+            name: name.into(),
+            params,
+        })
+    }
+
+    /// Address and size of global `name`, or `None` when the image has none.
+    pub(crate) fn global<'n>(&self, name: &'n str) -> Result<Option<GlobalInfo<'n>>, CudaError> {
+        let Ok(cname) = CString::new(name) else {
+            return Ok(None);
+        };
+        self.module.dev.bind()?;
+        let (mut addr, mut size) = (0, 0);
+        // SAFETY: the module is loaded; `cname` is NUL-terminated; both
+        // out-parameters are live.
+        let r = unsafe {
+            sys::cuModuleGetGlobal_v2(&mut addr, &mut size, self.module.handle, cname.as_ptr())
+        };
+        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            return Ok(None);
+        }
+        check("cuModuleGetGlobal", r)?;
+        Ok(Some(GlobalInfo {
+            name,
+            addr,
+            size: size as u64,
+        }))
+    }
+
+    pub(crate) fn for_each_global(
+        &self,
+        f: &mut dyn FnMut(GlobalInfo<'_>),
+    ) -> Result<(), CudaError> {
+        for name in &self.globals {
+            if let Some(g) = self.global(name)? {
+                f(g);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sizes of `func`'s parameters from `cuFuncGetParamInfo`, or `None` when
+/// the driver cannot tell (the information is optional, so a failure means
+/// "unknown").
+fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
+    // CUDA kernels take at most 32764 bytes of parameters.
+    const MAX_PARAMS: usize = 32 * 1024;
+    let mut sizes = Vec::new();
+    for index in 0..MAX_PARAMS {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: the symbol is present (checked when the library loaded);
+        // `func` is a live function; both out-parameters are live.
+        let r = unsafe { sys::cuFuncGetParamInfo(func, index, &mut offset, &mut size) };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => sizes.push(size as u32),
+            // One past the last parameter.
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A kernel of a loaded image; it keeps the image loaded.
+#[derive(Debug, Clone)]
+pub struct CudaKernel {
+    module: Arc<Module>,
+    func: sys::CUfunction,
+    name: String,
+    params: Option<Vec<u32>>,
+}
+
+// SAFETY: a `CUfunction` is a driver handle usable from any thread; the
+// module it belongs to is kept alive by the `Arc`.
+unsafe impl Send for CudaKernel {}
+// SAFETY: as for `Send`; `&CudaKernel` offers only thread-safe driver calls.
+unsafe impl Sync for CudaKernel {}
+
+impl CudaKernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Parameter sizes in bytes, where the driver tells them (CUDA 12.4+).
+    pub fn param_sizes(&self) -> Option<&[u32]> {
+        self.params.as_deref()
+    }
+
+    pub(crate) fn func(&self) -> sys::CUfunction {
+        self.func
+    }
+
+    pub(crate) fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+}

@@ -1,0 +1,403 @@
+//! A queue: one non-blocking CUDA stream, completion by host function.
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use cudarc::driver::sys;
+use reprise_core::completion::Completion;
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+
+use crate::args::PackedArgs;
+use crate::driver::{Device, check};
+use crate::error::{CudaError, DriverError};
+use crate::memory::CudaBuffer;
+use crate::module::{CudaKernel, Module};
+
+/// What the host function gets: the queue's completion and the mark to raise.
+struct Signal {
+    completion: Arc<Completion>,
+    mark: u64,
+}
+
+/// Takes back the `Signal` a synchronize leaked and raises its mark. Only
+/// raises the mark and wakes the waiting task; never calls the driver.
+///
+/// # Safety
+///
+/// `data` must be a `Box<Signal>` leaked by `enqueue_signal`, and this must
+/// be its only use.
+unsafe fn raise(data: *mut c_void) {
+    // SAFETY: the caller passes the leaked box, once.
+    let s = unsafe { Box::from_raw(data.cast::<Signal>()) };
+    // A panicking waker must not unwind into the driver.
+    let _ = catch_unwind(AssertUnwindSafe(|| s.completion.signal(s.mark)));
+}
+
+/// The stream callback a synchronize enqueues (`cuStreamAddCallback`). It
+/// runs even after a device error; the status is read from the stream by
+/// the woken task, not here.
+unsafe extern "C" fn stream_callback(_: sys::CUstream, _: sys::CUresult, data: *mut c_void) {
+    // SAFETY: `data` is the leaked `Box<Signal>`; the driver calls each
+    // callback exactly once.
+    unsafe { raise(data) }
+}
+
+/// The host function a synchronize enqueues where the driver has no
+/// `cuStreamAddCallback` (`cuLaunchHostFunc`).
+unsafe extern "C" fn host_function(data: *mut c_void) {
+    // SAFETY: as in `stream_callback`.
+    unsafe { raise(data) }
+}
+
+/// The direction of a copy.
+#[derive(Clone, Copy)]
+enum Direction {
+    HostToDevice,
+    DeviceToHost,
+}
+
+/// A queue of copies and launches on one CUDA stream.
+///
+/// Work runs in submission order. [`Queue::poll_synchronize`] enqueues a
+/// host callback (`cuStreamAddCallback`, else `cuLaunchHostFunc`) that
+/// signals a [`Completion`] and waits for it, then asks the stream for
+/// errors. Host buffers and the modules of
+/// launched kernels stay owned by the queue until a synchronize covered their
+/// work; dropping the queue waits for the stream before freeing them.
+#[derive(Debug)]
+pub struct CudaQueue {
+    dev: Arc<Device>,
+    stream: sys::CUstream,
+    /// Timing events around each launch: (start, end).
+    events: (sys::CUevent, sys::CUevent),
+    completion: Arc<Completion>,
+    /// Sequence number of the last operation enqueued.
+    seq: u64,
+    /// Every operation up to here is complete.
+    done_seq: u64,
+    /// The last mark handed to a host function.
+    mark: u64,
+    /// The synchronize in flight: its mark and the last operation it covers.
+    waiting: Option<(u64, u64)>,
+    /// Buffers of copies not yet known complete: (seq, ticket, buffer).
+    in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
+    /// Modules of launches not yet known complete.
+    modules: VecDeque<(u64, Arc<Module>)>,
+    done: VecDeque<(Ticket, CudaBuffer)>,
+    /// The sequence number of the last launch, whose time the events hold.
+    timed: Option<u64>,
+    last_time: Option<Duration>,
+    syncs: u64,
+}
+
+// SAFETY: the stream and events are driver handles usable from any thread
+// (the context is bound before every call); the queue is used through
+// `&mut self` only, so it is never touched by two threads at once. The host
+// function never touches the queue, only the `Arc<Completion>`.
+unsafe impl Send for CudaQueue {}
+
+impl ErrorType for CudaQueue {
+    type Error = CudaError;
+}
+
+impl CudaQueue {
+    pub(crate) fn new(dev: &Arc<Device>) -> Result<Self, CudaError> {
+        dev.bind()?;
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: `stream` is a live out-parameter; the flag is a valid
+        // stream flag.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(
+                &mut stream,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+            )
+        })?;
+        let mut events = [std::ptr::null_mut(); 2];
+        for i in 0..2 {
+            // SAFETY: `events[i]` is a live out-parameter.
+            let r = unsafe {
+                sys::cuEventCreate(&mut events[i], sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+            };
+            if let Err(e) = check("cuEventCreate", r) {
+                for ev in &events[..i] {
+                    // SAFETY: created above and never used.
+                    let _ = unsafe { sys::cuEventDestroy_v2(*ev) };
+                }
+                // SAFETY: created above and never used.
+                let _ = unsafe { sys::cuStreamDestroy_v2(stream) };
+                return Err(e.into());
+            }
+        }
+        Ok(CudaQueue {
+            dev: dev.clone(),
+            stream,
+            events: (events[0], events[1]),
+            completion: Arc::new(Completion::new()),
+            seq: 0,
+            done_seq: 0,
+            mark: 0,
+            waiting: None,
+            in_flight: VecDeque::new(),
+            modules: VecDeque::new(),
+            done: VecDeque::new(),
+            timed: None,
+            last_time: None,
+            syncs: 0,
+        })
+    }
+
+    /// How many synchronizes enqueued a host callback so far (a synchronize
+    /// with nothing new to wait for enqueues none).
+    pub fn syncs_enqueued(&self) -> u64 {
+        self.syncs
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn copy(
+        &mut self,
+        buffer: CudaBuffer,
+        segments: &[Segment],
+        dir: Direction,
+    ) -> Result<Ticket, CudaError> {
+        let len = buffer.as_ref().len();
+        for s in segments {
+            let end = s.host_offset.saturating_add(s.len);
+            if end > len {
+                return Err(CudaError::SegmentOutOfBounds { end, buffer: len });
+            }
+        }
+        self.dev.bind()?;
+        let seq = self.next_seq();
+        let ticket = Ticket(seq);
+        let mut enqueued = 0;
+        let mut result = Ok(ticket);
+        for s in segments.iter().filter(|s| s.len > 0) {
+            // SAFETY: `host_offset + len` is inside the buffer (checked above).
+            let host = unsafe { buffer.as_ptr().add(s.host_offset) };
+            let r = match dir {
+                // SAFETY: the host range is inside the page-locked buffer,
+                // which the queue keeps until a synchronize covered this copy;
+                // the device range is the caller's (an error if unmapped).
+                Direction::HostToDevice => unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(s.device, host.cast(), s.len, self.stream)
+                },
+                // SAFETY: as above, and nothing reads the buffer until it is
+                // reclaimed after the synchronize.
+                Direction::DeviceToHost => unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(host.cast(), s.device, s.len, self.stream)
+                },
+            };
+            let call = match dir {
+                Direction::HostToDevice => "cuMemcpyHtoDAsync",
+                Direction::DeviceToHost => "cuMemcpyDtoHAsync",
+            };
+            if let Err(e) = check(call, r) {
+                result = Err(e.into());
+                break;
+            }
+            enqueued += 1;
+        }
+        if enqueued > 0 || result.is_ok() {
+            // Copies were enqueued (or there was nothing to copy): the buffer
+            // comes back from `reclaim` once a synchronize covered them.
+            self.in_flight.push_back((seq, ticket, buffer));
+        }
+        result
+    }
+
+    /// Enqueues the host function that raises the next mark.
+    fn enqueue_signal(&mut self) -> Result<u64, CudaError> {
+        let mark = self.mark + 1;
+        let data = Box::into_raw(Box::new(Signal {
+            completion: self.completion.clone(),
+            mark,
+        }));
+        self.dev.bind()?;
+        let (call, r) = if self.dev.lib.stream_callback {
+            // SAFETY: `stream_callback` matches `CUstreamCallback` and only
+            // takes back `data`, a leaked `Box<Signal>`; flags must be 0.
+            let r = unsafe {
+                sys::cuStreamAddCallback(self.stream, Some(stream_callback), data.cast(), 0)
+            };
+            ("cuStreamAddCallback", r)
+        } else {
+            // SAFETY: `host_function` matches `CUhostFn` and only takes back
+            // `data`, a leaked `Box<Signal>`.
+            let r = unsafe { sys::cuLaunchHostFunc(self.stream, Some(host_function), data.cast()) };
+            ("cuLaunchHostFunc", r)
+        };
+        if let Err(e) = check(call, r) {
+            // SAFETY: the driver did not take `data`; nothing else has it.
+            drop(unsafe { Box::from_raw(data) });
+            return Err(e.into());
+        }
+        self.mark = mark;
+        self.syncs += 1;
+        Ok(mark)
+    }
+
+    /// Marks everything up to `covered` complete.
+    fn complete(&mut self, covered: u64) {
+        self.done_seq = covered;
+        while self.in_flight.front().is_some_and(|b| b.0 <= covered) {
+            let (_, ticket, buffer) = self.in_flight.pop_front().expect("checked");
+            self.done.push_back((ticket, buffer));
+        }
+        while self.modules.front().is_some_and(|m| m.0 <= covered) {
+            self.modules.pop_front();
+        }
+        if self.timed.is_some_and(|t| t <= covered) {
+            self.timed = None;
+            let mut ms = 0f32;
+            // SAFETY: both events were recorded around the last launch, which
+            // has completed; `ms` is a live out-parameter.
+            let r = unsafe { sys::cuEventElapsedTime(&mut ms, self.events.0, self.events.1) };
+            self.last_time = (r == sys::CUresult::CUDA_SUCCESS)
+                .then(|| Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3));
+        }
+    }
+
+    /// The stream's error, if it has one. `NOT_READY` is not one: the host
+    /// function that woke us may still be returning.
+    fn stream_error(&self) -> Result<(), DriverError> {
+        // SAFETY: the stream is live.
+        let r = unsafe { sys::cuStreamQuery(self.stream) };
+        match r {
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(()),
+            r => check("cuStreamQuery", r),
+        }
+    }
+}
+
+impl Queue for CudaQueue {
+    type Buffer = CudaBuffer;
+    type Kernel = CudaKernel;
+
+    fn upload(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
+        self.copy(buffer, segments, Direction::HostToDevice)
+    }
+
+    fn download(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
+        self.copy(buffer, segments, Direction::DeviceToHost)
+    }
+
+    fn launch(&mut self, kernel: &CudaKernel, launch: &Launch<'_>) -> Result<(), CudaError> {
+        let mut args = PackedArgs::pack(&launch.args, kernel.param_sizes())?;
+        let mut params = args.pointers();
+        let params_ptr = if params.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
+        let c = &launch.config;
+        self.dev.bind()?;
+        // SAFETY: the events and stream are live.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.events.0, self.stream)
+        })?;
+        // SAFETY: `kernel` is a live function of a loaded module (kept loaded
+        // by the queue until the launch completes); `params` holds one
+        // pointer per argument into `args`, each to a slot at least as large
+        // as the parameter, and both live until this call returns (the driver
+        // copies the arguments); `extra` is null.
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                kernel.func(),
+                c.grid[0],
+                c.grid[1],
+                c.grid[2],
+                c.block[0],
+                c.block[1],
+                c.block[2],
+                c.shared_mem,
+                self.stream,
+                params_ptr,
+                std::ptr::null_mut(),
+            )
+        })?;
+        let seq = self.next_seq();
+        self.modules.push_back((seq, kernel.module().clone()));
+        self.timed = None;
+        // SAFETY: the events and stream are live.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.events.1, self.stream)
+        })?;
+        self.timed = Some(seq);
+        // `args` (which `params` points into) lives until here.
+        Ok(())
+    }
+
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+        let covers = self.waiting.map(|w| w.1);
+        if covers != Some(self.seq) {
+            if self.seq == self.done_seq {
+                // Nothing enqueued since the last synchronize.
+                return Poll::Ready(self.dev.take_deferred().map_or(Ok(()), Err));
+            }
+            match self.enqueue_signal() {
+                Ok(mark) => self.waiting = Some((mark, self.seq)),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        let (mark, covered) = self.waiting.expect("set above");
+        if self.completion.poll_reached(mark, cx).is_pending() {
+            // A failed context may never run the host function: report its
+            // error now (the buffers stay with the queue until it drops).
+            if let Err(e) = self.dev.bind().and_then(|()| self.stream_error()) {
+                self.waiting = None;
+                return Poll::Ready(Err(e.into()));
+            }
+            return Poll::Pending;
+        }
+        self.waiting = None;
+        let status = self.dev.bind().and_then(|()| self.stream_error());
+        self.complete(covered);
+        match (status, self.dev.take_deferred()) {
+            (Err(e), _) => Poll::Ready(Err(e.into())),
+            (Ok(()), Some(e)) => Poll::Ready(Err(e)),
+            (Ok(()), None) => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, CudaBuffer)> {
+        self.done.pop_front()
+    }
+
+    fn last_kernel_time(&self) -> Option<Duration> {
+        self.last_time
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        let stream = self.stream;
+        // SAFETY: waits for every copy, launch and host function of the
+        // stream, so the buffers and modules below are idle when they drop.
+        self.dev.cleanup("cuStreamSynchronize", || unsafe {
+            sys::cuStreamSynchronize(stream)
+        });
+        self.in_flight.clear();
+        self.done.clear();
+        self.modules.clear();
+        let (start, end) = self.events;
+        // SAFETY: the stream is idle; the events are not used again.
+        self.dev.cleanup("cuEventDestroy", || unsafe {
+            sys::cuEventDestroy_v2(start)
+        });
+        // SAFETY: as above.
+        self.dev
+            .cleanup("cuEventDestroy", || unsafe { sys::cuEventDestroy_v2(end) });
+        // SAFETY: the stream is idle and not used again.
+        self.dev.cleanup("cuStreamDestroy", || unsafe {
+            sys::cuStreamDestroy_v2(stream)
+        });
+    }
+}

@@ -1,0 +1,98 @@
+//! Helpers of the GPU tests: the opt-in gate, a parking `block_on` with a
+//! deadline, fixtures and buffers.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use reprise_core::exec::Executor;
+use reprise_cuda::{CudaBuffer, CudaExecutor};
+
+/// The GPU tests share one device and reserve the same addresses: one at a
+/// time.
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// The executor for device 0, or `None` (after saying so) unless
+/// `REPRISE_GPU_TESTS=1`.
+pub fn gpu() -> Option<(MutexGuard<'static, ()>, CudaExecutor)> {
+    if std::env::var("REPRISE_GPU_TESTS").as_deref() != Ok("1") {
+        println!("skipped: set REPRISE_GPU_TESTS=1 on a machine with an NVIDIA GPU");
+        return None;
+    }
+    let guard = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let exec = CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}"));
+    Some((guard, exec))
+}
+
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `fut` on this thread, parking between wakes; `Err` after `limit`.
+///
+/// It polls again only when woken (a spurious unpark aside), as a real
+/// executor would: a completion that never wakes shows up as a timeout.
+pub fn block_on_for<F: Future>(fut: F, limit: Duration) -> Result<F::Output, &'static str> {
+    let deadline = Instant::now() + limit;
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Ok(v);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err("timed out waiting for the device");
+        }
+        std::thread::park_timeout(deadline - now);
+        if Instant::now() >= deadline {
+            return Err("timed out waiting for the device");
+        }
+    }
+}
+
+/// [`block_on_for`] with a 30-second limit, panicking on timeout.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    block_on_for(fut, Duration::from_secs(30)).expect("device work did not complete in 30 s")
+}
+
+/// A fixture's bytes.
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A pinned buffer holding `bytes`.
+pub fn buffer_with(exec: &CudaExecutor, bytes: &[u8]) -> CudaBuffer {
+    let mut b = exec.buffer(bytes.len()).expect("pinned buffer");
+    b.as_mut().copy_from_slice(bytes);
+    b
+}
+
+/// Little-endian bytes of `f32`s.
+pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// `f32`s from little-endian bytes.
+pub fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// `u32`s from little-endian bytes.
+pub fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}

@@ -1,0 +1,60 @@
+//! A kernel that faults: the synchronize reports the device's error instead
+//! of hanging. Its own test binary, because a fault spoils the process's
+//! context for every later test. Runs only with `REPRISE_GPU_TESTS=1`.
+
+mod common;
+
+use std::future::poll_fn;
+use std::time::Duration;
+
+use common::{block_on_for, fixture, gpu};
+use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, Queue};
+
+#[test]
+fn a_faulting_kernel_fails_the_synchronize() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let mut q = exec.queue().unwrap();
+    // `out` points nowhere.
+    let values = [0x10u64, 64, 64];
+    q.launch(
+        &kernel,
+        &Launch {
+            config: LaunchConfig {
+                grid: [8, 8, 1],
+                block: [8, 8, 1],
+                shared_mem: 0,
+            },
+            args: KernelArgs {
+                values: &values,
+                sizes: &[8, 4, 4],
+                data: &[],
+            },
+        },
+    )
+    .unwrap();
+    let result = block_on_for(
+        poll_fn(|cx| q.poll_synchronize(cx)),
+        Duration::from_secs(20),
+    );
+    let err = match result {
+        Ok(r) => r.expect_err("a fault must fail the synchronize"),
+        Err(timeout) => {
+            // Say whether polling again would have found the error.
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            panic!(
+                "{timeout}: the host function never signalled; polling again gives {:?}",
+                q.poll_synchronize(&mut cx)
+            );
+        }
+    };
+    println!("fault reported: {err}");
+    let code = err.driver().expect("a driver error").code;
+    assert!(
+        [700, 719].contains(&code),
+        "expected an illegal address or launch failure, got {err}"
+    );
+    // The queue can still be dropped (its errors are kept, not panicked on).
+    drop(q);
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The GPU check, run on a machine with an NVIDIA GPU from the binaries that
+# scripts/build-gpu-check.sh staged in .device/ (or in $1):
+#   1. the CUDA executor's device tests (regions, images, globals, launches,
+#      record/replay schedules, synchronize counts, a faulting kernel);
+#   2. the end-to-end suite: record through the library -> files ->
+#      `reprise replay --verify` in a second process, geometry overrides,
+#      native parameter sizes, a 2-D grid, many launches;
+#   3. `reprise bench --backend cuda --quick --json`: sync vs async recording
+#      (small sizes, then 256 MiB on its own).
+# Every step has its own time limit; the script goes on after a failure and
+# exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
+set -u
+B=${1:-.device}
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+export REPRISE_GPU_TESTS=1 REPRISE_BIN="$B/reprise" RUST_BACKTRACE=1
+failed=0
+step() { # name limit command...
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name"
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    tail -n 40 "$OUT/$name.log"
+    echo "=== $name: exit $rc after $((SECONDS - t0)) s"
+    [ "$rc" -eq 0 ] || failed=1
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+step cuda-executor 120 "$B/cuda-executor" --test-threads=1 --nocapture
+step cuda-fault 60 "$B/cuda-fault" --nocapture
+step end-to-end 150 "$B/end-to-end" --test-threads=1 --nocapture
+step bench-cuda 120 "$B/reprise" bench --backend cuda --quick --json --sizes 64K,1M,16M
+step bench-cuda-256m 150 "$B/reprise" bench --backend cuda --quick --json --sizes 256M
+exit $failed

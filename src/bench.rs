@@ -1,0 +1,520 @@
+//! What recording costs: the measurements behind `reprise bench` and the
+//! `benches/` suite.
+//!
+//! For each region size, on one executor, in one run:
+//!
+//! - **plain**: launch a kernel that touches one counter, and synchronize;
+//! - **sync + inline** (LLVM's way): record with a synchronize after every
+//!   step and write the files on the launching thread;
+//! - **async + inline**: one synchronize, files still written inline;
+//! - **async + background** (reprise's way): one synchronize, files handed to
+//!   the background writer;
+//! - the **copy lower bound**: the bytes the two snapshots copy divided by
+//!   the memcpy bandwidth between warm buffers, measured here;
+//! - **replay**: open a capture of that size from a warm page cache and
+//!   replay it once, against the time to read its files.
+//!
+//! "Recording time" is the time the launching thread spends in a recorded
+//! launch minus the plain launch's time. The background writer is drained
+//! between measured launches, outside the timing: each measured launch
+//! finds the writer idle and its buffers warm, as a burst of launches in a
+//! long run does; the writer's own throughput is the disk's. LLVM's way
+//! writes without `fsync`, as LLVM does; reprise's background writer keeps
+//! its default (`fsync` on), which the launching thread never waits for.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use reprise_core::exec::Executor;
+use reprise_core::region::BumpRegion;
+use reprise_core::schedule::Mode;
+use reprise_std::{FileBuffers, WriterKind};
+
+use crate::{Args, BackendKind, Capture, Error, LaunchConfig, RecordConfig, Recorder, Result};
+
+/// The sizes measured: 64 KiB, 1 MiB, 16 MiB, 256 MiB.
+pub const SIZES: [u64; 4] = [64 << 10, 1 << 20, 16 << 20, 256 << 20];
+
+/// How long and where to measure.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Region sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Measured launches per mode and size (the median is reported); large
+    /// sizes get fewer.
+    pub iterations: usize,
+    /// Unmeasured launches first (buffers and page cache warm up).
+    pub warmup: usize,
+    /// Scratch directory for captures (emptied as it goes).
+    pub dir: PathBuf,
+}
+
+impl BenchConfig {
+    /// A full run: 7 measured launches per mode and size.
+    pub fn full(dir: impl Into<PathBuf>) -> Self {
+        BenchConfig {
+            sizes: SIZES.to_vec(),
+            iterations: 7,
+            warmup: 2,
+            dir: dir.into(),
+        }
+    }
+
+    /// A quick run (under a minute on two cores): 3 measured launches.
+    pub fn quick(dir: impl Into<PathBuf>) -> Self {
+        BenchConfig {
+            iterations: 3,
+            warmup: 1,
+            ..BenchConfig::full(dir)
+        }
+    }
+
+    fn iterations_for(&self, size: u64) -> usize {
+        if size >= 128 << 20 {
+            self.iterations.div_ceil(2).max(2)
+        } else {
+            self.iterations
+        }
+    }
+}
+
+/// Medians for one region size, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeResult {
+    /// Region bytes recorded.
+    pub size: u64,
+    /// Plain launch + synchronize.
+    pub plain: f64,
+    /// Recording time, sync schedule + inline writes (LLVM's way).
+    pub sync_inline: f64,
+    /// Recording time, async schedule + inline writes.
+    pub async_inline: f64,
+    /// Recording time, async schedule + background writer (reprise's way).
+    pub async_background: f64,
+    /// Bytes the snapshots copy / memcpy bandwidth.
+    pub copy_bound: f64,
+    /// Measured memcpy bandwidth between warm buffers, bytes per second.
+    pub memcpy_bandwidth: f64,
+    /// Open + replay a capture of this size from a warm page cache (NaN when
+    /// the replay failed).
+    pub replay: f64,
+    /// Read that capture's files into a warm buffer.
+    pub read_files: f64,
+}
+
+impl SizeResult {
+    /// reprise's way against LLVM's way.
+    pub fn background_vs_sync(&self) -> f64 {
+        self.async_background / self.sync_inline
+    }
+    /// The async schedule alone against LLVM's way.
+    pub fn async_inline_vs_sync(&self) -> f64 {
+        self.async_inline / self.sync_inline
+    }
+    /// reprise's way against the copy lower bound.
+    pub fn background_vs_bound(&self) -> f64 {
+        self.async_background / self.copy_bound
+    }
+    /// Replay against reading the capture's files.
+    pub fn replay_vs_read(&self) -> f64 {
+        self.replay / self.read_files
+    }
+}
+
+/// Allocation rates of the recording allocator against a `Mutex`-guarded
+/// bump pointer, in allocations per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AllocResult {
+    /// Lock-free, one thread.
+    pub lock_free_1: f64,
+    /// Lock-free, two threads (total).
+    pub lock_free_2: f64,
+    /// Mutex, one thread.
+    pub mutex_1: f64,
+    /// Mutex, two threads (total).
+    pub mutex_2: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The kernel a backend's benchmark launches, and its arguments given the
+/// address of an 8-byte counter in the region.
+pub struct BenchKernel {
+    /// The image.
+    pub image: &'static [u8],
+    /// The kernel's name.
+    pub name: &'static str,
+    /// Its arguments.
+    pub args: fn(u64) -> Args,
+    /// Its geometry.
+    pub geometry: LaunchConfig,
+}
+
+/// The host benchmark kernel: `demo_touch(long *counter)`.
+pub fn host_kernel() -> BenchKernel {
+    BenchKernel {
+        image: crate::DEMO_IMAGE,
+        name: "demo_touch",
+        args: |counter| Args::new().ptr(counter),
+        geometry: LaunchConfig {
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+        },
+    }
+}
+
+/// The PTX of the CUDA benchmark kernel: `saxpy(float a, float *x, float *y,
+/// int n)` from the CUDA executor's fixtures.
+pub const SAXPY_PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
+
+/// The CUDA benchmark kernel: `saxpy` over one element (the counter).
+pub fn cuda_kernel() -> BenchKernel {
+    BenchKernel {
+        image: SAXPY_PTX,
+        name: "saxpy",
+        args: |counter| Args::new().f32(1.0).ptr(counter).ptr(counter).i32(1),
+        geometry: LaunchConfig {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+        },
+    }
+}
+
+/// Measures memcpy bandwidth between two warm buffers of `size` bytes.
+pub fn memcpy_bandwidth(size: u64) -> f64 {
+    let n = size as usize;
+    let src = vec![1u8; n];
+    let mut dst = vec![2u8; n];
+    dst.copy_from_slice(&src); // warm both
+    let reps = ((256 << 20) / n).clamp(3, 200);
+    let times: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    size as f64 / median(times)
+}
+
+fn clear_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, "remove", e))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))
+}
+
+/// How one recording mode is set up.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    Plain,
+    Record {
+        mode: Mode,
+        writer: WriterKind,
+        fsync: bool,
+    },
+}
+
+/// Median launching-thread time of `iterations` launches recorded `way`,
+/// after `warmup` unmeasured ones, on a region holding `size` bytes.
+/// Returns the median and, for a recorded way, the last capture written.
+fn measure_way<E>(
+    make: &dyn Fn() -> Result<E>,
+    backend: BackendKind,
+    kernel: &BenchKernel,
+    size: u64,
+    way: Way,
+    cfg: &BenchConfig,
+) -> Result<(f64, Option<PathBuf>)>
+where
+    E: Executor,
+    E::Buffer: Send + 'static,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    let dir = cfg.dir.join("captures");
+    clear_dir(&dir)?;
+    let mut config = RecordConfig::default()
+        .dir(&dir)
+        .region_size(size + (64 << 20))
+        .save_output(true);
+    if let Way::Record {
+        mode,
+        writer,
+        fsync,
+    } = way
+    {
+        config = config.enabled(true).mode(mode).writer(writer).fsync(fsync);
+    }
+    let mut rec = Recorder::new(make()?, backend, 0, config)?;
+    let counter = rec.alloc(8, 16)?;
+    let rest = size.saturating_sub(16);
+    if rest > 0 {
+        let data = rec.alloc(rest, 16)?;
+        rec.upload(data, &vec![7u8; rest as usize])?;
+    }
+    rec.upload(counter, &[0u8; 8])?;
+    let image = rec.load_image(kernel.image)?;
+    let k = rec.kernel(image, kernel.name)?;
+    let args = (kernel.args)(counter);
+    let mut times = Vec::new();
+    let mut last = None;
+    crate::block_on(async {
+        for i in 0..cfg.warmup + cfg.iterations_for(size) {
+            let t = Instant::now();
+            rec.launch(&k, kernel.geometry, &args).await?;
+            if matches!(way, Way::Plain) {
+                rec.synchronize().await?;
+            }
+            let elapsed = t.elapsed().as_secs_f64();
+            // Drain the writer and remove the files, outside the timing.
+            let written = rec.finish().await?;
+            if i >= cfg.warmup {
+                times.push(elapsed);
+            }
+            if let Some(p) = written.last() {
+                last = Some(p.clone());
+            }
+            if i + 1 < cfg.warmup + cfg.iterations_for(size) {
+                for p in &written {
+                    remove_capture(p);
+                }
+            }
+        }
+        Ok::<_, Error>(())
+    })?;
+    Ok((median(times), last))
+}
+
+fn remove_capture(descriptor: &Path) {
+    if let Ok(c) = Capture::open_with(
+        descriptor,
+        reprise_std::OpenOptions {
+            verify_checksums: false,
+            allow_missing_globals: true,
+        },
+    ) {
+        for p in [
+            &c.paths.input,
+            &c.paths.output,
+            &c.paths.globals,
+            &c.paths.image,
+            &c.paths.descriptor,
+        ] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Time to read every file of a capture into one warm buffer.
+fn read_files(descriptor: &Path) -> Result<f64> {
+    use std::os::unix::fs::FileExt;
+    let c = Capture::open_with(
+        descriptor,
+        reprise_std::OpenOptions {
+            verify_checksums: false,
+            allow_missing_globals: false,
+        },
+    )?;
+    let files = [
+        &c.paths.descriptor,
+        &c.paths.input,
+        &c.paths.output,
+        &c.paths.globals,
+        &c.paths.image,
+    ];
+    let mut buf = vec![0u8; 8 << 20];
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        for p in files {
+            let f = std::fs::File::open(p).map_err(|e| Error::io(p, "open", e))?;
+            let mut at = 0;
+            loop {
+                let n = f
+                    .read_at(&mut buf, at)
+                    .map_err(|e| Error::io(p, "read", e))?;
+                if n == 0 {
+                    break;
+                }
+                at += n as u64;
+            }
+        }
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok(median(times))
+}
+
+/// Time to open and replay a capture once (checksums verified, as
+/// `reprise replay` does by default).
+fn replay_time<E>(make: &dyn Fn() -> Result<E>, descriptor: &Path) -> Result<f64>
+where
+    E: Executor + FileBuffers,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    let exec = make()?;
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let capture = Capture::open(descriptor)?;
+        crate::block_on(reprise_std::replay_on(
+            &exec,
+            &capture,
+            &reprise_std::ReplayOptions::default(),
+            &mut |_| {},
+        ))?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok(median(times))
+}
+
+/// Runs every measurement for every size on one executor. `progress` gets a
+/// line of text per step.
+pub fn run<E>(
+    make: &dyn Fn() -> Result<E>,
+    backend: BackendKind,
+    kernel: &BenchKernel,
+    cfg: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<SizeResult>>
+where
+    E: Executor + FileBuffers,
+    E::Buffer: Send + 'static,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    let mut out = Vec::new();
+    for &size in &cfg.sizes {
+        let label = crate::bench::human(size);
+        progress(&format!("{label}: plain launch"));
+        let (plain, _) = measure_way(make, backend, kernel, size, Way::Plain, cfg)?;
+        progress(&format!("{label}: sync schedule + inline writes"));
+        let (sync_inline, _) = measure_way(
+            make,
+            backend,
+            kernel,
+            size,
+            Way::Record {
+                mode: Mode::Sync,
+                writer: WriterKind::Inline,
+                fsync: false,
+            },
+            cfg,
+        )?;
+        progress(&format!("{label}: async schedule + inline writes"));
+        let (async_inline, _) = measure_way(
+            make,
+            backend,
+            kernel,
+            size,
+            Way::Record {
+                mode: Mode::Async,
+                writer: WriterKind::Inline,
+                fsync: false,
+            },
+            cfg,
+        )?;
+        progress(&format!("{label}: async schedule + background writer"));
+        let (async_background, last) = measure_way(
+            make,
+            backend,
+            kernel,
+            size,
+            Way::Record {
+                mode: Mode::Async,
+                writer: WriterKind::Background { depth: 4 },
+                fsync: true,
+            },
+            cfg,
+        )?;
+        progress(&format!("{label}: replay and file reads"));
+        let descriptor = last.ok_or_else(|| Error::Invalid("no capture was written".into()))?;
+        // A replay that fails (a driver that will not give the recorded
+        // address back in the same process, say) is reported, not fatal.
+        let replay = replay_time(make, &descriptor).unwrap_or_else(|e| {
+            progress(&format!("{label}: replay failed: {e}"));
+            f64::NAN
+        });
+        let read = read_files(&descriptor)?;
+        let bandwidth = memcpy_bandwidth(size);
+        let d = |t: f64| (t - plain).max(0.0);
+        out.push(SizeResult {
+            size,
+            plain,
+            sync_inline: d(sync_inline),
+            async_inline: d(async_inline),
+            async_background: d(async_background),
+            copy_bound: 2.0 * size as f64 / bandwidth,
+            memcpy_bandwidth: bandwidth,
+            replay,
+            read_files: read,
+        });
+        clear_dir(&cfg.dir.join("captures"))?;
+    }
+    Ok(out)
+}
+
+/// Allocations per second of `threads` threads sharing one allocator.
+fn alloc_rate(threads: usize, per_thread: u64, alloc: &(dyn Fn() + Sync)) -> f64 {
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for _ in 0..per_thread {
+                    alloc();
+                }
+            });
+        }
+    });
+    (threads as u64 * per_thread) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// The recording allocator against a `Mutex`-guarded bump pointer, one and
+/// two threads, medians of five runs.
+pub fn allocator(per_thread: u64) -> AllocResult {
+    let rate = |threads: usize, lock_free: bool| {
+        median(
+            (0..5)
+                .map(|_| {
+                    let cap = per_thread * threads as u64 * 64;
+                    if lock_free {
+                        let r = BumpRegion::new(0x1000, cap);
+                        alloc_rate(threads, per_thread, &|| {
+                            std::hint::black_box(r.alloc(24, 8).ok());
+                        })
+                    } else {
+                        let next = std::sync::Mutex::new(0u64);
+                        alloc_rate(threads, per_thread, &|| {
+                            let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                            let at = *n;
+                            if at + 32 <= cap {
+                                *n = at + 32;
+                            }
+                            std::hint::black_box(at);
+                        })
+                    }
+                })
+                .collect(),
+        )
+    };
+    AllocResult {
+        lock_free_1: rate(1, true),
+        lock_free_2: rate(2, true),
+        mutex_1: rate(1, false),
+        mutex_2: rate(2, false),
+    }
+}
+
+/// A byte count as `64 KiB`, `256 MiB`.
+pub fn human(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 && n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}

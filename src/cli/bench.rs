@@ -1,0 +1,272 @@
+//! `reprise bench`: what recording costs, LLVM's way against reprise's.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use reprise::bench::{self, AllocResult, BenchConfig, SizeResult};
+use serde_json::json;
+
+use super::replay::BackendArg;
+
+/// Measure what recording costs the launching thread, per region size
+/// (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
+/// sync schedule and inline writes (LLVM's way); the async schedule with
+/// inline writes; the async schedule with the background writer (reprise's
+/// way); the copy lower bound (snapshot bytes / memcpy bandwidth, measured in
+/// the same run); and replaying a capture of each size against reading its
+/// files. Also the recording allocator against a mutex, one and two threads.
+///
+/// Recording times are the launching thread's time in a recorded launch
+/// minus a plain launch's; the background writer is drained between
+/// measured launches, outside the timing. Writes go to a scratch directory
+/// that is removed afterwards.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Fewer repetitions: finishes in under a minute on two cores.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object (sizes in bytes, times in seconds).
+    #[arg(long)]
+    pub json: bool,
+    /// The executor to measure.
+    #[arg(long, value_enum, default_value_t = BackendArg::Host)]
+    pub backend: BackendArg,
+    /// Also draw recording time against region size for each schedule, as
+    /// SVG, to this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Scratch directory for the captures written while measuring.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Only these region sizes (bytes; K/M/G suffixes), comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string()))]
+    pub sizes: Vec<u64>,
+}
+
+fn ms(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
+}
+
+pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("reprise-bench-{}", std::process::id()))
+    });
+    let mut cfg = if a.quick {
+        BenchConfig::quick(&dir)
+    } else {
+        BenchConfig::full(&dir)
+    };
+    if !a.sizes.is_empty() {
+        cfg.sizes = a.sizes.clone();
+    }
+    let quiet = a.json;
+    let mut progress = |line: &str| {
+        if !quiet {
+            eprintln!("  measuring {line}");
+        }
+    };
+    let backend = a.backend.forced().unwrap_or(reprise::BackendKind::Host);
+    let results = match backend {
+        reprise::BackendKind::Host => {
+            let make = || {
+                reprise::HostExecutor::new()
+                    .map_err(|e| reprise::Error::executor("starting the host executor", e))
+            };
+            bench::run(&make, backend, &bench::host_kernel(), &cfg, &mut progress)
+        }
+        reprise::BackendKind::Cuda => {
+            let make = || {
+                reprise::CudaExecutor::new(0)
+                    .map_err(|e| reprise::Error::executor("opening CUDA device 0", e))
+            };
+            bench::run(&make, backend, &bench::cuda_kernel(), &cfg, &mut progress)
+        }
+        other => Err(reprise::Error::Invalid(format!(
+            "benchmarking the {other} executor is not available in this build"
+        ))),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let results = results?;
+    let alloc = bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
+
+    if let Some(p) = &a.plot {
+        plot(p, &results)?;
+    }
+    if a.json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&results, &alloc, &a, backend))
+                .expect("JSON values serialize")
+        );
+    } else {
+        print_table(&results, &alloc, backend);
+        if let Some(p) = &a.plot {
+            out!("plot written to {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_json(
+    results: &[SizeResult],
+    alloc: &AllocResult,
+    a: &BenchArgs,
+    backend: reprise::BackendKind,
+) -> serde_json::Value {
+    json!({
+        "backend": backend.as_str(),
+        "quick": a.quick,
+        "sizes": results.iter().map(|r| json!({
+            "size_bytes": r.size,
+            "plain_launch_s": r.plain,
+            "sync_inline_s": r.sync_inline,
+            "async_inline_s": r.async_inline,
+            "async_background_s": r.async_background,
+            "copy_lower_bound_s": r.copy_bound,
+            "memcpy_bytes_per_s": r.memcpy_bandwidth,
+            "background_vs_sync": r.background_vs_sync(),
+            "async_inline_vs_sync": r.async_inline_vs_sync(),
+            "background_vs_bound": r.background_vs_bound(),
+            "sync_inline_vs_bound": r.sync_inline / r.copy_bound,
+            "replay_s": r.replay,
+            "read_files_s": r.read_files,
+            "replay_vs_read": r.replay_vs_read(),
+        })).collect::<Vec<_>>(),
+        "allocator": {
+            "lock_free_1_thread_per_s": alloc.lock_free_1,
+            "lock_free_2_threads_per_s": alloc.lock_free_2,
+            "mutex_1_thread_per_s": alloc.mutex_1,
+            "mutex_2_threads_per_s": alloc.mutex_2,
+            "ratio_1_thread": alloc.lock_free_1 / alloc.mutex_1,
+            "ratio_2_threads": alloc.lock_free_2 / alloc.mutex_2,
+        },
+    })
+}
+
+fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::BackendKind) {
+    out!("recording cost on the {backend} executor (launching thread; medians)\n");
+    out!(
+        "| size | plain launch | sync + inline (LLVM) | async + inline | async + background (reprise) | copy bound | reprise / LLVM | async inline / LLVM | reprise / bound |"
+    );
+    out!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for r in results {
+        out!(
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
+            bench::human(r.size),
+            ms(r.plain),
+            ms(r.sync_inline),
+            ms(r.async_inline),
+            ms(r.async_background),
+            ms(r.copy_bound),
+            r.background_vs_sync(),
+            r.async_inline_vs_sync(),
+            r.background_vs_bound()
+        );
+    }
+    out!("\nreplay from a warm page cache (open, verify checksums, map, launch)\n");
+    out!("| size | replay | read its files | replay / read |");
+    out!("| ---: | ---: | ---: | ---: |");
+    for r in results {
+        out!(
+            "| {} | {} | {} | {:.2} |",
+            bench::human(r.size),
+            ms(r.replay),
+            ms(r.read_files),
+            r.replay_vs_read()
+        );
+    }
+    out!(
+        "\nmemcpy between warm buffers: {:.1} GB/s",
+        results
+            .last()
+            .map(|r| r.memcpy_bandwidth / 1e9)
+            .unwrap_or(0.0)
+    );
+    out!(
+        "allocator: lock-free {:.1} M/s (1 thread), {:.1} M/s (2 threads); mutex {:.1} M/s, {:.1} M/s; \
+         ratio {:.2}x (1 thread), {:.2}x (2 threads)",
+        alloc.lock_free_1 / 1e6,
+        alloc.lock_free_2 / 1e6,
+        alloc.mutex_1 / 1e6,
+        alloc.mutex_2 / 1e6,
+        alloc.lock_free_1 / alloc.mutex_1,
+        alloc.lock_free_2 / alloc.mutex_2
+    );
+}
+
+fn plot(path: &Path, results: &[SizeResult]) -> reprise::Result<()> {
+    use plotters::prelude::*;
+    let err = |e: String| {
+        reprise::Error::Invalid(format!("{}: drawing the plot failed: {e}", path.display()))
+    };
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let series: [(&str, RGBColor, fn(&SizeResult) -> f64); 4] = [
+        ("sync + inline (LLVM)", RED, |r| r.sync_inline),
+        ("async + inline", BLUE, |r| r.async_inline),
+        ("async + background (reprise)", GREEN, |r| {
+            r.async_background
+        }),
+        ("copy lower bound", BLACK, |r| r.copy_bound),
+    ];
+    let xs = results.iter().map(|r| r.size as f64);
+    let (xmin, xmax) = (xs.clone().fold(f64::MAX, f64::min), xs.fold(0.0, f64::max));
+    let ys = results
+        .iter()
+        .flat_map(|r| series.iter().map(move |s| (s.2)(r)))
+        .filter(|v| *v > 0.0);
+    let (ymin, ymax) = (ys.clone().fold(f64::MAX, f64::min), ys.fold(0.0, f64::max));
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "recording time on the launching thread vs region size",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (xmin * 0.8..xmax * 1.25).log_scale(),
+            (ymin * 0.5..ymax * 2.0).log_scale(),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc("region size (bytes)")
+        .y_desc("seconds")
+        .x_label_formatter(&|v| bench::human(*v as u64))
+        .y_label_formatter(&|v| format!("{v:.0e}"))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (name, color, f) in series {
+        let pts: Vec<(f64, f64)> = results
+            .iter()
+            .map(|r| (r.size as f64, f(r).max(ymin * 0.5)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| err(e.to_string()))?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
