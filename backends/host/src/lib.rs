@@ -135,6 +135,9 @@ fn os_error(call: &'static str) -> HostError {
 /// thread stacks (near 128 TiB), and 2 GiB-aligned.
 pub const SUGGESTED_BASE: u64 = 0x2000_0000_0000;
 
+/// Buffers of at least this many bytes are mapped with huge pages.
+const HUGE_BUFFER: usize = 4 << 20;
+
 fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -166,6 +169,11 @@ struct Library {
     handle: *mut c_void,
     globals: Vec<(String, u64, u64)>,
     functions: Vec<String>,
+    /// The memfd the image was loaded from, open for as long as the image is
+    /// loaded: `dlopen` recognises libraries by path, and a closed
+    /// descriptor's number (hence `/proc/self/fd/N`) would be reused by the
+    /// next load, which would then get this library back, globals and all.
+    _memfd: File,
 }
 
 // SAFETY: a dlopen handle may be used and closed from any thread.
@@ -299,7 +307,7 @@ impl HostKernel {
 pub enum HostBuffer {
     /// Heap memory.
     Heap(Vec<u8>),
-    /// A private mapping of a file.
+    /// A private mapping of a file, or an anonymous mapping (large buffers).
     Mapped(memmap2::MmapMut),
 }
 
@@ -476,6 +484,11 @@ impl Executor for HostExecutor {
             Some(b) => self.map_exact(b, len)?,
             None => self.map_fresh(len)?,
         };
+        // Huge pages where the kernel allows them: a region is large and
+        // 2 GiB-aligned (or at least page-aligned); advice failing is harmless.
+        // SAFETY: `[base, base + len)` is the anonymous mapping just made;
+        // MADV_HUGEPAGE changes no contents.
+        unsafe { libc::madvise(base as *mut c_void, len as usize, libc::MADV_HUGEPAGE) };
         let map = Arc::new(Mapping { base, len });
         self.register(base, len, Owner::Map(Arc::downgrade(&map)));
         log::debug!("host region at {base:#x}, {len} bytes");
@@ -508,7 +521,7 @@ impl Executor for HostExecutor {
             }
         }
         let symbols = elf::symbols(bytes).map_err(HostError::BadImage)?;
-        let handle = load_from_memory(bytes)?;
+        let (handle, memfd) = load_from_memory(bytes)?;
         let mut globals = Vec::new();
         for (name, size) in symbols.data {
             let c = CString::new(name.as_str())
@@ -523,6 +536,7 @@ impl Executor for HostExecutor {
             handle,
             globals,
             functions: symbols.functions,
+            _memfd: memfd,
         });
         for (_, addr, size) in &lib.globals {
             self.register(*addr, *size, Owner::Lib(Arc::downgrade(&lib)));
@@ -598,7 +612,19 @@ impl Executor for HostExecutor {
     }
 
     fn buffer(&self, len: usize) -> Result<HostBuffer, HostError> {
-        Ok(HostBuffer::Heap(vec![0; len]))
+        if len < HUGE_BUFFER {
+            return Ok(HostBuffer::Heap(vec![0; len]));
+        }
+        // Large snapshot buffers: an anonymous mapping backed by huge pages
+        // where the kernel allows it (fewer page faults when first touched,
+        // fewer TLB misses when copied).
+        let map = memmap2::MmapMut::map_anon(len).map_err(|e| HostError::Os {
+            call: "mmap",
+            message: e.to_string(),
+        })?;
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Ok(HostBuffer::Mapped(map))
     }
 
     fn queue(&self) -> Result<HostQueue, HostError> {
@@ -673,7 +699,7 @@ impl FileBuffers for HostExecutor {
 
 /// Loads an ELF shared object from memory: a memfd holds the bytes and
 /// `dlopen` opens it through `/proc/self/fd`.
-fn load_from_memory(bytes: &[u8]) -> Result<*mut c_void, HostError> {
+fn load_from_memory(bytes: &[u8]) -> Result<(*mut c_void, File), HostError> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
     // SAFETY: memfd_create with a static NUL-terminated name and valid flags.
@@ -692,7 +718,6 @@ fn load_from_memory(bytes: &[u8]) -> Result<*mut c_void, HostError> {
     // loading runs the image's constructors, which is what replaying a
     // capture means (a capture is code).
     let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    drop(file);
     if handle.is_null() {
         // SAFETY: dlerror returns a thread-local message or null.
         let msg = unsafe {
@@ -705,7 +730,7 @@ fn load_from_memory(bytes: &[u8]) -> Result<*mut c_void, HostError> {
         };
         return Err(HostError::Load(msg));
     }
-    Ok(handle)
+    Ok((handle, file))
 }
 
 // ---------------------------------------------------------------------------
@@ -770,6 +795,7 @@ fn copy(
             .unwrap_or_else(|e| e.into_inner())
             .pin(s.device, s.len)?;
         let host = &mut buf.as_mut()[s.host_offset..s.host_offset + s.len];
+        let t = Instant::now();
         // SAFETY: `[s.device, s.device + s.len)` lies inside a live region or
         // global, kept mapped by `_pin` for the copy; the host range was
         // checked against the buffer when enqueued. The two never overlap: a
@@ -781,6 +807,7 @@ fn copy(
                 std::ptr::copy_nonoverlapping(s.device as *const u8, host.as_mut_ptr(), s.len);
             }
         }
+        log::trace!("copied {} bytes in {:?}", s.len, t.elapsed());
     }
     Ok(())
 }
