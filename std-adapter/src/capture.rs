@@ -188,6 +188,17 @@ pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
     Ok(h.digest())
 }
 
+/// The error for a file whose checksum is `got` where the descriptor says
+/// `want`.
+pub(crate) fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
+    Error::capture(
+        path,
+        format!(
+            "checksum mismatch: descriptor says {want:016x}, file has {got:016x} (corrupted or replaced)"
+        ),
+    )
+}
+
 /// The xxh3-64 checksum of bytes (what the writer records).
 pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
@@ -230,8 +241,13 @@ pub struct Capture {
     pub image: Vec<u8>,
     /// What the image is.
     pub image_kind: ImageKind,
-    /// Whether checksums were present and verified.
+    /// Whether the descriptor's checksums of the globals and the image were
+    /// present and verified when the capture was opened.
     pub checksums_verified: bool,
+    /// Whether the snapshots' checksums are to be verified when they are
+    /// read ([`Capture::check_input`], [`Capture::check_output`]): the
+    /// snapshots can be large, so they are hashed once, where they are used.
+    pub verify_snapshots: bool,
 }
 
 impl Capture {
@@ -325,52 +341,76 @@ impl Capture {
             image,
             image_kind,
             checksums_verified: false,
+            verify_snapshots: options.verify_checksums,
         };
         if options.verify_checksums {
-            capture.checksums_verified = capture.verify_checksums()?;
+            capture.checksums_verified = capture.verify_small_files()?;
         }
         Ok(capture)
     }
 
-    /// Checks every checksum the descriptor carries; `Ok(false)` when it
-    /// carries none.
-    pub fn verify_checksums(&self) -> Result<bool> {
+    /// Checks the checksums of the globals and the image (already in
+    /// memory); `Ok(false)` when the descriptor has neither.
+    fn verify_small_files(&self) -> Result<bool> {
         let sums = self.record.checksums;
         let mut any = false;
-        let mismatch = |path: &Path, want: u64, got: u64| {
-            Error::capture(
-                path,
-                format!(
-                    "checksum mismatch: descriptor says {want:016x}, file has {got:016x} (corrupted or replaced)"
-                ),
-            )
-        };
-        if let Some(want) = sums.input {
-            any = true;
-            let got = file_checksum(&self.input.file, &self.input.path)?;
-            if got != want {
-                return Err(mismatch(&self.input.path, want, got));
-            }
-        }
-        if let (Some(want), Some(out)) = (sums.output, &self.output) {
-            any = true;
-            let got = file_checksum(&out.file, &out.path)?;
-            if got != want {
-                return Err(mismatch(&out.path, want, got));
-            }
-        }
         if let (Some(want), Some(g)) = (sums.globals, &self.globals) {
             any = true;
             let got = checksum(g);
             if got != want {
-                return Err(mismatch(&self.paths.globals, want, got));
+                return Err(checksum_mismatch(&self.paths.globals, want, got));
             }
         }
         if let Some(want) = sums.image {
             any = true;
             let got = checksum(&self.image);
             if got != want {
-                return Err(mismatch(&self.paths.image, want, got));
+                return Err(checksum_mismatch(&self.paths.image, want, got));
+            }
+        }
+        Ok(any)
+    }
+
+    /// Checks the input snapshot's bytes, as read, against the descriptor's
+    /// checksum (when it has one and checking is on).
+    pub fn check_input(&self, bytes: &[u8]) -> Result<()> {
+        match self.record.checksums.input {
+            Some(want) if self.verify_snapshots => {
+                let got = checksum(bytes);
+                if got != want {
+                    return Err(checksum_mismatch(&self.input.path, want, got));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The checksum the recorded output must have, when it is to be checked.
+    pub fn expected_output_checksum(&self) -> Option<u64> {
+        self.record
+            .checksums
+            .output
+            .filter(|_| self.verify_snapshots)
+    }
+
+    /// Checks every checksum the descriptor carries, reading the snapshots
+    /// from disk; `Ok(false)` when it carries none.
+    pub fn verify_checksums(&self) -> Result<bool> {
+        let sums = self.record.checksums;
+        let mut any = self.verify_small_files()?;
+        if let Some(want) = sums.input {
+            any = true;
+            let got = file_checksum(&self.input.file, &self.input.path)?;
+            if got != want {
+                return Err(checksum_mismatch(&self.input.path, want, got));
+            }
+        }
+        if let (Some(want), Some(out)) = (sums.output, &self.output) {
+            any = true;
+            let got = file_checksum(&out.file, &out.path)?;
+            if got != want {
+                return Err(checksum_mismatch(&out.path, want, got));
             }
         }
         Ok(any)

@@ -532,9 +532,15 @@ where
         };
         let pool = self.pool.clone();
         let uploads = std::mem::take(&mut self.pending);
+        let started = std::time::Instant::now();
         let out = schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
             .await
             .map_err(|e| Error::schedule(format!("recording {}", kernel.name), e))?;
+        log::debug!(
+            "recorded launch #{seq} of {}: {used} bytes snapshotted in {:?}",
+            kernel.name,
+            started.elapsed()
+        );
 
         let mut record =
             KernelRecord::new(&kernel.name).map_err(|e| Error::Invalid(e.to_string()))?;

@@ -9,7 +9,7 @@ use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, RegionReque
 use reprise_core::record::KernelRecord;
 use reprise_core::schedule::{self, Buffers, ReplayPlan};
 
-use crate::capture::{Capture, SnapshotFile};
+use crate::capture::{Capture, SnapshotFile, checksum_mismatch};
 use crate::error::{Error, Result};
 use crate::exec::FileBuffers;
 use crate::recorder::globals_segments;
@@ -118,8 +118,13 @@ pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<L
     })
 }
 
-/// Compares `replayed` with the recorded output file, streaming the file.
-pub fn compare(replayed: &[u8], recorded: &SnapshotFile) -> Result<Verification> {
+/// Compares `replayed` with the recorded output file, streaming the file
+/// (and checking its checksum on the way, when `checksum` is given).
+pub fn compare(
+    replayed: &[u8],
+    recorded: &SnapshotFile,
+    checksum: Option<u64>,
+) -> Result<Verification> {
     let bytes = recorded.len;
     if replayed.len() as u64 != bytes {
         return Err(Error::capture(
@@ -133,7 +138,11 @@ pub fn compare(replayed: &[u8], recorded: &SnapshotFile) -> Result<Verification>
     let mut at = 0usize;
     let mut first = None;
     let mut differing = 0u64;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     recorded.for_each_chunk(1 << 20, |chunk| {
+        if checksum.is_some() {
+            hasher.update(chunk);
+        }
         let mine = &replayed[at..at + chunk.len()];
         if mine != chunk {
             for (i, (a, b)) in mine.iter().zip(chunk).enumerate() {
@@ -145,6 +154,12 @@ pub fn compare(replayed: &[u8], recorded: &SnapshotFile) -> Result<Verification>
         }
         at += chunk.len();
     })?;
+    if let Some(want) = checksum {
+        let got = hasher.digest();
+        if got != want {
+            return Err(checksum_mismatch(&recorded.path, want, got));
+        }
+    }
     Ok(match first {
         None => Verification::Match { bytes },
         Some(first_offset) => Verification::Mismatch {
@@ -278,6 +293,7 @@ where
     };
 
     let input = exec.buffer_from_file(&capture.input.file, &capture.input.path, len)?;
+    capture.check_input(&input.as_ref()[..len])?;
     let want_output = options.verify || options.save_output;
     let output = if want_output {
         Some(
@@ -345,7 +361,8 @@ where
                 .output
                 .as_ref()
                 .ok_or_else(|| Error::Invalid("no recorded output".into()))?;
-            outcome.verification = Some(compare(out, recorded)?);
+            outcome.verification =
+                Some(compare(out, recorded, capture.expected_output_checksum())?);
         }
         if options.save_output {
             write_atomically(&capture.paths.replay_output, out, false)?;

@@ -97,11 +97,18 @@ fn open_options_control_missing_globals_and_checksums() {
     let p = store.write(&mut r, data(&[1; 16], &[2; 16])).unwrap();
     let paths = CapturePaths::new(&p, Generation::Reprise);
     std::fs::write(&paths.input, [7u8; 16]).unwrap();
+    // Snapshots are checked where they are read, not at open.
+    let c = Capture::open(&p).unwrap();
+    assert!(c.checksums_verified, "globals and image were checked");
+    let e = c.check_input(&[7u8; 16]).unwrap_err().to_string();
     assert!(
-        Capture::open(&p)
-            .unwrap_err()
-            .to_string()
-            .contains("checksum mismatch")
+        e.contains("checksum mismatch") && e.contains(".record_input"),
+        "{e}"
+    );
+    assert!(c.check_input(&[1u8; 16]).is_ok());
+    assert!(
+        c.verify_checksums().is_err(),
+        "the full check reads the file"
     );
     let c = Capture::open_with(
         &p,
@@ -112,6 +119,14 @@ fn open_options_control_missing_globals_and_checksums() {
     )
     .unwrap();
     assert!(!c.checksums_verified);
+    assert!(c.check_input(&[7u8; 16]).is_ok(), "checking is off");
+    std::fs::write(&paths.image, b"swapped").unwrap();
+    assert!(
+        Capture::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains(".image")
+    );
     std::fs::remove_file(&paths.globals).unwrap();
     let opts = OpenOptions {
         verify_checksums: false,
