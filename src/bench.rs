@@ -69,11 +69,13 @@ impl BenchConfig {
         }
     }
 
+    /// Small sizes are cheap and noisy (thread wake-ups dominate): more
+    /// launches; the largest are slow: fewer.
     fn iterations_for(&self, size: u64) -> usize {
-        if size >= 128 << 20 {
-            self.iterations.div_ceil(2).max(2)
-        } else {
-            self.iterations
+        match size {
+            s if s >= 128 << 20 => self.iterations.max(5),
+            s if s <= 4 << 20 => self.iterations * 5,
+            _ => self.iterations,
         }
     }
 }
@@ -122,13 +124,19 @@ impl SizeResult {
 }
 
 /// Allocation rates of the recording allocator against a `Mutex`-guarded
-/// bump pointer, in allocations per second.
+/// bump pointer, in allocations per second. The shared pointer is one
+/// compare-and-swap per allocation; per-thread chunks touch it once per
+/// 64 KiB.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AllocResult {
     /// Lock-free, one thread.
     pub lock_free_1: f64,
     /// Lock-free, two threads (total).
     pub lock_free_2: f64,
+    /// Per-thread chunks ([`reprise_core::region::LocalBump`]), one thread.
+    pub local_1: f64,
+    /// Per-thread chunks, two threads (total).
+    pub local_2: f64,
     /// Mutex, one thread.
     pub mutex_1: f64,
     /// Mutex, two threads (total).
@@ -185,22 +193,33 @@ pub fn cuda_kernel() -> BenchKernel {
     }
 }
 
-/// Measures memcpy bandwidth between two warm buffers of `size` bytes.
+/// Measures the memcpy bandwidth of a snapshot's copies with nothing else
+/// around them: one `size`-byte source copied into two `size`-byte
+/// destinations (the input and output snapshots), in bytes per second. All
+/// three are warm (faulted in); between repetitions a 64 MiB sweep evicts
+/// them from the caches, as the kernel, the writer and the page cache do
+/// between real launches.
 pub fn memcpy_bandwidth(size: u64) -> f64 {
     let n = size as usize;
     let src = vec![1u8; n];
-    let mut dst = vec![2u8; n];
-    dst.copy_from_slice(&src); // warm both
-    let reps = ((256 << 20) / n).clamp(3, 200);
+    let mut a = vec![2u8; n];
+    let mut b = vec![3u8; n];
+    let mut sweep = vec![0u8; 64 << 20];
+    a.copy_from_slice(&src); // fault all three in
+    b.copy_from_slice(&src);
+    let reps = ((256 << 20) / n).clamp(3, 32);
     let times: Vec<f64> = (0..reps)
-        .map(|_| {
+        .map(|i| {
+            sweep.fill(i as u8);
+            std::hint::black_box(&sweep);
             let t = Instant::now();
-            dst.copy_from_slice(std::hint::black_box(&src));
-            std::hint::black_box(&dst);
+            a.copy_from_slice(std::hint::black_box(&src));
+            b.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box((&a, &b));
             t.elapsed().as_secs_f64()
         })
         .collect();
-    size as f64 / median(times)
+    2.0 * size as f64 / median(times)
 }
 
 fn clear_dir(dir: &Path) -> Result<()> {
@@ -210,20 +229,139 @@ fn clear_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))
 }
 
-/// How one recording mode is set up.
-#[derive(Debug, Clone, Copy)]
-enum Way {
+/// How launches are made: plainly, or recorded one of three ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// No recording: launch and synchronize.
     Plain,
-    Record {
-        mode: Mode,
-        writer: WriterKind,
-        fsync: bool,
-    },
+    /// LLVM's way: a synchronize after every step, files written on the
+    /// launching thread (without `fsync`, as LLVM writes them).
+    SyncInline,
+    /// One synchronize, files still written on the launching thread.
+    AsyncInline,
+    /// reprise's way: one synchronize, files handed to the background writer
+    /// (which flushes them to disk, off the launching thread).
+    AsyncBackground,
 }
 
-/// Median launching-thread time of `iterations` launches recorded `way`,
-/// after `warmup` unmeasured ones, on a region holding `size` bytes.
-/// Returns the median and, for a recorded way, the last capture written.
+impl Way {
+    /// All four, in table order.
+    pub const ALL: [Way; 4] = [
+        Way::Plain,
+        Way::SyncInline,
+        Way::AsyncInline,
+        Way::AsyncBackground,
+    ];
+
+    /// The recording configuration for this way, writing into `dir`.
+    pub fn config(self, dir: &Path, size: u64) -> RecordConfig {
+        let base = RecordConfig::default()
+            .dir(dir)
+            .region_size(size + (64 << 20))
+            .save_output(true);
+        match self {
+            Way::Plain => base,
+            Way::SyncInline => base
+                .enabled(true)
+                .mode(Mode::Sync)
+                .writer(WriterKind::Inline)
+                .fsync(false),
+            Way::AsyncInline => base
+                .enabled(true)
+                .mode(Mode::Async)
+                .writer(WriterKind::Inline)
+                .fsync(false),
+            Way::AsyncBackground => base
+                .enabled(true)
+                .mode(Mode::Async)
+                .writer(WriterKind::Background { depth: 4 })
+                .fsync(true),
+        }
+    }
+}
+
+/// A recorder set up to launch the benchmark kernel over a region holding
+/// `size` bytes, one way. Each [`Session::launch`] returns the launching
+/// thread's time; the writer is drained and the files removed afterwards,
+/// outside that time.
+pub struct Session<E: Executor> {
+    rec: Recorder<E>,
+    kernel: reprise_std::Kernel<E>,
+    args: Args,
+    geometry: LaunchConfig,
+    way: Way,
+    /// The last capture written (kept on disk).
+    pub last: Option<PathBuf>,
+}
+
+impl<E> Session<E>
+where
+    E: Executor,
+    E::Buffer: Send + 'static,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
+    /// Reserves the region, fills `size` bytes, loads the kernel.
+    pub fn new(
+        exec: E,
+        backend: BackendKind,
+        kernel: &BenchKernel,
+        size: u64,
+        way: Way,
+        dir: &Path,
+    ) -> Result<Self> {
+        clear_dir(dir)?;
+        let mut rec = Recorder::new(exec, backend, 0, way.config(dir, size))?;
+        let counter = rec.alloc(8, 16)?;
+        let rest = size.saturating_sub(16);
+        if rest > 0 {
+            let data = rec.alloc(rest, 16)?;
+            rec.upload(data, &vec![7u8; rest as usize])?;
+        }
+        rec.upload(counter, &[0u8; 8])?;
+        let image = rec.load_image(kernel.image)?;
+        let k = rec.kernel(image, kernel.name)?;
+        Ok(Session {
+            rec,
+            kernel: k,
+            args: (kernel.args)(counter),
+            geometry: kernel.geometry,
+            way,
+            last: None,
+        })
+    }
+
+    /// One launch; returns the launching thread's time.
+    pub fn launch(&mut self) -> Result<std::time::Duration> {
+        let Session {
+            rec,
+            kernel,
+            args,
+            geometry,
+            way,
+            last,
+        } = self;
+        crate::block_on(async {
+            let t = Instant::now();
+            rec.launch(kernel, *geometry, args).await?;
+            if *way == Way::Plain {
+                rec.synchronize().await?;
+            }
+            let elapsed = t.elapsed();
+            // Drain the writer and remove the previous files, untimed.
+            let written = rec.finish().await?;
+            if let Some(p) = written.last()
+                && let Some(old) = last.replace(p.clone())
+            {
+                remove_capture(&old);
+            }
+            Ok(elapsed)
+        })
+    }
+}
+
+/// Median launching-thread time of the measured launches made `way`, after
+/// the warm-up ones, on a region holding `size` bytes. Returns the median
+/// and, for a recorded way, the last capture written.
 fn measure_way<E>(
     make: &dyn Fn() -> Result<E>,
     backend: BackendKind,
@@ -237,58 +375,23 @@ where
     E::Buffer: Send + 'static,
     E::Error: std::error::Error + Send + Sync + 'static,
 {
-    let dir = cfg.dir.join("captures");
-    clear_dir(&dir)?;
-    let mut config = RecordConfig::default()
-        .dir(&dir)
-        .region_size(size + (64 << 20))
-        .save_output(true);
-    if let Way::Record {
-        mode,
-        writer,
-        fsync,
-    } = way
-    {
-        config = config.enabled(true).mode(mode).writer(writer).fsync(fsync);
-    }
-    let mut rec = Recorder::new(make()?, backend, 0, config)?;
-    let counter = rec.alloc(8, 16)?;
-    let rest = size.saturating_sub(16);
-    if rest > 0 {
-        let data = rec.alloc(rest, 16)?;
-        rec.upload(data, &vec![7u8; rest as usize])?;
-    }
-    rec.upload(counter, &[0u8; 8])?;
-    let image = rec.load_image(kernel.image)?;
-    let k = rec.kernel(image, kernel.name)?;
-    let args = (kernel.args)(counter);
+    let mut session = Session::new(
+        make()?,
+        backend,
+        kernel,
+        size,
+        way,
+        &cfg.dir.join("captures"),
+    )?;
     let mut times = Vec::new();
-    let mut last = None;
-    crate::block_on(async {
-        for i in 0..cfg.warmup + cfg.iterations_for(size) {
-            let t = Instant::now();
-            rec.launch(&k, kernel.geometry, &args).await?;
-            if matches!(way, Way::Plain) {
-                rec.synchronize().await?;
-            }
-            let elapsed = t.elapsed().as_secs_f64();
-            // Drain the writer and remove the files, outside the timing.
-            let written = rec.finish().await?;
-            if i >= cfg.warmup {
-                times.push(elapsed);
-            }
-            if let Some(p) = written.last() {
-                last = Some(p.clone());
-            }
-            if i + 1 < cfg.warmup + cfg.iterations_for(size) {
-                for p in &written {
-                    remove_capture(p);
-                }
-            }
+    for i in 0..cfg.warmup + cfg.iterations_for(size) {
+        let elapsed = session.launch()?.as_secs_f64();
+        log::debug!("{way:?} at {size} bytes, launch {i}: {elapsed:.6} s");
+        if i >= cfg.warmup {
+            times.push(elapsed);
         }
-        Ok::<_, Error>(())
-    })?;
-    Ok((median(times), last))
+    }
+    Ok((median(times), session.last.take()))
 }
 
 fn remove_capture(descriptor: &Path) {
@@ -393,44 +496,12 @@ where
         progress(&format!("{label}: plain launch"));
         let (plain, _) = measure_way(make, backend, kernel, size, Way::Plain, cfg)?;
         progress(&format!("{label}: sync schedule + inline writes"));
-        let (sync_inline, _) = measure_way(
-            make,
-            backend,
-            kernel,
-            size,
-            Way::Record {
-                mode: Mode::Sync,
-                writer: WriterKind::Inline,
-                fsync: false,
-            },
-            cfg,
-        )?;
+        let (sync_inline, _) = measure_way(make, backend, kernel, size, Way::SyncInline, cfg)?;
         progress(&format!("{label}: async schedule + inline writes"));
-        let (async_inline, _) = measure_way(
-            make,
-            backend,
-            kernel,
-            size,
-            Way::Record {
-                mode: Mode::Async,
-                writer: WriterKind::Inline,
-                fsync: false,
-            },
-            cfg,
-        )?;
+        let (async_inline, _) = measure_way(make, backend, kernel, size, Way::AsyncInline, cfg)?;
         progress(&format!("{label}: async schedule + background writer"));
-        let (async_background, last) = measure_way(
-            make,
-            backend,
-            kernel,
-            size,
-            Way::Record {
-                mode: Mode::Async,
-                writer: WriterKind::Background { depth: 4 },
-                fsync: true,
-            },
-            cfg,
-        )?;
+        let (async_background, last) =
+            measure_way(make, backend, kernel, size, Way::AsyncBackground, cfg)?;
         progress(&format!("{label}: replay and file reads"));
         let descriptor = last.ok_or_else(|| Error::Invalid("no capture was written".into()))?;
         // A replay that fails (a driver that will not give the recorded
@@ -458,12 +529,18 @@ where
     Ok(out)
 }
 
-/// Allocations per second of `threads` threads sharing one allocator.
-fn alloc_rate(threads: usize, per_thread: u64, alloc: &(dyn Fn() + Sync)) -> f64 {
+/// Allocations per second of `threads` threads sharing one allocator; each
+/// thread makes its allocating closure with `make`.
+fn alloc_rate<'a>(
+    threads: usize,
+    per_thread: u64,
+    make: &(dyn Fn() -> Box<dyn FnMut() + 'a> + Sync),
+) -> f64 {
     let t = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
+                let mut alloc = make();
                 for _ in 0..per_thread {
                     alloc();
                 }
@@ -473,39 +550,58 @@ fn alloc_rate(threads: usize, per_thread: u64, alloc: &(dyn Fn() + Sync)) -> f64
     (threads as u64 * per_thread) as f64 / t.elapsed().as_secs_f64()
 }
 
-/// The recording allocator against a `Mutex`-guarded bump pointer, one and
-/// two threads, medians of five runs.
+/// Which allocator [`allocator`] measures.
+#[derive(Clone, Copy)]
+enum AllocKind {
+    Shared,
+    Local,
+    Mutex,
+}
+
+/// The recording allocator (the shared lock-free bump pointer, and
+/// per-thread chunks) against a `Mutex`-guarded bump pointer, one and two
+/// threads, 24-byte allocations, medians of five runs.
 pub fn allocator(per_thread: u64) -> AllocResult {
-    let rate = |threads: usize, lock_free: bool| {
+    let rate = |threads: usize, kind: AllocKind| {
         median(
             (0..5)
                 .map(|_| {
                     let cap = per_thread * threads as u64 * 64;
-                    if lock_free {
-                        let r = BumpRegion::new(0x1000, cap);
-                        alloc_rate(threads, per_thread, &|| {
-                            std::hint::black_box(r.alloc(24, 8).ok());
-                        })
-                    } else {
-                        let next = std::sync::Mutex::new(0u64);
-                        alloc_rate(threads, per_thread, &|| {
-                            let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                            let at = *n;
-                            if at + 32 <= cap {
-                                *n = at + 32;
+                    let region = BumpRegion::new(0x1000, cap);
+                    let next = std::sync::Mutex::new(0u64);
+                    let (region, next) = (&region, &next);
+                    alloc_rate(threads, per_thread, &move || -> Box<dyn FnMut() + '_> {
+                        match kind {
+                            AllocKind::Shared => Box::new(move || {
+                                std::hint::black_box(region.alloc(24, 8).ok());
+                            }),
+                            AllocKind::Local => {
+                                let mut local = region.local(64 << 10);
+                                Box::new(move || {
+                                    std::hint::black_box(local.alloc(24, 8).ok());
+                                })
                             }
-                            std::hint::black_box(at);
-                        })
-                    }
+                            AllocKind::Mutex => Box::new(move || {
+                                let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                                let at = *n;
+                                if at + 32 <= cap {
+                                    *n = at + 32;
+                                }
+                                std::hint::black_box(at);
+                            }),
+                        }
+                    })
                 })
                 .collect(),
         )
     };
     AllocResult {
-        lock_free_1: rate(1, true),
-        lock_free_2: rate(2, true),
-        mutex_1: rate(1, false),
-        mutex_2: rate(2, false),
+        lock_free_1: rate(1, AllocKind::Shared),
+        lock_free_2: rate(2, AllocKind::Shared),
+        local_1: rate(1, AllocKind::Local),
+        local_2: rate(2, AllocKind::Local),
+        mutex_1: rate(1, AllocKind::Mutex),
+        mutex_2: rate(2, AllocKind::Mutex),
     }
 }
 

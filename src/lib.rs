@@ -131,10 +131,10 @@ impl<'a> ReplayBuilder<'a> {
                 reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
             }
             BackendKind::Cuda => {
-                let _device = self.device_id.unwrap_or(self.capture.record.device_id);
-                Err(Error::Invalid(
-                    "the CUDA executor is not available yet".into(),
-                ))
+                let device = self.device_id.unwrap_or(self.capture.record.device_id);
+                let exec = reprise_cuda::CudaExecutor::new(device)
+                    .map_err(|e| Error::executor(format!("opening CUDA device {device}"), e))?;
+                reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
             }
             _ => Err(Error::Invalid(format!(
                 "the {backend} executor is not part of this build of reprise; \

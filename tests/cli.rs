@@ -129,3 +129,60 @@ fn forcing_an_executor_not_in_this_build_is_a_clear_error() {
     let out = reprise(&["replay", "--backend", "amdgpu", s(&f.descriptor)]);
     assert_error(&out, &["amdgpu executor is not part of this build"]);
 }
+
+#[test]
+fn bench_quick_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("bench.svg");
+    let out = reprise(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--sizes",
+        "64K",
+        "--dir",
+        s(&dir.path().join("scratch")),
+        "--plot",
+        s(&plot),
+    ]);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let size = &v["sizes"][0];
+    assert_eq!(size["size_bytes"], 65536);
+    for key in [
+        "plain_launch_s",
+        "sync_inline_s",
+        "async_inline_s",
+        "async_background_s",
+        "copy_lower_bound_s",
+        "replay_s",
+        "read_files_s",
+    ] {
+        assert!(
+            size[key].as_f64().is_some_and(|t| t >= 0.0),
+            "{key}: {}",
+            size[key]
+        );
+    }
+    // Ratios are the fields they are computed from.
+    let ratio = size["background_vs_sync"].as_f64().unwrap();
+    let want =
+        size["async_background_s"].as_f64().unwrap() / size["sync_inline_s"].as_f64().unwrap();
+    assert!((ratio - want).abs() < 1e-9);
+    assert!(
+        v["allocator"]["ratio_local_chunks_2_threads"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("async + background"),
+        "{}",
+        &svg[..svg.len().min(200)]
+    );
+    assert!(
+        !dir.path().join("scratch").exists(),
+        "the scratch directory is removed"
+    );
+}

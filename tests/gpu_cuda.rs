@@ -129,7 +129,7 @@ fn native_parameter_sizes_are_recorded_and_replayed() {
         reprise::block_on(async {
             rec.launch(&k, geometry, &args).await.unwrap();
             let o = rec.download(out + 4 * 17, 4).await.unwrap();
-            let want = (17 * 3) as f32 + 0.5 + 1.5 + 2.25 + 0.125 + 9.0 + (7 * (17 % 16)) as f32;
+            let want = (17 * 3) as f32 + 0.5 + 1.5 + 2.25 + 0.125 + 9.0 + 7.0 * (17 % 16) as f32;
             assert_eq!(f32::from_le_bytes(o[..4].try_into().unwrap()), want);
             rec.finish().await.unwrap()
         })

@@ -177,3 +177,23 @@ fn save_output_writes_next_to_the_capture() {
     );
     assert_eq!(saved, std::fs::read(&c.paths.output).unwrap());
 }
+
+#[test]
+fn two_loads_of_one_image_never_share_globals() {
+    use reprise::core::exec::Executor;
+    let exec = reprise::HostExecutor::new().unwrap();
+    let a = exec.load_image(AXPY).unwrap();
+    let b = exec.load_image(AXPY).unwrap();
+    let ga = exec.global(&a, "alpha").unwrap().unwrap();
+    let gb = exec.global(&b, "alpha").unwrap().unwrap();
+    assert_ne!(ga.addr, gb.addr, "each load has its own globals");
+    // Read-only data is not a global a recording saves.
+    assert!(exec.global(&a, "axpy_version").unwrap().is_none());
+    drop(a);
+    let c = exec.load_image(AXPY).unwrap();
+    let gc = exec.global(&c, "alpha").unwrap().unwrap();
+    assert_ne!(
+        gc.addr, gb.addr,
+        "a new load after an unload is not the live one"
+    );
+}

@@ -142,6 +142,9 @@ fn to_json(
         "allocator": {
             "lock_free_1_thread_per_s": alloc.lock_free_1,
             "lock_free_2_threads_per_s": alloc.lock_free_2,
+            "local_chunks_1_thread_per_s": alloc.local_1,
+            "local_chunks_2_threads_per_s": alloc.local_2,
+            "ratio_local_chunks_2_threads": alloc.local_2 / alloc.mutex_2,
             "mutex_1_thread_per_s": alloc.mutex_1,
             "mutex_2_threads_per_s": alloc.mutex_2,
             "ratio_1_thread": alloc.lock_free_1 / alloc.mutex_1,
@@ -190,14 +193,21 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             .unwrap_or(0.0)
     );
     out!(
-        "allocator: lock-free {:.1} M/s (1 thread), {:.1} M/s (2 threads); mutex {:.1} M/s, {:.1} M/s; \
-         ratio {:.2}x (1 thread), {:.2}x (2 threads)",
+        "allocator (24-byte allocations, per second): shared lock-free pointer {:.1} M (1 thread), {:.1} M (2 threads); \
+         per-thread chunks {:.1} M, {:.1} M; mutex {:.1} M, {:.1} M",
         alloc.lock_free_1 / 1e6,
         alloc.lock_free_2 / 1e6,
+        alloc.local_1 / 1e6,
+        alloc.local_2 / 1e6,
         alloc.mutex_1 / 1e6,
-        alloc.mutex_2 / 1e6,
+        alloc.mutex_2 / 1e6
+    );
+    out!(
+        "allocator vs mutex, two threads: shared pointer {:.2}x, per-thread chunks {:.2}x (one thread: {:.2}x, {:.2}x)",
+        alloc.lock_free_2 / alloc.mutex_2,
+        alloc.local_2 / alloc.mutex_2,
         alloc.lock_free_1 / alloc.mutex_1,
-        alloc.lock_free_2 / alloc.mutex_2
+        alloc.local_1 / alloc.mutex_1
     );
 }
 
@@ -208,7 +218,8 @@ fn plot(path: &Path, results: &[SizeResult]) -> reprise::Result<()> {
     };
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let series: [(&str, RGBColor, fn(&SizeResult) -> f64); 4] = [
+    type Series = (&'static str, RGBColor, fn(&SizeResult) -> f64);
+    let series: [Series; 4] = [
         ("sync + inline (LLVM)", RED, |r| r.sync_inline),
         ("async + inline", BLUE, |r| r.async_inline),
         ("async + background (reprise)", GREEN, |r| {

@@ -130,7 +130,7 @@ fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
         address_free(got, size);
         last = got;
     }
-    if last < want && (want - last) % gran == 0 {
+    if last < want && (want - last).is_multiple_of(gran) {
         let gap = want - last;
         if let Ok(filler) = address_reserve(gap, 0, last) {
             let got = address_reserve(size, 0, want);
