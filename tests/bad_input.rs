@@ -252,3 +252,26 @@ fn region_address_already_mapped_is_reported() {
     .unwrap();
     assert!(ok.verification.unwrap().is_match());
 }
+
+#[test]
+fn region_address_taken_in_the_replaying_process_exits_2() {
+    // Without address randomisation the executable is mapped at a known
+    // address; a capture recorded "there" cannot get its region.
+    let Ok(out) = std::process::Command::new("setarch").args(["x86_64", "-R", "true"]).output() else {
+        eprintln!("skipped: setarch is not installed");
+        return;
+    };
+    if !out.status.success() {
+        eprintln!("skipped: this machine refuses to disable address randomisation");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x5555_5555_4000, 64);
+    let out = std::process::Command::new("setarch")
+        .args(["x86_64", "-R"])
+        .arg(reprise_bin())
+        .args(["replay", s(&f.descriptor)])
+        .output()
+        .unwrap();
+    assert_error(&out, &["0x555555554000", "already mapped"]);
+}

@@ -245,7 +245,7 @@ pub struct Capture {
     /// present and verified when the capture was opened.
     pub checksums_verified: bool,
     /// Whether the snapshots' checksums are to be verified when they are
-    /// read ([`Capture::check_input`], [`Capture::check_output`]): the
+    /// read ([`Capture::check_input`], [`Capture::expected_output_checksum`]): the
     /// snapshots can be large, so they are hashed once, where they are used.
     pub verify_snapshots: bool,
 }
