@@ -257,7 +257,10 @@ fn region_address_already_mapped_is_reported() {
 fn region_address_taken_in_the_replaying_process_exits_2() {
     // Without address randomisation the executable is mapped at a known
     // address; a capture recorded "there" cannot get its region.
-    let Ok(out) = std::process::Command::new("setarch").args(["x86_64", "-R", "true"]).output() else {
+    let Ok(out) = std::process::Command::new("setarch")
+        .args(["x86_64", "-R", "true"])
+        .output()
+    else {
         eprintln!("skipped: setarch is not installed");
         return;
     };
