@@ -15,12 +15,19 @@ const SAXPY: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
 const MIXED: &[u8] = include_bytes!("../backends/cuda/fixtures/mixed.ptx");
 const GRID2D: &[u8] = include_bytes!("../backends/cuda/fixtures/grid2d.ptx");
 
+/// The executor for device 0: the real driver with `REPRISE_GPU_TESTS=1`,
+/// else the simulated one (which the replaying `reprise` process then finds
+/// too); `None` after saying why when the tests skip.
 fn gpu() -> Option<CudaExecutor> {
-    if std::env::var("REPRISE_GPU_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set REPRISE_GPU_TESTS=1 on a machine with an NVIDIA GPU");
-        return None;
+    match sim::driver() {
+        Ok(sim::Driver::Real) => {}
+        Ok(sim::Driver::Simulated) => eprintln!("on the simulated CUDA driver"),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
     }
-    Some(CudaExecutor::new(0).expect("REPRISE_GPU_TESTS=1 but no usable CUDA device"))
+    Some(CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}")))
 }
 
 fn config(dir: &std::path::Path) -> RecordConfig {

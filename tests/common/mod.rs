@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../backends/cuda/tests/sim/mod.rs"]
+pub mod sim;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -25,9 +28,19 @@ pub fn reprise_bin() -> PathBuf {
 
 /// Runs the `reprise` binary.
 pub fn reprise(args: &[&str]) -> Output {
-    let out = Command::new(reprise_bin())
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
+    reprise_env(args, &[])
+}
+
+/// Runs the `reprise` binary with extra environment variables. A process
+/// that loaded the simulated CUDA driver hands it on.
+pub fn reprise_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(reprise_bin());
+    cmd.args(args).env("RUST_BACKTRACE", "0");
+    if let Some((k, v)) = sim::child_env() {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .envs(env.iter().copied())
         .output()
         .expect("the reprise binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -9,6 +9,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+#[path = "../sim/mod.rs"]
+pub mod sim;
+
 use reprise_core::exec::Executor;
 use reprise_cuda::{CudaBuffer, CudaExecutor};
 
@@ -16,12 +19,17 @@ use reprise_cuda::{CudaBuffer, CudaExecutor};
 /// time.
 static DEVICE: Mutex<()> = Mutex::new(());
 
-/// The executor for device 0, or `None` (after saying so) unless
-/// `REPRISE_GPU_TESTS=1`.
+/// The executor for device 0: on the real driver with
+/// `REPRISE_GPU_TESTS=1`, else on the simulated one (see [`sim`]); `None`
+/// (after saying why) when the tests skip.
 pub fn gpu() -> Option<(MutexGuard<'static, ()>, CudaExecutor)> {
-    if std::env::var("REPRISE_GPU_TESTS").as_deref() != Ok("1") {
-        println!("skipped: set REPRISE_GPU_TESTS=1 on a machine with an NVIDIA GPU");
-        return None;
+    match sim::driver() {
+        Ok(sim::Driver::Real) => {}
+        Ok(sim::Driver::Simulated) => println!("on the simulated CUDA driver"),
+        Err(why) => {
+            println!("skipped: {why}");
+            return None;
+        }
     }
     let guard = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let exec = CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}"));

@@ -1,0 +1,1204 @@
+/*
+ * A simulated CUDA driver for testing reprise's CUDA executor on machines
+ * without an NVIDIA GPU. Built by the tests as `libcuda.so` (the name the
+ * executor loads) and never shipped.
+ *
+ * It implements the driver API functions the executor calls, with the
+ * semantics the executor relies on, on host memory:
+ *
+ *  - device memory: `cuMemAddressReserve` reserves host address space
+ *    (PROT_NONE) at the hint when it is free, `cuMemCreate` makes a memfd,
+ *    `cuMemMap` maps it, `cuMemSetAccess` makes it readable and writable;
+ *  - streams: one worker thread each, running copies, launches, events,
+ *    stream callbacks (which run even after a fault, with the error) and host
+ *    functions (which do not) in order;
+ *  - modules: the kernels of reprise's CUDA fixtures (saxpy, mixed, grid2d),
+ *    found by name in PTX, cubin or fat binary images, each with its own
+ *    `__device__` globals, run thread by thread on the stream's worker; every
+ *    memory access a kernel makes is checked against the mapped ranges, and a
+ *    bad one is a sticky CUDA_ERROR_ILLEGAL_ADDRESS, as on a device;
+ *  - parameter sizes from `cuFuncGetParamInfo`.
+ *
+ * Knobs (environment, read by cuInit):
+ *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1; 0 makes cuInit
+ *                               fail with CUDA_ERROR_NO_DEVICE)
+ *   REPRISE_SIM_CUDA_HINTS=ignore  place every reservation where the
+ *                               simulator likes, ignoring address hints (as
+ *                               drivers that keep their own pools do)
+ *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct sim_ctx *CUcontext;
+typedef struct sim_module *CUmodule;
+typedef struct sim_function *CUfunction;
+typedef struct sim_stream *CUstream;
+typedef struct sim_event *CUevent;
+typedef void (*CUstreamCallback)(CUstream, CUresult, void *);
+typedef void (*CUhostFn)(void *);
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+};
+
+#define GRANULARITY ((size_t)2 << 20)
+#define ATTR_CC_MAJOR 75
+#define ATTR_CC_MINOR 76
+#define ATTR_VMM 102
+#define MAX_RANGES 1024
+#define MAX_PARAM_BYTES 64
+
+static int g_initialized;
+static int g_devices = 1;
+static int g_ignore_hints;
+static int g_vmm = 1;
+
+/* ---------------------------------------------------------------- errors */
+
+struct error_text {
+  CUresult code;
+  const char *name;
+  const char *text;
+};
+
+static const struct error_text ERRORS[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+     "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+     "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+     "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+     "device kernel image is invalid (the simulated driver runs only "
+     "reprise's fixture kernels)"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+     "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+     "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+     "operation not supported"},
+};
+
+static const struct error_text *find_error(CUresult code) {
+  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++)
+    if (ERRORS[i].code == code)
+      return &ERRORS[i];
+  return NULL;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult code, const char **out) {
+  const struct error_text *e = find_error(code);
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = e ? e->name : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult code, const char **out) {
+  const struct error_text *e = find_error(code);
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = e ? e->text : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* --------------------------------------------------------------- context */
+
+struct sim_ctx {
+  pthread_mutex_t lock;
+  pthread_cond_t idle;
+  int retains;
+  CUresult sticky; /* a fault spoils the context, as on a device */
+  int busy;        /* operations queued on any stream, not yet finished */
+};
+
+static struct sim_ctx g_ctx = {PTHREAD_MUTEX_INITIALIZER,
+                               PTHREAD_COND_INITIALIZER, 0, CUDA_SUCCESS, 0};
+static __thread CUcontext t_current;
+
+static CUresult sticky(void) {
+  pthread_mutex_lock(&g_ctx.lock);
+  CUresult r = g_ctx.sticky;
+  pthread_mutex_unlock(&g_ctx.lock);
+  return r;
+}
+
+/* Checks a call may use the context: initialised, current, not faulted. */
+static CUresult usable(void) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current != &g_ctx)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return sticky();
+}
+
+EXPORT CUresult cuInit(unsigned flags) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const char *d = getenv("REPRISE_SIM_CUDA_DEVICES");
+  g_devices = d ? atoi(d) : 1;
+  const char *h = getenv("REPRISE_SIM_CUDA_HINTS");
+  g_ignore_hints = h && strcmp(h, "ignore") == 0;
+  const char *v = getenv("REPRISE_SIM_CUDA_VMM");
+  g_vmm = !(v && strcmp(v, "0") == 0);
+  if (g_devices <= 0)
+    return CUDA_ERROR_NO_DEVICE;
+  g_initialized = 1;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  *count = g_devices;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dev)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal < 0 || ordinal >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  switch (attr) {
+  case ATTR_VMM:
+    *value = g_vmm;
+    break;
+  case ATTR_CC_MAJOR:
+    *value = 9;
+    break;
+  case ATTR_CC_MINOR:
+    *value = 0;
+    break;
+  default:
+    *value = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Every device shares the one simulated context. */
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&g_ctx.lock);
+  g_ctx.retains++;
+  pthread_mutex_unlock(&g_ctx.lock);
+  *ctx = &g_ctx;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  if (dev < 0 || dev >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&g_ctx.lock);
+  CUresult r = g_ctx.retains > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (g_ctx.retains > 0 && --g_ctx.retains == 0)
+    g_ctx.sticky = CUDA_SUCCESS; /* the last release resets the device */
+  pthread_mutex_unlock(&g_ctx.lock);
+  return r;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  *ctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx && ctx != &g_ctx)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current != &g_ctx)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&g_ctx.lock);
+  while (g_ctx.busy > 0)
+    pthread_cond_wait(&g_ctx.idle, &g_ctx.lock);
+  CUresult r = g_ctx.sticky;
+  pthread_mutex_unlock(&g_ctx.lock);
+  return r;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+/* Address ranges the simulator tracks: reservations, mappings made
+ * accessible, and module globals. Kernels and copies may touch only
+ * accessible ones. */
+struct range {
+  uintptr_t base;
+  size_t size;
+};
+
+static pthread_mutex_t g_mem = PTHREAD_MUTEX_INITIALIZER;
+static struct range g_reserved[MAX_RANGES];
+static int g_nreserved;
+static struct range g_access[MAX_RANGES];
+static int g_naccess;
+
+static int add_range(struct range *set, int *n, uintptr_t base, size_t size) {
+  if (*n == MAX_RANGES)
+    return 0;
+  set[(*n)++] = (struct range){base, size};
+  return 1;
+}
+
+static int remove_range(struct range *set, int *n, uintptr_t base,
+                        size_t size) {
+  for (int i = 0; i < *n; i++)
+    if (set[i].base == base && set[i].size == size) {
+      set[i] = set[--*n];
+      return 1;
+    }
+  return 0;
+}
+
+static int inside(const struct range *set, int n, uintptr_t base,
+                  size_t size) {
+  for (int i = 0; i < n; i++)
+    if (base >= set[i].base && size <= set[i].size &&
+        base - set[i].base <= set[i].size - size)
+      return 1;
+  return 0;
+}
+
+static int overlaps(const struct range *set, int n, uintptr_t base,
+                    size_t size) {
+  for (int i = 0; i < n; i++)
+    if (base < set[i].base + set[i].size && set[i].base < base + size)
+      return 1;
+  return 0;
+}
+
+static int accessible(uintptr_t base, size_t size) {
+  pthread_mutex_lock(&g_mem);
+  int ok = size == 0 || inside(g_access, g_naccess, base, size);
+  pthread_mutex_unlock(&g_mem);
+  return ok;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *gran, const void *prop,
+                                              int option) {
+  (void)option;
+  if (!gran || !prop)
+    return CUDA_ERROR_INVALID_VALUE;
+  *gran = GRANULARITY;
+  return CUDA_SUCCESS;
+}
+
+static void *reserve_anywhere(size_t size, size_t align) {
+  if (align < GRANULARITY)
+    align = GRANULARITY;
+  size_t span = size + align;
+  char *p = mmap(NULL, span, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  size_t head = start - (uintptr_t)p;
+  if (head)
+    munmap(p, head);
+  size_t tail = span - head - size;
+  if (tail)
+    munmap((char *)start + size, tail);
+  return (void *)start;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
+                                    size_t align, CUdeviceptr addr,
+                                    unsigned long long flags) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!ptr || size == 0 || size % GRANULARITY || flags ||
+      (align & (align - 1)) || addr % GRANULARITY)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *got = NULL;
+  if (addr && !g_ignore_hints) {
+    void *p = mmap((void *)(uintptr_t)addr, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                       MAP_FIXED_NOREPLACE,
+                   -1, 0);
+    if (p == (void *)(uintptr_t)addr)
+      got = p;
+    else if (p != MAP_FAILED)
+      munmap(p, size); /* a kernel without MAP_FIXED_NOREPLACE moved it */
+  }
+  if (!got)
+    got = reserve_anywhere(size, align);
+  if (!got)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mem);
+  int ok = add_range(g_reserved, &g_nreserved, (uintptr_t)got, size);
+  pthread_mutex_unlock(&g_mem);
+  if (!ok) {
+    munmap(got, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *ptr = (CUdeviceptr)(uintptr_t)got;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&g_mem);
+  int mapped = overlaps(g_access, g_naccess, ptr, size);
+  int ok = !mapped && remove_range(g_reserved, &g_nreserved, ptr, size);
+  pthread_mutex_unlock(&g_mem);
+  if (!ok)
+    return CUDA_ERROR_INVALID_VALUE;
+  munmap((void *)(uintptr_t)ptr, size);
+  return CUDA_SUCCESS;
+}
+
+/* A physical allocation: a memfd of its size. */
+struct allocation {
+  int fd;
+  size_t size;
+};
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const void *prop, unsigned long long flags) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!handle || !prop || size == 0 || size % GRANULARITY || flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct allocation *a = malloc(sizeof *a);
+  if (!a)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  a->fd = memfd_create("reprise-sim-cuda", MFD_CLOEXEC);
+  if (a->fd < 0 || ftruncate(a->fd, (off_t)size) != 0) {
+    if (a->fd >= 0)
+      close(a->fd);
+    free(a);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->size = size;
+  *handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  struct allocation *a = (struct allocation *)(uintptr_t)handle;
+  if (!a)
+    return CUDA_ERROR_INVALID_VALUE;
+  close(a->fd); /* mappings keep the memory alive until unmapped */
+  free(a);
+  return CUDA_SUCCESS;
+}
+
+/* Mapped but not yet accessible ranges. */
+static struct range g_mapped[MAX_RANGES];
+static int g_nmapped;
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle,
+                         unsigned long long flags) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  struct allocation *a = (struct allocation *)(uintptr_t)handle;
+  if (!a || flags || size == 0 || offset > a->size ||
+      size > a->size - offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mem);
+  int ok = inside(g_reserved, g_nreserved, ptr, size) &&
+           !overlaps(g_mapped, g_nmapped, ptr, size);
+  if (ok) {
+    void *p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+                   MAP_SHARED | MAP_FIXED, a->fd, (off_t)offset);
+    ok = p == (void *)(uintptr_t)ptr &&
+         add_range(g_mapped, &g_nmapped, ptr, size);
+  }
+  pthread_mutex_unlock(&g_mem);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const void *desc,
+                               size_t count) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!desc || count == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mem);
+  int ok = inside(g_mapped, g_nmapped, ptr, size) &&
+           mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) ==
+               0 &&
+           (inside(g_access, g_naccess, ptr, size) ||
+            add_range(g_access, &g_naccess, ptr, size));
+  pthread_mutex_unlock(&g_mem);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&g_mem);
+  int ok = remove_range(g_mapped, &g_nmapped, ptr, size);
+  if (ok) {
+    remove_range(g_access, &g_naccess, ptr, size);
+    /* Back to a bare reservation. */
+    mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  }
+  pthread_mutex_unlock(&g_mem);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
+  (void)flags;
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!pp || size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, size) != 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+  free(p);
+  return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------- modules, kernels */
+
+struct launch;
+struct thread_index {
+  unsigned tid[3], bid[3], bdim[3], gdim[3];
+};
+typedef void (*kernel_fn)(struct launch *, const struct thread_index *);
+
+struct param {
+  size_t offset, size;
+};
+
+struct global_def {
+  const char *name;
+  size_t size;
+  const void *init;
+};
+
+struct kernel_def {
+  const char *name;
+  int nparams;
+  struct param params[4];
+  kernel_fn run;
+  int nglobals;
+  struct global_def globals[2];
+};
+
+struct sim_function {
+  const struct kernel_def *def;
+  struct sim_module *module;
+};
+
+struct sim_module {
+  int nkernels;
+  struct sim_function functions[4];
+  int nglobals;
+  struct {
+    const char *name;
+    unsigned char *data;
+    size_t size;
+  } globals[8];
+};
+
+struct launch {
+  const struct kernel_def *def;
+  struct sim_module *module;
+  unsigned grid[3], block[3];
+  unsigned char params[MAX_PARAM_BYTES];
+  int fault;
+};
+
+/* A checked view of `len` bytes of device memory at `addr`, or NULL (and a
+ * fault) when the kernel may not touch them. */
+static void *dev(struct launch *l, uint64_t addr, size_t len) {
+  if (!accessible((uintptr_t)addr, len)) {
+    l->fault = 1;
+    return NULL;
+  }
+  return (void *)(uintptr_t)addr;
+}
+
+static void *global(struct launch *l, const char *name, size_t len) {
+  for (int i = 0; i < l->module->nglobals; i++)
+    if (strcmp(l->module->globals[i].name, name) == 0)
+      return dev(l, (uintptr_t)l->module->globals[i].data, len);
+  l->fault = 1;
+  return NULL;
+}
+
+#define PARAM(l, i, type)                                                      \
+  ({                                                                           \
+    type v_;                                                                   \
+    memcpy(&v_, (l)->params + (l)->def->params[i].offset, sizeof v_);          \
+    v_;                                                                        \
+  })
+
+/* saxpy.cu: y[i] = a * x[i] + y[i] + bias; thread 0 counts the launch. */
+static void k_saxpy(struct launch *l, const struct thread_index *t) {
+  float a = PARAM(l, 0, float);
+  uint64_t x = PARAM(l, 1, uint64_t), y = PARAM(l, 2, uint64_t);
+  int n = PARAM(l, 3, int);
+  int i = (int)(t->bid[0] * t->bdim[0] + t->tid[0]);
+  if (i == 0) {
+    unsigned *launches = global(l, "launches", 4);
+    if (!launches)
+      return;
+    ++*launches;
+  }
+  if (i < n) {
+    float *px = dev(l, x + 4 * (uint64_t)i, 4);
+    float *py = dev(l, y + 4 * (uint64_t)i, 4);
+    float *bias = global(l, "bias", 4);
+    if (px && py && bias)
+      *py = a * *px + *py + *bias;
+  }
+}
+
+/* mixed.cu: out[i] = i*k + s + p.a + p.b + p.c + p.d + table[i % 16]. */
+static void k_mixed(struct launch *l, const struct thread_index *t) {
+  int k = PARAM(l, 0, int);
+  float s = PARAM(l, 1, float);
+  struct {
+    float a, b, c;
+    int d;
+  } p = PARAM(l, 2, typeof(p));
+  uint64_t out = PARAM(l, 3, uint64_t);
+  int i = (int)(t->bid[0] * t->bdim[0] + t->tid[0]);
+  int *table = global(l, "table", 64);
+  float *o = dev(l, out + 4 * (uint64_t)i, 4);
+  if (table && o)
+    *o = (float)(i * k) + s + p.a + p.b + p.c + (float)p.d +
+         (float)table[i % 16];
+}
+
+/* grid2d.cu: out[y * w + x] = x * scale[0] + y * scale[1]. */
+static void k_grid2d(struct launch *l, const struct thread_index *t) {
+  uint64_t out = PARAM(l, 0, uint64_t);
+  unsigned w = PARAM(l, 1, unsigned), h = PARAM(l, 2, unsigned);
+  unsigned x = t->bid[0] * t->bdim[0] + t->tid[0];
+  unsigned y = t->bid[1] * t->bdim[1] + t->tid[1];
+  if (x < w && y < h) {
+    unsigned *scale = global(l, "scale", 8);
+    unsigned *o = dev(l, out + 4 * ((uint64_t)y * w + x), 4);
+    if (scale && o)
+      *o = x * scale[0] + y * scale[1];
+  }
+}
+
+static const float BIAS_INIT = 0.5f;
+static const unsigned SCALE_INIT[2] = {1000, 1};
+
+static const struct kernel_def KERNELS[] = {
+    {"saxpy",
+     4,
+     {{0, 4}, {8, 8}, {16, 8}, {24, 4}},
+     k_saxpy,
+     2,
+     {{"bias", 4, &BIAS_INIT}, {"launches", 4, NULL}}},
+    {"mixed",
+     4,
+     {{0, 4}, {4, 4}, {8, 16}, {24, 8}},
+     k_mixed,
+     1,
+     {{"table", 64, NULL}}},
+    {"grid2d",
+     3,
+     {{0, 8}, {8, 4}, {12, 4}},
+     k_grid2d,
+     1,
+     {{"scale", 8, SCALE_INIT}}},
+};
+
+/* The length of a binary image, from its own header; 0 when unknown. */
+static size_t image_len(const unsigned char *p) {
+  if (memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) {
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, p + 0x28, 8);
+    memcpy(&shentsize, p + 0x3a, 2);
+    memcpy(&shnum, p + 0x3c, 2);
+    return (size_t)(shoff + (uint64_t)shentsize * shnum);
+  }
+  uint32_t magic;
+  memcpy(&magic, p, 4);
+  if (magic == 0xBA55ED50u) {
+    uint16_t header;
+    uint64_t body;
+    memcpy(&header, p + 6, 2);
+    memcpy(&body, p + 8, 8);
+    return header + (size_t)body;
+  }
+  return 0;
+}
+
+/* Whether the image defines kernel `name`: `.entry name` in PTX, the name as
+ * a whole string in a binary's string tables. */
+static int defines(const unsigned char *image, size_t len, int ptx,
+                   const char *name) {
+  char pat[64];
+  size_t n;
+  if (ptx) {
+    n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
+  } else {
+    pat[0] = 0;
+    memcpy(pat + 1, name, strlen(name) + 1);
+    n = strlen(name) + 2;
+  }
+  return memmem(image, len, pat, n) != NULL;
+}
+
+static void free_module(struct sim_module *m) {
+  pthread_mutex_lock(&g_mem);
+  for (int i = 0; i < m->nglobals; i++)
+    remove_range(g_access, &g_naccess, (uintptr_t)m->globals[i].data,
+                 m->globals[i].size);
+  pthread_mutex_unlock(&g_mem);
+  for (int i = 0; i < m->nglobals; i++)
+    free(m->globals[i].data);
+  free(m);
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  const unsigned char *p = image;
+  size_t len = image_len(p);
+  int ptx = len == 0;
+  if (ptx)
+    len = strlen(image);
+  struct sim_module *m = calloc(1, sizeof *m);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t k = 0; k < sizeof KERNELS / sizeof KERNELS[0]; k++) {
+    const struct kernel_def *def = &KERNELS[k];
+    if (!defines(p, len, ptx, def->name))
+      continue;
+    m->functions[m->nkernels++] = (struct sim_function){def, m};
+    for (int g = 0; g < def->nglobals; g++) {
+      const struct global_def *gd = &def->globals[g];
+      unsigned char *data = calloc(1, gd->size);
+      if (!data) {
+        free_module(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      if (gd->init)
+        memcpy(data, gd->init, gd->size);
+      m->globals[m->nglobals].name = gd->name;
+      m->globals[m->nglobals].data = data;
+      m->globals[m->nglobals].size = gd->size;
+      m->nglobals++;
+      pthread_mutex_lock(&g_mem);
+      add_range(g_access, &g_naccess, (uintptr_t)data, gd->size);
+      pthread_mutex_unlock(&g_mem);
+    }
+  }
+  if (m->nkernels == 0) {
+    free(m);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+  if (!m)
+    return CUDA_ERROR_INVALID_HANDLE;
+  free_module(m);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m,
+                                    const char *name) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || !m || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < m->nkernels; i++)
+    if (strcmp(m->functions[i].def->name, name) == 0) {
+      *out = &m->functions[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
+                                     CUmodule m, const char *name) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!m || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < m->nglobals; i++)
+    if (strcmp(m->globals[i].name, name) == 0) {
+      if (addr)
+        *addr = (CUdeviceptr)(uintptr_t)m->globals[i].data;
+      if (size)
+        *size = m->globals[i].size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
+                                   size_t *size) {
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= (size_t)f->def->nparams)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (offset)
+    *offset = f->def->params[index].offset;
+  if (size)
+    *size = f->def->params[index].size;
+  return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------ streams, events */
+
+struct sim_event {
+  int recorded; /* an operation recording it was enqueued */
+  int pending;  /* recordings enqueued and not yet reached */
+  struct timespec at;
+};
+
+enum op_kind { OP_HTOD, OP_DTOH, OP_KERNEL, OP_EVENT, OP_CALLBACK, OP_HOSTFN };
+
+struct op {
+  enum op_kind kind;
+  struct op *next;
+  union {
+    struct {
+      uintptr_t dst, src;
+      size_t len;
+    } copy;
+    struct launch launch;
+    CUevent event;
+    struct {
+      CUstreamCallback fn;
+      void *data;
+    } callback;
+    struct {
+      CUhostFn fn;
+      void *data;
+    } hostfn;
+  } u;
+};
+
+struct sim_stream {
+  pthread_mutex_t lock;
+  pthread_cond_t work, idle;
+  struct op *head, *tail;
+  int pending; /* queued or running */
+  int stop;
+  pthread_t worker;
+};
+
+static pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
+
+static void fault(void) {
+  pthread_mutex_lock(&g_ctx.lock);
+  if (!g_ctx.sticky)
+    g_ctx.sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+  pthread_mutex_unlock(&g_ctx.lock);
+}
+
+static void run_kernel(struct launch *l) {
+  struct thread_index t;
+  memcpy(t.gdim, l->grid, sizeof t.gdim);
+  memcpy(t.bdim, l->block, sizeof t.bdim);
+  for (t.bid[2] = 0; t.bid[2] < l->grid[2]; t.bid[2]++)
+    for (t.bid[1] = 0; t.bid[1] < l->grid[1]; t.bid[1]++)
+      for (t.bid[0] = 0; t.bid[0] < l->grid[0]; t.bid[0]++)
+        for (t.tid[2] = 0; t.tid[2] < l->block[2]; t.tid[2]++)
+          for (t.tid[1] = 0; t.tid[1] < l->block[1]; t.tid[1]++)
+            for (t.tid[0] = 0; t.tid[0] < l->block[0]; t.tid[0]++) {
+              l->def->run(l, &t);
+              if (l->fault) {
+                fault();
+                return;
+              }
+            }
+}
+
+static void run_op(CUstream s, struct op *op) {
+  int faulted = sticky() != CUDA_SUCCESS;
+  switch (op->kind) {
+  case OP_HTOD:
+  case OP_DTOH: {
+    if (faulted)
+      break;
+    uintptr_t device = op->kind == OP_HTOD ? op->u.copy.dst : op->u.copy.src;
+    if (!accessible(device, op->u.copy.len)) {
+      fault();
+      break;
+    }
+    memcpy((void *)op->u.copy.dst, (const void *)op->u.copy.src,
+           op->u.copy.len);
+    break;
+  }
+  case OP_KERNEL:
+    if (!faulted)
+      run_kernel(&op->u.launch);
+    break;
+  case OP_EVENT:
+    pthread_mutex_lock(&g_events);
+    clock_gettime(CLOCK_MONOTONIC, &op->u.event->at);
+    op->u.event->pending--;
+    pthread_mutex_unlock(&g_events);
+    break;
+  case OP_CALLBACK:
+    /* Stream callbacks run after a fault too, and are told of it. */
+    op->u.callback.fn(s, sticky(), op->u.callback.data);
+    break;
+  case OP_HOSTFN:
+    /* Host functions do not run once the context has faulted. */
+    if (!faulted)
+      op->u.hostfn.fn(op->u.hostfn.data);
+    break;
+  }
+}
+
+static void *worker(void *arg) {
+  CUstream s = arg;
+  t_current = &g_ctx;
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    while (!s->head && !s->stop)
+      pthread_cond_wait(&s->work, &s->lock);
+    if (!s->head)
+      break;
+    struct op *op = s->head;
+    s->head = op->next;
+    if (!s->head)
+      s->tail = NULL;
+    pthread_mutex_unlock(&s->lock);
+    run_op(s, op);
+    free(op);
+    pthread_mutex_lock(&s->lock);
+    s->pending--;
+    if (s->pending == 0)
+      pthread_cond_broadcast(&s->idle);
+    pthread_mutex_lock(&g_ctx.lock);
+    if (--g_ctx.busy == 0)
+      pthread_cond_broadcast(&g_ctx.idle);
+    pthread_mutex_unlock(&g_ctx.lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+static CUresult enqueue(CUstream s, struct op *op) {
+  if (!s) {
+    free(op);
+    return CUDA_ERROR_INVALID_HANDLE; /* the legacy stream is not simulated */
+  }
+  op->next = NULL;
+  pthread_mutex_lock(&s->lock);
+  if (s->tail)
+    s->tail->next = op;
+  else
+    s->head = op;
+  s->tail = op;
+  s->pending++;
+  pthread_mutex_lock(&g_ctx.lock);
+  g_ctx.busy++;
+  pthread_mutex_unlock(&g_ctx.lock);
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->lock);
+  return CUDA_SUCCESS;
+}
+
+static struct op *new_op(enum op_kind kind) {
+  struct op *op = calloc(1, sizeof *op);
+  if (op)
+    op->kind = kind;
+  return op;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
+  (void)flags;
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = calloc(1, sizeof *s);
+  if (!s)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->work, NULL);
+  pthread_cond_init(&s->idle, NULL);
+  if (pthread_create(&s->worker, NULL, worker, s) != 0) {
+    free(s);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+static void wait_idle(CUstream s) {
+  pthread_mutex_lock(&s->lock);
+  while (s->pending > 0)
+    pthread_cond_wait(&s->idle, &s->lock);
+  pthread_mutex_unlock(&s->lock);
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&s->lock);
+  s->stop = 1; /* the worker finishes what is queued first */
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->lock);
+  pthread_join(s->worker, NULL);
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamQuery(CUstream s) {
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = sticky();
+  if (r)
+    return r;
+  pthread_mutex_lock(&s->lock);
+  int busy = s->pending > 0;
+  pthread_mutex_unlock(&s->lock);
+  return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  wait_idle(s);
+  return sticky();
+}
+
+static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
+                           size_t len, CUstream s) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  uintptr_t device = kind == OP_HTOD ? dst : src;
+  if (!accessible(device, len))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(kind);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.copy.dst = dst;
+  op->u.copy.src = src;
+  op->u.copy.len = len;
+  return enqueue(s, op);
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                     size_t len, CUstream s) {
+  return copy_async(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t len,
+                                     CUstream s) {
+  return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s);
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s,
+                               void **params, void **extra) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz ||
+      (unsigned long long)bx * by * bz > 1024 || bz > 64 || gy > 65535 ||
+      gz > 65535 || shared > 48 * 1024 || extra ||
+      (f->def->nparams && !params))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(OP_KERNEL);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  struct launch *l = &op->u.launch;
+  l->def = f->def;
+  l->module = f->module;
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  memcpy(l->grid, grid, sizeof grid);
+  memcpy(l->block, block, sizeof block);
+  /* The driver copies the arguments at launch. */
+  for (int i = 0; i < f->def->nparams; i++)
+    memcpy(l->params + f->def->params[i].offset, params[i],
+           f->def->params[i].size);
+  return enqueue(s, op);
+}
+
+EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
+  (void)flags;
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = calloc(1, sizeof **out);
+  return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  if (!e)
+    return CUDA_ERROR_INVALID_HANDLE;
+  /* Like the driver, let a pending recording finish first. */
+  for (;;) {
+    pthread_mutex_lock(&g_events);
+    int pending = e->pending;
+    pthread_mutex_unlock(&g_events);
+    if (!pending)
+      break;
+    usleep(100);
+  }
+  free(e);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!e)
+    return CUDA_ERROR_INVALID_HANDLE;
+  struct op *op = new_op(OP_EVENT);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.event = e;
+  pthread_mutex_lock(&g_events);
+  e->recorded = 1;
+  e->pending++;
+  pthread_mutex_unlock(&g_events);
+  r = enqueue(s, op);
+  if (r) {
+    pthread_mutex_lock(&g_events);
+    e->pending--;
+    pthread_mutex_unlock(&g_events);
+  }
+  return r;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  if (!ms || !start || !end)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_events);
+  CUresult r = CUDA_SUCCESS;
+  if (!start->recorded || !end->recorded)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  else if (start->pending || end->pending)
+    r = CUDA_ERROR_NOT_READY;
+  else
+    *ms = (float)((end->at.tv_sec - start->at.tv_sec) * 1e3 +
+                  (end->at.tv_nsec - start->at.tv_nsec) / 1e6);
+  pthread_mutex_unlock(&g_events);
+  return r;
+}
+
+EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
+                                    void *data, unsigned flags) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fn || flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(OP_CALLBACK);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.callback.fn = fn;
+  op->u.callback.data = data;
+  return enqueue(s, op);
+}
+
+EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!fn)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(OP_HOSTFN);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.hostfn.fn = fn;
+  op->u.hostfn.data = data;
+  return enqueue(s, op);
+}

@@ -1,0 +1,115 @@
+//! The simulated CUDA driver (`libcuda.c` next to this file): built with the
+//! C compiler once per source version, then either loaded into the test
+//! process (before the executor first looks for the driver, so its
+//! `libcuda.so` lookup finds the simulator) or handed to a child process
+//! through `LD_LIBRARY_PATH`.
+//!
+//! Which driver a GPU test uses: `REPRISE_GPU_TESTS=1` means the real one
+//! (on a machine with an NVIDIA GPU), `REPRISE_GPU_TESTS=0` skips the GPU
+//! tests, and anything else means the simulator.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const SOURCE: &str = include_str!("libcuda.c");
+
+/// Which driver the GPU tests run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// The machine's NVIDIA driver (`REPRISE_GPU_TESTS=1`).
+    Real,
+    /// The simulated driver, loaded into this process.
+    Simulated,
+}
+
+/// The driver the GPU tests use here, or why they skip.
+pub fn driver() -> Result<Driver, String> {
+    match std::env::var("REPRISE_GPU_TESTS").as_deref() {
+        Ok("1") => Ok(Driver::Real),
+        Ok("0") => Err("REPRISE_GPU_TESTS=0".into()),
+        _ => {
+            load()?;
+            Ok(Driver::Simulated)
+        }
+    }
+}
+
+/// FNV-1a of the source, so an edited simulator is rebuilt.
+fn source_hash() -> u64 {
+    SOURCE.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The directory holding the built `libcuda.so` (for `LD_LIBRARY_PATH`).
+pub fn library_dir() -> Result<&'static Path, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(build).as_deref().map_err(Clone::clone)
+}
+
+fn build() -> Result<PathBuf, String> {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sim-cuda-{:016x}", source_hash()));
+    let lib = dir.join("libcuda.so");
+    if lib.exists() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join(format!("libcuda-{}.c", std::process::id()));
+    let tmp = dir.join(format!("libcuda-{}.so", std::process::id()));
+    std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread"])
+        .arg("-Wl,-soname,libcuda.so")
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("no C compiler to build the simulated CUDA driver ({cc}: {e})"))?;
+    let _ = std::fs::remove_file(&src);
+    if !out.status.success() {
+        return Err(format!(
+            "building the simulated CUDA driver failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // Another test process may have won the race; either copy is the same.
+    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    Ok(dir)
+}
+
+/// Whether (and how) [`load`] loaded the simulator into this process.
+static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Builds the simulator and loads it into this process for good, so the
+/// executor's lookup of `libcuda.so` finds it (the dynamic loader matches
+/// the name against the loaded library's soname).
+pub fn load() -> Result<(), String> {
+    LOADED
+        .get_or_init(|| {
+            let lib = library_dir()?.join("libcuda.so");
+            // SAFETY: the simulator's initialisers are the C runtime's own;
+            // the library stays loaded for the life of the process.
+            let handle = unsafe { libloading::Library::new(&lib) }
+                .map_err(|e| format!("{}: {e}", lib.display()))?;
+            std::mem::forget(handle);
+            Ok(())
+        })
+        .clone()
+}
+
+/// The environment a child process needs to find the simulator as its CUDA
+/// driver, once this process loaded it (`None` before).
+pub fn child_env() -> Option<(&'static str, std::ffi::OsString)> {
+    LOADED.get()?.as_ref().ok()?;
+    let mut path = std::ffi::OsString::from(library_dir().ok()?);
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    Some(("LD_LIBRARY_PATH", path))
+}
