@@ -117,7 +117,14 @@ impl<'a> ReplayBuilder<'a> {
         }
     }
 
-    async fn run(mut self) -> Result<Outcome> {
+    async fn run(self) -> Result<Outcome> {
+        let descriptor = self.capture.paths.descriptor.clone();
+        self.run_on_executor()
+            .await
+            .map_err(|e| e.in_file(&descriptor))
+    }
+
+    async fn run_on_executor(mut self) -> Result<Outcome> {
         let backend = self.resolved_backend()?;
         let mut nothing = |_| {};
         let progress: &mut (dyn FnMut(u32) + Send) = match &mut self.progress {

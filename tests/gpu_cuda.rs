@@ -1,8 +1,12 @@
-//! CUDA end to end on a real GPU: record through the library -> files ->
-//! `reprise replay --verify` in a second process (so at the recorded
-//! address in a fresh process), geometry overrides, native parameter sizes,
-//! a 2-D grid, many launches. Runs only with `REPRISE_GPU_TESTS=1`;
-//! elsewhere each test says why it skipped, and passes.
+//! CUDA end to end: record through the library -> files -> `reprise replay
+//! --verify` in a second process (so at the recorded address in a fresh
+//! process), geometry overrides, native parameter sizes, a 2-D grid, many
+//! launches. On a real GPU with `REPRISE_GPU_TESTS=1`; elsewhere on the
+//! simulated driver (`backends/cuda/tests/sim`), which the replaying process
+//! finds through `LD_LIBRARY_PATH`, plus tests that change the simulated
+//! driver's behaviour: no device, no virtual memory management, address hints
+//! ignored, a faulting kernel, no stream callbacks, no parameter info.
+//! `REPRISE_GPU_TESTS=0` skips them all.
 
 mod common;
 
@@ -219,4 +223,123 @@ fn sync_and_async_schedules_write_the_same_capture() {
         sums.push((c.record.checksums.input, c.record.checksums.output));
     }
     assert_eq!(sums[0], sums[1]);
+}
+
+/// The simulated driver, or `None` after saying why (these tests change the
+/// driver's behaviour, which only the simulator allows).
+fn simulated() -> Option<CudaExecutor> {
+    match sim::driver() {
+        Ok(sim::Driver::Simulated) => gpu(),
+        Ok(sim::Driver::Real) => {
+            eprintln!("skipped: needs the simulated CUDA driver (REPRISE_GPU_TESTS is 1)");
+            None
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// Records one saxpy launch over 4096 elements into `dir`.
+fn record_saxpy(gpu: CudaExecutor, dir: &std::path::Path) -> PathBuf {
+    let n = 4096usize;
+    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir)).unwrap();
+    let x = rec.alloc((n * 4) as u64, 256).unwrap();
+    let y = rec.alloc((n * 4) as u64, 256).unwrap();
+    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
+    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
+    let image = rec.load_image(SAXPY).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
+    let geometry = LaunchConfig {
+        grid: [(n as u32).div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+    };
+    let written = reprise::block_on(async {
+        rec.launch(&k, geometry, &args).await.unwrap();
+        rec.finish().await.unwrap()
+    });
+    written.into_iter().next().expect("one capture")
+}
+
+/// `reprise replay --verify FILE` with the driver changed by `env`.
+fn replay_with(descriptor: &std::path::Path, env: &[(&str, &str)]) -> std::process::Output {
+    reprise_env(&["replay", "--verify", s(descriptor)], env)
+}
+
+#[test]
+fn a_driver_without_devices_is_a_clean_error() {
+    let Some(gpu) = simulated() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_saxpy(gpu, dir.path());
+    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_DEVICES", "0")]);
+    assert_error(&out, &["no CUDA device", s(&capture)]);
+}
+
+#[test]
+fn a_driver_without_virtual_memory_management_is_a_clean_error() {
+    let Some(gpu) = simulated() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_saxpy(gpu, dir.path());
+    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_VMM", "0")]);
+    assert_error(&out, &["virtual memory", s(&capture)]);
+}
+
+#[test]
+fn a_recorded_address_the_driver_will_not_give_is_named() {
+    let Some(gpu) = simulated() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_saxpy(gpu, dir.path());
+    let base = reprise::Capture::open(&capture)
+        .unwrap()
+        .record
+        .region_base
+        .unwrap();
+    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_HINTS", "ignore")]);
+    assert_error(&out, &[&format!("{base:#x}"), "offered"]);
+}
+
+/// Rewrites argument `index` of the capture's `ArgPtrs` to `value`.
+fn set_arg(descriptor: &std::path::Path, index: usize, value: u64) {
+    let json = std::fs::read_to_string(descriptor).unwrap();
+    let start = json.find("\"ArgPtrs\":[").expect("ArgPtrs") + "\"ArgPtrs\":[".len();
+    let end = start + json[start..].find(']').unwrap();
+    let mut values: Vec<String> = json[start..end].split(',').map(str::to_owned).collect();
+    values[index] = value.to_string();
+    let json = format!("{}{}{}", &json[..start], values.join(","), &json[end..]);
+    std::fs::write(descriptor, json).unwrap();
+}
+
+#[test]
+fn a_kernel_that_faults_during_replay_is_an_error_not_a_hang() {
+    let Some(gpu) = simulated() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_saxpy(gpu, dir.path());
+    // `y` points at an address no allocation covers.
+    set_arg(&capture, 2, 0x10);
+    let no_callback = sim::variant_dir(&["-DSIM_NO_STREAM_CALLBACK"]).unwrap();
+    for lib in [None, Some(&no_callback)] {
+        let env: Vec<(&str, &str)> = lib
+            .iter()
+            .map(|d| ("LD_LIBRARY_PATH", d.to_str().unwrap()))
+            .collect();
+        let out = replay_with(&capture, &env);
+        eprintln!("{}", text(&out).1);
+        assert_error(&out, &["CUDA_ERROR_ILLEGAL_ADDRESS", s(&capture)]);
+    }
+}
+
+#[test]
+fn drivers_without_stream_callbacks_or_parameter_info_still_replay() {
+    let Some(gpu) = simulated() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_saxpy(gpu, dir.path());
+    for define in ["-DSIM_NO_STREAM_CALLBACK", "-DSIM_NO_PARAM_INFO"] {
+        let lib = sim::variant_dir(&[define]).unwrap();
+        let out = replay_with(&capture, &[("LD_LIBRARY_PATH", lib.to_str().unwrap())]);
+        assert_exit(&out, 0);
+        assert!(text(&out).0.contains("verification: PASS"), "{define}");
+    }
 }

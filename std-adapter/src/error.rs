@@ -100,6 +100,20 @@ impl Error {
         }
     }
 
+    /// The error as met while working on `file`: an executor failure or an
+    /// invalid request gets the file's name in front; errors that already
+    /// name a file are kept as they are.
+    pub fn in_file(self, file: &std::path::Path) -> Self {
+        match self {
+            Error::Executor { context, source } => Error::Executor {
+                context: format!("{}: {context}", file.display()),
+                source,
+            },
+            Error::Invalid(problem) => Error::Invalid(format!("{}: {problem}", file.display())),
+            other => other,
+        }
+    }
+
     /// A schedule error with context: an executor error is kept as it is,
     /// others become text.
     pub fn schedule<E: std::error::Error + Send + Sync + 'static>(

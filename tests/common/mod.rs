@@ -39,13 +39,56 @@ pub fn reprise_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     if let Some((k, v)) = sim::child_env() {
         cmd.env(k, v);
     }
-    let out = cmd
-        .envs(env.iter().copied())
-        .output()
-        .expect("the reprise binary runs");
+    let out = output_within(cmd.envs(env.iter().copied()), RUN_LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "reprise panicked:\n{stderr}");
     out
+}
+
+/// How long one run of the binary may take before the test fails (a hang
+/// must fail the test, not stall the suite).
+pub const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs `cmd` to completion with its output captured; kills it and panics
+/// when it runs past `limit`.
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the reprise binary runs");
+    let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = pipes.0.read_to_end(&mut v);
+        v
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = pipes.1.read_to_end(&mut v);
+        v
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for reprise") {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+            panic!("{cmd:?} ran past {limit:?} and was killed; stderr:\n{err}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
 
 pub fn text(o: &Output) -> (String, String) {

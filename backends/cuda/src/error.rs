@@ -126,6 +126,8 @@ pub enum CudaError {
         /// Argument index.
         index: usize,
     },
+    /// A helper thread could not be started (the operating system's reason).
+    Thread(String),
 }
 
 impl CudaError {
@@ -185,6 +187,7 @@ impl fmt::Display for CudaError {
             ),
             CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
             CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
+            CudaError::Thread(why) => write!(f, "could not start a helper thread: {why}"),
             CudaError::SegmentOutOfBounds { end, buffer } => write!(
                 f,
                 "a copy reaches byte {end} of a host buffer of {buffer} bytes"

@@ -3,8 +3,8 @@
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use cudarc::driver::sys;
@@ -53,6 +53,85 @@ unsafe extern "C" fn host_function(data: *mut c_void) {
     unsafe { raise(data) }
 }
 
+/// How often a synchronize waiting on a `cuLaunchHostFunc` host function
+/// is polled anyway.
+const WATCH_EVERY: Duration = Duration::from_millis(20);
+
+/// Wakes a waiting synchronize now and then, where completion comes from
+/// `cuLaunchHostFunc`: its host function never runs once the context has
+/// faulted, so without these wakes a fault would leave the synchronize
+/// waiting forever. The woken task finds the error by asking the stream.
+#[derive(Debug)]
+struct Watchdog {
+    shared: Arc<(Mutex<Watch>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct Watch {
+    waker: Option<Waker>,
+    stop: bool,
+}
+
+impl Watchdog {
+    fn start() -> Result<Watchdog, CudaError> {
+        let shared = Arc::new((Mutex::new(Watch::default()), Condvar::new()));
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("reprise-cuda-watch".into())
+            .spawn(move || watch(&s))
+            .map_err(|e| CudaError::Thread(e.to_string()))?;
+        Ok(Watchdog {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Wakes `waker` after [`WATCH_EVERY`] (unless re-armed or stopped).
+    fn arm(&self, waker: &Waker) {
+        let (lock, cv) = &*self.shared;
+        let mut w = lock.lock().unwrap_or_else(|p| p.into_inner());
+        w.waker = Some(waker.clone());
+        cv.notify_one();
+    }
+}
+
+fn watch(shared: &(Mutex<Watch>, Condvar)) {
+    let (lock, cv) = shared;
+    let mut w = lock.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        while w.waker.is_none() && !w.stop {
+            w = cv.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+        if w.stop {
+            return;
+        }
+        w = cv
+            .wait_timeout(w, WATCH_EVERY)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        if w.stop {
+            return;
+        }
+        if let Some(waker) = w.waker.take() {
+            drop(w);
+            waker.wake();
+            w = lock.lock().unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.shared;
+        lock.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
+        cv.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The direction of a copy.
 #[derive(Clone, Copy)]
 enum Direction {
@@ -92,6 +171,9 @@ pub struct CudaQueue {
     timed: Option<u64>,
     last_time: Option<Duration>,
     syncs: u64,
+    /// Polls a waiting synchronize where completion is a `cuLaunchHostFunc`
+    /// host function (started on first need).
+    watchdog: Option<Watchdog>,
 }
 
 // SAFETY: the stream and events are driver handles usable from any thread
@@ -147,6 +229,7 @@ impl CudaQueue {
             timed: None,
             last_time: None,
             syncs: 0,
+            watchdog: None,
         })
     }
 
@@ -354,6 +437,17 @@ impl Queue for CudaQueue {
             if let Err(e) = self.dev.bind().and_then(|()| self.stream_error()) {
                 self.waiting = None;
                 return Poll::Ready(Err(e.into()));
+            }
+            if !self.dev.lib.stream_callback {
+                if self.watchdog.is_none() {
+                    match Watchdog::start() {
+                        Ok(w) => self.watchdog = Some(w),
+                        Err(e) => return Poll::Ready(Err(e)),
+                    }
+                }
+                if let Some(w) = &self.watchdog {
+                    w.arm(cx.waker());
+                }
             }
             return Poll::Pending;
         }

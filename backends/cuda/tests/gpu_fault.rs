@@ -1,6 +1,7 @@
 //! A kernel that faults: the synchronize reports the device's error instead
 //! of hanging. Its own test binary, because a fault spoils the process's
-//! context for every later test. Runs only with `REPRISE_GPU_TESTS=1`.
+//! context for every later test. On the real driver with
+//! `REPRISE_GPU_TESTS=1`, else on the simulated one.
 
 mod common;
 

@@ -26,6 +26,10 @@
  *                               simulator likes, ignoring address hints (as
  *                               drivers that keep their own pools do)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
+ *
+ * Build switches: -DSIM_NO_STREAM_CALLBACK leaves out cuStreamAddCallback
+ * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
+ * drivers before CUDA 12.4 do).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -818,6 +822,7 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
   return CUDA_ERROR_NOT_FOUND;
 }
 
+#ifndef SIM_NO_PARAM_INFO
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
                                    size_t *size) {
   if (!f)
@@ -830,6 +835,7 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
     *size = f->def->params[index].size;
   return CUDA_SUCCESS;
 }
+#endif
 
 /* ------------------------------------------------------ streams, events */
 
@@ -1175,6 +1181,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
   return r;
 }
 
+#ifndef SIM_NO_STREAM_CALLBACK
 EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
                                     void *data, unsigned flags) {
   if (!g_initialized)
@@ -1188,6 +1195,7 @@ EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
   op->u.callback.data = data;
   return enqueue(s, op);
 }
+#endif
 
 EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
   CUresult r = usable();

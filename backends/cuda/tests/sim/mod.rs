@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SOURCE: &str = include_str!("libcuda.c");
 
@@ -37,9 +38,11 @@ pub fn driver() -> Result<Driver, String> {
     }
 }
 
-/// FNV-1a of the source, so an edited simulator is rebuilt.
-fn source_hash() -> u64 {
-    SOURCE.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+/// FNV-1a of the source and the build's defines, so an edited simulator is
+/// rebuilt.
+fn source_hash(defines: &[&str]) -> u64 {
+    let bytes = SOURCE.bytes().chain(defines.iter().flat_map(|d| d.bytes()));
+    bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
@@ -47,23 +50,41 @@ fn source_hash() -> u64 {
 /// The directory holding the built `libcuda.so` (for `LD_LIBRARY_PATH`).
 pub fn library_dir() -> Result<&'static Path, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    DIR.get_or_init(build).as_deref().map_err(Clone::clone)
+    DIR.get_or_init(|| build(&[]))
+        .as_deref()
+        .map_err(Clone::clone)
 }
 
-fn build() -> Result<PathBuf, String> {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sim-cuda-{:016x}", source_hash()));
+/// A variant of the simulator built with some of its `SIM_*` switches
+/// defined (`-DSIM_NO_STREAM_CALLBACK`, `-DSIM_NO_PARAM_INFO`): the
+/// directory of its `libcuda.so`, for a child's `LD_LIBRARY_PATH`.
+pub fn variant_dir(defines: &[&str]) -> Result<PathBuf, String> {
+    build(defines)
+}
+
+fn build(defines: &[&str]) -> Result<PathBuf, String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("sim-cuda-{:016x}", source_hash(defines)));
     let lib = dir.join("libcuda.so");
     if lib.exists() {
         return Ok(dir);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let src = dir.join(format!("libcuda-{}.c", std::process::id()));
-    let tmp = dir.join(format!("libcuda-{}.so", std::process::id()));
+    // Unique per build, so concurrent builds (threads or processes) of one
+    // variant never share a temporary file.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    );
+    let src = dir.join(format!("libcuda-{unique}.c"));
+    let tmp = dir.join(format!("libcuda-{unique}.so"));
     std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
         .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread"])
+        .args(defines)
         .arg("-Wl,-soname,libcuda.so")
         .arg("-o")
         .arg(&tmp)
@@ -78,7 +99,7 @@ fn build() -> Result<PathBuf, String> {
         ));
     }
     // Another test process may have won the race; either copy is the same.
-    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", tmp.display()))?;
     Ok(dir)
 }
 
