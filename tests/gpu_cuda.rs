@@ -192,13 +192,15 @@ fn sync_and_async_schedules_write_the_same_capture() {
     use reprise::core::schedule::Mode;
     use reprise_std::WriterKind;
     let mut sums = Vec::new();
-    for (mode, writer) in [
-        (Mode::Sync, WriterKind::Inline),
-        (Mode::Async, WriterKind::Background { depth: 2 }),
+    for (mode, writer, staging) in [
+        (Mode::Sync, WriterKind::Inline, None),
+        (Mode::Async, WriterKind::Background { depth: 2 }, None),
+        // Device-side staging of the snapshot before the kernel.
+        (Mode::Async, WriterKind::Background { depth: 2 }, Some(0)),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let mut rec = Recorder::new(
-            gpu.clone(),
+            gpu.clone().with_device_staging(staging),
             BackendKind::Cuda,
             0,
             config(dir.path()).mode(mode).writer(writer),
@@ -223,6 +225,7 @@ fn sync_and_async_schedules_write_the_same_capture() {
         sums.push((c.record.checksums.input, c.record.checksums.output));
     }
     assert_eq!(sums[0], sums[1]);
+    assert_eq!(sums[0], sums[2]);
 }
 
 /// The simulated driver, or `None` after saying why (these tests change the

@@ -58,6 +58,14 @@ const VMM: &[&str] = &[
     "cuMemSetAccess",
 ];
 
+/// What device-side staging needs (see `CudaExecutor::with_device_staging`).
+const STAGING: &[&str] = &[
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuStreamWaitEvent",
+];
+
 /// What the loaded library offers beyond [`REQUIRED`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Library {
@@ -69,6 +77,8 @@ pub(crate) struct Library {
     /// (`cuLaunchHostFunc`'s do not, which would leave a synchronize waiting
     /// forever); slated for removal some day, so optional.
     pub stream_callback: bool,
+    /// Every function in [`STAGING`].
+    pub staging: bool,
 }
 
 /// Whether the library exports `name`.
@@ -104,6 +114,7 @@ pub(crate) fn library() -> Result<Library, CudaError> {
             param_info: has_symbol("cuFuncGetParamInfo"),
             vmm: VMM.iter().all(|s| has_symbol(s)),
             stream_callback,
+            staging: STAGING.iter().all(|s| has_symbol(s)),
         })
     })
     .clone()

@@ -18,6 +18,8 @@ use crate::queue::CudaQueue;
 #[derive(Debug, Clone)]
 pub struct CudaExecutor {
     dev: Arc<Device>,
+    /// Stage downloads of at least this many bytes on the device.
+    staging: Option<u64>,
 }
 
 impl CudaExecutor {
@@ -30,7 +32,28 @@ impl CudaExecutor {
     pub fn new(ordinal: i32) -> Result<Self, CudaError> {
         Ok(CudaExecutor {
             dev: Arc::new(Device::open(ordinal)?),
+            staging: None,
         })
+    }
+
+    /// Device-side staging for the queues made from now on (off by default):
+    /// a download of at least `min_bytes` enqueued before any launch since
+    /// the last synchronize (a recording's snapshot of memory before the
+    /// kernel) becomes a device-to-device copy into a shadow allocation, and
+    /// the shadow is copied to the host on a second stream once the kernel
+    /// is queued, so the kernel need not wait for the copy over the bus. The
+    /// synchronize still covers both. `None` turns it off. Where the driver
+    /// lacks a function it needs, or the shadow cannot be allocated,
+    /// downloads go straight to the host as usual.
+    pub fn with_device_staging(mut self, min_bytes: Option<u64>) -> Self {
+        self.staging = min_bytes;
+        self
+    }
+
+    /// The smallest download staged on the device, when device-side staging
+    /// is on and the driver supports it.
+    pub fn device_staging(&self) -> Option<u64> {
+        self.staging.filter(|_| self.dev.lib.staging)
     }
 
     /// The device ordinal.
@@ -102,7 +125,7 @@ impl Executor for CudaExecutor {
     }
 
     fn queue(&self) -> Result<CudaQueue, CudaError> {
-        CudaQueue::new(&self.dev)
+        CudaQueue::new(&self.dev, self.device_staging())
     }
 }
 

@@ -132,6 +132,111 @@ impl Drop for Watchdog {
     }
 }
 
+/// Device-side staging of a queue (see
+/// [`crate::CudaExecutor::with_device_staging`]): a shadow allocation, the
+/// copy stream that drains it, and the events ordering the two streams.
+#[derive(Debug)]
+struct Staging {
+    /// Smallest download staged.
+    min_bytes: u64,
+    /// Drains the shadow to the host.
+    stream: sys::CUstream,
+    /// Recorded on the queue's stream after the copies into the shadow.
+    staged: sys::CUevent,
+    /// Recorded on the copy stream after the drain.
+    drained: sys::CUevent,
+    /// The shadow: device address and length (0: none yet).
+    shadow: (u64, usize),
+    /// A staged download not yet drained: the host buffer's first byte and
+    /// its segments (host offset, length); the shadow mirrors host offsets.
+    pending: Option<(*mut u8, Vec<(usize, usize)>)>,
+    /// A drain the queue's stream has not been made to wait for yet.
+    draining: bool,
+    /// A kernel was enqueued since the last synchronize: later downloads
+    /// are the kernel's output, which staging would only slow down.
+    launched: bool,
+}
+
+impl Staging {
+    fn new(min_bytes: u64) -> Result<Staging, CudaError> {
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: `stream` is a live out-parameter; the flag is valid.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(
+                &mut stream,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+            )
+        })?;
+        let mut staging = Staging {
+            min_bytes,
+            stream,
+            staged: std::ptr::null_mut(),
+            drained: std::ptr::null_mut(),
+            shadow: (0, 0),
+            pending: None,
+            draining: false,
+            launched: false,
+        };
+        for ev in [&mut staging.staged, &mut staging.drained] {
+            // SAFETY: `ev` is a live out-parameter; events without timing
+            // are the cheapest kind. On failure `Drop` frees what was made.
+            check("cuEventCreate", unsafe {
+                sys::cuEventCreate(ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+            })?;
+        }
+        Ok(staging)
+    }
+
+    /// Makes the shadow at least `len` bytes; `false` when it cannot be.
+    fn reserve_shadow(&mut self, len: usize) -> Result<bool, CudaError> {
+        if self.shadow.1 >= len {
+            return Ok(true);
+        }
+        if self.shadow.1 > 0 {
+            // The copy stream may still be draining the old shadow.
+            // SAFETY: the stream is live.
+            check("cuStreamSynchronize", unsafe {
+                sys::cuStreamSynchronize(self.stream)
+            })?;
+            // SAFETY: allocated below by an earlier call; nothing uses it
+            // now (the drain is done and no staged download is pending).
+            check("cuMemFree", unsafe { sys::cuMemFree_v2(self.shadow.0) })?;
+            self.shadow = (0, 0);
+        }
+        let mut ptr = 0;
+        // SAFETY: `ptr` is a live out-parameter.
+        match unsafe { sys::cuMemAlloc_v2(&mut ptr, len) } {
+            sys::CUresult::CUDA_SUCCESS => {
+                self.shadow = (ptr, len);
+                Ok(true)
+            }
+            // No room on the device: download straight to the host.
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Ok(false),
+            r => Err(crate::driver::driver_error("cuMemAlloc", r).into()),
+        }
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // SAFETY: each handle was made by `new`/`reserve_shadow` and is used
+        // no more; the owning queue waited for both streams first. Nothing is
+        // left to report errors to but the device, which the queue's own
+        // cleanup does.
+        unsafe {
+            if self.shadow.1 > 0 {
+                let _ = sys::cuMemFree_v2(self.shadow.0);
+            }
+            for ev in [self.staged, self.drained] {
+                if !ev.is_null() {
+                    let _ = sys::cuEventDestroy_v2(ev);
+                }
+            }
+            let _ = sys::cuStreamDestroy_v2(self.stream);
+        }
+    }
+}
+
 /// The direction of a copy.
 #[derive(Clone, Copy)]
 enum Direction {
@@ -174,6 +279,10 @@ pub struct CudaQueue {
     /// Polls a waiting synchronize where completion is a `cuLaunchHostFunc`
     /// host function (started on first need).
     watchdog: Option<Watchdog>,
+    /// Device-side staging, when on.
+    staging: Option<Staging>,
+    /// Downloads staged on the device so far.
+    staged: u64,
 }
 
 // SAFETY: the stream and events are driver handles usable from any thread
@@ -187,7 +296,7 @@ impl ErrorType for CudaQueue {
 }
 
 impl CudaQueue {
-    pub(crate) fn new(dev: &Arc<Device>) -> Result<Self, CudaError> {
+    pub(crate) fn new(dev: &Arc<Device>, staging: Option<u64>) -> Result<Self, CudaError> {
         dev.bind()?;
         let mut stream = std::ptr::null_mut();
         // SAFETY: `stream` is a live out-parameter; the flag is a valid
@@ -214,7 +323,7 @@ impl CudaQueue {
                 return Err(e.into());
             }
         }
-        Ok(CudaQueue {
+        let mut queue = CudaQueue {
             dev: dev.clone(),
             stream,
             events: (events[0], events[1]),
@@ -230,13 +339,129 @@ impl CudaQueue {
             last_time: None,
             syncs: 0,
             watchdog: None,
-        })
+            staging: None,
+            staged: 0,
+        };
+        if let Some(min_bytes) = staging {
+            queue.staging = Some(Staging::new(min_bytes)?);
+        }
+        Ok(queue)
     }
 
     /// How many synchronizes enqueued a host callback so far (a synchronize
     /// with nothing new to wait for enqueues none).
     pub fn syncs_enqueued(&self) -> u64 {
         self.syncs
+    }
+
+    /// How many downloads went through the device-side shadow so far.
+    pub fn downloads_staged(&self) -> u64 {
+        self.staged
+    }
+
+    /// Stages a download into the shadow when staging is on and it
+    /// qualifies; `true` when it did (the copies are enqueued).
+    fn stage(&mut self, buffer: &CudaBuffer, segments: &[Segment]) -> Result<bool, CudaError> {
+        let stream = self.stream;
+        let Some(st) = self.staging.as_mut() else {
+            return Ok(false);
+        };
+        let total: usize = segments.iter().map(|s| s.len).sum();
+        if st.launched || st.pending.is_some() || (total as u64) < st.min_bytes || total == 0 {
+            return Ok(false);
+        }
+        if !st.reserve_shadow(buffer.as_ref().len())? {
+            return Ok(false);
+        }
+        if std::mem::take(&mut st.draining) {
+            // The last drain must finish reading the shadow first.
+            // SAFETY: the stream and event are live.
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(stream, st.drained, 0)
+            })?;
+        }
+        let mut segs = Vec::with_capacity(segments.len());
+        for s in segments.iter().filter(|s| s.len > 0) {
+            // SAFETY: the shadow holds at least the buffer's length and the
+            // segment lies inside the buffer (checked by `copy`); the device
+            // range is the caller's (an error if unmapped).
+            check("cuMemcpyDtoDAsync", unsafe {
+                sys::cuMemcpyDtoDAsync_v2(
+                    st.shadow.0 + s.host_offset as u64,
+                    s.device,
+                    s.len,
+                    stream,
+                )
+            })?;
+            segs.push((s.host_offset, s.len));
+        }
+        // SAFETY: the event and stream are live.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(st.staged, stream)
+        })?;
+        st.pending = Some((buffer.as_ptr(), segs));
+        self.staged += 1;
+        Ok(true)
+    }
+
+    /// Copies a staged download from the shadow to its host buffer: on the
+    /// copy stream (after the kernel was queued), or on the queue's own
+    /// stream when a synchronize comes first.
+    fn drain(&mut self, on_copy_stream: bool) -> Result<(), CudaError> {
+        let main = self.stream;
+        let Some(st) = self.staging.as_mut() else {
+            return Ok(());
+        };
+        let Some((host, segs)) = st.pending.take() else {
+            return Ok(());
+        };
+        let stream = if on_copy_stream { st.stream } else { main };
+        if on_copy_stream {
+            // SAFETY: the streams and event are live.
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(st.stream, st.staged, 0)
+            })?;
+        }
+        for (offset, len) in segs {
+            // SAFETY: `host + offset .. + len` lies in the download's
+            // page-locked buffer, which the queue holds until a synchronize
+            // covered the download (and a synchronize waits for this drain);
+            // the shadow holds the same range.
+            check("cuMemcpyDtoHAsync", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    host.add(offset).cast(),
+                    st.shadow.0 + offset as u64,
+                    len,
+                    stream,
+                )
+            })?;
+        }
+        if on_copy_stream {
+            // SAFETY: the event and stream are live.
+            check("cuEventRecord", unsafe {
+                sys::cuEventRecord(st.drained, st.stream)
+            })?;
+            st.draining = true;
+        }
+        Ok(())
+    }
+
+    /// Before a synchronize: drains what is still staged and makes the
+    /// queue's stream wait for the copy stream, so the host callback covers
+    /// both.
+    fn join_staging(&mut self) -> Result<(), CudaError> {
+        self.drain(false)?;
+        let main = self.stream;
+        if let Some(st) = self.staging.as_mut() {
+            st.launched = false;
+            if std::mem::take(&mut st.draining) {
+                // SAFETY: the stream and event are live.
+                check("cuStreamWaitEvent", unsafe {
+                    sys::cuStreamWaitEvent(main, st.drained, 0)
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -258,6 +483,11 @@ impl CudaQueue {
             }
         }
         self.dev.bind()?;
+        if matches!(dir, Direction::DeviceToHost) && self.stage(&buffer, segments)? {
+            let seq = self.next_seq();
+            self.in_flight.push_back((seq, Ticket(seq), buffer));
+            return Ok(Ticket(seq));
+        }
         let seq = self.next_seq();
         let ticket = Ticket(seq);
         let mut enqueued = 0;
@@ -304,6 +534,11 @@ impl CudaQueue {
             mark,
         }));
         self.dev.bind()?;
+        if let Err(e) = self.join_staging() {
+            // SAFETY: the driver did not take `data`; nothing else has it.
+            drop(unsafe { Box::from_raw(data) });
+            return Err(e);
+        }
         let (call, r) = if self.dev.lib.stream_callback {
             // SAFETY: `stream_callback` matches `CUstreamCallback` and only
             // takes back `data`, a leaked `Box<Signal>`; flags must be 0.
@@ -414,6 +649,12 @@ impl Queue for CudaQueue {
             sys::cuEventRecord(self.events.1, self.stream)
         })?;
         self.timed = Some(seq);
+        // The snapshot staged before this kernel leaves for the host while
+        // the kernel runs.
+        self.drain(true)?;
+        if let Some(st) = self.staging.as_mut() {
+            st.launched = true;
+        }
         // `args` (which `params` points into) lives until here.
         Ok(())
     }
@@ -478,6 +719,14 @@ impl Drop for CudaQueue {
         self.dev.cleanup("cuStreamSynchronize", || unsafe {
             sys::cuStreamSynchronize(stream)
         });
+        if let Some(st) = self.staging.take() {
+            let copy = st.stream;
+            // SAFETY: waits for the drains reading into the buffers below.
+            self.dev.cleanup("cuStreamSynchronize", || unsafe {
+                sys::cuStreamSynchronize(copy)
+            });
+            drop(st);
+        }
         self.in_flight.clear();
         self.done.clear();
         self.modules.clear();

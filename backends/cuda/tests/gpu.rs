@@ -379,6 +379,45 @@ fn records_saxpy_with_one_synchronize_and_replays_it_in_a_fresh_region() {
 }
 
 #[test]
+fn device_staging_takes_the_same_snapshots() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let s = Saxpy::new(&exec, None);
+    let (plain, _, _) = s.record(&exec, Mode::Async);
+    let staged_exec = exec.clone().with_device_staging(Some(1024));
+    if staged_exec.device_staging().is_none() {
+        println!("skipped: this driver lacks a function device-side staging needs");
+        return;
+    }
+    for mode in [Mode::Async, Mode::Sync] {
+        // Each recording runs the kernel on memory the last one left: put
+        // the globals back first (`launches` counts launches).
+        let mut q = staged_exec.queue().unwrap();
+        let zero = [0.5f32.to_le_bytes(), 0u32.to_le_bytes()].concat();
+        q.upload(buffer_with(&exec, &zero), &s.globals).unwrap();
+        sync(&mut q).unwrap();
+        let (rec, q, _) = s.record(&staged_exec, mode);
+        // Async: the snapshot before the kernel (the only download of at
+        // least 1024 bytes before the launch) went through the shadow. Sync
+        // synchronizes between the steps, so the output's download starts a
+        // new window and is staged too (drained at once; nothing to overlap).
+        let staged = if mode == Mode::Async { 1 } else { 2 };
+        assert_eq!(q.downloads_staged(), staged, "{mode:?}");
+        let syncs = if mode == Mode::Async { 1 } else { 4 };
+        assert_eq!(q.syncs_enqueued(), syncs, "{mode:?}");
+        assert_eq!(rec.input.as_ref(), plain.input.as_ref(), "{mode:?}");
+        assert_eq!(
+            rec.globals.as_ref().unwrap().as_ref(),
+            plain.globals.as_ref().unwrap().as_ref()
+        );
+        assert_eq!(
+            rec.output.as_ref().unwrap().as_ref(),
+            plain.output.as_ref().unwrap().as_ref(),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
 fn sync_mode_synchronizes_after_every_step() {
     let Some((_lock, exec)) = gpu() else { return };
     let s = Saxpy::new(&exec, None);

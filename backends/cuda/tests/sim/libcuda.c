@@ -517,6 +517,54 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* cuMemAlloc'd ranges (also in g_access while allocated). */
+static struct range g_allocs[MAX_RANGES];
+static int g_nallocs;
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mem);
+  int ok = add_range(g_allocs, &g_nallocs, (uintptr_t)p, size);
+  if (ok && !add_range(g_access, &g_naccess, (uintptr_t)p, size)) {
+    remove_range(g_allocs, &g_nallocs, (uintptr_t)p, size);
+    ok = 0;
+  }
+  pthread_mutex_unlock(&g_mem);
+  if (!ok) {
+    munmap(p, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *out = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&g_mem);
+  size_t size = 0;
+  for (int i = 0; i < g_nallocs; i++)
+    if (g_allocs[i].base == ptr)
+      size = g_allocs[i].size;
+  if (size) {
+    remove_range(g_allocs, &g_nallocs, ptr, size);
+    remove_range(g_access, &g_naccess, ptr, size);
+  }
+  pthread_mutex_unlock(&g_mem);
+  if (!size)
+    return CUDA_ERROR_INVALID_VALUE;
+  munmap((void *)(uintptr_t)ptr, size);
+  return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
   (void)flags;
   CUresult r = usable();
@@ -840,12 +888,21 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
 /* ------------------------------------------------------ streams, events */
 
 struct sim_event {
-  int recorded; /* an operation recording it was enqueued */
-  int pending;  /* recordings enqueued and not yet reached */
+  unsigned long recorded; /* recordings enqueued */
+  unsigned long reached;  /* the last recording its stream reached */
   struct timespec at;
 };
 
-enum op_kind { OP_HTOD, OP_DTOH, OP_KERNEL, OP_EVENT, OP_CALLBACK, OP_HOSTFN };
+enum op_kind {
+  OP_HTOD,
+  OP_DTOH,
+  OP_DTOD,
+  OP_KERNEL,
+  OP_EVENT,
+  OP_WAIT,
+  OP_CALLBACK,
+  OP_HOSTFN
+};
 
 struct op {
   enum op_kind kind;
@@ -856,7 +913,10 @@ struct op {
       size_t len;
     } copy;
     struct launch launch;
-    CUevent event;
+    struct {
+      CUevent event;
+      unsigned long generation;
+    } event;
     struct {
       CUstreamCallback fn;
       void *data;
@@ -878,6 +938,7 @@ struct sim_stream {
 };
 
 static pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
 
 static void fault(void) {
   pthread_mutex_lock(&g_ctx.lock);
@@ -908,11 +969,15 @@ static void run_op(CUstream s, struct op *op) {
   int faulted = sticky() != CUDA_SUCCESS;
   switch (op->kind) {
   case OP_HTOD:
-  case OP_DTOH: {
+  case OP_DTOH:
+  case OP_DTOD: {
     if (faulted)
       break;
-    uintptr_t device = op->kind == OP_HTOD ? op->u.copy.dst : op->u.copy.src;
-    if (!accessible(device, op->u.copy.len)) {
+    int src_ok = op->kind == OP_HTOD ||
+                 accessible(op->u.copy.src, op->u.copy.len);
+    int dst_ok = op->kind == OP_DTOH ||
+                 accessible(op->u.copy.dst, op->u.copy.len);
+    if (!src_ok || !dst_ok) {
       fault();
       break;
     }
@@ -926,8 +991,15 @@ static void run_op(CUstream s, struct op *op) {
     break;
   case OP_EVENT:
     pthread_mutex_lock(&g_events);
-    clock_gettime(CLOCK_MONOTONIC, &op->u.event->at);
-    op->u.event->pending--;
+    clock_gettime(CLOCK_MONOTONIC, &op->u.event.event->at);
+    op->u.event.event->reached = op->u.event.generation;
+    pthread_cond_broadcast(&g_reached);
+    pthread_mutex_unlock(&g_events);
+    break;
+  case OP_WAIT:
+    pthread_mutex_lock(&g_events);
+    while (op->u.event.event->reached < op->u.event.generation)
+      pthread_cond_wait(&g_reached, &g_events);
     pthread_mutex_unlock(&g_events);
     break;
   case OP_CALLBACK:
@@ -1063,8 +1135,8 @@ static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
   CUresult r = usable();
   if (r)
     return r;
-  uintptr_t device = kind == OP_HTOD ? dst : src;
-  if (!accessible(device, len))
+  if ((kind != OP_HTOD && !accessible(src, len)) ||
+      (kind != OP_DTOH && !accessible(dst, len)))
     return CUDA_ERROR_INVALID_VALUE;
   struct op *op = new_op(kind);
   if (!op)
@@ -1083,6 +1155,11 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t len,
                                      CUstream s) {
   return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s);
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                     size_t len, CUstream s) {
+  return copy_async(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
@@ -1130,14 +1207,10 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
   /* Like the driver, let a pending recording finish first. */
-  for (;;) {
-    pthread_mutex_lock(&g_events);
-    int pending = e->pending;
-    pthread_mutex_unlock(&g_events);
-    if (!pending)
-      break;
-    usleep(100);
-  }
+  pthread_mutex_lock(&g_events);
+  while (e->reached < e->recorded)
+    pthread_cond_wait(&g_reached, &g_events);
+  pthread_mutex_unlock(&g_events);
   free(e);
   return CUDA_SUCCESS;
 }
@@ -1151,18 +1224,32 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   struct op *op = new_op(OP_EVENT);
   if (!op)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  op->u.event = e;
-  pthread_mutex_lock(&g_events);
-  e->recorded = 1;
-  e->pending++;
-  pthread_mutex_unlock(&g_events);
-  r = enqueue(s, op);
-  if (r) {
-    pthread_mutex_lock(&g_events);
-    e->pending--;
-    pthread_mutex_unlock(&g_events);
+  op->u.event.event = e;
+  if (!s) {
+    free(op);
+    return CUDA_ERROR_INVALID_HANDLE;
   }
-  return r;
+  /* Each recording has its own generation; a wait waits for the latest. */
+  pthread_mutex_lock(&g_events);
+  op->u.event.generation = ++e->recorded;
+  pthread_mutex_unlock(&g_events);
+  return enqueue(s, op);
+}
+
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!e || flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(OP_WAIT);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.event.event = e;
+  pthread_mutex_lock(&g_events);
+  op->u.event.generation = e->recorded; /* its latest recording */
+  pthread_mutex_unlock(&g_events);
+  return enqueue(s, op);
 }
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
@@ -1172,7 +1259,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
   CUresult r = CUDA_SUCCESS;
   if (!start->recorded || !end->recorded)
     r = CUDA_ERROR_INVALID_HANDLE;
-  else if (start->pending || end->pending)
+  else if (start->reached < start->recorded || end->reached < end->recorded)
     r = CUDA_ERROR_NOT_READY;
   else
     *ms = (float)((end->at.tv_sec - start->at.tv_sec) * 1e3 +
