@@ -93,6 +93,9 @@ pub struct SizeResult {
     pub async_inline: f64,
     /// Recording time, async schedule + background writer (reprise's way).
     pub async_background: f64,
+    /// The same with device-side staging of the snapshot before the kernel,
+    /// where the executor has it (CUDA).
+    pub staged: Option<f64>,
     /// Bytes the snapshots copy / memcpy bandwidth.
     pub copy_bound: f64,
     /// Measured memcpy bandwidth between warm buffers, bytes per second.
@@ -121,6 +124,10 @@ impl SizeResult {
     pub fn replay_vs_read(&self) -> f64 {
         self.replay / self.read_files
     }
+    /// Device-side staging against reprise's way without it.
+    pub fn staged_vs_background(&self) -> Option<f64> {
+        self.staged.map(|t| t / self.async_background)
+    }
 }
 
 /// Allocation rates of the recording allocator against a `Mutex`-guarded
@@ -148,17 +155,19 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The kernel a backend's benchmark launches, and its arguments given the
-/// address of an 8-byte counter in the region.
+/// The kernel a backend's benchmark launches, its arguments given the
+/// address of an 8-byte counter in the region and of the data that fills
+/// the rest of it (address, length; 0, 0 when there is none), and its
+/// geometry given the data's length.
 pub struct BenchKernel {
     /// The image.
     pub image: &'static [u8],
     /// The kernel's name.
     pub name: &'static str,
-    /// Its arguments.
-    pub args: fn(u64) -> Args,
-    /// Its geometry.
-    pub geometry: LaunchConfig,
+    /// Its arguments: `(counter, data, data_len)`.
+    pub args: fn(u64, u64, u64) -> Args,
+    /// Its geometry for `data_len` bytes of data.
+    pub geometry: fn(u64) -> LaunchConfig,
 }
 
 /// The host benchmark kernel: `demo_touch(long *counter)`.
@@ -166,8 +175,8 @@ pub fn host_kernel() -> BenchKernel {
     BenchKernel {
         image: crate::DEMO_IMAGE,
         name: "demo_touch",
-        args: |counter| Args::new().ptr(counter),
-        geometry: LaunchConfig {
+        args: |counter, _, _| Args::new().ptr(counter),
+        geometry: |_| LaunchConfig {
             grid: [1, 1, 1],
             block: [1, 1, 1],
             shared_mem: 0,
@@ -179,15 +188,31 @@ pub fn host_kernel() -> BenchKernel {
 /// int n)` from the CUDA executor's fixtures.
 pub const SAXPY_PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
 
-/// The CUDA benchmark kernel: `saxpy` over one element (the counter).
+/// Elements of the CUDA benchmark's `saxpy` over `data_len` bytes: `x` is
+/// the first half of the data, `y` the second (at least one element, on the
+/// counter, when there is no data).
+fn saxpy_elements(data_len: u64) -> u64 {
+    (data_len / 8).clamp(1, i32::MAX as u64)
+}
+
+/// The CUDA benchmark kernel: `saxpy` over the whole region, so the kernel
+/// reads and writes the memory the snapshots copy.
 pub fn cuda_kernel() -> BenchKernel {
     BenchKernel {
         image: SAXPY_PTX,
         name: "saxpy",
-        args: |counter| Args::new().f32(1.0).ptr(counter).ptr(counter).i32(1),
-        geometry: LaunchConfig {
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
+        args: |counter, data, data_len| {
+            let n = saxpy_elements(data_len);
+            let (x, y) = if data_len >= 8 {
+                (data, data + 4 * n)
+            } else {
+                (counter, counter)
+            };
+            Args::new().f32(1.0).ptr(x).ptr(y).i32(n as i32)
+        },
+        geometry: |data_len| LaunchConfig {
+            grid: [saxpy_elements(data_len).div_ceil(256) as u32, 1, 1],
+            block: [256, 1, 1],
             shared_mem: 0,
         },
     }
@@ -313,8 +338,9 @@ where
         let mut rec = Recorder::new(exec, backend, 0, way.config(dir, size))?;
         let counter = rec.alloc(8, 16)?;
         let rest = size.saturating_sub(16);
+        let mut data = 0;
         if rest > 0 {
-            let data = rec.alloc(rest, 16)?;
+            data = rec.alloc(rest, 16)?;
             rec.upload(data, &vec![7u8; rest as usize])?;
         }
         rec.upload(counter, &[0u8; 8])?;
@@ -323,8 +349,8 @@ where
         Ok(Session {
             rec,
             kernel: k,
-            args: (kernel.args)(counter),
-            geometry: kernel.geometry,
+            args: (kernel.args)(counter, data, rest),
+            geometry: (kernel.geometry)(rest),
             way,
             last: None,
         })
@@ -476,10 +502,12 @@ where
     Ok(median(times))
 }
 
-/// Runs every measurement for every size on one executor. `progress` gets a
-/// line of text per step.
+/// Runs every measurement for every size on one executor, and reprise's way
+/// once more on executors from `staged` (device-side staging on) when given.
+/// `progress` gets a line of text per step.
 pub fn run<E>(
     make: &dyn Fn() -> Result<E>,
+    staged: Option<&dyn Fn() -> Result<E>>,
     backend: BackendKind,
     kernel: &BenchKernel,
     cfg: &BenchConfig,
@@ -502,6 +530,7 @@ where
         progress(&format!("{label}: async schedule + background writer"));
         let (async_background, last) =
             measure_way(make, backend, kernel, size, Way::AsyncBackground, cfg)?;
+
         progress(&format!("{label}: replay and file reads"));
         let descriptor = last.ok_or_else(|| Error::Invalid("no capture was written".into()))?;
         // A replay that fails (a driver that will not give the recorded
@@ -511,6 +540,24 @@ where
             f64::NAN
         });
         let read = read_files(&descriptor)?;
+        // Last: a new session clears the captures directory.
+        let staged = match staged {
+            Some(make_staged) => {
+                progress(&format!(
+                    "{label}: async + background, staged on the device"
+                ));
+                let (t, _) = measure_way(
+                    make_staged,
+                    backend,
+                    kernel,
+                    size,
+                    Way::AsyncBackground,
+                    cfg,
+                )?;
+                Some(t)
+            }
+            None => None,
+        };
         let bandwidth = memcpy_bandwidth(size);
         let d = |t: f64| (t - plain).max(0.0);
         out.push(SizeResult {
@@ -519,6 +566,7 @@ where
             sync_inline: d(sync_inline),
             async_inline: d(async_inline),
             async_background: d(async_background),
+            staged: staged.map(d),
             copy_bound: 2.0 * size as f64 / bandwidth,
             memcpy_bandwidth: bandwidth,
             replay,

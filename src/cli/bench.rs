@@ -16,6 +16,9 @@ use super::replay::BackendArg;
 /// way); the copy lower bound (snapshot bytes / memcpy bandwidth, measured in
 /// the same run); and replaying a capture of each size against reading its
 /// files. Also the recording allocator against a mutex, one and two threads.
+/// On the CUDA executor the kernel is a saxpy over the whole region, and
+/// reprise's way is measured once more with device-side staging of the
+/// snapshot before the kernel.
 ///
 /// Recording times are the launching thread's time in a recorded launch
 /// minus a plain launch's; the background writer is drained between
@@ -79,14 +82,34 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
                 reprise::HostExecutor::new()
                     .map_err(|e| reprise::Error::executor("starting the host executor", e))
             };
-            bench::run(&make, backend, &bench::host_kernel(), &cfg, &mut progress)
+            bench::run(
+                &make,
+                None,
+                backend,
+                &bench::host_kernel(),
+                &cfg,
+                &mut progress,
+            )
         }
         reprise::BackendKind::Cuda => {
             let make = || {
                 reprise::CudaExecutor::new(0)
                     .map_err(|e| reprise::Error::executor("opening CUDA device 0", e))
             };
-            bench::run(&make, backend, &bench::cuda_kernel(), &cfg, &mut progress)
+            // reprise's way once more with device-side staging, where the
+            // driver has what it needs.
+            let make_staged = || make().map(|e| e.with_device_staging(Some(1 << 20)));
+            let has_staging = make_staged().is_ok_and(|e| e.device_staging().is_some());
+            let staged: Option<&dyn Fn() -> reprise::Result<reprise::CudaExecutor>> =
+                has_staging.then_some(&make_staged);
+            bench::run(
+                &make,
+                staged,
+                backend,
+                &bench::cuda_kernel(),
+                &cfg,
+                &mut progress,
+            )
         }
         other => Err(reprise::Error::Invalid(format!(
             "benchmarking the {other} executor is not available in this build"
@@ -138,6 +161,8 @@ fn to_json(
             "replay_s": r.replay,
             "read_files_s": r.read_files,
             "replay_vs_read": r.replay_vs_read(),
+            "async_background_staged_s": r.staged,
+            "staged_vs_background": r.staged_vs_background(),
         })).collect::<Vec<_>>(),
         "allocator": {
             "lock_free_1_thread_per_s": alloc.lock_free_1,
@@ -172,6 +197,22 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             r.async_inline_vs_sync(),
             r.background_vs_bound()
         );
+    }
+    if results.iter().any(|r| r.staged.is_some()) {
+        out!("\ndevice-side staging of the snapshot before the kernel\n");
+        out!("| size | async + background | same, staged on the device | staged / not |");
+        out!("| ---: | ---: | ---: | ---: |");
+        for r in results {
+            if let (Some(t), Some(ratio)) = (r.staged, r.staged_vs_background()) {
+                out!(
+                    "| {} | {} | {} | {:.3} |",
+                    bench::human(r.size),
+                    ms(r.async_background),
+                    ms(t),
+                    ratio
+                );
+            }
+        }
     }
     out!("\nreplay from a warm page cache (open, verify checksums, map, launch)\n");
     out!("| size | replay | read its files | replay / read |");
