@@ -6,8 +6,9 @@
 #   2. the end-to-end suite: record through the library -> files ->
 #      `reprise replay --verify` in a second process, geometry overrides,
 #      native parameter sizes, a 2-D grid, many launches;
-#   3. `reprise bench --backend cuda --quick --json`: sync vs async recording
-#      (small sizes, then 256 MiB on its own).
+#   3. `reprise bench --backend cuda --quick --json`: sync vs async recording,
+#      and async with device-side staging (small sizes, then 256 MiB on its
+#      own).
 # Every step has its own time limit; the script goes on after a failure and
 # exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
 set -u
