@@ -272,26 +272,10 @@ fn replay_with(descriptor: &std::path::Path, env: &[(&str, &str)]) -> std::proce
     reprise_env(&["replay", "--verify", s(descriptor)], env)
 }
 
-#[test]
-fn a_driver_without_devices_is_a_clean_error() {
-    let Some(gpu) = simulated() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let capture = record_saxpy(gpu, dir.path());
-    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_DEVICES", "0")]);
-    assert_error(&out, &["no CUDA device", s(&capture)]);
-}
-
-#[test]
-fn a_driver_without_virtual_memory_management_is_a_clean_error() {
-    let Some(gpu) = simulated() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let capture = record_saxpy(gpu, dir.path());
-    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_VMM", "0")]);
-    assert_error(&out, &["virtual memory", s(&capture)]);
-}
-
-#[test]
-fn a_recorded_address_the_driver_will_not_give_is_named() {
+/// Records a saxpy capture, then replays it on the simulated driver changed
+/// by `env`: exit 2, with the capture and each of `needles` (given the
+/// recorded base address) in the message.
+fn replay_fails_with(env: (&str, &str), needles: impl Fn(u64) -> Vec<String>) {
     let Some(gpu) = simulated() else { return };
     let dir = tempfile::tempdir().unwrap();
     let capture = record_saxpy(gpu, dir.path());
@@ -300,8 +284,32 @@ fn a_recorded_address_the_driver_will_not_give_is_named() {
         .record
         .region_base
         .unwrap();
-    let out = replay_with(&capture, &[("REPRISE_SIM_CUDA_HINTS", "ignore")]);
-    assert_error(&out, &[&format!("{base:#x}"), "offered"]);
+    let out = replay_with(&capture, &[env]);
+    let mut needles = needles(base);
+    needles.push(s(&capture).to_owned());
+    let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+    assert_error(&out, &needles);
+}
+
+#[test]
+fn a_driver_without_devices_is_a_clean_error() {
+    replay_fails_with(("REPRISE_SIM_CUDA_DEVICES", "0"), |_| {
+        vec!["no CUDA device".into()]
+    });
+}
+
+#[test]
+fn a_driver_without_virtual_memory_management_is_a_clean_error() {
+    replay_fails_with(("REPRISE_SIM_CUDA_VMM", "0"), |_| {
+        vec!["virtual memory".into()]
+    });
+}
+
+#[test]
+fn a_recorded_address_the_driver_will_not_give_is_named() {
+    replay_fails_with(("REPRISE_SIM_CUDA_HINTS", "ignore"), |base| {
+        vec![format!("{base:#x}"), "offered".into()]
+    });
 }
 
 /// Rewrites argument `index` of the capture's `ArgPtrs` to `value`.

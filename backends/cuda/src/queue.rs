@@ -132,6 +132,20 @@ impl Drop for Watchdog {
     }
 }
 
+/// A new non-blocking stream in the current context.
+fn create_stream() -> Result<sys::CUstream, DriverError> {
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: `stream` is a live out-parameter; the flag is a valid stream
+    // flag.
+    check("cuStreamCreate", unsafe {
+        sys::cuStreamCreate(
+            &mut stream,
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+        )
+    })?;
+    Ok(stream)
+}
+
 /// Device-side staging of a queue (see
 /// [`crate::CudaExecutor::with_device_staging`]): a shadow allocation, the
 /// copy stream that drains it, and the events ordering the two streams.
@@ -159,14 +173,7 @@ struct Staging {
 
 impl Staging {
     fn new(min_bytes: u64) -> Result<Staging, CudaError> {
-        let mut stream = std::ptr::null_mut();
-        // SAFETY: `stream` is a live out-parameter; the flag is valid.
-        check("cuStreamCreate", unsafe {
-            sys::cuStreamCreate(
-                &mut stream,
-                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-            )
-        })?;
+        let stream = create_stream()?;
         let mut staging = Staging {
             min_bytes,
             stream,
@@ -298,15 +305,7 @@ impl ErrorType for CudaQueue {
 impl CudaQueue {
     pub(crate) fn new(dev: &Arc<Device>, staging: Option<u64>) -> Result<Self, CudaError> {
         dev.bind()?;
-        let mut stream = std::ptr::null_mut();
-        // SAFETY: `stream` is a live out-parameter; the flag is a valid
-        // stream flag.
-        check("cuStreamCreate", unsafe {
-            sys::cuStreamCreate(
-                &mut stream,
-                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-            )
-        })?;
+        let stream = create_stream()?;
         let mut events = [std::ptr::null_mut(); 2];
         for i in 0..2 {
             // SAFETY: `events[i]` is a live out-parameter.
