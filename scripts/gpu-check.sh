@@ -9,7 +9,8 @@
 #   3. `reprise bench --backend cuda --quick --json`: sync vs async recording,
 #      and async with device-side staging (small sizes, then 256 MiB on its
 #      own).
-# Every step has its own time limit; the script goes on after a failure and
+# scripts/rehearse-gpu-check.sh runs this script here first, on the
+# simulated driver. Every step has its own time limit; the script goes on after a failure and
 # exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
 set -u
 B=${1:-.device}
