@@ -70,6 +70,8 @@ struct Watchdog {
 #[derive(Debug, Default)]
 struct Watch {
     waker: Option<Waker>,
+    /// When to wake `waker`: set when first armed, kept by re-arming.
+    due: Option<std::time::Instant>,
     stop: bool,
 }
 
@@ -87,12 +89,16 @@ impl Watchdog {
         })
     }
 
-    /// Wakes `waker` after [`WATCH_EVERY`] (unless re-armed or stopped).
+    /// Wakes `waker` [`WATCH_EVERY`] after the first arming since the last
+    /// wake; arming again before then only replaces the waker.
     fn arm(&self, waker: &Waker) {
         let (lock, cv) = &*self.shared;
         let mut w = lock.lock().unwrap_or_else(|p| p.into_inner());
         w.waker = Some(waker.clone());
-        cv.notify_one();
+        if w.due.is_none() {
+            w.due = Some(std::time::Instant::now() + WATCH_EVERY);
+            cv.notify_one();
+        }
     }
 }
 
@@ -100,19 +106,22 @@ fn watch(shared: &(Mutex<Watch>, Condvar)) {
     let (lock, cv) = shared;
     let mut w = lock.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        while w.waker.is_none() && !w.stop {
+        if w.stop {
+            return;
+        }
+        let Some(due) = w.due else {
             w = cv.wait(w).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        let now = std::time::Instant::now();
+        if now < due {
+            w = cv
+                .wait_timeout(w, due - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            continue;
         }
-        if w.stop {
-            return;
-        }
-        w = cv
-            .wait_timeout(w, WATCH_EVERY)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
-        if w.stop {
-            return;
-        }
+        w.due = None;
         if let Some(waker) = w.waker.take() {
             drop(w);
             waker.wake();
@@ -127,7 +136,12 @@ impl Drop for Watchdog {
         lock.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
         cv.notify_one();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // A wake on the watch thread may drop the last owner of the
+            // queue, and so this; a thread cannot join itself (it ends on
+            // its own after `stop`).
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -169,6 +183,8 @@ struct Staging {
     /// A kernel was enqueued since the last synchronize: later downloads
     /// are the kernel's output, which staging would only slow down.
     launched: bool,
+    /// A drain that failed, for the next synchronize to report.
+    failed: Option<CudaError>,
 }
 
 impl Staging {
@@ -183,6 +199,7 @@ impl Staging {
             pending: None,
             draining: false,
             launched: false,
+            failed: None,
         };
         for ev in [&mut staging.staged, &mut staging.drained] {
             // SAFETY: `ev` is a live out-parameter; events without timing
@@ -195,18 +212,23 @@ impl Staging {
     }
 
     /// Makes the shadow at least `len` bytes; `false` when it cannot be.
-    fn reserve_shadow(&mut self, len: usize) -> Result<bool, CudaError> {
+    /// `main` is the queue's stream.
+    fn reserve_shadow(&mut self, main: sys::CUstream, len: usize) -> Result<bool, CudaError> {
         if self.shadow.1 >= len {
             return Ok(true);
         }
         if self.shadow.1 > 0 {
-            // The copy stream may still be draining the old shadow.
-            // SAFETY: the stream is live.
-            check("cuStreamSynchronize", unsafe {
-                sys::cuStreamSynchronize(self.stream)
-            })?;
+            // Either stream may still copy into or out of the old shadow (a
+            // synchronize that was given up on leaves work queued): wait for
+            // both. Growing is rare; this blocks only then.
+            for stream in [main, self.stream] {
+                // SAFETY: both streams are live.
+                check("cuStreamSynchronize", unsafe {
+                    sys::cuStreamSynchronize(stream)
+                })?;
+            }
             // SAFETY: allocated below by an earlier call; nothing uses it
-            // now (the drain is done and no staged download is pending).
+            // now: both streams are idle and no staged download is pending.
             check("cuMemFree", unsafe { sys::cuMemFree_v2(self.shadow.0) })?;
             self.shadow = (0, 0);
         }
@@ -369,15 +391,16 @@ impl CudaQueue {
         if st.launched || st.pending.is_some() || (total as u64) < st.min_bytes || total == 0 {
             return Ok(false);
         }
-        if !st.reserve_shadow(buffer.as_ref().len())? {
+        if !st.reserve_shadow(stream, buffer.as_ref().len())? {
             return Ok(false);
         }
-        if std::mem::take(&mut st.draining) {
+        if st.draining {
             // The last drain must finish reading the shadow first.
             // SAFETY: the stream and event are live.
             check("cuStreamWaitEvent", unsafe {
                 sys::cuStreamWaitEvent(stream, st.drained, 0)
             })?;
+            st.draining = false;
         }
         let mut segs = Vec::with_capacity(segments.len());
         for s in segments.iter().filter(|s| s.len > 0) {
@@ -406,7 +429,23 @@ impl CudaQueue {
     /// Copies a staged download from the shadow to its host buffer: on the
     /// copy stream (after the kernel was queued), or on the queue's own
     /// stream when a synchronize comes first.
+    ///
+    /// On an error the copy stream is waited for (so no copy still writes
+    /// into the buffer once a synchronize hands it back) and the error is
+    /// kept for the next synchronize too, which fails with it: the staged
+    /// download is incomplete.
     fn drain(&mut self, on_copy_stream: bool) -> Result<(), CudaError> {
+        let result = self.try_drain(on_copy_stream);
+        if let (Err(e), Some(st)) = (&result, self.staging.as_mut()) {
+            // SAFETY: the stream is live; waiting is all this does.
+            let _ = unsafe { sys::cuStreamSynchronize(st.stream) };
+            st.draining = false;
+            st.failed.get_or_insert(e.clone());
+        }
+        result
+    }
+
+    fn try_drain(&mut self, on_copy_stream: bool) -> Result<(), CudaError> {
         let main = self.stream;
         let Some(st) = self.staging.as_mut() else {
             return Ok(());
@@ -447,18 +486,22 @@ impl CudaQueue {
 
     /// Before a synchronize: drains what is still staged and makes the
     /// queue's stream wait for the copy stream, so the host callback covers
-    /// both.
+    /// both. A drain that failed earlier fails this synchronize (once).
     fn join_staging(&mut self) -> Result<(), CudaError> {
         self.drain(false)?;
         let main = self.stream;
         if let Some(st) = self.staging.as_mut() {
-            st.launched = false;
-            if std::mem::take(&mut st.draining) {
+            if let Some(e) = st.failed.take() {
+                return Err(e);
+            }
+            if st.draining {
                 // SAFETY: the stream and event are live.
                 check("cuStreamWaitEvent", unsafe {
                     sys::cuStreamWaitEvent(main, st.drained, 0)
                 })?;
+                st.draining = false;
             }
+            st.launched = false;
         }
         Ok(())
     }
@@ -741,5 +784,52 @@ impl Drop for CudaQueue {
         self.dev.cleanup("cuStreamDestroy", || unsafe {
             sys::cuStreamDestroy_v2(stream)
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn re_arming_the_watchdog_does_not_wake_early() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let w = Watchdog::start().unwrap();
+        // Armed every millisecond for 200 ms (as two queues polled together
+        // re-arm each other): about one wake per WATCH_EVERY, not one per
+        // arming.
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(200) {
+            w.arm(&waker);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(w);
+        let wakes = count.0.load(Ordering::Relaxed);
+        let most = (200 / WATCH_EVERY.as_millis() + 2) as usize;
+        assert!(wakes <= most, "{wakes} wakes, at most {most} expected");
+    }
+
+    #[test]
+    fn an_armed_watchdog_wakes_once_and_stops_on_drop() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let w = Watchdog::start().unwrap();
+        w.arm(&Waker::from(count.clone()));
+        let start = std::time::Instant::now();
+        while count.0.load(Ordering::Relaxed) == 0 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(WATCH_EVERY * 3);
+        assert_eq!(count.0.load(Ordering::Relaxed), 1, "one wake per arming");
+        drop(w); // joins the thread: must not hang
     }
 }

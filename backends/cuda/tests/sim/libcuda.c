@@ -26,6 +26,14 @@
  *                               simulator likes, ignoring address hints (as
  *                               drivers that keep their own pools do)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
+ *   REPRISE_SIM_CUDA_COPY_DELAY_US=N  make each device-to-host and
+ *                               device-to-device copy take a random 0 to N
+ *                               microseconds more, so streams overlap
+ *                               unpredictably (also
+ *                               reprise_sim_set_copy_delay_us(N))
+ *
+ * Misuse the executor must never commit aborts the process with a message:
+ * freeing host or device memory that a queued or running copy still uses.
  *
  * Build switches: -DSIM_NO_STREAM_CALLBACK leaves out cuStreamAddCallback
  * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
@@ -87,6 +95,7 @@ static int g_initialized;
 static int g_devices = 1;
 static int g_ignore_hints;
 static int g_vmm = 1;
+static unsigned g_copy_delay_us;
 
 /* ---------------------------------------------------------------- errors */
 
@@ -157,6 +166,8 @@ struct sim_ctx {
 static struct sim_ctx g_ctx = {PTHREAD_MUTEX_INITIALIZER,
                                PTHREAD_COND_INITIALIZER, 0, CUDA_SUCCESS, 0};
 static __thread CUcontext t_current;
+/* Each stream worker's random delays (see reprise_sim_set_copy_delay_us). */
+static __thread unsigned t_seed;
 
 static CUresult sticky(void) {
   pthread_mutex_lock(&g_ctx.lock);
@@ -174,19 +185,35 @@ static CUresult usable(void) {
   return sticky();
 }
 
-EXPORT CUresult cuInit(unsigned flags) {
-  if (flags != 0)
-    return CUDA_ERROR_INVALID_VALUE;
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+static void read_env(void) {
   const char *d = getenv("REPRISE_SIM_CUDA_DEVICES");
   g_devices = d ? atoi(d) : 1;
   const char *h = getenv("REPRISE_SIM_CUDA_HINTS");
   g_ignore_hints = h && strcmp(h, "ignore") == 0;
   const char *v = getenv("REPRISE_SIM_CUDA_VMM");
   g_vmm = !(v && strcmp(v, "0") == 0);
+  const char *c = getenv("REPRISE_SIM_CUDA_COPY_DELAY_US");
+  if (c)
+    __atomic_store_n(&g_copy_delay_us, (unsigned)atoi(c), __ATOMIC_RELAXED);
+}
+
+EXPORT CUresult cuInit(unsigned flags) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_once(&g_env_once, read_env);
   if (g_devices <= 0)
     return CUDA_ERROR_NO_DEVICE;
-  g_initialized = 1;
+  __atomic_store_n(&g_initialized, 1, __ATOMIC_RELEASE);
   return CUDA_SUCCESS;
+}
+
+/* Simulator only: the most (microseconds) a device-to-host or
+ * device-to-device copy is delayed, at random, so that work on two streams
+ * overlaps unpredictably and a missing dependency between them shows. */
+EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
+  __atomic_store_n(&g_copy_delay_us, us, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
@@ -304,6 +331,9 @@ static struct range g_reserved[MAX_RANGES];
 static int g_nreserved;
 static struct range g_access[MAX_RANGES];
 static int g_naccess;
+/* Ranges mapped by cuMemMap (accessible or not yet). */
+static struct range g_mapped[MAX_RANGES];
+static int g_nmapped;
 
 static int add_range(struct range *set, int *n, uintptr_t base, size_t size) {
   if (*n == MAX_RANGES)
@@ -338,6 +368,9 @@ static int overlaps(const struct range *set, int n, uintptr_t base,
       return 1;
   return 0;
 }
+
+static void check_unused(const char *call, uintptr_t base, size_t size,
+                         int host);
 
 static int accessible(uintptr_t base, size_t size) {
   pthread_mutex_lock(&g_mem);
@@ -412,7 +445,8 @@ EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mem);
-  int mapped = overlaps(g_access, g_naccess, ptr, size);
+  int mapped = overlaps(g_access, g_naccess, ptr, size) ||
+               overlaps(g_mapped, g_nmapped, ptr, size);
   int ok = !mapped && remove_range(g_reserved, &g_nreserved, ptr, size);
   pthread_mutex_unlock(&g_mem);
   if (!ok)
@@ -458,9 +492,6 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return CUDA_SUCCESS;
 }
 
-/* Mapped but not yet accessible ranges. */
-static struct range g_mapped[MAX_RANGES];
-static int g_nmapped;
 
 EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle,
@@ -505,6 +536,7 @@ EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const void *desc,
 EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
+  check_unused("cuMemUnmap", ptr, size, 0);
   pthread_mutex_lock(&g_mem);
   int ok = remove_range(g_mapped, &g_nmapped, ptr, size);
   if (ok) {
@@ -516,6 +548,10 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   pthread_mutex_unlock(&g_mem);
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* cuMemHostAlloc'd ranges. */
+static struct range g_host[MAX_RANGES];
+static int g_nhost;
 
 /* cuMemAlloc'd ranges (also in g_access while allocated). */
 static struct range g_allocs[MAX_RANGES];
@@ -554,6 +590,10 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   for (int i = 0; i < g_nallocs; i++)
     if (g_allocs[i].base == ptr)
       size = g_allocs[i].size;
+  pthread_mutex_unlock(&g_mem);
+  if (size)
+    check_unused("cuMemFree", ptr, size, 0);
+  pthread_mutex_lock(&g_mem);
   if (size) {
     remove_range(g_allocs, &g_nallocs, ptr, size);
     remove_range(g_access, &g_naccess, ptr, size);
@@ -575,11 +615,30 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
   void *p = NULL;
   if (posix_memalign(&p, 4096, size) != 0)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mem);
+  int ok = add_range(g_host, &g_nhost, (uintptr_t)p, size);
+  pthread_mutex_unlock(&g_mem);
+  if (!ok) {
+    free(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *pp = p;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemFreeHost(void *p) {
+  size_t size = 0;
+  pthread_mutex_lock(&g_mem);
+  for (int i = 0; i < g_nhost; i++)
+    if (g_host[i].base == (uintptr_t)p)
+      size = g_host[i].size;
+  pthread_mutex_unlock(&g_mem);
+  if (!size)
+    return CUDA_ERROR_INVALID_VALUE;
+  check_unused("cuMemFreeHost", (uintptr_t)p, size, 1);
+  pthread_mutex_lock(&g_mem);
+  remove_range(g_host, &g_nhost, (uintptr_t)p, size);
+  pthread_mutex_unlock(&g_mem);
   free(p);
   return CUDA_SUCCESS;
 }
@@ -932,10 +991,50 @@ struct sim_stream {
   pthread_mutex_t lock;
   pthread_cond_t work, idle;
   struct op *head, *tail;
+  struct op *running;
   int pending; /* queued or running */
   int stop;
   pthread_t worker;
+  struct sim_stream *next; /* in g_streams */
 };
+
+/* Every live stream, to check frees against queued work. */
+static pthread_mutex_t g_streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_stream *g_streams;
+
+static int op_uses(const struct op *op, uintptr_t base, size_t size,
+                   int host) {
+  if (op->kind != OP_HTOD && op->kind != OP_DTOH && op->kind != OP_DTOD)
+    return 0;
+  struct range r = {base, size};
+  uintptr_t src = op->u.copy.src, dst = op->u.copy.dst;
+  size_t len = op->u.copy.len;
+  int src_host = op->kind == OP_HTOD, dst_host = op->kind == OP_DTOH;
+  return (src_host == host && overlaps(&r, 1, src, len)) ||
+         (dst_host == host && overlaps(&r, 1, dst, len));
+}
+
+/* Aborts when a queued or running copy still uses [base, base + size) of
+ * host (or device) memory that `call` is about to free. */
+static void check_unused(const char *call, uintptr_t base, size_t size,
+                         int host) {
+  pthread_mutex_lock(&g_streams_lock);
+  for (struct sim_stream *s = g_streams; s; s = s->next) {
+    pthread_mutex_lock(&s->lock);
+    int used = s->running && op_uses(s->running, base, size, host);
+    for (struct op *op = s->head; op && !used; op = op->next)
+      used = op_uses(op, base, size, host);
+    pthread_mutex_unlock(&s->lock);
+    if (used) {
+      fprintf(stderr,
+              "simulated CUDA driver: %s(%#lx, %zu bytes) while a queued "
+              "copy still uses that memory\n",
+              call, (unsigned long)base, size);
+      abort();
+    }
+  }
+  pthread_mutex_unlock(&g_streams_lock);
+}
 
 static pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
@@ -981,6 +1080,9 @@ static void run_op(CUstream s, struct op *op) {
       fault();
       break;
     }
+    unsigned delay = __atomic_load_n(&g_copy_delay_us, __ATOMIC_RELAXED);
+    if (delay && op->kind != OP_HTOD)
+      usleep(rand_r(&t_seed) % (delay + 1));
     memcpy((void *)op->u.copy.dst, (const void *)op->u.copy.src,
            op->u.copy.len);
     break;
@@ -992,7 +1094,8 @@ static void run_op(CUstream s, struct op *op) {
   case OP_EVENT:
     pthread_mutex_lock(&g_events);
     clock_gettime(CLOCK_MONOTONIC, &op->u.event.event->at);
-    op->u.event.event->reached = op->u.event.generation;
+    if (op->u.event.event->reached < op->u.event.generation)
+      op->u.event.event->reached = op->u.event.generation;
     pthread_cond_broadcast(&g_reached);
     pthread_mutex_unlock(&g_events);
     break;
@@ -1017,6 +1120,13 @@ static void run_op(CUstream s, struct op *op) {
 static void *worker(void *arg) {
   CUstream s = arg;
   t_current = &g_ctx;
+  /* A new sequence for every worker: streams made one after the other
+   * often get the same address, so that cannot be the seed. */
+  static unsigned workers;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  t_seed = (unsigned)now.tv_nsec ^
+           (__atomic_add_fetch(&workers, 1, __ATOMIC_RELAXED) * 0x9e3779b9u);
   pthread_mutex_lock(&s->lock);
   for (;;) {
     while (!s->head && !s->stop)
@@ -1027,10 +1137,12 @@ static void *worker(void *arg) {
     s->head = op->next;
     if (!s->head)
       s->tail = NULL;
+    s->running = op;
     pthread_mutex_unlock(&s->lock);
     run_op(s, op);
-    free(op);
     pthread_mutex_lock(&s->lock);
+    s->running = NULL;
+    free(op);
     s->pending--;
     if (s->pending == 0)
       pthread_cond_broadcast(&s->idle);
@@ -1088,6 +1200,10 @@ EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
     free(s);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  pthread_mutex_lock(&g_streams_lock);
+  s->next = g_streams;
+  g_streams = s;
+  pthread_mutex_unlock(&g_streams_lock);
   *out = s;
   return CUDA_SUCCESS;
 }
@@ -1107,6 +1223,13 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->lock);
   pthread_join(s->worker, NULL);
+  pthread_mutex_lock(&g_streams_lock);
+  for (struct sim_stream **p = &g_streams; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_streams_lock);
   free(s);
   return CUDA_SUCCESS;
 }

@@ -92,19 +92,19 @@ fn build(defines: &[&str]) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("no C compiler to build the simulated CUDA driver ({cc}: {e})"))?;
     let _ = std::fs::remove_file(&src);
-    if !out.status.success() {
-        return Err(format!(
-            "building the simulated CUDA driver failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    // A compiler that fails must fail the tests, not skip them.
+    assert!(
+        out.status.success(),
+        "building the simulated CUDA driver failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Another test process may have won the race; either copy is the same.
     std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", tmp.display()))?;
     Ok(dir)
 }
 
-/// Whether (and how) [`load`] loaded the simulator into this process.
-static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+/// The simulator as [`load`] loaded it into this process (or why not).
+static LOADED: OnceLock<Result<libloading::Library, String>> = OnceLock::new();
 
 /// Builds the simulator and loads it into this process for good, so the
 /// executor's lookup of `libcuda.so` finds it (the dynamic loader matches
@@ -114,13 +114,30 @@ pub fn load() -> Result<(), String> {
         .get_or_init(|| {
             let lib = library_dir()?.join("libcuda.so");
             // SAFETY: the simulator's initialisers are the C runtime's own;
-            // the library stays loaded for the life of the process.
-            let handle = unsafe { libloading::Library::new(&lib) }
-                .map_err(|e| format!("{}: {e}", lib.display()))?;
-            std::mem::forget(handle);
-            Ok(())
+            // the handle lives in a static, so the library stays loaded for
+            // the life of the process.
+            unsafe { libloading::Library::new(&lib) }.map_err(|e| format!("{}: {e}", lib.display()))
         })
-        .clone()
+        .as_ref()
+        .map(|_| ())
+        .map_err(Clone::clone)
+}
+
+/// Makes each device-to-host and device-to-device copy of the simulator
+/// loaded in this process take a random 0 to `us` microseconds more, so work
+/// on two streams overlaps unpredictably and a missing dependency between
+/// them shows. Does nothing unless [`load`] loaded the simulator.
+pub fn set_copy_delay_us(us: u32) {
+    if let Some(Ok(lib)) = LOADED.get() {
+        // SAFETY: the simulator defines the function with this signature;
+        // it only stores the value.
+        unsafe {
+            let f = lib
+                .get::<unsafe extern "C" fn(u32)>(b"reprise_sim_set_copy_delay_us")
+                .expect("the simulator exports reprise_sim_set_copy_delay_us");
+            f(us);
+        }
+    }
 }
 
 /// The environment a child process needs to find the simulator as its CUDA
