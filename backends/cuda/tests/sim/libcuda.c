@@ -35,6 +35,9 @@
  * Misuse the executor must never commit aborts the process with a message:
  * freeing host or device memory that a queued or running copy still uses.
  *
+ * For tests: reprise_sim_fail() makes one call fail, reprise_sim_counts()
+ * tells what is live, reprise_sim_set_copy_delay_us() slows copies.
+ *
  * Build switches: -DSIM_NO_STREAM_CALLBACK leaves out cuStreamAddCallback
  * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
  * drivers before CUDA 12.4 do).
@@ -96,6 +99,44 @@ static int g_devices = 1;
 static int g_ignore_hints;
 static int g_vmm = 1;
 static unsigned g_copy_delay_us;
+
+/* ------------------------------------------------------- fault injection */
+
+/* Simulator only: makes the call named `call` fail with `code` once, after
+ * `skip` calls of it succeed (one injection at a time; a new one replaces
+ * the last). Every driver function but cuGetErrorName/String checks it
+ * first, before any effect. */
+static pthread_mutex_t g_inject_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_inject_call[64];
+static CUresult g_inject_code;
+static int g_inject_skip;
+
+EXPORT void reprise_sim_fail(const char *call, int code, int skip) {
+  pthread_mutex_lock(&g_inject_lock);
+  snprintf(g_inject_call, sizeof g_inject_call, "%s", call ? call : "");
+  g_inject_code = code;
+  g_inject_skip = skip;
+  pthread_mutex_unlock(&g_inject_lock);
+}
+
+static CUresult injected(const char *call) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_inject_lock);
+  if (g_inject_call[0] && strcmp(call, g_inject_call) == 0 &&
+      g_inject_skip-- == 0) {
+    r = g_inject_code;
+    g_inject_call[0] = 0;
+  }
+  pthread_mutex_unlock(&g_inject_lock);
+  return r;
+}
+
+#define INJECT()                                                               \
+  do {                                                                         \
+    CUresult injected_ = injected(__func__);                                   \
+    if (injected_)                                                             \
+      return injected_;                                                        \
+  } while (0)
 
 /* ---------------------------------------------------------------- errors */
 
@@ -200,6 +241,7 @@ static void read_env(void) {
 }
 
 EXPORT CUresult cuInit(unsigned flags) {
+  INJECT();
   if (flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_once(&g_env_once, read_env);
@@ -217,6 +259,7 @@ EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!count)
@@ -226,6 +269,7 @@ EXPORT CUresult cuDeviceGetCount(int *count) {
 }
 
 EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!dev)
@@ -237,6 +281,7 @@ EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!value)
@@ -261,6 +306,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
 
 /* Every device shares the one simulated context. */
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!ctx)
@@ -275,6 +321,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  INJECT();
   if (dev < 0 || dev >= g_devices)
     return CUDA_ERROR_INVALID_DEVICE;
   pthread_mutex_lock(&g_ctx.lock);
@@ -286,6 +333,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!ctx)
@@ -295,6 +343,7 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
 }
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx && ctx != &g_ctx)
@@ -304,6 +353,7 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 }
 
 EXPORT CUresult cuCtxSynchronize(void) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (t_current != &g_ctx)
@@ -381,6 +431,7 @@ static int accessible(uintptr_t base, size_t size) {
 
 EXPORT CUresult cuMemGetAllocationGranularity(size_t *gran, const void *prop,
                                               int option) {
+  INJECT();
   (void)option;
   if (!gran || !prop)
     return CUDA_ERROR_INVALID_VALUE;
@@ -409,6 +460,7 @@ static void *reserve_anywhere(size_t size, size_t align) {
 EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
                                     size_t align, CUdeviceptr addr,
                                     unsigned long long flags) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -442,6 +494,7 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
 }
 
 EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mem);
@@ -456,6 +509,7 @@ EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 }
 
 /* A physical allocation: a memfd of its size. */
+static int g_nphysical;
 struct allocation {
   int fd;
   size_t size;
@@ -463,6 +517,7 @@ struct allocation {
 
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                             const void *prop, unsigned long long flags) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -479,16 +534,19 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   a->size = size;
+  __atomic_add_fetch(&g_nphysical, 1, __ATOMIC_RELAXED);
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  INJECT();
   struct allocation *a = (struct allocation *)(uintptr_t)handle;
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;
   close(a->fd); /* mappings keep the memory alive until unmapped */
   free(a);
+  __atomic_sub_fetch(&g_nphysical, 1, __ATOMIC_RELAXED);
   return CUDA_SUCCESS;
 }
 
@@ -496,6 +554,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle,
                          unsigned long long flags) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -518,6 +577,7 @@ EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 
 EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const void *desc,
                                size_t count) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -534,6 +594,7 @@ EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const void *desc,
 }
 
 EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   check_unused("cuMemUnmap", ptr, size, 0);
@@ -558,6 +619,7 @@ static struct range g_allocs[MAX_RANGES];
 static int g_nallocs;
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -583,6 +645,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mem);
@@ -606,6 +669,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
 }
 
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
+  INJECT();
   (void)flags;
   CUresult r = usable();
   if (r)
@@ -627,6 +691,7 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
 }
 
 EXPORT CUresult cuMemFreeHost(void *p) {
+  INJECT();
   size_t size = 0;
   pthread_mutex_lock(&g_mem);
   for (int i = 0; i < g_nhost; i++)
@@ -845,6 +910,7 @@ static void free_module(struct sim_module *m) {
 }
 
 EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -890,6 +956,7 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
 }
 
 EXPORT CUresult cuModuleUnload(CUmodule m) {
+  INJECT();
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
   free_module(m);
@@ -898,6 +965,7 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
 
 EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m,
                                     const char *name) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -913,6 +981,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m,
 
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
                                      CUmodule m, const char *name) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -932,6 +1001,7 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
 #ifndef SIM_NO_PARAM_INFO
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
                                    size_t *size) {
+  INJECT();
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   if (index >= (size_t)f->def->nparams)
@@ -1184,6 +1254,7 @@ static struct op *new_op(enum op_kind kind) {
 }
 
 EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
+  INJECT();
   (void)flags;
   CUresult r = usable();
   if (r)
@@ -1216,6 +1287,7 @@ static void wait_idle(CUstream s) {
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  INJECT();
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&s->lock);
@@ -1235,6 +1307,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 }
 
 EXPORT CUresult cuStreamQuery(CUstream s) {
+  INJECT();
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r = sticky();
@@ -1247,6 +1320,7 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 }
 
 EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  INJECT();
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   wait_idle(s);
@@ -1272,16 +1346,19 @@ static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
 
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
                                      size_t len, CUstream s) {
+  INJECT();
   return copy_async(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t len,
                                      CUstream s) {
+  INJECT();
   return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s);
 }
 
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
                                      size_t len, CUstream s) {
+  INJECT();
   return copy_async(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
 }
 
@@ -1289,6 +1366,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream s,
                                void **params, void **extra) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -1316,6 +1394,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
 }
 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
+  INJECT();
   (void)flags;
   CUresult r = usable();
   if (r)
@@ -1327,6 +1406,7 @@ EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
 }
 
 EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  INJECT();
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
   /* Like the driver, let a pending recording finish first. */
@@ -1339,6 +1419,7 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
 }
 
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -1360,6 +1441,7 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
 }
 
 EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -1376,6 +1458,7 @@ EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
 }
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  INJECT();
   if (!ms || !start || !end)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_events);
@@ -1394,6 +1477,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 #ifndef SIM_NO_STREAM_CALLBACK
 EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
                                     void *data, unsigned flags) {
+  INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!fn || flags)
@@ -1408,6 +1492,7 @@ EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
 #endif
 
 EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
+  INJECT();
   CUresult r = usable();
   if (r)
     return r;
@@ -1419,4 +1504,24 @@ EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
   op->u.hostfn.fn = fn;
   op->u.hostfn.data = data;
   return enqueue(s, op);
+}
+
+/* Simulator only: what is live, for tests that check every step of a
+ * failed operation was undone: address reservations, cuMemMap mappings,
+ * physical allocations, cuMemAlloc allocations, page-locked host
+ * allocations, streams. */
+EXPORT void reprise_sim_counts(int out[6]) {
+  pthread_mutex_lock(&g_mem);
+  out[0] = g_nreserved;
+  out[1] = g_nmapped;
+  out[2] = __atomic_load_n(&g_nphysical, __ATOMIC_RELAXED);
+  out[3] = g_nallocs;
+  out[4] = g_nhost;
+  pthread_mutex_unlock(&g_mem);
+  int streams = 0;
+  pthread_mutex_lock(&g_streams_lock);
+  for (struct sim_stream *st = g_streams; st; st = st->next)
+    streams++;
+  pthread_mutex_unlock(&g_streams_lock);
+  out[5] = streams;
 }

@@ -151,3 +151,41 @@ pub fn child_env() -> Option<(&'static str, std::ffi::OsString)> {
     }
     Some(("LD_LIBRARY_PATH", path))
 }
+
+/// Makes the simulator's next call of `call` (after `skip` that succeed)
+/// fail with `code`. Returns `false` (and does nothing) unless [`load`]
+/// loaded the simulator into this process.
+pub fn fail(call: &str, code: u32, skip: u32) -> bool {
+    let Some(Ok(lib)) = LOADED.get() else {
+        return false;
+    };
+    let call = std::ffi::CString::new(call).expect("a call name");
+    // SAFETY: the simulator defines the function with this signature; it
+    // copies the name before returning.
+    unsafe {
+        let f = lib
+            .get::<unsafe extern "C" fn(*const std::ffi::c_char, i32, i32)>(b"reprise_sim_fail")
+            .expect("the simulator exports reprise_sim_fail");
+        f(call.as_ptr(), code as i32, skip as i32);
+    }
+    true
+}
+
+/// What the simulator has live: `[reservations, mappings, physical
+/// allocations, device allocations, page-locked host allocations, streams]`
+/// (`None` unless [`load`] loaded it).
+pub fn counts() -> Option<[i32; 6]> {
+    let Some(Ok(lib)) = LOADED.get() else {
+        return None;
+    };
+    let mut out = [0i32; 6];
+    // SAFETY: the simulator defines the function with this signature and
+    // writes six ints.
+    unsafe {
+        let f = lib
+            .get::<unsafe extern "C" fn(*mut i32)>(b"reprise_sim_counts")
+            .expect("the simulator exports reprise_sim_counts");
+        f(out.as_mut_ptr());
+    }
+    Some(out)
+}

@@ -1,0 +1,210 @@
+//! Error paths only the simulated driver can provoke: one driver call made to
+//! fail at a chosen point, then a check that the executor reports it, names
+//! the call, and leaves nothing behind (the simulator counts what is live).
+//! Skipped (with the reason) on a real driver.
+
+mod common;
+
+use std::future::poll_fn;
+
+use common::{block_on, buffer_with, fixture, gpu, sim};
+use reprise_core::exec::{
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+};
+use reprise_cuda::{CudaError, CudaExecutor, CudaQueue};
+
+const MIB: u64 = 1 << 20;
+/// `CUDA_ERROR_INVALID_VALUE`.
+const INVALID_VALUE: u32 = 1;
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+const OUT_OF_MEMORY: u32 = 2;
+
+/// The executor on the simulated driver (holding the device lock), or
+/// `None` after saying why.
+fn simulated() -> Option<(std::sync::MutexGuard<'static, ()>, CudaExecutor)> {
+    if sim::driver() != Ok(sim::Driver::Simulated) {
+        println!("skipped: needs the simulated CUDA driver");
+        return None;
+    }
+    gpu()
+}
+
+fn sync(q: &mut CudaQueue) -> Result<(), CudaError> {
+    block_on(poll_fn(|cx| q.poll_synchronize(cx)))
+}
+
+fn seg(device: u64, host_offset: usize, len: usize) -> Segment {
+    Segment {
+        device,
+        host_offset,
+        len,
+    }
+}
+
+#[test]
+fn a_failed_step_of_a_region_undoes_every_earlier_step() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    // A fresh region falls back to any address when the suggested one
+    // fails, so the reservation itself is made to fail at a recorded
+    // address.
+    let recorded = reprise_cuda::SUGGESTED_BASE + (64 << 30);
+    for (call, base) in [
+        ("cuMemGetAllocationGranularity", None),
+        ("cuMemAddressReserve", Some(recorded)),
+        ("cuMemCreate", None),
+        ("cuMemMap", Some(recorded)),
+        ("cuMemSetAccess", None),
+    ] {
+        let before = sim::counts().unwrap();
+        assert!(sim::fail(call, OUT_OF_MEMORY, 0));
+        let err = exec
+            .reserve(RegionRequest {
+                base,
+                capacity: MIB,
+            })
+            .expect_err(call);
+        assert!(err.to_string().contains(call), "{call}: {err}");
+        assert_eq!(
+            sim::counts().unwrap(),
+            before,
+            "{call} left something behind"
+        );
+    }
+    // And the executor still works.
+    let r = exec
+        .reserve(RegionRequest {
+            base: None,
+            capacity: MIB,
+        })
+        .unwrap();
+    assert!(r.capacity() >= MIB);
+}
+
+#[test]
+fn an_error_in_a_drop_is_reported_by_the_next_synchronize() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec
+        .reserve(RegionRequest {
+            base: None,
+            capacity: MIB,
+        })
+        .unwrap();
+    let mut q = exec.queue().unwrap();
+    let buffer = exec.buffer(4096).unwrap();
+    assert!(sim::fail("cuMemFreeHost", INVALID_VALUE, 0));
+    drop(buffer);
+    q.upload(buffer_with(&exec, &[7; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    let err = sync(&mut q).expect_err("the kept error");
+    assert!(err.to_string().contains("cuMemFreeHost"), "{err}");
+    // Reported once: the next synchronize is clean.
+    q.upload(buffer_with(&exec, &[8; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    sync(&mut q).unwrap();
+}
+
+#[test]
+fn a_failed_queue_leaves_no_stream_or_event_behind() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let staged = exec.clone().with_device_staging(Some(0));
+    // A queue makes its stream and two events, then (staging) a copy stream
+    // and two more events: fail each in turn.
+    for (call, skip) in [
+        ("cuStreamCreate", 0),
+        ("cuEventCreate", 1),
+        ("cuStreamCreate", 1),
+        ("cuEventCreate", 3),
+    ] {
+        let before = sim::counts().unwrap();
+        assert!(sim::fail(call, OUT_OF_MEMORY, skip));
+        let err = staged.queue().expect_err(call);
+        assert!(err.to_string().contains(call), "{call}: {err}");
+        assert_eq!(sim::counts().unwrap(), before, "{call} #{skip}");
+    }
+}
+
+#[test]
+fn staging_falls_back_to_direct_downloads_when_the_device_is_full() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec
+        .reserve(RegionRequest {
+            base: None,
+            capacity: MIB,
+        })
+        .unwrap();
+    let staged = exec.clone().with_device_staging(Some(0));
+    let mut q = staged.queue().unwrap();
+    let data: Vec<u8> = (0..4096).map(|i| i as u8).collect();
+    q.upload(buffer_with(&exec, &data), &[seg(region.base(), 0, 4096)])
+        .unwrap();
+    sync(&mut q).unwrap();
+    assert!(sim::fail("cuMemAlloc_v2", OUT_OF_MEMORY, 0));
+    let t = q
+        .download(staged.buffer(4096).unwrap(), &[seg(region.base(), 0, 4096)])
+        .unwrap();
+    sync(&mut q).unwrap();
+    assert_eq!(q.downloads_staged(), 0, "no shadow, so no staging");
+    let (got, buf) = std::iter::from_fn(|| q.reclaim())
+        .find(|(got, _)| *got == t)
+        .unwrap();
+    assert_eq!((got, buf.as_ref()), (t, &data[..]));
+}
+
+#[test]
+fn a_failed_drain_fails_the_launch_and_the_next_synchronize_once() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let before = sim::counts().unwrap();
+    {
+        let region = exec
+            .reserve(RegionRequest {
+                base: None,
+                capacity: MIB,
+            })
+            .unwrap();
+        let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+        let kernel = exec.kernel(&image, "grid2d").unwrap();
+        let staged = exec.clone().with_device_staging(Some(0));
+        let mut q = staged.queue().unwrap();
+        let snapshot = q
+            .download(staged.buffer(4096).unwrap(), &[seg(region.base(), 0, 4096)])
+            .unwrap();
+        assert_eq!(q.downloads_staged(), 1);
+        // The copy stream's wait for the staged copies fails.
+        assert!(sim::fail("cuStreamWaitEvent", INVALID_VALUE, 0));
+        let values = [region.base(), 8, 8];
+        let launch = Launch {
+            config: LaunchConfig {
+                grid: [1, 1, 1],
+                block: [8, 8, 1],
+                shared_mem: 0,
+            },
+            args: KernelArgs {
+                values: &values,
+                sizes: &[8, 4, 4],
+                data: &[],
+            },
+        };
+        let err = q.launch(&kernel, &launch).expect_err("the drain failed");
+        assert!(err.to_string().contains("cuStreamWaitEvent"), "{err}");
+        // The synchronize covering the staged download fails too ...
+        let again = sync(&mut q).expect_err("the staged download is incomplete");
+        assert_eq!(again, err);
+        // ... once: the next one is clean, and every buffer comes back.
+        q.launch(&kernel, &launch).unwrap();
+        sync(&mut q).unwrap();
+        let back: Vec<_> = std::iter::from_fn(|| q.reclaim()).collect();
+        assert!(back.iter().any(|(t, _)| *t == snapshot), "{back:?}");
+    }
+    // The queue, region, image and buffers are gone without a trace.
+    assert_eq!(sim::counts().unwrap(), before);
+}
