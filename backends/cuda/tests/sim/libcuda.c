@@ -33,7 +33,8 @@
  *                               reprise_sim_set_copy_delay_us(N))
  *
  * Misuse the executor must never commit aborts the process with a message:
- * freeing host or device memory that a queued or running copy still uses.
+ * freeing host or device memory that a queued or running copy still uses,
+ * or unloading a module whose kernel is queued or running.
  *
  * For tests: reprise_sim_fail() makes one call fail, reprise_sim_counts()
  * tells what is live, reprise_sim_set_copy_delay_us() slows copies.
@@ -959,6 +960,7 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
   INJECT();
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
+  check_unused("cuModuleUnload", (uintptr_t)m, 0, 2);
   free_module(m);
   return CUDA_SUCCESS;
 }
@@ -1072,8 +1074,12 @@ struct sim_stream {
 static pthread_mutex_t g_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_stream *g_streams;
 
+/* Whether `op` uses [base, base + size) of host (or device) memory; with
+ * host == 2, whether it is a launch of a kernel of module `base`. */
 static int op_uses(const struct op *op, uintptr_t base, size_t size,
                    int host) {
+  if (host == 2)
+    return op->kind == OP_KERNEL && (uintptr_t)op->u.launch.module == base;
   if (op->kind != OP_HTOD && op->kind != OP_DTOH && op->kind != OP_DTOD)
     return 0;
   struct range r = {base, size};
@@ -1096,10 +1102,16 @@ static void check_unused(const char *call, uintptr_t base, size_t size,
       used = op_uses(op, base, size, host);
     pthread_mutex_unlock(&s->lock);
     if (used) {
-      fprintf(stderr,
-              "simulated CUDA driver: %s(%#lx, %zu bytes) while a queued "
-              "copy still uses that memory\n",
-              call, (unsigned long)base, size);
+      if (host == 2)
+        fprintf(stderr,
+                "simulated CUDA driver: %s(%#lx) while a kernel of that "
+                "module is queued or running\n",
+                call, (unsigned long)base);
+      else
+        fprintf(stderr,
+                "simulated CUDA driver: %s(%#lx, %zu bytes) while a queued "
+                "copy still uses that memory\n",
+                call, (unsigned long)base, size);
       abort();
     }
   }
