@@ -45,6 +45,16 @@ impl CudaExecutor {
     /// synchronize still covers both. `None` turns it off. Where the driver
     /// lacks a function it needs, or the shadow cannot be allocated,
     /// downloads go straight to the host as usual.
+    ///
+    /// ```
+    /// use reprise_cuda::CudaExecutor;
+    /// if let Ok(gpu) = CudaExecutor::new(0) {
+    ///     let gpu = gpu.with_device_staging(Some(1 << 20));
+    ///     // On where the driver has what staging needs.
+    ///     assert!(matches!(gpu.device_staging(), None | Some(0x10_0000)));
+    ///     assert_eq!(gpu.with_device_staging(None).device_staging(), None);
+    /// }
+    /// ```
     pub fn with_device_staging(mut self, min_bytes: Option<u64>) -> Self {
         self.staging = min_bytes;
         self
