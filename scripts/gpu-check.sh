@@ -10,8 +10,9 @@
 #      and async with device-side staging (small sizes, then 256 MiB on its
 #      own).
 # scripts/rehearse-gpu-check.sh runs this script here first, on the
-# simulated driver. Every step has its own time limit; the script goes on after a failure and
-# exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
+# simulated driver. Every step has its own time limit (465 s in all at
+# worst, so one call of at most 600 s holds the whole check); the script
+# goes on after a failure and exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
 set -u
 B=${1:-.device}
 OUT=${OUT:-gpu-check-out}
@@ -30,9 +31,9 @@ step() { # name limit command...
     [ "$rc" -eq 0 ] || failed=1
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-step cuda-executor 120 "$B/cuda-executor" --test-threads=1 --nocapture
-step cuda-fault 60 "$B/cuda-fault" --nocapture
-step end-to-end 150 "$B/end-to-end" --test-threads=1 --nocapture
-step bench-cuda 120 "$B/reprise" bench --backend cuda --quick --json --sizes 64K,1M,16M
-step bench-cuda-256m 150 "$B/reprise" bench --backend cuda --quick --json --sizes 256M
+step cuda-executor 90 "$B/cuda-executor" --test-threads=1 --nocapture
+step cuda-fault 45 "$B/cuda-fault" --nocapture
+step end-to-end 120 "$B/end-to-end" --test-threads=1 --nocapture
+step bench-cuda 90 "$B/reprise" bench --backend cuda --quick --json --sizes 64K,1M,16M
+step bench-cuda-256m 120 "$B/reprise" bench --backend cuda --quick --json --sizes 256M
 exit $failed
