@@ -488,7 +488,13 @@ impl CudaQueue {
     /// queue's stream wait for the copy stream, so the host callback covers
     /// both. A drain that failed earlier fails this synchronize (once).
     fn join_staging(&mut self) -> Result<(), CudaError> {
-        self.drain(false)?;
+        if let Err(e) = self.drain(false) {
+            // Reported now, by this synchronize: not kept for the next.
+            if let Some(st) = self.staging.as_mut() {
+                st.failed = None;
+            }
+            return Err(e);
+        }
         let main = self.stream;
         if let Some(st) = self.staging.as_mut() {
             if let Some(e) = st.failed.take() {

@@ -208,3 +208,26 @@ fn a_failed_drain_fails_the_launch_and_the_next_synchronize_once() {
     // The queue, region, image and buffers are gone without a trace.
     assert_eq!(sim::counts().unwrap(), before);
 }
+
+#[test]
+fn a_drain_that_fails_at_a_synchronize_is_reported_by_that_synchronize_only() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec
+        .reserve(RegionRequest {
+            base: None,
+            capacity: MIB,
+        })
+        .unwrap();
+    let staged = exec.clone().with_device_staging(Some(0));
+    let mut q = staged.queue().unwrap();
+    q.download(staged.buffer(4096).unwrap(), &[seg(region.base(), 0, 4096)])
+        .unwrap();
+    // No launch: the synchronize drains on the queue's own stream, and that
+    // copy fails.
+    assert!(sim::fail("cuMemcpyDtoHAsync_v2", INVALID_VALUE, 0));
+    let err = sync(&mut q).expect_err("the drain failed");
+    assert!(err.to_string().contains("cuMemcpyDtoHAsync"), "{err}");
+    sync(&mut q).unwrap();
+}
