@@ -463,3 +463,29 @@ fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
         assert_eq!(std::fs::read(saved).unwrap(), expected, "{generation}");
     }
 }
+
+#[test]
+fn the_demo_records_and_replays_on_the_cuda_executor() {
+    let Some(_gpu) = gpu() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["demo", "--backend", "cuda", "--size", "1M", "--dir"];
+    let mut args = args.to_vec();
+    args.push(s(dir.path()));
+    let out = reprise(&args);
+    let (stdout, _) = text(&out);
+    assert_exit(&out, 0);
+    assert!(stdout.contains("on the cuda executor"), "{stdout}");
+    assert!(stdout.contains("[4/4] verified"), "{stdout}");
+    // And its capture replays in yet another process.
+    let descriptor = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("the demo's capture");
+    replay_ok(&descriptor, &[]);
+    // Without a device it is a clean error.
+    if sim::driver() == Ok(sim::Driver::Simulated) {
+        let out = reprise_env(&args, &[("REPRISE_SIM_CUDA_DEVICES", "0")]);
+        assert_error(&out, &["opening CUDA device 0", "no CUDA device"]);
+    }
+}

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use reprise::core::exec::Executor;
 use reprise::{
     Args as KernelArgs, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder,
 };
@@ -12,13 +13,14 @@ use reprise_std::config::parse_size;
 
 use super::{human_bytes, human_time};
 
-/// Record a kernel launch on the host CPU and replay it: the whole round
-/// trip in one command.
+/// Record a kernel launch and replay it: the whole round trip in one
+/// command, on the host CPU (the default) or an NVIDIA GPU.
 ///
-/// Builds in a sample kernel (a stencil over a float array that reads a
-/// device global), records one launch whose recording region holds about
-/// SIZE bytes, writes the capture to DIR, then replays it on a fresh executor
-/// at the recorded address and verifies the output byte for byte.
+/// Builds in a sample kernel (on the host, a stencil over a float array
+/// that reads a device global; on a GPU, a saxpy that reads one), records
+/// one launch whose recording region holds about SIZE bytes, writes the
+/// capture to DIR, then replays it on a fresh executor at the recorded
+/// address and verifies the output byte for byte.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Where to write the capture.
@@ -28,46 +30,125 @@ pub struct DemoArgs {
     /// 4M, 256M).
     #[arg(long, default_value = "4M", value_parser = |s: &str| parse_size("--size", s).map_err(|e| e.to_string()))]
     pub size: u64,
+    /// The executor to record and replay on.
+    #[arg(long, value_enum, default_value_t = DemoBackend::Host)]
+    pub backend: DemoBackend,
+    /// The CUDA device (with `--backend cuda`).
+    #[arg(long, default_value_t = 0)]
+    pub device_id: i32,
 }
+
+/// Executors the demo runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DemoBackend {
+    /// The host CPU.
+    Host,
+    /// An NVIDIA GPU, through the CUDA driver.
+    Cuda,
+}
+
+/// The demo's kernel on one executor.
+struct DemoKernel {
+    image: &'static [u8],
+    name: &'static str,
+    /// Arguments given the input and output arrays and the element count.
+    args: fn(u64, u64, usize) -> KernelArgs,
+    geometry: fn(usize) -> LaunchConfig,
+}
+
+const HOST_KERNEL: DemoKernel = DemoKernel {
+    image: reprise::DEMO_IMAGE,
+    name: "demo_stencil",
+    args: |input, output, n| KernelArgs::new().ptr(input).ptr(output).scalar(n as u64),
+    geometry: |_| LaunchConfig {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+    },
+};
+
+/// `output = 2 * input + output + bias` over the arrays.
+const CUDA_KERNEL: DemoKernel = DemoKernel {
+    image: reprise::bench::SAXPY_PTX,
+    name: "saxpy",
+    args: |input, output, n| {
+        KernelArgs::new()
+            .f32(2.0)
+            .ptr(input)
+            .ptr(output)
+            .i32(n as i32)
+    },
+    geometry: |n| LaunchConfig {
+        grid: [(n as u32).div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+    },
+};
 
 fn step(n: u32, text: impl std::fmt::Display) {
     out!("[{n}/4] {text}");
 }
 
 pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
-    let n = (a.size / 8).max(1) as usize;
+    // The CUDA kernel counts elements in an `int`.
+    let n = (a.size / 8).clamp(1, i32::MAX as u64) as usize;
+    match a.backend {
+        DemoBackend::Host => {
+            let exec = HostExecutor::new()
+                .map_err(|e| reprise::Error::executor("starting the host executor", e))?;
+            demo(exec, BackendKind::Host, 0, &HOST_KERNEL, n, &a)
+        }
+        DemoBackend::Cuda => {
+            let device = a.device_id;
+            let exec = reprise::CudaExecutor::new(device).map_err(|e| {
+                reprise::Error::executor(format!("opening CUDA device {device}"), e)
+            })?;
+            demo(exec, BackendKind::Cuda, device, &CUDA_KERNEL, n, &a)
+        }
+    }
+}
+
+fn demo<E>(
+    exec: E,
+    backend: BackendKind,
+    device: i32,
+    k: &DemoKernel,
+    n: usize,
+    a: &DemoArgs,
+) -> reprise::Result<ExitCode>
+where
+    E: Executor,
+    E::Buffer: Send + 'static,
+    E::Error: std::error::Error + Send + Sync + 'static,
+{
     let bytes = n * 4;
     let region_size = (2 * bytes as u64 + (64 << 20)).next_power_of_two();
 
     step(
         1,
         format!(
-            "recording demo_stencil over {n} floats ({} in + out)",
+            "recording {} over {n} floats on the {backend} executor ({} in + out)",
+            k.name,
             human_bytes(2 * bytes as u64)
         ),
     );
-    let exec = HostExecutor::new()
-        .map_err(|e| reprise::Error::executor("starting the host executor", e))?;
     let config = RecordConfig::default()
         .enabled(true)
         .dir(&a.dir)
         .region_size(region_size)
         .save_output(true);
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
-    let input = rec.alloc(bytes as u64, 64)?;
-    let output = rec.alloc(bytes as u64, 64)?;
+    let mut rec = Recorder::new(exec, backend, device, config)?;
+    let input = rec.alloc(bytes as u64, 256)?;
+    let output = rec.alloc(bytes as u64, 256)?;
     let data: Vec<u8> = (0..n)
         .flat_map(|i| ((i as f32 * 0.01).sin() * 100.0).to_le_bytes())
         .collect();
     rec.upload(input, &data)?;
-    let image = rec.load_image(reprise::DEMO_IMAGE)?;
-    let kernel = rec.kernel(image, "demo_stencil")?;
-    let geometry = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        shared_mem: 0,
-    };
-    let args = KernelArgs::new().ptr(input).ptr(output).scalar(n as u64);
+    rec.upload(output, &vec![0u8; bytes])?;
+    let image = rec.load_image(k.image)?;
+    let kernel = rec.kernel(image, k.name)?;
+    let geometry = (k.geometry)(n);
+    let args = (k.args)(input, output, n);
     let start = Instant::now();
     let written = reprise::block_on(async {
         rec.launch(&kernel, geometry, &args).await?;
@@ -102,7 +183,7 @@ pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
 
     step(
         3,
-        "replaying on a fresh host executor at the recorded address",
+        format!("replaying on a fresh {backend} executor at the recorded address"),
     );
     let outcome = reprise::block_on(std::future::IntoFuture::into_future(
         reprise::replay(&capture).verify(true),
