@@ -489,3 +489,42 @@ fn the_demo_records_and_replays_on_the_cuda_executor() {
         assert_error(&out, &["opening CUDA device 0", "no CUDA device"]);
     }
 }
+
+#[test]
+fn a_driver_with_its_own_address_pool_replays_in_a_fresh_process() {
+    // Driver 580 was seen to place every reservation in its own address
+    // pool, honouring hints only inside it: the simulator's `pool` policy.
+    let Some(_gpu) = simulated() else { return };
+    let pool = [("REPRISE_SIM_CUDA_HINTS", "pool")];
+    let dir = tempfile::tempdir().unwrap();
+    let out = reprise_env(
+        &[
+            "demo",
+            "--backend",
+            "cuda",
+            "--size",
+            "1M",
+            "--dir",
+            s(dir.path()),
+        ],
+        &pool,
+    );
+    assert_exit(&out, 0);
+    let descriptor = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("the demo's capture");
+    // LLVM's suggested address is outside the pool: the recording went to
+    // the pool's first 2 GiB-aligned address instead ...
+    let base = reprise::Capture::open(&descriptor)
+        .unwrap()
+        .record
+        .region_base
+        .unwrap();
+    assert_eq!(base, 0x3_8000_0000);
+    // ... which a fresh process on the same driver gets back.
+    let out = replay_with(&descriptor, &pool);
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("verification: PASS"));
+}

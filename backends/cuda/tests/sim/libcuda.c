@@ -23,8 +23,11 @@
  *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1; 0 makes cuInit
  *                               fail with CUDA_ERROR_NO_DEVICE)
  *   REPRISE_SIM_CUDA_HINTS=ignore  place every reservation where the
- *                               simulator likes, ignoring address hints (as
- *                               drivers that keep their own pools do)
+ *                               simulator likes, ignoring address hints
+ *   REPRISE_SIM_CUDA_HINTS=pool  place reservations in one address pool at
+ *                               0x380000000, lowest free address first,
+ *                               honouring a hint only inside the pool (as
+ *                               driver 580 was seen to do)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
  *   REPRISE_SIM_CUDA_COPY_DELAY_US=N  make each device-to-host and
  *                               device-to-device copy take a random 0 to N
@@ -98,6 +101,11 @@ enum {
 static int g_initialized;
 static int g_devices = 1;
 static int g_ignore_hints;
+/* REPRISE_SIM_CUDA_HINTS=pool: reservations come from one address pool,
+ * lowest free address first, and a hint counts only inside it. */
+static int g_pool;
+#define POOL_BASE ((uintptr_t)0x380000000ull)
+#define POOL_SIZE ((uintptr_t)1 << 40)
 static int g_vmm = 1;
 static unsigned g_copy_delay_us;
 
@@ -234,6 +242,7 @@ static void read_env(void) {
   g_devices = d ? atoi(d) : 1;
   const char *h = getenv("REPRISE_SIM_CUDA_HINTS");
   g_ignore_hints = h && strcmp(h, "ignore") == 0;
+  g_pool = h && strcmp(h, "pool") == 0;
   const char *v = getenv("REPRISE_SIM_CUDA_VMM");
   g_vmm = !(v && strcmp(v, "0") == 0);
   const char *c = getenv("REPRISE_SIM_CUDA_COPY_DELAY_US");
@@ -440,6 +449,35 @@ EXPORT CUresult cuMemGetAllocationGranularity(size_t *gran, const void *prop,
   return CUDA_SUCCESS;
 }
 
+/* Maps PROT_NONE at exactly `at`, or returns NULL. */
+static void *reserve_at(uintptr_t at, size_t size) {
+  void *p = mmap((void *)at, size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                     MAP_FIXED_NOREPLACE,
+                 -1, 0);
+  if (p == (void *)at)
+    return p;
+  if (p != MAP_FAILED)
+    munmap(p, size); /* a kernel without MAP_FIXED_NOREPLACE moved it */
+  return NULL;
+}
+
+/* The lowest free, `align`-aligned range of the pool (g_mem held). */
+static void *reserve_in_pool(size_t size, size_t align) {
+  if (align < GRANULARITY)
+    align = GRANULARITY;
+  uintptr_t at = (POOL_BASE + align - 1) & ~(uintptr_t)(align - 1);
+  while (at + size <= POOL_BASE + POOL_SIZE) {
+    void *p = NULL;
+    if (!overlaps(g_reserved, g_nreserved, at, size))
+      p = reserve_at(at, size);
+    if (p)
+      return p;
+    at = (at + align) & ~(uintptr_t)(align - 1);
+  }
+  return NULL;
+}
+
 static void *reserve_anywhere(size_t size, size_t align) {
   if (align < GRANULARITY)
     align = GRANULARITY;
@@ -469,23 +507,18 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
       (align & (align - 1)) || addr % GRANULARITY)
     return CUDA_ERROR_INVALID_VALUE;
   void *got = NULL;
-  if (addr && !g_ignore_hints) {
-    void *p = mmap((void *)(uintptr_t)addr, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                       MAP_FIXED_NOREPLACE,
-                   -1, 0);
-    if (p == (void *)(uintptr_t)addr)
-      got = p;
-    else if (p != MAP_FAILED)
-      munmap(p, size); /* a kernel without MAP_FIXED_NOREPLACE moved it */
-  }
+  pthread_mutex_lock(&g_mem);
+  int in_pool = addr >= POOL_BASE && addr - POOL_BASE < POOL_SIZE &&
+                size <= POOL_BASE + POOL_SIZE - addr;
+  if (addr && !g_ignore_hints && (!g_pool || in_pool) &&
+      !overlaps(g_reserved, g_nreserved, addr, size))
+    got = reserve_at(addr, size);
   if (!got)
-    got = reserve_anywhere(size, align);
+    got = g_pool ? reserve_in_pool(size, align) : reserve_anywhere(size, align);
+  int ok = got && add_range(g_reserved, &g_nreserved, (uintptr_t)got, size);
+  pthread_mutex_unlock(&g_mem);
   if (!got)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  pthread_mutex_lock(&g_mem);
-  int ok = add_range(g_reserved, &g_nreserved, (uintptr_t)got, size);
-  pthread_mutex_unlock(&g_mem);
   if (!ok) {
     munmap(got, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
