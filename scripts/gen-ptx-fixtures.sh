@@ -11,3 +11,8 @@ for src in *.cu; do
         -O2 -S -o "$out" "$src"
     echo "generated backends/cuda/fixtures/$out"
 done
+# The demo's and the benchmark's kernel, for every GPU from sm_52 (Maxwell)
+# on: the driver compiles PTX for newer GPUs, never for older ones.
+"$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_52 -nocudainc -nocudalib \
+    -O2 -S -o saxpy.sm_52.ptx saxpy.cu
+echo "generated backends/cuda/fixtures/saxpy.sm_52.ptx"

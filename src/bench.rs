@@ -3,7 +3,8 @@
 //!
 //! For each region size, on one executor, in one run:
 //!
-//! - **plain**: launch a kernel that touches one counter, and synchronize;
+//! - **plain**: launch the backend's kernel (on the host one that touches a
+//!   counter; on CUDA a saxpy over the whole region) and synchronize;
 //! - **sync + inline** (LLVM's way): record with a synchronize after every
 //!   step and write the files on the launching thread;
 //! - **async + inline**: one synchronize, files still written inline;
@@ -125,8 +126,12 @@ impl SizeResult {
         self.replay / self.read_files
     }
     /// Device-side staging against reprise's way without it.
+    /// (`None` when not measured, or when reprise's way measured no cost to
+    /// compare against.)
     pub fn staged_vs_background(&self) -> Option<f64> {
-        self.staged.map(|t| t / self.async_background)
+        self.staged
+            .filter(|_| self.async_background > 0.0)
+            .map(|t| t / self.async_background)
     }
 }
 
@@ -184,9 +189,10 @@ pub fn host_kernel() -> BenchKernel {
     }
 }
 
-/// The PTX of the CUDA benchmark kernel: `saxpy(float a, float *x, float *y,
-/// int n)` from the CUDA executor's fixtures.
-pub const SAXPY_PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
+/// The PTX of the CUDA benchmark's (and demo's) kernel: `saxpy(float a,
+/// float *x, float *y, int n)` from the CUDA executor's fixtures, compiled
+/// for sm_52 so that every GPU from Maxwell on can run it.
+pub const SAXPY_PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.sm_52.ptx");
 
 /// Elements of the CUDA benchmark's `saxpy` over `data_len` bytes: `x` is
 /// the first half of the data, `y` the second (at least one element, on the

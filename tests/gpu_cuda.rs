@@ -332,13 +332,17 @@ fn a_kernel_that_faults_during_replay_is_an_error_not_a_hang() {
     set_arg(&capture, 2, 0x10);
     let no_callback = sim::variant_dir(&["-DSIM_NO_STREAM_CALLBACK"]).unwrap();
     for lib in [None, Some(&no_callback)] {
-        let env: Vec<(&str, &str)> = lib
-            .iter()
-            .map(|d| ("LD_LIBRARY_PATH", d.to_str().unwrap()))
-            .collect();
+        // The kernel waits before it runs, so the fault comes while the
+        // synchronize waits (without stream callbacks, on a host function
+        // that will never run).
+        let mut env = vec![("REPRISE_SIM_CUDA_KERNEL_DELAY_US", "50000")];
+        env.extend(lib.iter().map(|d| ("LD_LIBRARY_PATH", d.to_str().unwrap())));
         let out = replay_with(&capture, &env);
         eprintln!("{}", text(&out).1);
-        assert_error(&out, &["CUDA_ERROR_ILLEGAL_ADDRESS", s(&capture)]);
+        assert_error(
+            &out,
+            &["cuStreamQuery", "CUDA_ERROR_ILLEGAL_ADDRESS", s(&capture)],
+        );
     }
 }
 
@@ -527,4 +531,37 @@ fn a_driver_with_its_own_address_pool_replays_in_a_fresh_process() {
     let out = replay_with(&descriptor, &pool);
     assert_exit(&out, 0);
     assert!(text(&out).0.contains("verification: PASS"));
+}
+
+#[test]
+fn the_cuda_benchmark_runs_and_reports_staging() {
+    let Some(_gpu) = gpu() else { return };
+    let out = reprise(&[
+        "bench",
+        "--backend",
+        "cuda",
+        "--quick",
+        "--json",
+        "--sizes",
+        "64K,2M",
+    ]);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&text(&out).0).expect("JSON");
+    assert_eq!(v["backend"], "cuda");
+    let sizes = v["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 2);
+    for (r, want) in sizes.iter().zip([64u64 << 10, 2 << 20]) {
+        assert_eq!(r["size_bytes"].as_u64(), Some(want));
+        for key in [
+            "plain_launch_s",
+            "sync_inline_s",
+            "async_background_s",
+            "async_background_staged_s",
+            "replay_s",
+        ] {
+            let t = r[key].as_f64().unwrap_or_else(|| panic!("{key}: {r}"));
+            assert!(t.is_finite() && t >= 0.0, "{key}: {t}");
+        }
+        assert!(r["plain_launch_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
 }

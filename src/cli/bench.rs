@@ -97,8 +97,9 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
                     .map_err(|e| reprise::Error::executor("opening CUDA device 0", e))
             };
             // reprise's way once more with device-side staging, where the
-            // driver has what it needs.
-            let make_staged = || make().map(|e| e.with_device_staging(Some(1 << 20)));
+            // driver has what it needs; from 0 bytes, so the snapshot before
+            // the kernel is staged at every size.
+            let make_staged = || make().map(|e| e.with_device_staging(Some(0)));
             let has_staging = make_staged().is_ok_and(|e| e.device_staging().is_some());
             let staged: Option<&dyn Fn() -> reprise::Result<reprise::CudaExecutor>> =
                 has_staging.then_some(&make_staged);
@@ -203,13 +204,15 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
         out!("| size | async + background | same, staged on the device | staged / not |");
         out!("| ---: | ---: | ---: | ---: |");
         for r in results {
-            if let (Some(t), Some(ratio)) = (r.staged, r.staged_vs_background()) {
+            if let Some(t) = r.staged {
+                let ratio = r
+                    .staged_vs_background()
+                    .map_or_else(|| "-".into(), |x| format!("{x:.3}"));
                 out!(
-                    "| {} | {} | {} | {:.3} |",
+                    "| {} | {} | {} | {ratio} |",
                     bench::human(r.size),
                     ms(r.async_background),
                     ms(t),
-                    ratio
                 );
             }
         }

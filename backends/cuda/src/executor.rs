@@ -36,15 +36,22 @@ impl CudaExecutor {
         })
     }
 
-    /// Device-side staging for the queues made from now on (off by default):
-    /// a download of at least `min_bytes` enqueued before any launch since
-    /// the last synchronize (a recording's snapshot of memory before the
-    /// kernel) becomes a device-to-device copy into a shadow allocation, and
-    /// the shadow is copied to the host on a second stream once the kernel
-    /// is queued, so the kernel need not wait for the copy over the bus. The
-    /// synchronize still covers both. `None` turns it off. Where the driver
-    /// lacks a function it needs, or the shadow cannot be allocated,
-    /// downloads go straight to the host as usual.
+    /// Device-side staging for the queues made from now on (off by default).
+    ///
+    /// In each stretch of work between two synchronizes, the first download
+    /// of at least `min_bytes` enqueued before any launch (with the async
+    /// recording schedule: the snapshot of memory before the kernel) becomes
+    /// a device-to-device copy into a shadow allocation; once the kernel is
+    /// queued, the shadow is copied to the host on a second stream, so the
+    /// kernel need not wait for the copy over the bus. The synchronize still
+    /// covers both. With the sync schedule there is nothing to overlap
+    /// (every step synchronizes), so staging only adds a copy there.
+    ///
+    /// `None` turns it off. Where the driver lacks a function staging needs,
+    /// it stays off ([`CudaExecutor::device_staging`] says so); where the
+    /// shadow cannot be allocated (out of device memory), that download goes
+    /// straight to the host as usual. A queue fails to be made if its copy
+    /// stream or events cannot be.
     ///
     /// ```
     /// use reprise_cuda::CudaExecutor;

@@ -181,7 +181,9 @@ struct Staging {
     /// A drain the queue's stream has not been made to wait for yet.
     draining: bool,
     /// A kernel was enqueued since the last synchronize: later downloads
-    /// are the kernel's output, which staging would only slow down.
+    /// in this stretch are the kernel's output, which staging would only
+    /// slow down. (With the sync schedule a synchronize separates kernel and
+    /// output, so the output is staged too, and drained at once.)
     launched: bool,
     /// A drain that failed, for the next synchronize to report.
     failed: Option<CudaError>,
@@ -246,12 +248,39 @@ impl Staging {
     }
 }
 
+impl Staging {
+    /// Frees the shadow, events and copy stream, keeping errors for the
+    /// next synchronize of the executor. The queue has waited for both
+    /// streams.
+    fn release(mut self, dev: &Device) {
+        let (shadow, stream) = (self.shadow, self.stream);
+        let events = [self.staged, self.drained];
+        // What `Drop` would free is freed here.
+        self.shadow = (0, 0);
+        self.staged = std::ptr::null_mut();
+        self.drained = std::ptr::null_mut();
+        self.stream = std::ptr::null_mut();
+        if shadow.1 > 0 {
+            // SAFETY: allocated by `reserve_shadow`; both streams are idle.
+            dev.cleanup("cuMemFree", || unsafe { sys::cuMemFree_v2(shadow.0) });
+        }
+        for ev in events {
+            // SAFETY: made by `new`; both streams are idle.
+            dev.cleanup("cuEventDestroy", || unsafe { sys::cuEventDestroy_v2(ev) });
+        }
+        // SAFETY: made by `new`; idle and not used again.
+        dev.cleanup("cuStreamDestroy", || unsafe {
+            sys::cuStreamDestroy_v2(stream)
+        });
+    }
+}
+
 impl Drop for Staging {
+    /// Frees what a `Staging` half made in `new` holds (a queue releases a
+    /// whole one with `release`). There is no executor to report errors to.
     fn drop(&mut self) {
-        // SAFETY: each handle was made by `new`/`reserve_shadow` and is used
-        // no more; the owning queue waited for both streams first. Nothing is
-        // left to report errors to but the device, which the queue's own
-        // cleanup does.
+        // SAFETY: each non-null handle was made by `new`/`reserve_shadow`
+        // and is used by nothing (no work was enqueued on it).
         unsafe {
             if self.shadow.1 > 0 {
                 let _ = sys::cuMemFree_v2(self.shadow.0);
@@ -261,7 +290,9 @@ impl Drop for Staging {
                     let _ = sys::cuEventDestroy_v2(ev);
                 }
             }
-            let _ = sys::cuStreamDestroy_v2(self.stream);
+            if !self.stream.is_null() {
+                let _ = sys::cuStreamDestroy_v2(self.stream);
+            }
         }
     }
 }
@@ -773,7 +804,7 @@ impl Drop for CudaQueue {
             self.dev.cleanup("cuStreamSynchronize", || unsafe {
                 sys::cuStreamSynchronize(copy)
             });
-            drop(st);
+            st.release(&self.dev);
         }
         self.in_flight.clear();
         self.done.clear();

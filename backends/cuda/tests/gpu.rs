@@ -444,6 +444,49 @@ fn same(got: &[u8], want: &[u8], mode: Mode, what: &str) {
 }
 
 #[test]
+fn dropping_a_queue_waits_for_its_drains() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let staged = exec.clone().with_device_staging(Some(0));
+    if staged.device_staging().is_none() {
+        println!("skipped: this driver lacks a function device-side staging needs");
+        return;
+    }
+    let region = reserve(&exec, None).unwrap();
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let mut q = staged.queue().unwrap();
+    q.download(
+        staged.buffer(65536).unwrap(),
+        &[seg(region.base(), 0, 65536)],
+    )
+    .unwrap();
+    // Slow copies: the drain after the launch is still running when the
+    // queue drops, and must finish before its buffer is freed (the
+    // simulator aborts on a free under a running copy).
+    common::sim::set_copy_delay_us(20_000);
+    let values = [region.base() + 65536, 8, 8];
+    q.launch(
+        &kernel,
+        &Launch {
+            config: LaunchConfig {
+                grid: [1, 1, 1],
+                block: [8, 8, 1],
+                shared_mem: 0,
+            },
+            args: KernelArgs {
+                values: &values,
+                sizes: &[8, 4, 4],
+                data: &[],
+            },
+        },
+    )
+    .unwrap();
+    assert_eq!(q.downloads_staged(), 1);
+    drop(q);
+    common::sim::set_copy_delay_us(0);
+}
+
+#[test]
 fn growing_the_shadow_waits_for_copies_still_using_it() {
     let Some((_lock, exec)) = gpu() else { return };
     let staged = exec.clone().with_device_staging(Some(0));

@@ -32,6 +32,8 @@ pub fn gpu() -> Option<(MutexGuard<'static, ()>, CudaExecutor)> {
         }
     }
     let guard = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    // A test that failed may have left delays or an injected fault behind.
+    sim::reset();
     let exec = CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}"));
     Some((guard, exec))
 }

@@ -29,6 +29,8 @@
  *                               honouring a hint only inside the pool (as
  *                               driver 580 was seen to do)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
+ *   REPRISE_SIM_CUDA_KERNEL_DELAY_US=N  make every kernel wait N
+ *                               microseconds before it runs
  *   REPRISE_SIM_CUDA_COPY_DELAY_US=N  make each device-to-host and
  *                               device-to-device copy take a random 0 to N
  *                               microseconds more, so streams overlap
@@ -106,8 +108,14 @@ static int g_ignore_hints;
 static int g_pool;
 #define POOL_BASE ((uintptr_t)0x380000000ull)
 #define POOL_SIZE ((uintptr_t)1 << 40)
+/* Where reservations go by default when their hint is taken or absent: a
+ * fixed window far from where the kernel places mappings, so a child
+ * process finds the same addresses free whatever its address-space
+ * layout. */
+#define WINDOW_BASE ((uintptr_t)0x300000000000ull)
 static int g_vmm = 1;
 static unsigned g_copy_delay_us;
+static unsigned g_kernel_delay_us;
 
 /* ------------------------------------------------------- fault injection */
 
@@ -248,6 +256,9 @@ static void read_env(void) {
   const char *c = getenv("REPRISE_SIM_CUDA_COPY_DELAY_US");
   if (c)
     __atomic_store_n(&g_copy_delay_us, (unsigned)atoi(c), __ATOMIC_RELAXED);
+  const char *k = getenv("REPRISE_SIM_CUDA_KERNEL_DELAY_US");
+  if (k)
+    __atomic_store_n(&g_kernel_delay_us, (unsigned)atoi(k), __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuInit(unsigned flags) {
@@ -266,6 +277,12 @@ EXPORT CUresult cuInit(unsigned flags) {
  * overlaps unpredictably and a missing dependency between them shows. */
 EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
   __atomic_store_n(&g_copy_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Simulator only: how long (microseconds) every kernel waits before it
+ * runs, so a launch returns and later work is queued before a fault. */
+EXPORT void reprise_sim_set_kernel_delay_us(unsigned us) {
+  __atomic_store_n(&g_kernel_delay_us, us, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
@@ -462,12 +479,13 @@ static void *reserve_at(uintptr_t at, size_t size) {
   return NULL;
 }
 
-/* The lowest free, `align`-aligned range of the pool (g_mem held). */
-static void *reserve_in_pool(size_t size, size_t align) {
+/* The lowest free, `align`-aligned range of the POOL_SIZE bytes from
+ * `pool` (g_mem held). */
+static void *reserve_in_pool(uintptr_t pool, size_t size, size_t align) {
   if (align < GRANULARITY)
     align = GRANULARITY;
-  uintptr_t at = (POOL_BASE + align - 1) & ~(uintptr_t)(align - 1);
-  while (at + size <= POOL_BASE + POOL_SIZE) {
+  uintptr_t at = (pool + align - 1) & ~(uintptr_t)(align - 1);
+  while (at + size <= pool + POOL_SIZE) {
     void *p = NULL;
     if (!overlaps(g_reserved, g_nreserved, at, size))
       p = reserve_at(at, size);
@@ -514,7 +532,9 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
       !overlaps(g_reserved, g_nreserved, addr, size))
     got = reserve_at(addr, size);
   if (!got)
-    got = g_pool ? reserve_in_pool(size, align) : reserve_anywhere(size, align);
+    got = g_pool           ? reserve_in_pool(POOL_BASE, size, align)
+          : g_ignore_hints ? reserve_anywhere(size, align)
+                           : reserve_in_pool(WINDOW_BASE, size, align);
   int ok = got && add_range(g_reserved, &g_nreserved, (uintptr_t)got, size);
   pthread_mutex_unlock(&g_mem);
   if (!got)
@@ -932,6 +952,8 @@ static int defines(const unsigned char *image, size_t len, int ptx,
   return memmem(image, len, pat, n) != NULL;
 }
 
+static int g_nmodules;
+
 static void free_module(struct sim_module *m) {
   pthread_mutex_lock(&g_mem);
   for (int i = 0; i < m->nglobals; i++)
@@ -985,6 +1007,7 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
     free(m);
     return CUDA_ERROR_INVALID_IMAGE;
   }
+  __atomic_add_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
   *out = m;
   return CUDA_SUCCESS;
 }
@@ -994,6 +1017,7 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
   check_unused("cuModuleUnload", (uintptr_t)m, 0, 2);
+  __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
   free_module(m);
   return CUDA_SUCCESS;
 }
@@ -1152,6 +1176,7 @@ static void check_unused(const char *call, uintptr_t base, size_t size,
 }
 
 static pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
+static int g_nevents;
 static pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
 
 static void fault(void) {
@@ -1202,10 +1227,14 @@ static void run_op(CUstream s, struct op *op) {
            op->u.copy.len);
     break;
   }
-  case OP_KERNEL:
+  case OP_KERNEL: {
+    unsigned delay = __atomic_load_n(&g_kernel_delay_us, __ATOMIC_RELAXED);
+    if (delay)
+      usleep(delay);
     if (!faulted)
       run_kernel(&op->u.launch);
     break;
+  }
   case OP_EVENT:
     pthread_mutex_lock(&g_events);
     clock_gettime(CLOCK_MONOTONIC, &op->u.event.event->at);
@@ -1447,7 +1476,10 @@ EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   if (!out)
     return CUDA_ERROR_INVALID_VALUE;
   *out = calloc(1, sizeof **out);
-  return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!*out)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  __atomic_add_fetch(&g_nevents, 1, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -1460,6 +1492,7 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
     pthread_cond_wait(&g_reached, &g_events);
   pthread_mutex_unlock(&g_events);
   free(e);
+  __atomic_sub_fetch(&g_nevents, 1, __ATOMIC_RELAXED);
   return CUDA_SUCCESS;
 }
 
@@ -1554,8 +1587,8 @@ EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
 /* Simulator only: what is live, for tests that check every step of a
  * failed operation was undone: address reservations, cuMemMap mappings,
  * physical allocations, cuMemAlloc allocations, page-locked host
- * allocations, streams. */
-EXPORT void reprise_sim_counts(int out[6]) {
+ * allocations, streams, events, modules. */
+EXPORT void reprise_sim_counts(int out[8]) {
   pthread_mutex_lock(&g_mem);
   out[0] = g_nreserved;
   out[1] = g_nmapped;
@@ -1569,4 +1602,6 @@ EXPORT void reprise_sim_counts(int out[6]) {
     streams++;
   pthread_mutex_unlock(&g_streams_lock);
   out[5] = streams;
+  out[6] = __atomic_load_n(&g_nevents, __ATOMIC_RELAXED);
+  out[7] = __atomic_load_n(&g_nmodules, __ATOMIC_RELAXED);
 }

@@ -6,7 +6,9 @@
 //!
 //! Which driver a GPU test uses: `REPRISE_GPU_TESTS=1` means the real one
 //! (on a machine with an NVIDIA GPU), `REPRISE_GPU_TESTS=0` skips the GPU
-//! tests, and anything else means the simulator.
+//! tests, and anything else means the simulator. Without a C compiler the
+//! simulated tests skip, unless `REPRISE_REQUIRE_SIM=1` (set by CI) makes
+//! that a failure.
 
 #![allow(dead_code)]
 
@@ -31,10 +33,13 @@ pub fn driver() -> Result<Driver, String> {
     match std::env::var("REPRISE_GPU_TESTS").as_deref() {
         Ok("1") => Ok(Driver::Real),
         Ok("0") => Err("REPRISE_GPU_TESTS=0".into()),
-        _ => {
-            load()?;
-            Ok(Driver::Simulated)
-        }
+        _ => match load() {
+            Ok(()) => Ok(Driver::Simulated),
+            Err(why) if std::env::var("REPRISE_REQUIRE_SIM").as_deref() == Ok("1") => {
+                panic!("REPRISE_REQUIRE_SIM=1 but the simulated CUDA driver is unusable: {why}")
+            }
+            Err(why) => Err(why),
+        },
     }
 }
 
@@ -81,8 +86,12 @@ fn build(defines: &[&str]) -> Result<PathBuf, String> {
     let src = dir.join(format!("libcuda-{unique}.c"));
     let tmp = dir.join(format!("libcuda-{unique}.so"));
     std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    // `CC` may carry arguments (`ccache gcc`).
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
+    let mut words = cc.split_whitespace();
+    let program = words.next().unwrap_or("cc");
+    let out = Command::new(program)
+        .args(words)
         .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread"])
         .args(defines)
         .arg("-Wl,-soname,libcuda.so")
@@ -123,21 +132,41 @@ pub fn load() -> Result<(), String> {
         .map_err(Clone::clone)
 }
 
+/// Makes every kernel of the simulator loaded in this process wait `us`
+/// microseconds before it runs (so later work is queued before it faults).
+/// Does nothing unless [`load`] loaded the simulator.
+pub fn set_kernel_delay_us(us: u32) {
+    call_u32(b"reprise_sim_set_kernel_delay_us", us);
+}
+
+/// Puts the simulator loaded in this process back as it starts: no copy or
+/// kernel delays, no pending fault injection.
+pub fn reset() {
+    set_copy_delay_us(0);
+    set_kernel_delay_us(0);
+    fail("", 0, 0);
+}
+
+/// Calls the simulator's `void name(unsigned)` hook, if it is loaded.
+fn call_u32(name: &[u8], value: u32) {
+    if let Some(Ok(lib)) = LOADED.get() {
+        // SAFETY: the simulator defines the hooks called through here with
+        // this signature; they only store the value.
+        unsafe {
+            let f = lib
+                .get::<unsafe extern "C" fn(u32)>(name)
+                .unwrap_or_else(|e| panic!("the simulator lacks a hook: {e}"));
+            f(value);
+        }
+    }
+}
+
 /// Makes each device-to-host and device-to-device copy of the simulator
 /// loaded in this process take a random 0 to `us` microseconds more, so work
 /// on two streams overlaps unpredictably and a missing dependency between
 /// them shows. Does nothing unless [`load`] loaded the simulator.
 pub fn set_copy_delay_us(us: u32) {
-    if let Some(Ok(lib)) = LOADED.get() {
-        // SAFETY: the simulator defines the function with this signature;
-        // it only stores the value.
-        unsafe {
-            let f = lib
-                .get::<unsafe extern "C" fn(u32)>(b"reprise_sim_set_copy_delay_us")
-                .expect("the simulator exports reprise_sim_set_copy_delay_us");
-            f(us);
-        }
-    }
+    call_u32(b"reprise_sim_set_copy_delay_us", us);
 }
 
 /// The environment a child process needs to find the simulator as its CUDA
@@ -172,15 +201,15 @@ pub fn fail(call: &str, code: u32, skip: u32) -> bool {
 }
 
 /// What the simulator has live: `[reservations, mappings, physical
-/// allocations, device allocations, page-locked host allocations, streams]`
-/// (`None` unless [`load`] loaded it).
-pub fn counts() -> Option<[i32; 6]> {
+/// allocations, device allocations, page-locked host allocations, streams,
+/// events, modules]` (`None` unless [`load`] loaded it).
+pub fn counts() -> Option<[i32; 8]> {
     let Some(Ok(lib)) = LOADED.get() else {
         return None;
     };
-    let mut out = [0i32; 6];
+    let mut out = [0i32; 8];
     // SAFETY: the simulator defines the function with this signature and
-    // writes six ints.
+    // writes eight ints.
     unsafe {
         let f = lib
             .get::<unsafe extern "C" fn(*mut i32)>(b"reprise_sim_counts")
