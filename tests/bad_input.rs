@@ -226,12 +226,7 @@ fn region_address_already_mapped_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let exec = reprise::HostExecutor::new().unwrap();
     // Hold a region in this process, then replay a capture recorded there.
-    let held = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: 1 << 20,
-        })
-        .unwrap();
+    let held = exec.reserve(RegionRequest::new(None, 1 << 20)).unwrap();
     let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, held.base(), 64);
     let capture = reprise::Capture::open(&f.descriptor).unwrap();
     let err = reprise::block_on(std::future::IntoFuture::into_future(reprise::replay(

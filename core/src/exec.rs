@@ -28,20 +28,60 @@ pub trait ErrorType {
 }
 
 /// How a region should be reserved.
+///
+/// ```
+/// use reprise_core::exec::RegionRequest;
+/// // A replay: 64 GiB of address space as recorded, of which only the
+/// // 1 MiB snapshot needs memory behind it.
+/// let r = RegionRequest::new(Some(0x1539_4000_0000), 64 << 30).backed(1 << 20);
+/// assert_eq!((r.capacity, r.backed), (64 << 30, 1 << 20));
+/// // A recording's region is all usable.
+/// assert_eq!(RegionRequest::new(None, 1 << 30).backed, 1 << 30);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionRequest {
     /// Reserve exactly here (a replay), or anywhere suitable (`None`, a fresh
     /// recording, whose base the executor aligns to 2 GiB where it can).
     pub base: Option<u64>,
-    /// Bytes to reserve.
+    /// Bytes of address space to reserve.
     pub capacity: u64,
+    /// Bytes from the base that must be usable memory (at most `capacity`);
+    /// an executor may leave the rest as bare address space. A replay needs
+    /// only its snapshot backed, whatever the recording reserved.
+    pub backed: u64,
+}
+
+impl RegionRequest {
+    /// `capacity` bytes at `base` (or anywhere), all of them usable.
+    pub const fn new(base: Option<u64>, capacity: u64) -> Self {
+        RegionRequest {
+            base,
+            capacity,
+            backed: capacity,
+        }
+    }
+
+    /// The same request with only the first `bytes` (at most the capacity)
+    /// needing memory behind them.
+    pub const fn backed(self, bytes: u64) -> Self {
+        RegionRequest {
+            backed: if bytes < self.capacity {
+                bytes
+            } else {
+                self.capacity
+            },
+            ..self
+        }
+    }
 }
 
 /// A reserved device address range.
 pub trait DeviceRegion {
     /// First address.
     fn base(&self) -> u64;
-    /// Size in bytes (possibly rounded up by the device's granularity).
+    /// Usable bytes from the base (at least the request's `backed`, possibly
+    /// rounded up by the device's granularity; the address space reserved
+    /// may be larger).
     fn capacity(&self) -> u64;
 }
 

@@ -242,10 +242,7 @@ where
         config: RecordConfig,
     ) -> Result<Self> {
         let region = exec
-            .reserve(RegionRequest {
-                base: None,
-                capacity: config.region_size,
-            })
+            .reserve(RegionRequest::new(None, config.region_size))
             .map_err(|e| {
                 Error::executor(
                     format!("reserving a {}-byte recording region", config.region_size),

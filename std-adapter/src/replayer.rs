@@ -199,20 +199,16 @@ where
         )
     })?;
 
-    // Reserve what the recording reserved, where known (a driver that places
-    // reservations itself then most likely repeats the recording's address),
-    // and just the snapshot when that much cannot be had.
-    let snapshot_request = RegionRequest {
-        base: Some(base),
-        capacity: (len as u64).max(4096),
-    };
+    // Reserve the address space the recording reserved, where known (a
+    // driver that places reservations itself then most likely repeats the
+    // recording's address), with memory behind the snapshot only (LLVM
+    // records 64 GiB regions); and just the snapshot when that much address
+    // space cannot be had.
+    let snapshot_request = RegionRequest::new(Some(base), (len as u64).max(4096));
     let recorded_request = record
         .region_size
         .filter(|&size| size > snapshot_request.capacity)
-        .map(|capacity| RegionRequest {
-            base: Some(base),
-            capacity,
-        });
+        .map(|capacity| RegionRequest::new(Some(base), capacity).backed(snapshot_request.capacity));
     let reserve_error = |e| {
         Error::executor(
             format!("reserving the recorded region at {base:#x} ({len} bytes)"),

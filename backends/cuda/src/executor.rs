@@ -97,7 +97,7 @@ impl Executor for CudaExecutor {
     type Queue = CudaQueue;
 
     fn reserve(&self, request: RegionRequest) -> Result<CudaRegion, CudaError> {
-        CudaRegion::reserve(&self.dev, request.base, request.capacity)
+        CudaRegion::reserve(&self.dev, request.base, request.capacity, request.backed)
     }
 
     fn load_image(&self, image: &[u8]) -> Result<CudaImage, CudaError> {

@@ -34,7 +34,10 @@ pub const FRESH_ALIGN: u64 = 1 << 31;
 pub struct CudaRegion {
     dev: Arc<Device>,
     base: u64,
+    /// Address space reserved.
     size: u64,
+    /// Bytes from the base with device memory behind them.
+    backed: u64,
     handle: sys::CUmemGenericAllocationHandle,
 }
 
@@ -42,7 +45,15 @@ impl DeviceRegion for CudaRegion {
     fn base(&self) -> u64 {
         self.base
     }
+    /// The usable bytes: those with device memory behind them.
     fn capacity(&self) -> u64 {
+        self.backed
+    }
+}
+
+impl CudaRegion {
+    /// The address space reserved (at least [`DeviceRegion::capacity`]).
+    pub fn reserved(&self) -> u64 {
         self.size
     }
 }
@@ -52,16 +63,18 @@ impl DeviceRegion for CudaRegion {
 struct Undo {
     reserved: Option<(u64, u64)>,
     handle: Option<sys::CUmemGenericAllocationHandle>,
-    mapped: bool,
+    /// Bytes mapped from the base (0: none).
+    mapped: u64,
 }
 
 impl Undo {
     fn run(&mut self) {
         if let Some((base, size)) = self.reserved.take() {
-            if std::mem::take(&mut self.mapped) {
-                // SAFETY: `[base, base + size)` was mapped by this reservation
-                // and nothing has used it.
-                let _ = unsafe { sys::cuMemUnmap(base, size as usize) };
+            let mapped = std::mem::take(&mut self.mapped);
+            if mapped > 0 {
+                // SAFETY: `[base, base + mapped)` was mapped by this
+                // reservation and nothing has used it.
+                let _ = unsafe { sys::cuMemUnmap(base, mapped as usize) };
             }
             if let Some(h) = self.handle.take() {
                 // SAFETY: `h` came from cuMemCreate and is no longer mapped.
@@ -152,13 +165,15 @@ fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
 }
 
 impl CudaRegion {
-    /// Reserves and maps `capacity` bytes (rounded up to the allocation
-    /// granularity) at exactly `base`, or for `None` at
-    /// [`SUGGESTED_BASE`] or else anywhere aligned to [`FRESH_ALIGN`].
+    /// Reserves `capacity` bytes of address space (rounded up to the
+    /// allocation granularity) at exactly `base`, or for `None` at
+    /// [`SUGGESTED_BASE`] or else anywhere aligned to [`FRESH_ALIGN`], and
+    /// maps device memory behind its first `backed` bytes (rounded up).
     pub(crate) fn reserve(
         dev: &Arc<Device>,
         base: Option<u64>,
         capacity: u64,
+        backed: u64,
     ) -> Result<Self, CudaError> {
         if !dev.lib.vmm
             || dev.attribute(
@@ -193,13 +208,21 @@ impl CudaRegion {
             )
         })?;
         let gran = (gran as u64).max(1);
+        let too_large = || {
+            CudaError::Driver(DriverError::from_code(
+                "cuMemAddressReserve",
+                sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32,
+            ))
+        };
         let size = capacity
             .max(1)
             .checked_next_multiple_of(gran)
-            .ok_or(CudaError::Driver(DriverError::from_code(
-                "cuMemAddressReserve",
-                sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32,
-            )))?;
+            .ok_or_else(too_large)?;
+        let backed = backed
+            .clamp(1, capacity.max(1))
+            .checked_next_multiple_of(gran)
+            .ok_or_else(too_large)?
+            .min(size);
 
         let mut undo = Undo::default();
         let got = match base {
@@ -221,22 +244,22 @@ impl CudaRegion {
         // of its granularity; `handle` is a live out-parameter; flags must
         // be 0.
         check("cuMemCreate", unsafe {
-            sys::cuMemCreate(&mut handle, size as usize, &prop, 0)
+            sys::cuMemCreate(&mut handle, backed as usize, &prop, 0)
         })?;
         undo.handle = Some(handle);
-        // SAFETY: maps the whole allocation over the whole reserved range;
-        // offset and flags must be 0.
+        // SAFETY: maps the whole allocation at the start of the reserved
+        // range (`backed <= size`); offset and flags must be 0.
         check("cuMemMap", unsafe {
-            sys::cuMemMap(got, size as usize, 0, handle, 0)
+            sys::cuMemMap(got, backed as usize, 0, handle, 0)
         })?;
-        undo.mapped = true;
+        undo.mapped = backed;
         let access = sys::CUmemAccessDesc {
             location: location(dev),
             flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
         // SAFETY: the range is mapped; `access` is one live descriptor.
         check("cuMemSetAccess", unsafe {
-            sys::cuMemSetAccess(got, size as usize, &access, 1)
+            sys::cuMemSetAccess(got, backed as usize, &access, 1)
         })?;
         // Success: the region owns every step now.
         std::mem::forget(undo);
@@ -244,6 +267,7 @@ impl CudaRegion {
             dev: dev.clone(),
             base: got,
             size,
+            backed,
             handle,
         })
     }
@@ -252,13 +276,14 @@ impl CudaRegion {
 impl Drop for CudaRegion {
     fn drop(&mut self) {
         let (base, size, handle) = (self.base, self.size as usize, self.handle);
+        let backed = self.backed as usize;
         // SAFETY: waits for every kernel and copy of the context, so nothing
         // touches the range any more.
         self.dev
             .cleanup("cuCtxSynchronize", || unsafe { sys::cuCtxSynchronize() });
         // SAFETY: the range was mapped by `reserve` and is idle.
         self.dev
-            .cleanup("cuMemUnmap", || unsafe { sys::cuMemUnmap(base, size) });
+            .cleanup("cuMemUnmap", || unsafe { sys::cuMemUnmap(base, backed) });
         // SAFETY: the handle came from cuMemCreate and is unmapped now.
         self.dev
             .cleanup("cuMemRelease", || unsafe { sys::cuMemRelease(handle) });

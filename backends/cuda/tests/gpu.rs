@@ -65,10 +65,7 @@ fn globals_of(exec: &CudaExecutor, image: &CudaImage) -> Vec<(String, u64, u64)>
 
 /// Reserves `MIB` bytes at `base` (`None`: anywhere).
 fn reserve(exec: &CudaExecutor, base: Option<u64>) -> Result<CudaRegion, CudaError> {
-    exec.reserve(RegionRequest {
-        base,
-        capacity: MIB,
-    })
+    exec.reserve(RegionRequest::new(base, MIB))
 }
 
 /// A taken range is refused with an error naming it.
@@ -92,10 +89,7 @@ fn reserves_exact_addresses_and_rejects_taken_ones() {
     // LLVM's suggested address. Some drivers place reservations only inside
     // their own address pools and ignore any other hint (seen with driver
     // 580 / CUDA 13): then the answer must be a clean mismatch.
-    match exec.reserve(RegionRequest {
-        base: Some(SUGGESTED_BASE),
-        capacity: MIB + 1,
-    }) {
+    match exec.reserve(RegionRequest::new(Some(SUGGESTED_BASE), MIB + 1)) {
         Ok(r) => {
             assert_eq!(r.base(), SUGGESTED_BASE);
             assert!(r.capacity() > MIB, "capacity {}", r.capacity());
@@ -146,6 +140,45 @@ fn reserves_exact_addresses_and_rejects_taken_ones() {
 }
 
 #[test]
+fn a_replay_region_backs_only_what_it_needs() {
+    let Some((_lock, exec)) = gpu() else { return };
+    // As a replay of an LLVM capture asks: the recorded 64 GiB of address
+    // space, memory behind the 1 MiB snapshot only.
+    let before = common::sim::counts();
+    let region = exec
+        .reserve(RegionRequest::new(None, 64 << 30).backed(MIB))
+        .unwrap();
+    assert!(region.reserved() >= 64 << 30);
+    assert!(
+        (MIB..64 << 30).contains(&region.capacity()),
+        "{}",
+        region.capacity()
+    );
+    if let (Some(before), Some(now)) = (before, common::sim::counts()) {
+        assert_eq!(
+            now[8] - before[8],
+            (region.capacity() >> 20) as i32,
+            "MiB backed"
+        );
+    }
+    // The backed part works ...
+    let mut q = exec.queue().unwrap();
+    let data: Vec<u8> = (0..=255).collect();
+    let end = region.base() + region.capacity() - 256;
+    q.upload(buffer_with(&exec, &data), &[seg(end, 0, 256)])
+        .unwrap();
+    assert_eq!(read_device(&exec, &mut q, end, 256), data);
+    // ... and what lies past it is not memory.
+    let beyond = region.base() + region.capacity();
+    assert!(
+        q.upload(buffer_with(&exec, &data), &[seg(beyond, 0, 256)])
+            .and_then(|_| sync(&mut q))
+            .is_err(),
+        "a copy past the backed part must fail"
+    );
+}
+
+#[test]
 fn loads_a_cubin_and_a_fat_binary() {
     let Some((_lock, exec)) = gpu() else { return };
     // Built from saxpy.ptx by ptxas and fatbinary (sm_90 code, plus PTX in
@@ -185,12 +218,7 @@ struct Saxpy {
 
 impl Saxpy {
     fn new(exec: &CudaExecutor, base: Option<u64>) -> Saxpy {
-        let region = exec
-            .reserve(RegionRequest {
-                base,
-                capacity: MIB,
-            })
-            .unwrap();
+        let region = exec.reserve(RegionRequest::new(base, MIB)).unwrap();
         let bump = BumpRegion::new(region.base(), region.capacity());
         let n = 1000;
         let x = bump.alloc(4 * n as u64, 16).unwrap();
@@ -328,12 +356,7 @@ fn records_saxpy_with_one_synchronize_and_replays_it_in_a_fresh_region() {
     drop(s);
 
     // Replay: a fresh region at the recorded address, a freshly loaded image.
-    let region = exec
-        .reserve(RegionRequest {
-            base: Some(base),
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(Some(base), MIB)).unwrap();
     assert_eq!(region.base(), base);
     let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
     let kernel = exec.kernel(&image, "saxpy").unwrap();
@@ -550,12 +573,7 @@ fn sync_mode_synchronizes_after_every_step() {
 #[test]
 fn mixed_parameters_with_sizes_from_the_driver() {
     let Some((_lock, exec)) = gpu() else { return };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let image = exec.load_image(&fixture("mixed.ptx")).unwrap();
     let kernel = exec.kernel(&image, "mixed").unwrap();
     let mut sizes = [0u32; 4];
@@ -641,12 +659,7 @@ fn mixed_parameters_with_sizes_from_the_driver() {
 #[test]
 fn grid2d_covers_a_two_dimensional_grid() {
     let Some((_lock, exec)) = gpu() else { return };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
     let kernel = exec.kernel(&image, "grid2d").unwrap();
     let (w, h) = (37u32, 19u32);
@@ -685,12 +698,7 @@ fn grid2d_covers_a_two_dimensional_grid() {
 #[test]
 fn copies_buffers_and_synchronize_is_cancel_safe() {
     let Some((_lock, exec)) = gpu() else { return };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let mut q = exec.queue().unwrap();
     let zero = exec.buffer(0).unwrap();
     assert!(zero.as_ref().is_empty());

@@ -59,12 +59,7 @@ fn a_failed_step_of_a_region_undoes_every_earlier_step() {
     ] {
         let before = sim::counts().unwrap();
         assert!(sim::fail(call, OUT_OF_MEMORY, 0));
-        let err = exec
-            .reserve(RegionRequest {
-                base,
-                capacity: MIB,
-            })
-            .expect_err(call);
+        let err = exec.reserve(RegionRequest::new(base, MIB)).expect_err(call);
         assert!(err.to_string().contains(call), "{call}: {err}");
         assert_eq!(
             sim::counts().unwrap(),
@@ -73,12 +68,7 @@ fn a_failed_step_of_a_region_undoes_every_earlier_step() {
         );
     }
     // And the executor still works.
-    let r = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let r = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     assert!(r.capacity() >= MIB);
 }
 
@@ -87,12 +77,7 @@ fn an_error_in_a_drop_is_reported_by_the_next_synchronize() {
     let Some((_lock, exec)) = simulated() else {
         return;
     };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let mut q = exec.queue().unwrap();
     let buffer = exec.buffer(4096).unwrap();
     assert!(sim::fail("cuMemFreeHost", INVALID_VALUE, 0));
@@ -134,12 +119,7 @@ fn staging_falls_back_to_direct_downloads_when_the_device_is_full() {
     let Some((_lock, exec)) = simulated() else {
         return;
     };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let staged = exec.clone().with_device_staging(Some(0));
     let mut q = staged.queue().unwrap();
     let data: Vec<u8> = (0..4096).map(|i| i as u8).collect();
@@ -165,12 +145,7 @@ fn a_failed_drain_fails_the_launch_and_the_next_synchronize_once() {
     };
     let before = sim::counts().unwrap();
     {
-        let region = exec
-            .reserve(RegionRequest {
-                base: None,
-                capacity: MIB,
-            })
-            .unwrap();
+        let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
         let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
         let kernel = exec.kernel(&image, "grid2d").unwrap();
         let staged = exec.clone().with_device_staging(Some(0));
@@ -214,12 +189,7 @@ fn a_drain_that_fails_at_a_synchronize_is_reported_by_that_synchronize_only() {
     let Some((_lock, exec)) = simulated() else {
         return;
     };
-    let region = exec
-        .reserve(RegionRequest {
-            base: None,
-            capacity: MIB,
-        })
-        .unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let staged = exec.clone().with_device_staging(Some(0));
     let mut q = staged.queue().unwrap();
     q.download(staged.buffer(4096).unwrap(), &[seg(region.base(), 0, 4096)])

@@ -564,6 +564,7 @@ EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 /* A physical allocation: a memfd of its size. */
 static int g_nphysical;
+static size_t g_physical_bytes;
 struct allocation {
   int fd;
   size_t size;
@@ -589,6 +590,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
   }
   a->size = size;
   __atomic_add_fetch(&g_nphysical, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&g_physical_bytes, size, __ATOMIC_RELAXED);
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
   return CUDA_SUCCESS;
 }
@@ -599,6 +601,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;
   close(a->fd); /* mappings keep the memory alive until unmapped */
+  __atomic_sub_fetch(&g_physical_bytes, a->size, __ATOMIC_RELAXED);
   free(a);
   __atomic_sub_fetch(&g_nphysical, 1, __ATOMIC_RELAXED);
   return CUDA_SUCCESS;
@@ -1587,8 +1590,9 @@ EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
 /* Simulator only: what is live, for tests that check every step of a
  * failed operation was undone: address reservations, cuMemMap mappings,
  * physical allocations, cuMemAlloc allocations, page-locked host
- * allocations, streams, events, modules. */
-EXPORT void reprise_sim_counts(int out[8]) {
+ * allocations, streams, events, modules, and the MiB of physical
+ * allocations. */
+EXPORT void reprise_sim_counts(int out[9]) {
   pthread_mutex_lock(&g_mem);
   out[0] = g_nreserved;
   out[1] = g_nmapped;
@@ -1604,4 +1608,5 @@ EXPORT void reprise_sim_counts(int out[8]) {
   out[5] = streams;
   out[6] = __atomic_load_n(&g_nevents, __ATOMIC_RELAXED);
   out[7] = __atomic_load_n(&g_nmodules, __ATOMIC_RELAXED);
+  out[8] = (int)(__atomic_load_n(&g_physical_bytes, __ATOMIC_RELAXED) >> 20);
 }

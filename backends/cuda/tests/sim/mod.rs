@@ -202,14 +202,15 @@ pub fn fail(call: &str, code: u32, skip: u32) -> bool {
 
 /// What the simulator has live: `[reservations, mappings, physical
 /// allocations, device allocations, page-locked host allocations, streams,
-/// events, modules]` (`None` unless [`load`] loaded it).
-pub fn counts() -> Option<[i32; 8]> {
+/// events, modules, MiB of physical allocations]` (`None` unless [`load`]
+/// loaded it).
+pub fn counts() -> Option<[i32; 9]> {
     let Some(Ok(lib)) = LOADED.get() else {
         return None;
     };
-    let mut out = [0i32; 8];
+    let mut out = [0i32; 9];
     // SAFETY: the simulator defines the function with this signature and
-    // writes eight ints.
+    // writes nine ints.
     unsafe {
         let f = lib
             .get::<unsafe extern "C" fn(*mut i32)>(b"reprise_sim_counts")
