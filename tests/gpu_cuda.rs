@@ -105,7 +105,13 @@ fn saxpy_records_many_launches_and_each_replays_in_another_process() {
         &written[1],
         &["--num-threads", "1024", "--num-teams=98", "--repetitions=3"],
     );
-    assert_exit(&reprise(&["inspect", s(&written[2])]), 0);
+    let out = reprise(&["inspect", s(&written[2])]);
+    assert_exit(&out, 0);
+    assert!(
+        text(&out).0.contains("image     PTX for sm_80 (ISA 7.0)"),
+        "{}",
+        text(&out).0
+    );
 }
 
 #[test]
@@ -445,6 +451,11 @@ fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let (descriptor, expected) = llvm_saxpy_capture(dir.path(), generation, image, base, 5000);
+        if generation == Generation::LlvmCurrent {
+            let out = reprise(&["inspect", s(&descriptor)]);
+            let want = "image     CUDA fat binary: cubin sm_90, PTX sm_80";
+            assert!(text(&out).0.contains(want), "{}", text(&out).0);
+        }
         // The image alone tells the executor: no --backend needed.
         let out = reprise(&["replay", "--verify", "--save-output", s(&descriptor)]);
         let (stdout, stderr) = text(&out);
@@ -564,4 +575,16 @@ fn the_cuda_benchmark_runs_and_reports_staging() {
         }
         assert!(r["plain_launch_s"].as_f64().unwrap() > 0.0, "{r}");
     }
+}
+
+#[test]
+fn an_image_with_no_code_for_the_device_says_what_it_holds() {
+    // The saxpy fixture is PTX for sm_80; the simulated device is sm_75.
+    replay_fails_with(("REPRISE_SIM_CUDA_CC", "75"), |_| {
+        vec![
+            "the device is sm_75".into(),
+            "PTX sm_80 (ISA 7.0)".into(),
+            "CUDA_ERROR_INVALID_PTX".into(),
+        ]
+    });
 }

@@ -35,6 +35,36 @@ fn checksum_text(c: ChecksumStatus) -> String {
     }
 }
 
+/// What GPU code the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`),
+/// for CUDA images; read only when the image is of a sane size.
+fn gpu_targets(d: &Description) -> Vec<String> {
+    use reprise::core::image::{EM_CUDA, ImageKind};
+    const MAX_IMAGE: u64 = 1 << 30;
+    let cuda = matches!(
+        d.image_kind,
+        Some(
+            ImageKind::Ptx
+                | ImageKind::Fatbin
+                | ImageKind::Elf {
+                    machine: EM_CUDA,
+                    ..
+                }
+        )
+    );
+    let small = std::fs::metadata(&d.paths.image).is_ok_and(|m| m.len() <= MAX_IMAGE);
+    if !cuda || !small {
+        return Vec::new();
+    }
+    std::fs::read(&d.paths.image)
+        .map(|image| {
+            reprise_cuda::targets::targets(&image)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn backend_text(d: &Description) -> String {
     let detected = d.image_kind.map(|k| (k, k.backend()));
     match (d.record.backend, detected) {
@@ -86,6 +116,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             "format_version": r.format_version,
             "backend": backend_text(&d),
             "image": d.image_kind.map(|k| k.to_string()),
+            "image_targets": gpu_targets(&d),
             "grid": r.grid,
             "block": r.block,
             "num_teams": r.num_teams(),
@@ -124,11 +155,21 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             .unwrap_or_default()
     );
     out!("executor  {}", backend_text(&d));
+    let targets = gpu_targets(&d);
     out!(
-        "image     {}",
+        "image     {}{}",
         d.image_kind
             .map(|k| k.to_string())
-            .unwrap_or_else(|| "missing".into())
+            .unwrap_or_else(|| "missing".into()),
+        match (d.image_kind, targets.as_slice()) {
+            (_, []) => String::new(),
+            // One piece of code: just its architecture.
+            (Some(k), [one]) if k != reprise::core::image::ImageKind::Fatbin => {
+                let arch = one.split_once(' ').map_or(one.as_str(), |(_, a)| a);
+                format!(" for {arch}")
+            }
+            (_, all) => format!(": {}", all.join(", ")),
+        }
     );
     out!(
         "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",

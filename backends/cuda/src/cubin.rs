@@ -59,6 +59,26 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 /// The payloads of every entry of every container in a fat binary, in order;
 /// stops at the first malformed header.
 pub fn fatbin_entries(image: &[u8]) -> Vec<&[u8]> {
+    fatbin_entry_list(image)
+        .into_iter()
+        .map(|e| e.payload)
+        .collect()
+}
+
+/// One entry of a fat binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FatbinEntry<'a> {
+    /// 1: PTX, 2: cubin (ELF).
+    pub kind: u16,
+    /// The SM architecture it is for (90 for sm_90).
+    pub arch: u32,
+    /// The payload as stored (possibly compressed).
+    pub payload: &'a [u8],
+}
+
+/// Every entry of every container in a fat binary, in order; stops at the
+/// first malformed header.
+pub fn fatbin_entry_list(image: &[u8]) -> Vec<FatbinEntry<'_>> {
     let mut out = Vec::new();
     let mut rest = image;
     while u32_at(rest, 0) == Some(FATBIN_MAGIC) {
@@ -90,7 +110,13 @@ pub fn fatbin_entries(image: &[u8]) -> Vec<&[u8]> {
                 0 => padded,
                 n => n.min(padded),
             };
-            out.push(&entries[hsize..hsize + payload_len]);
+            out.push(FatbinEntry {
+                kind: u16_at(entries, 0).unwrap_or(0),
+                // kind, version, header size, padded size, stored size,
+                // reserved, minor and major version come first.
+                arch: u32_at(entries, 28).unwrap_or(0),
+                payload: &entries[hsize..hsize + payload_len],
+            });
             entries = &entries[next..];
         }
         rest = &rest[header..];

@@ -258,6 +258,14 @@ impl Device {
         Ok(v)
     }
 
+    /// The compute capability, `(major, minor)`.
+    pub fn compute_capability(&self) -> Result<(u32, u32), DriverError> {
+        use sys::CUdevice_attribute as A;
+        let major = self.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major.max(0) as u32, minor.max(0) as u32))
+    }
+
     /// Keeps the first error of a `Drop` path for the next synchronize.
     pub fn defer(&self, e: impl Into<CudaError>) {
         let mut slot = self.deferred.lock().unwrap_or_else(|p| p.into_inner());

@@ -128,13 +128,25 @@ pub enum CudaError {
     },
     /// A helper thread could not be started (the operating system's reason).
     Thread(String),
+    /// The driver would not load the image, and none of its code is for this
+    /// device's architecture.
+    NoCodeForDevice {
+        /// The device's compute capability as an SM number (75 for 7.5).
+        device_sm: u32,
+        /// What the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`, ...).
+        image: String,
+        /// The driver's error.
+        source: DriverError,
+    },
 }
 
 impl CudaError {
     /// The driver error inside, if this is one.
     pub fn driver(&self) -> Option<&DriverError> {
         match self {
-            CudaError::Driver(e) | CudaError::AddressUnavailable { source: e, .. } => Some(e),
+            CudaError::Driver(e)
+            | CudaError::AddressUnavailable { source: e, .. }
+            | CudaError::NoCodeForDevice { source: e, .. } => Some(e),
             _ => None,
         }
     }
@@ -188,6 +200,15 @@ impl fmt::Display for CudaError {
             CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
             CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
             CudaError::Thread(why) => write!(f, "could not start a helper thread: {why}"),
+            CudaError::NoCodeForDevice {
+                device_sm,
+                image,
+                source,
+            } => write!(
+                f,
+                "the image has no code for this device: the device is sm_{device_sm}, \
+                 the image holds {image} ({source})"
+            ),
             CudaError::SegmentOutOfBounds { end, buffer } => write!(
                 f,
                 "a copy reaches byte {end} of a host buffer of {buffer} bytes"

@@ -78,6 +78,12 @@ impl CudaExecutor {
         self.dev.ordinal
     }
 
+    /// The device's compute capability, `(major, minor)`: `(9, 0)` for an
+    /// H100 or H200.
+    pub fn compute_capability(&self) -> Result<(u32, u32), CudaError> {
+        Ok(self.dev.compute_capability()?)
+    }
+
     /// Whether the driver reports kernel parameter sizes
     /// (`cuFuncGetParamInfo`, CUDA 12.4+).
     pub fn has_param_info(&self) -> bool {

@@ -39,6 +39,7 @@ mod memory;
 mod module;
 pub mod ptx;
 mod queue;
+pub mod targets;
 
 pub use args::PackedArgs;
 pub use error::{CudaError, DriverError};

@@ -8,7 +8,7 @@ use reprise_core::exec::GlobalInfo;
 use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 
 use crate::driver::{Device, check};
-use crate::error::CudaError;
+use crate::error::{CudaError, DriverError};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
@@ -75,9 +75,10 @@ impl CudaImage {
         // SAFETY: `bytes` is a whole cubin or fat binary, or NUL-terminated
         // PTX, and outlives the call (the driver copies what it needs);
         // `handle` is a live out-parameter.
-        check("cuModuleLoadData", unsafe {
-            sys::cuModuleLoadData(&mut handle, bytes.as_ptr().cast::<c_void>())
-        })?;
+        let r = unsafe { sys::cuModuleLoadData(&mut handle, bytes.as_ptr().cast::<c_void>()) };
+        if let Err(e) = check("cuModuleLoadData", r) {
+            return Err(explain_load_error(dev, image, e));
+        }
         Ok(CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
@@ -156,6 +157,28 @@ impl CudaImage {
             }
         }
         Ok(())
+    }
+}
+
+/// A failed load, explained when the image holds no code for the device
+/// (the driver only says "no binary" or "invalid PTX").
+fn explain_load_error(dev: &Device, image: &[u8], e: DriverError) -> CudaError {
+    let Ok((major, minor)) = dev.compute_capability() else {
+        return e.into();
+    };
+    let targets = crate::targets::targets(image);
+    if targets.is_empty() || targets.iter().any(|t| t.runs_on(major, minor)) {
+        return e.into();
+    }
+    let image = targets
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    CudaError::NoCodeForDevice {
+        device_sm: major * 10 + minor,
+        image,
+        source: e,
     }
 }
 

@@ -29,6 +29,10 @@
  *                               honouring a hint only inside the pool (as
  *                               driver 580 was seen to do)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
+ *   REPRISE_SIM_CUDA_CC=NN      the device's compute capability (default 90);
+ *                               PTX for a newer SM fails to load with
+ *                               CUDA_ERROR_INVALID_PTX, a cubin for another
+ *                               one with CUDA_ERROR_NO_BINARY_FOR_GPU
  *   REPRISE_SIM_CUDA_KERNEL_DELAY_US=N  make every kernel wait N
  *                               microseconds before it runs
  *   REPRISE_SIM_CUDA_COPY_DELAY_US=N  make each device-to-host and
@@ -85,6 +89,8 @@ enum {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
@@ -114,6 +120,7 @@ static int g_pool;
  * layout. */
 #define WINDOW_BASE ((uintptr_t)0x300000000000ull)
 static int g_vmm = 1;
+static int g_cc = 90; /* compute capability as major * 10 + minor */
 static unsigned g_copy_delay_us;
 static unsigned g_kernel_delay_us;
 
@@ -176,6 +183,10 @@ static const struct error_text ERRORS[] = {
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
      "device kernel image is invalid (the simulated driver runs only "
      "reprise's fixture kernels)"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX",
+     "a PTX JIT compilation failed"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
      "invalid device context"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
@@ -253,6 +264,9 @@ static void read_env(void) {
   g_pool = h && strcmp(h, "pool") == 0;
   const char *v = getenv("REPRISE_SIM_CUDA_VMM");
   g_vmm = !(v && strcmp(v, "0") == 0);
+  const char *cc = getenv("REPRISE_SIM_CUDA_CC");
+  if (cc && atoi(cc) > 0)
+    g_cc = atoi(cc);
   const char *c = getenv("REPRISE_SIM_CUDA_COPY_DELAY_US");
   if (c)
     __atomic_store_n(&g_copy_delay_us, (unsigned)atoi(c), __ATOMIC_RELAXED);
@@ -320,10 +334,10 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
     *value = g_vmm;
     break;
   case ATTR_CC_MAJOR:
-    *value = 9;
+    *value = g_cc / 10;
     break;
   case ATTR_CC_MINOR:
-    *value = 0;
+    *value = g_cc % 10;
     break;
   default:
     *value = 0;
@@ -968,6 +982,41 @@ static void free_module(struct sim_module *m) {
   free(m);
 }
 
+/* Whether the device can run the image: PTX for its SM or an older one, a
+ * cubin for its major version and an older or equal minor one, a fat binary
+ * with either. */
+static CUresult image_fits(const unsigned char *p, size_t len, int ptx) {
+  if (ptx) {
+    const char *t = memmem(p, len, ".target sm_", 11);
+    return t && atoi(t + 11) > g_cc ? CUDA_ERROR_INVALID_PTX : CUDA_SUCCESS;
+  }
+  if (memcmp(p, "\x7f" "ELF", 4) == 0) {
+    uint32_t flags;
+    memcpy(&flags, p + 0x30, 4);
+    int sm = (p[8] >= 8 || flags >> 24) ? (flags >> 8) & 0xff : flags & 0xff;
+    return sm / 10 == g_cc / 10 && sm <= g_cc ? CUDA_SUCCESS
+                                              : CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  /* A fat binary: any PTX entry for an older SM, or a cubin that fits. */
+  size_t off = 16;
+  while (off + 32 <= len) {
+    uint16_t kind;
+    uint32_t hsize, arch;
+    uint64_t size;
+    memcpy(&kind, p + off, 2);
+    memcpy(&hsize, p + off + 4, 4);
+    memcpy(&size, p + off + 8, 8);
+    memcpy(&arch, p + off + 28, 4);
+    if ((kind == 1 && (int)arch <= g_cc) ||
+        (kind == 2 && (int)arch / 10 == g_cc / 10 && (int)arch <= g_cc))
+      return CUDA_SUCCESS;
+    if (hsize < 32 || size > len)
+      break;
+    off += hsize + size;
+  }
+  return CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
 EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   INJECT();
   CUresult r = usable();
@@ -980,6 +1029,9 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   int ptx = len == 0;
   if (ptx)
     len = strlen(image);
+  r = image_fits(p, len, ptx);
+  if (r)
+    return r;
   struct sim_module *m = calloc(1, sizeof *m);
   if (!m)
     return CUDA_ERROR_OUT_OF_MEMORY;
