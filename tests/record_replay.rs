@@ -54,10 +54,9 @@ fn every_launch_is_kept_and_filters_choose_which() {
     }
     let a = reprise_std::Capture::open(&written[0]).unwrap();
     let b = reprise_std::Capture::open(&written[1]).unwrap();
-    assert_eq!(
-        b.record.launch_seq.unwrap(),
-        a.record.launch_seq.unwrap() + 1
-    );
+    // Launch numbers are per process, and other tests of this binary record
+    // at the same time: later, not necessarily next.
+    assert!(b.record.launch_seq.unwrap() > a.record.launch_seq.unwrap());
     let calls = |c: &reprise_std::Capture| {
         c.globals()
             .find(|g| g.name == "axpy_calls")
