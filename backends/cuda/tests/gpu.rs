@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::future::poll_fn;
-
-use common::{block_on, buffer_with, f32_bytes, f32s, fixture, gpu, u32s};
+use common::{
+    block_on, buffer_with, f32_bytes, f32s, fixture, gpu, grid2d_launch, seg, sync, u32s,
+};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
@@ -24,18 +24,6 @@ const MIB: u64 = 1 << 20;
 /// known (free hints are honoured), so the tests can ask more of it.
 fn simulated() -> bool {
     common::sim::driver() == Ok(common::sim::Driver::Simulated)
-}
-
-fn sync(q: &mut CudaQueue) -> Result<(), CudaError> {
-    block_on(poll_fn(|cx| q.poll_synchronize(cx)))
-}
-
-fn seg(device: u64, host_offset: usize, len: usize) -> Segment {
-    Segment {
-        device,
-        host_offset,
-        len,
-    }
 }
 
 /// Copies `len` bytes at `addr` back to the host (buffers of earlier copies
@@ -406,11 +394,9 @@ fn device_staging_takes_the_same_snapshots() {
     let Some((_lock, exec)) = gpu() else { return };
     let s = Saxpy::new(&exec, None);
     let (plain, _, _) = s.record(&exec, Mode::Async);
-    let staged_exec = exec.clone().with_device_staging(Some(1024));
-    if staged_exec.device_staging().is_none() {
-        println!("skipped: this driver lacks a function device-side staging needs");
+    let Some(staged_exec) = staged(&exec, 1024) else {
         return;
-    }
+    };
     // On the simulator, copies out of the device delayed at random make the
     // two streams overlap unpredictably: over several rounds a missing
     // dependency between them shows.
@@ -453,6 +439,17 @@ fn device_staging_takes_the_same_snapshots() {
     common::sim::set_copy_delay_us(0);
 }
 
+/// `exec` with device-side staging from `min_bytes` on, or `None` (after
+/// saying so) where the driver lacks what staging needs.
+fn staged(exec: &CudaExecutor, min_bytes: u64) -> Option<CudaExecutor> {
+    let staged = exec.clone().with_device_staging(Some(min_bytes));
+    if staged.device_staging().is_none() {
+        println!("skipped: this driver lacks a function device-side staging needs");
+        return None;
+    }
+    Some(staged)
+}
+
 /// Asserts two snapshots are equal, naming the first differing byte.
 fn same(got: &[u8], want: &[u8], mode: Mode, what: &str) {
     assert_eq!(got.len(), want.len(), "{mode:?} {what}: length");
@@ -469,11 +466,9 @@ fn same(got: &[u8], want: &[u8], mode: Mode, what: &str) {
 #[test]
 fn dropping_a_queue_waits_for_its_drains() {
     let Some((_lock, exec)) = gpu() else { return };
-    let staged = exec.clone().with_device_staging(Some(0));
-    if staged.device_staging().is_none() {
-        println!("skipped: this driver lacks a function device-side staging needs");
+    let Some(staged) = staged(&exec, 0) else {
         return;
-    }
+    };
     let region = reserve(&exec, None).unwrap();
     let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
     let kernel = exec.kernel(&image, "grid2d").unwrap();
@@ -488,22 +483,8 @@ fn dropping_a_queue_waits_for_its_drains() {
     // simulator aborts on a free under a running copy).
     common::sim::set_copy_delay_us(20_000);
     let values = [region.base() + 65536, 8, 8];
-    q.launch(
-        &kernel,
-        &Launch {
-            config: LaunchConfig {
-                grid: [1, 1, 1],
-                block: [8, 8, 1],
-                shared_mem: 0,
-            },
-            args: KernelArgs {
-                values: &values,
-                sizes: &[8, 4, 4],
-                data: &[],
-            },
-        },
-    )
-    .unwrap();
+    q.launch(&kernel, &grid2d_launch(&values, [1, 1, 1]))
+        .unwrap();
     assert_eq!(q.downloads_staged(), 1);
     drop(q);
     common::sim::set_copy_delay_us(0);
@@ -512,11 +493,9 @@ fn dropping_a_queue_waits_for_its_drains() {
 #[test]
 fn growing_the_shadow_waits_for_copies_still_using_it() {
     let Some((_lock, exec)) = gpu() else { return };
-    let staged = exec.clone().with_device_staging(Some(0));
-    if staged.device_staging().is_none() {
-        println!("skipped: this driver lacks a function device-side staging needs");
+    let Some(staged) = staged(&exec, 0) else {
         return;
-    }
+    };
     let region = reserve(&exec, None).unwrap();
     let data: Vec<u8> = (0..MIB as usize / 2).map(|i| (i % 251) as u8).collect();
     let mut q = staged.queue().unwrap();
@@ -667,18 +646,7 @@ fn grid2d_covers_a_two_dimensional_grid() {
     let mut q = exec.queue().unwrap();
     q.launch(
         &kernel,
-        &Launch {
-            config: LaunchConfig {
-                grid: [w.div_ceil(8), h.div_ceil(8), 1],
-                block: [8, 8, 1],
-                shared_mem: 0,
-            },
-            args: KernelArgs {
-                values: &values,
-                sizes: &[8, 4, 4],
-                data: &[],
-            },
-        },
+        &grid2d_launch(&values, [w.div_ceil(8), h.div_ceil(8), 1]),
     )
     .unwrap();
     let got = u32s(&read_device(

@@ -8,8 +8,8 @@ mod common;
 use std::future::poll_fn;
 use std::time::Duration;
 
-use common::{block_on_for, fixture, gpu};
-use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, Queue};
+use common::{block_on_for, fixture, gpu, grid2d_launch};
+use reprise_core::exec::{Executor, Queue};
 
 #[test]
 fn a_faulting_kernel_fails_the_synchronize() {
@@ -23,21 +23,7 @@ fn a_faulting_kernel_fails_the_synchronize() {
     common::sim::set_kernel_delay_us(50_000);
     // `out` points nowhere.
     let values = [0x10u64, 64, 64];
-    let launched = q.launch(
-        &kernel,
-        &Launch {
-            config: LaunchConfig {
-                grid: [8, 8, 1],
-                block: [8, 8, 1],
-                shared_mem: 0,
-            },
-            args: KernelArgs {
-                values: &values,
-                sizes: &[8, 4, 4],
-                data: &[],
-            },
-        },
-    );
+    let launched = q.launch(&kernel, &grid2d_launch(&values, [8, 8, 1]));
     if let Err(e) = launched {
         // A device may fault before the launch's own calls return.
         let code = e.driver().expect("a driver error").code;

@@ -5,13 +5,9 @@
 
 mod common;
 
-use std::future::poll_fn;
-
-use common::{block_on, buffer_with, fixture, gpu, sim};
-use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
-};
-use reprise_cuda::{CudaError, CudaExecutor, CudaQueue};
+use common::{buffer_with, fixture, gpu, grid2d_launch, seg, sim, sync};
+use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest};
+use reprise_cuda::CudaExecutor;
 
 const MIB: u64 = 1 << 20;
 /// `CUDA_ERROR_INVALID_VALUE`.
@@ -27,18 +23,6 @@ fn simulated() -> Option<(std::sync::MutexGuard<'static, ()>, CudaExecutor)> {
         return None;
     }
     gpu()
-}
-
-fn sync(q: &mut CudaQueue) -> Result<(), CudaError> {
-    block_on(poll_fn(|cx| q.poll_synchronize(cx)))
-}
-
-fn seg(device: u64, host_offset: usize, len: usize) -> Segment {
-    Segment {
-        device,
-        host_offset,
-        len,
-    }
 }
 
 #[test]
@@ -157,18 +141,7 @@ fn a_failed_drain_fails_the_launch_and_the_next_synchronize_once() {
         // The copy stream's wait for the staged copies fails.
         assert!(sim::fail("cuStreamWaitEvent", INVALID_VALUE, 0));
         let values = [region.base(), 8, 8];
-        let launch = Launch {
-            config: LaunchConfig {
-                grid: [1, 1, 1],
-                block: [8, 8, 1],
-                shared_mem: 0,
-            },
-            args: KernelArgs {
-                values: &values,
-                sizes: &[8, 4, 4],
-                data: &[],
-            },
-        };
+        let launch = grid2d_launch(&values, [1, 1, 1]);
         let err = q.launch(&kernel, &launch).expect_err("the drain failed");
         assert!(err.to_string().contains("cuStreamWaitEvent"), "{err}");
         // The synchronize covering the staged download fails too ...

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 #[path = "../sim/mod.rs"]
 pub mod sim;
 
-use reprise_core::exec::Executor;
-use reprise_cuda::{CudaBuffer, CudaExecutor};
+use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, Queue, Segment};
+use reprise_cuda::{CudaBuffer, CudaError, CudaExecutor, CudaQueue};
 
 /// The GPU tests share one device and reserve the same addresses: one at a
 /// time.
@@ -105,4 +105,35 @@ pub fn u32s(b: &[u8]) -> Vec<u32> {
     b.chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
         .collect()
+}
+
+/// Waits for everything `q` has queued.
+pub fn sync(q: &mut CudaQueue) -> Result<(), CudaError> {
+    block_on(std::future::poll_fn(|cx| q.poll_synchronize(cx)))
+}
+
+/// A copy segment.
+pub fn seg(device: u64, host_offset: usize, len: usize) -> Segment {
+    Segment {
+        device,
+        host_offset,
+        len,
+    }
+}
+
+/// A launch of the grid2d fixture (`out`, `w`, `h` in `values`) over `grid`
+/// blocks of 8x8 threads.
+pub fn grid2d_launch(values: &[u64; 3], grid: [u32; 3]) -> Launch<'_> {
+    Launch {
+        config: LaunchConfig {
+            grid,
+            block: [8, 8, 1],
+            shared_mem: 0,
+        },
+        args: KernelArgs {
+            values,
+            sizes: &[8, 4, 4],
+            data: &[],
+        },
+    }
 }
