@@ -160,9 +160,33 @@ fn create_stream() -> Result<sys::CUstream, DriverError> {
     Ok(stream)
 }
 
+/// A new stream with two events (made with `event_flags`); nothing is left
+/// behind on failure.
+fn stream_and_events(
+    event_flags: sys::CUevent_flags,
+) -> Result<(sys::CUstream, [sys::CUevent; 2]), DriverError> {
+    let stream = create_stream()?;
+    let mut events = [std::ptr::null_mut(); 2];
+    for i in 0..2 {
+        // SAFETY: `events[i]` is a live out-parameter.
+        let r = unsafe { sys::cuEventCreate(&mut events[i], event_flags as u32) };
+        if let Err(e) = check("cuEventCreate", r) {
+            for ev in &events[..i] {
+                // SAFETY: created above and never used.
+                let _ = unsafe { sys::cuEventDestroy_v2(*ev) };
+            }
+            // SAFETY: created above and never used.
+            let _ = unsafe { sys::cuStreamDestroy_v2(stream) };
+            return Err(e);
+        }
+    }
+    Ok((stream, events))
+}
+
 /// Device-side staging of a queue (see
 /// [`crate::CudaExecutor::with_device_staging`]): a shadow allocation, the
 /// copy stream that drains it, and the events ordering the two streams.
+/// The queue's `Drop` frees them with [`Staging::release`].
 #[derive(Debug)]
 struct Staging {
     /// Smallest download staged.
@@ -191,26 +215,20 @@ struct Staging {
 
 impl Staging {
     fn new(min_bytes: u64) -> Result<Staging, CudaError> {
-        let stream = create_stream()?;
-        let mut staging = Staging {
+        // Events without timing are the cheapest kind.
+        let (stream, [staged, drained]) =
+            stream_and_events(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        Ok(Staging {
             min_bytes,
             stream,
-            staged: std::ptr::null_mut(),
-            drained: std::ptr::null_mut(),
+            staged,
+            drained,
             shadow: (0, 0),
             pending: None,
             draining: false,
             launched: false,
             failed: None,
-        };
-        for ev in [&mut staging.staged, &mut staging.drained] {
-            // SAFETY: `ev` is a live out-parameter; events without timing
-            // are the cheapest kind. On failure `Drop` frees what was made.
-            check("cuEventCreate", unsafe {
-                sys::cuEventCreate(ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
-            })?;
-        }
-        Ok(staging)
+        })
     }
 
     /// Makes the shadow at least `len` bytes; `false` when it cannot be.
@@ -246,20 +264,13 @@ impl Staging {
             r => Err(crate::driver::driver_error("cuMemAlloc", r).into()),
         }
     }
-}
 
-impl Staging {
     /// Frees the shadow, events and copy stream, keeping errors for the
     /// next synchronize of the executor. The queue has waited for both
     /// streams.
-    fn release(mut self, dev: &Device) {
+    fn release(self, dev: &Device) {
         let (shadow, stream) = (self.shadow, self.stream);
         let events = [self.staged, self.drained];
-        // What `Drop` would free is freed here.
-        self.shadow = (0, 0);
-        self.staged = std::ptr::null_mut();
-        self.drained = std::ptr::null_mut();
-        self.stream = std::ptr::null_mut();
         if shadow.1 > 0 {
             // SAFETY: allocated by `reserve_shadow`; both streams are idle.
             dev.cleanup("cuMemFree", || unsafe { sys::cuMemFree_v2(shadow.0) });
@@ -272,28 +283,6 @@ impl Staging {
         dev.cleanup("cuStreamDestroy", || unsafe {
             sys::cuStreamDestroy_v2(stream)
         });
-    }
-}
-
-impl Drop for Staging {
-    /// Frees what a `Staging` half made in `new` holds (a queue releases a
-    /// whole one with `release`). There is no executor to report errors to.
-    fn drop(&mut self) {
-        // SAFETY: each non-null handle was made by `new`/`reserve_shadow`
-        // and is used by nothing (no work was enqueued on it).
-        unsafe {
-            if self.shadow.1 > 0 {
-                let _ = sys::cuMemFree_v2(self.shadow.0);
-            }
-            for ev in [self.staged, self.drained] {
-                if !ev.is_null() {
-                    let _ = sys::cuEventDestroy_v2(ev);
-                }
-            }
-            if !self.stream.is_null() {
-                let _ = sys::cuStreamDestroy_v2(self.stream);
-            }
-        }
     }
 }
 
@@ -358,23 +347,7 @@ impl ErrorType for CudaQueue {
 impl CudaQueue {
     pub(crate) fn new(dev: &Arc<Device>, staging: Option<u64>) -> Result<Self, CudaError> {
         dev.bind()?;
-        let stream = create_stream()?;
-        let mut events = [std::ptr::null_mut(); 2];
-        for i in 0..2 {
-            // SAFETY: `events[i]` is a live out-parameter.
-            let r = unsafe {
-                sys::cuEventCreate(&mut events[i], sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
-            };
-            if let Err(e) = check("cuEventCreate", r) {
-                for ev in &events[..i] {
-                    // SAFETY: created above and never used.
-                    let _ = unsafe { sys::cuEventDestroy_v2(*ev) };
-                }
-                // SAFETY: created above and never used.
-                let _ = unsafe { sys::cuStreamDestroy_v2(stream) };
-                return Err(e.into());
-            }
-        }
+        let (stream, events) = stream_and_events(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
         let mut queue = CudaQueue {
             dev: dev.clone(),
             stream,
