@@ -10,8 +10,10 @@
 //! - **async + inline**: one synchronize, files still written inline;
 //! - **async + background** (reprise's way): one synchronize, files handed to
 //!   the background writer;
-//! - the **copy lower bound**: the bytes the two snapshots copy divided by
-//!   the memcpy bandwidth between warm buffers, measured here;
+//! - the **copy bound**: the bytes the two snapshots copy divided by the
+//!   memcpy bandwidth between warm buffers, measured here: a yardstick for
+//!   what copying the snapshots costs, not a strict lower bound (a schedule
+//!   that hands a copy to another thread can beat it);
 //! - **replay**: open a capture of that size from a warm page cache and
 //!   replay it once, against the time to read its files.
 //!
@@ -117,7 +119,7 @@ impl SizeResult {
     pub fn async_inline_vs_sync(&self) -> f64 {
         self.async_inline / self.sync_inline
     }
-    /// reprise's way against the copy lower bound.
+    /// reprise's way against the copy bound.
     pub fn background_vs_bound(&self) -> f64 {
         self.async_background / self.copy_bound
     }
@@ -331,7 +333,8 @@ where
     E::Buffer: Send + 'static,
     E::Error: std::error::Error + Send + Sync + 'static,
 {
-    /// Reserves the region, fills `size` bytes, loads the kernel.
+    /// Reserves the region, fills `size` bytes, loads the kernel. `dir` is
+    /// emptied first (made if missing): give it a scratch directory.
     pub fn new(
         exec: E,
         backend: BackendKind,
@@ -524,6 +527,11 @@ where
     E::Buffer: Send + 'static,
     E::Error: std::error::Error + Send + Sync + 'static,
 {
+    if let Some(&size) = cfg.sizes.iter().find(|&&s| s < 16) {
+        return Err(Error::Invalid(format!(
+            "bench region size {size} bytes is too small: at least 16 bytes (the kernel's counter)"
+        )));
+    }
     let mut out = Vec::new();
     for &size in &cfg.sizes {
         let label = crate::bench::human(size);

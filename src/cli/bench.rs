@@ -7,13 +7,13 @@ use clap::Args;
 use reprise::bench::{self, AllocResult, BenchConfig, SizeResult};
 use serde_json::json;
 
-use super::replay::BackendArg;
+use super::ExecutorArg;
 
 /// Measure what recording costs the launching thread, per region size
 /// (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
 /// sync schedule and inline writes (LLVM's way); the async schedule with
 /// inline writes; the async schedule with the background writer (reprise's
-/// way); the copy lower bound (snapshot bytes / memcpy bandwidth, measured in
+/// way); the copy bound (snapshot bytes / memcpy bandwidth, measured in
 /// the same run); and replaying a capture of each size against reading its
 /// files. Also the recording allocator against a mutex, one and two threads.
 /// On the CUDA executor the kernel is a saxpy over the whole region, and
@@ -22,8 +22,9 @@ use super::replay::BackendArg;
 ///
 /// Recording times are the launching thread's time in a recorded launch
 /// minus a plain launch's; the background writer is drained between
-/// measured launches, outside the timing. Writes go to a scratch directory
-/// that is removed afterwards.
+/// measured launches, outside the timing. Writes go to a fresh scratch
+/// directory (inside `--dir`, or the system's temporary directory) that is
+/// removed afterwards.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Fewer repetitions: finishes in under a minute on two cores.
@@ -33,18 +34,32 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// The executor to measure.
-    #[arg(long, value_enum, default_value_t = BackendArg::Host)]
-    pub backend: BackendArg,
+    #[arg(long, value_enum, default_value_t = ExecutorArg::Host)]
+    pub backend: ExecutorArg,
     /// Also draw recording time against region size for each schedule, as
     /// SVG, to this file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Scratch directory for the captures written while measuring.
+    /// Where to write the captures made while measuring: a fresh
+    /// `reprise-bench-PID` directory is made inside DIR and removed
+    /// afterwards; nothing else in DIR is touched. [default: the system's
+    /// temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Only these region sizes (bytes; K/M/G suffixes), comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = |s: &str| reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string()))]
+    #[arg(long, value_delimiter = ',', value_parser = parse_bench_size)]
     pub sizes: Vec<u64>,
+}
+
+/// A region size for `--sizes`: at least 16 bytes (the kernel's counter).
+fn parse_bench_size(s: &str) -> Result<u64, String> {
+    let n = reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string())?;
+    if n < 16 {
+        return Err(format!(
+            "{n} bytes is too small: a region size must be at least 16 bytes"
+        ));
+    }
+    Ok(n)
 }
 
 fn ms(s: f64) -> String {
@@ -58,9 +73,18 @@ fn ms(s: f64) -> String {
 }
 
 pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
-    let dir = a.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("reprise-bench-{}", std::process::id()))
-    });
+    // bench empties and removes its scratch directory, so it is always one
+    // it makes itself: never the user's directory, only a fresh one inside it.
+    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = parent.join(format!("reprise-bench-{}", std::process::id()));
+    if dir.exists() {
+        return Err(reprise::Error::Invalid(format!(
+            "{}: already exists; bench makes its own scratch directory there and would not empty one it did not make",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| reprise::Error::io(&dir, "create the scratch directory", e))?;
     let mut cfg = if a.quick {
         BenchConfig::quick(&dir)
     } else {
@@ -75,9 +99,12 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
             eprintln!("  measuring {line}");
         }
     };
-    let backend = a.backend.forced().unwrap_or(reprise::BackendKind::Host);
-    let results = match backend {
-        reprise::BackendKind::Host => {
+    let backend = match a.backend {
+        ExecutorArg::Host => reprise::BackendKind::Host,
+        ExecutorArg::Cuda => reprise::BackendKind::Cuda,
+    };
+    let results = match a.backend {
+        ExecutorArg::Host => {
             let make = || {
                 reprise::HostExecutor::new()
                     .map_err(|e| reprise::Error::executor("starting the host executor", e))
@@ -91,7 +118,7 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
                 &mut progress,
             )
         }
-        reprise::BackendKind::Cuda => {
+        ExecutorArg::Cuda => {
             let make = || {
                 reprise::CudaExecutor::new(0)
                     .map_err(|e| reprise::Error::executor("opening CUDA device 0", e))
@@ -112,9 +139,6 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
                 &mut progress,
             )
         }
-        other => Err(reprise::Error::Invalid(format!(
-            "benchmarking the {other} executor is not available in this build"
-        ))),
     };
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
@@ -180,7 +204,13 @@ fn to_json(
 }
 
 fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::BackendKind) {
-    out!("recording cost on the {backend} executor (launching thread; medians)\n");
+    out!("recording cost on the {backend} executor (launching thread; medians)");
+    out!("  plain launch: a whole launch and synchronize, unrecorded;");
+    out!("  the three schedules: what recording adds to it (recorded minus plain);");
+    out!(
+        "  copy bound: both snapshots memcpy'd once on the host, a yardstick (a schedule that\n  \
+         hands copies to other threads can beat it)\n"
+    );
     out!(
         "| size | plain launch | sync + inline (LLVM) | async + inline | async + background (reprise) | copy bound | reprise / LLVM | async inline / LLVM | reprise / bound |"
     );
@@ -269,7 +299,7 @@ fn plot(path: &Path, results: &[SizeResult]) -> reprise::Result<()> {
         ("async + background (reprise)", GREEN, |r| {
             r.async_background
         }),
-        ("copy lower bound", BLACK, |r| r.copy_bound),
+        ("copy bound", BLACK, |r| r.copy_bound),
     ];
     let xs = results.iter().map(|r| r.size as f64);
     let (xmin, xmax) = (xs.clone().fold(f64::MAX, f64::min), xs.fold(0.0, f64::max));

@@ -4,14 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use reprise::core::exec::Executor;
 use reprise::{
     Args as KernelArgs, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder,
 };
 use reprise_std::config::parse_size;
 
-use super::{human_bytes, human_time};
+use super::{ExecutorArg, human_bytes, human_time};
 
 /// Record a kernel launch and replay it: the whole round trip in one
 /// command, on the host CPU (the default) or an NVIDIA GPU.
@@ -28,23 +28,16 @@ pub struct DemoArgs {
     pub dir: PathBuf,
     /// Bytes the kernel's input and output arrays occupy together (e.g.
     /// 4M, 256M).
-    #[arg(long, default_value = "4M", value_parser = |s: &str| parse_size("--size", s).map_err(|e| e.to_string()))]
+    /// From 8 bytes (one float each) to 16 GiB (the CUDA kernel counts
+    /// elements in an `int`); the demo needs about 5 times SIZE of memory.
+    #[arg(long, default_value = "4M", value_parser = parse_demo_size)]
     pub size: u64,
     /// The executor to record and replay on.
-    #[arg(long, value_enum, default_value_t = DemoBackend::Host)]
-    pub backend: DemoBackend,
+    #[arg(long, value_enum, default_value_t = ExecutorArg::Host)]
+    pub backend: ExecutorArg,
     /// The CUDA device (with `--backend cuda`).
-    #[arg(long, default_value_t = 0)]
-    pub device_id: i32,
-}
-
-/// Executors the demo runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DemoBackend {
-    /// The host CPU.
-    Host,
-    /// An NVIDIA GPU, through the CUDA driver.
-    Cuda,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    pub device_id: Option<i32>,
 }
 
 /// The demo's kernel on one executor.
@@ -89,17 +82,62 @@ fn step(n: u32, text: impl std::fmt::Display) {
     out!("[{n}/4] {text}");
 }
 
+/// The largest `--size`: the CUDA kernel counts elements in an `int`.
+const MAX_SIZE: u64 = 8 * i32::MAX as u64;
+
+/// `--size`: within 8 bytes ..= [`MAX_SIZE`].
+fn parse_demo_size(s: &str) -> Result<u64, String> {
+    let n = parse_size("--size", s).map_err(|e| e.to_string())?;
+    if n < 8 {
+        return Err(format!(
+            "{n} bytes is too small: the input and output need at least 4 bytes each"
+        ));
+    }
+    if n > MAX_SIZE {
+        return Err(format!(
+            "{} is too large: at most {} ({} floats in and out)",
+            human_bytes(n),
+            human_bytes(MAX_SIZE),
+            i32::MAX
+        ));
+    }
+    Ok(n)
+}
+
+/// Memory the system can still give, from `/proc/meminfo` (None elsewhere).
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
-    // The CUDA kernel counts elements in an `int`.
-    let n = (a.size / 8).clamp(1, i32::MAX as u64) as usize;
+    // The region, the recorded snapshots, the files in the page cache and
+    // the replay's copies: about five times SIZE at the peak.
+    let need = a.size.saturating_mul(5);
+    if let Some(avail) = available_memory().filter(|&avail| need > avail) {
+        return Err(reprise::Error::Invalid(format!(
+            "demo --size {} needs about {} of memory; {} is available",
+            human_bytes(a.size),
+            human_bytes(need),
+            human_bytes(avail)
+        )));
+    }
+    let n = (a.size / 8) as usize;
     match a.backend {
-        DemoBackend::Host => {
+        ExecutorArg::Host => {
+            if let Some(d) = a.device_id {
+                return Err(reprise::Error::Invalid(format!(
+                    "--device-id {d} chooses a GPU: use it with --backend cuda"
+                )));
+            }
             let exec = HostExecutor::new()
                 .map_err(|e| reprise::Error::executor("starting the host executor", e))?;
             demo(exec, BackendKind::Host, 0, &HOST_KERNEL, n, &a)
         }
-        DemoBackend::Cuda => {
-            let device = a.device_id;
+        ExecutorArg::Cuda => {
+            let device = a.device_id.unwrap_or(0);
             let exec = reprise::CudaExecutor::new(device).map_err(|e| {
                 reprise::Error::executor(format!("opening CUDA device {device}"), e)
             })?;

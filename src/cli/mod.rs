@@ -20,6 +20,17 @@ pub mod replay;
 
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
+
+/// The executors `demo` and `bench` run their built-in kernels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExecutorArg {
+    /// The host CPU.
+    Host,
+    /// An NVIDIA GPU, through the CUDA driver.
+    Cuda,
+}
+
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Prints an error and its causes to stderr.

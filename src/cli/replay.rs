@@ -55,13 +55,14 @@ pub struct ReplayArgs {
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     pub save_output: bool,
     /// Launch with this many teams (grid x) instead of the recorded number.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub num_teams: Option<u32>,
     /// Launch with this many threads per team (block x).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub num_threads: Option<u32>,
     /// Run on this device (GPU executors); default: the recorded device.
-    #[arg(long, value_name = "N")]
+    /// The host executor has no devices to choose from.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     pub device_id: Option<i32>,
     /// Replay N times, restoring memory before each, and print each time.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -104,6 +105,11 @@ pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
         builder = builder.num_threads(n);
     }
     let backend = builder.resolved_backend()?;
+    if let (BackendKind::Host, Some(d)) = (backend, a.device_id) {
+        eprintln!(
+            "warning: --device-id {d} is ignored: the host executor has no devices to choose from"
+        );
+    }
     out!(
         "replaying {} ({} capture, {} executor): {} of memory at {:#x}, {} globals",
         rec.name,

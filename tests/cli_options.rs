@@ -1,0 +1,115 @@
+//! Options a user can get wrong, and the directories `bench` may touch:
+//! each is refused up front with a message that says why, or warned about.
+
+mod common;
+
+use common::*;
+use reprise::core::record::Generation;
+
+#[test]
+fn bench_leaves_the_directory_it_is_given_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, b"keep me").unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    let out = reprise(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--sizes",
+        "64K",
+        "--dir",
+        s(dir.path()),
+    ]);
+    assert_exit(&out, 0);
+    assert_eq!(std::fs::read(&notes).unwrap(), b"keep me");
+    assert!(
+        f.descriptor.exists(),
+        "bench removed a capture it did not write"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("reprise-bench-")
+        })
+        .collect();
+    assert!(left.is_empty(), "bench left its scratch directory behind");
+}
+
+#[test]
+fn sizes_out_of_range_are_refused_before_any_work() {
+    for args in [
+        &["bench", "--quick", "--sizes", "0"][..],
+        &["bench", "--quick", "--sizes", "64K,8"],
+        &["demo", "--size", "0"],
+        &["demo", "--size", "1T"],
+    ] {
+        let out = reprise(args);
+        assert_exit(&out, 2);
+        let (_, stderr) = text(&out);
+        assert!(
+            stderr.contains("too small") || stderr.contains("too large"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn geometry_overrides_of_zero_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    for opt in ["--num-teams=0", "--num-threads=0", "--device-id=-1"] {
+        let out = reprise(&["replay", opt, s(&f.descriptor)]);
+        assert_exit(&out, 2);
+        let (_, stderr) = text(&out);
+        assert!(stderr.contains(opt.split('=').next().unwrap()), "{stderr}");
+    }
+}
+
+#[test]
+fn a_device_id_the_host_cannot_use_is_flagged() {
+    let out = reprise(&["demo", "--device-id", "3"]);
+    assert_error(&out, &["--device-id 3", "--backend cuda"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    let out = reprise(&["replay", "--device-id", "5", s(&f.descriptor)]);
+    assert_exit(&out, 0);
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("warning: --device-id 5 is ignored"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bench_offers_only_the_executors_it_can_measure() {
+    for backend in ["auto", "amdgpu"] {
+        let out = reprise(&["bench", "--quick", "--backend", backend]);
+        assert_exit(&out, 2);
+        let (_, stderr) = text(&out);
+        assert!(stderr.contains("possible values: host, cuda"), "{stderr}");
+    }
+}
+
+#[test]
+fn list_exits_1_when_a_capture_is_broken_and_names_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    let out = reprise(&["list", s(dir.path())]);
+    assert_exit(&out, 0);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, b"{\"Name\": ").unwrap();
+    let out = reprise(&["list", s(dir.path())]);
+    assert_exit(&out, 1);
+    let (stdout, _) = text(&out);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("BROKEN"))
+        .unwrap_or_else(|| panic!("no BROKEN line: {stdout}"));
+    assert_eq!(line.matches("bad.json").count(), 1, "{line}");
+}
