@@ -16,7 +16,8 @@ use clap::{Parser, Subcommand};
 /// replaying one runs its device image.
 ///
 /// Exit status: 0 success (and verified, when asked), 1 verification found
-/// differences, 2 any error.
+/// differences (or `inspect`/`list` found a capture with a problem), 2 any
+/// error.
 #[derive(Parser)]
 #[command(
     name = "reprise",

@@ -12,6 +12,9 @@ use super::human_bytes;
 /// Show what a capture holds: kernel, format, executor, launch geometry,
 /// arguments (marking those that point into the recorded region), region,
 /// globals, files, sizes and checksum status. Never executes the image.
+///
+/// Exits 1 when it finds a problem (a file missing, a size or checksum that
+/// does not match), 0 when the capture is complete.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// The capture's descriptor (`NAME.json`).
@@ -142,7 +145,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             "{}",
             serde_json::to_string_pretty(&out).expect("JSON values serialize")
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status(&problems));
     }
 
     out!("capture   {}", d.paths.descriptor.display());
@@ -255,5 +258,14 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             out!("  - {p}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(status(&problems))
+}
+
+/// 1 when the capture has problems (as a failed verification), else 0.
+fn status(problems: &[String]) -> ExitCode {
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -12,6 +12,9 @@ use super::human_bytes;
 /// List every capture in a directory, one line each: kernel, format,
 /// executor, geometry, snapshot size and descriptor. Files of incomplete
 /// captures (an interrupted recording or write) are listed as ORPHAN.
+///
+/// Exits 1 when a capture is unreadable (BROKEN) or incomplete (a file
+/// missing, a checksum mismatch), 0 otherwise.
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// The directory to scan.
@@ -21,7 +24,7 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
     let entries = scan(&a.dir)?;
-    let (mut captures, mut orphans, mut broken) = (0, 0, 0);
+    let (mut captures, mut orphans, mut broken, mut incomplete) = (0, 0, 0, 0);
     for e in &entries {
         match e {
             Entry::Capture(d) => {
@@ -37,6 +40,7 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                     })
                     .unwrap_or_else(|| "?".into());
                 let problems = d.problems();
+                incomplete += usize::from(!problems.is_empty());
                 out!(
                     "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{}",
                     r.name,
@@ -57,7 +61,13 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
             }
             Entry::Broken { path, error } => {
                 broken += 1;
-                out!("BROKEN   {}: {error}", path.display());
+                // Errors about a file usually name it already.
+                let text = error.to_string();
+                if text.contains(&path.display().to_string()) {
+                    out!("BROKEN   {text}");
+                } else {
+                    out!("BROKEN   {}: {text}", path.display());
+                }
             }
             Entry::Orphan { path, why } => {
                 orphans += 1;
@@ -66,8 +76,13 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
         }
     }
     out!(
-        "{captures} capture(s), {broken} unreadable, {orphans} orphaned file(s) in {}",
+        "{captures} capture(s) ({incomplete} incomplete), {broken} unreadable, {orphans} orphaned file(s) in {}",
         a.dir.display()
     );
-    Ok(ExitCode::SUCCESS)
+    // Like a failed verification: the listing worked and found problems.
+    Ok(if broken + incomplete > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
