@@ -134,26 +134,45 @@ impl CaptureStore {
         let image_sum = checksum(data.image);
         record.checksums.image = Some(image_sum);
 
-        self.write_file(&paths.input, data.input)?;
-        if let Some(out) = data.output {
-            self.write_file(&paths.output, out)?;
-        }
-        self.write_file(&paths.globals, data.globals)?;
-        self.write_image(&paths.image, data.image, image_sum)?;
+        // Files already in place when a later one fails (a full disk) are
+        // removed again: a failed capture leaves nothing behind.
+        let mut written: Vec<&Path> = Vec::new();
+        let result = (|| {
+            self.write_file(&paths.input, data.input)?;
+            written.push(&paths.input);
+            if let Some(out) = data.output {
+                self.write_file(&paths.output, out)?;
+                written.push(&paths.output);
+            }
+            self.write_file(&paths.globals, data.globals)?;
+            written.push(&paths.globals);
+            self.write_image(&paths.image, data.image, image_sum)?;
+            written.push(&paths.image);
 
-        let mut json = vec![0u8; MAX_JSON_LEN];
-        let n = record
-            .to_json(Generation::Reprise, &mut json)
-            .map_err(|source| Error::Descriptor {
-                path: descriptor.clone(),
-                source,
-            })?;
-        self.write_file(&descriptor, &json[..n])?;
-        if self.fsync {
-            // Make the renames themselves durable.
-            File::open(&self.dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(&self.dir, "sync directory", e))?;
+            let mut json = vec![0u8; MAX_JSON_LEN];
+            let n = record
+                .to_json(Generation::Reprise, &mut json)
+                .map_err(|source| Error::Descriptor {
+                    path: descriptor.clone(),
+                    source,
+                })?;
+            self.write_file(&descriptor, &json[..n])?;
+            written.push(&descriptor);
+            if self.fsync {
+                // Make the renames themselves durable.
+                File::open(&self.dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| Error::io(&self.dir, "sync directory", e))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            images.retain(|_, p| p != &paths.image);
+            for p in written {
+                let _ = fs::remove_file(p);
+            }
+            return Err(e);
         }
         Ok(descriptor)
     }
@@ -188,12 +207,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!("{TEMP_PREFIX}{name}.{}", std::process::id()));
+    // Errors name the file the caller asked for; the temporary one is gone
+    // by the time they are read.
     let result = (|| {
-        let mut f = File::create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
+        let mut f = File::create(&tmp).map_err(|e| Error::io(path, "create", e))?;
         f.write_all(bytes)
-            .map_err(|e| Error::io(&tmp, "write", e))?;
+            .map_err(|e| Error::io(path, "write", e))?;
         if fsync {
-            f.sync_all().map_err(|e| Error::io(&tmp, "sync", e))?;
+            f.sync_all().map_err(|e| Error::io(path, "sync", e))?;
         }
         fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename into place", e))
     })();

@@ -136,3 +136,64 @@ fn open_options_control_missing_globals_and_checksums() {
     assert!(c.globals.is_none());
     assert_eq!(c.globals().count(), 0);
 }
+
+#[test]
+fn a_write_that_fails_midway_leaves_nothing_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), false).unwrap();
+    // The globals file cannot be put in place (a directory holds its name),
+    // as a disk that fills up after the snapshots were written.
+    let stem = format!("k-{}-3", std::process::id());
+    let globals = dir.path().join(format!("{stem}.globals"));
+    std::fs::create_dir(&globals).unwrap();
+    let mut r = record("k", 3);
+    let err = store
+        .write(&mut r, data(&[1; 64], &[2; 64]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("{stem}.globals")), "{err}");
+    assert!(!err.contains(".reprise-tmp"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        [format!("{stem}.globals")],
+        "only the obstacle is left"
+    );
+
+    // The image was never written, so the next capture writes it afresh
+    // rather than linking to a file that was removed.
+    std::fs::remove_dir(&globals).unwrap();
+    let mut r = record("k", 4);
+    let p = store.write(&mut r, data(&[1; 64], &[2; 64])).unwrap();
+    assert!(Capture::open(&p).unwrap().checksums_verified);
+}
+
+#[test]
+fn a_failed_image_write_removes_that_capture_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), false).unwrap();
+    // The first capture's image is kept; a failure of the second removes
+    // only the second's files, and the image map forgets the removed link.
+    let first = store
+        .write(&mut record("k", 1), data(&[1; 8], &[2; 8]))
+        .unwrap();
+    let stem = format!("k-{}-2", std::process::id());
+    let obstacle = dir.path().join(format!("{stem}.image"));
+    std::fs::create_dir(&obstacle).unwrap();
+    assert!(
+        store
+            .write(&mut record("k", 2), data(&[1; 8], &[2; 8]))
+            .is_err()
+    );
+    std::fs::remove_dir(&obstacle).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.iter().all(|n| !n.contains(&stem)), "{names:?}");
+    assert!(Capture::open(&first).unwrap().checksums_verified);
+}
