@@ -19,8 +19,9 @@ use super::{ExecutorArg, human_bytes, human_time};
 /// Builds in a sample kernel (on the host, a stencil over a float array
 /// that reads a device global; on a GPU, a saxpy that reads one), records
 /// one launch whose recording region holds about SIZE bytes, writes the
-/// capture to DIR, then replays it on a fresh executor at the recorded
-/// address and verifies the output byte for byte.
+/// capture to DIR, then replays it in a new process (`reprise replay
+/// --verify`) at the recorded address and verifies the output byte for
+/// byte.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Where to write the capture.
@@ -219,21 +220,30 @@ where
         out!("      {:>10}  {}", human_bytes(len), f.display());
     }
 
+    // The replay runs as a user would run it: in a new process, which must
+    // get the recorded address from the executor afresh.
     step(
         3,
-        format!("replaying on a fresh {backend} executor at the recorded address"),
+        format!(
+            "replaying in a new process on the {backend} executor at the recorded address: \
+             reprise replay --verify {}",
+            descriptor.display()
+        ),
     );
-    let outcome = reprise::block_on(std::future::IntoFuture::into_future(
-        reprise::replay(&capture).verify(true),
-    ))?;
-    let t = outcome.times[0];
-    let k = outcome.kernel_times[0]
-        .map(|k| format!(", kernel {}", human_time(k)))
-        .unwrap_or_default();
-    out!("      replayed in {}{k}", human_time(t));
-
-    match outcome.verification {
-        Some(v) if v.is_match() => {
+    let exe = std::env::current_exe()
+        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let child = std::process::Command::new(&exe)
+        .arg("replay")
+        .arg("--verify")
+        .arg(&descriptor)
+        .output()
+        .map_err(|e| reprise::Error::io(&exe, "run", e))?;
+    for line in String::from_utf8_lossy(&child.stdout).lines() {
+        out!("      {line}");
+    }
+    let stderr = String::from_utf8_lossy(&child.stderr);
+    match child.status.code() {
+        Some(0) => {
             step(
                 4,
                 "verified: the replay's output equals the recorded output byte for byte",
@@ -248,9 +258,15 @@ where
             );
             Ok(ExitCode::SUCCESS)
         }
-        other => {
-            step(4, format!("verification FAILED: {other:?}"));
+        Some(1) => {
+            step(4, "verification FAILED: the replay's output differs");
             Ok(ExitCode::from(1))
         }
+        status => Err(reprise::Error::Invalid(format!(
+            "the replay of {} in a new process failed ({}):\n{}",
+            descriptor.display(),
+            status.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}")),
+            stderr.trim_end()
+        ))),
     }
 }
