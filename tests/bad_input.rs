@@ -6,7 +6,8 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use reprise::core::record::Generation;
+use reprise::core::record::{FORMAT_VERSION, Generation, MAX_REGION_SIZE};
+use serde_json::json;
 
 const BASE: u64 = 0x1539_4000_0000;
 
@@ -73,11 +74,12 @@ fn lying_size_fields_cost_nothing() {
     );
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 
-    // A reserved size far beyond anything mappable: the replay falls back to
-    // the snapshot's size.
+    // A reserved size no address space can hold is refused (see
+    // `region_sizes_and_bases_are_checked`); the largest accepted one, which
+    // cannot be mapped at this base, falls back to the snapshot's size.
     let dir2 = tempfile::tempdir().unwrap();
     let f2 = llvm_fixture(dir2.path(), Generation::LlvmCurrent, BASE, 256);
-    edit_descriptor(&f2.descriptor, |r| r.region_size = Some(1 << 62));
+    edit_descriptor(&f2.descriptor, |r| r.region_size = Some(MAX_REGION_SIZE));
     assert_exit(&reprise(&["replay", "--verify", s(&f2.descriptor)]), 0);
 
     // A globals size field far beyond the file.
@@ -272,4 +274,415 @@ fn region_address_taken_in_the_replaying_process_exits_2() {
         .output()
         .unwrap();
     assert_error(&out, &["0x555555554000", "already mapped"]);
+}
+
+/// An LLVM-current capture (whose files reprise's own format shares).
+fn current(dir: &Path) -> Fixture {
+    llvm_fixture(dir, Generation::LlvmCurrent, BASE, 256)
+}
+
+/// Sets (or, with `null`, removes) top-level keys of a descriptor, as a
+/// person editing it would.
+fn set_keys(descriptor: &Path, keys: serde_json::Value) {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(descriptor).unwrap()).unwrap();
+    let map = v.as_object_mut().unwrap();
+    for (k, x) in keys.as_object().unwrap() {
+        if x.is_null() {
+            map.remove(k);
+        } else {
+            map.insert(k.clone(), x.clone());
+        }
+    }
+    std::fs::write(descriptor, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// The sibling file of `descriptor` with extension `ext`.
+fn sibling(descriptor: &Path, ext: &str) -> std::path::PathBuf {
+    let stem = descriptor.to_string_lossy();
+    std::path::PathBuf::from(format!("{}.{ext}", stem.trim_end_matches(".json")))
+}
+
+/// The `error:` line of a run's stderr.
+fn error_line(o: &std::process::Output) -> String {
+    let (_, err) = text(o);
+    err.lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line in:\n{err}"))
+        .to_string()
+}
+
+#[test]
+fn newer_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    // This build's own version, in a reprise descriptor, replays.
+    set_keys(&f.descriptor, json!({ "RepriseFormat": FORMAT_VERSION }));
+    assert_exit(&reprise(&["replay", "--verify", s(&f.descriptor)]), 0);
+
+    set_keys(&f.descriptor, json!({ "RepriseFormat": 99 }));
+    let want = format!(
+        "{}: RepriseFormat 99 is newer than this reprise reads (up to {FORMAT_VERSION}); \
+         upgrade reprise",
+        f.descriptor.display()
+    );
+    for cmd in ["replay", "inspect"] {
+        assert_error(&reprise(&[cmd, s(&f.descriptor)]), &[&want]);
+    }
+}
+
+#[test]
+fn grid_and_block_must_agree_with_teams_and_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    let reprise_keys = json!({
+        "RepriseFormat": 1,
+        "Grid": [8, 1, 1],
+        "Block": [128, 1, 1],
+        "NumTeams": 8,
+        "NumThreads": 128,
+    });
+    set_keys(&f.descriptor, reprise_keys.clone());
+    assert_exit(&reprise(&["replay", "--verify", s(&f.descriptor)]), 0);
+
+    let name = f.descriptor.display().to_string();
+    for (keys, needle) in [
+        (
+            json!({ "Grid": [7, 1, 1], "NumTeams": 2048 }),
+            "Grid [7,1,1] disagrees with NumTeams 2048",
+        ),
+        (
+            json!({ "Block": [64, 1, 1] }),
+            "Block [64,1,1] disagrees with NumThreads 128",
+        ),
+        (
+            json!({ "Grid": [0, 1, 1] }),
+            "Grid [0,1,1]: every dimension must be at least 1",
+        ),
+        (
+            json!({ "Block": [128, 0, 1] }),
+            "Block [128,0,1]: every dimension must be at least 1",
+        ),
+        (
+            json!({ "NumThreads": 0, "Block": null }),
+            "NumThreads 0: must be at least 1",
+        ),
+    ] {
+        set_keys(&f.descriptor, reprise_keys.clone());
+        set_keys(&f.descriptor, keys);
+        for cmd in ["replay", "inspect"] {
+            assert_error(
+                &reprise(&[cmd, s(&f.descriptor)]),
+                &[&format!("{name}: {needle}")],
+            );
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = legacy(dir.path());
+    set_keys(&f.descriptor, json!({ "NumTeamsClause": 0 }));
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &["axpy.json: NumTeamsClause 0: must be at least 1"],
+    );
+}
+
+#[test]
+fn zero_teams_or_threads_overrides_are_option_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = legacy(dir.path());
+    for (option, name) in [
+        ("--num-teams=0", "--num-teams"),
+        ("--num-threads=0", "--num-threads"),
+    ] {
+        // The command line refuses them when parsed...
+        let out = reprise(&["replay", option, s(&f.descriptor)]);
+        assert_exit(&out, 2);
+        let line = error_line(&out);
+        assert!(line.contains(name) && line.contains('0'), "{line}");
+        assert!(!line.contains("axpy.json"), "{line}");
+    }
+    // ... and the library when replaying, as a problem of the option, not
+    // of the capture's file.
+    let capture = reprise::Capture::open(&f.descriptor).unwrap();
+    for (builder, want) in [
+        (
+            reprise::replay(&capture).num_teams(0),
+            "--num-teams 0: must be at least 1",
+        ),
+        (
+            reprise::replay(&capture).num_threads(0),
+            "--num-threads 0: must be at least 1",
+        ),
+    ] {
+        let err = reprise::block_on(std::future::IntoFuture::into_future(builder)).unwrap_err();
+        assert_eq!(err.to_string(), want);
+    }
+}
+
+#[test]
+fn region_sizes_and_bases_are_checked() {
+    // LLVM current: the snapshot's length is its file's.
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    let input = sibling(&f.descriptor, "record_input");
+    let len = std::fs::metadata(&input).unwrap().len();
+    set_keys(&f.descriptor, json!({ "VAllocSize": 1024 }));
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &[
+            &format!("{}: the memory snapshot", f.descriptor.display()),
+            &format!("{} is {len} bytes", input.display()),
+            "larger than the recorded region (VAllocSize 1024 bytes)",
+        ],
+    );
+    // reprise's own format says the snapshot's length itself.
+    set_keys(
+        &f.descriptor,
+        json!({ "RepriseFormat": 1, "DeviceMemorySize": 4 << 20, "VAllocSize": 4096 }),
+    );
+    for cmd in ["replay", "inspect"] {
+        assert_error(
+            &reprise(&[cmd, s(&f.descriptor)]),
+            &["DeviceMemorySize 4194304 is larger than VAllocSize 4096"],
+        );
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    let name = f.descriptor.display().to_string();
+    for (keys, needle) in [
+        (
+            json!({ "VAllocSize": 1u64 << 62 }),
+            format!(
+                "VAllocSize 4611686018427387904 is larger than any address space reprise replays \
+                 into ({MAX_REGION_SIZE} bytes at most)"
+            ),
+        ),
+        (
+            json!({ "VAllocAddr": 0xffff_ffff_fff0_0000u64, "VAllocSize": 1 << 30 }),
+            "the region at 0xfffffffffff00000 of VAllocSize 1073741824 bytes runs past the end \
+             of the address space"
+                .to_string(),
+        ),
+        (
+            json!({ "VAllocAddr": 0 }),
+            "VAllocAddr 0: the region has no address".to_string(),
+        ),
+    ] {
+        set_keys(&f.descriptor, keys);
+        for cmd in ["replay", "inspect"] {
+            assert_error(
+                &reprise(&[cmd, s(&f.descriptor)]),
+                &[&format!("{name}: {needle}")],
+            );
+        }
+        set_keys(
+            &f.descriptor,
+            json!({ "VAllocAddr": BASE, "VAllocSize": 64u64 << 30 }),
+        );
+    }
+    // LLVM's default 64 GiB reservation is fine.
+    assert_exit(&reprise(&["replay", "--verify", s(&f.descriptor)]), 0);
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = legacy(dir.path());
+    set_keys(&f.descriptor, json!({ "BumpAllocVAStart": 0 }));
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &["axpy.json: BumpAllocVAStart 0: the region has no address"],
+    );
+}
+
+#[test]
+fn backend_that_contradicts_the_image_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    set_keys(
+        &f.descriptor,
+        json!({ "RepriseFormat": 1, "Backend": "host" }),
+    );
+    assert_exit(&reprise(&["replay", "--verify", s(&f.descriptor)]), 0);
+
+    set_keys(&f.descriptor, json!({ "Backend": "cuda" }));
+    let image = sibling(&f.descriptor, "image");
+    for backend in ["auto", "host", "cuda"] {
+        assert_error(
+            &reprise(&["replay", "--backend", backend, s(&f.descriptor)]),
+            &[
+                &format!("{}: Backend is \"cuda\"", f.descriptor.display()),
+                &format!(
+                    "the image {} is ELF x86-64 shared object, which runs on the host executor",
+                    image.display()
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn things_that_are_not_descriptors_say_what_was_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = legacy(dir.path());
+    for text in [
+        &b"[1,2,3]"[..],
+        b"\x7fELF\x02\x01garbage",
+        b"",
+        b"{\"foo\": 1}",
+    ] {
+        std::fs::write(&f.descriptor, text).unwrap();
+        for cmd in ["replay", "inspect"] {
+            let out = reprise(&[cmd, s(&f.descriptor)]);
+            assert_error(
+                &out,
+                &[&format!(
+                    "{}: not a capture descriptor: expected a JSON object with the keys Name, \
+                     NumArgs,",
+                    f.descriptor.display()
+                )],
+            );
+            let line = error_line(&out);
+            if text.starts_with(b"{") {
+                assert!(line.ends_with("(this object has none of them)"), "{line}");
+            } else {
+                assert!(line.contains("(JSON error: "), "{line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_arg_sizes_name_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    set_keys(
+        &f.descriptor,
+        json!({ "RepriseFormat": 1, "ArgSizes": [8, 8, 100000, 8] }),
+    );
+    let out = reprise(&["replay", s(&f.descriptor)]);
+    assert_error(
+        &out,
+        &[&format!(
+            "{}: ArgSizes[2] is 100000, larger than the largest by-value argument (4096 bytes",
+            f.descriptor.display()
+        )],
+    );
+    assert!(!error_line(&out).contains("ArgData"));
+
+    set_keys(&f.descriptor, json!({ "ArgSizes": [8, 8, 16, 8] }));
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &["ArgSizes[2] is 16", "the descriptor has no ArgData"],
+    );
+    set_keys(&f.descriptor, json!({ "ArgSizes": [8, 8, 8] }));
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &["NumArgs is 4 but ArgSizes has 3 entries"],
+    );
+}
+
+#[test]
+fn missing_output_says_whether_it_was_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    let output = sibling(&f.descriptor, "record_output");
+    std::fs::remove_file(&output).unwrap();
+    // LLVM current without output: recorded without saving it.
+    assert_error(
+        &reprise(&["replay", "--verify", s(&f.descriptor)]),
+        &["(it was recorded without saving output)"],
+    );
+    // A descriptor that records the output's checksum: the file was lost.
+    set_keys(
+        &f.descriptor,
+        json!({ "RepriseFormat": 1, "Checksums": { "output": "0123456789abcdef" } }),
+    );
+    let out = reprise(&["replay", "--verify", s(&f.descriptor)]);
+    assert_error(
+        &out,
+        &[&format!(
+            "{}: cannot verify: the recorded output file is missing, though the descriptor \
+             records its checksum",
+            output.display()
+        )],
+    );
+    assert!(!error_line(&out).contains("recorded without saving output"));
+}
+
+#[test]
+fn missing_globals_allowed_are_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = legacy(dir.path());
+    let globals = dir.path().join("axpy.globals");
+    std::fs::remove_file(&globals).unwrap();
+    let out = reprise_env(
+        &["replay", "--allow-missing-globals", s(&f.descriptor)],
+        &[("RUST_LOG", "warn")],
+    );
+    assert_exit(&out, 0);
+    let (_, err) = text(&out);
+    assert!(err.contains("WARN"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: globals file is missing; every global keeps the value the image gives it",
+            globals.display()
+        )),
+        "{err}"
+    );
+
+    // With a recorded checksum, the file was lost: both messages say so.
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    let globals = sibling(&f.descriptor, "globals");
+    let sum = reprise_std::capture::checksum(&std::fs::read(&globals).unwrap());
+    std::fs::remove_file(&globals).unwrap();
+    set_keys(
+        &f.descriptor,
+        json!({ "RepriseFormat": 1, "Checksums": { "globals": format!("{sum:016x}") } }),
+    );
+    assert_error(
+        &reprise(&["replay", s(&f.descriptor)]),
+        &[&format!(
+            "{}: globals file is missing, though the descriptor records its checksum",
+            globals.display()
+        )],
+    );
+    let out = reprise_env(
+        &["replay", "--allow-missing-globals", s(&f.descriptor)],
+        &[("RUST_LOG", "warn")],
+    );
+    assert_exit(&out, 0);
+    let (_, err) = text(&out);
+    assert!(
+        err.contains("the descriptor records the file's checksum"),
+        "{err}"
+    );
+}
+
+#[test]
+fn save_output_errors_name_the_destination() {
+    // In this process (so the temporary file's name is known), at a base no
+    // other test of this binary uses.
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, BASE + (1 << 40), 64);
+    let dest = dir.path().join("axpy.replay.output");
+    // The temporary file cannot be created: a directory has its name.
+    let tmp = dir.path().join(format!(
+        "{}axpy.replay.output.{}",
+        reprise_std::store::TEMP_PREFIX,
+        std::process::id()
+    ));
+    std::fs::create_dir(&tmp).unwrap();
+    let capture = reprise::Capture::open(&f.descriptor).unwrap();
+    let err = reprise::block_on(std::future::IntoFuture::into_future(
+        reprise::replay(&capture).save_output(true),
+    ))
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("{}: create failed", dest.display())),
+        "{text}"
+    );
+    assert!(!text.contains(reprise_std::store::TEMP_PREFIX), "{text}");
+    assert!(!dest.exists());
 }

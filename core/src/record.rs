@@ -13,7 +13,12 @@
 //!   `DeviceMemorySize` (snapshot length), `LaunchSeq` and `Checksums`.
 //!
 //! The generation is detected from the keys present; unknown keys are
-//! ignored. Capacities are fixed: at most [`MAX_ARGS`] arguments, names of at
+//! ignored. Reading also checks what the descriptor alone can tell: a
+//! `RepriseFormat` newer than [`FORMAT_VERSION`], `Grid`/`Block` that
+//! disagree with `NumTeams`/`NumThreads` or have a dimension of 0, `ArgSizes`
+//! entries that cannot be right, and a region at address 0, larger than
+//! [`MAX_REGION_SIZE`], wrapping past the end of the address space, or
+//! smaller than `DeviceMemorySize`. Each is an error that names the keys. Capacities are fixed: at most [`MAX_ARGS`] arguments, names of at
 //! most [`MAX_NAME_LEN`] bytes, [`MAX_ARG_DATA`] bytes of large by-value
 //! arguments. Going past one is a clear error, not a truncation.
 //!
@@ -56,6 +61,11 @@ pub const MAX_ARG_DATA: usize = 4096;
 pub const FORMAT_VERSION: u32 = 1;
 /// A buffer of this size holds any record this crate writes.
 pub const MAX_JSON_LEN: usize = 32 * 1024;
+/// Largest region (`VAllocSize`) a descriptor may declare: 128 TiB, the
+/// whole user half of x86-64's 48-bit address space, which is also as much
+/// as CUDA's unified address space (shared with the host) can hold. LLVM
+/// reserves 64 GiB by default; anything near this cap is a corrupt field.
+pub const MAX_REGION_SIZE: u64 = 1 << 47;
 
 /// Which tool and version wrote a descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,12 +156,39 @@ impl Checksums {
     }
 }
 
+/// What is wrong with one `ArgSizes` entry ([`RecordError::BadArgSize`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgSizeProblem {
+    /// The size is 0.
+    Zero,
+    /// The size is larger than any by-value argument can be.
+    TooLarge {
+        /// The largest by-value argument, in bytes ([`MAX_ARG_DATA`]).
+        max: usize,
+    },
+    /// The argument's bytes (at `ArgData` offset `ArgPtrs[index]`) are not
+    /// all inside `ArgData`.
+    OutsideArgData {
+        /// The offset, as written in `ArgPtrs`.
+        offset: i64,
+        /// Bytes in `ArgData` (0 when the key is absent).
+        data_len: usize,
+    },
+}
+
 /// Why a descriptor could not be read or written.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordError {
-    /// The text is not valid JSON for a descriptor; `key` is the key whose
-    /// value was being read, if any.
+    /// The text is not a descriptor at all: not a JSON object, or an object
+    /// with none of the descriptor's keys (then `error` is `None`).
+    NotADescriptor {
+        /// What the JSON parser reported, if it failed.
+        error: Option<serde_json_core::de::Error>,
+    },
+    /// The descriptor is malformed JSON; `key` is the key whose value was
+    /// being read, if any.
     Json {
         /// The key being read when the error struck.
         key: Option<&'static str>,
@@ -197,6 +234,86 @@ pub enum RecordError {
     },
     /// The output buffer is too small for the JSON text.
     BufferTooSmall,
+    /// `RepriseFormat` is a version newer than this crate reads.
+    FormatTooNew {
+        /// The version in the descriptor.
+        version: u64,
+        /// The newest version this crate reads ([`FORMAT_VERSION`]).
+        max: u32,
+    },
+    /// A count that must be at least 1 is 0 (`NumTeams`, `NumThreads`,
+    /// their legacy names, `RepriseFormat`).
+    Zero(&'static str),
+    /// A dimension of `Grid` or `Block` is 0.
+    ZeroDimension {
+        /// `Grid` or `Block`.
+        key: &'static str,
+        /// The three dimensions as written.
+        value: [u32; 3],
+    },
+    /// `Grid` or `Block` disagrees with `NumTeams` or `NumThreads`: the
+    /// first (x) dimension must equal the count, as the writer emits them.
+    GeometryMismatch {
+        /// `Grid` or `Block`.
+        key: &'static str,
+        /// The three dimensions as written.
+        value: [u32; 3],
+        /// `NumTeams` or `NumThreads`.
+        count_key: &'static str,
+        /// The count as written.
+        count: u32,
+    },
+    /// `ArgSizes` has a different number of entries than `NumArgs`.
+    ArgSizesCount {
+        /// `NumArgs` as written.
+        num_args: u64,
+        /// Entries in `ArgSizes`.
+        sizes: u64,
+    },
+    /// One `ArgSizes` entry cannot be right.
+    BadArgSize {
+        /// The entry's index (the argument's).
+        index: usize,
+        /// The size as written.
+        size: u32,
+        /// Why it cannot be right.
+        problem: ArgSizeProblem,
+    },
+    /// The region base (`VAllocAddr`, `BumpAllocVAStart`) is 0.
+    NullRegionBase(&'static str),
+    /// `VAllocSize` is larger than [`MAX_REGION_SIZE`].
+    RegionTooLarge {
+        /// `VAllocSize` as written.
+        size: u64,
+        /// The largest accepted.
+        max: u64,
+    },
+    /// The region `[base, base + size)` runs past the end of the 64-bit
+    /// address space.
+    RegionWraps {
+        /// The base as written.
+        base: u64,
+        /// `VAllocSize` as written.
+        size: u64,
+    },
+    /// `DeviceMemorySize` (the snapshot) is larger than `VAllocSize` (the
+    /// region it was taken from).
+    SnapshotExceedsRegion {
+        /// `DeviceMemorySize` as written.
+        snapshot: u64,
+        /// `VAllocSize` as written.
+        region: u64,
+    },
+}
+
+/// Writes `[x,y,z]`.
+struct Dims([u32; 3]);
+
+impl fmt::Display for Dims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [x, y, z] = self.0;
+        write!(f, "[{x},{y},{z}]")
+    }
 }
 
 impl fmt::Display for RecordError {
@@ -209,6 +326,17 @@ impl fmt::Display for RecordError {
                 write!(f, "invalid descriptor JSON in key \"{k}\": {error}")
             }
             RecordError::Json { key: None, error } => write!(f, "invalid descriptor JSON: {error}"),
+            RecordError::NotADescriptor { error } => {
+                f.write_str(
+                    "not a capture descriptor: expected a JSON object with the keys Name, NumArgs, \
+                     ArgPtrs, ArgOffsets, NumTeams and NumThreads (LLVM legacy: NumTeamsClause \
+                     and ThreadLimitClause)",
+                )?;
+                match error {
+                    Some(e) => write!(f, " (JSON error: {e})"),
+                    None => f.write_str(" (this object has none of them)"),
+                }
+            }
             RecordError::MissingKey(k) => write!(f, "descriptor lacks the required key \"{k}\""),
             RecordError::OutOfRange(k) => write!(f, "descriptor key \"{k}\" is out of range"),
             RecordError::BadValue(k) => write!(f, "descriptor key \"{k}\" has a malformed value"),
@@ -236,6 +364,77 @@ impl fmt::Display for RecordError {
                 )
             }
             RecordError::BufferTooSmall => f.write_str("descriptor does not fit the output buffer"),
+            RecordError::FormatTooNew { version, max } => write!(
+                f,
+                "RepriseFormat {version} is newer than this reprise reads (up to {max}); upgrade reprise"
+            ),
+            RecordError::Zero(k) => write!(f, "{k} 0: must be at least 1"),
+            RecordError::ZeroDimension { key, value } => write!(
+                f,
+                "{key} {}: every dimension must be at least 1",
+                Dims(value)
+            ),
+            RecordError::GeometryMismatch {
+                key,
+                value,
+                count_key,
+                count,
+            } => write!(
+                f,
+                "{key} {} disagrees with {count_key} {count}: the first (x) dimension of {key} \
+                 must equal {count_key}",
+                Dims(value)
+            ),
+            RecordError::ArgSizesCount { num_args, sizes } => {
+                write!(f, "NumArgs is {num_args} but ArgSizes has {sizes} entries")
+            }
+            RecordError::BadArgSize {
+                index,
+                size,
+                problem,
+            } => match problem {
+                ArgSizeProblem::Zero => write!(
+                    f,
+                    "ArgSizes[{index}] is 0: every argument has at least 1 byte"
+                ),
+                ArgSizeProblem::TooLarge { max } => write!(
+                    f,
+                    "ArgSizes[{index}] is {size}, larger than the largest by-value argument \
+                     ({max} bytes, the kernel parameter space)"
+                ),
+                ArgSizeProblem::OutsideArgData {
+                    offset,
+                    data_len: 0,
+                } => write!(
+                    f,
+                    "ArgSizes[{index}] is {size} (more than 8 bytes, so its bytes are in ArgData \
+                     at offset ArgPtrs[{index}] = {offset}) but the descriptor has no ArgData"
+                ),
+                ArgSizeProblem::OutsideArgData { offset, data_len } => write!(
+                    f,
+                    "ArgSizes[{index}] is {size} at ArgData offset ArgPtrs[{index}] = {offset}, \
+                     which is not inside ArgData ({data_len} bytes)"
+                ),
+            },
+            RecordError::NullRegionBase(k) => write!(
+                f,
+                "{k} 0: the region has no address, so the pointers into it cannot be placed"
+            ),
+            RecordError::RegionTooLarge { size, max } => write!(
+                f,
+                "VAllocSize {size} is larger than any address space reprise replays into \
+                 ({max} bytes at most)"
+            ),
+            RecordError::RegionWraps { base, size } => write!(
+                f,
+                "the region at {base:#x} of VAllocSize {size} bytes runs past the end of the \
+                 address space"
+            ),
+            RecordError::SnapshotExceedsRegion { snapshot, region } => write!(
+                f,
+                "DeviceMemorySize {snapshot} is larger than VAllocSize {region}: a snapshot \
+                 cannot be larger than the region it was taken from"
+            ),
         }
     }
 }
@@ -422,18 +621,26 @@ impl KernelRecord {
         let mut raw = Raw::default();
         let mut unescape = [0u8; MAX_NAME_LEN * 2];
         let mut de = serde_json_core::de::Deserializer::new(json, Some(&mut unescape));
-        let json_err = |error| RecordError::Json {
-            key: key.get(),
-            error,
-        };
-        RawSeed {
+        let parsed = RawSeed {
             raw: &mut raw,
             key: &key,
         }
-        .deserialize(&mut de)
-        .map_err(json_err)?;
-        key.set(None);
-        de.end().map_err(json_err)?;
+        .deserialize(&mut de);
+        if let Err(error) = parsed {
+            // Not even the start of an object: not a descriptor at all.
+            if !raw.in_object {
+                return Err(RecordError::NotADescriptor { error: Some(error) });
+            }
+            return Err(RecordError::Json {
+                key: key.get(),
+                error,
+            });
+        }
+        de.end()
+            .map_err(|error| RecordError::Json { key: None, error })?;
+        if raw.known_keys == 0 {
+            return Err(RecordError::NotADescriptor { error: None });
+        }
         raw.into_record()
     }
 
@@ -649,6 +856,10 @@ struct Raw {
     format_version: Option<u64>,
     launch_seq: Option<u64>,
     checksums: Option<RawChecksums>,
+    /// Whether the top-level value was an object.
+    in_object: bool,
+    /// How many descriptor keys it held.
+    known_keys: u32,
 }
 
 struct RawSeed<'s> {
@@ -701,6 +912,7 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let r = self.raw;
+        r.in_object = true;
         while let Some(k) = map.next_key::<CappedStr<24>>()? {
             let Some(&key) = KEYS
                 .iter()
@@ -711,6 +923,7 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
                 continue;
             };
             self.key.set(Some(key));
+            r.known_keys = r.known_keys.saturating_add(1);
             match key {
                 "Name" => r.name = Some(map.next_value()?),
                 "NumArgs" => r.num_args = Some(map.next_value()?),
@@ -758,6 +971,29 @@ fn triple(
     }
 }
 
+/// The 3-D geometry from `Grid`/`Block` (when present) and the count the
+/// LLVM keys give its x dimension: no dimension may be 0, and the two must
+/// agree.
+fn geometry(
+    dims: Option<[u32; 3]>,
+    key: &'static str,
+    count: u32,
+    count_key: &'static str,
+) -> Result<[u32; 3], RecordError> {
+    match dims {
+        Some(value) if value.contains(&0) => Err(RecordError::ZeroDimension { key, value }),
+        _ if count == 0 => Err(RecordError::Zero(count_key)),
+        Some(value) if value[0] != count => Err(RecordError::GeometryMismatch {
+            key,
+            value,
+            count_key,
+            count,
+        }),
+        Some(value) => Ok(value),
+        None => Ok([count, 1, 1]),
+    }
+}
+
 fn pair(v: Option<CappedVec<u32, 2>>, key: &'static str) -> Result<Option<[u32; 2]>, RecordError> {
     match v {
         None => Ok(None),
@@ -769,6 +1005,17 @@ fn pair(v: Option<CappedVec<u32, 2>>, key: &'static str) -> Result<Option<[u32; 
 impl Raw {
     fn into_record(self) -> Result<KernelRecord, RecordError> {
         use RecordError::*;
+        // A newer format may mean anything by its keys: refuse it first.
+        match self.format_version {
+            Some(0) => return Err(Zero("RepriseFormat")),
+            Some(version) if version > u64::from(FORMAT_VERSION) => {
+                return Err(FormatTooNew {
+                    version,
+                    max: FORMAT_VERSION,
+                });
+            }
+            _ => {}
+        }
         let generation = if self.format_version.is_some() {
             Generation::Reprise
         } else if self.num_teams.is_some() || self.valloc_addr.is_some() {
@@ -808,7 +1055,12 @@ impl Raw {
         let arg_sizes = match self.arg_sizes {
             None => Vec::new(),
             Some(s) if s.len == num_args => s.v,
-            Some(_) => return Err(BadValue("ArgSizes")),
+            Some(s) => {
+                return Err(ArgSizesCount {
+                    num_args,
+                    sizes: s.len,
+                });
+            }
         };
         let arg_data = match self.arg_data {
             None => Vec::new(),
@@ -821,18 +1073,29 @@ impl Raw {
             Some(d) if d.bad => return Err(BadValue("ArgData")),
             Some(d) => d.v,
         };
-        for (i, &size) in arg_sizes.iter().enumerate() {
+        for (index, &size) in arg_sizes.iter().enumerate() {
+            let bad = |problem| BadArgSize {
+                index,
+                size,
+                problem,
+            };
             if size == 0 {
-                return Err(BadValue("ArgSizes"));
+                return Err(bad(ArgSizeProblem::Zero));
+            }
+            if size as usize > MAX_ARG_DATA {
+                return Err(bad(ArgSizeProblem::TooLarge { max: MAX_ARG_DATA }));
             }
             if size > 8 {
-                let at = ptrs.v[i];
+                let at = ptrs.v[index];
                 let fits = at >= 0
                     && (at as u64)
                         .checked_add(size as u64)
                         .is_some_and(|end| end <= arg_data.len() as u64);
                 if !fits {
-                    return Err(BadValue("ArgData"));
+                    return Err(bad(ArgSizeProblem::OutsideArgData {
+                        offset: at,
+                        data_len: arg_data.len(),
+                    }));
                 }
             }
         }
@@ -855,21 +1118,50 @@ impl Raw {
         } else {
             "NumThreads"
         };
-        let mut grid = triple(self.grid, "Grid")?.unwrap_or([1, 1, 1]);
-        let mut block = triple(self.block, "Block")?.unwrap_or([1, 1, 1]);
-        grid[0] = to_u32(teams, teams_key)?;
-        block[0] = to_u32(threads, threads_key)?;
+        let teams = to_u32(teams, teams_key)?;
+        let threads = to_u32(threads, threads_key)?;
+        // reprise writes Grid and Block in full and their x dimensions again
+        // as NumTeams and NumThreads (the keys LLVM reads): the two must agree.
+        let grid = geometry(triple(self.grid, "Grid")?, "Grid", teams, teams_key)?;
+        let block = geometry(triple(self.block, "Block")?, "Block", threads, threads_key)?;
 
-        let region_base = if legacy {
-            self.bump_alloc_va_start
+        let (region_base, base_key) = if legacy {
+            (self.bump_alloc_va_start, "BumpAllocVAStart")
         } else {
-            Some(self.valloc_addr.ok_or(MissingKey("VAllocAddr"))?)
+            (
+                Some(self.valloc_addr.ok_or(MissingKey("VAllocAddr"))?),
+                "VAllocAddr",
+            )
         };
+        if region_base == Some(0) {
+            return Err(NullRegionBase(base_key));
+        }
         let memory_size = if legacy {
             Some(self.memory_size.ok_or(MissingKey("DeviceMemorySize"))?)
         } else {
             self.memory_size
         };
+        if let Some(size) = self.valloc_size {
+            if size > MAX_REGION_SIZE {
+                return Err(RegionTooLarge {
+                    size,
+                    max: MAX_REGION_SIZE,
+                });
+            }
+            if let Some(base) = region_base
+                && base.checked_add(size).is_none()
+            {
+                return Err(RegionWraps { base, size });
+            }
+            if let Some(snapshot) = memory_size
+                && snapshot > size
+            {
+                return Err(SnapshotExceedsRegion {
+                    snapshot,
+                    region: size,
+                });
+            }
+        }
         let device_id = match self.device_id {
             None => 0,
             Some(d) => i32::try_from(d).map_err(|_| OutOfRange("DeviceId"))?,
@@ -1159,7 +1451,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_ignored() {
-        let json = br#"{"Extra":{"a":[1,{"b":"c"}]},"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":0,"Zed":true}"#;
+        let json = br#"{"Extra":{"a":[1,{"b":"c"}]},"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096,"Zed":true}"#;
         let r = KernelRecord::from_json(json).unwrap();
         assert_eq!(r.name.as_str(), "k");
         assert_eq!(r.num_args(), 0);
@@ -1167,13 +1459,13 @@ mod tests {
 
     #[test]
     fn missing_keys_are_named() {
-        let no_name = br#"{"ArgOffsets":[],"ArgPtrs":[],"NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":0}"#;
+        let no_name = br#"{"ArgOffsets":[],"ArgPtrs":[],"NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(no_name),
             Err(RecordError::MissingKey("Name"))
         );
         let no_threads =
-            br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":1,"VAllocAddr":0}"#;
+            br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(no_threads),
             Err(RecordError::MissingKey("NumThreads"))
@@ -1184,14 +1476,14 @@ mod tests {
             Err(RecordError::MissingKey("DeviceMemorySize"))
         );
         assert_eq!(
-            KernelRecord::from_json(b"{}"),
+            KernelRecord::from_json(br#"{"Name":"k","NumArgs":0}"#),
             Err(RecordError::MissingKey("NumTeams"))
         );
     }
 
     #[test]
     fn arg_count_and_capacity_errors() {
-        let mismatch = br#"{"ArgOffsets":[0],"ArgPtrs":[1,2],"Name":"k","NumArgs":2,"NumTeams":1,"NumThreads":1,"VAllocAddr":0}"#;
+        let mismatch = br#"{"ArgOffsets":[0],"ArgPtrs":[1,2],"Name":"k","NumArgs":2,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(mismatch),
             Err(RecordError::ArgCountMismatch {
@@ -1206,7 +1498,7 @@ mod tests {
         many.push_str(r#"],"ArgPtrs":["#);
         many.push_str(&zeros.join(","));
         many.push_str(&std::format!(
-            r#"],"Name":"k","NumArgs":{},"NumTeams":1,"NumThreads":1,"VAllocAddr":0}}"#,
+            r#"],"Name":"k","NumArgs":{},"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}}"#,
             MAX_ARGS + 1
         ));
         assert_eq!(
@@ -1217,7 +1509,7 @@ mod tests {
             })
         );
         let long = std::format!(
-            r#"{{"ArgOffsets":[],"ArgPtrs":[],"Name":"{}","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":0}}"#,
+            r#"{{"ArgOffsets":[],"ArgPtrs":[],"Name":"{}","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}}"#,
             "x".repeat(MAX_NAME_LEN + 1)
         );
         assert_eq!(
@@ -1231,12 +1523,12 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key() {
-        let big_teams = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":4294967296,"NumThreads":1,"VAllocAddr":0}"#;
+        let big_teams = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":4294967296,"NumThreads":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(big_teams),
             Err(RecordError::OutOfRange("NumTeams"))
         );
-        let text_in_ptrs = br#"{"ArgOffsets":[0],"ArgPtrs":["x"],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"VAllocAddr":0}"#;
+        let text_in_ptrs = br#"{"ArgOffsets":[0],"ArgPtrs":["x"],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#;
         assert!(matches!(
             KernelRecord::from_json(text_in_ptrs),
             Err(RecordError::Json {
@@ -1244,20 +1536,27 @@ mod tests {
                 ..
             })
         ));
-        let bad_grid = br#"{"ArgOffsets":[],"ArgPtrs":[],"Grid":[1,2],"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":0}"#;
+        let bad_grid = br#"{"ArgOffsets":[],"ArgPtrs":[],"Grid":[1,2],"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(bad_grid),
             Err(RecordError::BadValue("Grid"))
         );
-        let bad_sum = br#"{"ArgOffsets":[],"ArgPtrs":[],"Checksums":{"input":"xyz"},"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":0}"#;
+        let bad_sum = br#"{"ArgOffsets":[],"ArgPtrs":[],"Checksums":{"input":"xyz"},"Name":"k","NumArgs":0,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(bad_sum),
             Err(RecordError::BadValue("Checksums"))
         );
-        let data_oob = br#"{"ArgData":"00","ArgOffsets":[0],"ArgPtrs":[0],"ArgSizes":[16],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":0}"#;
+        let data_oob = br#"{"ArgData":"00","ArgOffsets":[0],"ArgPtrs":[0],"ArgSizes":[16],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
         assert_eq!(
             KernelRecord::from_json(data_oob),
-            Err(RecordError::BadValue("ArgData"))
+            Err(RecordError::BadArgSize {
+                index: 0,
+                size: 16,
+                problem: ArgSizeProblem::OutsideArgData {
+                    offset: 0,
+                    data_len: 1
+                }
+            })
         );
         assert!(matches!(
             KernelRecord::from_json(br#"{"Name":"k""#),
@@ -1271,7 +1570,7 @@ mod tests {
 
     #[test]
     fn escaped_names_are_unescaped() {
-        let json = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"a\"b","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":0}"#;
+        let json = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"a\"b","NumArgs":0,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#;
         assert_eq!(KernelRecord::from_json(json).unwrap().name.as_str(), "a\"b");
     }
 
@@ -1283,5 +1582,205 @@ mod tests {
             r.to_json(Generation::Reprise, &mut buf),
             Err(RecordError::BufferTooSmall)
         );
+    }
+
+    /// A reprise descriptor with `extra` keys spliced in (later keys win).
+    fn reprise_with(extra: &str) -> std::string::String {
+        std::format!(
+            r#"{{"ArgOffsets":[0],"ArgPtrs":[1],"Block":[128,1,1],"Grid":[8,1,1],"Name":"k","NumArgs":1,"NumTeams":8,"NumThreads":128,"RepriseFormat":1,"VAllocAddr":4096,"VAllocSize":65536{extra}}}"#
+        )
+    }
+
+    fn error_text(json: &str) -> std::string::String {
+        let e = KernelRecord::from_json(json.as_bytes()).unwrap_err();
+        std::format!("{e}")
+    }
+
+    #[test]
+    fn newer_format_versions_are_refused() {
+        assert!(KernelRecord::from_json(reprise_with("").as_bytes()).is_ok());
+        let json = reprise_with(r#","RepriseFormat":99"#);
+        assert_eq!(
+            KernelRecord::from_json(json.as_bytes()),
+            Err(RecordError::FormatTooNew {
+                version: 99,
+                max: FORMAT_VERSION
+            })
+        );
+        assert_eq!(
+            error_text(&json),
+            "RepriseFormat 99 is newer than this reprise reads (up to 1); upgrade reprise"
+        );
+        // Even when the rest would not parse as this version's keys.
+        assert_eq!(
+            KernelRecord::from_json(br#"{"RepriseFormat":2,"Launch":{}}"#),
+            Err(RecordError::FormatTooNew {
+                version: 2,
+                max: FORMAT_VERSION
+            })
+        );
+        assert_eq!(
+            KernelRecord::from_json(reprise_with(r#","RepriseFormat":0"#).as_bytes()),
+            Err(RecordError::Zero("RepriseFormat"))
+        );
+    }
+
+    #[test]
+    fn grid_and_block_must_agree_with_teams_and_threads() {
+        let json = reprise_with(r#","Grid":[7,1,1],"NumTeams":2048"#);
+        assert_eq!(
+            error_text(&json),
+            "Grid [7,1,1] disagrees with NumTeams 2048: the first (x) dimension of Grid must \
+             equal NumTeams"
+        );
+        let json = reprise_with(r#","Block":[64,2,1]"#);
+        assert_eq!(
+            KernelRecord::from_json(json.as_bytes()),
+            Err(RecordError::GeometryMismatch {
+                key: "Block",
+                value: [64, 2, 1],
+                count_key: "NumThreads",
+                count: 128
+            })
+        );
+        // Agreeing 3-D geometry is kept whole.
+        let r = KernelRecord::from_json(
+            reprise_with(r#","Grid":[8,3,2],"Block":[128,2,1]"#).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!((r.grid, r.block), ([8, 3, 2], [128, 2, 1]));
+    }
+
+    #[test]
+    fn zero_geometry_is_refused() {
+        assert_eq!(
+            error_text(&reprise_with(r#","Grid":[0,1,1]"#)),
+            "Grid [0,1,1]: every dimension must be at least 1"
+        );
+        assert_eq!(
+            KernelRecord::from_json(reprise_with(r#","Block":[128,1,0]"#).as_bytes()),
+            Err(RecordError::ZeroDimension {
+                key: "Block",
+                value: [128, 1, 0]
+            })
+        );
+        let current = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":1,"VAllocAddr":4096}"#;
+        assert_eq!(
+            KernelRecord::from_json(current),
+            Err(RecordError::Zero("NumTeams"))
+        );
+        let legacy = br#"{"ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":1,"ThreadLimitClause":0}"#;
+        assert_eq!(
+            error_text(core::str::from_utf8(legacy).unwrap()),
+            "ThreadLimitClause 0: must be at least 1"
+        );
+    }
+
+    #[test]
+    fn arg_size_errors_name_the_entry() {
+        let json = br#"{"ArgOffsets":[0,0,0],"ArgPtrs":[1,2,0],"ArgSizes":[8,8,100000],"Name":"k","NumArgs":3,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
+        let text = error_text(core::str::from_utf8(json).unwrap());
+        assert_eq!(
+            text,
+            "ArgSizes[2] is 100000, larger than the largest by-value argument (4096 bytes, the \
+             kernel parameter space)"
+        );
+        let json = br#"{"ArgOffsets":[0,0],"ArgPtrs":[1,0],"ArgSizes":[8,0],"Name":"k","NumArgs":2,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
+        assert_eq!(
+            error_text(core::str::from_utf8(json).unwrap()),
+            "ArgSizes[1] is 0: every argument has at least 1 byte"
+        );
+        let json = br#"{"ArgOffsets":[0],"ArgPtrs":[0],"ArgSizes":[16],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
+        let text = error_text(core::str::from_utf8(json).unwrap());
+        assert!(
+            text.starts_with("ArgSizes[0] is 16") && text.ends_with("has no ArgData"),
+            "{text}"
+        );
+        let json = br#"{"ArgOffsets":[0],"ArgPtrs":[0],"ArgSizes":[8,8],"Name":"k","NumArgs":1,"NumTeams":1,"NumThreads":1,"RepriseFormat":1,"VAllocAddr":4096}"#;
+        assert_eq!(
+            error_text(core::str::from_utf8(json).unwrap()),
+            "NumArgs is 1 but ArgSizes has 2 entries"
+        );
+    }
+
+    #[test]
+    fn region_fields_are_checked() {
+        assert_eq!(
+            error_text(&reprise_with(r#","VAllocAddr":0"#)),
+            "VAllocAddr 0: the region has no address, so the pointers into it cannot be placed"
+        );
+        let legacy = br#"{"ArgOffsets":[],"ArgPtrs":[],"BumpAllocVAStart":0,"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":1,"ThreadLimitClause":1}"#;
+        assert_eq!(
+            KernelRecord::from_json(legacy),
+            Err(RecordError::NullRegionBase("BumpAllocVAStart"))
+        );
+        assert_eq!(
+            KernelRecord::from_json(
+                reprise_with(r#","VAllocSize":4611686018427387904"#).as_bytes()
+            ),
+            Err(RecordError::RegionTooLarge {
+                size: 1 << 62,
+                max: MAX_REGION_SIZE
+            })
+        );
+        assert_eq!(
+            KernelRecord::from_json(
+                reprise_with(r#","VAllocAddr":18446744073709486080,"VAllocSize":1048576"#)
+                    .as_bytes()
+            ),
+            Err(RecordError::RegionWraps {
+                base: 0xffff_ffff_ffff_0000,
+                size: 1 << 20
+            })
+        );
+        assert_eq!(
+            error_text(&reprise_with(
+                r#","DeviceMemorySize":4194304,"VAllocSize":4096"#
+            )),
+            "DeviceMemorySize 4194304 is larger than VAllocSize 4096: a snapshot cannot be larger \
+             than the region it was taken from"
+        );
+        // LLVM's default reservation, and the cap itself, are fine.
+        for size in [64u64 << 30, MAX_REGION_SIZE] {
+            let json = reprise_with(&std::format!(r#","VAllocSize":{size}"#));
+            assert_eq!(
+                KernelRecord::from_json(json.as_bytes())
+                    .unwrap()
+                    .region_size,
+                Some(size)
+            );
+        }
+    }
+
+    #[test]
+    fn non_descriptors_say_what_was_expected() {
+        for text in ["[1,2,3]", "hello", "", "42", r#""Name""#] {
+            let e = KernelRecord::from_json(text.as_bytes()).unwrap_err();
+            assert!(
+                matches!(e, RecordError::NotADescriptor { error: Some(_) }),
+                "{text}: {e:?}"
+            );
+            let shown = std::format!("{e}");
+            assert!(
+                shown.starts_with(
+                    "not a capture descriptor: expected a JSON object with the keys Name, NumArgs,"
+                ) && shown.contains("(JSON error: "),
+                "{shown}"
+            );
+        }
+        for text in ["{}", r#"{"foo":1,"bar":[2]}"#] {
+            assert_eq!(
+                KernelRecord::from_json(text.as_bytes()),
+                Err(RecordError::NotADescriptor { error: None })
+            );
+        }
+        // Broken JSON inside a descriptor still names the key.
+        assert!(matches!(
+            KernelRecord::from_json(br#"{"Name":"k","NumArgs":"#),
+            Err(RecordError::Json {
+                key: Some("NumArgs"),
+                ..
+            })
+        ));
     }
 }

@@ -12,8 +12,9 @@
 //! | device image | `STEM.image` | `STEM.image` |
 //!
 //! Opening checks everything that can be checked without running anything:
-//! snapshot lengths against the descriptor and against each other, the
-//! globals file's structure, and checksums where the descriptor has them.
+//! snapshot lengths against the descriptor, the recorded region and each
+//! other, the image's kind against the descriptor's `Backend`, the globals
+//! file's structure, and checksums where the descriptor has them.
 //! Sizes written in a descriptor are only ever compared with real file
 //! lengths, so a lying size field costs nothing. Snapshots stay on disk: the
 //! executor reads them into its own buffers (the host executor maps them).
@@ -208,7 +209,8 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 #[derive(Debug, Clone, Copy)]
 pub struct OpenOptions {
     /// Accept a capture without a globals file (recorded before LLVM saved
-    /// globals); its globals are then left as the image initialises them.
+    /// globals); its globals are then left as the image initialises them,
+    /// and a warning naming the missing file is logged.
     pub allow_missing_globals: bool,
     /// Verify checksums the descriptor carries (reads every file once).
     pub verify_checksums: bool,
@@ -264,6 +266,23 @@ impl Capture {
 
         let image = std::fs::read(&paths.image).map_err(|e| Error::io(&paths.image, "read", e))?;
         let image_kind = image::sniff(&image);
+        // The recorder writes the backend it recorded on and the image it
+        // loaded there: when they disagree, the files do not belong together
+        // (an image replaced, or a descriptor edited), and replaying would
+        // run other code than was recorded.
+        if let (Some(named), Ok(detected)) = (record.backend, image_kind.backend())
+            && named != detected
+        {
+            return Err(Error::capture(
+                path,
+                format!(
+                    "Backend is \"{named}\" but the image {} is {image_kind}, which runs on the \
+                     {detected} executor: the image does not belong to this capture (or the \
+                     descriptor was edited)",
+                    paths.image.display()
+                ),
+            ));
+        }
 
         let input = SnapshotFile::open(&paths.input)?.ok_or_else(|| {
             Error::capture(
@@ -279,6 +298,20 @@ impl Capture {
                 format!(
                     "memory snapshot is {} bytes but the descriptor says DeviceMemorySize = {size} \
                          (truncated or mismatched file)",
+                    input.len
+                ),
+            ));
+        }
+        if let Some(size) = record.region_size
+            && input.len > size
+        {
+            return Err(Error::capture(
+                path,
+                format!(
+                    "the memory snapshot {} is {} bytes, larger than the recorded region \
+                     (VAllocSize {size} bytes): a snapshot cannot be larger than the region it \
+                     was taken from",
+                    input.path.display(),
                     input.len
                 ),
             ));
@@ -320,14 +353,28 @@ impl Capture {
                 Some(bytes)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && options.allow_missing_globals => {
+                log::warn!(
+                    "{}: globals file is missing; every global keeps the value the image gives it{}",
+                    paths.globals.display(),
+                    if record.checksums.globals.is_some() {
+                        " (the descriptor records the file's checksum: the capture is incomplete, \
+                         and the replay may compute something else)"
+                    } else {
+                        ""
+                    }
+                );
                 None
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::capture(
-                    &paths.globals,
+                let problem = if record.checksums.globals.is_some() {
+                    "globals file is missing, though the descriptor records its checksum (the \
+                     capture is incomplete); --allow-missing-globals replays it anyway, with every \
+                     global at the value the image gives it"
+                } else {
                     "globals file is missing; a capture recorded before globals were saved replays \
-                     only when missing globals are allowed (--allow-missing-globals)",
-                ));
+                     only when missing globals are allowed (--allow-missing-globals)"
+                };
+                return Err(Error::capture(&paths.globals, problem));
             }
             Err(e) => return Err(Error::io(&paths.globals, "read", e)),
         };

@@ -68,6 +68,18 @@ pub enum Error {
     /// recorded limits).
     #[error("{0}")]
     Invalid(String),
+    /// An option (a command-line flag or its builder setting) has a value
+    /// that no capture accepts. A problem of the request, not of any file:
+    /// [`Error::in_file`] leaves it as it is.
+    #[error("{option} {value}: {problem}")]
+    BadOption {
+        /// The option, as spelled on the command line (`--num-teams`).
+        option: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it cannot be used.
+        problem: String,
+    },
 }
 
 impl Error {
@@ -102,7 +114,8 @@ impl Error {
 
     /// The error as met while working on `file`: an executor failure or an
     /// invalid request gets the file's name in front; errors that already
-    /// name a file are kept as they are.
+    /// name a file, and bad options (which concern no file), are kept as
+    /// they are.
     pub fn in_file(self, file: &std::path::Path) -> Self {
         match self {
             Error::Executor { context, source } => Error::Executor {

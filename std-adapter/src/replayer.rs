@@ -89,9 +89,13 @@ pub struct Outcome {
 pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<LaunchConfig> {
     let mut grid = record.grid;
     let mut block = record.block;
-    let check = |what: &str, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
+    let check = |what: &'static str, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
         if v == 0 {
-            return Err(Error::Invalid(format!("{what} must be at least 1")));
+            return Err(Error::BadOption {
+                option: what,
+                value: v.to_string(),
+                problem: "must be at least 1".into(),
+            });
         }
         if let Some([lo, hi]) = limits
             && lo > 0
@@ -186,10 +190,13 @@ where
     let name = record.name.as_str();
     let config = launch_config(record, options)?;
     if options.verify && capture.output.is_none() {
-        return Err(Error::capture(
-            &capture.paths.output,
-            "cannot verify: the capture has no recorded output (it was recorded without saving output)",
-        ));
+        let why = if record.checksums.output.is_some() {
+            "cannot verify: the recorded output file is missing, though the descriptor records \
+             its checksum (the capture is incomplete, or the file was removed)"
+        } else {
+            "cannot verify: the capture has no recorded output (it was recorded without saving output)"
+        };
+        return Err(Error::capture(&capture.paths.output, why));
     }
     let base = capture.region_base()?;
     let len = usize::try_from(capture.snapshot_len()).map_err(|_| {
