@@ -108,6 +108,21 @@ impl Description {
                 "input snapshot is {len} bytes, descriptor says {size}"
             ));
         }
+        if let (Some(size), Some(len)) = (self.record.region_size, self.snapshot_len())
+            && len > size
+        {
+            out.push(format!(
+                "input snapshot is {len} bytes, more than the region it was taken from (VAllocSize {size})"
+            ));
+        }
+        if let (Some(named), Some(Ok(detected))) =
+            (self.record.backend, self.image_kind.map(|k| k.backend()))
+            && named != detected
+        {
+            out.push(format!(
+                "Backend is \"{named}\" but the image runs on the {detected} executor: the image does not belong to this capture"
+            ));
+        }
         if let Err(e) = &self.globals {
             out.push(e.clone());
         }
