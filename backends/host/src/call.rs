@@ -21,6 +21,10 @@ macro_rules! trampoline {
         /// `entry` must be the address of an `extern "C"` function taking at
         /// most [`MAX_ARGS`] pointer-sized integer or pointer arguments, and
         /// whatever that function does with them must be sound.
+        ///
+        /// This function must stay a plain old frame (nothing in it with a
+        /// destructor): when the kernel faults, the fault guard leaves it
+        /// with `siglongjmp` (see `guard.rs`).
         #[cfg(target_arch = "x86_64")]
         pub unsafe fn call(entry: usize, args: &[u64]) {
             let mut a = [0usize; MAX_ARGS];

@@ -13,6 +13,17 @@
 //!   size from the ELF symbol table.
 //! - **Queues**: a worker thread per queue runs copies and launches in order
 //!   and signals a [`Completion`] at each synchronize.
+//! - **Faults**: a kernel that faults (bad address, stack overflow, division
+//!   by zero, illegal instruction) does not end the process: the launch
+//!   fails with [`HostError::KernelFault`], which the next synchronize
+//!   reports, as a GPU driver reports an illegal address, and the queue
+//!   keeps working. A process-wide signal handler, installed at the first
+//!   launch, catches only faults of kernels running on a queue's worker and
+//!   hands every other fault to the handler it replaced. After a fault the
+//!   region's and globals' contents are undefined, and a lock the kernel
+//!   held (inside `malloc`, say) stays held.
+//!
+//! A region is never placed at address 0 ([`HostError::NullBase`]).
 //!
 //! Every copy is checked against the live regions and globals before it
 //! runs: an address outside them is an error, not a stray write. Regions and
@@ -23,6 +34,7 @@
 
 mod call;
 mod elf;
+mod guard;
 
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString, c_void};
@@ -121,6 +133,181 @@ pub enum HostError {
     /// The queue's worker thread is gone.
     #[error("the queue's worker thread has stopped")]
     WorkerGone,
+    /// A region was asked for at address 0, where no region can be: a null
+    /// pointer into it would be valid (and mapping page 0 needs privileges).
+    #[error("region base {0:#x} is not a usable address")]
+    NullBase(u64),
+    /// A kernel faulted (bad memory access, stack overflow, arithmetic
+    /// fault, illegal instruction); reported by the next synchronize, as a
+    /// GPU driver reports an illegal address.
+    #[error("{0}")]
+    KernelFault(Box<KernelFault>),
+}
+
+/// A fault that stopped a kernel.
+///
+/// The kernel stopped at the faulting instruction: what it had written to
+/// regions and globals until then is there, and the rest of what it would
+/// have written is not (the contents are undefined). The queue and the
+/// executor stay usable.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFault {
+    /// The kernel's name.
+    pub kernel: String,
+    /// What went wrong.
+    pub kind: FaultKind,
+    /// The signal (`SIGSEGV`, `SIGBUS`, `SIGFPE` or `SIGILL`).
+    pub signal: i32,
+    /// The signal's `si_code` (e.g. `SEGV_MAPERR`).
+    pub code: i32,
+    /// The address accessed (memory faults), or the faulting instruction's
+    /// (arithmetic faults, illegal instructions).
+    pub addr: u64,
+    /// Where `addr` lies relative to the executor's memory.
+    pub place: FaultPlace,
+}
+
+/// The kind of a [`KernelFault`].
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// An access to an address with nothing mapped (`SIGSEGV`,
+    /// `SEGV_MAPERR`).
+    InvalidAccess,
+    /// An access the mapping does not permit, such as a write to read-only
+    /// memory (`SIGSEGV`, other codes).
+    Protection,
+    /// The kernel overflowed the worker thread's stack (`SIGSEGV` at the
+    /// stack's end).
+    StackOverflow,
+    /// A bus error (`SIGBUS`): e.g. a mapped file's page past its end.
+    Bus,
+    /// An arithmetic fault (`SIGFPE`): integer division by zero or overflow.
+    Arithmetic,
+    /// An illegal instruction (`SIGILL`), e.g. `__builtin_trap()`.
+    IllegalInstruction,
+}
+
+/// Where a [`KernelFault`]'s address lies.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultPlace {
+    /// Inside a live region `base..end`.
+    Region {
+        /// First address.
+        base: u64,
+        /// One past the last.
+        end: u64,
+    },
+    /// Inside a global of a loaded image, `start..end`.
+    Global {
+        /// First address.
+        start: u64,
+        /// One past the last.
+        end: u64,
+    },
+    /// Outside every region and global; `regions` lists the live regions
+    /// (`base`, `end`), in no particular order.
+    Outside {
+        /// The executor's live regions.
+        regions: Vec<(u64, u64)>,
+    },
+    /// The worker thread's stack `low..high`.
+    Stack {
+        /// Lowest usable address.
+        low: u64,
+        /// One past the highest.
+        high: u64,
+    },
+    /// The address is the faulting instruction's, not data.
+    Instruction,
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        _ => "signal",
+    }
+}
+
+/// What a signal's `si_code` says, where it says something useful.
+fn code_text(signal: i32, code: i32) -> Option<&'static str> {
+    Some(match (signal, code) {
+        (libc::SIGSEGV, 1) => "address not mapped",
+        (libc::SIGSEGV, 2) => "access not permitted",
+        (libc::SIGBUS, 1) => "misaligned address",
+        (libc::SIGBUS, 2) => "nonexistent physical address, e.g. past the end of a mapped file",
+        (libc::SIGFPE, 1) => "integer division by zero or overflow",
+        (libc::SIGFPE, 2) => "integer overflow",
+        (libc::SIGFPE, 3) => "floating-point divide by zero",
+        (libc::SIGFPE, 4) => "floating-point overflow",
+        (libc::SIGFPE, 5) => "floating-point underflow",
+        (libc::SIGFPE, 6) => "floating-point inexact result",
+        (libc::SIGFPE, 7) => "invalid floating-point operation",
+        (libc::SIGILL, 1) => "illegal opcode",
+        (libc::SIGILL, 2) => "illegal operand",
+        (libc::SIGILL, 5) => "privileged opcode",
+        _ => return None,
+    })
+}
+
+impl std::fmt::Display for KernelFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            FaultKind::InvalidAccess => "invalid memory access",
+            FaultKind::Protection => "protection fault",
+            FaultKind::StackOverflow => "stack overflow",
+            FaultKind::Bus => "bus error",
+            FaultKind::Arithmetic => "arithmetic fault",
+            FaultKind::IllegalInstruction => "illegal instruction",
+        };
+        let at = if self.place == FaultPlace::Instruction {
+            "by the instruction at"
+        } else {
+            "at"
+        };
+        write!(
+            f,
+            "the kernel `{}` faulted: {what} {at} {:#x} ({}",
+            self.kernel,
+            self.addr,
+            signal_name(self.signal)
+        )?;
+        if let Some(t) = code_text(self.signal, self.code) {
+            write!(f, ": {t}")?;
+        }
+        f.write_str(")")?;
+        match &self.place {
+            FaultPlace::Region { base, end } => {
+                write!(f, ", inside the region {base:#x}..{end:#x}")
+            }
+            FaultPlace::Global { start, end } => {
+                write!(f, ", inside the image's global at {start:#x}..{end:#x}")
+            }
+            FaultPlace::Outside { regions } => match regions.as_slice() {
+                [] => f.write_str(", and no region is reserved"),
+                [(b, e)] => write!(f, ", outside the region {b:#x}..{e:#x}"),
+                many => {
+                    f.write_str(", outside every region (")?;
+                    for (i, (b, e)) in many.iter().enumerate() {
+                        let sep = if i == 0 { "" } else { ", " };
+                        write!(f, "{sep}{b:#x}..{e:#x}")?;
+                    }
+                    f.write_str(") and global")
+                }
+            },
+            FaultPlace::Stack { low, high } => write!(
+                f,
+                ", past the end of the worker thread's stack {low:#x}..{high:#x} ({} bytes)",
+                high - low
+            ),
+            FaultPlace::Instruction => Ok(()),
+        }
+    }
 }
 
 fn os_error(call: &'static str) -> HostError {
@@ -237,6 +424,29 @@ impl Registry {
         Err(HostError::OutOfBounds { addr, len })
     }
 
+    /// Where `addr` lies: in a live region, in a live global, or outside
+    /// them all (with the live regions listed).
+    fn place(&self, addr: u64) -> FaultPlace {
+        let mut regions = Vec::new();
+        let mut global = None;
+        for (start, size, owner) in &self.ranges {
+            let end = start.saturating_add(*size);
+            match owner {
+                Owner::Map(w) if w.strong_count() > 0 => {
+                    if (*start..end).contains(&addr) {
+                        return FaultPlace::Region { base: *start, end };
+                    }
+                    regions.push((*start, end));
+                }
+                Owner::Lib(w) if w.strong_count() > 0 && (*start..end).contains(&addr) => {
+                    global = Some(FaultPlace::Global { start: *start, end });
+                }
+                _ => {}
+            }
+        }
+        global.unwrap_or(FaultPlace::Outside { regions })
+    }
+
     /// Pins every live range (for the duration of a kernel).
     fn pin_all(&self) -> Vec<Pin> {
         self.ranges
@@ -346,6 +556,12 @@ impl HostExecutor {
     }
 
     fn map_exact(&self, base: u64, len: u64) -> Result<u64, HostError> {
+        if base == 0 {
+            // Never attempted: where it succeeds (with CAP_SYS_RAWIO, or
+            // vm.mmap_min_addr = 0) a null pointer would point into the
+            // region.
+            return Err(HostError::NullBase(base));
+        }
         // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; the
         // new anonymous mapping is owned by the `Mapping` built from it.
         let p = unsafe {
@@ -812,11 +1028,68 @@ fn copy(
     Ok(())
 }
 
+/// What a fault the guard caught in `kernel` was, and where.
+fn describe_fault(
+    registry: &Mutex<Registry>,
+    kernel: &HostKernel,
+    stack: Option<(u64, u64)>,
+    caught: guard::Caught,
+) -> KernelFault {
+    let addr = caught.addr as u64;
+    let sp = caught.sp as u64;
+    let page = page_size();
+    // The stack pointer at (or past) the stack's low end, and the access
+    // just below it: the kernel ran out of stack. (Each kernel call's frames
+    // lie below the worker's, so that is where an overflow shows.)
+    let overflow = stack.filter(|&(low, _)| {
+        caught.signal == libc::SIGSEGV
+            && sp < low.saturating_add(page)
+            && addr < low
+            && addr >= sp.min(low).saturating_sub(page.max(64 << 10))
+    });
+    let (kind, place) = match caught.signal {
+        libc::SIGFPE => (FaultKind::Arithmetic, FaultPlace::Instruction),
+        libc::SIGILL => (FaultKind::IllegalInstruction, FaultPlace::Instruction),
+        _ => {
+            let place = match overflow {
+                Some((low, size)) => FaultPlace::Stack {
+                    low,
+                    high: low + size,
+                },
+                None => registry
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .place(addr),
+            };
+            let kind = match (caught.signal, caught.code) {
+                _ if overflow.is_some() => FaultKind::StackOverflow,
+                (libc::SIGBUS, _) => FaultKind::Bus,
+                (_, 1) => FaultKind::InvalidAccess, // SEGV_MAPERR
+                _ => FaultKind::Protection,
+            };
+            (kind, place)
+        }
+    };
+    KernelFault {
+        kernel: kernel.name.clone(),
+        kind,
+        signal: caught.signal,
+        code: caught.code,
+        addr,
+        place,
+    }
+}
+
 fn worker(
     rx: std::sync::mpsc::Receiver<Work>,
     shared: Arc<Shared>,
     registry: Arc<Mutex<Registry>>,
 ) {
+    // An alternate signal stack where the thread has none, so that a kernel
+    // overflowing this thread's stack is reported, not fatal; and the stack's
+    // bounds, to tell such an overflow from other faults.
+    let _alt_stack = guard::AltStack::ensure();
+    let stack = guard::thread_stack();
     let failed = |e: HostError| {
         let mut slot = shared.error.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert(e);
@@ -854,16 +1127,39 @@ fn worker(
                 if !healthy() {
                     continue;
                 }
+                if let Err(errno) = guard::install() {
+                    failed(HostError::Os {
+                        call: "sigaction",
+                        message: format!(
+                            "{} (installing the handler that reports kernel faults)",
+                            std::io::Error::from_raw_os_error(errno)
+                        ),
+                    });
+                    continue;
+                }
                 let _pins = registry.lock().unwrap_or_else(|e| e.into_inner()).pin_all();
                 let start = Instant::now();
                 // SAFETY: `entry` is a function symbol of a loaded image (kept
                 // loaded by `kernel.lib`), called with the host plugin's ABI:
                 // one pointer-sized argument per recorded argument. What the
                 // kernel does is the capture's code; its regions stay mapped
-                // (`_pins`) while it runs.
-                unsafe { call::call(kernel.entry, &args) };
-                *shared.kernel_time.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(start.elapsed());
+                // (`_pins`) while it runs. A fault in it returns here (the
+                // guard's handler is installed, above) and skips only the
+                // guard's plain old frames (see guard.rs).
+                let ran = unsafe { guard::call_guarded(kernel.entry, &args) };
+                let elapsed = start.elapsed();
+                match ran {
+                    Ok(()) => {
+                        *shared.kernel_time.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(elapsed);
+                    }
+                    Err(caught) => {
+                        let fault = describe_fault(&registry, &kernel, stack, caught);
+                        log::debug!("{fault}");
+                        *shared.kernel_time.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                        failed(HostError::KernelFault(Box::new(fault)));
+                    }
+                }
                 drop(kernel);
             }
             Work::Sync(mark) => shared.completion.signal(mark),

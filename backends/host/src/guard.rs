@@ -1,0 +1,249 @@
+//! Kernel faults as errors instead of the end of the process.
+//!
+//! A GPU driver reports a kernel's bad memory access as an error of the
+//! launch (`CUDA_ERROR_ILLEGAL_ADDRESS`); on the host the same access is a
+//! `SIGSEGV` that kills the process without a word. This module makes the
+//! host executor behave like a GPU: a kernel runs inside
+//! `reprise_guarded_call` (`guard.c`, compiled by the build script), and a
+//! fault inside it comes back to the queue's worker as a [`Caught`], which the
+//! queue reports at its next synchronize.
+//!
+//! How:
+//! - One process-wide handler for `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL`
+//!   (`SA_SIGINFO | SA_ONSTACK`), installed once, the first time a kernel is
+//!   launched. It jumps back (`siglongjmp`) only for a fault the kernel
+//!   raised for an instruction (`si_code > 0`) on a thread that is inside a
+//!   guarded call (a thread-local, initial-exec TLS, so reading it in the
+//!   handler never allocates). Anything else goes to the handler that was
+//!   there before — Rust's own stack-overflow reporter, usually — or, if
+//!   there was none, gets the default action back and faults again, so
+//!   every fault outside a kernel ends the process exactly as before.
+//! - Each worker thread has an alternate signal stack (Rust's runtime gives
+//!   its threads one; [`AltStack`] adds one where it did not), so a kernel
+//!   that overflows the worker's stack is caught too.
+//! - `sigsetjmp` saves the signal mask and `siglongjmp` restores it, so the
+//!   signal being handled is unblocked again and the next fault is caught
+//!   the same way: the worker keeps working.
+//!
+//! Why the jump is sound: `siglongjmp` discards the frames between the
+//! `sigsetjmp` in `reprise_guarded_call` and the handler without running
+//! anything in them. Those frames are the C shim's, [`trampoline`]'s,
+//! [`crate::call::call`]'s and the kernel's own. The two Rust ones own
+//! nothing with a destructor (plain old frames: integers, slices and a
+//! function pointer); whatever they borrow is owned by the worker's frame
+//! above the shim, which the jump returns to intact.
+//!
+//! Limitations, as with any recovery from a fault:
+//! - a kernel interrupted while it held a lock (inside `malloc`, `printf`,
+//!   the dynamic loader) leaves it held, and a later call that takes the
+//!   same lock (in any thread) can hang;
+//! - whatever the kernel had written is there, half done: region and global
+//!   contents after a fault are undefined (the queue skips the copies queued
+//!   after the failed launch, as it does after any error);
+//! - a handler installed for these signals after this one (by a library
+//!   loaded later) takes precedence, and faults then reach it instead.
+
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use crate::call;
+
+/// What a caught fault was; mirrors `struct reprise_fault` in `guard.c`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Caught {
+    /// The signal.
+    pub signal: c_int,
+    /// Its `si_code`.
+    pub code: c_int,
+    /// `si_addr`: the address accessed (`SIGSEGV`, `SIGBUS`), or the
+    /// faulting instruction's (`SIGFPE`, `SIGILL`).
+    pub addr: usize,
+    /// The stack pointer at the fault.
+    pub sp: usize,
+}
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    fn reprise_guard_install() -> c_int;
+    fn reprise_guarded_call(
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+        out: *mut Caught,
+    ) -> c_int;
+}
+
+/// Installs the process-wide handler (once). Returns the `errno` of a
+/// failed `sigaction`, the same one on every call.
+#[cfg(target_os = "linux")]
+pub fn install() -> Result<(), c_int> {
+    static INSTALLED: OnceLock<c_int> = OnceLock::new();
+    // SAFETY: the shim only calls sigaction; once per process (OnceLock).
+    let rc = *INSTALLED.get_or_init(|| unsafe { reprise_guard_install() });
+    if rc == 0 { Ok(()) } else { Err(rc) }
+}
+
+/// The host executor runs on Linux only: nothing to install elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn install() -> Result<(), c_int> {
+    Ok(())
+}
+
+/// A kernel call, as [`trampoline`] receives it.
+struct KernelCall<'a> {
+    entry: usize,
+    args: &'a [u64],
+}
+
+/// The callback `reprise_guarded_call` runs: calls the kernel.
+///
+/// # Safety
+/// `data` points to a live [`KernelCall`] whose entry and arguments meet
+/// [`call::call`]'s contract. This frame is skipped by `siglongjmp` when the
+/// kernel faults: it must stay a plain old frame (nothing with a destructor,
+/// no guard objects).
+unsafe extern "C" fn trampoline(data: *mut c_void) {
+    // SAFETY: per this function's contract.
+    let c = unsafe { &*(data as *const KernelCall<'_>) };
+    // SAFETY: per this function's contract.
+    unsafe { call::call(c.entry, c.args) };
+}
+
+/// Calls the kernel at `entry` with `args`; a fault inside it returns
+/// `Err` with what it was. [`install`] must have succeeded.
+///
+/// # Safety
+/// As [`call::call`]. After an `Err`, the kernel stopped wherever it was:
+/// see the module docs for what that leaves behind.
+#[cfg(target_os = "linux")]
+pub unsafe fn call_guarded(entry: usize, args: &[u64]) -> Result<(), Caught> {
+    let data = KernelCall { entry, args };
+    let mut caught = Caught::default();
+    // SAFETY: `trampoline` gets a pointer to `data`, which outlives the call
+    // and meets its contract by ours. The frames a fault skips are plain old
+    // frames (module docs); `caught` is written only by the handler, before
+    // it jumps back here, and read after the call returns.
+    let rc = unsafe {
+        reprise_guarded_call(
+            trampoline,
+            std::ptr::from_ref(&data).cast_mut().cast(),
+            &mut caught,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(caught) }
+}
+
+/// Elsewhere the executor never runs a kernel.
+///
+/// # Safety
+/// As [`call::call`].
+#[cfg(not(target_os = "linux"))]
+pub unsafe fn call_guarded(entry: usize, args: &[u64]) -> Result<(), Caught> {
+    // SAFETY: per this function's contract.
+    unsafe { call::call(entry, args) };
+    Ok(())
+}
+
+/// An alternate signal stack this thread did not have before; removed and
+/// freed when dropped (on the same thread: it is not `Send`).
+pub struct AltStack {
+    map: *mut c_void,
+    len: usize,
+}
+
+/// Bytes of an alternate signal stack that this module adds: plenty for the
+/// handler and for Rust's (which runs on a stack of `SIGSTKSZ`).
+const ALT_STACK: usize = 64 << 10;
+
+impl AltStack {
+    /// Gives the calling thread an alternate signal stack when it has none
+    /// (Rust's runtime gives its threads one when it installed its
+    /// stack-overflow handler). `None`: the thread already has one, or none
+    /// could be made (then a stack overflow in a kernel is not caught, and
+    /// ends the process as before).
+    pub fn ensure() -> Option<AltStack> {
+        // SAFETY: an all-zero stack_t is a valid value to be overwritten.
+        let mut old: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: querying only (null new stack), into a valid stack_t.
+        if unsafe { libc::sigaltstack(std::ptr::null(), &mut old) } != 0
+            || old.ss_flags & libc::SS_DISABLE == 0
+        {
+            return None;
+        }
+        let page = crate::page_size() as usize;
+        let len = ALT_STACK + page;
+        // SAFETY: a fresh private anonymous mapping, owned by the result.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        // A guard page below the stack: the handler overflowing it faults
+        // (and ends the process) instead of writing into a neighbour.
+        // SAFETY: the first page of the mapping just made.
+        unsafe { libc::mprotect(map, page, libc::PROT_NONE) };
+        let stack = libc::stack_t {
+            // SAFETY: `page` < `len`: inside the mapping.
+            ss_sp: unsafe { map.cast::<u8>().add(page) }.cast(),
+            ss_flags: 0,
+            ss_size: ALT_STACK,
+        };
+        // SAFETY: the stack lies in a mapping that stays until `drop`, which
+        // disables it first.
+        if unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) } != 0 {
+            // SAFETY: the mapping just made, used by nothing.
+            unsafe { libc::munmap(map, len) };
+            return None;
+        }
+        Some(AltStack { map, len })
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        let off = libc::stack_t {
+            ss_sp: std::ptr::null_mut(),
+            ss_flags: libc::SS_DISABLE,
+            ss_size: 0,
+        };
+        // SAFETY: this thread installed the stack (`AltStack` is not Send)
+        // and is not running on it (no signal handler is active here);
+        // once disabled, nothing uses the mapping.
+        unsafe {
+            if libc::sigaltstack(&off, std::ptr::null_mut()) == 0 {
+                libc::munmap(self.map, self.len);
+            }
+        }
+    }
+}
+
+/// The calling thread's stack: lowest usable address and size, where the
+/// C library can tell.
+pub fn thread_stack() -> Option<(u64, u64)> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: an all-zero pthread_attr_t is overwritten by
+        // pthread_getattr_np before use, and destroyed after.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return None;
+            }
+            let mut addr: *mut c_void = std::ptr::null_mut();
+            let mut size: libc::size_t = 0;
+            let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            (rc == 0).then_some((addr as u64, size as u64))
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
