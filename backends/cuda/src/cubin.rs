@@ -158,6 +158,17 @@ pub fn fatbin_globals(image: &[u8]) -> Vec<String> {
     names
 }
 
+/// Whether a fat binary has entries but none whose globals can be read:
+/// every entry is compressed (or otherwise neither PTX nor an ELF file), so
+/// [`fatbin_globals`] finds nothing even where the image has globals.
+pub fn fatbin_globals_unreadable(image: &[u8]) -> bool {
+    let entries = fatbin_entries(image);
+    !entries.is_empty()
+        && entries
+            .iter()
+            .all(|p| !matches!(sniff(p), ImageKind::Elf { .. } | ImageKind::Ptx))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -336,6 +347,13 @@ pub(crate) mod tests {
             fatbin_globals(&two),
             ["launches", "only_ptx", "bias", "second"]
         );
+        assert!(!fatbin_globals_unreadable(&f), "two entries are readable");
+        // Only compressed entries: nothing can be listed, and that is known.
+        let compressed = fatbin(&[(2, &zstd), (1, &zstd)]);
+        assert!(fatbin_globals(&compressed).is_empty());
+        assert!(fatbin_globals_unreadable(&compressed));
+        assert!(!fatbin_globals_unreadable(&fatbin(&[])), "no entries");
+        assert!(!fatbin_globals_unreadable(&fixture("saxpy.sm_90.fatbin")));
         // Truncated: whatever parses before the cut.
         assert!(fatbin_globals(&f[..40]).is_empty());
         assert!(fatbin_entries(&f[..f.len() - 1]).is_empty());

@@ -31,6 +31,7 @@ const REQUIRED: &[&str] = &[
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuModuleGetGlobal_v2",
+    "cuFuncSetAttribute",
     "cuMemHostAlloc",
     "cuMemFreeHost",
     "cuStreamCreate",
@@ -170,6 +171,93 @@ pub(crate) fn check(call: &'static str, code: sys::CUresult) -> Result<(), Drive
     }
 }
 
+/// What one launch may ask of a device, queried once when the device is
+/// opened. A limit of 0 means the driver did not say; it is not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchLimits {
+    /// Threads per block (`MAX_THREADS_PER_BLOCK`).
+    pub threads_per_block: u32,
+    /// Block size per dimension (`MAX_BLOCK_DIM_X/Y/Z`).
+    pub block: [u32; 3],
+    /// Grid size per dimension (`MAX_GRID_DIM_X/Y/Z`).
+    pub grid: [u32; 3],
+    /// Shared memory per block a kernel gets without opting in
+    /// (`MAX_SHARED_MEMORY_PER_BLOCK`, 48 KiB).
+    pub shared_default: u32,
+    /// Shared memory per block a kernel may opt in to
+    /// (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`, 227 KiB on sm_90).
+    pub shared_optin: u32,
+}
+
+impl LaunchLimits {
+    /// Queries the limits of `device`.
+    fn query(device: sys::CUdevice) -> Result<Self, DriverError> {
+        use sys::CUdevice_attribute as A;
+        let get = |attr| attribute(device, attr).map(|v| v.max(0) as u32);
+        let shared_default = get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+        Ok(LaunchLimits {
+            threads_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            block: [
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            grid: [
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            shared_default,
+            // Devices that cannot opt in report the default (or nothing).
+            shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                .max(shared_default),
+        })
+    }
+
+    /// Checks a launch's geometry and dynamic shared memory against the
+    /// limits: the threads of a block first (the usual mistake), then each
+    /// dimension of the block and of the grid, then shared memory.
+    pub fn check(&self, grid: [u32; 3], block: [u32; 3], shared: u32) -> Result<(), CudaError> {
+        let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+        if self.threads_per_block > 0 && threads > u64::from(self.threads_per_block) {
+            return Err(CudaError::ThreadsPerBlock {
+                block,
+                limit: self.threads_per_block,
+            });
+        }
+        for (what, dims, limits) in [("block", block, self.block), ("grid", grid, self.grid)] {
+            for axis in 0..3 {
+                if limits[axis] > 0 && dims[axis] > limits[axis] {
+                    return Err(CudaError::LaunchDimension {
+                        what,
+                        dims,
+                        axis,
+                        limit: limits[axis],
+                    });
+                }
+            }
+        }
+        if self.shared_optin > 0 && shared > self.shared_optin {
+            return Err(CudaError::SharedMemory {
+                requested: shared,
+                limit: self.shared_optin,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Queries an integer attribute of `device`.
+fn attribute(device: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32, DriverError> {
+    let mut v = 0;
+    // SAFETY: the library is loaded (callers hold a `Device` or are opening
+    // one); `device` came from cuDeviceGet; `v` is a live out-parameter.
+    check("cuDeviceGetAttribute", unsafe {
+        sys::cuDeviceGetAttribute(&mut v, attr, device)
+    })?;
+    Ok(v)
+}
+
 /// One device and its retained primary context.
 ///
 /// Everything made from an executor (regions, images, kernels, buffers,
@@ -180,6 +268,8 @@ pub(crate) struct Device {
     pub device: sys::CUdevice,
     pub ctx: sys::CUcontext,
     pub lib: Library,
+    /// What a launch may ask of the device.
+    pub limits: LaunchLimits,
     /// Errors raised in `Drop` paths, reported by the next synchronize.
     deferred: Mutex<Option<CudaError>>,
 }
@@ -219,6 +309,7 @@ impl Device {
         check("cuDeviceGet", unsafe {
             sys::cuDeviceGet(&mut device, ordinal)
         })?;
+        let limits = LaunchLimits::query(device)?;
         let mut ctx = std::ptr::null_mut();
         // SAFETY: `device` came from cuDeviceGet; `ctx` is a live
         // out-parameter. The retain is released in `Drop`.
@@ -230,6 +321,7 @@ impl Device {
             device,
             ctx,
             lib,
+            limits,
             deferred: Mutex::new(None),
         };
         dev.bind()?;
@@ -250,12 +342,7 @@ impl Device {
 
     /// Queries an integer device attribute.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32, DriverError> {
-        let mut v = 0;
-        // SAFETY: `self.device` is valid; `v` is a live out-parameter.
-        check("cuDeviceGetAttribute", unsafe {
-            sys::cuDeviceGetAttribute(&mut v, attr, self.device)
-        })?;
-        Ok(v)
+        attribute(self.device, attr)
     }
 
     /// The compute capability, `(major, minor)`.

@@ -74,8 +74,10 @@ pub enum CudaError {
         /// The device ordinal.
         ordinal: i32,
     },
-    /// The driver reserved a different address range than the one asked for
-    /// (the requested range is in use or not available to CUDA).
+    /// The driver reserved a different address range than the one asked for:
+    /// the requested range is in use in this process, or the driver places
+    /// reservations only in its own address pool and ignores hints outside
+    /// it.
     AddressMismatch {
         /// The address asked for.
         requested: u64,
@@ -128,6 +130,35 @@ pub enum CudaError {
     },
     /// A helper thread could not be started (the operating system's reason).
     Thread(String),
+    /// The launch's block has more threads than the device allows
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    ThreadsPerBlock {
+        /// The block asked for.
+        block: [u32; 3],
+        /// The device's most threads per block.
+        limit: u32,
+    },
+    /// One dimension of the launch's block or grid is larger than the device
+    /// allows (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_*`/`MAX_GRID_DIM_*`).
+    LaunchDimension {
+        /// `"block"` or `"grid"`.
+        what: &'static str,
+        /// The block or grid asked for.
+        dims: [u32; 3],
+        /// The dimension over the limit: 0 for x, 1 for y, 2 for z.
+        axis: usize,
+        /// The device's limit in that dimension.
+        limit: u32,
+    },
+    /// The launch asks for more dynamic shared memory than a block may have
+    /// on this device, even opted in
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+    SharedMemory {
+        /// Bytes of dynamic shared memory asked for.
+        requested: u32,
+        /// The most shared memory per block the device allows.
+        limit: u32,
+    },
     /// The driver would not load the image, and none of its code is for this
     /// device's architecture.
     NoCodeForDevice {
@@ -183,7 +214,9 @@ impl fmt::Display for CudaError {
             CudaError::AddressMismatch { requested, got } => write!(
                 f,
                 "could not reserve recorded virtual address {requested:#x}: \
-                 the driver offered {got:#x} instead (is the range already in use?)"
+                 the driver offered {got:#x} instead; either that range is already \
+                 in use in this process, or the driver places reservations only in \
+                 its own address pool (some drivers ignore address hints)"
             ),
             CudaError::AddressUnavailable {
                 requested,
@@ -207,7 +240,7 @@ impl fmt::Display for CudaError {
             } => write!(
                 f,
                 "the image has no code for this device: the device is sm_{device_sm}, \
-                 the image holds {image} ({source})"
+                 the image holds {image}: {source}"
             ),
             CudaError::SegmentOutOfBounds { end, buffer } => write!(
                 f,
@@ -225,6 +258,28 @@ impl fmt::Display for CudaError {
                 f,
                 "argument {index} has {got} bytes but the kernel's parameter has {expected}"
             ),
+            CudaError::ThreadsPerBlock { block, limit } => write!(
+                f,
+                "block {} ({} threads) exceeds this device's limit of {limit} threads per block",
+                dims(block),
+                block.iter().map(|&d| u64::from(d)).product::<u64>()
+            ),
+            CudaError::LaunchDimension {
+                what,
+                dims: d,
+                axis,
+                limit,
+            } => write!(
+                f,
+                "{what} {} exceeds this device's limit of {limit} in {}",
+                dims(d),
+                ["x", "y", "z"].get(*axis).unwrap_or(&"?")
+            ),
+            CudaError::SharedMemory { requested, limit } => write!(
+                f,
+                "the launch asks for {requested} bytes of dynamic shared memory, more than \
+                 this device's limit of {limit} bytes per block"
+            ),
             CudaError::BadArgument { index } => write!(
                 f,
                 "argument {index} points outside the recorded argument data"
@@ -233,12 +288,16 @@ impl fmt::Display for CudaError {
     }
 }
 
+/// `XxYxZ`.
+fn dims(d: &[u32; 3]) -> String {
+    format!("{}x{}x{}", d[0], d[1], d[2])
+}
+
 impl std::error::Error for CudaError {
+    /// The driver error underneath, where there is one.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CudaError::AddressUnavailable { source, .. } => Some(source),
-            _ => None,
-        }
+        self.driver()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -378,6 +437,12 @@ mod tests {
             m.contains("0x153940000000") && m.contains("0x7f0000000000"),
             "{m}"
         );
+        // Both reasons a driver offers another range, not only the first.
+        assert!(
+            m.contains("in use in this process") && m.contains("its own address pool"),
+            "{m}"
+        );
+        assert!(m.contains("some drivers ignore address hints"), "{m}");
         let b = CudaError::BadOrdinal {
             ordinal: 3,
             count: 1,
@@ -388,6 +453,63 @@ mod tests {
             CudaError::KernelNotFound("saxpy".into())
                 .to_string()
                 .contains("\"saxpy\"")
+        );
+    }
+
+    #[test]
+    fn source_is_the_driver_error_underneath() {
+        use std::error::Error;
+        let d = DriverError::from_code("cuModuleLoadData", 218);
+        let cases = [
+            CudaError::Driver(d),
+            CudaError::AddressUnavailable {
+                requested: 0x1000,
+                size: 2 << 20,
+                source: d,
+            },
+            CudaError::NoCodeForDevice {
+                device_sm: 75,
+                image: "PTX sm_80 (ISA 7.0)".into(),
+                source: d,
+            },
+        ];
+        for e in &cases {
+            let source = e.source().unwrap_or_else(|| panic!("{e:?} has no source"));
+            assert_eq!(source.to_string(), d.to_string());
+            // Messages end with their cause, so it is not printed twice.
+            assert!(e.to_string().ends_with(&d.to_string()), "{e}");
+        }
+        assert!(CudaError::NoDevice.source().is_none());
+    }
+
+    #[test]
+    fn launch_limits_name_the_launch_and_the_device_limit() {
+        let t = CudaError::ThreadsPerBlock {
+            block: [2048, 1, 1],
+            limit: 1024,
+        };
+        assert_eq!(
+            t.to_string(),
+            "block 2048x1x1 (2048 threads) exceeds this device's limit of 1024 threads per block"
+        );
+        let d = CudaError::LaunchDimension {
+            what: "grid",
+            dims: [1, 70000, 1],
+            axis: 1,
+            limit: 65535,
+        };
+        assert_eq!(
+            d.to_string(),
+            "grid 1x70000x1 exceeds this device's limit of 65535 in y"
+        );
+        let s = CudaError::SharedMemory {
+            requested: 300 << 10,
+            limit: 227 << 10,
+        }
+        .to_string();
+        assert!(
+            s.contains("307200 bytes") && s.contains("232448 bytes"),
+            "{s}"
         );
     }
 }

@@ -13,7 +13,13 @@
 //! - [`CudaQueue`]: one stream; a synchronize enqueues a host callback
 //!   (`cuStreamAddCallback`, which runs even after a device fault, else
 //!   `cuLaunchHostFunc`) that only signals a
-//!   [`reprise_core::completion::Completion`].
+//!   [`reprise_core::completion::Completion`]. A launch is checked against
+//!   the device's limits (threads per block, block and grid dimensions,
+//!   shared memory; queried once, when the executor is made), so a geometry
+//!   the device cannot run is a [`CudaError`] naming the limit rather than
+//!   the driver's bare `CUDA_ERROR_INVALID_VALUE`; a launch with more than
+//!   48 KiB of dynamic shared memory first lets the kernel have it
+//!   (`cuFuncSetAttribute`).
 //!
 //! ```
 //! use reprise_cuda::{CudaError, CudaExecutor};

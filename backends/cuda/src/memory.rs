@@ -124,25 +124,38 @@ fn address_free(base: u64, size: u64) {
 /// Reserves `[want, want + size)` exactly. The driver takes the address as
 /// a hint inside its own pools, so three tries: the plain hint; the hint
 /// with the alignment the recording asked for (the largest power of two
-/// dividing `want`, up to [`FRESH_ALIGN`]); and, when the driver offers a
-/// lower address, a filler reservation of the gap below `want` so the next
-/// free address is `want` itself (the filler is freed afterwards).
+/// dividing `want`, up to [`FRESH_ALIGN`]), also when the plain hint failed
+/// outright; and, when the driver offers a lower address, a filler
+/// reservation of the gap below `want` so the next free address is `want`
+/// itself (the filler is freed afterwards).
+///
+/// Fails with [`CudaError::AddressMismatch`] (naming the address asked for
+/// and the last one offered) when the driver offered another address, and
+/// with [`CudaError::AddressUnavailable`] (the driver's last error) when
+/// every try failed outright.
 fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
-    let unavailable = |source| CudaError::AddressUnavailable {
-        requested: want,
-        size,
-        source,
-    };
     let align = 1u64 << want.trailing_zeros().min(FRESH_ALIGN.trailing_zeros());
-    let mut last = 0;
+    // The last address the driver offered instead, and its last error.
+    let mut offered = None;
+    let mut failed = None;
     for align in [0, align] {
-        let got = address_reserve(size, align, want).map_err(unavailable)?;
-        if got == want {
-            return Ok(got);
+        match address_reserve(size, align, want) {
+            Ok(got) if got == want => return Ok(got),
+            Ok(got) => {
+                address_free(got, size);
+                offered = Some(got);
+            }
+            Err(e) => failed = Some(e),
         }
-        address_free(got, size);
-        last = got;
     }
+    let Some(mut last) = offered else {
+        let source = failed.expect("each try either offered an address or failed");
+        return Err(CudaError::AddressUnavailable {
+            requested: want,
+            size,
+            source,
+        });
+    };
     if last < want && (want - last).is_multiple_of(gran) {
         let gap = want - last;
         if let Ok(filler) = address_reserve(gap, 0, last) {

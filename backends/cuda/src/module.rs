@@ -1,7 +1,7 @@
 //! Loaded images (CUDA modules), their kernels and globals.
 
 use std::ffi::{CString, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use reprise_core::exec::GlobalInfo;
@@ -15,6 +15,11 @@ use crate::error::{CudaError, DriverError};
 pub(crate) struct Module {
     dev: Arc<Device>,
     handle: sys::CUmodule,
+    /// The dynamic shared memory each function was allowed so far
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), by function:
+    /// kept per module, so two kernel handles of one function never lower
+    /// what the other set.
+    shared_opt_in: Mutex<Vec<(usize, u32)>>,
 }
 
 // SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
@@ -43,6 +48,9 @@ pub struct CudaImage {
     module: Arc<Module>,
     kind: ImageKind,
     globals: Vec<String>,
+    /// Why the image's globals cannot be listed, when they cannot (a fat
+    /// binary of compressed entries only): warned about when they are.
+    unlisted: Option<String>,
 }
 
 impl CudaImage {
@@ -70,6 +78,9 @@ impl CudaImage {
             ImageKind::Fatbin => (crate::cubin::fatbin_globals(image), image.into()),
             other => return Err(CudaError::UnsupportedImage(other)),
         };
+        let unlisted = (kind == ImageKind::Fatbin
+            && crate::cubin::fatbin_globals_unreadable(image))
+        .then(|| unlisted_globals(image));
         dev.bind()?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: `bytes` is a whole cubin or fat binary, or NUL-terminated
@@ -83,9 +94,11 @@ impl CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
                 handle,
+                shared_opt_in: Mutex::new(Vec::new()),
             }),
             kind,
             globals,
+            unlisted,
         })
     }
 
@@ -151,6 +164,9 @@ impl CudaImage {
         &self,
         f: &mut dyn FnMut(GlobalInfo<'_>),
     ) -> Result<(), CudaError> {
+        if let Some(why) = &self.unlisted {
+            log::warn!("{why}");
+        }
         for name in &self.globals {
             if let Some(g) = self.global(name)? {
                 f(g);
@@ -158,6 +174,22 @@ impl CudaImage {
         }
         Ok(())
     }
+}
+
+/// The warning for a fat binary whose globals cannot be listed, naming the
+/// image by what it holds.
+fn unlisted_globals(image: &[u8]) -> String {
+    let held = crate::targets::targets(image)
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the CUDA fat binary of {} bytes ({held}) holds only compressed entries: \
+         its device globals cannot be listed and will not be recorded \
+         (build it with uncompressed cubins or PTX to record them)",
+        image.len()
+    )
 }
 
 /// A failed load, explained when the image holds no code for the device
@@ -236,5 +268,41 @@ impl CudaKernel {
 
     pub(crate) fn module(&self) -> &Arc<Module> {
         &self.module
+    }
+
+    /// Lets launches of the function use `bytes` of dynamic shared memory,
+    /// beyond the device's default (48 KiB): without it the driver refuses
+    /// them. Set once per kernel and size (a larger size sets it again).
+    pub(crate) fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), CudaError> {
+        // Held across the driver call, so two launches never race to lower
+        // the attribute.
+        let mut allowed = self
+            .module
+            .shared_opt_in
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = self.func as usize;
+        let at = match allowed.iter().position(|a| a.0 == key) {
+            Some(at) if allowed[at].1 >= bytes => return Ok(()),
+            Some(at) => at,
+            None => {
+                allowed.push((key, 0));
+                allowed.len() - 1
+            }
+        };
+        // Larger than any device allows; the driver says so.
+        let value = i32::try_from(bytes).unwrap_or(i32::MAX);
+        // SAFETY: `func` is a live function of a loaded module (kept by
+        // `self`); the context is bound by the caller; the attribute takes an
+        // int.
+        check("cuFuncSetAttribute", unsafe {
+            sys::cuFuncSetAttribute(
+                self.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        })?;
+        allowed[at].1 = bytes;
+        Ok(())
     }
 }

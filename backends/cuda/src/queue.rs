@@ -17,40 +17,53 @@ use crate::error::{CudaError, DriverError};
 use crate::memory::CudaBuffer;
 use crate::module::{CudaKernel, Module};
 
-/// What the host function gets: the queue's completion and the mark to raise.
+/// What the host function gets: the queue's completion, the mark to raise
+/// and where to leave a failed status.
 struct Signal {
     completion: Arc<Completion>,
     mark: u64,
+    status: Arc<CallbackStatus>,
 }
 
-/// Takes back the `Signal` a synchronize leaked and raises its mark. Only
-/// raises the mark and wakes the waiting task; never calls the driver.
+/// The first failed status stream callbacks were given since a synchronize
+/// last took it.
+type CallbackStatus = Mutex<Option<sys::CUresult>>;
+
+/// Takes back the `Signal` a synchronize leaked, keeps a failed `status`
+/// for the synchronize, and raises its mark. Only stores, raises the mark
+/// and wakes the waiting task; never calls the driver.
 ///
 /// # Safety
 ///
 /// `data` must be a `Box<Signal>` leaked by `enqueue_signal`, and this must
 /// be its only use.
-unsafe fn raise(data: *mut c_void) {
+unsafe fn raise(data: *mut c_void, status: sys::CUresult) {
     // SAFETY: the caller passes the leaked box, once.
     let s = unsafe { Box::from_raw(data.cast::<Signal>()) };
     // A panicking waker must not unwind into the driver.
-    let _ = catch_unwind(AssertUnwindSafe(|| s.completion.signal(s.mark)));
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if status != sys::CUresult::CUDA_SUCCESS {
+            let mut kept = s.status.lock().unwrap_or_else(|p| p.into_inner());
+            kept.get_or_insert(status);
+        }
+        s.completion.signal(s.mark)
+    }));
 }
 
 /// The stream callback a synchronize enqueues (`cuStreamAddCallback`). It
-/// runs even after a device error; the status is read from the stream by
-/// the woken task, not here.
-unsafe extern "C" fn stream_callback(_: sys::CUstream, _: sys::CUresult, data: *mut c_void) {
+/// runs even after a device error, with the stream's status, which the
+/// woken synchronize reports (the stream is asked too).
+unsafe extern "C" fn stream_callback(_: sys::CUstream, status: sys::CUresult, data: *mut c_void) {
     // SAFETY: `data` is the leaked `Box<Signal>`; the driver calls each
     // callback exactly once.
-    unsafe { raise(data) }
+    unsafe { raise(data, status) }
 }
 
 /// The host function a synchronize enqueues where the driver has no
 /// `cuStreamAddCallback` (`cuLaunchHostFunc`).
 unsafe extern "C" fn host_function(data: *mut c_void) {
     // SAFETY: as in `stream_callback`.
-    unsafe { raise(data) }
+    unsafe { raise(data, sys::CUresult::CUDA_SUCCESS) }
 }
 
 /// How often a synchronize waiting on a `cuLaunchHostFunc` host function
@@ -308,6 +321,8 @@ pub struct CudaQueue {
     /// Timing events around each launch: (start, end).
     events: (sys::CUevent, sys::CUevent),
     completion: Arc<Completion>,
+    /// A failed status a stream callback was given.
+    callback_status: Arc<CallbackStatus>,
     /// Sequence number of the last operation enqueued.
     seq: u64,
     /// Every operation up to here is complete.
@@ -353,6 +368,7 @@ impl CudaQueue {
             stream,
             events: (events[0], events[1]),
             completion: Arc::new(Completion::new()),
+            callback_status: Arc::new(Mutex::new(None)),
             seq: 0,
             done_seq: 0,
             mark: 0,
@@ -584,6 +600,7 @@ impl CudaQueue {
         let data = Box::into_raw(Box::new(Signal {
             completion: self.completion.clone(),
             mark,
+            status: self.callback_status.clone(),
         }));
         self.dev.bind()?;
         if let Err(e) = self.join_staging() {
@@ -645,6 +662,16 @@ impl CudaQueue {
             r => check("cuStreamQuery", r),
         }
     }
+
+    /// Takes the failed status a stream callback was given, if any.
+    fn callback_error(&self) -> Result<(), DriverError> {
+        let status = self
+            .callback_status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        status.map_or(Ok(()), |r| check("cuStreamAddCallback", r))
+    }
 }
 
 impl Queue for CudaQueue {
@@ -660,6 +687,10 @@ impl Queue for CudaQueue {
     }
 
     fn launch(&mut self, kernel: &CudaKernel, launch: &Launch<'_>) -> Result<(), CudaError> {
+        let c = &launch.config;
+        // The driver only says CUDA_ERROR_INVALID_VALUE: say what is wrong.
+        let limits = &self.dev.limits;
+        limits.check(c.grid, c.block, c.shared_mem)?;
         let mut args = PackedArgs::pack(&launch.args, kernel.param_sizes())?;
         let mut params = args.pointers();
         let params_ptr = if params.is_empty() {
@@ -667,8 +698,10 @@ impl Queue for CudaQueue {
         } else {
             params.as_mut_ptr()
         };
-        let c = &launch.config;
         self.dev.bind()?;
+        if c.shared_mem > limits.shared_default {
+            kernel.allow_dynamic_shared(c.shared_mem)?;
+        }
         // SAFETY: the events and stream are live.
         check("cuEventRecord", unsafe {
             sys::cuEventRecord(self.events.0, self.stream)
@@ -745,7 +778,15 @@ impl Queue for CudaQueue {
             return Poll::Pending;
         }
         self.waiting = None;
-        let status = self.dev.bind().and_then(|()| self.stream_error());
+        // The stream's error first (it names the call that found it), else
+        // a failed status the callback was given; that status is taken
+        // either way, so it is reported once.
+        let callback = self.callback_error();
+        let status = self
+            .dev
+            .bind()
+            .and_then(|()| self.stream_error())
+            .and(callback);
         self.complete(covered);
         match (status, self.dev.take_deferred()) {
             (Err(e), _) => Poll::Ready(Err(e.into())),

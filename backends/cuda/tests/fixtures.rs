@@ -19,11 +19,13 @@ fn g(name: &str, size: u64) -> PtxGlobal {
 
 #[test]
 fn fixtures_are_ptx_with_their_kernels_and_globals() {
-    let cases: [(&str, &str, Vec<PtxGlobal>); 4] = [
+    let cases: [(&str, &str, Vec<PtxGlobal>); 5] = [
         ("saxpy", "saxpy", vec![g("bias", 4), g("launches", 4)]),
         ("saxpy.sm_52", "saxpy", vec![g("bias", 4), g("launches", 4)]),
         ("mixed", "mixed", vec![g("table", 64)]),
         ("grid2d", "grid2d", vec![g("scale", 8)]),
+        // Its tile is dynamic shared memory, not a global.
+        ("shared_reverse", "shared_reverse", vec![]),
     ];
     for (file, kernel, expected) in cases {
         let ptx = fixture(&format!("{file}.ptx"));
@@ -61,4 +63,17 @@ fn mixed_takes_a_sixteen_byte_struct_by_value() {
     assert!(ptx.contains(".param .f32 mixed_param_1"));
     assert!(ptx.contains(".b8 mixed_param_2[16]"));
     assert!(ptx.contains(".param .u64 mixed_param_3"));
+}
+
+#[test]
+fn shared_reverse_uses_dynamic_shared_memory_a_barrier_and_3d_indices() {
+    let ptx = fixture("shared_reverse.ptx");
+    assert!(
+        ptx.contains(".extern .shared .align 4 .b8 tile[];"),
+        "{ptx}"
+    );
+    assert!(ptx.contains("bar.sync"), "{ptx}");
+    for reg in ["%tid.z", "%ntid.z", "%ctaid.z", "%nctaid.y"] {
+        assert!(ptx.contains(reg), "no {reg}");
+    }
 }

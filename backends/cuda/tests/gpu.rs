@@ -728,3 +728,221 @@ fn copies_buffers_and_synchronize_is_cancel_safe() {
     .unwrap();
     assert_eq!(got, data);
 }
+
+/// A launch of the shared_reverse fixture over `data` (`n` words, slices of
+/// `per_block`) with `per_block` words of dynamic shared memory.
+fn shared_reverse_launch(
+    values: &[u64; 3],
+    grid: [u32; 3],
+    block: [u32; 3],
+    per_block: u32,
+) -> Launch<'_> {
+    Launch {
+        config: LaunchConfig {
+            grid,
+            block,
+            shared_mem: 4 * per_block,
+        },
+        args: KernelArgs {
+            values,
+            sizes: &[8, 4, 4],
+            data: &[],
+        },
+    }
+}
+
+/// `data` with each slice of `per_block` words reversed.
+fn reversed_slices(data: &[u32], per_block: usize) -> Vec<u32> {
+    data.chunks(per_block)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect()
+}
+
+#[test]
+fn dynamic_shared_memory_and_three_dimensional_blocks() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let region = exec.reserve(RegionRequest::new(None, 4 * MIB)).unwrap();
+    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let mut q = exec.queue().unwrap();
+    // Another handle of the same function: what it allows must not undo
+    // what the first allowed.
+    let other = exec.kernel(&image, "shared_reverse").unwrap();
+    // (handle, grid, block, words per block): 4 KiB of shared memory; 64
+    // KiB, past the 48 KiB a kernel gets without opting in; more still (the
+    // opt-in is raised again); less through the other handle; the most
+    // again. The last slice is short.
+    for (kernel, grid, block, per_block) in [
+        (&kernel, [3, 2, 2], [8, 8, 4], 1024u32),
+        (&kernel, [2, 2, 2], [8, 4, 2], 16 << 10),
+        (&kernel, [1, 2, 2], [4, 4, 4], 40 << 10),
+        (&other, [2, 1, 1], [16, 2, 2], 13 << 10),
+        (&kernel, [1, 1, 2], [4, 4, 4], 40 << 10),
+    ] {
+        let blocks = grid.iter().product::<u32>() as usize;
+        let n = blocks * per_block as usize - 5;
+        let data: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        q.upload(
+            buffer_with(&exec, &bytes),
+            &[seg(region.base(), 0, bytes.len())],
+        )
+        .unwrap();
+        let values = [region.base(), u64::from(per_block), n as u64];
+        q.launch(
+            kernel,
+            &shared_reverse_launch(&values, grid, block, per_block),
+        )
+        .unwrap_or_else(|e| panic!("{} bytes of shared memory: {e}", 4 * per_block));
+        let got = u32s(&read_device(&exec, &mut q, region.base(), bytes.len()));
+        assert!(
+            got == reversed_slices(&data, per_block as usize),
+            "grid {grid:?}, block {block:?}, {per_block} words per block"
+        );
+    }
+}
+
+#[test]
+fn launches_beyond_the_device_limits_are_typed_errors() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 16, 16];
+    let launch = |grid, block, per_block| {
+        let mut q2 = exec.queue().unwrap();
+        q2.launch(
+            &kernel,
+            &shared_reverse_launch(&values, grid, block, per_block),
+        )
+        .and_then(|()| sync(&mut q2))
+    };
+    let err = launch([1, 1, 1], [2048, 1, 1], 16).unwrap_err();
+    assert!(
+        matches!(err, CudaError::ThreadsPerBlock { block: [2048, 1, 1], limit } if limit >= 1024),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("block 2048x1x1 (2048 threads) exceeds this device's limit of"),
+        "{err}"
+    );
+    let err = launch([1, 1, 1], [1, 1, 128], 16).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CudaError::LaunchDimension {
+                what: "block",
+                axis: 2,
+                limit: 64,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = launch([1, 70_000, 1], [1, 1, 1], 16).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CudaError::LaunchDimension {
+                what: "grid",
+                axis: 1,
+                limit: 65535,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("grid 1x70000x1"), "{err}");
+    // More shared memory than a block may have, even opted in.
+    let too_much = 300 << 10;
+    let err = launch([1, 1, 1], [1, 1, 1], too_much / 4).unwrap_err();
+    println!("{err}");
+    match err {
+        CudaError::SharedMemory { requested, limit } => {
+            assert_eq!(requested, too_much);
+            assert!((48 << 10..too_much).contains(&limit), "{limit}");
+            if simulated() {
+                assert_eq!(limit, 227 << 10);
+            }
+            let m = err.to_string();
+            assert!(
+                m.contains(&format!("{too_much} bytes")) && m.contains(&format!("{limit} bytes")),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing reached the device; the queue still works.
+    q.launch(
+        &kernel,
+        &shared_reverse_launch(&values, [1, 1, 1], [4, 2, 2], 16),
+    )
+    .unwrap();
+    sync(&mut q).unwrap();
+}
+
+/// Log records of this process, for tests that check a warning.
+struct Captured(std::sync::Mutex<Vec<String>>);
+
+impl log::Log for Captured {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.push(format!("{} {}", r.level(), r.args()));
+    }
+    fn flush(&self) {}
+}
+
+static LOGGED: Captured = Captured(std::sync::Mutex::new(Vec::new()));
+
+#[test]
+fn a_fat_binary_of_compressed_entries_warns_that_globals_are_not_recorded() {
+    let Some((_lock, exec)) = gpu() else { return };
+    if !simulated() {
+        println!("skipped: the fat binary is made up; only the simulator loads it");
+        return;
+    }
+    let _ = log::set_logger(&LOGGED);
+    log::set_max_level(log::LevelFilter::Warn);
+    // One container, one PTX entry whose payload is zstd-compressed (as far
+    // as anyone reading it can tell); the simulator finds the kernel's name
+    // in it.
+    let payload = [&[0x28, 0xb5, 0x2f, 0xfd][..], b"\0saxpy\0", &[0; 5]].concat();
+    let mut entry = vec![0u8; 64];
+    entry[..2].copy_from_slice(&1u16.to_le_bytes());
+    entry[4..8].copy_from_slice(&64u32.to_le_bytes());
+    entry[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    entry[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    entry[28..32].copy_from_slice(&80u32.to_le_bytes());
+    entry[40..48].copy_from_slice(&0x8011u64.to_le_bytes());
+    let body = [entry, payload].concat();
+    let mut fatbin = Vec::new();
+    fatbin.extend_from_slice(&0xBA55_ED50u32.to_le_bytes());
+    fatbin.extend_from_slice(&1u16.to_le_bytes());
+    fatbin.extend_from_slice(&16u16.to_le_bytes());
+    fatbin.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    fatbin.extend_from_slice(&body);
+
+    let image = exec.load_image(&fatbin).unwrap();
+    exec.kernel(&image, "saxpy").unwrap();
+    assert!(globals_of(&exec, &image).is_empty());
+    let logged = LOGGED.0.lock().unwrap().clone();
+    let warning = logged
+        .iter()
+        .find(|m| m.contains("compressed"))
+        .unwrap_or_else(|| panic!("no warning in {logged:?}"));
+    assert!(warning.starts_with("WARN "), "{warning}");
+    assert!(warning.contains("PTX sm_80"), "names the image: {warning}");
+    assert!(warning.contains("will not be recorded"), "{warning}");
+    // An image whose globals can be listed says nothing.
+    LOGGED.0.lock().unwrap().clear();
+    let plain = exec.load_image(&fixture("saxpy.sm_90.fatbin")).unwrap();
+    assert_eq!(globals_of(&exec, &plain).len(), 2);
+    assert!(LOGGED.0.lock().unwrap().is_empty());
+}

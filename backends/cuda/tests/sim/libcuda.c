@@ -12,11 +12,21 @@
  *  - streams: one worker thread each, running copies, launches, events,
  *    stream callbacks (which run even after a fault, with the error) and host
  *    functions (which do not) in order;
- *  - modules: the kernels of reprise's CUDA fixtures (saxpy, mixed, grid2d),
- *    found by name in PTX, cubin or fat binary images, each with its own
- *    `__device__` globals, run thread by thread on the stream's worker; every
- *    memory access a kernel makes is checked against the mapped ranges, and a
- *    bad one is a sticky CUDA_ERROR_ILLEGAL_ADDRESS, as on a device;
+ *  - modules: the kernels of reprise's CUDA fixtures (saxpy, mixed, grid2d,
+ *    shared_reverse), found by name in PTX, cubin or fat binary images, each
+ *    with its own `__device__` globals, run block by block on the stream's
+ *    worker: the threads of a block one after the other, phase by phase
+ *    (a kernel with __syncthreads() has one phase per stretch between
+ *    barriers), each block with fresh dynamic shared memory filled with
+ *    garbage; every memory access a kernel makes is checked against the
+ *    mapped ranges (shared ones against the launch's dynamic shared memory),
+ *    and a bad one is a sticky CUDA_ERROR_ILLEGAL_ADDRESS, as on a device;
+ *  - launch limits as on an sm_90 device: 1024 threads per block, blocks of
+ *    at most 1024x1024x64, grids of at most (2^31-1)x65535x65535, reported
+ *    by cuDeviceGetAttribute and enforced by cuLaunchKernel
+ *    (CUDA_ERROR_INVALID_VALUE); dynamic shared memory beyond 48 KiB only
+ *    after cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+ *    allowed it, which takes at most the opt-in limit of 227 KiB;
  *  - parameter sizes from `cuFuncGetParamInfo`.
  *
  * Knobs (environment, read by cuInit):
@@ -45,8 +55,11 @@
  * freeing host or device memory that a queued or running copy still uses,
  * or unloading a module whose kernel is queued or running.
  *
- * For tests: reprise_sim_fail() makes one call fail, reprise_sim_counts()
- * tells what is live, reprise_sim_set_copy_delay_us() slows copies.
+ * For tests: reprise_sim_fail() makes one call fail (reprise_sim_fail_times()
+ * several in a row), reprise_sim_counts() tells what is live,
+ * reprise_sim_set_copy_delay_us() slows copies,
+ * reprise_sim_set_callback_status() hands the next stream callback a failed
+ * status.
  *
  * Build switches: -DSIM_NO_STREAM_CALLBACK leaves out cuStreamAddCallback
  * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
@@ -103,6 +116,17 @@ enum {
 #define ATTR_CC_MAJOR 75
 #define ATTR_CC_MINOR 76
 #define ATTR_VMM 102
+#define ATTR_MAX_THREADS_PER_BLOCK 1
+#define ATTR_MAX_BLOCK_DIM_X 2 /* then Y, Z */
+#define ATTR_MAX_GRID_DIM_X 5  /* then Y, Z */
+#define ATTR_MAX_SHARED_PER_BLOCK 8
+#define ATTR_MAX_SHARED_PER_BLOCK_OPTIN 97
+#define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
+#define MAX_THREADS_PER_BLOCK 1024
+static const unsigned MAX_BLOCK[3] = {1024, 1024, 64};
+static const unsigned MAX_GRID[3] = {2147483647u, 65535, 65535};
+#define SHARED_DEFAULT (48u << 10)
+#define SHARED_OPTIN (227u << 10)
 #define MAX_RANGES 1024
 #define MAX_PARAM_BYTES 64
 
@@ -134,22 +158,35 @@ static pthread_mutex_t g_inject_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_inject_call[64];
 static CUresult g_inject_code;
 static int g_inject_skip;
+static int g_inject_times;
 
-EXPORT void reprise_sim_fail(const char *call, int code, int skip) {
+/* Simulator only: as reprise_sim_fail, but the `times` calls after the
+ * skipped ones all fail. */
+EXPORT void reprise_sim_fail_times(const char *call, int code, int skip,
+                                   int times) {
   pthread_mutex_lock(&g_inject_lock);
   snprintf(g_inject_call, sizeof g_inject_call, "%s", call ? call : "");
   g_inject_code = code;
   g_inject_skip = skip;
+  g_inject_times = times;
   pthread_mutex_unlock(&g_inject_lock);
+}
+
+EXPORT void reprise_sim_fail(const char *call, int code, int skip) {
+  reprise_sim_fail_times(call, code, skip, 1);
 }
 
 static CUresult injected(const char *call) {
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&g_inject_lock);
-  if (g_inject_call[0] && strcmp(call, g_inject_call) == 0 &&
-      g_inject_skip-- == 0) {
-    r = g_inject_code;
-    g_inject_call[0] = 0;
+  if (g_inject_call[0] && strcmp(call, g_inject_call) == 0) {
+    if (g_inject_skip > 0) {
+      g_inject_skip--;
+    } else {
+      r = g_inject_code;
+      if (--g_inject_times <= 0)
+        g_inject_call[0] = 0;
+    }
   }
   pthread_mutex_unlock(&g_inject_lock);
   return r;
@@ -338,6 +375,25 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
     break;
   case ATTR_CC_MINOR:
     *value = g_cc % 10;
+    break;
+  case ATTR_MAX_THREADS_PER_BLOCK:
+    *value = MAX_THREADS_PER_BLOCK;
+    break;
+  case ATTR_MAX_BLOCK_DIM_X:
+  case ATTR_MAX_BLOCK_DIM_X + 1:
+  case ATTR_MAX_BLOCK_DIM_X + 2:
+    *value = (int)MAX_BLOCK[attr - ATTR_MAX_BLOCK_DIM_X];
+    break;
+  case ATTR_MAX_GRID_DIM_X:
+  case ATTR_MAX_GRID_DIM_X + 1:
+  case ATTR_MAX_GRID_DIM_X + 2:
+    *value = (int)MAX_GRID[attr - ATTR_MAX_GRID_DIM_X];
+    break;
+  case ATTR_MAX_SHARED_PER_BLOCK:
+    *value = SHARED_DEFAULT;
+    break;
+  case ATTR_MAX_SHARED_PER_BLOCK_OPTIN:
+    *value = SHARED_OPTIN;
     break;
   default:
     *value = 0;
@@ -782,8 +838,11 @@ EXPORT CUresult cuMemFreeHost(void *p) {
 /* ------------------------------------------------------- modules, kernels */
 
 struct launch;
+/* One thread of a launch, and the phase of the kernel it runs: phase p is
+ * the code after the p-th __syncthreads(). */
 struct thread_index {
   unsigned tid[3], bid[3], bdim[3], gdim[3];
+  unsigned phase;
 };
 typedef void (*kernel_fn)(struct launch *, const struct thread_index *);
 
@@ -804,11 +863,16 @@ struct kernel_def {
   kernel_fn run;
   int nglobals;
   struct global_def globals[2];
+  /* Stretches of code between barriers (0 counts as 1): every thread of a
+   * block finishes one before any starts the next. */
+  unsigned phases;
 };
 
 struct sim_function {
   const struct kernel_def *def;
   struct sim_module *module;
+  /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (atomic). */
+  unsigned max_dynamic_shared;
 };
 
 struct sim_module {
@@ -828,6 +892,9 @@ struct launch {
   unsigned grid[3], block[3];
   unsigned char params[MAX_PARAM_BYTES];
   int fault;
+  /* Dynamic shared memory: its size, and the running block's copy. */
+  unsigned shared;
+  unsigned char *smem;
 };
 
 /* A checked view of `len` bytes of device memory at `addr`, or NULL (and a
@@ -838,6 +905,16 @@ static void *dev(struct launch *l, uint64_t addr, size_t len) {
     return NULL;
   }
   return (void *)(uintptr_t)addr;
+}
+
+/* A checked view of `len` bytes at `offset` of the block's dynamic shared
+ * memory, or NULL (and a fault) beyond the launch's size. */
+static void *smem(struct launch *l, uint64_t offset, size_t len) {
+  if (offset > l->shared || len > l->shared - offset) {
+    l->fault = 1;
+    return NULL;
+  }
+  return l->smem + offset;
 }
 
 static void *global(struct launch *l, const char *name, size_t len) {
@@ -907,6 +984,32 @@ static void k_grid2d(struct launch *l, const struct thread_index *t) {
   }
 }
 
+/* shared_reverse.cu: each block reverses its slice of data (per_block
+ * words, fewer in the last) through dynamic shared memory, with threads and
+ * blocks numbered x-fastest over 3-D blocks and grids. Phase 0 loads the
+ * tile, phase 1 (after __syncthreads) writes it back mirrored. */
+static void k_shared_reverse(struct launch *l, const struct thread_index *t) {
+  uint64_t data = PARAM(l, 0, uint64_t);
+  unsigned per_block = PARAM(l, 1, unsigned), n = PARAM(l, 2, unsigned);
+  unsigned threads = t->bdim[0] * t->bdim[1] * t->bdim[2];
+  unsigned tid = (t->tid[2] * t->bdim[1] + t->tid[1]) * t->bdim[0] + t->tid[0];
+  unsigned b = (t->bid[2] * t->gdim[1] + t->bid[1]) * t->gdim[0] + t->bid[0];
+  unsigned base = b * per_block;
+  unsigned len = base < n ? n - base : 0;
+  if (len > per_block)
+    len = per_block;
+  for (unsigned i = tid; i < len; i += threads) {
+    unsigned *d = dev(l, data + 4 * ((uint64_t)base + i), 4);
+    unsigned *tile = smem(l, 4 * (uint64_t)(t->phase ? len - 1 - i : i), 4);
+    if (!d || !tile)
+      return;
+    if (t->phase == 0)
+      *tile = *d;
+    else
+      *d = *tile;
+  }
+}
+
 static const float BIAS_INIT = 0.5f;
 static const unsigned SCALE_INIT[2] = {1000, 1};
 
@@ -929,6 +1032,13 @@ static const struct kernel_def KERNELS[] = {
      k_grid2d,
      1,
      {{"scale", 8, SCALE_INIT}}},
+    {"shared_reverse",
+     3,
+     {{0, 8}, {8, 4}, {12, 4}},
+     k_shared_reverse,
+     0,
+     {{0}},
+     2},
 };
 
 /* The length of a binary image, from its own header; 0 when unknown. */
@@ -1039,7 +1149,8 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
     const struct kernel_def *def = &KERNELS[k];
     if (!defines(p, len, ptx, def->name))
       continue;
-    m->functions[m->nkernels++] = (struct sim_function){def, m};
+    m->functions[m->nkernels++] =
+        (struct sim_function){def, m, SHARED_DEFAULT};
     for (int g = 0; g < def->nglobals; g++) {
       const struct global_def *gd = &def->globals[g];
       unsigned char *data = calloc(1, gd->size);
@@ -1110,6 +1221,23 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  /* The fixtures have no static shared memory: all of the opt-in limit is
+   * there for dynamic shared memory. */
+  if (value < 0 || (unsigned)value > SHARED_OPTIN)
+    return CUDA_ERROR_INVALID_VALUE;
+  __atomic_store_n(&f->max_dynamic_shared, (unsigned)value, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
 }
 
 #ifndef SIM_NO_PARAM_INFO
@@ -1234,6 +1362,17 @@ static pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
 static int g_nevents;
 static pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
 
+/* Simulator only: a status the next stream callback is given instead of
+ * the context's (see reprise_sim_set_callback_status). */
+static CUresult g_callback_status;
+
+/* Simulator only: hands the next stream callback `code` as its status,
+ * without spoiling the context, as a driver reporting a failure only to
+ * the callback would. */
+EXPORT void reprise_sim_set_callback_status(int code) {
+  __atomic_store_n(&g_callback_status, code, __ATOMIC_RELAXED);
+}
+
 static void fault(void) {
   pthread_mutex_lock(&g_ctx.lock);
   if (!g_ctx.sticky)
@@ -1241,22 +1380,42 @@ static void fault(void) {
   pthread_mutex_unlock(&g_ctx.lock);
 }
 
+/* Runs one block: every thread through phase 0, then every thread
+ * through phase 1, and so on, so a barrier between phases holds. */
+static void run_block(struct launch *l, struct thread_index *t) {
+  unsigned phases = l->def->phases ? l->def->phases : 1;
+  for (t->phase = 0; t->phase < phases; t->phase++)
+    for (t->tid[2] = 0; t->tid[2] < l->block[2]; t->tid[2]++)
+      for (t->tid[1] = 0; t->tid[1] < l->block[1]; t->tid[1]++)
+        for (t->tid[0] = 0; t->tid[0] < l->block[0]; t->tid[0]++) {
+          l->def->run(l, t);
+          if (l->fault)
+            return;
+        }
+}
+
 static void run_kernel(struct launch *l) {
   struct thread_index t;
   memcpy(t.gdim, l->grid, sizeof t.gdim);
   memcpy(t.bdim, l->block, sizeof t.bdim);
-  for (t.bid[2] = 0; t.bid[2] < l->grid[2]; t.bid[2]++)
-    for (t.bid[1] = 0; t.bid[1] < l->grid[1]; t.bid[1]++)
-      for (t.bid[0] = 0; t.bid[0] < l->grid[0]; t.bid[0]++)
-        for (t.tid[2] = 0; t.tid[2] < l->block[2]; t.tid[2]++)
-          for (t.tid[1] = 0; t.tid[1] < l->block[1]; t.tid[1]++)
-            for (t.tid[0] = 0; t.tid[0] < l->block[0]; t.tid[0]++) {
-              l->def->run(l, &t);
-              if (l->fault) {
-                fault();
-                return;
-              }
-            }
+  l->smem = NULL;
+  if (l->shared && !(l->smem = malloc(l->shared))) {
+    fprintf(stderr, "simulated CUDA driver: no memory for %u bytes of shared "
+                    "memory\n", l->shared);
+    abort();
+  }
+  for (t.bid[2] = 0; t.bid[2] < l->grid[2] && !l->fault; t.bid[2]++)
+    for (t.bid[1] = 0; t.bid[1] < l->grid[1] && !l->fault; t.bid[1]++)
+      for (t.bid[0] = 0; t.bid[0] < l->grid[0] && !l->fault; t.bid[0]++) {
+        /* Shared memory starts undefined in every block. */
+        if (l->smem)
+          memset(l->smem, 0xa5, l->shared);
+        run_block(l, &t);
+      }
+  free(l->smem);
+  l->smem = NULL;
+  if (l->fault)
+    fault();
 }
 
 static void run_op(CUstream s, struct op *op) {
@@ -1304,10 +1463,13 @@ static void run_op(CUstream s, struct op *op) {
       pthread_cond_wait(&g_reached, &g_events);
     pthread_mutex_unlock(&g_events);
     break;
-  case OP_CALLBACK:
+  case OP_CALLBACK: {
     /* Stream callbacks run after a fault too, and are told of it. */
-    op->u.callback.fn(s, sticky(), op->u.callback.data);
+    CUresult status = __atomic_exchange_n(&g_callback_status, CUDA_SUCCESS,
+                                          __ATOMIC_RELAXED);
+    op->u.callback.fn(s, status ? status : sticky(), op->u.callback.data);
     break;
+  }
   case OP_HOSTFN:
     /* Host functions do not run once the context has faulted. */
     if (!faulted)
@@ -1501,10 +1663,19 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
     return r;
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (!gx || !gy || !gz || !bx || !by || !bz ||
-      (unsigned long long)bx * by * bz > 1024 || bz > 64 || gy > 65535 ||
-      gz > 65535 || shared > 48 * 1024 || extra ||
-      (f->def->nparams && !params))
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  for (int d = 0; d < 3; d++)
+    if (!grid[d] || !block[d] || grid[d] > MAX_GRID[d] ||
+        block[d] > MAX_BLOCK[d])
+      return CUDA_ERROR_INVALID_VALUE;
+  /* Beyond 48 KiB of dynamic shared memory only once the function was
+   * allowed it (which is at most the opt-in limit). */
+  unsigned max_shared =
+      __atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
+  if (max_shared < SHARED_DEFAULT)
+    max_shared = SHARED_DEFAULT;
+  if ((unsigned long long)bx * by * bz > MAX_THREADS_PER_BLOCK ||
+      shared > max_shared || extra || (f->def->nparams && !params))
     return CUDA_ERROR_INVALID_VALUE;
   struct op *op = new_op(OP_KERNEL);
   if (!op)
@@ -1512,7 +1683,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   struct launch *l = &op->u.launch;
   l->def = f->def;
   l->module = f->module;
-  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  l->shared = shared;
   memcpy(l->grid, grid, sizeof grid);
   memcpy(l->block, block, sizeof block);
   /* The driver copies the arguments at launch. */

@@ -140,11 +140,20 @@ pub fn set_kernel_delay_us(us: u32) {
 }
 
 /// Puts the simulator loaded in this process back as it starts: no copy or
-/// kernel delays, no pending fault injection.
+/// kernel delays, no pending fault injection or callback status.
 pub fn reset() {
     set_copy_delay_us(0);
     set_kernel_delay_us(0);
+    set_callback_status(0);
     fail("", 0, 0);
+}
+
+/// Hands the next stream callback of the simulator loaded in this process
+/// the status `code` (without spoiling the context), as a driver that
+/// reports a failure only to the callback would. Does nothing unless
+/// [`load`] loaded the simulator.
+pub fn set_callback_status(code: u32) {
+    call_u32(b"reprise_sim_set_callback_status", code);
 }
 
 /// Calls the simulator's `void name(unsigned)` hook, if it is loaded.
@@ -185,6 +194,12 @@ pub fn child_env() -> Option<(&'static str, std::ffi::OsString)> {
 /// fail with `code`. Returns `false` (and does nothing) unless [`load`]
 /// loaded the simulator into this process.
 pub fn fail(call: &str, code: u32, skip: u32) -> bool {
+    fail_times(call, code, skip, 1)
+}
+
+/// As [`fail`], but the `times` calls of `call` after the `skip` that
+/// succeed all fail.
+pub fn fail_times(call: &str, code: u32, skip: u32, times: u32) -> bool {
     let Some(Ok(lib)) = LOADED.get() else {
         return false;
     };
@@ -193,9 +208,11 @@ pub fn fail(call: &str, code: u32, skip: u32) -> bool {
     // copies the name before returning.
     unsafe {
         let f = lib
-            .get::<unsafe extern "C" fn(*const std::ffi::c_char, i32, i32)>(b"reprise_sim_fail")
-            .expect("the simulator exports reprise_sim_fail");
-        f(call.as_ptr(), code as i32, skip as i32);
+            .get::<unsafe extern "C" fn(*const std::ffi::c_char, i32, i32, i32)>(
+                b"reprise_sim_fail_times",
+            )
+            .expect("the simulator exports reprise_sim_fail_times");
+        f(call.as_ptr(), code as i32, skip as i32, times as i32);
     }
     true
 }
