@@ -191,3 +191,28 @@ fn bench_quick_json_and_plot() {
         "bench's own directory inside --dir is removed"
     );
 }
+
+#[test]
+fn replaying_on_cuda_without_a_driver_is_a_clean_error_naming_the_file() {
+    if reprise_cuda::driver_present() {
+        println!("skipped: this machine has a CUDA driver library (or one is preloaded)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    let mut cmd = std::process::Command::new(reprise_bin());
+    cmd.args(["replay", "--backend", "cuda", s(&f.descriptor)])
+        .env("RUST_BACKTRACE", "0");
+    // No simulated driver either: leave out every directory that holds a
+    // libcuda.so.
+    if let Some(path) = std::env::var_os("LD_LIBRARY_PATH") {
+        let kept: Vec<_> = std::env::split_paths(&path)
+            .filter(|d| !d.join("libcuda.so").exists() && !d.join("libcuda.so.1").exists())
+            .collect();
+        cmd.env("LD_LIBRARY_PATH", std::env::join_paths(kept).unwrap());
+    }
+    let out = output_within(&mut cmd, RUN_LIMIT);
+    let (_, stderr) = text(&out);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_error(&out, &["CUDA driver not found", s(&f.descriptor)]);
+}

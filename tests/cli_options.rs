@@ -113,3 +113,68 @@ fn list_exits_1_when_a_capture_is_broken_and_names_it_once() {
         .unwrap_or_else(|| panic!("no BROKEN line: {stdout}"));
     assert_eq!(line.matches("bad.json").count(), 1, "{line}");
 }
+
+#[test]
+fn the_cuda_demo_replays_in_a_new_process_as_a_user_would() {
+    // A driver that ignores address hints records fine, but no new process
+    // gets the recorded address back: the demo must say so, not pass by
+    // replaying in the process that still knows the address.
+    match sim::driver() {
+        Ok(sim::Driver::Simulated) => {}
+        other => {
+            eprintln!("skipped: needs the simulated CUDA driver ({other:?})");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "demo",
+        "--backend",
+        "cuda",
+        "--size",
+        "64K",
+        "--dir",
+        s(dir.path()),
+    ];
+    let out = reprise_env(&args, &[("REPRISE_SIM_CUDA_HINTS", "ignore")]);
+    assert_exit(&out, 2);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("[3/4] replaying in a new process"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[4/4]"), "{stdout}");
+    assert!(
+        stderr.contains("in a new process failed (exit 2)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("reserve"), "{stderr}");
+}
+
+#[test]
+fn inspect_reports_what_replay_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    // An image that runs on another executor than the descriptor names.
+    let written = record_axpy(
+        reprise::RecordConfig::default()
+            .enabled(true)
+            .dir(dir.path())
+            .fsync(false),
+        64,
+        1,
+    );
+    assert_exit(&reprise(&["inspect", s(&written[0])]), 0);
+    edit_descriptor(&written[0], |r| {
+        r.backend = Some(reprise::BackendKind::Cuda)
+    });
+    let out = reprise(&["inspect", s(&written[0])]);
+    assert_exit(&out, 1);
+    assert!(text(&out).0.contains("does not belong"), "{}", text(&out).0);
+
+    // An LLVM capture whose snapshot is larger than its region.
+    let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 256);
+    edit_descriptor(&f.descriptor, |r| r.region_size = Some(64));
+    let out = reprise(&["inspect", s(&f.descriptor)]);
+    assert_exit(&out, 1);
+    assert!(text(&out).0.contains("VAllocSize 64"), "{}", text(&out).0);
+}
