@@ -178,3 +178,42 @@ fn inspect_reports_what_replay_would_refuse() {
     assert_exit(&out, 1);
     assert!(text(&out).0.contains("VAllocSize 64"), "{}", text(&out).0);
 }
+
+#[test]
+fn an_interrupted_bench_removes_its_captures() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(reprise_bin())
+        .args(["bench", "--quick", "--sizes", "16M", "--dir", s(dir.path())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until captures are being written into the scratch directory.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let scratch = dir.path().join(format!("reprise-bench-{}", child.id()));
+    while std::fs::read_dir(scratch.join("captures")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bench wrote no capture"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !scratch.exists(),
+        "the interrupted bench left {}",
+        scratch.display()
+    );
+}

@@ -42,7 +42,8 @@ pub struct BenchArgs {
     pub plot: Option<PathBuf>,
     /// Where to write the captures made while measuring: a fresh
     /// `reprise-bench-PID` directory is made inside DIR and removed
-    /// afterwards; nothing else in DIR is touched. [default: the system's
+    /// afterwards, also when the run is interrupted; nothing else in DIR is
+    /// touched. [default: the system's
     /// temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -72,6 +73,10 @@ fn ms(s: f64) -> String {
     }
 }
 
+/// Set by the interrupt handler, which then removes the scratch directory
+/// and ends the process.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     // bench empties and removes its scratch directory, so it is always one
     // it makes itself: never the user's directory, only a fresh one inside it.
@@ -85,6 +90,24 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| reprise::Error::io(&dir, "create the scratch directory", e))?;
+    // Large sizes leave hundreds of MiB of captures there: an interrupted
+    // run (Ctrl-C, SIGTERM) removes them too.
+    let scratch = dir.clone();
+    if let Err(e) = ctrlc::set_handler(move || {
+        // The measuring thread runs on until the exit and may make the
+        // directory again: remove it once more after it has had time to.
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let _ = std::fs::remove_dir_all(&scratch);
+        eprintln!("\ninterrupted: removed {}", scratch.display());
+        std::process::exit(130);
+    }) {
+        log::warn!(
+            "an interrupted bench will leave {} behind: {e}",
+            dir.display()
+        );
+    }
     let mut cfg = if a.quick {
         BenchConfig::quick(&dir)
     } else {
@@ -140,6 +163,13 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
             )
         }
     };
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        // The measurement failed because the interrupt handler removed its
+        // files; the handler ends the process (status 130).
+        loop {
+            std::thread::park();
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
     let alloc = bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
