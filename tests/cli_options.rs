@@ -217,3 +217,38 @@ fn an_interrupted_bench_removes_its_captures() {
         scratch.display()
     );
 }
+
+#[test]
+fn a_capture_from_before_llvm_saved_globals_is_a_note_not_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x1539_4000_0000, 16);
+    std::fs::remove_file(dir.path().join("axpy.globals")).unwrap();
+    let out = reprise(&["inspect", s(&f.descriptor)]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("status    complete"), "{stdout}");
+    let note = stdout
+        .lines()
+        .find(|l| l.starts_with("note"))
+        .unwrap_or_else(|| panic!("no note: {stdout}"));
+    assert!(note.contains("--allow-missing-globals"), "{note}");
+    assert_exit(&reprise(&["list", s(dir.path())]), 0);
+
+    // A reprise capture vouches for its globals file: missing, it is a
+    // problem, reported once.
+    let written = record_axpy(
+        reprise::RecordConfig::default()
+            .enabled(true)
+            .dir(dir.path())
+            .fsync(false),
+        16,
+        1,
+    );
+    let globals = written[0].with_extension("globals");
+    std::fs::remove_file(&globals).unwrap();
+    let out = reprise(&["inspect", s(&written[0])]);
+    assert_exit(&out, 1);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("status    1 problem(s)"), "{stdout}");
+    assert!(stdout.contains("records its checksum"), "{stdout}");
+}

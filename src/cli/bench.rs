@@ -82,14 +82,17 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     // it makes itself: never the user's directory, only a fresh one inside it.
     let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = parent.join(format!("reprise-bench-{}", std::process::id()));
-    if dir.exists() {
-        return Err(reprise::Error::Invalid(format!(
-            "{}: already exists; bench makes its own scratch directory there and would not empty one it did not make",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| reprise::Error::io(&dir, "create the scratch directory", e))?;
+    std::fs::create_dir_all(&parent).map_err(|e| reprise::Error::io(&parent, "create", e))?;
+    std::fs::create_dir(&dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            reprise::Error::Invalid(format!(
+                "{}: already exists; bench makes its own scratch directory and would not empty one it did not make",
+                dir.display()
+            ))
+        } else {
+            reprise::Error::io(&dir, "create the scratch directory", e)
+        }
+    })?;
     // Large sizes leave hundreds of MiB of captures there: an interrupted
     // run (Ctrl-C, SIGTERM) removes them too.
     let scratch = dir.clone();

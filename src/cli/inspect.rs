@@ -95,6 +95,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
         })
         .collect();
     let problems = d.problems();
+    let notes = d.notes();
     if a.json {
         let files: Vec<_> = d
             .files
@@ -140,6 +141,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
             },
             "files": files,
             "problems": problems,
+            "notes": notes,
         });
         out!(
             "{}",
@@ -257,6 +259,9 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
         for p in &problems {
             out!("  - {p}");
         }
+    }
+    for n in &notes {
+        out!("note      {n}");
     }
     Ok(status(&problems))
 }

@@ -88,8 +88,8 @@ impl Description {
         for f in &self.files {
             match (f.role, f.len) {
                 ("input" | "image", None) => out.push(format!("{}: missing", f.path.display())),
-                ("globals", None) => out.push(format!(
-                    "{}: missing (replay needs --allow-missing-globals)",
+                ("globals", None) if self.record.checksums.globals.is_some() => out.push(format!(
+                    "{}: missing, though the descriptor records its checksum",
                     f.path.display()
                 )),
                 _ => {}
@@ -123,10 +123,33 @@ impl Description {
                 "Backend is \"{named}\" but the image runs on the {detected} executor: the image does not belong to this capture"
             ));
         }
-        if let Err(e) = &self.globals {
+        if let Err(e) = &self.globals
+            && self.globals_file_present()
+        {
             out.push(e.clone());
         }
         out
+    }
+
+    /// What is worth knowing but does not make the capture faulty: a
+    /// missing globals file that the descriptor never vouched for (LLVM
+    /// captures from before LLVM saved globals).
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.globals_file_present() && self.record.checksums.globals.is_none() {
+            out.push(format!(
+                "{}: no globals file (recorded before LLVM saved globals?); replay with \
+                 --allow-missing-globals, and globals keep the values the image gives them",
+                self.paths.globals.display()
+            ));
+        }
+        out
+    }
+
+    fn globals_file_present(&self) -> bool {
+        self.files
+            .iter()
+            .any(|f| f.role == "globals" && f.len.is_some())
     }
 }
 

@@ -197,3 +197,44 @@ fn a_failed_image_write_removes_that_capture_only() {
     assert!(names.iter().all(|n| !n.contains(&stem)), "{names:?}");
     assert!(Capture::open(&first).unwrap().checksums_verified);
 }
+
+#[test]
+fn an_image_removed_by_a_failed_write_is_never_linked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::new(dir.path(), false).unwrap();
+    let pid = std::process::id();
+    let data_with = |image: &'static [u8]| CaptureData {
+        input: &[1; 8],
+        output: None,
+        globals: &[0, 0, 0, 0],
+        image,
+    };
+    // Capture k-PID-5 writes image A, then fails at its descriptor (the
+    // descriptor's temporary name is taken): its files, image A's among
+    // them, are removed.
+    let blocker = dir
+        .path()
+        .join(format!(".reprise-tmp.k-{pid}-5.json.{pid}"));
+    std::fs::create_dir(&blocker).unwrap();
+    assert!(
+        store
+            .write(&mut record("k", 5), data_with(b"image A"))
+            .is_err()
+    );
+    std::fs::remove_dir(&blocker).unwrap();
+    // The same name is free again and now holds image B ...
+    let b = store
+        .write(&mut record("k", 5), data_with(b"image B"))
+        .unwrap();
+    assert_eq!(
+        b.file_name().unwrap().to_string_lossy(),
+        format!("k-{pid}-5.json")
+    );
+    // ... so a capture of image A must not be linked to that file.
+    let a = store
+        .write(&mut record("k", 6), data_with(b"image A"))
+        .unwrap();
+    let image = CapturePaths::new(&a, Generation::Reprise).image;
+    assert_eq!(std::fs::read(image).unwrap(), b"image A");
+    assert!(Capture::open(&a).unwrap().checksums_verified);
+}
