@@ -378,12 +378,22 @@ fn grid_and_block_must_agree_with_teams_and_threads() {
         }
     }
 
+    // In LLVM's formats 0 is a count LLVM did not record (no num_teams
+    // clause): readable, but a replay needs the count given.
     let dir = tempfile::tempdir().unwrap();
     let f = legacy(dir.path());
     set_keys(&f.descriptor, json!({ "NumTeamsClause": 0 }));
     assert_error(
         &reprise(&["replay", s(&f.descriptor)]),
-        &["axpy.json: NumTeamsClause 0: must be at least 1"],
+        &[
+            "axpy.json: NumTeamsClause is 0: LLVM recorded no num_teams clause, so the launch's \
+           team count is unknown; pass --num-teams N",
+        ],
+    );
+    assert_exit(&reprise(&["inspect", s(&f.descriptor)]), 0);
+    assert_exit(
+        &reprise(&["replay", "--verify", "--num-teams=2", s(&f.descriptor)]),
+        0,
     );
 }
 

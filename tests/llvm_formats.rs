@@ -91,3 +91,102 @@ fn teams_and_threads_overrides_respect_recorded_limits() {
     assert_exit(&out, 0);
     assert!(text(&out).0.contains("grid 3x1x1, block 256x1x1"));
 }
+
+#[test]
+fn captures_without_teams_or_threads_clauses_replay_with_overrides() {
+    // LLVM 16/17 saved the num_teams/thread_limit clauses, 0 for a
+    // construct without them; LLVM's replay tool let the plugin choose.
+    for (generation, teams_key, threads_key, why) in [
+        (
+            Generation::LlvmLegacy,
+            "NumTeamsClause",
+            "ThreadLimitClause",
+            "LLVM recorded no num_teams or thread_limit clause",
+        ),
+        (
+            Generation::LlvmCurrent,
+            "NumTeams",
+            "NumThreads",
+            "LLVM recorded no values for them",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = llvm_fixture(dir.path(), generation, BASE, 500);
+        edit_descriptor(&f.descriptor, |r| {
+            r.grid[0] = 0;
+            r.block[0] = 0;
+        });
+        let json = std::fs::read_to_string(&f.descriptor).unwrap();
+        assert!(
+            json.contains(&format!(r#""{teams_key}":0"#))
+                && json.contains(&format!(r#""{threads_key}":0"#)),
+            "{json}"
+        );
+
+        // Without overrides the geometry is unknown: say so, and how to fix it.
+        let name = f.descriptor.display().to_string();
+        assert_error(
+            &reprise(&["replay", "--verify", s(&f.descriptor)]),
+            &[&format!(
+                "{name}: {teams_key} is 0 and {threads_key} is 0: {why}, so the launch's team \
+                 count and threads per team are unknown; pass --num-teams N and --num-threads N"
+            )],
+        );
+        let out = reprise(&["replay", "--num-teams", "4", s(&f.descriptor)]);
+        assert_error(
+            &out,
+            &[
+                &format!("{name}: {threads_key} is 0"),
+                "pass --num-threads N",
+            ],
+        );
+        assert!(!text(&out).1.contains("--num-teams N"), "{}", text(&out).1);
+        // The library says the same, naming the descriptor.
+        let capture = reprise::Capture::open(&f.descriptor).unwrap();
+        let err = reprise::block_on(std::future::IntoFuture::into_future(reprise::replay(
+            &capture,
+        )))
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{name}: {teams_key} is 0")),
+            "{err}"
+        );
+
+        // With both given it replays and verifies (the host kernel ignores
+        // the geometry).
+        let out = reprise(&[
+            "replay",
+            "--num-teams",
+            "4",
+            "--num-threads",
+            "64",
+            "--verify",
+            s(&f.descriptor),
+        ]);
+        assert_exit(&out, 0);
+        let (stdout, _) = text(&out);
+        assert!(stdout.contains("grid 4x1x1, block 64x1x1"), "{stdout}");
+        assert!(stdout.contains("verification: PASS"), "{stdout}");
+
+        // inspect and list read it without calling it broken.
+        let out = reprise(&["inspect", s(&f.descriptor)]);
+        assert_exit(&out, 0);
+        let (stdout, _) = text(&out);
+        assert!(
+            stdout.contains("(teams 0)") && stdout.contains("(threads 0)"),
+            "{stdout}"
+        );
+        let out = reprise(&["inspect", "--json", s(&f.descriptor)]);
+        assert_exit(&out, 0);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (v["num_teams"].as_u64(), v["num_threads"].as_u64()),
+            (Some(0), Some(0))
+        );
+        let out = reprise(&["list", s(dir.path())]);
+        assert_exit(&out, 0);
+        let (stdout, _) = text(&out);
+        assert!(!stdout.contains("BROKEN"), "{stdout}");
+    }
+}

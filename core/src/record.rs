@@ -18,9 +18,20 @@
 //! disagree with `NumTeams`/`NumThreads` or have a dimension of 0, `ArgSizes`
 //! entries that cannot be right, and a region at address 0, larger than
 //! [`MAX_REGION_SIZE`], wrapping past the end of the address space, or
-//! smaller than `DeviceMemorySize`. Each is an error that names the keys. Capacities are fixed: at most [`MAX_ARGS`] arguments, names of at
+//! smaller than `DeviceMemorySize`. Each is an error that names the keys.
+//! Capacities are fixed: at most [`MAX_ARGS`] arguments, names of at
 //! most [`MAX_NAME_LEN`] bytes, [`MAX_ARG_DATA`] bytes of large by-value
 //! arguments. Going past one is a clear error, not a truncation.
+//!
+//! In LLVM's formats a team or thread count of 0 means "not recorded":
+//! LLVM 16 and 17 saved the launch's `num_teams`/`thread_limit` *clauses*,
+//! 0 when the construct had none, and LLVM's replay tool passes the 0 on so
+//! that the plugin picks its default. Such a count is read as 0 (see
+//! [`KernelRecord::num_teams`]); a replay then needs the count given to it.
+//! reprise's own format always records the counts, so there 0 is an error.
+//!
+//! Writing refuses what reading would refuse: whatever
+//! [`KernelRecord::to_json`] writes, [`KernelRecord::from_json`] reads back.
 //!
 //! ```
 //! use reprise_core::record::{Generation, KernelRecord};
@@ -86,6 +97,34 @@ impl Generation {
             Generation::LlvmCurrent => "llvm-current",
             Generation::Reprise => "reprise",
         }
+    }
+}
+
+impl Generation {
+    /// The key that holds the team count (grid x) in this generation's
+    /// descriptors: `NumTeamsClause` (LLVM legacy) or `NumTeams`.
+    pub const fn teams_key(self) -> &'static str {
+        match self {
+            Generation::LlvmLegacy => "NumTeamsClause",
+            Generation::LlvmCurrent | Generation::Reprise => "NumTeams",
+        }
+    }
+
+    /// The key that holds the threads per team (block x) in this
+    /// generation's descriptors: `ThreadLimitClause` (LLVM legacy) or
+    /// `NumThreads`.
+    pub const fn threads_key(self) -> &'static str {
+        match self {
+            Generation::LlvmLegacy => "ThreadLimitClause",
+            Generation::LlvmCurrent | Generation::Reprise => "NumThreads",
+        }
+    }
+
+    /// Whether a team or thread count of 0 is read as "not recorded"
+    /// rather than refused: true for LLVM's generations (see the module
+    /// docs), false for reprise's own.
+    pub const fn allows_unknown_counts(self) -> bool {
+        !matches!(self, Generation::Reprise)
     }
 }
 
@@ -241,8 +280,9 @@ pub enum RecordError {
         /// The newest version this crate reads ([`FORMAT_VERSION`]).
         max: u32,
     },
-    /// A count that must be at least 1 is 0 (`NumTeams`, `NumThreads`,
-    /// their legacy names, `RepriseFormat`).
+    /// A count that must be at least 1 is 0 (`NumTeams` and `NumThreads`
+    /// in reprise's own format, `RepriseFormat`). LLVM's formats may hold 0
+    /// counts: see the module docs.
     Zero(&'static str),
     /// A dimension of `Grid` or `Block` is 0.
     ZeroDimension {
@@ -303,6 +343,18 @@ pub enum RecordError {
         snapshot: u64,
         /// `VAllocSize` as written.
         region: u64,
+    },
+    /// [`KernelRecord::to_json`]: the record lacks a value that `generation`'s
+    /// key set requires (so a descriptor written without it could not be
+    /// read back): `VAllocAddr` when `region_base` is `None` (an LLVM legacy
+    /// capture recorded without `BumpAllocVAStart`), `DeviceMemorySize` for
+    /// LLVM legacy when `memory_size` is `None`, `NumTeams`/`NumThreads`
+    /// for reprise's format when the count is 0 (not recorded by LLVM).
+    CannotWrite {
+        /// The generation asked for.
+        generation: Generation,
+        /// The key that would have no value.
+        key: &'static str,
     },
 }
 
@@ -435,6 +487,28 @@ impl fmt::Display for RecordError {
                 "DeviceMemorySize {snapshot} is larger than VAllocSize {region}: a snapshot \
                  cannot be larger than the region it was taken from"
             ),
+            RecordError::CannotWrite { generation, key } => {
+                write!(
+                    f,
+                    "cannot write the record in the {generation} format: it has no value for \
+                     {key}, which that format requires"
+                )?;
+                f.write_str(match key {
+                    "VAllocAddr" => {
+                        " (the region's address; an LLVM legacy capture recorded without \
+                         BumpAllocVAStart has none)"
+                    }
+                    "DeviceMemorySize" => " (the memory snapshot's length)",
+                    "NumTeams" => {
+                        " (the team count is 0: LLVM recorded no num_teams clause; set the count)"
+                    }
+                    "NumThreads" => {
+                        " (the threads per team are 0: LLVM recorded no thread_limit clause; set \
+                         the count)"
+                    }
+                    _ => "",
+                })
+            }
         }
     }
 }
@@ -463,9 +537,11 @@ pub struct KernelRecord {
     pub arg_sizes: Vec<u32, MAX_ARGS>,
     /// `ArgData`: bytes of arguments larger than 8 bytes.
     pub arg_data: Vec<u8, MAX_ARG_DATA>,
-    /// Grid (teams) in x, y, z.
+    /// Grid (teams) in x, y, z; x is 0 when an LLVM descriptor did not
+    /// record the team count.
     pub grid: [u32; 3],
-    /// Block (threads per team) in x, y, z.
+    /// Block (threads per team) in x, y, z; x is 0 when an LLVM descriptor
+    /// did not record the thread count.
     pub block: [u32; 3],
     /// Dynamic shared memory in bytes.
     pub shared_mem: u32,
@@ -605,12 +681,14 @@ impl KernelRecord {
         &scratch[..size]
     }
 
-    /// Teams (grid x).
+    /// Teams (grid x); 0 when an LLVM descriptor did not record the count
+    /// (no `num_teams` clause), so that a replay must be told it.
     pub fn num_teams(&self) -> u32 {
         self.grid[0]
     }
 
-    /// Threads per team (block x).
+    /// Threads per team (block x); 0 when an LLVM descriptor did not record
+    /// the count (no `thread_limit` clause), so that a replay must be told it.
     pub fn num_threads(&self) -> u32 {
         self.block[0]
     }
@@ -649,13 +727,16 @@ impl KernelRecord {
     ///
     /// `Reprise` writes every field; `LlvmCurrent` and `LlvmLegacy` write only
     /// their own keys (useful for producing LLVM-compatible fixtures).
+    ///
+    /// A record that would give a descriptor [`KernelRecord::from_json`]
+    /// refuses is an error instead: a value the key set requires is absent
+    /// ([`RecordError::CannotWrite`]: no region base for `LlvmCurrent` or
+    /// `Reprise`, no snapshot length for `LlvmLegacy`, a team or thread count
+    /// of 0 for `Reprise`), a region base of 0, a region too large, wrapping
+    /// or smaller than the snapshot, a 0 `Grid`/`Block` dimension, or
+    /// argument arrays and sizes that disagree.
     pub fn to_json(&self, generation: Generation, buf: &mut [u8]) -> Result<usize, RecordError> {
-        if generation != Generation::LlvmLegacy && self.region_base.is_none() {
-            return Err(RecordError::MissingKey("VAllocAddr"));
-        }
-        if generation == Generation::LlvmLegacy && self.memory_size.is_none() {
-            return Err(RecordError::MissingKey("DeviceMemorySize"));
-        }
+        self.check_writable(generation)?;
         serde_json_core::to_slice(
             &JsonView {
                 rec: self,
@@ -665,6 +746,142 @@ impl KernelRecord {
         )
         .map_err(|_| RecordError::BufferTooSmall)
     }
+
+    /// The checks [`Raw::into_record`] makes, on the values `generation`'s
+    /// key set would carry.
+    fn check_writable(&self, generation: Generation) -> Result<(), RecordError> {
+        use RecordError::*;
+        let cannot = |key| CannotWrite { generation, key };
+        let legacy = generation == Generation::LlvmLegacy;
+        let reprise = generation == Generation::Reprise;
+        if self.arg_offsets.len() != self.arg_ptrs.len() {
+            return Err(ArgCountMismatch {
+                num_args: self.arg_ptrs.len() as u64,
+                ptrs: self.arg_ptrs.len(),
+                offsets: self.arg_offsets.len(),
+            });
+        }
+        if reprise {
+            if !self.arg_sizes.is_empty() && self.arg_sizes.len() != self.arg_ptrs.len() {
+                return Err(ArgSizesCount {
+                    num_args: self.arg_ptrs.len() as u64,
+                    sizes: self.arg_sizes.len() as u64,
+                });
+            }
+            check_arg_sizes(&self.arg_sizes, &self.arg_ptrs, self.arg_data.len())?;
+            // LLVM's keys may say 0 (not recorded); reprise's may not.
+            if self.grid[0] == 0 {
+                return Err(cannot("NumTeams"));
+            }
+            if self.block[0] == 0 {
+                return Err(cannot("NumThreads"));
+            }
+            for (key, value) in [("Grid", self.grid), ("Block", self.block)] {
+                if value.contains(&0) {
+                    return Err(ZeroDimension { key, value });
+                }
+            }
+            match self.format_version {
+                Some(0) => return Err(Zero("RepriseFormat")),
+                Some(version) if version > FORMAT_VERSION => {
+                    return Err(FormatTooNew {
+                        version: u64::from(version),
+                        max: FORMAT_VERSION,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let base_key = if legacy {
+            "BumpAllocVAStart"
+        } else {
+            "VAllocAddr"
+        };
+        if !legacy && self.region_base.is_none() {
+            return Err(cannot("VAllocAddr"));
+        }
+        if legacy && self.memory_size.is_none() {
+            return Err(cannot("DeviceMemorySize"));
+        }
+        // What the key set writes of the region: LLVM legacy has no
+        // VAllocSize, LLVM current no DeviceMemorySize.
+        let size = if legacy { None } else { self.region_size };
+        let snapshot = if generation == Generation::LlvmCurrent {
+            None
+        } else {
+            self.memory_size
+        };
+        check_region(self.region_base, base_key, size, snapshot)
+    }
+}
+
+/// What a region's keys must satisfy, reading or writing: a base other
+/// than 0, a size of at most [`MAX_REGION_SIZE`] that does not run past the
+/// end of the address space from the base, and no smaller than the snapshot.
+fn check_region(
+    base: Option<u64>,
+    base_key: &'static str,
+    size: Option<u64>,
+    snapshot: Option<u64>,
+) -> Result<(), RecordError> {
+    use RecordError::*;
+    if base == Some(0) {
+        return Err(NullRegionBase(base_key));
+    }
+    if let Some(size) = size {
+        if size > MAX_REGION_SIZE {
+            return Err(RegionTooLarge {
+                size,
+                max: MAX_REGION_SIZE,
+            });
+        }
+        if let Some(base) = base
+            && base.checked_add(size).is_none()
+        {
+            return Err(RegionWraps { base, size });
+        }
+        if let Some(snapshot) = snapshot
+            && snapshot > size
+        {
+            return Err(SnapshotExceedsRegion {
+                snapshot,
+                region: size,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Each `ArgSizes` entry must be at least 1 byte, at most [`MAX_ARG_DATA`],
+/// and, above 8 bytes, name a slice of `ArgData` (at offset `ArgPtrs[i]`).
+fn check_arg_sizes(sizes: &[u32], ptrs: &[i64], data_len: usize) -> Result<(), RecordError> {
+    for (index, &size) in sizes.iter().enumerate() {
+        let bad = |problem| RecordError::BadArgSize {
+            index,
+            size,
+            problem,
+        };
+        if size == 0 {
+            return Err(bad(ArgSizeProblem::Zero));
+        }
+        if size as usize > MAX_ARG_DATA {
+            return Err(bad(ArgSizeProblem::TooLarge { max: MAX_ARG_DATA }));
+        }
+        if size > 8 {
+            let at = ptrs[index];
+            let fits = at >= 0
+                && (at as u64)
+                    .checked_add(size as u64)
+                    .is_some_and(|end| end <= data_len as u64);
+            if !fits {
+                return Err(bad(ArgSizeProblem::OutsideArgData {
+                    offset: at,
+                    data_len,
+                }));
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -973,16 +1190,19 @@ fn triple(
 
 /// The 3-D geometry from `Grid`/`Block` (when present) and the count the
 /// LLVM keys give its x dimension: no dimension may be 0, and the two must
-/// agree.
+/// agree. With `unknown_ok` (LLVM's formats), a count of 0 without
+/// `Grid`/`Block` is "not recorded" and gives `[0, 1, 1]`.
 fn geometry(
     dims: Option<[u32; 3]>,
     key: &'static str,
     count: u32,
     count_key: &'static str,
+    unknown_ok: bool,
 ) -> Result<[u32; 3], RecordError> {
     match dims {
         Some(value) if value.contains(&0) => Err(RecordError::ZeroDimension { key, value }),
-        _ if count == 0 => Err(RecordError::Zero(count_key)),
+        None if count == 0 && unknown_ok => Ok([0, 1, 1]),
+        _ if count == 0 && !unknown_ok => Err(RecordError::Zero(count_key)),
         Some(value) if value[0] != count => Err(RecordError::GeometryMismatch {
             key,
             value,
@@ -1073,32 +1293,7 @@ impl Raw {
             Some(d) if d.bad => return Err(BadValue("ArgData")),
             Some(d) => d.v,
         };
-        for (index, &size) in arg_sizes.iter().enumerate() {
-            let bad = |problem| BadArgSize {
-                index,
-                size,
-                problem,
-            };
-            if size == 0 {
-                return Err(bad(ArgSizeProblem::Zero));
-            }
-            if size as usize > MAX_ARG_DATA {
-                return Err(bad(ArgSizeProblem::TooLarge { max: MAX_ARG_DATA }));
-            }
-            if size > 8 {
-                let at = ptrs.v[index];
-                let fits = at >= 0
-                    && (at as u64)
-                        .checked_add(size as u64)
-                        .is_some_and(|end| end <= arg_data.len() as u64);
-                if !fits {
-                    return Err(bad(ArgSizeProblem::OutsideArgData {
-                        offset: at,
-                        data_len: arg_data.len(),
-                    }));
-                }
-            }
-        }
+        check_arg_sizes(&arg_sizes, &ptrs.v, arg_data.len())?;
 
         let (teams, threads) = if legacy {
             (
@@ -1112,18 +1307,28 @@ impl Raw {
                 self.num_threads.ok_or(MissingKey("NumThreads"))?,
             )
         };
-        let teams_key = if legacy { "NumTeamsClause" } else { "NumTeams" };
-        let threads_key = if legacy {
-            "ThreadLimitClause"
-        } else {
-            "NumThreads"
-        };
+        let teams_key = generation.teams_key();
+        let threads_key = generation.threads_key();
         let teams = to_u32(teams, teams_key)?;
         let threads = to_u32(threads, threads_key)?;
         // reprise writes Grid and Block in full and their x dimensions again
         // as NumTeams and NumThreads (the keys LLVM reads): the two must agree.
-        let grid = geometry(triple(self.grid, "Grid")?, "Grid", teams, teams_key)?;
-        let block = geometry(triple(self.block, "Block")?, "Block", threads, threads_key)?;
+        // LLVM's 0 means "not recorded" (see the module docs).
+        let unknown_ok = generation.allows_unknown_counts();
+        let grid = geometry(
+            triple(self.grid, "Grid")?,
+            "Grid",
+            teams,
+            teams_key,
+            unknown_ok,
+        )?;
+        let block = geometry(
+            triple(self.block, "Block")?,
+            "Block",
+            threads,
+            threads_key,
+            unknown_ok,
+        )?;
 
         let (region_base, base_key) = if legacy {
             (self.bump_alloc_va_start, "BumpAllocVAStart")
@@ -1133,35 +1338,12 @@ impl Raw {
                 "VAllocAddr",
             )
         };
-        if region_base == Some(0) {
-            return Err(NullRegionBase(base_key));
-        }
         let memory_size = if legacy {
             Some(self.memory_size.ok_or(MissingKey("DeviceMemorySize"))?)
         } else {
             self.memory_size
         };
-        if let Some(size) = self.valloc_size {
-            if size > MAX_REGION_SIZE {
-                return Err(RegionTooLarge {
-                    size,
-                    max: MAX_REGION_SIZE,
-                });
-            }
-            if let Some(base) = region_base
-                && base.checked_add(size).is_none()
-            {
-                return Err(RegionWraps { base, size });
-            }
-            if let Some(snapshot) = memory_size
-                && snapshot > size
-            {
-                return Err(SnapshotExceedsRegion {
-                    snapshot,
-                    region: size,
-                });
-            }
-        }
+        check_region(region_base, base_key, self.valloc_size, memory_size)?;
         let device_id = match self.device_id {
             None => 0,
             Some(d) => i32::try_from(d).map_err(|_| OutOfRange("DeviceId"))?,
@@ -1329,7 +1511,10 @@ impl Serialize for JsonView<'_> {
             if let Some(l) = r.threads_limits {
                 m.serialize_entry("ThreadsLimits", &l)?;
             }
-            m.serialize_entry("VAllocAddr", &r.region_base.unwrap_or(0))?;
+            // Always present: to_json refuses a record without it.
+            if let Some(base) = r.region_base {
+                m.serialize_entry("VAllocAddr", &base)?;
+            }
             if let Some(size) = r.region_size {
                 m.serialize_entry("VAllocSize", &size)?;
             }
@@ -1664,16 +1849,184 @@ mod tests {
                 value: [128, 1, 0]
             })
         );
-        let current = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":1,"VAllocAddr":4096}"#;
+        // reprise's own format always records the counts.
         assert_eq!(
-            KernelRecord::from_json(current),
-            Err(RecordError::Zero("NumTeams"))
+            error_text(&reprise_with(r#","NumTeams":0,"Grid":[0,1,1]"#)),
+            "Grid [0,1,1]: every dimension must be at least 1"
         );
-        let legacy = br#"{"ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":1,"ThreadLimitClause":0}"#;
+        let no_threads = reprise_with(r#","NumThreads":0"#).replace(r#""Block":[128,1,1],"#, "");
+        assert_eq!(error_text(&no_threads), "NumThreads 0: must be at least 1");
+    }
+
+    #[test]
+    fn llvm_zero_counts_are_not_recorded_counts() {
+        // LLVM 16/17 saved the clauses: 0 when the construct had none.
+        let legacy = br#"{"ArgOffsets":[],"ArgPtrs":[],"BumpAllocVAStart":4096,"DeviceId":0,"DeviceMemorySize":0,"LoopTripCount":0,"Name":"k","NumArgs":0,"NumTeamsClause":0,"ThreadLimitClause":0}"#;
+        let r = KernelRecord::from_json(legacy).unwrap();
+        assert_eq!(r.generation, Generation::LlvmLegacy);
+        assert_eq!((r.grid, r.block), ([0, 1, 1], [0, 1, 1]));
+        assert_eq!((r.num_teams(), r.num_threads()), (0, 0));
+        // Written back as it was, and in LLVM's current key set too.
+        assert_eq!(write(&r, Generation::LlvmLegacy).as_bytes(), legacy);
+        let current = write(&r, Generation::LlvmCurrent);
+        assert!(
+            current.contains(r#""NumTeams":0,"NumThreads":0"#),
+            "{current}"
+        );
+        let again = KernelRecord::from_json(current.as_bytes()).unwrap();
+        assert_eq!(again.generation, Generation::LlvmCurrent);
+        assert_eq!((again.grid, again.block), ([0, 1, 1], [0, 1, 1]));
+
+        // Only one of them missing.
+        let one = br#"{"ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":1,"ThreadLimitClause":0}"#;
+        let r = KernelRecord::from_json(one).unwrap();
+        assert_eq!((r.grid, r.block), ([1, 1, 1], [0, 1, 1]));
+        let current = br#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":64,"VAllocAddr":4096}"#;
+        let r = KernelRecord::from_json(current).unwrap();
+        assert_eq!((r.grid, r.block), ([0, 1, 1], [64, 1, 1]));
+
+        // A Grid that names a count still has to agree with the 0.
+        let grid = br#"{"ArgOffsets":[],"ArgPtrs":[],"Grid":[8,1,1],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":1,"VAllocAddr":4096}"#;
         assert_eq!(
-            error_text(core::str::from_utf8(legacy).unwrap()),
-            "ThreadLimitClause 0: must be at least 1"
+            KernelRecord::from_json(grid),
+            Err(RecordError::GeometryMismatch {
+                key: "Grid",
+                value: [8, 1, 1],
+                count_key: "NumTeams",
+                count: 0
+            })
         );
+    }
+
+    #[test]
+    fn unknown_counts_cannot_be_written_as_reprise() {
+        let legacy = br#"{"ArgOffsets":[],"ArgPtrs":[],"BumpAllocVAStart":4096,"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":0,"ThreadLimitClause":32}"#;
+        let mut r = KernelRecord::from_json(legacy).unwrap();
+        let mut buf = [0u8; 1024];
+        let e = r.to_json(Generation::Reprise, &mut buf).unwrap_err();
+        assert_eq!(
+            e,
+            RecordError::CannotWrite {
+                generation: Generation::Reprise,
+                key: "NumTeams"
+            }
+        );
+        assert_eq!(
+            std::format!("{e}"),
+            "cannot write the record in the reprise format: it has no value for NumTeams, which \
+             that format requires (the team count is 0: LLVM recorded no num_teams clause; set \
+             the count)"
+        );
+        // With the count given, it is written and read back.
+        r.grid[0] = 4;
+        let again = KernelRecord::from_json(write(&r, Generation::Reprise).as_bytes()).unwrap();
+        assert_eq!((again.grid, again.block), ([4, 1, 1], [32, 1, 1]));
+    }
+
+    #[test]
+    fn a_record_without_region_base_is_not_written_where_one_is_required() {
+        // The earliest legacy recorders wrote no BumpAllocVAStart.
+        let legacy = br#"{"ArgOffsets":[0],"ArgPtrs":[7],"DeviceId":0,"DeviceMemorySize":16,"LoopTripCount":0,"Name":"k","NumArgs":1,"NumTeamsClause":2,"ThreadLimitClause":32}"#;
+        let r = KernelRecord::from_json(legacy).unwrap();
+        assert_eq!(r.region_base, None);
+        // Its own key set does without it...
+        assert_eq!(write(&r, Generation::LlvmLegacy).as_bytes(), legacy);
+        // ... the others require VAllocAddr and are refused rather than
+        // written with a VAllocAddr of 0 that no reader accepts.
+        let mut buf = [0u8; 1024];
+        for g in [Generation::LlvmCurrent, Generation::Reprise] {
+            let e = r.to_json(g, &mut buf).unwrap_err();
+            assert_eq!(
+                e,
+                RecordError::CannotWrite {
+                    generation: g,
+                    key: "VAllocAddr"
+                }
+            );
+            let shown = std::format!("{e}");
+            assert!(
+                shown.starts_with(&std::format!(
+                    "cannot write the record in the {g} format: it has no value for VAllocAddr"
+                )) && shown.contains("without BumpAllocVAStart"),
+                "{shown}"
+            );
+        }
+        // A base of 0 is refused in every key set that would carry it.
+        let mut zero = r.clone();
+        zero.region_base = Some(0);
+        for (g, key) in [
+            (Generation::LlvmLegacy, "BumpAllocVAStart"),
+            (Generation::LlvmCurrent, "VAllocAddr"),
+            (Generation::Reprise, "VAllocAddr"),
+        ] {
+            assert_eq!(
+                zero.to_json(g, &mut buf),
+                Err(RecordError::NullRegionBase(key))
+            );
+        }
+        let mut no_size = r.clone();
+        no_size.region_base = Some(4096);
+        no_size.memory_size = None;
+        assert_eq!(
+            no_size.to_json(Generation::LlvmLegacy, &mut buf),
+            Err(RecordError::CannotWrite {
+                generation: Generation::LlvmLegacy,
+                key: "DeviceMemorySize"
+            })
+        );
+    }
+
+    #[test]
+    fn whatever_is_written_reads_back() {
+        let mut base = KernelRecord::from_json(CURRENT).unwrap();
+        base.memory_size = Some(64);
+        let mut cases = std::vec::Vec::new();
+        let mut edit = |f: &dyn Fn(&mut KernelRecord)| {
+            let mut r = base.clone();
+            f(&mut r);
+            cases.push(r);
+        };
+        edit(&|_| {});
+        edit(&|r| r.region_base = None);
+        edit(&|r| r.region_base = Some(0));
+        edit(&|r| r.region_size = Some(MAX_REGION_SIZE + 1));
+        edit(&|r| r.region_base = Some(u64::MAX - 4095));
+        edit(&|r| r.memory_size = Some(u64::MAX));
+        edit(&|r| r.memory_size = None);
+        edit(&|r| r.grid = [0, 1, 1]);
+        edit(&|r| r.block = [0, 1, 1]);
+        edit(&|r| r.grid = [4, 0, 1]);
+        edit(&|r| r.block = [32, 1, 0]);
+        edit(&|r| r.format_version = Some(0));
+        edit(&|r| r.format_version = Some(FORMAT_VERSION + 1));
+        edit(&|r| {
+            r.arg_offsets.pop();
+        });
+        edit(&|r| {
+            let _ = r.arg_sizes.push(8);
+        });
+        edit(&|r| r.arg_sizes = [8, 0].iter().copied().collect());
+        edit(&|r| r.arg_sizes = [8, 16].iter().copied().collect());
+        edit(&|r| r.arg_sizes = [8, 100_000].iter().copied().collect());
+        let mut written = 0;
+        for r in &cases {
+            for g in [
+                Generation::LlvmLegacy,
+                Generation::LlvmCurrent,
+                Generation::Reprise,
+            ] {
+                let mut buf = [0u8; MAX_JSON_LEN];
+                let Ok(n) = r.to_json(g, &mut buf) else {
+                    continue;
+                };
+                written += 1;
+                let text = core::str::from_utf8(&buf[..n]).unwrap();
+                let back = KernelRecord::from_json(&buf[..n]);
+                assert!(back.is_ok(), "{g} wrote {text}, read back as {back:?}");
+            }
+        }
+        // Not everything was refused.
+        assert!(written > cases.len(), "{written}");
     }
 
     #[test]

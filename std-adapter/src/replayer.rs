@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, RegionRequest, Segment};
-use reprise_core::record::KernelRecord;
+use reprise_core::record::{Generation, KernelRecord};
 use reprise_core::schedule::{self, Buffers, ReplayPlan};
 
 use crate::capture::{Capture, SnapshotFile, checksum_mismatch};
@@ -83,10 +83,58 @@ pub struct Outcome {
     pub config: LaunchConfig,
 }
 
+/// Why a replay cannot know its geometry: the record's team or thread count
+/// is 0 (an LLVM capture of a construct without a `num_teams` or
+/// `thread_limit` clause; see [`reprise_core::record`]) and `options` gives
+/// none instead. `None` when the geometry is known.
+pub fn unknown_geometry(record: &KernelRecord, options: &ReplayOptions) -> Option<String> {
+    let legacy = record.generation == Generation::LlvmLegacy;
+    let mut keys = Vec::new();
+    let mut clauses = Vec::new();
+    let mut what = Vec::new();
+    let mut pass = Vec::new();
+    if record.num_teams() == 0 && options.num_teams.is_none() {
+        keys.push(record.generation.teams_key());
+        clauses.push("num_teams");
+        what.push("team count");
+        pass.push("--num-teams N");
+    }
+    if record.num_threads() == 0 && options.num_threads.is_none() {
+        keys.push(record.generation.threads_key());
+        clauses.push("thread_limit");
+        what.push("threads per team");
+        pass.push("--num-threads N");
+    }
+    if keys.is_empty() {
+        return None;
+    }
+    let zero = keys
+        .iter()
+        .map(|k| format!("{k} is 0"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let recorded = match (legacy, keys.len()) {
+        (true, _) => format!("LLVM recorded no {} clause", clauses.join(" or ")),
+        (false, 1) => "LLVM recorded no value for it".to_string(),
+        (false, _) => "LLVM recorded no values for them".to_string(),
+    };
+    let verb = if what == ["team count"] { "is" } else { "are" };
+    Some(format!(
+        "{zero}: {recorded}, so the launch's {} {verb} unknown; pass {}",
+        what.join(" and "),
+        pass.join(" and ")
+    ))
+}
+
 /// The launch geometry a replay uses: the recorded one, with overrides
 /// checked against the recorded limits (rejected when the lower limit is
 /// above zero and the value falls outside, as LLVM's replay tool does).
+/// A count the record leaves unknown (0) must be given by an override
+/// ([`unknown_geometry`] says why not, as [`Error::Invalid`]).
 pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<LaunchConfig> {
+    if let Some(problem) = unknown_geometry(record, options) {
+        return Err(Error::Invalid(problem));
+    }
     let mut grid = record.grid;
     let mut block = record.block;
     let check = |what: &'static str, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
@@ -188,6 +236,10 @@ where
 {
     let record = &capture.record;
     let name = record.name.as_str();
+    // The descriptor says too little: name it.
+    if let Some(problem) = unknown_geometry(record, options) {
+        return Err(Error::capture(&capture.paths.descriptor, problem));
+    }
     let config = launch_config(record, options)?;
     if options.verify && capture.output.is_none() {
         let why = if record.checksums.output.is_some() {
@@ -375,4 +427,62 @@ where
     drop(queue);
     drop(region);
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(json: &str) -> KernelRecord {
+        KernelRecord::from_json(json.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn unknown_counts_need_overrides() {
+        let legacy = record(
+            r#"{"ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":0,"ThreadLimitClause":0}"#,
+        );
+        let none = ReplayOptions::default();
+        assert_eq!(
+            launch_config(&legacy, &none).unwrap_err().to_string(),
+            "NumTeamsClause is 0 and ThreadLimitClause is 0: LLVM recorded no num_teams or \
+             thread_limit clause, so the launch's team count and threads per team are unknown; \
+             pass --num-teams N and --num-threads N"
+        );
+        let teams_only = ReplayOptions {
+            num_teams: Some(4),
+            ..ReplayOptions::default()
+        };
+        assert_eq!(
+            unknown_geometry(&legacy, &teams_only).unwrap(),
+            "ThreadLimitClause is 0: LLVM recorded no thread_limit clause, so the launch's \
+             threads per team are unknown; pass --num-threads N"
+        );
+        let both = ReplayOptions {
+            num_teams: Some(4),
+            num_threads: Some(64),
+            ..ReplayOptions::default()
+        };
+        let c = launch_config(&legacy, &both).unwrap();
+        assert_eq!((c.grid, c.block), ([4, 1, 1], [64, 1, 1]));
+
+        let current = record(
+            r#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":32,"VAllocAddr":4096}"#,
+        );
+        assert_eq!(
+            unknown_geometry(&current, &none).unwrap(),
+            "NumTeams is 0: LLVM recorded no value for it, so the launch's team count is \
+             unknown; pass --num-teams N"
+        );
+        assert_eq!(unknown_geometry(&current, &teams_only), None);
+        // A zero override is still the option's fault.
+        let zero = ReplayOptions {
+            num_teams: Some(0),
+            ..ReplayOptions::default()
+        };
+        assert_eq!(
+            launch_config(&current, &zero).unwrap_err().to_string(),
+            "--num-teams 0: must be at least 1"
+        );
+    }
 }
