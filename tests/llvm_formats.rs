@@ -177,6 +177,12 @@ fn captures_without_teams_or_threads_clauses_replay_with_overrides() {
             stdout.contains("(teams 0)") && stdout.contains("(threads 0)"),
             "{stdout}"
         );
+        // ... and say what a replay will need.
+        let note = stdout.lines().find(|l| l.starts_with("note")).unwrap_or("");
+        assert!(
+            note.contains("pass --num-teams N and --num-threads N"),
+            "{stdout}"
+        );
         let out = reprise(&["inspect", "--json", s(&f.descriptor)]);
         assert_exit(&out, 0);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -184,9 +190,19 @@ fn captures_without_teams_or_threads_clauses_replay_with_overrides() {
             (v["num_teams"].as_u64(), v["num_threads"].as_u64()),
             (Some(0), Some(0))
         );
+        assert!(
+            v["notes"][0]
+                .as_str()
+                .unwrap_or("")
+                .contains("--num-teams N")
+        );
         let out = reprise(&["list", s(dir.path())]);
         assert_exit(&out, 0);
         let (stdout, _) = text(&out);
         assert!(!stdout.contains("BROKEN"), "{stdout}");
+        assert!(
+            stdout.contains("NOTE: ") && stdout.contains("--num-teams N"),
+            "{stdout}"
+        );
     }
 }

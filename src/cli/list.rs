@@ -53,7 +53,10 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                         .unwrap_or_else(|| "-".into()),
                     d.paths.descriptor.display(),
                     if problems.is_empty() {
-                        String::new()
+                        d.notes()
+                            .iter()
+                            .map(|n| format!("  NOTE: {n}"))
+                            .collect::<String>()
                     } else {
                         format!("  INCOMPLETE: {}", problems.join("; "))
                     }

@@ -133,9 +133,15 @@ impl Description {
 
     /// What is worth knowing but does not make the capture faulty: a
     /// missing globals file that the descriptor never vouched for (LLVM
-    /// captures from before LLVM saved globals).
+    /// captures from before LLVM saved globals), a team or thread count
+    /// LLVM did not record (replay needs it given).
     pub fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(why) =
+            crate::replayer::unknown_geometry(&self.record, &crate::ReplayOptions::default())
+        {
+            out.push(why);
+        }
         if !self.globals_file_present() && self.record.checksums.globals.is_none() {
             out.push(format!(
                 "{}: no globals file (recorded before LLVM saved globals?); replay with \
