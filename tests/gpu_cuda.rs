@@ -236,12 +236,17 @@ fn record_shared_reverse(
 #[test]
 fn dynamic_shared_memory_and_three_dimensional_geometry_replay() {
     let Some(gpu) = gpu() else { return };
-    // 4 KiB of shared memory; 64 KiB, more than a kernel gets without
-    // opting in (48 KiB), which the replaying process must opt in to again.
-    for (grid, block, per_block) in [
-        ([3, 2, 2], [8, 8, 4], 1024),
-        ([2, 2, 2], [8, 4, 2], 16 << 10),
-    ] {
+    // 4 KiB of shared memory; up to 64 KiB, more than a kernel gets without
+    // opting in (48 KiB), which the replaying process must opt in to again,
+    // within what this device allows (64 KiB on sm_75, 99 KiB on sm_86/89).
+    let most = gpu.launch_limits().shared_optin / 4;
+    let mut cases = vec![([3, 2, 2], [8, 8, 4], 1024)];
+    if most > (48 << 10) / 4 {
+        cases.push(([2, 2, 2], [8, 4, 2], most.min(16 << 10)));
+    } else {
+        eprintln!("this device cannot opt in to more than 48 KiB: not tried");
+    }
+    for (grid, block, per_block) in cases {
         let dir = tempfile::tempdir().unwrap();
         let capture = record_shared_reverse(gpu.clone(), dir.path(), grid, block, per_block);
         let c = reprise::Capture::open(&capture).unwrap();
@@ -253,6 +258,41 @@ fn dynamic_shared_memory_and_three_dimensional_geometry_replay() {
         let want = format!("block {}x{}x{}", block[0], block[1], block[2]);
         assert!(text(&out).0.contains(&want), "{}", text(&out).0);
     }
+}
+
+#[test]
+fn static_shared_memory_of_the_replayed_kernel_counts_against_the_limits() {
+    // The simulator gives the replaying process's kernels 16 KiB of static
+    // shared memory (as OpenMP kernels always have some).
+    let Some(gpu) = simulated() else { return };
+    let static_shared = [("REPRISE_SIM_CUDA_STATIC_SHARED", "16384")];
+    // 40 KiB of dynamic shared memory: under the device's 48 KiB, but over
+    // the 32 KiB left beside the static 16 KiB, so the replay must opt in.
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_shared_reverse(gpu.clone(), dir.path(), [2, 1, 2], [8, 4, 2], 10 << 10);
+    let out = replay_with(&capture, &static_shared);
+    let (stdout, stderr) = text(&out);
+    assert_exit(&out, 0);
+    assert!(stdout.contains("verification: PASS"), "{stdout}{stderr}");
+    // 220 KiB fits the opt-in limit (227 KiB) alone, not beside 16 KiB:
+    // an error naming both, not the driver's bare answer.
+    let dir = tempfile::tempdir().unwrap();
+    let capture = record_shared_reverse(gpu, dir.path(), [1, 1, 1], [4, 4, 4], 55 << 10);
+    let out = replay_with(&capture, &static_shared);
+    assert_error(
+        &out,
+        &[
+            "225280 bytes of dynamic shared memory",
+            "16384 bytes of static shared memory",
+            "232448 bytes per block",
+            s(&capture),
+        ],
+    );
+    assert!(
+        !text(&out).1.contains("CUDA_ERROR_INVALID_VALUE"),
+        "{}",
+        text(&out).1
+    );
 }
 
 #[test]

@@ -31,6 +31,7 @@ const REQUIRED: &[&str] = &[
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuModuleGetGlobal_v2",
+    "cuFuncGetAttribute",
     "cuFuncSetAttribute",
     "cuMemHostAlloc",
     "cuMemFreeHost",
@@ -171,54 +172,77 @@ pub(crate) fn check(call: &'static str, code: sys::CUresult) -> Result<(), Drive
     }
 }
 
-/// What one launch may ask of a device, queried once when the device is
-/// opened. A limit of 0 means the driver did not say; it is not checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LaunchLimits {
-    /// Threads per block (`MAX_THREADS_PER_BLOCK`).
+/// What one launch may ask of a device, queried once when the executor is
+/// made (see [`crate::CudaExecutor::launch_limits`]).
+///
+/// A limit of 0 means the driver did not say (an attribute an old driver
+/// does not know): it is not checked, and the driver has the last word.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchLimits {
+    /// Threads per block (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
     pub threads_per_block: u32,
-    /// Block size per dimension (`MAX_BLOCK_DIM_X/Y/Z`).
+    /// Block size per dimension (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X/Y/Z`).
     pub block: [u32; 3],
-    /// Grid size per dimension (`MAX_GRID_DIM_X/Y/Z`).
+    /// Grid size per dimension (`CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z`).
     pub grid: [u32; 3],
-    /// Shared memory per block a kernel gets without opting in
-    /// (`MAX_SHARED_MEMORY_PER_BLOCK`, 48 KiB).
+    /// Shared memory per block, static and dynamic together, that a kernel
+    /// gets without opting in (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`,
+    /// 48 KiB).
     pub shared_default: u32,
-    /// Shared memory per block a kernel may opt in to
-    /// (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`, 227 KiB on sm_90).
+    /// Shared memory per block, static and dynamic together, that a kernel
+    /// may opt in to (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`:
+    /// 64 KiB on sm_75, 99 KiB on sm_86 and sm_89, 163 KiB on sm_80, 227
+    /// KiB on sm_90). Never less than `shared_default` when known.
     pub shared_optin: u32,
 }
 
 impl LaunchLimits {
-    /// Queries the limits of `device`.
-    fn query(device: sys::CUdevice) -> Result<Self, DriverError> {
+    /// Queries the limits of `device`. An attribute the driver will not
+    /// report is 0 (unknown), never a failure: a limit is only a check made
+    /// ahead of the driver's own.
+    fn query(device: sys::CUdevice) -> Self {
         use sys::CUdevice_attribute as A;
-        let get = |attr| attribute(device, attr).map(|v| v.max(0) as u32);
-        let shared_default = get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
-        Ok(LaunchLimits {
-            threads_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        let get = |attr| match attribute(device, attr) {
+            Ok(v) => v.max(0) as u32,
+            Err(e) => {
+                log::debug!("{attr:?} unknown, not checked: {e}");
+                0
+            }
+        };
+        let shared_default = get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+        LaunchLimits {
+            threads_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
             block: [
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z),
             ],
             grid: [
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
-                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
             ],
             shared_default,
-            // Devices that cannot opt in report the default (or nothing).
-            shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
-                .max(shared_default),
-        })
+            // Devices that cannot opt in report the default; unknown stays
+            // unknown (the default is no limit on what opting in gives).
+            shared_optin: match get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) {
+                0 => 0,
+                optin => optin.max(shared_default),
+            },
+        }
     }
 
-    /// Checks a launch's geometry and dynamic shared memory against the
-    /// limits: the threads of a block first (the usual mistake), then each
-    /// dimension of the block and of the grid, then shared memory.
-    pub fn check(&self, grid: [u32; 3], block: [u32; 3], shared: u32) -> Result<(), CudaError> {
-        let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+    /// Checks a launch's geometry against the limits: the threads of a
+    /// block first (the usual mistake), then each dimension of the block and
+    /// of the grid. Shared memory is checked per kernel
+    /// ([`LaunchLimits::check_shared`]), which needs the kernel's static
+    /// size.
+    pub(crate) fn check(&self, grid: [u32; 3], block: [u32; 3]) -> Result<(), CudaError> {
+        // Saturating: three u32 dimensions can overflow a u64.
+        let threads = block
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
         if self.threads_per_block > 0 && threads > u64::from(self.threads_per_block) {
             return Err(CudaError::ThreadsPerBlock {
                 block,
@@ -237,9 +261,21 @@ impl LaunchLimits {
                 }
             }
         }
-        if self.shared_optin > 0 && shared > self.shared_optin {
+        Ok(())
+    }
+
+    /// Checks a kernel's static shared memory plus a launch's dynamic shared
+    /// memory against the opt-in limit, which bounds the two together.
+    pub(crate) fn check_shared(
+        &self,
+        static_bytes: u32,
+        dynamic_bytes: u32,
+    ) -> Result<(), CudaError> {
+        let total = u64::from(static_bytes) + u64::from(dynamic_bytes);
+        if self.shared_optin > 0 && total > u64::from(self.shared_optin) {
             return Err(CudaError::SharedMemory {
-                requested: shared,
+                static_bytes,
+                dynamic_bytes,
                 limit: self.shared_optin,
             });
         }
@@ -309,7 +345,7 @@ impl Device {
         check("cuDeviceGet", unsafe {
             sys::cuDeviceGet(&mut device, ordinal)
         })?;
-        let limits = LaunchLimits::query(device)?;
+        let limits = LaunchLimits::query(device);
         let mut ctx = std::ptr::null_mut();
         // SAFETY: `device` came from cuDeviceGet; `ctx` is a live
         // out-parameter. The retain is released in `Drop`.
@@ -398,5 +434,50 @@ mod tests {
         let e = driver_error("cuInit", sys::CUresult::CUDA_ERROR_NO_DEVICE);
         assert_eq!(e.name, "CUDA_ERROR_NO_DEVICE");
         assert_eq!(e.call, "cuInit");
+    }
+
+    #[test]
+    fn a_limit_of_zero_is_not_checked() {
+        let unknown = LaunchLimits::default();
+        let huge = [u32::MAX; 3];
+        assert_eq!(unknown.check(huge, huge), Ok(()));
+        assert_eq!(unknown.check_shared(48 << 10, u32::MAX), Ok(()));
+        // Known limits are; shared memory counts static and dynamic together.
+        let h200 = LaunchLimits {
+            threads_per_block: 1024,
+            block: [1024, 1024, 64],
+            grid: [i32::MAX as u32, 65535, 65535],
+            shared_default: 48 << 10,
+            shared_optin: 227 << 10,
+        };
+        assert_eq!(h200.check([1, 65535, 1], [1024, 1, 1]), Ok(()));
+        assert!(h200.check([1, 1, 1], [1, 1, 65]).is_err());
+        // Threads counted without overflow.
+        let e = h200.check([1, 1, 1], huge).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("{} threads", u128::from(u32::MAX).pow(3))),
+            "{e}"
+        );
+        assert_eq!(h200.check_shared(16 << 10, 211 << 10), Ok(()));
+        assert_eq!(
+            h200.check_shared(16 << 10, 212 << 10),
+            Err(CudaError::SharedMemory {
+                static_bytes: 16 << 10,
+                dynamic_bytes: 212 << 10,
+                limit: 227 << 10,
+            })
+        );
+        assert!(
+            h200.check_shared(u32::MAX, u32::MAX).is_err(),
+            "no overflow"
+        );
+        // Only the unknown dimension goes unchecked.
+        let no_z = LaunchLimits {
+            block: [1024, 1024, 0],
+            ..h200
+        };
+        assert!(no_z.check([1, 1, 1], [1, 1, 1 << 20]).is_err(), "threads");
+        assert_eq!(no_z.check([1, 1, 1], [1, 1, 512]), Ok(()));
     }
 }

@@ -12,7 +12,10 @@ use reprise_core::image::ImageKind;
 /// when the driver is loaded, else from a small built-in table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverError {
-    /// The driver function that failed (`"cuModuleLoadData"`).
+    /// The driver function that failed (`"cuModuleLoadData"`); for a
+    /// failure the driver reported later, to a stream callback, what failed
+    /// (`"work queued on the stream (status handed to the synchronize's
+    /// callback)"`).
     pub call: &'static str,
     /// The raw `CUresult` value.
     pub code: u32,
@@ -150,13 +153,18 @@ pub enum CudaError {
         /// The device's limit in that dimension.
         limit: u32,
     },
-    /// The launch asks for more dynamic shared memory than a block may have
-    /// on this device, even opted in
-    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+    /// The kernel's static shared memory and the launch's dynamic shared
+    /// memory together are more than a block may have on this device, even
+    /// opted in (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
     SharedMemory {
-        /// Bytes of dynamic shared memory asked for.
-        requested: u32,
-        /// The most shared memory per block the device allows.
+        /// The kernel's static shared memory in bytes
+        /// (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; OpenMP kernels always
+        /// have some).
+        static_bytes: u32,
+        /// Bytes of dynamic shared memory the launch asks for.
+        dynamic_bytes: u32,
+        /// The most shared memory per block the device allows, static and
+        /// dynamic together.
         limit: u32,
     },
     /// The driver would not load the image, and none of its code is for this
@@ -262,7 +270,7 @@ impl fmt::Display for CudaError {
                 f,
                 "block {} ({} threads) exceeds this device's limit of {limit} threads per block",
                 dims(block),
-                block.iter().map(|&d| u64::from(d)).product::<u64>()
+                block.iter().fold(1u128, |n, &d| n * u128::from(d))
             ),
             CudaError::LaunchDimension {
                 what,
@@ -275,10 +283,25 @@ impl fmt::Display for CudaError {
                 dims(d),
                 ["x", "y", "z"].get(*axis).unwrap_or(&"?")
             ),
-            CudaError::SharedMemory { requested, limit } => write!(
+            CudaError::SharedMemory {
+                static_bytes: 0,
+                dynamic_bytes,
+                limit,
+            } => write!(
                 f,
-                "the launch asks for {requested} bytes of dynamic shared memory, more than \
+                "the launch asks for {dynamic_bytes} bytes of dynamic shared memory, more than \
                  this device's limit of {limit} bytes per block"
+            ),
+            CudaError::SharedMemory {
+                static_bytes,
+                dynamic_bytes,
+                limit,
+            } => write!(
+                f,
+                "the launch asks for {dynamic_bytes} bytes of dynamic shared memory; with the \
+                 kernel's {static_bytes} bytes of static shared memory that is {} bytes, more \
+                 than this device's limit of {limit} bytes per block",
+                u64::from(*static_bytes) + u64::from(*dynamic_bytes)
             ),
             CudaError::BadArgument { index } => write!(
                 f,
@@ -503,13 +526,27 @@ mod tests {
             "grid 1x70000x1 exceeds this device's limit of 65535 in y"
         );
         let s = CudaError::SharedMemory {
-            requested: 300 << 10,
+            static_bytes: 0,
+            dynamic_bytes: 300 << 10,
             limit: 227 << 10,
         }
         .to_string();
-        assert!(
-            s.contains("307200 bytes") && s.contains("232448 bytes"),
-            "{s}"
+        assert_eq!(
+            s,
+            "the launch asks for 307200 bytes of dynamic shared memory, more than \
+             this device's limit of 232448 bytes per block"
+        );
+        let s = CudaError::SharedMemory {
+            static_bytes: 16 << 10,
+            dynamic_bytes: 220 << 10,
+            limit: 227 << 10,
+        }
+        .to_string();
+        assert_eq!(
+            s,
+            "the launch asks for 225280 bytes of dynamic shared memory; with the \
+             kernel's 16384 bytes of static shared memory that is 241664 bytes, more \
+             than this device's limit of 232448 bytes per block"
         );
     }
 }

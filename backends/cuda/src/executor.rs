@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
 
-use crate::driver::Device;
+use crate::driver::{Device, LaunchLimits};
 use crate::error::CudaError;
 use crate::memory::{CudaBuffer, CudaRegion};
 use crate::module::{CudaImage, CudaKernel};
@@ -82,6 +82,25 @@ impl CudaExecutor {
     /// H100 or H200.
     pub fn compute_capability(&self) -> Result<(u32, u32), CudaError> {
         Ok(self.dev.compute_capability()?)
+    }
+
+    /// What one launch may ask of the device (threads per block, block and
+    /// grid dimensions, shared memory per block with and without opting
+    /// in), as queried when the executor was made; 0 where the driver did
+    /// not say. Launches are checked against these before they reach the
+    /// driver.
+    ///
+    /// ```
+    /// use reprise_cuda::CudaExecutor;
+    /// if let Ok(gpu) = CudaExecutor::new(0) {
+    ///     let limits = gpu.launch_limits();
+    ///     // Shared memory a kernel may opt in to, static and dynamic
+    ///     // together: 64 KiB (sm_75) to 227 KiB (sm_90); 0 if unknown.
+    ///     println!("{} bytes of shared memory per block", limits.shared_optin);
+    /// }
+    /// ```
+    pub fn launch_limits(&self) -> LaunchLimits {
+        self.dev.limits
     }
 
     /// Whether the driver reports kernel parameter sizes

@@ -14,12 +14,14 @@
 //!   (`cuStreamAddCallback`, which runs even after a device fault, else
 //!   `cuLaunchHostFunc`) that only signals a
 //!   [`reprise_core::completion::Completion`]. A launch is checked against
-//!   the device's limits (threads per block, block and grid dimensions,
-//!   shared memory; queried once, when the executor is made), so a geometry
-//!   the device cannot run is a [`CudaError`] naming the limit rather than
-//!   the driver's bare `CUDA_ERROR_INVALID_VALUE`; a launch with more than
-//!   48 KiB of dynamic shared memory first lets the kernel have it
-//!   (`cuFuncSetAttribute`).
+//!   the device's limits ([`LaunchLimits`]: threads per block, block and grid
+//!   dimensions, shared memory; queried once, when the executor is made), so
+//!   a geometry the device cannot run is a [`CudaError`] naming the limit
+//!   rather than the driver's bare `CUDA_ERROR_INVALID_VALUE`; a launch with
+//!   more dynamic shared memory than the kernel may use (by default 48 KiB
+//!   less its static shared memory, asked of the driver once per kernel)
+//!   first lets the kernel have it (`cuFuncSetAttribute`), once its static
+//!   and dynamic shared memory together are known to fit the device.
 //!
 //! ```
 //! use reprise_cuda::{CudaError, CudaExecutor};
@@ -48,6 +50,7 @@ mod queue;
 pub mod targets;
 
 pub use args::PackedArgs;
+pub use driver::LaunchLimits;
 pub use error::{CudaError, DriverError};
 pub use executor::CudaExecutor;
 pub use memory::{CudaBuffer, CudaRegion, FRESH_ALIGN, SUGGESTED_BASE};

@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 use reprise_core::exec::GlobalInfo;
 use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 
-use crate::driver::{Device, check};
+use crate::driver::{Device, LaunchLimits, check};
 use crate::error::{CudaError, DriverError};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
@@ -15,11 +15,25 @@ use crate::error::{CudaError, DriverError};
 pub(crate) struct Module {
     dev: Arc<Device>,
     handle: sys::CUmodule,
-    /// The dynamic shared memory each function was allowed so far
-    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), by function:
-    /// kept per module, so two kernel handles of one function never lower
-    /// what the other set.
-    shared_opt_in: Mutex<Vec<(usize, u32)>>,
+    /// The shared memory of each function launched with dynamic shared
+    /// memory so far, asked of the driver once: kept per module, so two
+    /// kernel handles of one function share it and never lower what the
+    /// other set.
+    shared: Mutex<Vec<FunctionShared>>,
+}
+
+/// One function's shared memory, as the driver reported it and as the
+/// executor has set it since.
+#[derive(Debug, Clone, Copy)]
+struct FunctionShared {
+    /// The function (`CUfunction` as an address).
+    func: usize,
+    /// Its static shared memory (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    static_bytes: u32,
+    /// The dynamic shared memory launches may use now
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): 48 KiB less the
+    /// static size until raised.
+    max_dynamic: u32,
 }
 
 // SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
@@ -94,7 +108,7 @@ impl CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
                 handle,
-                shared_opt_in: Mutex::new(Vec::new()),
+                shared: Mutex::new(Vec::new()),
             }),
             kind,
             globals,
@@ -270,28 +284,46 @@ impl CudaKernel {
         &self.module
     }
 
-    /// Lets launches of the function use `bytes` of dynamic shared memory,
-    /// beyond the device's default (48 KiB): without it the driver refuses
-    /// them. Set once per kernel and size (a larger size sets it again).
-    pub(crate) fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), CudaError> {
-        // Held across the driver call, so two launches never race to lower
+    /// Gets the function ready for a launch with `dynamic` bytes of
+    /// dynamic shared memory, as LLVM's CUDA plugin does: its static shared
+    /// memory and current maximum of dynamic shared memory are asked of the
+    /// driver once; a launch asking for more than that maximum (by default
+    /// 48 KiB less the static size) raises it (`cuFuncSetAttribute`), after
+    /// checking static plus dynamic against the device's opt-in limit, which
+    /// is a [`CudaError::SharedMemory`] naming both. The context is bound by
+    /// the caller.
+    pub(crate) fn prepare_shared(
+        &self,
+        dynamic: u32,
+        limits: &LaunchLimits,
+    ) -> Result<(), CudaError> {
+        // Held across the driver calls, so two launches never race to lower
         // the attribute.
-        let mut allowed = self
-            .module
-            .shared_opt_in
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let key = self.func as usize;
-        let at = match allowed.iter().position(|a| a.0 == key) {
-            Some(at) if allowed[at].1 >= bytes => return Ok(()),
+        let mut known = self.module.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let func = self.func as usize;
+        let at = match known.iter().position(|f| f.func == func) {
             Some(at) => at,
             None => {
-                allowed.push((key, 0));
-                allowed.len() - 1
+                use sys::CUfunction_attribute as A;
+                let static_bytes = self.attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+                let max_dynamic =
+                    self.attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+                known.push(FunctionShared {
+                    func,
+                    static_bytes,
+                    max_dynamic,
+                });
+                known.len() - 1
             }
         };
-        // Larger than any device allows; the driver says so.
-        let value = i32::try_from(bytes).unwrap_or(i32::MAX);
+        let f = known[at];
+        limits.check_shared(f.static_bytes, dynamic)?;
+        if dynamic <= f.max_dynamic {
+            return Ok(());
+        }
+        // Over the opt-in limit only where the device did not say what that
+        // is; then the driver says no.
+        let value = i32::try_from(dynamic).unwrap_or(i32::MAX);
         // SAFETY: `func` is a live function of a loaded module (kept by
         // `self`); the context is bound by the caller; the attribute takes an
         // int.
@@ -302,7 +334,19 @@ impl CudaKernel {
                 value,
             )
         })?;
-        allowed[at].1 = bytes;
+        known[at].max_dynamic = dynamic;
         Ok(())
+    }
+
+    /// An integer attribute of the function (negative values read as 0).
+    fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<u32, DriverError> {
+        let mut v = 0;
+        // SAFETY: `func` is a live function of a loaded module (kept by
+        // `self`); the context is bound by the caller; `v` is a live
+        // out-parameter.
+        check("cuFuncGetAttribute", unsafe {
+            sys::cuFuncGetAttribute(&mut v, attr, self.func)
+        })?;
+        Ok(v.max(0) as u32)
     }
 }

@@ -66,6 +66,12 @@ unsafe extern "C" fn host_function(data: *mut c_void) {
     unsafe { raise(data, sys::CUresult::CUDA_SUCCESS) }
 }
 
+/// The "call" a failed status handed to a synchronize's stream callback is
+/// reported as: the failure came from work queued before the callback, not
+/// from `cuStreamAddCallback`, which succeeded.
+const CALLBACK_STATUS: &str =
+    "work queued on the stream (status handed to the synchronize's callback)";
+
 /// How often a synchronize waiting on a `cuLaunchHostFunc` host function
 /// is polled anyway.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
@@ -663,14 +669,16 @@ impl CudaQueue {
         }
     }
 
-    /// Takes the failed status a stream callback was given, if any.
+    /// Takes the failed status a stream callback was given, if any. The
+    /// callback was enqueued fine: the status is that of the stream's
+    /// earlier work (a launch or copy), so the error names the stream.
     fn callback_error(&self) -> Result<(), DriverError> {
         let status = self
             .callback_status
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        status.map_or(Ok(()), |r| check("cuStreamAddCallback", r))
+        status.map_or(Ok(()), |r| check(CALLBACK_STATUS, r))
     }
 }
 
@@ -690,7 +698,7 @@ impl Queue for CudaQueue {
         let c = &launch.config;
         // The driver only says CUDA_ERROR_INVALID_VALUE: say what is wrong.
         let limits = &self.dev.limits;
-        limits.check(c.grid, c.block, c.shared_mem)?;
+        limits.check(c.grid, c.block)?;
         let mut args = PackedArgs::pack(&launch.args, kernel.param_sizes())?;
         let mut params = args.pointers();
         let params_ptr = if params.is_empty() {
@@ -699,8 +707,10 @@ impl Queue for CudaQueue {
             params.as_mut_ptr()
         };
         self.dev.bind()?;
-        if c.shared_mem > limits.shared_default {
-            kernel.allow_dynamic_shared(c.shared_mem)?;
+        if c.shared_mem > 0 {
+            // Checked against the opt-in limit with the kernel's static
+            // shared memory, and opted in where the kernel needs it.
+            kernel.prepare_shared(c.shared_mem, limits)?;
         }
         // SAFETY: the events and stream are live.
         check("cuEventRecord", unsafe {

@@ -24,9 +24,16 @@
  *  - launch limits as on an sm_90 device: 1024 threads per block, blocks of
  *    at most 1024x1024x64, grids of at most (2^31-1)x65535x65535, reported
  *    by cuDeviceGetAttribute and enforced by cuLaunchKernel
- *    (CUDA_ERROR_INVALID_VALUE); dynamic shared memory beyond 48 KiB only
- *    after cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
- *    allowed it, which takes at most the opt-in limit of 227 KiB;
+ *    (CUDA_ERROR_INVALID_VALUE); shared memory as on a device: each
+ *    function has its static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+ *    0 unless REPRISE_SIM_CUDA_STATIC_SHARED says otherwise) and may use
+ *    dynamic shared memory up to CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+ *    which starts at 48 KiB less the static size and which
+ *    cuFuncSetAttribute sets (raising or lowering it) as long as static plus
+ *    dynamic stays within the opt-in limit (an sm_90's 227 KiB unless
+ *    REPRISE_SIM_CUDA_SHARED_OPTIN says otherwise); cuFuncGetAttribute
+ *    reports both; cuLaunchKernel refuses more dynamic shared memory than
+ *    the function's maximum, or static plus dynamic over the opt-in limit;
  *  - parameter sizes from `cuFuncGetParamInfo`.
  *
  * Knobs (environment, read by cuInit):
@@ -50,6 +57,15 @@
  *                               microseconds more, so streams overlap
  *                               unpredictably (also
  *                               reprise_sim_set_copy_delay_us(N))
+ *   REPRISE_SIM_CUDA_STATIC_SHARED=BYTES  give every function of the
+ *                               modules loaded from then on BYTES of static
+ *                               shared memory (default 0; as an OpenMP
+ *                               kernel always has some); also
+ *                               reprise_sim_set_static_shared(BYTES)
+ *   REPRISE_SIM_CUDA_SHARED_OPTIN=BYTES  the device's opt-in limit of shared
+ *                               memory per block (default 227 KiB, as on
+ *                               sm_90; 64 KiB on sm_75, 99 KiB on sm_86);
+ *                               also reprise_sim_set_shared_optin(BYTES)
  *
  * Misuse the executor must never commit aborts the process with a message:
  * freeing host or device memory that a queued or running copy still uses,
@@ -58,6 +74,9 @@
  * For tests: reprise_sim_fail() makes one call fail (reprise_sim_fail_times()
  * several in a row), reprise_sim_counts() tells what is live,
  * reprise_sim_set_copy_delay_us() slows copies,
+ * reprise_sim_set_static_shared() gives the functions of modules loaded
+ * later static shared memory, reprise_sim_set_shared_optin() changes the
+ * opt-in limit,
  * reprise_sim_set_callback_status() hands the next stream callback a failed
  * status.
  *
@@ -121,12 +140,18 @@ enum {
 #define ATTR_MAX_GRID_DIM_X 5  /* then Y, Z */
 #define ATTR_MAX_SHARED_PER_BLOCK 8
 #define ATTR_MAX_SHARED_PER_BLOCK_OPTIN 97
+#define FUNC_ATTR_MAX_THREADS_PER_BLOCK 0
+#define FUNC_ATTR_SHARED_SIZE 1
 #define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
 #define MAX_THREADS_PER_BLOCK 1024
 static const unsigned MAX_BLOCK[3] = {1024, 1024, 64};
 static const unsigned MAX_GRID[3] = {2147483647u, 65535, 65535};
 #define SHARED_DEFAULT (48u << 10)
-#define SHARED_OPTIN (227u << 10)
+/* The opt-in limit, an sm_90's unless REPRISE_SIM_CUDA_SHARED_OPTIN or
+ * reprise_sim_set_shared_optin says otherwise (atomic). */
+static unsigned g_shared_optin = 227u << 10;
+static unsigned g_shared_optin_start = 227u << 10;
+#define SHARED_OPTIN __atomic_load_n(&g_shared_optin, __ATOMIC_RELAXED)
 #define MAX_RANGES 1024
 #define MAX_PARAM_BYTES 64
 
@@ -147,6 +172,9 @@ static int g_vmm = 1;
 static int g_cc = 90; /* compute capability as major * 10 + minor */
 static unsigned g_copy_delay_us;
 static unsigned g_kernel_delay_us;
+/* Static shared memory of the functions of modules loaded from now on
+ * (atomic; REPRISE_SIM_CUDA_STATIC_SHARED). */
+static unsigned g_static_shared;
 
 /* ------------------------------------------------------- fault injection */
 
@@ -310,6 +338,14 @@ static void read_env(void) {
   const char *k = getenv("REPRISE_SIM_CUDA_KERNEL_DELAY_US");
   if (k)
     __atomic_store_n(&g_kernel_delay_us, (unsigned)atoi(k), __ATOMIC_RELAXED);
+  const char *st = getenv("REPRISE_SIM_CUDA_STATIC_SHARED");
+  if (st)
+    __atomic_store_n(&g_static_shared, (unsigned)atoi(st), __ATOMIC_RELAXED);
+  const char *so = getenv("REPRISE_SIM_CUDA_SHARED_OPTIN");
+  if (so && atoi(so) >= (int)SHARED_DEFAULT) {
+    g_shared_optin_start = (unsigned)atoi(so);
+    __atomic_store_n(&g_shared_optin, g_shared_optin_start, __ATOMIC_RELAXED);
+  }
 }
 
 EXPORT CUresult cuInit(unsigned flags) {
@@ -334,6 +370,26 @@ EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
  * runs, so a launch returns and later work is queued before a fault. */
 EXPORT void reprise_sim_set_kernel_delay_us(unsigned us) {
   __atomic_store_n(&g_kernel_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Simulator only: the static shared memory (bytes) of every function of the
+ * modules loaded from now on, as a kernel with `__shared__` arrays (every
+ * OpenMP kernel) has; at most the opt-in limit. */
+EXPORT void reprise_sim_set_static_shared(unsigned bytes) {
+  __atomic_store_n(&g_static_shared, bytes, __ATOMIC_RELAXED);
+}
+
+/* Simulator only: the device's opt-in limit of shared memory per block, as
+ * reported by cuDeviceGetAttribute and enforced from now on (never below
+ * the 48 KiB default; 0: back to REPRISE_SIM_CUDA_SHARED_OPTIN or 227 KiB).
+ * Functions already opted in beyond it keep their attribute, as on no real
+ * device: set it before loading modules. */
+EXPORT void reprise_sim_set_shared_optin(unsigned bytes) {
+  if (bytes == 0)
+    bytes = g_shared_optin_start;
+  if (bytes < SHARED_DEFAULT)
+    bytes = SHARED_DEFAULT;
+  __atomic_store_n(&g_shared_optin, bytes, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
@@ -873,6 +929,8 @@ struct sim_function {
   struct sim_module *module;
   /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (atomic). */
   unsigned max_dynamic_shared;
+  /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: fixed when the module loads. */
+  unsigned static_shared;
 };
 
 struct sim_module {
@@ -1142,6 +1200,10 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   r = image_fits(p, len, ptx);
   if (r)
     return r;
+  unsigned static_shared =
+      __atomic_load_n(&g_static_shared, __ATOMIC_RELAXED);
+  if (static_shared > SHARED_DEFAULT)
+    return CUDA_ERROR_INVALID_IMAGE; /* no compiler makes such a kernel */
   struct sim_module *m = calloc(1, sizeof *m);
   if (!m)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1149,8 +1211,9 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
     const struct kernel_def *def = &KERNELS[k];
     if (!defines(p, len, ptx, def->name))
       continue;
-    m->functions[m->nkernels++] =
-        (struct sim_function){def, m, SHARED_DEFAULT};
+    /* By default a function may have 48 KiB of shared memory in all. */
+    m->functions[m->nkernels++] = (struct sim_function){
+        def, m, SHARED_DEFAULT - static_shared, static_shared};
     for (int g = 0; g < def->nglobals; g++) {
       const struct global_def *gd = &def->globals[g];
       unsigned char *data = calloc(1, gd->size);
@@ -1232,12 +1295,35 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
     return CUDA_ERROR_INVALID_HANDLE;
   if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
     return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
-  /* The fixtures have no static shared memory: all of the opt-in limit is
-   * there for dynamic shared memory. */
-  if (value < 0 || (unsigned)value > SHARED_OPTIN)
+  /* Static and dynamic shared memory together within the opt-in limit. */
+  if (value < 0 || (unsigned)value > SHARED_OPTIN - f->static_shared)
     return CUDA_ERROR_INVALID_VALUE;
   __atomic_store_n(&f->max_dynamic_shared, (unsigned)value, __ATOMIC_RELAXED);
   return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+  case FUNC_ATTR_MAX_THREADS_PER_BLOCK:
+    *value = MAX_THREADS_PER_BLOCK;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_SHARED_SIZE:
+    *value = (int)f->static_shared;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_MAX_DYNAMIC_SHARED:
+    *value = (int)__atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  }
 }
 
 #ifndef SIM_NO_PARAM_INFO
@@ -1668,14 +1754,15 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
     if (!grid[d] || !block[d] || grid[d] > MAX_GRID[d] ||
         block[d] > MAX_BLOCK[d])
       return CUDA_ERROR_INVALID_VALUE;
-  /* Beyond 48 KiB of dynamic shared memory only once the function was
-   * allowed it (which is at most the opt-in limit). */
+  /* No more dynamic shared memory than the function is allowed (48 KiB
+   * less its static shared memory, unless cuFuncSetAttribute changed it),
+   * and static plus dynamic within the opt-in limit. */
   unsigned max_shared =
       __atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
-  if (max_shared < SHARED_DEFAULT)
-    max_shared = SHARED_DEFAULT;
   if ((unsigned long long)bx * by * bz > MAX_THREADS_PER_BLOCK ||
-      shared > max_shared || extra || (f->def->nparams && !params))
+      shared > max_shared ||
+      (unsigned long long)f->static_shared + shared > SHARED_OPTIN || extra ||
+      (f->def->nparams && !params))
     return CUDA_ERROR_INVALID_VALUE;
   struct op *op = new_op(OP_KERNEL);
   if (!op)

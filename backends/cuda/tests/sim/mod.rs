@@ -140,12 +140,36 @@ pub fn set_kernel_delay_us(us: u32) {
 }
 
 /// Puts the simulator loaded in this process back as it starts: no copy or
-/// kernel delays, no pending fault injection or callback status.
+/// kernel delays, no pending fault injection or callback status, no static
+/// shared memory, the opt-in limit it started with.
 pub fn reset() {
     set_copy_delay_us(0);
     set_kernel_delay_us(0);
     set_callback_status(0);
+    set_static_shared(0);
+    set_shared_optin(0);
     fail("", 0, 0);
+}
+
+/// Makes the simulator loaded in this process report and enforce `bytes`
+/// (at least 48 KiB; 0: as it started, an sm_90's 227 KiB unless
+/// `REPRISE_SIM_CUDA_SHARED_OPTIN` said otherwise) as the device's opt-in
+/// limit of shared memory per block, as an sm_75 (64 KiB) or sm_86 (99
+/// KiB) would; executors made from then on see it. A child process gets
+/// the same from `REPRISE_SIM_CUDA_SHARED_OPTIN=BYTES`. Does nothing unless
+/// [`load`] loaded the simulator.
+pub fn set_shared_optin(bytes: u32) {
+    call_u32(b"reprise_sim_set_shared_optin", bytes);
+}
+
+/// Gives every function of the modules the simulator loaded in this
+/// process loads from now on `bytes` of static shared memory (as an OpenMP
+/// kernel always has): it counts against the 48 KiB a function gets
+/// without opting in and against the opt-in limit. A child process gets
+/// the same from `REPRISE_SIM_CUDA_STATIC_SHARED=BYTES`. Does nothing
+/// unless [`load`] loaded the simulator.
+pub fn set_static_shared(bytes: u32) {
+    call_u32(b"reprise_sim_set_static_shared", bytes);
 }
 
 /// Hands the next stream callback of the simulator loaded in this process
