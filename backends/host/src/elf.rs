@@ -43,3 +43,25 @@ pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
     out.data.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
 }
+
+/// The executable loadable segments (`PT_LOAD` with `PF_X`): each one's
+/// virtual address and size in memory, before the load bias is added.
+pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, String> {
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let file = ElfFile64::<object::Endianness>::parse(bytes)
+        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+    let endian = file.endian();
+    let headers = file
+        .elf_header()
+        .program_headers(endian, bytes)
+        .map_err(|e| format!("the image's program headers are unreadable: {e}"))?;
+    Ok(headers
+        .iter()
+        .filter(|ph| {
+            ph.p_type(endian) == object::elf::PT_LOAD
+                && ph.p_flags(endian) & object::elf::PF_X != 0
+                && ph.p_memsz(endian) > 0
+        })
+        .map(|ph| (ph.p_vaddr(endian), ph.p_memsz(endian)))
+        .collect())
+}

@@ -12,12 +12,28 @@
 //! - One process-wide handler for `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL`
 //!   (`SA_SIGINFO | SA_ONSTACK`), installed once, the first time a kernel is
 //!   launched. It jumps back (`siglongjmp`) only for a fault the kernel
-//!   raised for an instruction (`si_code > 0`) on a thread that is inside a
+//!   raised for an instruction (`si_code > 0`, less the asynchronous
+//!   `BUS_MCEERR_AO` and `SEGV_MTEAERR`) on a thread that is inside a
 //!   guarded call (a thread-local, initial-exec TLS, so reading it in the
-//!   handler never allocates). Anything else goes to the handler that was
-//!   there before — Rust's own stack-overflow reporter, usually — or, if
-//!   there was none, gets the default action back and faults again, so
-//!   every fault outside a kernel ends the process exactly as before.
+//!   handler never allocates), and only when the faulting instruction lies
+//!   in the kernel's own code: the executable segments of its image, which
+//!   the caller passes in (see [`call_guarded`]). A call through a wild
+//!   function pointer counts as the kernel's own fault too, when the
+//!   return address it pushed lies in that code.
+//! - A fault on a guarded thread outside that code — inside `memset`,
+//!   `malloc` or `printf` called by the kernel — is not caught: the library
+//!   may hold a lock (the heap's, a stream's) that the worker would then wait
+//!   on forever, since it allocates to report the fault. The handler writes
+//!   one line to stderr with `write(2)` ("reprise: the kernel `k` faulted
+//!   inside a library it called (SIGSEGV at 0x…, instruction 0x…); the
+//!   process cannot continue safely") and the fault takes its course as
+//!   below. Only x86-64 reads the faulting instruction's address; elsewhere
+//!   nothing is caught (the executor runs kernels on x86-64 only).
+//! - Anything else goes to the handler that was there before — Rust's own
+//!   stack-overflow reporter, usually — or, if there was none, gets the
+//!   default action back and faults again (a signal that is not a fault is
+//!   raised again), so every fault outside a kernel ends the process exactly
+//!   as before.
 //! - Each worker thread has an alternate signal stack (Rust's runtime gives
 //!   its threads one; [`AltStack`] adds one where it did not), so a kernel
 //!   that overflows the worker's stack is caught too.
@@ -28,18 +44,26 @@
 //! Why the jump is sound: `siglongjmp` discards the frames between the
 //! `sigsetjmp` in `reprise_guarded_call` and the handler without running
 //! anything in them. Those frames are the C shim's, [`trampoline`]'s,
-//! [`crate::call::call`]'s and the kernel's own. The two Rust ones own
+//! [`crate::call::call`]'s and the kernel's own (the faulting instruction is
+//! the kernel's, so no library frame is on top). The two Rust ones own
 //! nothing with a destructor (plain old frames: integers, slices and a
 //! function pointer); whatever they borrow is owned by the worker's frame
 //! above the shim, which the jump returns to intact.
 //!
 //! Limitations, as with any recovery from a fault:
-//! - a kernel interrupted while it held a lock (inside `malloc`, `printf`,
-//!   the dynamic loader) leaves it held, and a later call that takes the
-//!   same lock (in any thread) can hang;
+//! - a lock the kernel's own code took and had not released (a
+//!   `pthread_mutex_lock` it called, which returned) stays held, and a later
+//!   call that takes it can hang; so does a lock held by a library that
+//!   called the kernel's code back (`qsort`'s comparison, a
+//!   `dl_iterate_phdr` callback) when that code faults;
 //! - whatever the kernel had written is there, half done: region and global
 //!   contents after a fault are undefined (the queue skips the copies queued
 //!   after the failed launch, as it does after any error);
+//! - a fault inside a library the kernel called, or at a bad address the
+//!   kernel jumped to without a call (a tail call), ends the process, with
+//!   the message above;
+//! - a signal that the process sends itself with a fault's `si_code`
+//!   (`rt_tgsigqueueinfo`) while a kernel runs looks like a fault;
 //! - a handler installed for these signals after this one (by a library
 //!   loaded later) takes precedence, and faults then reach it instead.
 
@@ -63,12 +87,23 @@ pub struct Caught {
     pub sp: usize,
 }
 
+/// The running kernel's code, as the handler reads it; mirrors
+/// `struct reprise_code` in `guard.c`.
+#[repr(C)]
+struct RawCode {
+    text: *const [usize; 2],
+    ntext: usize,
+    name: *const u8,
+    name_len: usize,
+}
+
 #[cfg(target_os = "linux")]
 unsafe extern "C" {
     fn reprise_guard_install() -> c_int;
     fn reprise_guarded_call(
         f: unsafe extern "C" fn(*mut c_void),
         data: *mut c_void,
+        code: *const RawCode,
         out: *mut Caught,
     ) -> c_int;
 }
@@ -109,24 +144,41 @@ unsafe extern "C" fn trampoline(data: *mut c_void) {
     unsafe { call::call(c.entry, c.args) };
 }
 
-/// Calls the kernel at `entry` with `args`; a fault inside it returns
-/// `Err` with what it was. [`install`] must have succeeded.
+/// Calls the kernel `name` at `entry` with `args`; a fault of an
+/// instruction inside `text` (the `[start, end)` ranges of its image's
+/// executable segments) returns `Err` with what it was. A fault elsewhere
+/// (in a library the kernel called) ends the process with a message naming
+/// `name`. [`install`] must have succeeded.
 ///
 /// # Safety
 /// As [`call::call`]. After an `Err`, the kernel stopped wherever it was:
 /// see the module docs for what that leaves behind.
 #[cfg(target_os = "linux")]
-pub unsafe fn call_guarded(entry: usize, args: &[u64]) -> Result<(), Caught> {
+pub unsafe fn call_guarded(
+    entry: usize,
+    args: &[u64],
+    text: &[[usize; 2]],
+    name: &str,
+) -> Result<(), Caught> {
     let data = KernelCall { entry, args };
+    let code = RawCode {
+        text: text.as_ptr(),
+        ntext: text.len(),
+        name: name.as_ptr(),
+        name_len: name.len(),
+    };
     let mut caught = Caught::default();
     // SAFETY: `trampoline` gets a pointer to `data`, which outlives the call
-    // and meets its contract by ours. The frames a fault skips are plain old
-    // frames (module docs); `caught` is written only by the handler, before
-    // it jumps back here, and read after the call returns.
+    // and meets its contract by ours. `code` and the slices it points to
+    // outlive the call, and the handler only reads them. The frames a fault
+    // skips are plain old frames (module docs); `caught` is written only by
+    // the handler, before it jumps back here, and read after the call
+    // returns.
     let rc = unsafe {
         reprise_guarded_call(
             trampoline,
             std::ptr::from_ref(&data).cast_mut().cast(),
+            &code,
             &mut caught,
         )
     };
@@ -138,7 +190,12 @@ pub unsafe fn call_guarded(entry: usize, args: &[u64]) -> Result<(), Caught> {
 /// # Safety
 /// As [`call::call`].
 #[cfg(not(target_os = "linux"))]
-pub unsafe fn call_guarded(entry: usize, args: &[u64]) -> Result<(), Caught> {
+pub unsafe fn call_guarded(
+    entry: usize,
+    args: &[u64],
+    _text: &[[usize; 2]],
+    _name: &str,
+) -> Result<(), Caught> {
     // SAFETY: per this function's contract.
     unsafe { call::call(entry, args) };
     Ok(())
@@ -172,27 +229,43 @@ impl AltStack {
         }
         let page = crate::page_size() as usize;
         let len = ALT_STACK + page;
+        // The whole mapping starts inaccessible, and all but its first page
+        // is then made the stack: the guard page below the stack (a handler
+        // overflowing it faults, and ends the process, instead of writing
+        // into a neighbour) cannot be missing.
         // SAFETY: a fresh private anonymous mapping, owned by the result.
         let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
                 -1,
                 0,
             )
         };
         if map == libc::MAP_FAILED {
+            log::warn!(
+                "no alternate signal stack for the queue's worker (a kernel overflowing its stack ends the process): mmap: {}",
+                std::io::Error::last_os_error()
+            );
             return None;
         }
-        // A guard page below the stack: the handler overflowing it faults
-        // (and ends the process) instead of writing into a neighbour.
-        // SAFETY: the first page of the mapping just made.
-        unsafe { libc::mprotect(map, page, libc::PROT_NONE) };
+        // SAFETY: `page` < `len`: inside the mapping.
+        let stack_base = unsafe { map.cast::<u8>().add(page) }.cast::<c_void>();
+        // SAFETY: all of the mapping just made but its first page.
+        if unsafe { libc::mprotect(stack_base, ALT_STACK, libc::PROT_READ | libc::PROT_WRITE) } != 0
+        {
+            log::warn!(
+                "no alternate signal stack for the queue's worker (a kernel overflowing its stack ends the process): mprotect: {}",
+                std::io::Error::last_os_error()
+            );
+            // SAFETY: the mapping just made, used by nothing.
+            unsafe { libc::munmap(map, len) };
+            return None;
+        }
         let stack = libc::stack_t {
-            // SAFETY: `page` < `len`: inside the mapping.
-            ss_sp: unsafe { map.cast::<u8>().add(page) }.cast(),
+            ss_sp: stack_base,
             ss_flags: 0,
             ss_size: ALT_STACK,
         };

@@ -19,9 +19,12 @@
 //!   reports, as a GPU driver reports an illegal address, and the queue
 //!   keeps working. A process-wide signal handler, installed at the first
 //!   launch, catches only faults of kernels running on a queue's worker and
-//!   hands every other fault to the handler it replaced. After a fault the
-//!   region's and globals' contents are undefined, and a lock the kernel
-//!   held (inside `malloc`, say) stays held.
+//!   hands every other fault to the handler it replaced. Only a fault of an
+//!   instruction in the kernel's image counts: one inside a library the
+//!   kernel called (`memset`, `malloc`, `printf`), which may hold a lock
+//!   the worker would then wait on forever, still ends the process, after a
+//!   line on stderr saying so. After a fault the region's and globals'
+//!   contents are undefined.
 //!
 //! A region is never placed at address 0 ([`HostError::NullBase`]).
 //!
@@ -354,6 +357,9 @@ impl Drop for Mapping {
 /// A loaded image; closed when the last reference goes.
 struct Library {
     handle: *mut c_void,
+    /// The image's executable segments in memory, `[start, end)`: where a
+    /// fault is the kernel's own (see `guard.rs`).
+    text: Vec<[usize; 2]>,
     globals: Vec<(String, u64, u64)>,
     functions: Vec<String>,
     /// The memfd the image was loaded from, open for as long as the image is
@@ -500,8 +506,9 @@ pub struct HostImage {
 pub struct HostKernel {
     entry: usize,
     name: String,
-    // Keeps the image loaded while the kernel may run.
-    _lib: Arc<Library>,
+    // Keeps the image loaded while the kernel may run; its code ranges tell
+    // the kernel's own faults from those of libraries it calls.
+    lib: Arc<Library>,
 }
 
 impl HostKernel {
@@ -737,7 +744,22 @@ impl Executor for HostExecutor {
             }
         }
         let symbols = elf::symbols(bytes).map_err(HostError::BadImage)?;
+        let segments = elf::executable_segments(bytes).map_err(HostError::BadImage)?;
         let (handle, memfd) = load_from_memory(bytes)?;
+        let text = match load_bias(handle) {
+            Ok(bias) => segments
+                .iter()
+                .map(|&(vaddr, size)| {
+                    let start = bias.wrapping_add(vaddr as usize);
+                    [start, start.saturating_add(size as usize)]
+                })
+                .collect(),
+            Err(e) => {
+                // SAFETY: the handle just opened, used by nothing else.
+                unsafe { libc::dlclose(handle) };
+                return Err(e);
+            }
+        };
         let mut globals = Vec::new();
         for (name, size) in symbols.data {
             let c = CString::new(name.as_str())
@@ -750,6 +772,7 @@ impl Executor for HostExecutor {
         }
         let lib = Arc::new(Library {
             handle,
+            text,
             globals,
             functions: symbols.functions,
             _memfd: memfd,
@@ -788,10 +811,21 @@ impl Executor for HostExecutor {
         if entry.is_null() {
             return Err(not_found());
         }
+        let entry_addr = entry as usize;
+        if !image
+            .lib
+            .text
+            .iter()
+            .any(|&[start, end]| (start..end).contains(&entry_addr))
+        {
+            log::warn!(
+                "kernel `{name}` at {entry_addr:#x} lies outside its image's code; a fault in it will end the process"
+            );
+        }
         Ok(HostKernel {
-            entry: entry as usize,
+            entry: entry_addr,
             name: name.to_string(),
-            _lib: image.lib.clone(),
+            lib: image.lib.clone(),
         })
     }
 
@@ -947,6 +981,39 @@ fn load_from_memory(bytes: &[u8]) -> Result<(*mut c_void, File), HostError> {
         return Err(HostError::Load(msg));
     }
     Ok((handle, file))
+}
+
+unsafe extern "C" {
+    // In the C library on glibc (libdl before 2.34) and musl alike; the
+    // `libc` crate declares it for glibc only.
+    fn dlinfo(handle: *mut c_void, request: std::ffi::c_int, info: *mut c_void) -> std::ffi::c_int;
+}
+
+/// `dlinfo`'s request for the object's `struct link_map`, on glibc and musl.
+const RTLD_DI_LINKMAP: std::ffi::c_int = 2;
+
+/// How far from its ELF virtual addresses a loaded object lies: its link
+/// map's `l_addr`.
+fn load_bias(handle: *mut c_void) -> Result<usize, HostError> {
+    let mut map: *const usize = std::ptr::null();
+    // SAFETY: `handle` is a live dlopen handle; RTLD_DI_LINKMAP stores one
+    // pointer into `map`.
+    let rc = unsafe { dlinfo(handle, RTLD_DI_LINKMAP, (&raw mut map).cast()) };
+    if rc != 0 || map.is_null() {
+        // SAFETY: dlerror returns a thread-local message or null.
+        let msg = unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "no link map".to_string()
+            } else {
+                CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(HostError::Load(format!("dlinfo: {msg}")));
+    }
+    // SAFETY: a `struct link_map` begins with `ElfW(Addr) l_addr` (glibc's
+    // <link.h>, musl's struct dso), and lives as long as the handle.
+    Ok(unsafe { map.read() })
 }
 
 // ---------------------------------------------------------------------------
@@ -1143,10 +1210,13 @@ fn worker(
                 // loaded by `kernel.lib`), called with the host plugin's ABI:
                 // one pointer-sized argument per recorded argument. What the
                 // kernel does is the capture's code; its regions stay mapped
-                // (`_pins`) while it runs. A fault in it returns here (the
-                // guard's handler is installed, above) and skips only the
-                // guard's plain old frames (see guard.rs).
-                let ran = unsafe { guard::call_guarded(kernel.entry, &args) };
+                // (`_pins`) while it runs. A fault in its image's code
+                // (`kernel.lib.text`) returns here (the guard's handler is
+                // installed, above) and skips only the guard's plain old
+                // frames (see guard.rs).
+                let ran = unsafe {
+                    guard::call_guarded(kernel.entry, &args, &kernel.lib.text, &kernel.name)
+                };
                 let elapsed = start.elapsed();
                 match ran {
                     Ok(()) => {

@@ -4,7 +4,9 @@
 //! host executor.
 
 use std::future::poll_fn;
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use reprise_core::block_on;
 use reprise_core::exec::{
@@ -199,24 +201,76 @@ fn a_region_at_address_zero_is_refused() {
 
 const CHILD: &str = "REPRISE_HOST_FAULT_CHILD";
 
-fn child(test: &str) -> std::process::Output {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            test,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .env("RUST_BACKTRACE", "0")
-        .output()
+/// A child's longest run: far more than any child needs, so reaching it
+/// means the child hung.
+const CHILD_LIMIT: Duration = Duration::from_secs(60);
+
+/// This test binary running the ignored test `test` alone, as a child.
+fn child_command(test: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        test,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, "1")
+    .env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+/// Runs `cmd` to its end, or kills it and fails the test when it has not
+/// ended after [`CHILD_LIMIT`].
+fn output_within_limit(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > CHILD_LIMIT {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "the child hung for {CHILD_LIMIT:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&stdout.join().unwrap()),
+                String::from_utf8_lossy(&stderr.join().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Runs the ignored test `test` in a child, which must die by a signal
+/// (within [`CHILD_LIMIT`]).
+fn child(test: &str) -> Output {
+    let out = output_within_limit(child_command(test));
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
         out.status.code(),
         None,
-        "the child exited instead of dying by a signal: {}",
+        "the child exited instead of dying by a signal: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.signal().is_some());
@@ -315,15 +369,7 @@ fn child_overflows_a_kernel_stack_without_rusts_handler() {
 #[test]
 fn a_kernel_stack_overflow_is_caught_without_rusts_handler() {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "child_overflows_a_kernel_stack_without_rusts_handler",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(CHILD, "1");
+    let mut cmd = child_command("child_overflows_a_kernel_stack_without_rusts_handler");
     // SAFETY: between fork and exec only `signal`, which is
     // async-signal-safe; an ignored disposition survives exec.
     unsafe {
@@ -333,7 +379,7 @@ fn a_kernel_stack_overflow_is_caught_without_rusts_handler() {
             Ok(())
         });
     }
-    let out = cmd.output().unwrap();
+    let out = output_within_limit(cmd);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -344,5 +390,183 @@ fn a_kernel_stack_overflow_is_caught_without_rusts_handler() {
     assert!(
         text.contains("caught: the kernel `recurse` faulted: stack overflow"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_call_through_a_wild_pointer_is_caught() {
+    let exec = HostExecutor::new().unwrap();
+    let region = exec.reserve(RegionRequest::new(None, 1 << 20)).unwrap();
+    let mut q = exec.queue().unwrap();
+    // The fetch at 0x8 faults outside the image, but the return address the
+    // call pushed is the kernel's: nothing outside it ran.
+    let f = fault(run(&exec, &mut q, "call_pointer", &[8]));
+    assert_eq!(
+        (f.kind, f.signal, f.addr),
+        (FaultKind::InvalidAccess, libc::SIGSEGV, 8)
+    );
+    good_launch(&exec, &mut q, &region, 9);
+}
+
+// ---------------------------------------------------------------------------
+// Faults inside a library the kernel called: the library may hold a lock
+// (malloc's, stdio's) that the worker, reporting the fault, would wait on
+// forever. The process dies instead, saying why, as it did before faults
+// were caught.
+
+/// Launches `name` with `args` on a fresh queue and synchronizes, printing
+/// what came of it (reached only if the process survives).
+fn launch_in_child(name: &str, args: &[u64]) {
+    let exec = HostExecutor::new().unwrap();
+    let mut q = exec.queue().unwrap();
+    let r = run(&exec, &mut q, name, args);
+    println!("the launch returned: {r:?}");
+}
+
+#[test]
+#[ignore = "run by a_fault_inside_libc_ends_the_process_with_a_message"]
+fn child_faults_inside_memset() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    launch_in_child("libc_memset", &[8, 4096]);
+}
+
+#[test]
+fn a_fault_inside_libc_ends_the_process_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = child("child_faults_inside_memset");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    let want =
+        "reprise: the kernel `libc_memset` faulted inside a library it called (SIGSEGV at 0x";
+    assert!(err.contains(want), "{err}");
+    assert!(
+        err.contains(", instruction 0x") && err.contains("); the process cannot continue safely\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches("reprise: ").count(), 1, "said once: {err}");
+}
+
+#[test]
+#[ignore = "run by a_fault_inside_fwrite_ends_the_process_instead_of_hanging"]
+fn child_faults_inside_fwrite() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    launch_in_child("libc_write", &[8, 16]);
+    // Had the fault been caught, stdout's lock would still be held by the
+    // worker, and this would wait for it forever.
+    // SAFETY: a NUL-terminated format without conversions.
+    unsafe {
+        libc::printf(c"stdout is usable\n".as_ptr());
+        libc::fflush(std::ptr::null_mut());
+    }
+}
+
+#[test]
+fn a_fault_inside_fwrite_ends_the_process_instead_of_hanging() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = child("child_faults_inside_fwrite");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    assert!(
+        err.contains("reprise: the kernel `libc_write` faulted inside a library it called"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "run by a_jump_to_a_wild_address_ends_the_process_with_a_message"]
+fn child_jumps_to_a_wild_address() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    launch_in_child("jump_pointer", &[8]);
+}
+
+#[test]
+fn a_jump_to_a_wild_address_ends_the_process_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    // A tail call leaves no return address into the kernel: nothing tells
+    // its jump from one in a library it called.
+    let out = child("child_jumps_to_a_wild_address");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    assert!(
+        err.contains(
+            "reprise: the kernel `jump_pointer` jumped to 0x8, outside its own code (SIGSEGV); the process cannot continue safely"
+        ),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Signals that are not faults of the kernel's instruction.
+
+#[test]
+#[ignore = "run by an_asynchronous_memory_error_is_not_a_kernel_fault"]
+fn child_gets_an_asynchronous_sigbus() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    // The default action, not Rust's handler, before the guard's.
+    // SAFETY: setting a disposition; nothing else runs yet.
+    unsafe { libc::signal(libc::SIGBUS, libc::SIG_DFL) };
+    let exec = HostExecutor::new().unwrap();
+    let region = exec.reserve(RegionRequest::new(None, 1 << 20)).unwrap();
+    let mut q = exec.queue().unwrap();
+    let r = run(&exec, &mut q, "send_async_bus", &[region.base()]);
+    let sent = read_u64(&exec, &mut q, region.base()) as i64;
+    println!("the launch returned {r:?}; the syscall {sent}");
+}
+
+#[test]
+fn an_asynchronous_memory_error_is_not_a_kernel_fault() {
+    use std::os::unix::process::ExitStatusExt;
+    // BUS_MCEERR_AO reports memory found bad in the background, not a fault
+    // of the instruction running: it takes its default action (the end of
+    // the process), even while the kernel's own code runs.
+    let out = child("child_gets_an_asynchronous_sigbus");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGBUS),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("reprise: "));
+}
+
+#[test]
+#[ignore = "run by a_sent_signal_ignored_with_sa_siginfo_stays_ignored"]
+fn child_is_sent_an_ignored_sigsegv() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    // SIG_IGN with SA_SIGINFO: the handler union holds 1, which is no
+    // function to call.
+    // SAFETY: an all-zero sigaction is valid; setting a disposition.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_IGN;
+        sa.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
+    }
+    install_by_faulting();
+    // SAFETY: sends this thread a signal that stays ignored.
+    assert_eq!(unsafe { libc::raise(libc::SIGSEGV) }, 0);
+    println!("survived the ignored signal");
+}
+
+#[test]
+fn a_sent_signal_ignored_with_sa_siginfo_stays_ignored() {
+    let out = output_within_limit(child_command("child_is_sent_an_ignored_sigsegv"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("survived the ignored signal"),
+        "{:?}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -33,3 +33,60 @@ void recurse(long *out, intptr_t n) {
     volatile char top[1] = {0};
     *out = deep(n, top);
 }
+
+/* Faults inside the C library, not in this image's code. The calls go
+ * through volatile pointers so that the compiler cannot inline them. */
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* memset(p, 0, n) in libc: faults there when p is not writable. */
+void libc_memset(void *p, intptr_t n) {
+    void *(*volatile f)(void *, int, size_t) = memset;
+    f(p, 0, (size_t)n);
+}
+
+/* fwrite of the n bytes at p to stdout: glibc locks stdout, then faults
+ * copying from p when p is a bad pointer, with the lock held. */
+void libc_write(const void *p, intptr_t n) {
+    size_t (*volatile f)(const void *, size_t, size_t, FILE *) = fwrite;
+    f(p, 1, (size_t)n, stdout);
+}
+
+/* Calls the function at f: a fault when f is a bad address. Not a tail
+ * call (the asm after it must run after it returns). */
+void call_pointer(intptr_t f) {
+    ((void (*)(void))f)();
+    __asm__ volatile("" ::: "memory");
+}
+
+#if defined(__x86_64__)
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Sends this thread the asynchronous SIGBUS of a memory error found in the
+ * background (BUS_MCEERR_AO), with the syscall instruction in this image,
+ * so that the signal arrives while this image's code runs. *out: the
+ * syscall's result (0, or -errno). */
+void send_async_bus(long *out) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGBUS;
+    si.si_code = 5; /* BUS_MCEERR_AO */
+    si.si_addr = out;
+    long tgid = getpid(), tid = syscall(SYS_gettid), ret;
+    register long r10 __asm__("r10") = (long)&si;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)SYS_rt_tgsigqueueinfo), "D"(tgid), "S"(tid),
+                       "d"((long)SIGBUS), "r"(r10)
+                     : "rcx", "r11", "memory");
+    *out = ret;
+}
+#endif
+
+/* Jumps to the function at f (a tail call: no return address into this
+ * image is pushed). */
+void jump_pointer(intptr_t f) { ((void (*)(void))f)(); }
