@@ -181,14 +181,31 @@ fn inspect_reports_what_replay_would_refuse() {
 
 #[test]
 fn an_interrupted_bench_removes_its_captures() {
+    interrupt_bench(false);
+}
+
+#[test]
+fn an_interrupted_bench_whose_stderr_is_closed_still_exits() {
+    // `reprise bench 2>&1 | tee log`, and Ctrl-C kills tee too.
+    interrupt_bench(true);
+}
+
+fn interrupt_bench(close_stderr: bool) {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(reprise_bin())
+    let mut child = Command::new(reprise_bin())
         .args(["bench", "--quick", "--sizes", "16M", "--dir", s(dir.path())])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(if close_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .spawn()
         .unwrap();
+    if close_stderr {
+        drop(child.stderr.take());
+    }
     // Wait until captures are being written into the scratch directory.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let scratch = dir.path().join(format!("reprise-bench-{}", child.id()));
@@ -204,13 +221,18 @@ fn an_interrupted_bench_removes_its_captures() {
         .status()
         .unwrap();
     assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the interrupted bench did not exit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
     assert!(
         !scratch.exists(),
         "the interrupted bench left {}",

@@ -103,7 +103,14 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&scratch);
         std::thread::sleep(std::time::Duration::from_millis(200));
         let _ = std::fs::remove_dir_all(&scratch);
-        eprintln!("\ninterrupted: removed {}", scratch.display());
+        // Not eprintln!: stderr may be a pipe that closed with the
+        // terminal, and a panic here would leave the process running.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\ninterrupted: removed {}",
+            scratch.display()
+        );
         std::process::exit(130);
     }) {
         log::warn!(
@@ -122,7 +129,9 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     let quiet = a.json;
     let mut progress = |line: &str| {
         if !quiet {
-            eprintln!("  measuring {line}");
+            // A closed stderr does not stop the measurement.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "  measuring {line}");
         }
     };
     let backend = match a.backend {
@@ -168,10 +177,11 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     };
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         // The measurement failed because the interrupt handler removed its
-        // files; the handler ends the process (status 130).
-        loop {
-            std::thread::park();
-        }
+        // files; the handler ends the process (status 130), and should it
+        // not within a few seconds, this thread does.
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::process::exit(130);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
