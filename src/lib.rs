@@ -105,15 +105,20 @@ impl<'a> ReplayBuilder<'a> {
         self
     }
 
-    /// The executor this replay will use.
+    /// The executor this replay will use: an error when the image calls for
+    /// none, or for one this build does not include.
     pub fn resolved_backend(&self) -> Result<BackendKind> {
-        match self.backend {
-            Some(b) => Ok(b),
+        let backend = match self.backend {
+            Some(b) => b,
             None => self
                 .capture
                 .image_kind
                 .backend()
-                .map_err(|e| Error::capture(&self.capture.paths.image, e.to_string())),
+                .map_err(|e| Error::capture(&self.capture.paths.image, e.to_string()))?,
+        };
+        match backend {
+            BackendKind::Host | BackendKind::Cuda => Ok(backend),
+            other => Err(not_in_build(other, &self.capture.paths.descriptor)),
         }
     }
 
@@ -143,12 +148,19 @@ impl<'a> ReplayBuilder<'a> {
                     .map_err(|e| Error::executor(format!("opening CUDA device {device}"), e))?;
                 reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
             }
-            _ => Err(Error::Invalid(format!(
-                "the {backend} executor is not part of this build of reprise; \
-                 replay this capture with a build that includes it"
-            ))),
+            other => Err(not_in_build(other, &self.capture.paths.descriptor)),
         }
     }
+}
+
+fn not_in_build(backend: BackendKind, descriptor: &std::path::Path) -> Error {
+    Error::capture(
+        descriptor,
+        format!(
+            "the {backend} executor is not part of this build of reprise; \
+             replay this capture with a build that includes it"
+        ),
+    )
 }
 
 impl<'a> IntoFuture for ReplayBuilder<'a> {

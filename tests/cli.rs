@@ -130,6 +130,8 @@ fn forcing_an_executor_not_in_this_build_is_a_clear_error() {
     let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x1539_4000_0000, 16);
     let out = reprise(&["replay", "--backend", "amdgpu", s(&f.descriptor)]);
     assert_error(&out, &["amdgpu executor is not part of this build"]);
+    // Said before anything else, not after announcing the replay.
+    assert!(text(&out).0.is_empty(), "{}", text(&out).0);
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub enum BackendArg {
     Host,
     /// NVIDIA GPUs (PTX, cubin, fatbin).
     Cuda,
-    /// AMD GPUs (code objects).
+    /// AMD GPUs (code objects): not in this build yet, so refused.
     Amdgpu,
 }
 
