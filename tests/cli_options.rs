@@ -274,3 +274,38 @@ fn a_capture_from_before_llvm_saved_globals_is_a_note_not_a_problem() {
     assert!(stdout.contains("status    1 problem(s)"), "{stdout}");
     assert!(stdout.contains("records its checksum"), "{stdout}");
 }
+
+#[test]
+fn list_skips_json_files_that_are_no_captures_and_aligns_its_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    record_axpy(
+        reprise::RecordConfig::default()
+            .enabled(true)
+            .dir(dir.path())
+            .fsync(false),
+        16,
+        1,
+    );
+    std::fs::write(
+        dir.path().join("package.json"),
+        br#"{"name": "web", "version": "1.0.0"}"#,
+    )
+    .unwrap();
+    let out = reprise(&["list", s(dir.path())]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(!stdout.contains("package.json"), "{stdout}");
+    assert!(
+        stdout.contains("(1 other JSON file(s) skipped)"),
+        "{stdout}"
+    );
+    // The executor column starts at the same place on every capture line.
+    let columns: Vec<usize> = stdout
+        .lines()
+        .filter(|l| l.contains(" host "))
+        .map(|l| l.find(" host ").unwrap())
+        .collect();
+    assert_eq!(columns.len(), 2, "{stdout}");
+    assert_eq!(columns[0], columns[1], "{stdout}");
+}

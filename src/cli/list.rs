@@ -24,7 +24,7 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
     let entries = scan(&a.dir)?;
-    let (mut captures, mut orphans, mut broken, mut incomplete) = (0, 0, 0, 0);
+    let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
     for e in &entries {
         match e {
             Entry::Capture(d) => {
@@ -44,7 +44,8 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                 out!(
                     "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{}",
                     r.name,
-                    r.generation,
+                    // Strings, so the widths apply.
+                    r.generation.to_string(),
                     backend,
                     r.num_teams(),
                     r.num_threads(),
@@ -76,10 +77,16 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                 orphans += 1;
                 out!("ORPHAN   {} ({why})", path.display());
             }
+            Entry::Other { .. } => other += 1,
         }
     }
+    let skipped = if other > 0 {
+        format!(" ({other} other JSON file(s) skipped)")
+    } else {
+        String::new()
+    };
     out!(
-        "{captures} capture(s) ({incomplete} incomplete), {broken} unreadable, {orphans} orphaned file(s) in {}",
+        "{captures} capture(s) ({incomplete} incomplete), {broken} unreadable, {orphans} orphaned file(s) in {}{skipped}",
         a.dir.display()
     );
     // Like a failed verification: the listing worked and found problems.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::globals;
 use reprise_core::image::{self, ImageKind};
-use reprise_core::record::KernelRecord;
+use reprise_core::record::{KernelRecord, RecordError};
 
 use crate::capture::{
     CapturePaths, KNOWN_EXTENSIONS, file_checksum, globals_layout, read_descriptor,
@@ -254,6 +254,13 @@ pub enum Entry {
         /// Why.
         error: Error,
     },
+    /// A JSON file that is no capture descriptor (an object with none of a
+    /// descriptor's keys, such as a `package.json`) and has no capture
+    /// files beside it.
+    Other {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file that belongs to no whole capture.
     Orphan {
         /// The file.
@@ -316,6 +323,10 @@ pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
                     }
                     out.push(Entry::Capture(Box::new(d)));
                 }
+                Err(Error::Descriptor {
+                    source: RecordError::NotADescriptor { error: None },
+                    ..
+                }) if files.len() == 1 => out.push(Entry::Other { path: json.clone() }),
                 Err(error) => out.push(Entry::Broken {
                     path: json.clone(),
                     error,
