@@ -11,18 +11,21 @@
  *     thread was running (si_code > 0, less the asynchronous codes, see
  *     synchronous()), and
  *   - that instruction lies in the kernel's own code: the executable
- *     segments of the image it came from (or the fault is the fetch of a
- *     bad call target, called from there; see from_kernel()).
+ *     segments of the image it came from, or the fault is the fetch of an
+ *     instruction at a bad address that a call from there, or a return,
+ *     led to (see from_kernel()).
  * A fault inside a library the kernel called (libc's memset, malloc,
  * printf, ...) is not caught: that code may hold a lock (malloc's arena,
  * stdio's), and the worker, which allocates right after a caught fault,
- * would wait on it forever. The handler writes one line to stderr saying
- * so (write(2) only) and lets the fault end the process as below.
+ * would wait on it forever.
  *
  * Every other signal goes to the handler that was installed before (Rust's
  * stack-overflow reporter, a debugger's, ...), or gets the default action
  * back, so a fault repeats and ends the process as it would have without
- * this file.
+ * this file. When that is about to happen to a fault of a guarded thread
+ * (the default action is back once the previous handler, if any, has
+ * returned), the handler writes one line to stderr saying why the fault
+ * was not caught (write(2) only); see report_outside().
  *
  * Only x86-64 reads the faulting instruction's address (REG_RIP); on other
  * machines nothing is caught (the host executor runs kernels on x86-64
@@ -61,12 +64,16 @@ struct reprise_fault {
 
 /* The running kernel's code: the executable ranges [start, end) of its
  * image, and its name (not NUL-terminated) for the message of a fault
- * outside them. Mirrors RawCode in guard.rs. */
+ * outside them; and the calling thread's stack [stack_lo, stack_hi), read
+ * before the call (0, 0: unknown), the only memory the handler reads
+ * words of the stack from. Mirrors RawCode in guard.rs. */
 struct reprise_code {
     const uintptr_t (*text)[2];
     size_t ntext;
     const char *name;
     size_t name_len;
+    uintptr_t stack_lo;
+    uintptr_t stack_hi;
 };
 
 struct guard {
@@ -84,11 +91,6 @@ static __thread struct guard *volatile current
 static const int signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define NSIGNALS (sizeof signals / sizeof signals[0])
 static struct sigaction previous[NSIGNALS];
-
-/* Set once the message about a fault outside a kernel's code is written:
- * a previous handler that returns without ending the process would
- * otherwise repeat it for every retry of the instruction. */
-static volatile int reported;
 
 /* Whether the signal is a fault of the instruction this thread was
  * running. si_code <= 0: sent by kill, tgkill, sigqueue or raise. Two
@@ -128,37 +130,86 @@ static int in_text(const struct reprise_code *c, uintptr_t pc) {
 }
 
 /* Whether the signal is the fetch of an instruction at a bad address (a
- * call through a wild function pointer): SIGSEGV for the instruction's own
- * address. Then no instruction there ran at all. */
+ * call or jump through a wild function pointer, a return through an
+ * overwritten return address): SIGSEGV for the instruction's own address.
+ * Then no instruction there ran at all. */
 static int bad_fetch(int sig, const siginfo_t *info, uintptr_t pc) {
     return sig == SIGSEGV && (uintptr_t)info->si_addr == pc;
 }
 
+/* The stack pointer at the fault, or 0 where this machine's is not read. */
+static uintptr_t fault_sp(const void *uctx) {
+#if defined(__x86_64__)
+    return (uintptr_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
+#else
+    (void)uctx;
+    return 0;
+#endif
+}
+
+/* Reads the word at addr into *out, only when all of it lies in the
+ * thread's stack as read before the call: the stack pointer at a bad fetch
+ * can be anything (a `leave` with a corrupted frame pointer, a kernel's
+ * own asm), and a read that faulted here, with the signal blocked, would
+ * end the process without a word. Returns whether it read. */
+static int read_stack(const struct reprise_code *c, uintptr_t addr,
+                      uintptr_t *out) {
+    if (c->stack_hi < c->stack_lo + sizeof *out || addr < c->stack_lo ||
+        addr > c->stack_hi - sizeof *out)
+        return 0;
+    memcpy(out, (const void *)addr, sizeof *out);
+    return 1;
+}
+
+/* Whether the stack pointer lies outside the thread's stack (known), where
+ * no word next to it is read. */
+static int sp_outside_stack(const struct reprise_code *c, uintptr_t sp) {
+    return c->stack_hi > c->stack_lo && (sp < c->stack_lo || sp > c->stack_hi);
+}
+
 /* Whether the fault stopped the kernel's own code: the faulting instruction
- * is in its image, or it is a bad fetch whose return address (the word at
- * the stack pointer, which the call just pushed) is. A tail jump leaves the
- * caller's return address there instead, so it is not caught. */
+ * is in its image, or it is a bad fetch (no instruction at the bad address
+ * ran) that one of these led to:
+ *   - a call from the kernel's code: the word at the stack pointer, the
+ *     return address the call just pushed, lies in its image;
+ *   - a return: the word just below the stack pointer, the slot that `ret`
+ *     popped, equals the bad address (it is still there: below the stack
+ *     pointer only a signal frame is written, on the alternate stack or
+ *     past the red zone). Which code ran that `ret` cannot be read; it is
+ *     taken to be the kernel's. A return slot holds a bad address when a
+ *     buffer below it was overrun, and an overrun by the kernel's code
+ *     reaches its own frames and its callers', never those of a library it
+ *     called: they lie below its own, and are gone before its code runs
+ *     again. A library's return slot is overrun by the library itself (a
+ *     bug of its own, with the kernel's input; a distribution's glibc,
+ *     built with a stack protector, aborts before that return), or by the
+ *     kernel's code that it called back (qsort's comparison) writing past
+ *     its own return slot, which that code returns through first, and that
+ *     return is caught. The
+ *     first is the one fault this rule takes for the kernel's wrongly: a
+ *     lock the library held stays held.
+ * Only words inside the thread's stack are read (read_stack()). A stack
+ * pointer elsewhere tells nothing (it was corrupted, or code runs on a
+ * stack of its own, such as a coroutine's), and the fault is not taken for
+ * the kernel's: catching it wrongly would risk a hang, leaving it ends the
+ * process with a message, as without this file. A tail jump leaves the
+ * caller's return address at the stack pointer, and below it a word that
+ * equals the bad address only by chance: it is not caught either. A
+ * `ret imm16` (the callee pops its arguments: not in the x86-64 ABIs) moves
+ * the stack pointer past the slot, and is not caught. */
 static int from_kernel(const struct reprise_code *c, int sig,
                        const siginfo_t *info, const void *uctx, uintptr_t pc) {
     if (pc == 0)
         return 0;
     if (in_text(c, pc))
         return 1;
-#if defined(__x86_64__)
-    if (bad_fetch(sig, info, pc)) {
-        uintptr_t sp =
-            (uintptr_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
-        /* The call wrote this word, so it is mapped. (Were it not, reading
-         * it would fault with the signal blocked, which ends the process,
-         * as an uncaught fault does.) */
-        if (sp != 0 && sp % sizeof(uintptr_t) == 0)
-            return in_text(c, *(const volatile uintptr_t *)sp);
-    }
-#else
-    (void)sig;
-    (void)info;
-    (void)uctx;
-#endif
+    if (!bad_fetch(sig, info, pc))
+        return 0;
+    uintptr_t sp = fault_sp(uctx), word;
+    if (read_stack(c, sp, &word) && in_text(c, word))
+        return 1; /* a call */
+    if (read_stack(c, sp - sizeof word, &word) && word == pc)
+        return 1; /* a return */
     return 0;
 }
 
@@ -198,21 +249,32 @@ static const char *signal_name(int sig) {
     }
 }
 
-/* Says, once, that the guarded thread's kernel faulted outside its own
- * code. */
+/* Says why a fault of the guarded thread was not caught, just before the
+ * default action ends the process: it was not in the kernel's own code.
+ * Said only then, since a previous handler that returns with its own
+ * handler still in place may have repaired the fault (a library that maps
+ * pages on demand), and the instruction then runs again as if nothing had
+ * happened. */
 static void report_outside(const struct reprise_code *c, int sig,
-                           const siginfo_t *info, uintptr_t pc) {
-    if (__atomic_exchange_n(&reported, 1, __ATOMIC_SEQ_CST))
-        return;
+                           const siginfo_t *info, const void *uctx,
+                           uintptr_t pc) {
     int saved = errno;
     struct line l;
     l.len = 0;
     put_str(&l, "reprise: the kernel `");
     put(&l, c->name, c->name_len > 200 ? 200 : c->name_len);
     if (bad_fetch(sig, info, pc)) {
-        put_str(&l, "` jumped to ");
+        /* A call, jump or return: the kernel's, or a library's it called. */
+        uintptr_t sp = fault_sp(uctx);
+        put_str(&l, "` continued at ");
         put_hex(&l, pc);
-        put_str(&l, ", outside its own code (");
+        put_str(&l, ", outside its own code");
+        if (sp_outside_stack(c, sp)) {
+            put_str(&l, ", with the stack pointer at ");
+            put_hex(&l, sp);
+            put_str(&l, ", outside its thread's stack");
+        }
+        put_str(&l, " (");
         put_str(&l, signal_name(sig));
     } else {
         put_str(&l, "` faulted inside a library it called (");
@@ -234,10 +296,21 @@ static void report_outside(const struct reprise_code *c, int sig,
     errno = saved;
 }
 
+/* Whether the signal's action is the default one now: for a fault, the
+ * instruction runs again on return, faults again and ends the process (an
+ * ignored fault gets the default action too). */
+static int default_now(int sig) {
+    struct sigaction now;
+    if (sigaction(sig, NULL, &now) != 0)
+        return 0;
+    return now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN;
+}
+
 /* Hands the signal to the handler installed before, or takes the default
  * action. `fault`: the signal is a synchronous fault, which returning
- * retries. */
-static void chain(int sig, siginfo_t *info, void *uctx, int fault) {
+ * retries. Returns whether the default action is back for a fault: then
+ * returning ends the process. */
+static int chain(int sig, siginfo_t *info, void *uctx, int fault) {
     for (size_t i = 0; i < NSIGNALS; i++) {
         if (signals[i] != sig)
             continue;
@@ -247,7 +320,7 @@ static void chain(int sig, siginfo_t *info, void *uctx, int fault) {
          * SA_SIGINFO says. */
         if (p->sa_handler == SIG_IGN) {
             if (!fault)
-                return; /* a sent signal that was ignored before: still is */
+                return 0; /* a sent signal that was ignored before: still is */
             break; /* the kernel never lets a fault be ignored */
         }
         if (p->sa_handler != SIG_DFL) {
@@ -255,7 +328,9 @@ static void chain(int sig, siginfo_t *info, void *uctx, int fault) {
                 p->sa_sigaction(sig, info, uctx);
             else
                 p->sa_handler(sig);
-            return;
+            /* It returned: it repaired the fault, or (Rust's, for a fault
+             * outside a guard page) restored the default action. */
+            return fault && default_now(sig);
         }
         break;
     }
@@ -270,6 +345,7 @@ static void chain(int sig, siginfo_t *info, void *uctx, int fault) {
     sigaction(sig, &dfl, NULL);
     if (!fault)
         raise(sig);
+    return fault;
 }
 
 static void handler(int sig, siginfo_t *info, void *uctx) {
@@ -282,16 +358,12 @@ static void handler(int sig, siginfo_t *info, void *uctx) {
             g->out->signo = sig;
             g->out->code = info->si_code;
             g->out->addr = (uintptr_t)info->si_addr;
-#if defined(__x86_64__)
-            g->out->sp =
-                (uintptr_t)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
-#else
-            g->out->sp = 0;
-#endif
+            g->out->sp = fault_sp(uctx);
             siglongjmp(g->env, 1);
         }
-        if (pc != 0)
-            report_outside(g->code, sig, info, pc);
+        if (chain(sig, info, uctx, fault) && pc != 0)
+            report_outside(g->code, sig, info, uctx, pc);
+        return;
     }
     chain(sig, info, uctx, fault);
 }

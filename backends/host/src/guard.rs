@@ -17,23 +17,58 @@
 //!   guarded call (a thread-local, initial-exec TLS, so reading it in the
 //!   handler never allocates), and only when the faulting instruction lies
 //!   in the kernel's own code: the executable segments of its image, which
-//!   the caller passes in (see [`call_guarded`]). A call through a wild
-//!   function pointer counts as the kernel's own fault too, when the
-//!   return address it pushed lies in that code.
+//!   the caller passes in (see [`call_guarded`]). The fetch of an
+//!   instruction at a bad address (nothing there ran) counts as the
+//!   kernel's own fault too when what led there was
+//!   - a call from that code (a wild function pointer): the return address
+//!     it pushed, the word at the stack pointer, lies in that code; or
+//!   - a return (a return address overwritten by a stack buffer overrun,
+//!     common in offload images, which clang builds without a stack
+//!     protector): the word just below the stack pointer, the slot `ret`
+//!     popped, is the bad address. Which code returned cannot be read, and
+//!     it is taken to be the kernel's: an overrun by the kernel's code
+//!     reaches its own frames and its callers', not those of a library it
+//!     called, which lie below and are gone by the time its code runs
+//!     again. A library returns to a bad address only when it overran its
+//!     own frame (a distribution's glibc, built with a stack protector,
+//!     aborts first), or when it called the kernel's code back (`qsort`)
+//!     and that code overran its own return slot too, which it returns
+//!     through first, and that return is caught.
+//!
+//!   The handler reads those two words only inside the worker thread's
+//!   stack, whose bounds [`thread_stack`] reads before the call: after a
+//!   `leave` with a corrupted frame pointer the stack pointer can be
+//!   anything, and a read that faulted inside the handler would end the
+//!   process without a word. A stack pointer outside the thread's stack is
+//!   no evidence either way (code may run on a stack of its own, a
+//!   coroutine's), so the fault is not caught: a wrong catch risks a hang,
+//!   a wrong miss ends the process with a message, as before.
 //! - A fault on a guarded thread outside that code — inside `memset`,
 //!   `malloc` or `printf` called by the kernel — is not caught: the library
 //!   may hold a lock (the heap's, a stream's) that the worker would then wait
-//!   on forever, since it allocates to report the fault. The handler writes
-//!   one line to stderr with `write(2)` ("reprise: the kernel `k` faulted
-//!   inside a library it called (SIGSEGV at 0x…, instruction 0x…); the
-//!   process cannot continue safely") and the fault takes its course as
-//!   below. Only x86-64 reads the faulting instruction's address; elsewhere
-//!   nothing is caught (the executor runs kernels on x86-64 only).
+//!   on forever, since it allocates to report the fault. It takes its course
+//!   as below. Only x86-64 reads the faulting instruction's address;
+//!   elsewhere nothing is caught (the executor runs kernels on x86-64 only).
 //! - Anything else goes to the handler that was there before — Rust's own
 //!   stack-overflow reporter, usually — or, if there was none, gets the
 //!   default action back and faults again (a signal that is not a fault is
 //!   raised again), so every fault outside a kernel ends the process exactly
 //!   as before.
+//! - When a guarded thread's fault is about to end the process that way —
+//!   the default action is back, set here or by the previous handler, which
+//!   returned (Rust's does, for a fault outside a guard page) — the handler
+//!   first writes one line to stderr with `write(2)`: "reprise: the kernel
+//!   `k` faulted inside a library it called (SIGSEGV at 0x…, instruction
+//!   0x…); the process cannot continue safely", or, for a bad fetch, "…
+//!   `k` continued at 0x…, outside its own code[, with the stack pointer at
+//!   0x…, outside its thread's stack] (SIGSEGV); …" ("continued at": a
+//!   jump, call or return, by the kernel or a library it called). Nothing
+//!   is written when the previous handler returns with its own handler
+//!   still in place: it may have repaired the fault (a library mapping
+//!   pages on demand), and the instruction then runs again as if nothing
+//!   had happened; nor when it ends the process itself or jumps away (it
+//!   owns the fault then). So every line written is followed by the end of
+//!   the process, and none is written for a fault that is not fatal.
 //! - Each worker thread has an alternate signal stack (Rust's runtime gives
 //!   its threads one; [`AltStack`] adds one where it did not), so a kernel
 //!   that overflows the worker's stack is caught too.
@@ -45,10 +80,12 @@
 //! `sigsetjmp` in `reprise_guarded_call` and the handler without running
 //! anything in them. Those frames are the C shim's, [`trampoline`]'s,
 //! [`crate::call::call`]'s and the kernel's own (the faulting instruction is
-//! the kernel's, so no library frame is on top). The two Rust ones own
-//! nothing with a destructor (plain old frames: integers, slices and a
-//! function pointer); whatever they borrow is owned by the worker's frame
-//! above the shim, which the jump returns to intact.
+//! the kernel's, or the bad address that its call or return led to, so no
+//! library frame is on top; but see the limitations for a library's return
+//! and for callbacks). The two Rust ones own nothing with a destructor
+//! (plain old frames: integers, slices and a function pointer); whatever
+//! they borrow is owned by the worker's frame above the shim, which the jump
+//! returns to intact.
 //!
 //! Limitations, as with any recovery from a fault:
 //! - a lock the kernel's own code took and had not released (a
@@ -59,9 +96,18 @@
 //! - whatever the kernel had written is there, half done: region and global
 //!   contents after a fault are undefined (the queue skips the copies queued
 //!   after the failed launch, as it does after any error);
-//! - a fault inside a library the kernel called, or at a bad address the
-//!   kernel jumped to without a call (a tail call), ends the process, with
-//!   the message above;
+//! - a fault inside a library the kernel called, at a bad address the
+//!   kernel jumped to without a call (a tail call), or at a bad address with
+//!   the stack pointer outside the worker's stack, ends the process, with
+//!   the message above; so does a bad address reached when the thread's
+//!   stack bounds are unknown (no `pthread_getattr_np`);
+//! - a library that overruns its own stack frame (built without a stack
+//!   protector) and returns to the bad address is taken for the kernel: a
+//!   lock it held stays held;
+//! - where the C library counts the stack's guard page in the bounds it
+//!   reports (current glibc does not), a stack pointer inside that page at
+//!   a bad fetch (after a jump: a call or return would have faulted on the
+//!   stack access first) is read, and the process ends without the message;
 //! - a signal that the process sends itself with a fault's `si_code`
 //!   (`rt_tgsigqueueinfo`) while a kernel runs looks like a fault;
 //! - a handler installed for these signals after this one (by a library
@@ -87,14 +133,18 @@ pub struct Caught {
     pub sp: usize,
 }
 
-/// The running kernel's code, as the handler reads it; mirrors
-/// `struct reprise_code` in `guard.c`.
+/// The running kernel's code, and the calling thread's stack, as the
+/// handler reads them; mirrors `struct reprise_code` in `guard.c`.
 #[repr(C)]
 struct RawCode {
     text: *const [usize; 2],
     ntext: usize,
     name: *const u8,
     name_len: usize,
+    /// The calling thread's stack, `[stack_lo, stack_hi)`; both 0 when
+    /// unknown. The handler reads stack words only from there.
+    stack_lo: usize,
+    stack_hi: usize,
 }
 
 #[cfg(target_os = "linux")]
@@ -146,34 +196,51 @@ unsafe extern "C" fn trampoline(data: *mut c_void) {
 
 /// Calls the kernel `name` at `entry` with `args`; a fault of an
 /// instruction inside `text` (the `[start, end)` ranges of its image's
-/// executable segments) returns `Err` with what it was. A fault elsewhere
-/// (in a library the kernel called) ends the process with a message naming
-/// `name`. [`install`] must have succeeded.
+/// executable segments), or one that a call from there or a return led to,
+/// returns `Err` with what it was. A fault elsewhere (in a library the
+/// kernel called) ends the process with a message naming `name`.
+/// [`install`] must have succeeded.
+///
+/// `stack`: the calling thread's stack as [`thread_stack`] returned it on
+/// this thread (lowest address and size), read once, outside the handler.
+/// The handler reads words next to the stack pointer only inside it; with
+/// `None`, none, and a fault at a bad address is never the kernel's.
 ///
 /// # Safety
-/// As [`call::call`]. After an `Err`, the kernel stopped wherever it was:
-/// see the module docs for what that leaves behind.
+/// As [`call::call`]; `stack`, when given, is mapped readable memory: the
+/// calling thread's stack. After an `Err`, the kernel stopped wherever it
+/// was: see the module docs for what that leaves behind.
 #[cfg(target_os = "linux")]
 pub unsafe fn call_guarded(
     entry: usize,
     args: &[u64],
     text: &[[usize; 2]],
     name: &str,
+    stack: Option<(u64, u64)>,
 ) -> Result<(), Caught> {
     let data = KernelCall { entry, args };
+    let (stack_lo, stack_hi) = stack
+        .and_then(|(low, size)| {
+            let low = usize::try_from(low).ok()?;
+            Some((low, low.checked_add(usize::try_from(size).ok()?)?))
+        })
+        .unwrap_or((0, 0));
     let code = RawCode {
         text: text.as_ptr(),
         ntext: text.len(),
         name: name.as_ptr(),
         name_len: name.len(),
+        stack_lo,
+        stack_hi,
     };
     let mut caught = Caught::default();
     // SAFETY: `trampoline` gets a pointer to `data`, which outlives the call
     // and meets its contract by ours. `code` and the slices it points to
-    // outlive the call, and the handler only reads them. The frames a fault
-    // skips are plain old frames (module docs); `caught` is written only by
-    // the handler, before it jumps back here, and read after the call
-    // returns.
+    // outlive the call, and the handler only reads them, and words inside
+    // the stack range: this thread's own stack, mapped (our contract). The
+    // frames a fault skips are plain old frames (module docs); `caught` is
+    // written only by the handler, before it jumps back here, and read after
+    // the call returns.
     let rc = unsafe {
         reprise_guarded_call(
             trampoline,
@@ -195,6 +262,7 @@ pub unsafe fn call_guarded(
     args: &[u64],
     _text: &[[usize; 2]],
     _name: &str,
+    _stack: Option<(u64, u64)>,
 ) -> Result<(), Caught> {
     // SAFETY: per this function's contract.
     unsafe { call::call(entry, args) };

@@ -1213,9 +1213,10 @@ fn worker(
                 // (`_pins`) while it runs. A fault in its image's code
                 // (`kernel.lib.text`) returns here (the guard's handler is
                 // installed, above) and skips only the guard's plain old
-                // frames (see guard.rs).
+                // frames (see guard.rs). `stack` is this thread's, read on
+                // it by `thread_stack` above.
                 let ran = unsafe {
-                    guard::call_guarded(kernel.entry, &args, &kernel.lib.text, &kernel.name)
+                    guard::call_guarded(kernel.entry, &args, &kernel.lib.text, &kernel.name, stack)
                 };
                 let elapsed = start.elapsed();
                 match ran {

@@ -408,6 +408,31 @@ fn a_call_through_a_wild_pointer_is_caught() {
     good_launch(&exec, &mut q, &region, 9);
 }
 
+#[test]
+fn a_return_through_an_overwritten_return_address_is_caught() {
+    let exec = HostExecutor::new().unwrap();
+    let region = exec.reserve(RegionRequest::new(None, 1 << 20)).unwrap();
+    let mut q = exec.queue().unwrap();
+    // A stack buffer overrun writes 0x4141414141 over the return address;
+    // the `ret` goes there. The fetch faults outside the image, and the
+    // word at the stack pointer is the caller's data, not a return address
+    // into the kernel: what shows that the kernel's code led there is the
+    // slot the `ret` popped, just below the stack pointer.
+    let bad = 0x41_4141_4141;
+    for _ in 0..2 {
+        let f = fault(run(&exec, &mut q, "smash", &[bad, 8]));
+        assert_eq!(
+            (f.kind, f.signal, f.addr),
+            (FaultKind::InvalidAccess, libc::SIGSEGV, bad),
+            "{f}"
+        );
+        assert_eq!(f.kernel, "smash");
+        good_launch(&exec, &mut q, &region, 10);
+    }
+    // An overrun that stops short of the return address returns normally.
+    run(&exec, &mut q, "smash", &[bad, 2]).unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // Faults inside a library the kernel called: the library may hold a lock
 // (malloc's, stdio's) that the worker, reporting the fault, would wait on
@@ -495,8 +520,125 @@ fn a_jump_to_a_wild_address_ends_the_process_with_a_message() {
     assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
     assert!(
         err.contains(
-            "reprise: the kernel `jump_pointer` jumped to 0x8, outside its own code (SIGSEGV); the process cannot continue safely"
+            "reprise: the kernel `jump_pointer` continued at 0x8, outside its own code (SIGSEGV); the process cannot continue safely"
         ),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "run by a_wild_stack_pointer_at_a_bad_address_ends_the_process_with_a_message"]
+fn child_jumps_with_a_wild_stack_pointer() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    launch_in_child("wild_stack", &[8, 16]);
+}
+
+#[test]
+fn a_wild_stack_pointer_at_a_bad_address_ends_the_process_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    // The stack pointer (0x10) is outside the worker's stack, so neither
+    // word that would tell a call or a return apart is read: reading them
+    // would fault inside the handler, which ends the process silently.
+    let out = child("child_jumps_with_a_wild_stack_pointer");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    assert!(
+        err.contains(
+            "reprise: the kernel `wild_stack` continued at 0x8, outside its own code, with the stack pointer at 0x10, outside its thread's stack (SIGSEGV); the process cannot continue safely\n"
+        ),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// A handler installed before the guard's that repairs faults: a fault inside
+// a library that it repairs is no error and says nothing; one it does not
+// repair (it restores the default action, as Rust's does) is reported.
+
+/// The page [`repairing_handler`] makes writable on a fault inside it.
+static REPAIRABLE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn repairing_handler(
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _: *mut libc::c_void,
+) {
+    use std::sync::atomic::Ordering;
+    let page = REPAIRABLE.load(Ordering::SeqCst);
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let len = page_size();
+    // SAFETY: mprotect and signal are async-signal-safe system calls; the
+    // page is this test's own mapping.
+    unsafe {
+        if page != 0 && addr >= page && addr - page < len {
+            libc::mprotect(
+                page as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+            );
+        } else {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+#[test]
+#[ignore = "run by a_fault_a_previous_handler_repairs_says_nothing"]
+fn child_faults_repaired_then_not() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let len = page_size();
+    // SAFETY: installs a handler (before the guard's, which chains to it)
+    // and makes a fresh inaccessible mapping, owned by this process.
+    let page = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = repairing_handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(page, libc::MAP_FAILED);
+        page as usize
+    };
+    REPAIRABLE.store(page, std::sync::atomic::Ordering::SeqCst);
+    // memset faults on the page inside libc; the handler makes it writable
+    // and memset goes on.
+    launch_in_child("libc_memset", &[page as u64, len as u64]);
+    // This one the handler does not repair: the process ends, with the
+    // message.
+    launch_in_child("libc_write", &[8, 16]);
+}
+
+#[test]
+fn a_fault_a_previous_handler_repairs_says_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = child("child_faults_repaired_then_not");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    assert!(
+        text.contains("the launch returned: Ok(())"),
+        "{text}\n{err}"
+    );
+    assert_eq!(err.matches("reprise: ").count(), 1, "{err}");
+    assert!(
+        err.contains("reprise: the kernel `libc_write` faulted inside a library it called"),
         "{err}"
     );
 }

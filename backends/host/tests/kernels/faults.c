@@ -90,3 +90,36 @@ void send_async_bus(long *out) {
 /* Jumps to the function at f (a tail call: no return address into this
  * image is pushed). */
 void jump_pointer(intptr_t f) { ((void (*)(void))f)(); }
+
+/* Writes n copies of v upward from a two-word local array: for n > 2, past
+ * its end, over what lies above it, its return address among them (the
+ * image is built without a stack protector, as clang builds offload
+ * images). The pointer is hidden from the compiler, which could otherwise
+ * drop the out-of-bounds stores. */
+__attribute__((noinline)) static void overrun(intptr_t v, intptr_t n) {
+    volatile intptr_t buf[2];
+    volatile intptr_t *p = buf;
+    __asm__("" : "+r"(p));
+    for (intptr_t i = 0; i < n; i++)
+        p[i] = v;
+}
+
+/* Overruns a stack buffer with n copies of v, and returns to v when the
+ * overrun reached the return address (n of 8 does at -O2, wherever the
+ * compiler put the array). The cushion takes the rest of the overrun, so
+ * that the frames above this one stay intact. */
+void smash(intptr_t v, intptr_t n) {
+    volatile char cushion[256];
+    cushion[0] = 0;
+    overrun(v, n);
+    cushion[1] = cushion[0];
+}
+
+#if defined(__x86_64__)
+/* Sets the stack pointer to sp and jumps to f: when both are bad
+ * addresses, the fetch at f faults with no stack to read. */
+void wild_stack(intptr_t f, intptr_t sp) {
+    __asm__ volatile("mov %1, %%rsp\n\tjmp *%0" ::"r"(f), "r"(sp));
+    __builtin_unreachable();
+}
+#endif
