@@ -481,9 +481,129 @@ fn a_kernel_that_faults_during_replay_is_an_error_not_a_hang() {
         env.extend(lib.iter().map(|d| ("LD_LIBRARY_PATH", d.to_str().unwrap())));
         let out = replay_with(&capture, &env);
         eprintln!("{}", text(&out).1);
+        // The kernel is named; the call that found the fault is the cause.
         assert_error(
             &out,
-            &["cuStreamQuery", "CUDA_ERROR_ILLEGAL_ADDRESS", s(&capture)],
+            &[
+                "the kernel `saxpy` faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory \
+                 access was encountered); the device context is unusable until the process \
+                 restarts",
+                "caused by: cuStreamQuery failed: CUDA_ERROR_ILLEGAL_ADDRESS",
+                s(&capture),
+            ],
+        );
+    }
+}
+
+/// Set in the environment of the child process that
+/// [`a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls`]
+/// runs itself in: a fault spoils the context of the whole process, which
+/// the other tests of this one share.
+const FAULT_CHILD: &str = "REPRISE_TEST_CUDA_FAULT_CHILD";
+
+#[test]
+fn a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls() {
+    const NAME: &str = "a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls";
+    if std::env::var_os(FAULT_CHILD).is_some() {
+        record_a_fault();
+        println!("{FAULT_CHILD}: done");
+        return;
+    }
+    let Some(_gpu) = simulated() else { return };
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env(FAULT_CHILD, "1")
+        .env("RUST_BACKTRACE", "0");
+    let out = output_within(&mut child, RUN_LIMIT);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success() && stdout.contains(&format!("{FAULT_CHILD}: done")),
+        "the child failed:\n{stdout}{stderr}"
+    );
+}
+
+/// Records a saxpy launch whose `y` points nowhere, then asks for more:
+/// what [`a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls`]
+/// runs in its child process.
+fn record_a_fault() {
+    let gpu = simulated().expect("the parent checked");
+    // The kernel waits before it runs, so its launch returns and the
+    // synchronize that waits for it finds the fault.
+    sim::set_kernel_delay_us(50_000);
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4096usize;
+    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+    let x = rec.alloc((n * 4) as u64, 256).unwrap();
+    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
+    let image = rec.load_image(SAXPY).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(3.0).ptr(x).ptr(0x10).i32(n as i32);
+    let geometry = LaunchConfig {
+        grid: [(n as u32).div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+    };
+    let err = reprise::block_on(rec.launch(&k, geometry, &args)).expect_err("the kernel faults");
+    println!("launch: {err}");
+    let fault = "the kernel `saxpy` faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory \
+                 access was encountered); the device context is unusable until the process \
+                 restarts";
+    assert!(err.to_string().contains(fault), "{err}");
+    // A typed error, the driver's underneath.
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    let mut found = None;
+    while let Some(e) = source {
+        if let Some(reprise::CudaError::KernelFault { kernels, source }) = e.downcast_ref() {
+            found = Some((kernels.clone(), source.code));
+        }
+        source = e.source();
+    }
+    assert_eq!(found, Some((vec!["saxpy".to_owned()], 700)), "{err:?}");
+    // Every later call fails with the same code: its error says why.
+    let later = reprise::block_on(rec.download(x, 16)).expect_err("the context is lost");
+    println!("later: {later}");
+    assert!(
+        later.to_string().ends_with(
+            "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered \
+             (the context was lost to an earlier kernel fault; restart the process)"
+        ),
+        "{later}"
+    );
+}
+
+#[test]
+fn a_grid_or_block_dimension_of_zero_is_named() {
+    let Some(gpu) = gpu() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+    let x = rec.alloc(4096, 256).unwrap();
+    let image = rec.load_image(SAXPY).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(2.0).ptr(x).ptr(x).i32(1024);
+    for (grid, block, want) in [
+        (
+            [0, 1, 1],
+            [256, 1, 1],
+            "grid 0x1x1: every dimension must be at least 1",
+        ),
+        (
+            [4, 1, 1],
+            [256, 0, 1],
+            "block 256x0x1: every dimension must be at least 1",
+        ),
+    ] {
+        let geometry = LaunchConfig {
+            grid,
+            block,
+            shared_mem: 0,
+        };
+        let err = reprise::block_on(rec.launch(&k, geometry, &args)).expect_err(want);
+        assert!(err.to_string().contains(want), "{err}");
+        // Not the driver's bare answer.
+        assert!(
+            !err.to_string().contains("CUDA_ERROR_INVALID_VALUE"),
+            "{err}"
         );
     }
 }

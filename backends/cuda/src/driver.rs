@@ -233,12 +233,18 @@ impl LaunchLimits {
         }
     }
 
-    /// Checks a launch's geometry against the limits: the threads of a
-    /// block first (the usual mistake), then each dimension of the block and
-    /// of the grid. Shared memory is checked per kernel
+    /// Checks a launch's geometry against the limits: a dimension of 0 in
+    /// the block or the grid first (never valid, whatever the limits), then
+    /// the threads of a block (the usual mistake), then each dimension of
+    /// the block and of the grid. Shared memory is checked per kernel
     /// ([`LaunchLimits::check_shared`]), which needs the kernel's static
     /// size.
     pub(crate) fn check(&self, grid: [u32; 3], block: [u32; 3]) -> Result<(), CudaError> {
+        for (what, dims) in [("block", block), ("grid", grid)] {
+            if dims.contains(&0) {
+                return Err(CudaError::ZeroDimension { what, dims });
+            }
+        }
         // Saturating: three u32 dimensions can overflow a u64.
         let threads = block
             .iter()
@@ -479,5 +485,42 @@ mod tests {
         };
         assert!(no_z.check([1, 1, 1], [1, 1, 1 << 20]).is_err(), "threads");
         assert_eq!(no_z.check([1, 1, 1], [1, 1, 512]), Ok(()));
+    }
+
+    #[test]
+    fn a_dimension_of_zero_is_refused_whatever_the_limits() {
+        let h200 = LaunchLimits {
+            threads_per_block: 1024,
+            block: [1024, 1024, 64],
+            grid: [i32::MAX as u32, 65535, 65535],
+            shared_default: 48 << 10,
+            shared_optin: 227 << 10,
+        };
+        for limits in [LaunchLimits::default(), h200] {
+            for axis in 0..3 {
+                let mut zero = [1; 3];
+                zero[axis] = 0;
+                assert_eq!(
+                    limits.check(zero, [256, 1, 1]),
+                    Err(CudaError::ZeroDimension {
+                        what: "grid",
+                        dims: zero
+                    })
+                );
+                assert_eq!(
+                    limits.check([4, 1, 1], zero),
+                    Err(CudaError::ZeroDimension {
+                        what: "block",
+                        dims: zero
+                    })
+                );
+            }
+        }
+        // Before any limit: a zero grid is named even beside a block over
+        // the limit.
+        assert_eq!(
+            h200.check([0, 1, 1], [2048, 1, 1]).unwrap_err().to_string(),
+            "grid 0x1x1: every dimension must be at least 1"
+        );
     }
 }

@@ -3,7 +3,28 @@
 
 use std::fmt;
 
+use cudarc::driver::sys::CUresult;
 use reprise_core::image::ImageKind;
+
+/// The `CUresult` codes that mean a kernel faulted: the driver reports them
+/// for the kernel's stream, and then for every later call in the context,
+/// which stays unusable until the process exits.
+const KERNEL_FAULTS: [CUresult; 9] = [
+    CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+    CUresult::CUDA_ERROR_LAUNCH_TIMEOUT,
+    CUresult::CUDA_ERROR_ASSERT,
+    CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    CUresult::CUDA_ERROR_MISALIGNED_ADDRESS,
+    CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    CUresult::CUDA_ERROR_INVALID_PC,
+    CUresult::CUDA_ERROR_LAUNCH_FAILED,
+];
+
+/// Whether `code` is one of [`KERNEL_FAULTS`].
+fn is_kernel_fault(code: u32) -> bool {
+    KERNEL_FAULTS.iter().any(|&c| c as u32 == code)
+}
 
 /// A failed driver call: which call, its `CUresult` code, and the code's name
 /// and description.
@@ -23,6 +44,12 @@ pub struct DriverError {
     pub name: &'static str,
     /// What the code means, in the driver's words.
     pub description: &'static str,
+    /// The call failed because a kernel had faulted before it (the code is
+    /// one a fault leaves behind: [`DriverError::is_kernel_fault`]), so the
+    /// message says the context is lost, not that `call` itself went wrong.
+    /// Set for every such code; `false` in the error underneath a
+    /// [`CudaError::KernelFault`], which reports the fault itself.
+    pub context_lost: bool,
 }
 
 impl DriverError {
@@ -35,7 +62,19 @@ impl DriverError {
             code,
             name,
             description,
+            context_lost: is_kernel_fault(code),
         }
+    }
+
+    /// Whether the code means a kernel faulted (`CUDA_ERROR_ILLEGAL_ADDRESS`,
+    /// `CUDA_ERROR_ILLEGAL_INSTRUCTION`, `CUDA_ERROR_MISALIGNED_ADDRESS`,
+    /// `CUDA_ERROR_INVALID_ADDRESS_SPACE`, `CUDA_ERROR_INVALID_PC`,
+    /// `CUDA_ERROR_HARDWARE_STACK_ERROR`, `CUDA_ERROR_LAUNCH_FAILED`,
+    /// `CUDA_ERROR_LAUNCH_TIMEOUT`, `CUDA_ERROR_ASSERT`): the error is
+    /// sticky, and every later call in the context fails with it until the
+    /// process exits.
+    pub fn is_kernel_fault(&self) -> bool {
+        is_kernel_fault(self.code)
     }
 }
 
@@ -44,6 +83,9 @@ impl fmt::Display for DriverError {
         write!(f, "{} failed: {} ({})", self.call, self.name, self.code)?;
         if !self.description.is_empty() {
             write!(f, ": {}", self.description)?;
+        }
+        if self.context_lost {
+            f.write_str(" (the context was lost to an earlier kernel fault; restart the process)")?;
         }
         Ok(())
     }
@@ -64,6 +106,26 @@ pub enum CudaError {
     Driver(DriverError),
     /// The driver is there but sees no CUDA device.
     NoDevice,
+    /// A kernel launched on the queue since its last synchronize faulted
+    /// (an illegal address or instruction, a misaligned address, a trap,
+    /// an assertion, a timeout: [`DriverError::is_kernel_fault`]), as a
+    /// synchronize of the queue, or a call in its stretch of work, found.
+    /// The device context stays unusable until the process restarts.
+    KernelFault {
+        /// The kernels launched on the queue since its last synchronize,
+        /// each once, in launch order: one of them faulted (the driver does
+        /// not say which).
+        kernels: Vec<String>,
+        /// The driver's error, as the call that found the fault reported it.
+        source: DriverError,
+    },
+    /// A dimension of the launch's grid or block is 0.
+    ZeroDimension {
+        /// `"block"` or `"grid"`.
+        what: &'static str,
+        /// The block or grid asked for.
+        dims: [u32; 3],
+    },
     /// The device ordinal is not one of the `count` devices.
     BadOrdinal {
         /// The ordinal asked for.
@@ -185,8 +247,22 @@ impl CudaError {
         match self {
             CudaError::Driver(e)
             | CudaError::AddressUnavailable { source: e, .. }
-            | CudaError::NoCodeForDevice { source: e, .. } => Some(e),
+            | CudaError::NoCodeForDevice { source: e, .. }
+            | CudaError::KernelFault { source: e, .. } => Some(e),
             _ => None,
+        }
+    }
+
+    /// The fault of one of `kernels` (launched since the last synchronize),
+    /// found by a call that failed with `source`; its message is then the
+    /// fault's, not that of a context lost earlier.
+    pub(crate) fn kernel_fault(kernels: Vec<String>, source: DriverError) -> CudaError {
+        CudaError::KernelFault {
+            kernels,
+            source: DriverError {
+                context_lost: false,
+                ..source
+            },
         }
     }
 }
@@ -209,6 +285,28 @@ impl fmt::Display for CudaError {
             ),
             CudaError::Driver(e) => e.fmt(f),
             CudaError::NoDevice => f.write_str("no CUDA device"),
+            CudaError::KernelFault { kernels, source } => {
+                match kernels.as_slice() {
+                    [] => f.write_str("a kernel faulted")?,
+                    [one] => write!(f, "the kernel `{one}` faulted")?,
+                    many => {
+                        f.write_str("one of the kernels ")?;
+                        for (i, k) in many.iter().enumerate() {
+                            let sep = if i == 0 { "" } else { ", " };
+                            write!(f, "{sep}`{k}`")?;
+                        }
+                        f.write_str(" faulted")?;
+                    }
+                }
+                write!(f, ": {}", source.name)?;
+                if !source.description.is_empty() {
+                    write!(f, " ({})", source.description)?;
+                }
+                f.write_str("; the device context is unusable until the process restarts")
+            }
+            CudaError::ZeroDimension { what, dims: d } => {
+                write!(f, "{what} {}: every dimension must be at least 1", dims(d))
+            }
             CudaError::BadOrdinal { ordinal, count } => write!(
                 f,
                 "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",
@@ -393,12 +491,24 @@ const CODES: &[(u32, &str, &str)] = &[
         "CUDA_ERROR_LAUNCH_TIMEOUT",
         "the launch timed out and was terminated",
     ),
+    (710, "CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    (
+        714,
+        "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "hardware stack error",
+    ),
     (
         715,
         "CUDA_ERROR_ILLEGAL_INSTRUCTION",
         "an illegal instruction was encountered",
     ),
     (716, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    (
+        717,
+        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        "operation not supported on global/shared address space",
+    ),
+    (718, "CUDA_ERROR_INVALID_PC", "invalid program counter"),
     (
         719,
         "CUDA_ERROR_LAUNCH_FAILED",
@@ -506,6 +616,66 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_fault_code_says_the_context_was_lost() {
+        for code in KERNEL_FAULTS {
+            let e = DriverError::from_code("cuMemHostAlloc", code as u32);
+            assert!(e.is_kernel_fault() && e.context_lost, "{code:?}");
+            assert_eq!(format!("{code:?}"), e.name, "named from the table");
+            assert!(
+                e.to_string().ends_with(
+                    " (the context was lost to an earlier kernel fault; restart the process)"
+                ),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            DriverError::from_code("cuMemHostAlloc", 700).to_string(),
+            "cuMemHostAlloc failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory \
+             access was encountered (the context was lost to an earlier kernel fault; \
+             restart the process)"
+        );
+        // Errors that leave the context usable say nothing of the sort.
+        for code in [1, 2, 201, 600, 701, 4242] {
+            let e = DriverError::from_code("cuLaunchKernel", code);
+            assert!(!e.is_kernel_fault() && !e.context_lost, "{code}");
+            assert!(!e.to_string().contains("context was lost"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_fault_names_the_kernels_and_keeps_the_driver_error() {
+        use std::error::Error;
+        let d = DriverError::from_code("cuStreamQuery", 700);
+        let e = CudaError::kernel_fault(vec!["saxpy".into()], d);
+        assert_eq!(
+            e.to_string(),
+            "the kernel `saxpy` faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access \
+             was encountered); the device context is unusable until the process restarts"
+        );
+        // The error underneath is the call that found the fault, not a
+        // context lost earlier.
+        let source = e.source().expect("the driver error");
+        assert_eq!(
+            source.to_string(),
+            "cuStreamQuery failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access \
+             was encountered"
+        );
+        assert_eq!(
+            e.driver().map(|d| (d.call, d.code)),
+            Some(("cuStreamQuery", 700))
+        );
+        let two = CudaError::kernel_fault(
+            vec!["a".into(), "b".into()],
+            DriverError::from_code("cuStreamQuery", 719),
+        );
+        assert_eq!(
+            two.to_string(),
+            "one of the kernels `a`, `b` faulted: CUDA_ERROR_LAUNCH_FAILED (unspecified launch \
+             failure); the device context is unusable until the process restarts"
+        );
+    }
+
+    #[test]
     fn launch_limits_name_the_launch_and_the_device_limit() {
         let t = CudaError::ThreadsPerBlock {
             block: [2048, 1, 1],
@@ -524,6 +694,14 @@ mod tests {
         assert_eq!(
             d.to_string(),
             "grid 1x70000x1 exceeds this device's limit of 65535 in y"
+        );
+        let z = CudaError::ZeroDimension {
+            what: "grid",
+            dims: [0, 1, 1],
+        };
+        assert_eq!(
+            z.to_string(),
+            "grid 0x1x1: every dimension must be at least 1"
         );
         let s = CudaError::SharedMemory {
             static_bytes: 0,

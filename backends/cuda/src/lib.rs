@@ -15,13 +15,18 @@
 //!   `cuLaunchHostFunc`) that only signals a
 //!   [`reprise_core::completion::Completion`]. A launch is checked against
 //!   the device's limits ([`LaunchLimits`]: threads per block, block and grid
-//!   dimensions, shared memory; queried once, when the executor is made), so
-//!   a geometry the device cannot run is a [`CudaError`] naming the limit
-//!   rather than the driver's bare `CUDA_ERROR_INVALID_VALUE`; a launch with
+//!   dimensions, shared memory; queried once, when the executor is made), and
+//!   for dimensions of 0, so a geometry the device cannot run is a
+//!   [`CudaError`] naming the limit rather than the driver's bare
+//!   `CUDA_ERROR_INVALID_VALUE`; a launch with
 //!   more dynamic shared memory than the kernel may use (by default 48 KiB
 //!   less its static shared memory, asked of the driver once per kernel)
 //!   first lets the kernel have it (`cuFuncSetAttribute`), once its static
-//!   and dynamic shared memory together are known to fit the device.
+//!   and dynamic shared memory together are known to fit the device. A
+//!   kernel that faults is [`CudaError::KernelFault`], naming the kernels
+//!   launched since the last synchronize; the driver then fails every later
+//!   call with the same code, and those errors say the context was lost to
+//!   an earlier fault ([`DriverError::context_lost`]).
 //!
 //! ```
 //! use reprise_cuda::{CudaError, CudaExecutor};
@@ -35,8 +40,10 @@
 //! Lifetimes on the device: a queue keeps the buffers of its copies and the
 //! modules of its launches until a synchronize has covered them, and its
 //! `Drop` waits for the stream; a region's `Drop` synchronizes the context
-//! before unmapping. Errors raised in `Drop` are reported by the next
-//! synchronize of any queue of the executor.
+//! before unmapping, and so does a module's (when its last image or kernel
+//! goes) before unloading, as a copy of one of its globals may still be
+//! queued. Errors raised in `Drop` are reported by the next synchronize of
+//! any queue of the executor.
 
 pub mod args;
 pub mod cubin;

@@ -45,8 +45,15 @@ unsafe impl Sync for Module {}
 impl Drop for Module {
     fn drop(&mut self) {
         let h = self.handle;
-        // SAFETY: no kernel of this module is in flight: queues hold an `Arc`
-        // of the module until a synchronize covered each launch.
+        // No kernel of this module is in flight (queues hold an `Arc` of the
+        // module until a synchronize covered each launch), but a copy of one
+        // of its globals may be: one a failed launch left without a
+        // synchronize. Wait for it, as a region does before it unmaps.
+        // SAFETY: waits for every kernel and copy of the context.
+        self.dev
+            .cleanup("cuCtxSynchronize", || unsafe { sys::cuCtxSynchronize() });
+        // SAFETY: nothing of the context is in flight, so nothing uses the
+        // module's code or globals.
         self.dev
             .cleanup("cuModuleUnload", || unsafe { sys::cuModuleUnload(h) });
     }
@@ -146,7 +153,7 @@ impl CudaImage {
         Ok(CudaKernel {
             module: self.module.clone(),
             func,
-            name: name.into(),
+            name: Arc::from(name),
             params,
         })
     }
@@ -255,7 +262,9 @@ fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
 pub struct CudaKernel {
     module: Arc<Module>,
     func: sys::CUfunction,
-    name: String,
+    /// Shared with the queues that launched it, which name it when it
+    /// faults.
+    name: Arc<str>,
     params: Option<Vec<u32>>,
 }
 
@@ -282,6 +291,11 @@ impl CudaKernel {
 
     pub(crate) fn module(&self) -> &Arc<Module> {
         &self.module
+    }
+
+    /// The kernel's name, for a queue to keep.
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// Gets the function ready for a launch with `dynamic` bytes of

@@ -320,6 +320,11 @@ enum Direction {
 /// errors. Host buffers and the modules of
 /// launched kernels stay owned by the queue until a synchronize covered their
 /// work; dropping the queue waits for the stream before freeing them.
+///
+/// An error that means a kernel faulted ([`DriverError::is_kernel_fault`]),
+/// found by a synchronize or by a copy or launch enqueued after a kernel,
+/// is a [`CudaError::KernelFault`] naming the kernels launched since the
+/// last synchronize (once; later errors only say the context is lost).
 #[derive(Debug)]
 pub struct CudaQueue {
     dev: Arc<Device>,
@@ -341,6 +346,10 @@ pub struct CudaQueue {
     in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
     /// Modules of launches not yet known complete.
     modules: VecDeque<(u64, Arc<Module>)>,
+    /// The kernels launched since the last synchronize, by sequence number:
+    /// when an error means a kernel faulted, one of these did. Forgotten
+    /// once a synchronize covered them or an error named them.
+    launched: VecDeque<(u64, Arc<str>)>,
     done: VecDeque<(Ticket, CudaBuffer)>,
     /// The sequence number of the last launch, whose time the events hold.
     timed: Option<u64>,
@@ -381,6 +390,7 @@ impl CudaQueue {
             waiting: None,
             in_flight: VecDeque::new(),
             modules: VecDeque::new(),
+            launched: VecDeque::new(),
             done: VecDeque::new(),
             timed: None,
             last_time: None,
@@ -647,6 +657,9 @@ impl CudaQueue {
         while self.modules.front().is_some_and(|m| m.0 <= covered) {
             self.modules.pop_front();
         }
+        while self.launched.front().is_some_and(|k| k.0 <= covered) {
+            self.launched.pop_front();
+        }
         if self.timed.is_some_and(|t| t <= covered) {
             self.timed = None;
             let mut ms = 0f32;
@@ -669,6 +682,26 @@ impl CudaQueue {
         }
     }
 
+    /// `e`, unless it is a driver error that means a kernel faulted
+    /// ([`DriverError::is_kernel_fault`]) while kernels launched since the
+    /// last synchronize may still have been running: then it is the fault
+    /// of one of them, named ([`CudaError::KernelFault`]). They are named
+    /// once; later errors say only that the context was lost.
+    fn blame(&mut self, e: CudaError) -> CudaError {
+        match e {
+            CudaError::Driver(d) if d.is_kernel_fault() && !self.launched.is_empty() => {
+                let mut kernels: Vec<String> = Vec::new();
+                for (_, name) in self.launched.drain(..) {
+                    if !kernels.iter().any(|k| **k == *name) {
+                        kernels.push(name.to_string());
+                    }
+                }
+                CudaError::kernel_fault(kernels, d)
+            }
+            e => e,
+        }
+    }
+
     /// Takes the failed status a stream callback was given, if any. The
     /// callback was enqueued fine: the status is that of the stream's
     /// earlier work (a launch or copy), so the error names the stream.
@@ -687,14 +720,45 @@ impl Queue for CudaQueue {
     type Kernel = CudaKernel;
 
     fn upload(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
-        self.copy(buffer, segments, Direction::HostToDevice)
+        let r = self.copy(buffer, segments, Direction::HostToDevice);
+        r.map_err(|e| self.blame(e))
     }
 
     fn download(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
-        self.copy(buffer, segments, Direction::DeviceToHost)
+        let r = self.copy(buffer, segments, Direction::DeviceToHost);
+        r.map_err(|e| self.blame(e))
     }
 
     fn launch(&mut self, kernel: &CudaKernel, launch: &Launch<'_>) -> Result<(), CudaError> {
+        let r = self.enqueue_launch(kernel, launch);
+        r.map_err(|e| self.blame(e))
+    }
+
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+        // A synchronize that finds a fault names the kernels it covers
+        // (`poll_sync` does where it is about to forget them).
+        match self.poll_sync(cx) {
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.blame(e))),
+            other => other,
+        }
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, CudaBuffer)> {
+        self.done.pop_front()
+    }
+
+    fn last_kernel_time(&self) -> Option<Duration> {
+        self.last_time
+    }
+}
+
+impl CudaQueue {
+    /// [`Queue::launch`], but for naming a faulted kernel in its error.
+    fn enqueue_launch(
+        &mut self,
+        kernel: &CudaKernel,
+        launch: &Launch<'_>,
+    ) -> Result<(), CudaError> {
         let c = &launch.config;
         // The driver only says CUDA_ERROR_INVALID_VALUE: say what is wrong.
         let limits = &self.dev.limits;
@@ -738,6 +802,7 @@ impl Queue for CudaQueue {
         })?;
         let seq = self.next_seq();
         self.modules.push_back((seq, kernel.module().clone()));
+        self.launched.push_back((seq, kernel.shared_name().clone()));
         self.timed = None;
         // SAFETY: the events and stream are live.
         check("cuEventRecord", unsafe {
@@ -754,7 +819,9 @@ impl Queue for CudaQueue {
         Ok(())
     }
 
-    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+    /// [`Queue::poll_synchronize`], but for naming a faulted kernel in its
+    /// error (which must happen before `complete` forgets the kernels).
+    fn poll_sync(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
         let covers = self.waiting.map(|w| w.1);
         if covers != Some(self.seq) {
             if self.seq == self.done_seq {
@@ -796,21 +863,14 @@ impl Queue for CudaQueue {
             .dev
             .bind()
             .and_then(|()| self.stream_error())
-            .and(callback);
+            .and(callback)
+            .map_err(|e| self.blame(e.into()));
         self.complete(covered);
         match (status, self.dev.take_deferred()) {
-            (Err(e), _) => Poll::Ready(Err(e.into())),
+            (Err(e), _) => Poll::Ready(Err(e)),
             (Ok(()), Some(e)) => Poll::Ready(Err(e)),
             (Ok(()), None) => Poll::Ready(Ok(())),
         }
-    }
-
-    fn reclaim(&mut self) -> Option<(Ticket, CudaBuffer)> {
-        self.done.pop_front()
-    }
-
-    fn last_kernel_time(&self) -> Option<Duration> {
-        self.last_time
     }
 }
 

@@ -887,6 +887,31 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
         "{err:?}"
     );
     assert!(err.to_string().contains("grid 1x70000x1"), "{err}");
+    // A dimension of 0: a typed error too, not the driver's bare
+    // CUDA_ERROR_INVALID_VALUE.
+    let err = launch([0, 1, 1], [4, 1, 1], 16).unwrap_err();
+    assert_eq!(
+        err,
+        CudaError::ZeroDimension {
+            what: "grid",
+            dims: [0, 1, 1]
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "grid 0x1x1: every dimension must be at least 1"
+    );
+    let err = launch([1, 1, 1], [4, 1, 0], 16).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CudaError::ZeroDimension {
+                what: "block",
+                dims: [4, 1, 0]
+            }
+        ),
+        "{err:?}"
+    );
     // More shared memory than a block may have, even opted in.
     let too_much = 300 << 10;
     let err = launch([1, 1, 1], [1, 1, 1], too_much / 4).unwrap_err();
@@ -1059,4 +1084,35 @@ fn a_fat_binary_of_compressed_entries_warns_that_globals_are_not_recorded() {
     let plain = exec.load_image(&fixture("saxpy.sm_90.fatbin")).unwrap();
     assert_eq!(globals_of(&exec, &plain).len(), 2);
     assert!(LOGGED.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn dropping_an_image_waits_for_copies_of_its_globals() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let busy_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let busy = exec.kernel(&busy_image, "grid2d").unwrap();
+    let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
+    let (_, bias, size) = globals_of(&exec, &image)
+        .into_iter()
+        .find(|g| g.0 == "bias")
+        .expect("saxpy.ptx defines bias");
+    let mut q = exec.queue().unwrap();
+    // A kernel keeps the stream busy (on the simulator it waits before it
+    // runs), so the copy of the global behind it is still queued when the
+    // image goes, as when a launch fails after the snapshot of the globals
+    // was queued and the recorder is dropped without a synchronize.
+    common::sim::set_kernel_delay_us(50_000);
+    let values = [region.base(), 8, 8];
+    q.launch(&busy, &grid2d_launch(&values, [1, 1, 1])).unwrap();
+    let t = q
+        .download(exec.buffer(size as usize).unwrap(), &[seg(bias, 0, 4)])
+        .unwrap();
+    drop(image);
+    common::sim::set_kernel_delay_us(0);
+    sync(&mut q).unwrap();
+    let (_, buf) = std::iter::from_fn(|| q.reclaim())
+        .find(|(got, _)| *got == t)
+        .expect("the download's buffer");
+    assert_eq!(f32s(&buf.as_ref()[..4]), [0.5], "the image's bias");
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::{block_on_for, fixture, gpu, grid2d_launch};
 use reprise_core::exec::{Executor, Queue};
+use reprise_cuda::CudaError;
 
 #[test]
 fn a_faulting_kernel_fails_the_synchronize() {
@@ -50,6 +51,38 @@ fn a_faulting_kernel_fails_the_synchronize() {
     assert!(
         [700, 719].contains(&code),
         "expected an illegal address or launch failure, got {err}"
+    );
+    // The fault names the kernel, and says what it means for the context.
+    match &err {
+        CudaError::KernelFault { kernels, .. } => assert_eq!(kernels, &["grid2d"]),
+        other => panic!("not a kernel fault: {other:?}"),
+    }
+    let m = err.to_string();
+    assert!(
+        m.starts_with("the kernel `grid2d` faulted: CUDA_ERROR_"),
+        "{m}"
+    );
+    assert!(
+        m.ends_with("; the device context is unusable until the process restarts"),
+        "{m}"
+    );
+    if common::sim::driver() == Ok(common::sim::Driver::Simulated) {
+        assert_eq!(
+            m,
+            "the kernel `grid2d` faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory \
+             access was encountered); the device context is unusable until the process restarts"
+        );
+    }
+    // Later calls fail with the same code: their errors say it is the
+    // earlier fault, not something wrong with the call.
+    let later = exec.buffer(16).expect_err("the context is lost");
+    assert_eq!(later.driver().map(|d| d.code), Some(code), "{later}");
+    assert!(
+        later.to_string().starts_with("cuMemHostAlloc failed: ")
+            && later.to_string().ends_with(
+                " (the context was lost to an earlier kernel fault; restart the process)"
+            ),
+        "{later}"
     );
     // The queue can still be dropped (its errors are kept, not panicked on).
     drop(q);

@@ -16,6 +16,13 @@ const MIB: u64 = 1 << 20;
 const INVALID_VALUE: u32 = 1;
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 const OUT_OF_MEMORY: u32 = 2;
+/// `CUDA_ERROR_LAUNCH_FAILED`.
+const LAUNCH_FAILED: u32 = 719;
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`.
+const ILLEGAL_ADDRESS: u32 = 700;
+/// What a kernel fault adds to the message of a driver error.
+const CONTEXT_LOST: &str =
+    " (the context was lost to an earlier kernel fault; restart the process)";
 
 /// The executor on the simulated driver (holding the device lock), or
 /// `None` after saying why.
@@ -90,8 +97,6 @@ fn a_failed_status_given_to_the_stream_callback_fails_the_synchronize() {
     let Some((_lock, exec)) = simulated() else {
         return;
     };
-    /// `CUDA_ERROR_LAUNCH_FAILED`.
-    const LAUNCH_FAILED: u32 = 719;
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
     let mut q = exec.queue().unwrap();
     q.upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
@@ -106,14 +111,129 @@ fn a_failed_status_given_to_the_stream_callback_fails_the_synchronize() {
     );
     // The failure is the stream's earlier work, not the callback's
     // enqueueing, which succeeded.
+    // No kernel of this queue can have faulted: the error says the
+    // context was lost earlier, not which kernel.
     assert_eq!(
         err.to_string(),
         "work queued on the stream (status handed to the synchronize's callback) failed: \
-         CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure"
+         CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure (the context was lost \
+         to an earlier kernel fault; restart the process)"
     );
     // Reported once.
     q.upload(buffer_with(&exec, &[2; 64]), &[seg(region.base(), 0, 64)])
         .unwrap();
+    sync(&mut q).unwrap();
+}
+
+#[test]
+fn a_fault_found_by_a_synchronize_names_the_kernels_it_covers() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
+    let reverse_image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
+    let reverse = exec.kernel(&reverse_image, "shared_reverse").unwrap();
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 8, 8];
+    let nothing = [region.base(), 0, 0];
+    // The driver hands the callback a fault (the context stays usable: the
+    // simulator only says so).
+    for _ in 0..2 {
+        q.launch(&grid2d, &grid2d_launch(&values, [1, 1, 1]))
+            .unwrap();
+    }
+    sim::set_callback_status(LAUNCH_FAILED);
+    let err = sync(&mut q).expect_err("the callback's status");
+    match &err {
+        CudaError::KernelFault { kernels, source } => {
+            assert_eq!(kernels, &["grid2d"], "each kernel named once");
+            assert_eq!(source.code, LAUNCH_FAILED);
+            assert!(source.call.contains("synchronize's callback"), "{source}");
+            // The source is the fault, not a context lost earlier.
+            assert!(!source.to_string().contains("context was lost"), "{source}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "the kernel `grid2d` faulted: CUDA_ERROR_LAUNCH_FAILED (unspecified launch \
+         failure); the device context is unusable until the process restarts"
+    );
+    assert_eq!(
+        std::error::Error::source(&err).map(ToString::to_string),
+        err.driver().map(ToString::to_string)
+    );
+    // Two kernels since the last synchronize: either may have faulted.
+    q.launch(&grid2d, &grid2d_launch(&values, [1, 1, 1]))
+        .unwrap();
+    q.launch(&reverse, &shared_reverse(&nothing, [4, 1, 1], 0))
+        .unwrap();
+    sim::set_callback_status(LAUNCH_FAILED);
+    let err = sync(&mut q).expect_err("the callback's status");
+    assert!(
+        err.to_string()
+            .starts_with("one of the kernels `grid2d`, `shared_reverse` faulted: "),
+        "{err}"
+    );
+    // A kernel a synchronize covered is not blamed for a later fault.
+    q.launch(&grid2d, &grid2d_launch(&values, [1, 1, 1]))
+        .unwrap();
+    sync(&mut q).unwrap();
+    q.upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    sim::set_callback_status(LAUNCH_FAILED);
+    let err = sync(&mut q).expect_err("the callback's status");
+    assert!(matches!(err, CudaError::Driver(_)), "{err:?}");
+    assert!(err.to_string().ends_with(CONTEXT_LOST), "{err}");
+}
+
+#[test]
+fn a_fault_found_by_a_copy_or_launch_names_the_kernels_before_it_once() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 8, 8];
+    let launch = grid2d_launch(&values, [1, 1, 1]);
+    // A copy queued after the kernel meets the fault (as a driver reports
+    // it to every call once a kernel faulted).
+    q.launch(&kernel, &launch).unwrap();
+    assert!(sim::fail("cuMemcpyDtoHAsync_v2", ILLEGAL_ADDRESS, 0));
+    let err = q
+        .download(exec.buffer(64).unwrap(), &[seg(region.base(), 0, 64)])
+        .expect_err("the fault");
+    assert!(
+        matches!(&err, CudaError::KernelFault { kernels, .. } if kernels == &["grid2d"]),
+        "{err:?}"
+    );
+    assert_eq!(err.driver().map(|d| d.call), Some("cuMemcpyDtoHAsync"));
+    // Named once: the next call that meets it says the context is lost.
+    assert!(sim::fail("cuLaunchKernel", ILLEGAL_ADDRESS, 0));
+    let err = q.launch(&kernel, &launch).expect_err("the fault");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory \
+             access was encountered{CONTEXT_LOST}"
+        )
+    );
+    // (The simulated context never faulted.)
+    sync(&mut q).unwrap();
+    // Errors that do not mean a fault are left as they are.
+    q.launch(&kernel, &launch).unwrap();
+    assert!(sim::fail("cuMemcpyHtoDAsync_v2", INVALID_VALUE, 0));
+    let err = q
+        .upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
+        .expect_err("injected");
+    assert!(
+        matches!(err, CudaError::Driver(d) if d.code == INVALID_VALUE),
+        "{err:?}"
+    );
     sync(&mut q).unwrap();
 }
 
@@ -303,6 +423,17 @@ fn a_device_attribute_the_driver_will_not_report_is_an_unchecked_limit() {
         err.to_string()
             .starts_with("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"),
         "{err}"
+    );
+    // A dimension of 0 is refused all the same.
+    let err = q
+        .launch(&kernel, &shared_reverse(&values, [4, 0, 1], 64))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CudaError::ZeroDimension {
+            what: "block",
+            dims: [4, 0, 1]
+        }
     );
     // Dynamic shared memory past 48 KiB is still opted in to (the opt-in
     // limit unknown is no limit), and beyond the device's limit the driver

@@ -69,7 +69,8 @@
  *
  * Misuse the executor must never commit aborts the process with a message:
  * freeing host or device memory that a queued or running copy still uses,
- * or unloading a module whose kernel is queued or running.
+ * or unloading a module whose kernel is queued or running or one of whose
+ * globals a queued or running copy still uses.
  *
  * For tests: reprise_sim_fail() makes one call fail (reprise_sim_fail_times()
  * several in a row), reprise_sim_counts() tells what is live,
@@ -1246,6 +1247,10 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
   check_unused("cuModuleUnload", (uintptr_t)m, 0, 2);
+  /* Nor may a queued copy still read or write one of its globals. */
+  for (int i = 0; i < m->nglobals; i++)
+    check_unused("cuModuleUnload", (uintptr_t)m->globals[i].data,
+                 m->globals[i].size, 0);
   __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
   free_module(m);
   return CUDA_SUCCESS;
