@@ -2,17 +2,45 @@
 //! it and check the output — what `reprise demo` does, in code.
 //!
 //! Run: `cargo run --example quickstart`
+//!
+//! The capture goes to a temporary directory that is removed at the end;
+//! set `REPRISE_RECORD_DIR` to keep it there instead (and replay it again
+//! with `cargo run -- replay --verify PATH`). The other `REPRISE_RECORD_*`
+//! variables apply too: a filter that excludes `demo_stencil`, say, leaves
+//! nothing to replay, which the example reports.
+
+use std::path::{Path, PathBuf};
 
 use reprise::{Args, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder};
 
-fn main() -> reprise::Result<()> {
-    let dir = std::env::temp_dir().join(format!("reprise-quickstart-{}", std::process::id()));
+fn main() -> std::process::ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // Captures go where REPRISE_RECORD_DIR says and stay there; without it,
+    // into a temporary directory this example removes.
+    let keep = std::env::var_os("REPRISE_RECORD_DIR").map(PathBuf::from);
+    let temporary = keep.is_none();
+    let dir = keep.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("reprise-quickstart-{}", std::process::id()))
+    });
+    let result = run(&dir, temporary);
+    if temporary {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
 
+fn run(dir: &Path, temporary: bool) -> reprise::Result<()> {
     // 1. Record: allocate in the recording region, copy in, load, launch.
     let exec = HostExecutor::new().map_err(|e| reprise::Error::executor("host executor", e))?;
     let config = RecordConfig::from_env()?
         .enabled(true)
-        .dir(&dir)
+        .dir(dir)
         .region_size(64 << 20);
     let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
     let n = 4096u64;
@@ -37,10 +65,26 @@ fn main() -> reprise::Result<()> {
         rec.finish().await
     })?;
     drop(rec); // releases the region's address for the replay below
-    println!("recorded: {}", written[0].display());
+    let Some(descriptor) = written.first() else {
+        println!(
+            "nothing was recorded: the REPRISE_RECORD_FILTER, REPRISE_RECORD_SKIP or \
+             REPRISE_RECORD_MAX set in the environment excluded the launch of `demo_stencil`; \
+             unset them to record it"
+        );
+        return Ok(());
+    };
+    if temporary {
+        println!(
+            "recorded: {} (a temporary capture, removed when the example ends; \
+             set REPRISE_RECORD_DIR to keep it)",
+            descriptor.display()
+        );
+    } else {
+        println!("recorded: {}", descriptor.display());
+    }
 
     // 2. Replay and verify.
-    let capture = Capture::open(&written[0])?;
+    let capture = Capture::open(descriptor)?;
     let outcome = reprise::block_on(std::future::IntoFuture::into_future(
         reprise::replay(&capture).verify(true),
     ))?;
@@ -48,6 +92,5 @@ fn main() -> reprise::Result<()> {
         "replayed in {:?}: {:?}",
         outcome.times[0], outcome.verification
     );
-    std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }

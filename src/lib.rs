@@ -16,9 +16,12 @@
 //! The executor is picked from the capture's image (ELF x86-64 runs on the
 //! host CPU, PTX/cubin/fatbin on CUDA, AMD GPU code objects on the AMD
 //! executor) or forced with [`ReplayBuilder::backend`]. Recording from a Rust
-//! application goes through [`Recorder`]; files, configuration and the
-//! generic drivers live in `reprise-std`, the `no_std` core in
-//! `reprise-core`.
+//! application goes through [`Recorder`], configured with [`RecordConfig`]
+//! (its [`WriterKind`] and schedule [`Mode`]): it loads images ([`ImageId`]),
+//! finds [`Kernel`]s in them and reports each launch ([`LaunchReport`]). A
+//! host kernel that faults is an [`Error::Executor`] whose source downcasts
+//! to [`HostError::KernelFault`]. Files, configuration and the generic
+//! drivers live in `reprise-std`, the `no_std` core in `reprise-core`.
 
 pub mod bench;
 
@@ -26,12 +29,12 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
 pub use reprise_core as core;
-pub use reprise_core::{BackendKind, LaunchConfig};
+pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};
-pub use reprise_host::HostExecutor;
+pub use reprise_host::{FaultKind, FaultPlace, HostError, HostExecutor, KernelFault};
 pub use reprise_std::{
-    Args, Capture, Error, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
-    Verification, block_on,
+    Args, Capture, Error, ImageId, Kernel, LaunchReport, OpenOptions, Outcome, RecordConfig,
+    Recorder, ReplayOptions, Result, Verification, WriterKind, block_on,
 };
 
 /// The kernel image `reprise demo` records (an ELF x86-64 shared object with

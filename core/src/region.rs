@@ -73,7 +73,7 @@ impl fmt::Display for AllocError {
             } => write!(
                 f,
                 "recording region exhausted: asked for {requested} bytes (alignment {align}), \
-                 {available} bytes left; raise the region size (REPRISE_RECORD_MEMSIZE)"
+                 {available} bytes left; raise the region size"
             ),
             AllocError::BadAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two")

@@ -8,13 +8,17 @@
 //! | `REPRISE_RECORD_MEMSIZE` | recording region size (`64M`, `2G`, bytes) | `1G` |
 //! | `REPRISE_RECORD_FILTER` | record only kernels whose name matches this glob (`*`, `?`) | all |
 //! | `REPRISE_RECORD_SKIP` | skip the first N matching launches | 0 |
-//! | `REPRISE_RECORD_MAX` | record at most M launches | unlimited |
+//! | `REPRISE_RECORD_MAX` | record at most M launches (failed launches do not count) | unlimited |
 //! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
 //! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
 //! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
 //!
-//! A value that cannot be used is an error naming the variable.
+//! A value that cannot be used (including one that is not valid UTF-8) is an
+//! error naming the variable. [`RecordConfig::from_env`] also logs a warning
+//! for every other `REPRISE_RECORD_*` variable it finds (a misspelling such
+//! as `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use reprise_core::schedule::Mode;
@@ -23,6 +27,24 @@ use crate::error::{Error, Result};
 
 /// Default size of the recording region: 1 GiB.
 pub const DEFAULT_REGION_SIZE: u64 = 1 << 30;
+
+/// Every variable [`RecordConfig::from_env`] reads.
+pub const VARIABLES: &[&str] = &[
+    "REPRISE_RECORD",
+    "REPRISE_RECORD_DIR",
+    "REPRISE_RECORD_OUTPUT",
+    "REPRISE_RECORD_MEMSIZE",
+    "REPRISE_RECORD_FILTER",
+    "REPRISE_RECORD_SKIP",
+    "REPRISE_RECORD_MAX",
+    "REPRISE_RECORD_MODE",
+    "REPRISE_RECORD_WRITER",
+    "REPRISE_RECORD_FSYNC",
+];
+
+/// The prefix of the variables reprise reads; any other variable with this
+/// prefix draws a warning from [`RecordConfig::from_env`].
+pub const VARIABLE_PREFIX: &str = "REPRISE_RECORD_";
 
 /// Who writes capture files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +72,13 @@ pub struct RecordConfig {
     pub region_size: u64,
     /// Glob over kernel names; `None` records every kernel.
     pub filter: Option<String>,
-    /// Matching launches to skip before recording.
+    /// Matching launches to skip before recording. A launch counts once it
+    /// has been queued; one that fails before that does not. (An unrecorded
+    /// launch is not waited for: a fault it causes surfaces at the next
+    /// synchronize, after it has counted.)
     pub skip: u64,
-    /// Most launches to record.
+    /// Most launches to record. Only launches whose snapshots were taken
+    /// count: a launch that fails while being recorded does not.
     pub max: Option<u64>,
     /// One synchronize, or one per step.
     pub mode: Mode,
@@ -60,6 +86,21 @@ pub struct RecordConfig {
     pub writer: WriterKind,
     /// Flush every file to disk before renaming it into place.
     pub fsync: bool,
+    /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
+    /// that a region that cannot be reserved is reported against it.
+    memsize_var: MemsizeOrigin,
+}
+
+/// Where `region_size` came from: `Some((size, value))` when it was parsed
+/// from `REPRISE_RECORD_MEMSIZE=value` (and is still `size`). Configurations
+/// that differ only in it compare equal.
+#[derive(Debug, Clone, Default, Eq)]
+struct MemsizeOrigin(Option<(u64, String)>);
+
+impl PartialEq for MemsizeOrigin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Default for RecordConfig {
@@ -75,6 +116,7 @@ impl Default for RecordConfig {
             mode: Mode::Async,
             writer: WriterKind::Background { depth: 4 },
             fsync: true,
+            memsize_var: MemsizeOrigin::default(),
         }
     }
 }
@@ -158,9 +200,45 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 impl RecordConfig {
-    /// The configuration the `REPRISE_RECORD*` variables describe.
+    /// The configuration the `REPRISE_RECORD*` variables of the process
+    /// environment describe (see [`RecordConfig::from_os_vars`]).
     pub fn from_env() -> Result<Self> {
-        Self::from_vars(|k| std::env::var(k).ok())
+        Self::from_os_vars(std::env::vars_os())
+    }
+
+    /// The configuration the `REPRISE_RECORD*` variables among `vars`
+    /// (name, value pairs, as [`std::env::vars_os`] yields them) describe.
+    ///
+    /// A value of one of [`VARIABLES`] that is not valid UTF-8 is an
+    /// [`Error::Config`] naming the variable; any other variable whose name
+    /// starts with [`VARIABLE_PREFIX`] is logged as a warning that lists the
+    /// known ones, and otherwise ignored. Other variables are ignored.
+    pub fn from_os_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Result<Self> {
+        let mut known: Vec<(&'static str, String)> = Vec::new();
+        for (name, value) in vars {
+            let Some(var) = VARIABLES.iter().copied().find(|v| name == **v) else {
+                let name = name.to_string_lossy();
+                if name.starts_with(VARIABLE_PREFIX) {
+                    log::warn!(
+                        "ignoring {name}: reprise does not know this variable; \
+                         the recording variables are {}",
+                        VARIABLES.join(", ")
+                    );
+                }
+                continue;
+            };
+            let value = value
+                .into_string()
+                .map_err(|v| bad(var, &v.to_string_lossy(), "the value is not valid UTF-8"))?;
+            known.retain(|(k, _)| *k != var);
+            known.push((var, value));
+        }
+        Self::from_vars(|k| {
+            known
+                .iter()
+                .find(|(v, _)| *v == k)
+                .map(|(_, value)| value.clone())
+        })
     }
 
     /// The configuration described by `get` (a lookup of variables by name;
@@ -188,6 +266,7 @@ impl RecordConfig {
                     "the region cannot be empty",
                 ));
             }
+            c.memsize_var = MemsizeOrigin(Some((c.region_size, v)));
         }
         if let Some(v) = get("REPRISE_RECORD_FILTER") {
             c.filter = (!v.is_empty()).then_some(v);
@@ -239,7 +318,10 @@ impl RecordConfig {
         self.save_output = on;
         self
     }
-    /// Sets the region size in bytes.
+    /// Sets the region size in bytes (more than 0: [`Recorder::new`]
+    /// refuses an empty region).
+    ///
+    /// [`Recorder::new`]: crate::Recorder::new
     pub fn region_size(mut self, bytes: u64) -> Self {
         self.region_size = bytes;
         self
@@ -273,6 +355,15 @@ impl RecordConfig {
     pub fn fsync(mut self, on: bool) -> Self {
         self.fsync = on;
         self
+    }
+
+    /// The `REPRISE_RECORD_MEMSIZE` value the region size was read from,
+    /// when it was (and has not been changed since).
+    pub fn region_size_var(&self) -> Option<&str> {
+        match &self.memsize_var.0 {
+            Some((size, value)) if *size == self.region_size => Some(value),
+            _ => None,
+        }
     }
 
     /// Whether kernel `name` passes the name filter.
@@ -349,6 +440,50 @@ mod tests {
             assert!(text.starts_with(var), "{text}");
             assert!(matches!(e, Error::Config { var: v, .. } if v == var));
         }
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_an_error_naming_the_variable() {
+        use std::os::unix::ffi::OsStringExt;
+        for var in VARIABLES {
+            let e = RecordConfig::from_os_vars([(
+                OsString::from(*var),
+                OsString::from_vec(b"/tmp/\xff".to_vec()),
+            )])
+            .unwrap_err();
+            assert!(
+                matches!(e, Error::Config { var: v, .. } if v == *var),
+                "{e}"
+            );
+            let text = e.to_string();
+            assert!(text.starts_with(var), "{text}");
+            assert!(text.contains("is not valid UTF-8"), "{text}");
+        }
+        // Variables reprise does not read may hold anything.
+        let c = RecordConfig::from_os_vars([
+            (OsString::from("PATH"), OsString::from_vec(b"\xff".to_vec())),
+            (
+                OsString::from("REPRISE_RECORD_MEM_SIZE"),
+                OsString::from_vec(b"\xff".to_vec()),
+            ),
+            (OsString::from("REPRISE_RECORD"), OsString::from("1")),
+        ])
+        .unwrap();
+        assert!(c.enabled);
+    }
+
+    #[test]
+    fn the_region_size_remembers_its_variable() {
+        let c = vars(&[("REPRISE_RECORD_MEMSIZE", "200T")]).unwrap();
+        assert_eq!(c.region_size, 200 << 40);
+        assert_eq!(c.region_size_var(), Some("200T"));
+        assert_eq!(c.clone().region_size(1 << 20).region_size_var(), None);
+        let mut d = c.clone();
+        d.region_size = 4096;
+        assert_eq!(d.region_size_var(), None);
+        assert_eq!(RecordConfig::default().region_size_var(), None);
+        // Where a size came from does not make configurations differ.
+        assert_eq!(c, RecordConfig::default().region_size(200 << 40));
     }
 
     #[test]

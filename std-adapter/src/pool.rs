@@ -11,12 +11,13 @@ use std::sync::Mutex;
 /// snapshots that grow a little between launches still reuse them.
 pub const GRANULE: usize = 1 << 20;
 
-/// Rounds a requested length up to the size a pooled buffer is made with.
-pub fn rounded_len(len: usize) -> usize {
+/// Rounds a requested length up to the size a pooled buffer is made with;
+/// `None` when that size does not fit in `usize`.
+pub fn rounded_len(len: usize) -> Option<usize> {
     if len <= GRANULE {
-        len.next_power_of_two().max(4096)
+        Some(len.next_power_of_two().max(4096))
     } else {
-        len.div_ceil(GRANULE) * GRANULE
+        len.div_ceil(GRANULE).checked_mul(GRANULE)
     }
 }
 
@@ -38,9 +39,11 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
 
     /// A buffer of at least `len` bytes (and at most twice the rounded
     /// length): an idle one when there is one, else a new one from `make`,
-    /// which is asked for [`rounded_len`]`(len)` bytes.
+    /// which is asked for [`rounded_len`]`(len)` bytes — or for exactly
+    /// `len` bytes when the rounded length does not fit in `usize` (callers
+    /// refuse such lengths first: no buffer that large can be made).
     pub fn get<E>(&self, len: usize, make: impl FnOnce(usize) -> Result<B, E>) -> Result<B, E> {
-        let want = rounded_len(len);
+        let want = rounded_len(len).unwrap_or(len);
         {
             let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
             let fit = free
@@ -110,8 +113,21 @@ mod tests {
 
     #[test]
     fn rounding() {
-        assert_eq!(rounded_len(0), 4096);
-        assert_eq!(rounded_len(5000), 8192);
-        assert_eq!(rounded_len(GRANULE + 1), 2 * GRANULE);
+        assert_eq!(rounded_len(0), Some(4096));
+        assert_eq!(rounded_len(5000), Some(8192));
+        assert_eq!(rounded_len(GRANULE + 1), Some(2 * GRANULE));
+    }
+
+    #[test]
+    fn lengths_that_cannot_be_rounded_do_not_overflow() {
+        assert_eq!(rounded_len(usize::MAX), None);
+        assert_eq!(rounded_len(usize::MAX - GRANULE + 2), None);
+        assert_eq!(
+            rounded_len(usize::MAX - GRANULE + 1),
+            Some(usize::MAX - GRANULE + 1)
+        );
+        let pool = BufferPool::<Vec<u8>>::new(1);
+        let asked = pool.get(usize::MAX, Err::<Vec<u8>, _>).unwrap_err();
+        assert_eq!(asked, usize::MAX, "make is asked for the length itself");
     }
 }

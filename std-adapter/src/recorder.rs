@@ -19,22 +19,23 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
 use reprise_core::globals::{self, Layout};
 use reprise_core::record::{BackendKind, KernelRecord, MAX_ARGS};
-use reprise_core::region::BumpRegion;
+use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::{self, Buffers, RecordPlan, Upload};
 
 use crate::background::BackgroundWriter;
-use crate::config::{RecordConfig, WriterKind};
+use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
 use crate::error::{Error, Result};
-use crate::pool::BufferPool;
-use crate::store::{CaptureData, CaptureStore, next_launch_seq};
+use crate::pool::{self, BufferPool};
+use crate::store::{CaptureData, CaptureStore, TEMP_PREFIX, next_launch_seq};
 
 /// Kernel arguments, built in order.
 ///
@@ -151,13 +152,24 @@ impl Args {
     }
 }
 
-/// A loaded image, by index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageId(usize);
+/// Identities of recorders, process-wide: handles carry the identity of the
+/// recorder that made them, so that one recorder refuses another's.
+static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(0);
 
-/// A kernel found in a loaded image.
+/// An image loaded by [`Recorder::load_image`]. It is only good for the
+/// recorder that loaded it: another one refuses it with [`Error::Invalid`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageId {
+    recorder: u64,
+    index: usize,
+}
+
+/// A kernel found by [`Recorder::kernel`] in a loaded image. It is only good
+/// for the recorder that found it: another one refuses to launch it with
+/// [`Error::Invalid`].
 pub struct Kernel<E: Executor> {
     kernel: E::Kernel,
+    recorder: u64,
     image: usize,
     name: String,
 }
@@ -186,7 +198,14 @@ pub struct LaunchReport {
 }
 
 /// Records launches on an executor. See the module docs.
+///
+/// Copies ([`Recorder::upload`], [`Recorder::download`]) must lie within the
+/// recording region or within a global of a loaded image (one the image
+/// lists, or one looked up with [`Recorder::global`]); others are refused up
+/// front. With recording off ([`RecordConfig::enabled`] false) a recorder
+/// launches without recording and touches no file.
 pub struct Recorder<E: Executor> {
+    id: u64,
     exec: E,
     config: RecordConfig,
     backend: BackendKind,
@@ -195,7 +214,10 @@ pub struct Recorder<E: Executor> {
     pool: Arc<BufferPool<E::Buffer>>,
     pending: Vec<Upload<E::Buffer>>,
     images: Vec<LoadedImage<E>>,
-    store: Arc<CaptureStore>,
+    /// Device ranges (address, size) of the globals copies may touch.
+    globals: Mutex<Vec<(u64, u64)>>,
+    /// `None` when recording is off.
+    store: Option<Arc<CaptureStore>>,
     writer: Option<BackgroundWriter>,
     written: Vec<PathBuf>,
     matched: u64,
@@ -235,41 +257,69 @@ where
 {
     /// A recorder on `exec` (device `device_id` of kind `backend`), reserving
     /// a region of `config.region_size` bytes.
+    ///
+    /// With recording on, the capture directory is created when missing and
+    /// checked to be writable (a file is created in it and removed), so that
+    /// a directory captures cannot go to is an error here, naming it, rather
+    /// than when the first capture is written. With recording off, nothing
+    /// on the file system is touched.
+    ///
+    /// A region size of 0 is an [`Error::Config`]; a region the executor
+    /// cannot reserve is an error that gives the size and where it came from.
     pub fn new(
         exec: E,
         backend: BackendKind,
         device_id: i32,
         config: RecordConfig,
     ) -> Result<Self> {
+        let id = NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed);
+        if config.region_size == 0 {
+            return Err(Error::Config {
+                var: "RecordConfig::region_size",
+                value: "0".into(),
+                problem: "the recording region cannot be empty (the default is 1 GiB)".into(),
+            });
+        }
+        let store = if config.enabled {
+            let store = CaptureStore::new(&config.dir, config.fsync)?;
+            check_writable(store.dir(), id)?;
+            Some(Arc::new(store))
+        } else {
+            None
+        };
         let region = exec
             .reserve(RegionRequest::new(None, config.region_size))
-            .map_err(|e| {
-                Error::executor(
-                    format!("reserving a {}-byte recording region", config.region_size),
-                    e,
-                )
-            })?;
+            .map_err(|e| Error::executor(reserve_context(&config), e))?;
         let queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
-        let store = Arc::new(CaptureStore::new(&config.dir, config.fsync)?);
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
                 Some(BackgroundWriter::new(depth))
             }
             _ => None,
         };
-        log::info!(
-            "recording region at {:#x} ({} bytes), captures in {}",
-            region.base(),
-            region.capacity(),
-            config.dir.display()
-        );
+        if config.enabled {
+            log::info!(
+                "recording region at {:#x} ({} bytes), captures in {}",
+                region.base(),
+                region.capacity(),
+                config.dir.display()
+            );
+        } else {
+            log::info!(
+                "recording region at {:#x} ({} bytes), recording off",
+                region.base(),
+                region.capacity()
+            );
+        }
         Ok(Recorder {
+            id,
             bump: BumpRegion::new(region.base(), region.capacity()),
             pool: Arc::new(BufferPool::new(8)),
             pending: Vec::new(),
             images: Vec::new(),
+            globals: Mutex::new(Vec::new()),
             store,
             writer,
             written: Vec::new(),
@@ -302,12 +352,57 @@ where
     /// Allocates `size` bytes in the recording region (see
     /// [`BumpRegion::alloc`]).
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
-        self.bump
-            .alloc(size, align)
-            .map_err(|e| Error::Invalid(e.to_string()))
+        self.bump.alloc(size, align).map_err(|e| match e {
+            AllocError::OutOfSpace { .. } => {
+                let now = match self.config.region_size_var() {
+                    Some(v) => format!("REPRISE_RECORD_MEMSIZE={v}"),
+                    None => size_text(self.bump.capacity()),
+                };
+                Error::Invalid(format!(
+                    "{e} (RecordConfig::region_size or REPRISE_RECORD_MEMSIZE; now {now})"
+                ))
+            }
+            _ => Error::Invalid(e.to_string()),
+        })
+    }
+
+    /// Checks that a copy of `len` bytes at `addr` lies within the region or
+    /// a known global.
+    fn check_copy(&self, what: &str, addr: u64, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let base = self.bump.base();
+        // `BumpRegion` keeps `base + capacity` within 64 bits.
+        let region_end = base + self.bump.capacity();
+        let Some(end) = u64::try_from(len).ok().and_then(|l| addr.checked_add(l)) else {
+            return Err(Error::Invalid(format!(
+                "{what} of {len} bytes at {addr:#x} runs past the end of the address space \
+                 (the recording region is {base:#x}..{region_end:#x})"
+            )));
+        };
+        if addr >= base && end <= region_end {
+            return Ok(());
+        }
+        let globals = self.globals.lock().unwrap_or_else(|e| e.into_inner());
+        if globals
+            .iter()
+            .any(|&(g, size)| addr >= g && end <= g.saturating_add(size))
+        {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "{what} of {len} bytes at {addr:#x}..{end:#x} is outside the recording region \
+             {base:#x}..{region_end:#x} and every global of the loaded images"
+        )))
     }
 
     fn staging(&self, len: usize) -> Result<E::Buffer> {
+        if pool::rounded_len(len).is_none() {
+            return Err(Error::Invalid(format!(
+                "a staging buffer of {len} bytes is larger than the address space"
+            )));
+        }
         self.pool
             .get(len, |n| self.exec.buffer(n))
             .map_err(|e| Error::executor(format!("allocating a {len}-byte staging buffer"), e))
@@ -315,7 +410,13 @@ where
 
     /// Queues a copy of `data` to device address `addr`. It runs before the
     /// next launch (as the first step of a recorded one).
+    ///
+    /// `addr..addr + data.len()` must lie within the recording region or a
+    /// global of a loaded image; a range outside them is an
+    /// [`Error::Invalid`] naming the range and the region, and nothing is
+    /// queued.
     pub fn upload(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        self.check_copy("upload", addr, data.len())?;
         let mut buf = self.staging(data.len())?;
         buf.as_mut()[..data.len()].copy_from_slice(data);
         self.pending.push(Upload {
@@ -357,7 +458,11 @@ where
 
     /// Copies `len` bytes at device address `addr` back to the host (after
     /// everything queued before).
+    ///
+    /// The range must lie within the recording region or a global of a
+    /// loaded image, as for [`Recorder::upload`].
     pub async fn download(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.check_copy("download", addr, len)?;
         self.flush_uploads()?;
         let buf = self.staging(len)?;
         let seg = Segment {
@@ -401,27 +506,44 @@ where
                 }
             })
             .map_err(|e| Error::executor("listing the image's globals", e))?;
+        self.globals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(globals.iter().map(|g| (g.1, g.2)));
         self.images.push(LoadedImage {
             image,
             bytes: Arc::new(bytes.to_vec()),
             globals,
         });
-        Ok(ImageId(self.images.len() - 1))
+        Ok(ImageId {
+            recorder: self.id,
+            index: self.images.len() - 1,
+        })
+    }
+
+    /// The image `image` names, when this recorder loaded it.
+    fn loaded(&self, image: ImageId) -> Result<&LoadedImage<E>> {
+        if image.recorder != self.id {
+            return Err(Error::Invalid(
+                "this image was loaded by another Recorder; use the Recorder that loaded it".into(),
+            ));
+        }
+        self.images
+            .get(image.index)
+            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.index)))
     }
 
     /// Finds kernel `name` in a loaded image.
     pub fn kernel(&self, image: ImageId, name: &str) -> Result<Kernel<E>> {
-        let loaded = self
-            .images
-            .get(image.0)
-            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.0)))?;
+        let loaded = self.loaded(image)?;
         let kernel = self
             .exec
             .kernel(&loaded.image, name)
             .map_err(|e| Error::executor(format!("finding kernel {name}"), e))?;
         Ok(Kernel {
             kernel,
-            image: image.0,
+            recorder: self.id,
+            image: image.index,
             name: name.to_string(),
         })
     }
@@ -429,15 +551,19 @@ where
     /// The device address and size of global `name` of a loaded image (to
     /// set it with [`Recorder::upload`], as `omp target update` would).
     pub fn global(&self, image: ImageId, name: &str) -> Result<Option<(u64, u64)>> {
-        let loaded = self
-            .images
-            .get(image.0)
-            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.0)))?;
+        let loaded = self.loaded(image)?;
         let g = self
             .exec
             .global(&loaded.image, name)
             .map_err(|e| Error::executor(format!("looking up global {name}"), e))?;
-        Ok(g.map(|g| (g.addr, g.size)))
+        let g = g.map(|g| (g.addr, g.size));
+        if let Some(range) = g {
+            let mut globals = self.globals.lock().unwrap_or_else(|e| e.into_inner());
+            if !globals.contains(&range) {
+                globals.push(range);
+            }
+        }
+        Ok(g)
     }
 
     /// Checks `args` against the kernel's parameter sizes, where the executor
@@ -468,18 +594,31 @@ where
     /// An unrecorded launch is queued without waiting; a recorded one waits
     /// for its snapshots (one synchronize in `Async` mode) and hands the files
     /// to the writer.
+    ///
+    /// Only launches that happened count toward [`RecordConfig::skip`] and
+    /// [`RecordConfig::max`]: a launch that fails to be queued, or fails
+    /// while it is recorded (a kernel that faults, say), counts toward
+    /// neither, and draws no launch sequence number. An unrecorded launch is
+    /// not waited for, so a fault it causes is reported by the next
+    /// synchronize, and it has counted toward `skip`.
+    ///
+    /// A kernel found by another recorder is an [`Error::Invalid`].
     pub async fn launch(
         &mut self,
         kernel: &Kernel<E>,
         config: LaunchConfig,
         args: &Args,
     ) -> Result<LaunchReport> {
+        if kernel.recorder != self.id {
+            return Err(Error::Invalid(format!(
+                "kernel {}: this kernel was loaded by another Recorder; \
+                 launch it on the Recorder that loaded it",
+                kernel.name
+            )));
+        }
         self.check_params(kernel, args)?;
-        let selected = self.config.enabled && self.config.matches(&kernel.name) && {
-            let index = self.matched;
-            self.matched += 1;
-            self.config.selects(index, self.recorded)
-        };
+        let matches = self.config.enabled && self.config.matches(&kernel.name);
+        let selected = matches && self.config.selects(self.matched, self.recorded);
         let launch = Launch {
             config,
             args: args.as_kernel_args(),
@@ -489,17 +628,23 @@ where
             self.queue
                 .launch(&kernel.kernel, &launch)
                 .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
+            self.matched += u64::from(matches);
             return Ok(LaunchReport {
                 recorded: false,
                 seq: None,
             });
         }
-        self.recorded += 1;
-        let seq = next_launch_seq();
+        let store = self
+            .store
+            .clone()
+            .ok_or_else(|| Error::Invalid("recording is off".into()))?;
 
         let used = usize::try_from(self.bump.used())
             .map_err(|_| Error::Invalid("region too large".into()))?;
-        let image = &self.images[kernel.image];
+        let image = self
+            .images
+            .get(kernel.image)
+            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", kernel.image)))?;
         let (global_segs, globals_len) =
             globals_segments(image.globals.iter().map(|g| (g.1, g.2)))?;
         let buffers = Buffers {
@@ -533,6 +678,10 @@ where
         let out = schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
             .await
             .map_err(|e| Error::schedule(format!("recording {}", kernel.name), e))?;
+        // The launch ran and its snapshots were taken: only now does it count.
+        self.matched += 1;
+        self.recorded += 1;
+        let seq = next_launch_seq();
         log::debug!(
             "recorded launch #{seq} of {}: {used} bytes snapshotted in {:?}",
             kernel.name,
@@ -553,7 +702,6 @@ where
         let globals_blob =
             encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
         let image_bytes = image.bytes.clone();
-        let store = self.store.clone();
         let job = move || {
             let data = CaptureData {
                 input: &out.input.as_ref()[..used],
@@ -589,6 +737,50 @@ where
         }
         Ok(written)
     }
+}
+
+/// Checks that files can be created in the capture directory `dir`, by
+/// creating one (under a temporary name, which `reprise list` would report
+/// if it were left behind) and removing it.
+fn check_writable(dir: &Path, recorder: u64) -> Result<()> {
+    let probe = dir.join(format!(
+        "{TEMP_PREFIX}probe.{}.{recorder}",
+        std::process::id()
+    ));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| Error::io(dir, "create a file in the capture directory", e))?;
+    std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, "remove", e))
+}
+
+/// What the recorder was doing when the region could not be reserved: the
+/// size, and where it came from.
+fn reserve_context(config: &RecordConfig) -> String {
+    let size = config.region_size;
+    let origin = match config.region_size_var() {
+        Some(v) => format!("size from REPRISE_RECORD_MEMSIZE={v}; lower it"),
+        None if size == DEFAULT_REGION_SIZE => {
+            "the default size; lower it with RecordConfig::region_size or REPRISE_RECORD_MEMSIZE"
+                .into()
+        }
+        None => "size from RecordConfig::region_size; lower it".into(),
+    };
+    format!(
+        "reserving a recording region of {} ({origin})",
+        size_text(size)
+    )
+}
+
+/// `bytes` in bytes, and in the largest binary unit that divides it.
+fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{} {unit} ({bytes} bytes)", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Encodes the snapshot of `globals` (name, address, size) held in `buf` in
