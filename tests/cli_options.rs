@@ -292,12 +292,25 @@ fn list_skips_json_files_that_are_no_captures_and_aligns_its_columns() {
         br#"{"name": "web", "version": "1.0.0"}"#,
     )
     .unwrap();
+    std::fs::write(
+        dir.path().join("compile_commands.json"),
+        br#"[{"directory": "/src", "file": "k.c"}]"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("tsconfig.json"), b"{ // comments\n}").unwrap();
+    // A lone descriptor that is cut short is still a broken capture.
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, br#"{"Name": "k", "NumArgs": 2, "ArgPtrs": [1"#).unwrap();
+    let out = reprise(&["list", s(dir.path())]);
+    assert_exit(&out, 1);
+    assert!(text(&out).0.contains("BROKEN"), "{}", text(&out).0);
+    std::fs::remove_file(&cut).unwrap();
     let out = reprise(&["list", s(dir.path())]);
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);
     assert!(!stdout.contains("package.json"), "{stdout}");
     assert!(
-        stdout.contains("(1 other JSON file(s) skipped)"),
+        stdout.contains("(3 other JSON file(s) skipped)"),
         "{stdout}"
     );
     // The executor column starts at the same place on every capture line.

@@ -184,6 +184,20 @@ fn with_recording_on_an_unusable_directory_is_an_error_up_front() {
 }
 
 #[test]
+fn a_probe_file_left_by_a_crash_does_not_stop_the_next_recorder() {
+    // A crash between the directory check's create and remove leaves its
+    // probe; PIDs repeat (in containers, always), so the next run meets it.
+    let dir = tempfile::tempdir().unwrap();
+    let pid = std::process::id();
+    for id in 0..1000 {
+        let leftover = dir.path().join(format!(".reprise-tmp.probe.{pid}.{id}.0"));
+        std::fs::write(leftover, b"").unwrap();
+    }
+    let _rec = recorder(config(dir.path()));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1000);
+}
+
+#[test]
 fn region_size_errors_say_where_the_size_came_from() {
     let dir = tempfile::tempdir().unwrap();
     let d = s(dir.path());

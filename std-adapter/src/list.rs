@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::globals;
 use reprise_core::image::{self, ImageKind};
-use reprise_core::record::{KernelRecord, RecordError};
+use reprise_core::record::KernelRecord;
 
 use crate::capture::{
     CapturePaths, KNOWN_EXTENSIONS, file_checksum, globals_layout, read_descriptor,
@@ -254,9 +254,9 @@ pub enum Entry {
         /// Why.
         error: Error,
     },
-    /// A JSON file that is no capture descriptor (an object with none of a
-    /// descriptor's keys, such as a `package.json`) and has no capture
-    /// files beside it.
+    /// A JSON file that is no capture descriptor (it names none of a
+    /// descriptor's keys, as a `package.json` or `compile_commands.json`)
+    /// and has no capture files beside it.
     Other {
         /// The file.
         path: PathBuf,
@@ -268,6 +268,27 @@ pub enum Entry {
         /// Why it is an orphan.
         why: &'static str,
     },
+}
+
+/// Whether the start of a JSON file names a descriptor's key, so
+/// that an unreadable one is a broken capture rather than some other JSON
+/// file (a `package.json`, a `compile_commands.json`).
+fn mentions_descriptor_keys(path: &Path) -> bool {
+    let mut head = Vec::new();
+    let _ = File::open(path).map(|f| f.take(64 * 1024).read_to_end(&mut head));
+    let text = String::from_utf8_lossy(&head);
+    [
+        "Name",
+        "NumArgs",
+        "ArgPtrs",
+        "ArgOffsets",
+        "NumTeams",
+        "NumTeamsClause",
+        "VAllocAddr",
+        "BumpAllocVAStart",
+    ]
+    .iter()
+    .any(|k| text.contains(&format!("\"{k}\"")))
 }
 
 /// Splits a file name into (stem, extension) for the known extensions.
@@ -323,10 +344,9 @@ pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
                     }
                     out.push(Entry::Capture(Box::new(d)));
                 }
-                Err(Error::Descriptor {
-                    source: RecordError::NotADescriptor { error: None },
-                    ..
-                }) if files.len() == 1 => out.push(Entry::Other { path: json.clone() }),
+                Err(_) if files.len() == 1 && !mentions_descriptor_keys(json) => {
+                    out.push(Entry::Other { path: json.clone() })
+                }
                 Err(error) => out.push(Entry::Broken {
                     path: json.clone(),
                     error,

@@ -743,16 +743,31 @@ where
 /// creating one (under a temporary name, which `reprise list` would report
 /// if it were left behind) and removing it.
 fn check_writable(dir: &Path, recorder: u64) -> Result<()> {
-    let probe = dir.join(format!(
-        "{TEMP_PREFIX}probe.{}.{recorder}",
-        std::process::id()
-    ));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(|e| Error::io(dir, "create a file in the capture directory", e))?;
-    std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, "remove", e))
+    // A probe left by a crash (PIDs repeat, in containers especially) or
+    // made by another process sharing the directory takes its name: try
+    // the next one.
+    let mut attempt = 0u32;
+    loop {
+        let probe = dir.join(format!(
+            "{TEMP_PREFIX}probe.{}.{recorder}.{attempt}",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+        {
+            Ok(_) => {
+                return std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, "remove", e));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 64 => {
+                attempt += 1;
+            }
+            Err(e) => {
+                return Err(Error::io(dir, "create a file in the capture directory", e));
+            }
+        }
+    }
 }
 
 /// What the recorder was doing when the region could not be reserved: the
