@@ -523,8 +523,10 @@ fn a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls() {
     );
 }
 
-/// Records a saxpy launch whose `y` points nowhere, then asks for more:
-/// what [`a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls`]
+/// Records a saxpy launch whose `y` points nowhere, then asks for more, of
+/// that recorder and of another one on the same device that recorded a
+/// good grid2d launch before: what
+/// [`a_kernel_that_faults_while_recording_is_named_and_spoils_later_calls`]
 /// runs in its child process.
 fn record_a_fault() {
     let gpu = simulated().expect("the parent checked");
@@ -533,6 +535,21 @@ fn record_a_fault() {
     sim::set_kernel_delay_us(50_000);
     let dir = tempfile::tempdir().unwrap();
     let n = 4096usize;
+    // Another recorder, with its own executor of the device (so the same
+    // context), records a good launch first.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = CudaExecutor::new(0).unwrap();
+    let mut good = Recorder::new(other, BackendKind::Cuda, 0, config(other_dir.path())).unwrap();
+    let out = good.alloc(64 * 64 * 4, 256).unwrap();
+    let grid2d_image = good.load_image(GRID2D).unwrap();
+    let grid2d = good.kernel(grid2d_image, "grid2d").unwrap();
+    let grid2d_args = Args::new().ptr(out).i32(64).i32(64);
+    let grid2d_geometry = LaunchConfig {
+        grid: [8, 8, 1],
+        block: [8, 8, 1],
+        shared_mem: 0,
+    };
+    reprise::block_on(good.launch(&grid2d, grid2d_geometry, &grid2d_args)).unwrap();
     let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();
@@ -570,6 +587,13 @@ fn record_a_fault() {
         ),
         "{later}"
     );
+    // The other recorder meets the fault too: it names the kernel that
+    // faulted, not its own, which completed.
+    let theirs = reprise::block_on(good.launch(&grid2d, grid2d_geometry, &grid2d_args))
+        .expect_err("the context is lost");
+    println!("the other recorder: {theirs}");
+    assert!(theirs.to_string().contains(fault), "{theirs}");
+    assert!(!theirs.to_string().contains("`grid2d`"), "{theirs}");
 }
 
 #[test]

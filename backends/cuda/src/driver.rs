@@ -7,10 +7,11 @@
 //! library and checked the symbol is there.
 
 use std::ffi::CStr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys;
 
+use crate::context::ContextState;
 use crate::error::{CudaError, DriverError};
 
 /// Functions every operation of the executor may call; checked once, when
@@ -312,13 +313,17 @@ pub(crate) struct Device {
     pub lib: Library,
     /// What a launch may ask of the device.
     pub limits: LaunchLimits,
+    /// What the queues of the context share, with every other `Device` of
+    /// the same context (another executor of the same device).
+    pub state: Arc<ContextState>,
     /// Errors raised in `Drop` paths, reported by the next synchronize.
     deferred: Mutex<Option<CudaError>>,
 }
 
 // SAFETY: `CUcontext` is a handle the driver lets any thread use (made
 // current with `cuCtxSetCurrent`, which `bind` does before every call); the
-// driver API is thread-safe. The only mutable state is behind a `Mutex`.
+// driver API is thread-safe. The only mutable state (its own and the
+// context's `ContextState`) is behind `Mutex`es.
 unsafe impl Send for Device {}
 // SAFETY: as for `Send`; `&Device` offers only thread-safe driver calls.
 unsafe impl Sync for Device {}
@@ -364,6 +369,7 @@ impl Device {
             ctx,
             lib,
             limits,
+            state: ContextState::of(ctx as usize),
             deferred: Mutex::new(None),
         };
         dev.bind()?;
@@ -401,10 +407,15 @@ impl Device {
         slot.get_or_insert(e.into());
     }
 
-    /// Runs a cleanup call in a `Drop` path, keeping its error.
-    pub fn cleanup(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
-        if let Err(e) = self.bind().and_then(|()| check(call, f())) {
-            self.defer(e);
+    /// Runs a cleanup call in a `Drop` path, keeping its error; `true`
+    /// when it succeeded.
+    pub fn cleanup(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) -> bool {
+        match self.bind().and_then(|()| check(call, f())) {
+            Ok(()) => true,
+            Err(e) => {
+                self.defer(e);
+                false
+            }
         }
     }
 

@@ -30,7 +30,14 @@ fn is_kernel_fault(code: u32) -> bool {
 /// and description.
 ///
 /// The name and description come from `cuGetErrorName`/`cuGetErrorString`
-/// when the driver is loaded, else from a small built-in table.
+/// when the driver is loaded, else from a small built-in table. Made with
+/// [`DriverError::from_code`] (a private field keeps struct literals out, so
+/// fields can be added without breaking them).
+///
+/// A code that a kernel fault leaves behind ([`DriverError::context_lost`])
+/// ends the message with "(the context was lost to an earlier kernel fault;
+/// restart the process)", except in the error underneath the
+/// [`CudaError::KernelFault`] that reports the fault itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverError {
     /// The driver function that failed (`"cuModuleLoadData"`); for a
@@ -44,12 +51,12 @@ pub struct DriverError {
     pub name: &'static str,
     /// What the code means, in the driver's words.
     pub description: &'static str,
-    /// The call failed because a kernel had faulted before it (the code is
-    /// one a fault leaves behind: [`DriverError::is_kernel_fault`]), so the
-    /// message says the context is lost, not that `call` itself went wrong.
-    /// Set for every such code; `false` in the error underneath a
-    /// [`CudaError::KernelFault`], which reports the fault itself.
-    pub context_lost: bool,
+    /// Whether the message says the context was lost to an earlier kernel
+    /// fault (not that `call` itself went wrong): set for every code
+    /// [`DriverError::context_lost`] is true of, cleared in the error
+    /// underneath a [`CudaError::KernelFault`], which reports the fault
+    /// itself.
+    lost_earlier: bool,
 }
 
 impl DriverError {
@@ -62,8 +69,18 @@ impl DriverError {
             code,
             name,
             description,
-            context_lost: is_kernel_fault(code),
+            lost_earlier: is_kernel_fault(code),
         }
+    }
+
+    /// Whether the context is lost: the code is one a kernel fault leaves
+    /// behind ([`DriverError::is_kernel_fault`]), and every later call in
+    /// the context fails with it until the process restarts. True of the
+    /// first error that reports the fault (the one underneath a
+    /// [`CudaError::KernelFault`]) as of every later one, so this is what
+    /// to check before deciding to restart.
+    pub fn context_lost(&self) -> bool {
+        self.is_kernel_fault()
     }
 
     /// Whether the code means a kernel faulted (`CUDA_ERROR_ILLEGAL_ADDRESS`,
@@ -84,7 +101,7 @@ impl fmt::Display for DriverError {
         if !self.description.is_empty() {
             write!(f, ": {}", self.description)?;
         }
-        if self.context_lost {
+        if self.lost_earlier {
             f.write_str(" (the context was lost to an earlier kernel fault; restart the process)")?;
         }
         Ok(())
@@ -106,15 +123,19 @@ pub enum CudaError {
     Driver(DriverError),
     /// The driver is there but sees no CUDA device.
     NoDevice,
-    /// A kernel launched on the queue since its last synchronize faulted
-    /// (an illegal address or instruction, a misaligned address, a trap,
-    /// an assertion, a timeout: [`DriverError::is_kernel_fault`]), as a
-    /// synchronize of the queue, or a call in its stretch of work, found.
-    /// The device context stays unusable until the process restarts.
+    /// A kernel faulted (an illegal address or instruction, a misaligned
+    /// address, a trap, an assertion, a timeout:
+    /// [`DriverError::is_kernel_fault`]), as a synchronize, copy or launch
+    /// of a queue found. The fault is sticky for the whole device context,
+    /// which stays unusable until the process restarts
+    /// ([`CudaError::context_lost`]); each queue that meets it reports it
+    /// this way once.
     KernelFault {
-        /// The kernels launched on the queue since its last synchronize,
-        /// each once, in launch order: one of them faulted (the driver does
-        /// not say which).
+        /// The kernels in flight in the context when the fault was found:
+        /// launched on any queue of the device (of any executor) and not
+        /// yet covered by a successful synchronize of their queue, each name
+        /// once, in launch order. One of them faulted (the driver does not
+        /// say which).
         kernels: Vec<String>,
         /// The driver's error, as the call that found the fault reported it.
         source: DriverError,
@@ -253,14 +274,29 @@ impl CudaError {
         }
     }
 
-    /// The fault of one of `kernels` (launched since the last synchronize),
-    /// found by a call that failed with `source`; its message is then the
-    /// fault's, not that of a context lost earlier.
+    /// Whether the device context is lost (until the process restarts) to
+    /// a kernel fault: a [`CudaError::KernelFault`], or a driver error with
+    /// a code a fault leaves behind ([`DriverError::context_lost`]).
+    ///
+    /// ```
+    /// use reprise_cuda::{CudaError, DriverError};
+    /// let later = CudaError::from(DriverError::from_code("cuMemHostAlloc", 700));
+    /// assert!(later.context_lost());
+    /// assert!(!CudaError::NoDevice.context_lost());
+    /// ```
+    pub fn context_lost(&self) -> bool {
+        matches!(self, CudaError::KernelFault { .. })
+            || self.driver().is_some_and(DriverError::context_lost)
+    }
+
+    /// The fault of one of `kernels` (in flight in the context), found by a
+    /// call that failed with `source`; its message is then the fault's, not
+    /// that of a context lost earlier.
     pub(crate) fn kernel_fault(kernels: Vec<String>, source: DriverError) -> CudaError {
         CudaError::KernelFault {
             kernels,
             source: DriverError {
-                context_lost: false,
+                lost_earlier: false,
                 ..source
             },
         }
@@ -619,7 +655,7 @@ mod tests {
     fn a_kernel_fault_code_says_the_context_was_lost() {
         for code in KERNEL_FAULTS {
             let e = DriverError::from_code("cuMemHostAlloc", code as u32);
-            assert!(e.is_kernel_fault() && e.context_lost, "{code:?}");
+            assert!(e.is_kernel_fault() && e.context_lost(), "{code:?}");
             assert_eq!(format!("{code:?}"), e.name, "named from the table");
             assert!(
                 e.to_string().ends_with(
@@ -637,7 +673,7 @@ mod tests {
         // Errors that leave the context usable say nothing of the sort.
         for code in [1, 2, 201, 600, 701, 4242] {
             let e = DriverError::from_code("cuLaunchKernel", code);
-            assert!(!e.is_kernel_fault() && !e.context_lost, "{code}");
+            assert!(!e.is_kernel_fault() && !e.context_lost(), "{code}");
             assert!(!e.to_string().contains("context was lost"), "{e}");
         }
     }
@@ -673,6 +709,51 @@ mod tests {
             "one of the kernels `a`, `b` faulted: CUDA_ERROR_LAUNCH_FAILED (unspecified launch \
              failure); the device context is unusable until the process restarts"
         );
+    }
+
+    #[test]
+    fn the_context_is_lost_from_the_first_report_of_a_fault_on() {
+        // The first report: the fault, named, whose driver error does not
+        // repeat the note, yet says the context is lost.
+        let first = CudaError::kernel_fault(
+            vec!["saxpy".into()],
+            DriverError::from_code("cuStreamQuery", 700),
+        );
+        let source = first.driver().expect("the driver error");
+        assert!(!source.to_string().contains("context was lost"), "{source}");
+        assert!(source.context_lost() && first.context_lost());
+        // Later calls meeting it.
+        for code in KERNEL_FAULTS {
+            let d = DriverError::from_code("cuMemHostAlloc", code as u32);
+            assert!(d.context_lost(), "{code:?}");
+            assert!(CudaError::Driver(d).context_lost(), "{code:?}");
+            let lost = CudaError::AddressUnavailable {
+                requested: 0x1000,
+                size: 4096,
+                source: d,
+            };
+            assert!(lost.context_lost(), "{code:?}");
+        }
+        // A fault named without a driver error to show (never made so, but
+        // the variant is public).
+        let bare = CudaError::KernelFault {
+            kernels: Vec::new(),
+            source: DriverError::from_code("cuStreamQuery", 719),
+        };
+        assert!(bare.context_lost());
+        // Errors that leave the context usable.
+        for e in [
+            CudaError::Driver(DriverError::from_code("cuLaunchKernel", 1)),
+            CudaError::Driver(DriverError::from_code("cuMemHostAlloc", 2)),
+            CudaError::NoDevice,
+            CudaError::DriverNotFound,
+            CudaError::ZeroDimension {
+                what: "grid",
+                dims: [0, 1, 1],
+            },
+        ] {
+            assert!(!e.context_lost(), "{e}");
+        }
     }
 
     #[test]

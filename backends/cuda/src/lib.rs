@@ -24,9 +24,10 @@
 //!   first lets the kernel have it (`cuFuncSetAttribute`), once its static
 //!   and dynamic shared memory together are known to fit the device. A
 //!   kernel that faults is [`CudaError::KernelFault`], naming the kernels
-//!   launched since the last synchronize; the driver then fails every later
+//!   in flight on the device (on any queue of any of its executors, as the
+//!   fault spoils the whole context); the driver then fails every later
 //!   call with the same code, and those errors say the context was lost to
-//!   an earlier fault ([`DriverError::context_lost`]).
+//!   an earlier fault ([`CudaError::context_lost`] says so of both).
 //!
 //! ```
 //! use reprise_cuda::{CudaError, CudaExecutor};
@@ -37,15 +38,16 @@
 //! }
 //! ```
 //!
-//! Lifetimes on the device: a queue keeps the buffers of its copies and the
-//! modules of its launches until a synchronize has covered them, and its
-//! `Drop` waits for the stream; a region's `Drop` synchronizes the context
-//! before unmapping, and so does a module's (when its last image or kernel
-//! goes) before unloading, as a copy of one of its globals may still be
-//! queued. Errors raised in `Drop` are reported by the next synchronize of
-//! any queue of the executor.
+//! Lifetimes on the device: a queue keeps the buffers of its copies, the
+//! modules of its launches and the modules of the globals its copies read or
+//! write until a synchronize has covered them, and its `Drop` waits for the
+//! stream; so a module unloads (when its last image or kernel goes and no
+//! queue keeps it) without waiting for anything. A region's `Drop`
+//! synchronizes the context before unmapping. Errors raised in `Drop` are
+//! reported by the next synchronize of any queue of the executor.
 
 pub mod args;
+mod context;
 pub mod cubin;
 mod driver;
 pub mod error;

@@ -7,6 +7,7 @@ use cudarc::driver::sys;
 use reprise_core::exec::GlobalInfo;
 use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 
+use crate::context;
 use crate::driver::{Device, LaunchLimits, check};
 use crate::error::{CudaError, DriverError};
 
@@ -45,15 +46,14 @@ unsafe impl Sync for Module {}
 impl Drop for Module {
     fn drop(&mut self) {
         let h = self.handle;
-        // No kernel of this module is in flight (queues hold an `Arc` of the
-        // module until a synchronize covered each launch), but a copy of one
-        // of its globals may be: one a failed launch left without a
-        // synchronize. Wait for it, as a region does before it unmaps.
-        // SAFETY: waits for every kernel and copy of the context.
-        self.dev
-            .cleanup("cuCtxSynchronize", || unsafe { sys::cuCtxSynchronize() });
-        // SAFETY: nothing of the context is in flight, so nothing uses the
-        // module's code or globals.
+        // Nothing in flight uses the module's code or globals: a queue holds
+        // an `Arc` of the module until a synchronize covered each launch of
+        // one of its kernels, and each copy that reads or writes one of its
+        // globals (found by address among the globals handed out, which are
+        // forgotten here, before the unload frees the addresses).
+        self.dev.state.remove_globals(context::module_key(self));
+        // SAFETY: nothing queued or running uses the module (above), and
+        // nothing uses the handle after this.
         self.dev
             .cleanup("cuModuleUnload", || unsafe { sys::cuModuleUnload(h) });
     }
@@ -63,7 +63,14 @@ impl Drop for Module {
 /// driver), a cubin or a fat binary.
 ///
 /// Kernels found in it keep it loaded, so it may be dropped while their
-/// launches are in flight.
+/// launches are in flight; so do queued copies of its globals, at the
+/// addresses [`Executor::global`](reprise_core::exec::Executor::global) or
+/// [`Executor::for_each_global`](reprise_core::exec::Executor::for_each_global)
+/// gave (a queue keeps the image's module until a synchronize covered the
+/// copy). Unloading (when the image and its last kernel are gone and no
+/// queue keeps it) waits for nothing else in the context: a copy into one
+/// of its globals at an address found otherwise must be synchronized
+/// before the image goes.
 #[derive(Debug)]
 pub struct CudaImage {
     module: Arc<Module>,
@@ -174,11 +181,10 @@ impl CudaImage {
             return Ok(None);
         }
         check("cuModuleGetGlobal", r)?;
-        Ok(Some(GlobalInfo {
-            name,
-            addr,
-            size: size as u64,
-        }))
+        // A copy of it keeps the module loaded until it completes.
+        let size = size as u64;
+        self.module.dev.state.add_global(addr, size, &self.module);
+        Ok(Some(GlobalInfo { name, addr, size }))
     }
 
     pub(crate) fn for_each_global(

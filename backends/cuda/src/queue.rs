@@ -12,6 +12,7 @@ use reprise_core::completion::Completion;
 use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
 
 use crate::args::PackedArgs;
+use crate::context::ContextState;
 use crate::driver::{Device, check};
 use crate::error::{CudaError, DriverError};
 use crate::memory::CudaBuffer;
@@ -317,17 +318,25 @@ enum Direction {
 /// Work runs in submission order. [`Queue::poll_synchronize`] enqueues a
 /// host callback (`cuStreamAddCallback`, else `cuLaunchHostFunc`) that
 /// signals a [`Completion`] and waits for it, then asks the stream for
-/// errors. Host buffers and the modules of
-/// launched kernels stay owned by the queue until a synchronize covered their
-/// work; dropping the queue waits for the stream before freeing them.
+/// errors. Host buffers, the modules of launched kernels and the modules of
+/// the globals copies read or write stay owned by the queue until a
+/// synchronize covered their work; dropping the queue waits for the stream
+/// before freeing them.
 ///
 /// An error that means a kernel faulted ([`DriverError::is_kernel_fault`]),
-/// found by a synchronize or by a copy or launch enqueued after a kernel,
-/// is a [`CudaError::KernelFault`] naming the kernels launched since the
-/// last synchronize (once; later errors only say the context is lost).
+/// found by a synchronize, copy or launch, is a [`CudaError::KernelFault`]
+/// naming the kernels in flight in the device's context: launched on any
+/// queue of the device (of this executor or another) and not yet covered by
+/// a successful synchronize of their queue, as a fault is sticky for the
+/// whole context and any queue may be the one to find it. A queue names
+/// them once; its later errors only say the context was lost, as does an
+/// error with a fault code while no kernel is in flight.
 #[derive(Debug)]
 pub struct CudaQueue {
     dev: Arc<Device>,
+    /// The queue's number among those sharing the context's kernels in
+    /// flight (`ContextState`).
+    id: u64,
     stream: sys::CUstream,
     /// Timing events around each launch: (start, end).
     events: (sys::CUevent, sys::CUevent),
@@ -344,12 +353,9 @@ pub struct CudaQueue {
     waiting: Option<(u64, u64)>,
     /// Buffers of copies not yet known complete: (seq, ticket, buffer).
     in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
-    /// Modules of launches not yet known complete.
+    /// Modules of launches, and of globals copies use, not yet known
+    /// complete.
     modules: VecDeque<(u64, Arc<Module>)>,
-    /// The kernels launched since the last synchronize, by sequence number:
-    /// when an error means a kernel faulted, one of these did. Forgotten
-    /// once a synchronize covered them or an error named them.
-    launched: VecDeque<(u64, Arc<str>)>,
     done: VecDeque<(Ticket, CudaBuffer)>,
     /// The sequence number of the last launch, whose time the events hold.
     timed: Option<u64>,
@@ -380,6 +386,7 @@ impl CudaQueue {
         let (stream, events) = stream_and_events(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
         let mut queue = CudaQueue {
             dev: dev.clone(),
+            id: ContextState::new_queue_id(),
             stream,
             events: (events[0], events[1]),
             completion: Arc::new(Completion::new()),
@@ -390,7 +397,6 @@ impl CudaQueue {
             waiting: None,
             in_flight: VecDeque::new(),
             modules: VecDeque::new(),
-            launched: VecDeque::new(),
             done: VecDeque::new(),
             timed: None,
             last_time: None,
@@ -567,6 +573,16 @@ impl CudaQueue {
             }
         }
         self.dev.bind()?;
+        // A global the copy reads or writes keeps its module loaded until a
+        // synchronize covers the copy (the module is kept even when the copy
+        // fails partway: what was enqueued may still run).
+        let touched = self
+            .dev
+            .state
+            .modules_in(segments.iter().map(|s| (s.device, s.len)));
+        for module in touched {
+            self.modules.push_back((self.seq + 1, module));
+        }
         if matches!(dir, Direction::DeviceToHost) && self.stage(&buffer, segments)? {
             let seq = self.next_seq();
             self.in_flight.push_back((seq, Ticket(seq), buffer));
@@ -657,9 +673,6 @@ impl CudaQueue {
         while self.modules.front().is_some_and(|m| m.0 <= covered) {
             self.modules.pop_front();
         }
-        while self.launched.front().is_some_and(|k| k.0 <= covered) {
-            self.launched.pop_front();
-        }
         if self.timed.is_some_and(|t| t <= covered) {
             self.timed = None;
             let mut ms = 0f32;
@@ -683,21 +696,17 @@ impl CudaQueue {
     }
 
     /// `e`, unless it is a driver error that means a kernel faulted
-    /// ([`DriverError::is_kernel_fault`]) while kernels launched since the
-    /// last synchronize may still have been running: then it is the fault
-    /// of one of them, named ([`CudaError::KernelFault`]). They are named
-    /// once; later errors say only that the context was lost.
-    fn blame(&mut self, e: CudaError) -> CudaError {
+    /// ([`DriverError::is_kernel_fault`]) while kernels were in flight in
+    /// the context (on any queue): then it is the fault of one of them,
+    /// named ([`CudaError::KernelFault`]). This queue names them once;
+    /// later errors, and a fault code met with no kernel in flight, say
+    /// only that the context was lost.
+    fn blame(&self, e: CudaError) -> CudaError {
         match e {
-            CudaError::Driver(d) if d.is_kernel_fault() && !self.launched.is_empty() => {
-                let mut kernels: Vec<String> = Vec::new();
-                for (_, name) in self.launched.drain(..) {
-                    if !kernels.iter().any(|k| **k == *name) {
-                        kernels.push(name.to_string());
-                    }
-                }
-                CudaError::kernel_fault(kernels, d)
-            }
+            CudaError::Driver(d) if d.is_kernel_fault() => match self.dev.state.suspects(self.id) {
+                Some(kernels) => CudaError::kernel_fault(kernels, d),
+                None => CudaError::Driver(d),
+            },
             e => e,
         }
     }
@@ -735,8 +744,7 @@ impl Queue for CudaQueue {
     }
 
     fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
-        // A synchronize that finds a fault names the kernels it covers
-        // (`poll_sync` does where it is about to forget them).
+        // A synchronize that finds a fault names the kernels in flight.
         match self.poll_sync(cx) {
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.blame(e))),
             other => other,
@@ -802,7 +810,7 @@ impl CudaQueue {
         })?;
         let seq = self.next_seq();
         self.modules.push_back((seq, kernel.module().clone()));
-        self.launched.push_back((seq, kernel.shared_name().clone()));
+        self.dev.state.launched(self.id, seq, kernel.shared_name());
         self.timed = None;
         // SAFETY: the events and stream are live.
         check("cuEventRecord", unsafe {
@@ -820,7 +828,7 @@ impl CudaQueue {
     }
 
     /// [`Queue::poll_synchronize`], but for naming a faulted kernel in its
-    /// error (which must happen before `complete` forgets the kernels).
+    /// error.
     fn poll_sync(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
         let covers = self.waiting.map(|w| w.1);
         if covers != Some(self.seq) {
@@ -863,11 +871,15 @@ impl CudaQueue {
             .dev
             .bind()
             .and_then(|()| self.stream_error())
-            .and(callback)
-            .map_err(|e| self.blame(e.into()));
+            .and(callback);
+        if status.is_ok() {
+            // Its kernels up to here ran without a fault. (After one, they
+            // stay in flight for every queue that meets the fault to name.)
+            self.dev.state.covered(self.id, covered);
+        }
         self.complete(covered);
         match (status, self.dev.take_deferred()) {
-            (Err(e), _) => Poll::Ready(Err(e)),
+            (Err(e), _) => Poll::Ready(Err(e.into())),
             (Ok(()), Some(e)) => Poll::Ready(Err(e)),
             (Ok(()), None) => Poll::Ready(Ok(())),
         }
@@ -879,9 +891,14 @@ impl Drop for CudaQueue {
         let stream = self.stream;
         // SAFETY: waits for every copy, launch and host function of the
         // stream, so the buffers and modules below are idle when they drop.
-        self.dev.cleanup("cuStreamSynchronize", || unsafe {
+        let idle = self.dev.cleanup("cuStreamSynchronize", || unsafe {
             sys::cuStreamSynchronize(stream)
         });
+        if idle {
+            // Its kernels ran without a fault; after one, they stay in
+            // flight for the other queues that meet it to name.
+            self.dev.state.forget_queue(self.id);
+        }
         if let Some(st) = self.staging.take() {
             let copy = st.stream;
             // SAFETY: waits for the drains reading into the buffers below.

@@ -1116,3 +1116,56 @@ fn dropping_an_image_waits_for_copies_of_its_globals() {
         .expect("the download's buffer");
     assert_eq!(f32s(&buf.as_ref()[..4]), [0.5], "the image's bias");
 }
+
+#[test]
+fn a_module_unloaded_by_a_synchronize_waits_for_no_other_queue() {
+    let Some((_lock, exec)) = gpu() else { return };
+    if !simulated() {
+        println!("skipped: needs the simulator's kernel delay");
+        return;
+    }
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let globals_image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
+    let (_, bias, _) = globals_of(&exec, &globals_image)
+        .into_iter()
+        .find(|g| g.0 == "bias")
+        .expect("saxpy.ptx defines bias");
+    let slow_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let slow = exec.kernel(&slow_image, "grid2d").unwrap();
+    let mut a = exec.queue().unwrap();
+    let mut b = exec.queue().unwrap();
+    let modules = || common::sim::counts().expect("the simulator")[7];
+    let before = modules();
+    // `a` holds the last references to two modules: one by a launch of its
+    // kernel, one by a copy of its global.
+    let values = [region.base(), 8, 8];
+    a.launch(&kernel, &grid2d_launch(&values, [1, 1, 1]))
+        .unwrap();
+    let t = a
+        .download(exec.buffer(4).unwrap(), &[seg(bias, 0, 4)])
+        .unwrap();
+    drop((kernel, image, globals_image));
+    assert_eq!(modules(), before, "kept by the queue");
+    // Meanwhile `b` runs a kernel of a third module for a second.
+    common::sim::set_kernel_delay_us(1_000_000);
+    let elsewhere = [region.base() + 4096, 8, 8];
+    b.launch(&slow, &grid2d_launch(&elsewhere, [1, 1, 1]))
+        .unwrap();
+    common::sim::set_kernel_delay_us(0);
+    // `a`'s synchronize unloads both modules, without waiting for `b`.
+    let start = std::time::Instant::now();
+    sync(&mut a).unwrap();
+    let took = start.elapsed();
+    assert_eq!(modules(), before - 2, "unloaded by the synchronize");
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "the synchronize took {took:?}: it waited for the other queue"
+    );
+    let (_, buf) = std::iter::from_fn(|| a.reclaim())
+        .find(|(got, _)| *got == t)
+        .expect("the download's buffer");
+    assert_eq!(f32s(buf.as_ref()), [0.5], "the image's bias");
+    sync(&mut b).unwrap();
+}

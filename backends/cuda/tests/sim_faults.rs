@@ -111,8 +111,8 @@ fn a_failed_status_given_to_the_stream_callback_fails_the_synchronize() {
     );
     // The failure is the stream's earlier work, not the callback's
     // enqueueing, which succeeded.
-    // No kernel of this queue can have faulted: the error says the
-    // context was lost earlier, not which kernel.
+    // No kernel is in flight, so none is blamed: the error says the
+    // context was lost, not which kernel.
     assert_eq!(
         err.to_string(),
         "work queued on the stream (status handed to the synchronize's callback) failed: \
@@ -151,8 +151,10 @@ fn a_fault_found_by_a_synchronize_names_the_kernels_it_covers() {
             assert_eq!(kernels, &["grid2d"], "each kernel named once");
             assert_eq!(source.code, LAUNCH_FAILED);
             assert!(source.call.contains("synchronize's callback"), "{source}");
-            // The source is the fault, not a context lost earlier.
+            // The source is the fault, not a context lost earlier, though
+            // the context is lost all the same.
             assert!(!source.to_string().contains("context was lost"), "{source}");
+            assert!(source.context_lost() && err.context_lost());
         }
         other => panic!("{other:?}"),
     }
@@ -235,6 +237,123 @@ fn a_fault_found_by_a_copy_or_launch_names_the_kernels_before_it_once() {
         "{err:?}"
     );
     sync(&mut q).unwrap();
+}
+
+/// The message of a fault of `kernels` found on the simulator.
+fn illegal_address_of(kernels: &str) -> String {
+    format!(
+        "{kernels} faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was \
+         encountered); the device context is unusable until the process restarts"
+    )
+}
+
+/// After a test that spoiled the context with a real fault and dropped
+/// every executor: the simulator reset the context on its last release
+/// (as releasing a device's primary context does), so the next test has a
+/// usable one.
+fn a_fresh_context_works() {
+    let exec = CudaExecutor::new(0).unwrap();
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let mut q = exec.queue().unwrap();
+    q.upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    sync(&mut q).expect("a fresh context");
+}
+
+#[test]
+fn a_fault_on_one_queue_is_pinned_on_its_kernel_by_every_queue_that_meets_it() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    {
+        // Another executor of the device: its own handle on the same
+        // (primary) context, as two recorders have.
+        let other = CudaExecutor::new(0).unwrap();
+        let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+        let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+        let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
+        let reverse_image = other.load_image(&fixture("shared_reverse.ptx")).unwrap();
+        let reverse = other.kernel(&reverse_image, "shared_reverse").unwrap();
+        let mut a = exec.queue().unwrap();
+        let mut b = other.queue().unwrap();
+        let nothing = [region.base(), 0, 0];
+        let buffers = [buffer_with(&exec, &[1; 64]), buffer_with(&other, &[2; 64])];
+        // b's kernel runs, and a synchronize of b covers it: it faulted
+        // nowhere.
+        b.launch(&reverse, &shared_reverse(&nothing, [4, 1, 1], 0))
+            .unwrap();
+        sync(&mut b).unwrap();
+        // a's kernel writes nowhere: a fault that spoils the context, as on
+        // a device. It waits before it runs, so a synchronize finds it.
+        sim::set_kernel_delay_us(50_000);
+        let nowhere = [0x10, 64, 64];
+        a.launch(&grid2d, &grid2d_launch(&nowhere, [8, 8, 1]))
+            .unwrap();
+        sim::set_kernel_delay_us(0);
+        let fault = illegal_address_of("the kernel `grid2d`");
+        let err = sync(&mut a).expect_err("the fault");
+        assert_eq!(err.to_string(), fault);
+        // b meets the fault at its next call: it names a's kernel, not its
+        // own good one.
+        let err = b
+            .launch(&reverse, &shared_reverse(&nothing, [4, 1, 1], 0))
+            .expect_err("the context is lost");
+        assert!(
+            matches!(&err, CudaError::KernelFault { kernels, .. } if kernels == &["grid2d"]),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), fault);
+        assert_eq!(err.driver().map(|d| d.code), Some(ILLEGAL_ADDRESS));
+        assert!(err.context_lost());
+        // Each queue names it once: their later errors say the context was
+        // lost.
+        for (q, buffer) in [&mut a, &mut b].into_iter().zip(buffers) {
+            let err = q
+                .upload(buffer, &[seg(region.base(), 0, 64)])
+                .expect_err("the context is lost");
+            assert!(matches!(err, CudaError::Driver(_)), "{err:?}");
+            assert!(err.to_string().ends_with(CONTEXT_LOST), "{err}");
+            assert!(err.context_lost());
+        }
+    }
+    drop(exec);
+    a_fresh_context_works();
+}
+
+#[test]
+fn kernels_in_flight_on_two_queues_when_a_fault_is_found_are_each_a_suspect() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    {
+        let other = CudaExecutor::new(0).unwrap();
+        let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+        let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+        let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
+        let reverse_image = other.load_image(&fixture("shared_reverse.ptx")).unwrap();
+        let reverse = other.kernel(&reverse_image, "shared_reverse").unwrap();
+        let mut a = exec.queue().unwrap();
+        let mut b = other.queue().unwrap();
+        // b's kernel is good, but no synchronize of b says so when a's
+        // faults: the driver does not say which kernel faulted, so either
+        // may have, whichever queue finds the fault.
+        let nothing = [region.base(), 0, 0];
+        b.launch(&reverse, &shared_reverse(&nothing, [4, 1, 1], 0))
+            .unwrap();
+        sim::set_kernel_delay_us(50_000);
+        a.launch(&grid2d, &grid2d_launch(&[0x10, 64, 64], [8, 8, 1]))
+            .unwrap();
+        sim::set_kernel_delay_us(0);
+        let both = illegal_address_of("one of the kernels `shared_reverse`, `grid2d`");
+        let err = sync(&mut a).expect_err("the fault");
+        assert_eq!(err.to_string(), both);
+        // Not b's kernel alone.
+        let err = sync(&mut b).expect_err("the context is lost");
+        assert_eq!(err.to_string(), both);
+        assert!(err.context_lost());
+    }
+    drop(exec);
+    a_fresh_context_works();
 }
 
 #[test]

@@ -51,7 +51,9 @@
  *                               CUDA_ERROR_INVALID_PTX, a cubin for another
  *                               one with CUDA_ERROR_NO_BINARY_FOR_GPU
  *   REPRISE_SIM_CUDA_KERNEL_DELAY_US=N  make every kernel wait N
- *                               microseconds before it runs
+ *                               microseconds before it runs (also
+ *                               reprise_sim_set_kernel_delay_us(N), for the
+ *                               kernels launched after it)
  *   REPRISE_SIM_CUDA_COPY_DELAY_US=N  make each device-to-host and
  *                               device-to-device copy take a random 0 to N
  *                               microseconds more, so streams overlap
@@ -367,8 +369,10 @@ EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
   __atomic_store_n(&g_copy_delay_us, us, __ATOMIC_RELAXED);
 }
 
-/* Simulator only: how long (microseconds) every kernel waits before it
- * runs, so a launch returns and later work is queued before a fault. */
+/* Simulator only: how long (microseconds) every kernel launched from now on
+ * waits before it runs, so a launch returns and later work is queued before
+ * a fault. Taken at the launch, so changing it never changes how long a
+ * kernel already queued waits. */
 EXPORT void reprise_sim_set_kernel_delay_us(unsigned us) {
   __atomic_store_n(&g_kernel_delay_us, us, __ATOMIC_RELAXED);
 }
@@ -954,6 +958,8 @@ struct launch {
   /* Dynamic shared memory: its size, and the running block's copy. */
   unsigned shared;
   unsigned char *smem;
+  /* How long it waits before it runs: the kernel delay when launched. */
+  unsigned delay_us;
 };
 
 /* A checked view of `len` bytes of device memory at `addr`, or NULL (and a
@@ -1533,9 +1539,8 @@ static void run_op(CUstream s, struct op *op) {
     break;
   }
   case OP_KERNEL: {
-    unsigned delay = __atomic_load_n(&g_kernel_delay_us, __ATOMIC_RELAXED);
-    if (delay)
-      usleep(delay);
+    if (op->u.launch.delay_us)
+      usleep(op->u.launch.delay_us);
     if (!faulted)
       run_kernel(&op->u.launch);
     break;
@@ -1776,6 +1781,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   l->def = f->def;
   l->module = f->module;
   l->shared = shared;
+  l->delay_us = __atomic_load_n(&g_kernel_delay_us, __ATOMIC_RELAXED);
   memcpy(l->grid, grid, sizeof grid);
   memcpy(l->block, block, sizeof block);
   /* The driver copies the arguments at launch. */

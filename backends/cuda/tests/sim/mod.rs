@@ -132,9 +132,10 @@ pub fn load() -> Result<(), String> {
         .map_err(Clone::clone)
 }
 
-/// Makes every kernel of the simulator loaded in this process wait `us`
-/// microseconds before it runs (so later work is queued before it faults).
-/// Does nothing unless [`load`] loaded the simulator.
+/// Makes every kernel launched from now on on the simulator loaded in this
+/// process wait `us` microseconds before it runs (so later work is queued
+/// before it faults); kernels already launched keep the delay they were
+/// launched with. Does nothing unless [`load`] loaded the simulator.
 pub fn set_kernel_delay_us(us: u32) {
     call_u32(b"reprise_sim_set_kernel_delay_us", us);
 }
