@@ -1,11 +1,15 @@
 /* Runs a host kernel so that a fault inside it (SIGSEGV, SIGBUS, SIGFPE,
  * SIGILL) returns to the caller instead of killing the process.
  *
- * reprise_guarded_call() saves the context with sigsetjmp, marks the calling
- * thread as guarded (a thread-local pointer to its jump buffer and to the
- * kernel's code ranges), calls the callback, and clears the mark. The
- * process-wide handler installed by reprise_guard_install() jumps back with
- * siglongjmp only when
+ * reprise_guarded_call() copies what the handler needs (the kernel's code
+ * ranges and name, the thread's stack bounds) into the calling thread's
+ * guard state, saves the context there with sigsetjmp, marks the thread as
+ * guarded, calls the callback, and clears the mark. The guard state is
+ * thread-local (initial-exec TLS), not on the stack: a kernel that overruns
+ * a stack buffer upward writes over the frames above its own, and the
+ * handler must not take its decision, or the context it jumps to, from
+ * there. The process-wide handler installed by reprise_guard_install()
+ * jumps back with siglongjmp only when
  *   - the faulting thread is guarded,
  *   - the fault is synchronous: raised by the kernel for the instruction the
  *     thread was running (si_code > 0, less the asynchronous codes, see
@@ -14,6 +18,16 @@
  *     segments of the image it came from, or the fault is the fetch of an
  *     instruction at a bad address that a call from there, or a return,
  *     led to (see from_kernel()).
+ * Before it jumps it checks that the jump is safe: the guard state is
+ * intact (a worker's TLS lies at the top of its stack mapping, above all
+ * of its frames: see struct thread_guard), and so is the canary in
+ * reprise_guarded_call()'s frame, between the kernel's frames and its
+ * callers' (see canary_intact()). An overrun that reached either has
+ * overwritten the frames that the return after the jump runs on: the
+ * handler writes one line to stderr and ends the process (SIGABRT)
+ * instead; see die_overwritten(). reprise_guarded_call() checks both again
+ * after the kernel returned, and the canary after the jump.
+ *
  * A fault inside a library the kernel called (libc's memset, malloc,
  * printf, ...) is not caught: that code may hold a lock (malloc's arena,
  * stdio's), and the worker, which allocates right after a caught fault,
@@ -41,7 +55,10 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -53,8 +70,8 @@
 #define SEGV_MTEAERR 8
 #endif
 
-/* What a caught fault was: filled in by the handler. Mirrors Caught in
- * guard.rs. */
+/* What a caught fault was: filled in by the handler, in the guard state,
+ * and copied out by reprise_guard_fault(). Mirrors Caught in guard.rs. */
 struct reprise_fault {
     int signo;
     int code;
@@ -66,7 +83,8 @@ struct reprise_fault {
  * image, and its name (not NUL-terminated) for the message of a fault
  * outside them; and the calling thread's stack [stack_lo, stack_hi), read
  * before the call (0, 0: unknown), the only memory the handler reads
- * words of the stack from. Mirrors RawCode in guard.rs. */
+ * words of the stack from. Mirrors RawCode in guard.rs. Read only by
+ * reprise_guarded_call(), which copies it: the handler never reads it. */
 struct reprise_code {
     const uintptr_t (*text)[2];
     size_t ntext;
@@ -76,17 +94,80 @@ struct reprise_code {
     uintptr_t stack_hi;
 };
 
-struct guard {
+/* The most code ranges and name bytes the guard state holds. An image
+ * has one executable segment, or a few; a fault in a range past the
+ * GUARD_TEXT_MAX-th is not caught (it ends the process, with the
+ * message). The message names at most GUARD_NAME_MAX bytes of the
+ * kernel's name. */
+#define GUARD_TEXT_MAX 16
+#define GUARD_NAME_MAX 200
+
+/* What the handler reads, and jumps with, for the running kernel: copied
+ * from struct reprise_code before the call, and covered by the checksum
+ * (all of it, padding included: set to zero first). */
+struct guarded {
     sigjmp_buf env;
-    struct reprise_fault *out;
-    const struct reprise_code *code;
-    struct guard *prev;
+    uintptr_t text[GUARD_TEXT_MAX][2];
+    size_t ntext;
+    uintptr_t stack_lo;
+    uintptr_t stack_hi;
+    /* The canary's value, and where reprise_guarded_call() keeps its copy:
+     * in its own frame. */
+    uintptr_t canary;
+    const volatile uintptr_t *canary_at;
+    size_t name_len;
+    char name[GUARD_NAME_MAX];
+};
+
+/* The values of `armed` and `not_armed` (its complement): idle (a
+ * thread's TLS starts so), and inside a kernel's call. Any other pair: an
+ * overrun wrote over them. */
+#define IDLE ((uintptr_t)0)
+#define ARMED ((uintptr_t)0x7265707269736521u)
+
+/* A thread's guard state. `check`: the checksum of `g`, written before
+ * `armed` is set. `armed`: ARMED inside reprise_guarded_call()'s call of
+ * the kernel (the handler's jump disarms it), else IDLE.
+ *
+ * A worker thread's TLS lies at the top of its stack mapping (glibc puts
+ * the static TLS blocks and the thread's descriptor there), above all of
+ * its frames, the descriptor highest. An overrun long enough to reach past
+ * this struct has written over `armed` and `not_armed`, its last members
+ * (the highest addresses), before it reached the descriptor: then the
+ * handler sees a pair that is neither idle nor armed, and uses nothing
+ * that reads the descriptor (see die()). An overrun that stopped inside
+ * the struct leaves the descriptor intact, and the checksum catches it. */
+struct thread_guard {
+    struct guarded g;
+    uint64_t check;
+    struct reprise_fault fault;
+    uint64_t calls;
+    volatile uintptr_t armed;
+    volatile uintptr_t not_armed;
 };
 
 /* initial-exec: reading it in the signal handler never allocates (a
- * global-dynamic access may call __tls_get_addr, which may allocate). */
-static __thread struct guard *volatile current
-    __attribute__((tls_model("initial-exec")));
+ * global-dynamic access may call __tls_get_addr, which may allocate), and
+ * a member's read goes through the thread pointer, a register (%fs on
+ * x86-64), not through memory an overrun may have written. Taking its
+ * address reads the descriptor's self pointer: done only once `armed`
+ * says the descriptor is intact. */
+static __thread struct thread_guard state
+    __attribute__((tls_model("initial-exec"))) = {.not_armed = ~IDLE};
+
+/* What `armed` says: -1 neither idle nor armed (overwritten), 0 idle, 1
+ * armed. Reads only the two words, through the thread pointer. */
+static int armed_state(void) {
+    uintptr_t a = state.armed, n = state.not_armed;
+    if (n != ~a || (a != IDLE && a != ARMED))
+        return -1;
+    return a == ARMED;
+}
+
+static void set_armed(uintptr_t a) {
+    state.armed = a;
+    state.not_armed = ~a;
+}
 
 static const int signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define NSIGNALS (sizeof signals / sizeof signals[0])
@@ -122,8 +203,8 @@ static uintptr_t fault_pc(const void *uctx) {
 #endif
 }
 
-static int in_text(const struct reprise_code *c, uintptr_t pc) {
-    for (size_t i = 0; i < c->ntext; i++)
+static int in_text(const struct guarded *c, uintptr_t pc) {
+    for (size_t i = 0; i < c->ntext && i < GUARD_TEXT_MAX; i++)
         if (pc >= c->text[i][0] && pc < c->text[i][1])
             return 1;
     return 0;
@@ -152,7 +233,7 @@ static uintptr_t fault_sp(const void *uctx) {
  * can be anything (a `leave` with a corrupted frame pointer, a kernel's
  * own asm), and a read that faulted here, with the signal blocked, would
  * end the process without a word. Returns whether it read. */
-static int read_stack(const struct reprise_code *c, uintptr_t addr,
+static int read_stack(const struct guarded *c, uintptr_t addr,
                       uintptr_t *out) {
     if (c->stack_hi < c->stack_lo + sizeof *out || addr < c->stack_lo ||
         addr > c->stack_hi - sizeof *out)
@@ -163,7 +244,7 @@ static int read_stack(const struct reprise_code *c, uintptr_t addr,
 
 /* Whether the stack pointer lies outside the thread's stack (known), where
  * no word next to it is read. */
-static int sp_outside_stack(const struct reprise_code *c, uintptr_t sp) {
+static int sp_outside_stack(const struct guarded *c, uintptr_t sp) {
     return c->stack_hi > c->stack_lo && (sp < c->stack_lo || sp > c->stack_hi);
 }
 
@@ -197,7 +278,7 @@ static int sp_outside_stack(const struct reprise_code *c, uintptr_t sp) {
  * equals the bad address only by chance: it is not caught either. A
  * `ret imm16` (the callee pops its arguments: not in the x86-64 ABIs) moves
  * the stack pointer past the slot, and is not caught. */
-static int from_kernel(const struct reprise_code *c, int sig,
+static int from_kernel(const struct guarded *c, int sig,
                        const siginfo_t *info, const void *uctx, uintptr_t pc) {
     if (pc == 0)
         return 0;
@@ -249,20 +330,38 @@ static const char *signal_name(int sig) {
     }
 }
 
+/* Writes the line to stderr, with write(2) only, through syscall(): not
+ * glibc's write(), a cancellation point, which reads the thread's
+ * descriptor (see die()). errno is not read (its address comes from the
+ * descriptor), and is not restored either: every line is followed by the
+ * end of the process. */
+static void write_line(const struct line *l) {
+    for (size_t done = 0, tries = 0; done < l->len && tries < 8; tries++) {
+        long n = syscall(SYS_write, (long)STDERR_FILENO, l->buf + done,
+                         l->len - done);
+        if (n > 0)
+            done += (size_t)n;
+    }
+}
+
+static void put_name(struct line *l, const struct guarded *c) {
+    size_t n = c->name_len;
+    put(l, c->name, n > GUARD_NAME_MAX ? GUARD_NAME_MAX : n);
+}
+
 /* Says why a fault of the guarded thread was not caught, just before the
  * default action ends the process: it was not in the kernel's own code.
  * Said only then, since a previous handler that returns with its own
  * handler still in place may have repaired the fault (a library that maps
  * pages on demand), and the instruction then runs again as if nothing had
  * happened. */
-static void report_outside(const struct reprise_code *c, int sig,
+static void report_outside(const struct guarded *c, int sig,
                            const siginfo_t *info, const void *uctx,
                            uintptr_t pc) {
-    int saved = errno;
     struct line l;
     l.len = 0;
     put_str(&l, "reprise: the kernel `");
-    put(&l, c->name, c->name_len > 200 ? 200 : c->name_len);
+    put_name(&l, c);
     if (bad_fetch(sig, info, pc)) {
         /* A call, jump or return: the kernel's, or a library's it called. */
         uintptr_t sp = fault_sp(uctx);
@@ -285,15 +384,96 @@ static void report_outside(const struct reprise_code *c, int sig,
         put_hex(&l, pc);
     }
     put_str(&l, "); the process cannot continue safely\n");
-    for (size_t done = 0; done < l.len;) {
-        ssize_t n = write(STDERR_FILENO, l.buf + done, l.len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        done += (size_t)n;
+    write_line(&l);
+}
+
+/* The checksum of the guard state's copied part, all of its bytes. Seeded
+ * with a constant, so that a state of zeros does not match a checksum of
+ * zero. */
+static uint64_t checksum(const struct guarded *c) {
+    const unsigned char *p = (const unsigned char *)c;
+    uint64_t h = 0x6a09e667f3bcc909u;
+    for (size_t i = 0; i + sizeof h <= sizeof *c; i += sizeof h) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        h = (h ^ w) * 0x9e3779b97f4a7c15u;
+        h ^= h >> 29;
     }
-    errno = saved;
+    return h;
+}
+
+/* Whether the copied part of the guard state is as reprise_guarded_call()
+ * left it (see struct thread_guard). Called when armed_state() says 1. */
+static int state_intact(void) { return state.check == checksum(&state.g); }
+
+/* Whether the canary in reprise_guarded_call()'s frame still holds the
+ * value it was given. That frame lies between the kernel's frames (and
+ * the two the jump skips) and its callers': an overrun upward from the
+ * kernel's frames reaches the callers' only over the canary. The word is
+ * read only where the state says, which the checksum vouches for, and
+ * only inside the thread's stack when its bounds are known (it lies in a
+ * live frame of this thread's stack either way). */
+static int canary_intact(void) {
+    const struct guarded *c = &state.g;
+    uintptr_t at = (uintptr_t)c->canary_at, word;
+    if (c->stack_hi > c->stack_lo)
+        return read_stack(c, at, &word) && word == c->canary;
+    return *c->canary_at == c->canary;
+}
+
+/* Ends the process as abort() does, by SIGABRT's default action, without
+ * the C library's abort() or raise(): glibc's read the thread's
+ * descriptor (pthread_self()), at the top of the thread's stack mapping,
+ * which an overrun may have reached. sigaction() and sigprocmask() are
+ * plain system calls in glibc; the signal is sent by tgkill(2) through
+ * syscall(), and the default action ends the process before the call
+ * returns. */
+__attribute__((noreturn)) static void die(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGABRT, &dfl, NULL);
+    sigset_t abrt;
+    sigemptyset(&abrt);
+    sigaddset(&abrt, SIGABRT);
+    sigprocmask(SIG_UNBLOCK, &abrt, NULL);
+    syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)SIGABRT);
+    for (;;)
+        syscall(SYS_exit_group, 128L + SIGABRT);
+}
+
+/* Ends the process (die()), after saying why: the kernel overwrote the
+ * stack above its own frames, which the return to the guarded call's
+ * caller runs on (`intact_state`: the guard state is intact, and says
+ * which kernel ran), or the guard state itself, at the top of the stack
+ * mapping. `sig`: the fault that found it (0: found after the kernel's
+ * return, or after the jump back). */
+__attribute__((noreturn)) static void
+die_overwritten(int intact_state, int sig, const siginfo_t *info,
+                uintptr_t pc) {
+    struct line l;
+    l.len = 0;
+    if (intact_state) {
+        put_str(&l, "reprise: the kernel `");
+        put_name(&l, &state.g);
+        put_str(&l, "` overwrote the stack above its own frames");
+    } else {
+        put_str(&l, "reprise: a kernel overwrote its thread's stack up to "
+                    "the fault guard's state at its top");
+    }
+    if (sig != 0) {
+        put_str(&l, " (");
+        put_str(&l, signal_name(sig));
+        put_str(&l, " at ");
+        put_hex(&l, (uintptr_t)info->si_addr);
+        put_str(&l, ", instruction ");
+        put_hex(&l, pc);
+        put_str(&l, ")");
+    }
+    put_str(&l, "; the process cannot continue safely\n");
+    write_line(&l);
+    die();
 }
 
 /* Whether the signal's action is the default one now: for a fault, the
@@ -348,21 +528,30 @@ static int chain(int sig, siginfo_t *info, void *uctx, int fault) {
     return fault;
 }
 
+/* Reads and writes only the guard state (TLS), words inside the thread's
+ * stack (read_stack()), and the process-wide previous actions: never the
+ * frames above the kernel's, which the kernel may have overwritten. */
 static void handler(int sig, siginfo_t *info, void *uctx) {
-    struct guard *g = current;
     int fault = synchronous(sig, info);
-    if (g != NULL && fault) {
+    int armed = fault ? armed_state() : 0;
+    if (armed != 0) {
         uintptr_t pc = fault_pc(uctx);
-        if (from_kernel(g->code, sig, info, uctx, pc)) {
-            current = g->prev;
-            g->out->signo = sig;
-            g->out->code = info->si_code;
-            g->out->addr = (uintptr_t)info->si_addr;
-            g->out->sp = fault_sp(uctx);
-            siglongjmp(g->env, 1);
+        if (armed < 0 || !state_intact())
+            die_overwritten(0, sig, info, pc);
+        if (from_kernel(&state.g, sig, info, uctx, pc)) {
+            /* The jump returns into reprise_guarded_call()'s frame, and
+             * from there to its callers: not over an overwritten stack. */
+            if (!canary_intact())
+                die_overwritten(1, sig, info, pc);
+            state.fault.signo = sig;
+            state.fault.code = info->si_code;
+            state.fault.addr = (uintptr_t)info->si_addr;
+            state.fault.sp = fault_sp(uctx);
+            set_armed(IDLE);
+            siglongjmp(state.g.env, 1);
         }
         if (chain(sig, info, uctx, fault) && pc != 0)
-            report_outside(g->code, sig, info, uctx, pc);
+            report_outside(&state.g, sig, info, uctx, pc);
         return;
     }
     chain(sig, info, uctx, fault);
@@ -390,24 +579,87 @@ int reprise_guard_install(void) {
     return 0;
 }
 
+/* A fresh canary value: the random bytes the kernel gave the process
+ * (AT_RANDOM; glibc's stack protector and pointer guard use the first 16,
+ * this reads them, it does not change them), mixed with the thread, the
+ * call and the frame, so that no value a kernel writes matches it but by
+ * chance. */
+static uintptr_t new_canary(const volatile uintptr_t *at) {
+    uint64_t x = (uint64_t)(uintptr_t)&state ^ (uint64_t)(uintptr_t)at ^
+                 (++state.calls * 0x9e3779b97f4a7c15u);
+    const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
+    if (rnd != NULL) {
+        uint64_t r;
+        memcpy(&r, rnd + 8, sizeof r);
+        x ^= r;
+    }
+    /* splitmix64's finalizer. */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return (uintptr_t)x;
+}
+
 /* Calls f(data) on this thread with faults of the code in `code` caught.
- * Returns 0 when f returned, 1 when it faulted (then *out says how).
- * `code` and what it points to must stay valid until this returns. */
+ * Returns 0 when f returned, 1 when it faulted (then reprise_guard_fault()
+ * says how), -1 without calling f when this thread is inside a guarded
+ * call already (a guarded call cannot nest: there is one guard state per
+ * thread), or its guard state is neither idle nor armed. `code` is read
+ * (copied) before f is called, and never again: the handler reads the
+ * copy, in TLS. Ends the process, after saying why, when f overwrote the
+ * canary in this frame (see canary_intact()), whose callers' frames, above
+ * this one, are not to be returned into, or the guard state. */
 int reprise_guarded_call(void (*f)(void *), void *data,
-                         const struct reprise_code *code,
-                         struct reprise_fault *out) {
-    struct guard g;
-    g.out = out;
-    g.code = code;
-    g.prev = current;
+                         const struct reprise_code *code) {
+    /* Volatile: in memory, in this frame, and read again after the jump. */
+    volatile uintptr_t canary;
+    if (armed_state() != 0)
+        return -1;
+    struct guarded *g = &state.g;
+    memset(g, 0, sizeof *g); /* padding too: the checksum reads it */
+    g->ntext = code->ntext < GUARD_TEXT_MAX ? code->ntext : GUARD_TEXT_MAX;
+    for (size_t i = 0; i < g->ntext; i++) {
+        g->text[i][0] = code->text[i][0];
+        g->text[i][1] = code->text[i][1];
+    }
+    g->name_len =
+        code->name_len < GUARD_NAME_MAX ? code->name_len : GUARD_NAME_MAX;
+    memcpy(g->name, code->name, g->name_len);
+    g->stack_lo = code->stack_lo;
+    g->stack_hi = code->stack_hi;
+    g->canary = new_canary(&canary);
+    g->canary_at = &canary;
+    canary = g->canary;
+    memset(&state.fault, 0, sizeof state.fault);
     /* savemask = 1: the jump back restores the signal mask, unblocking the
      * signal that the handler was running for. */
-    if (sigsetjmp(g.env, 1) != 0)
-        return 1; /* the handler restored `current` */
-    current = &g;
+    if (sigsetjmp(g->env, 1) != 0) {
+        /* The handler disarmed the state, and checked the canary before it
+         * jumped; checked again here, where the return would use it. */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (canary != state.g.canary)
+            die_overwritten(1, 0, NULL, 0);
+        return 1;
+    }
+    state.check = checksum(g);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    set_armed(ARMED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     f(data);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    current = g.prev;
+    /* f returned, but may have overwritten the stack above its frames all
+     * the same (a buffer it overran, then returned from over a return
+     * address it left as it was). The guard state first: the canary's
+     * value is there. */
+    int intact = armed_state() == 1 && state_intact();
+    set_armed(IDLE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!intact)
+        die_overwritten(0, 0, NULL, 0);
+    if (canary != state.g.canary)
+        die_overwritten(1, 0, NULL, 0);
     return 0;
 }
+
+/* Copies the last fault caught on this thread into *out. */
+void reprise_guard_fault(struct reprise_fault *out) { *out = state.fault; }

@@ -14,10 +14,10 @@
 //!   launched. It jumps back (`siglongjmp`) only for a fault the kernel
 //!   raised for an instruction (`si_code > 0`, less the asynchronous
 //!   `BUS_MCEERR_AO` and `SEGV_MTEAERR`) on a thread that is inside a
-//!   guarded call (a thread-local, initial-exec TLS, so reading it in the
-//!   handler never allocates), and only when the faulting instruction lies
-//!   in the kernel's own code: the executable segments of its image, which
-//!   the caller passes in (see [`call_guarded`]). The fetch of an
+//!   guarded call (its guard state, below, says so), and only when the
+//!   faulting instruction lies in the kernel's own code: the executable
+//!   segments of its image, which the caller passes in (see
+//!   [`call_guarded`]). The fetch of an
 //!   instruction at a bad address (nothing there ran) counts as the
 //!   kernel's own fault too when what led there was
 //!   - a call from that code (a wild function pointer): the return address
@@ -76,16 +76,57 @@
 //!   signal being handled is unblocked again and the next fault is caught
 //!   the same way: the worker keeps working.
 //!
+//! Where the handler's state lives: a kernel that overruns a stack buffer
+//! upward writes over the frames above its own, the ones the jump skips
+//! first, then `reprise_guarded_call`'s, then its callers'. So nothing the
+//! handler decides with, or jumps with, lives on the stack:
+//! `reprise_guarded_call` copies the kernel's code ranges (the first 16),
+//! its name (200 bytes) and the stack's bounds into the calling thread's
+//! guard state, a thread-local struct (initial-exec TLS: reading it in the
+//! handler never allocates), saves the context there with `sigsetjmp`, and
+//! the handler writes the fault there, which [`call_guarded`] copies out
+//! after `reprise_guarded_call` has returned. The handler reads no stack
+//! memory but the two words next to the stack pointer (inside the stack's
+//! bounds) and the canary below. There is one guard state per thread:
+//! guarded calls cannot nest (one on a thread already inside one is
+//! refused, and [`call_guarded`] panics; only the queue's worker calls it,
+//! and a kernel cannot call back into it).
+//!
 //! Why the jump is sound: `siglongjmp` discards the frames between the
 //! `sigsetjmp` in `reprise_guarded_call` and the handler without running
-//! anything in them. Those frames are the C shim's, [`trampoline`]'s,
-//! [`crate::call::call`]'s and the kernel's own (the faulting instruction is
-//! the kernel's, or the bad address that its call or return led to, so no
-//! library frame is on top; but see the limitations for a library's return
-//! and for callbacks). The two Rust ones own nothing with a destructor
-//! (plain old frames: integers, slices and a function pointer); whatever
-//! they borrow is owned by the worker's frame above the shim, which the jump
-//! returns to intact.
+//! anything in them. Those frames are the kernel's own (the faulting
+//! instruction is the kernel's, or the bad address that its call or return
+//! led to, so no library frame is on top; but see the limitations for a
+//! library's return and for callbacks), [`crate::call::call`]'s and
+//! [`trampoline`]'s. The two Rust ones own nothing with a destructor (plain
+//! old frames: integers, a slice and a function pointer), and nothing in
+//! them is read after the jump: an overrun may have written over them. The
+//! jump returns into `reprise_guarded_call`'s frame, and from there into
+//! `call_guarded`'s and the worker's, which own what the skipped frames
+//! borrowed; those must be intact, and a canary checks that they are not
+//! overwritten: a random word in `reprise_guarded_call`'s frame, which lies
+//! between the kernel's frames and its callers', with its value in the
+//! guard state. The handler checks the canary before it jumps (and the
+//! guard state against a checksum); `reprise_guarded_call` checks it again
+//! after the jump, and after a kernel that returned. A damaged canary means
+//! an overrun ran on into the frames that the return needs: instead of
+//! returning into them, the process ends (`SIGABRT`) after one line on
+//! stderr, "reprise: the kernel `k` overwrote the stack above its own
+//! frames (SIGSEGV at 0x…, instruction 0x…); the process cannot continue
+//! safely" (without the parenthesis when found after the jump or the
+//! return). An overrun that stops short of the canary (the frames the jump
+//! skips are some 3 KiB: `call`'s argument array and the stack arguments of
+//! its call) is caught as any fault, and the worker goes on.
+//!
+//! A worker thread's TLS lies at the top of its stack mapping (glibc puts
+//! the static TLS blocks and the thread's descriptor there), above all of
+//! its frames: an overrun that runs on past the worker's frames reaches the
+//! guard state itself. Its checksum, and a pair of words at its top (armed,
+//! and the complement), tell the handler so: it writes "reprise: a kernel
+//! overwrote its thread's stack up to the fault guard's state at its top
+//! (…); the process cannot continue safely" and ends the process
+//! (`SIGABRT`) with system calls only (the C library's `abort` and `write`
+//! read the thread's descriptor, which lies above the guard state).
 //!
 //! Limitations, as with any recovery from a fault:
 //! - a lock the kernel's own code took and had not released (a
@@ -111,7 +152,17 @@
 //! - a signal that the process sends itself with a fault's `si_code`
 //!   (`rt_tgsigqueueinfo`) while a kernel runs looks like a fault;
 //! - a handler installed for these signals after this one (by a library
-//!   loaded later) takes precedence, and faults then reach it instead.
+//!   loaded later) takes precedence, and faults then reach it instead;
+//! - the canary sees an overrun that runs upward without a gap: a store
+//!   that skips it (an index far out of bounds, a wild pointer into the
+//!   worker's frames) is not seen, and the worker returns into what it
+//!   wrote;
+//! - an overrun that reaches the thread's descriptor (past the guard state)
+//!   also overwrites its `rseq` area, which Linux reads when it returns to
+//!   the thread (after a preemption, before a signal handler): it can end
+//!   the process with `SIGSEGV` before the handler has said anything;
+//! - a fault in an image's 17th executable segment or later (images have
+//!   one, or a few) is not taken for the kernel's.
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -133,8 +184,10 @@ pub struct Caught {
     pub sp: usize,
 }
 
-/// The running kernel's code, and the calling thread's stack, as the
-/// handler reads them; mirrors `struct reprise_code` in `guard.c`.
+/// The running kernel's code, and the calling thread's stack; mirrors
+/// `struct reprise_code` in `guard.c`, which copies it (the first 16 ranges
+/// and 200 bytes of the name) into the thread's guard state before the
+/// call: the handler reads the copy, never this.
 #[repr(C)]
 struct RawCode {
     text: *const [usize; 2],
@@ -154,8 +207,8 @@ unsafe extern "C" {
         f: unsafe extern "C" fn(*mut c_void),
         data: *mut c_void,
         code: *const RawCode,
-        out: *mut Caught,
     ) -> c_int;
+    fn reprise_guard_fault(out: *mut Caught);
 }
 
 /// Installs the process-wide handler (once). Returns the `errno` of a
@@ -186,7 +239,8 @@ struct KernelCall<'a> {
 /// `data` points to a live [`KernelCall`] whose entry and arguments meet
 /// [`call::call`]'s contract. This frame is skipped by `siglongjmp` when the
 /// kernel faults: it must stay a plain old frame (nothing with a destructor,
-/// no guard objects).
+/// no guard objects). Nothing in it is read after the jump: a kernel's
+/// overrun may have written over it.
 unsafe extern "C" fn trampoline(data: *mut c_void) {
     // SAFETY: per this function's contract.
     let c = unsafe { &*(data as *const KernelCall<'_>) };
@@ -198,13 +252,18 @@ unsafe extern "C" fn trampoline(data: *mut c_void) {
 /// instruction inside `text` (the `[start, end)` ranges of its image's
 /// executable segments), or one that a call from there or a return led to,
 /// returns `Err` with what it was. A fault elsewhere (in a library the
-/// kernel called) ends the process with a message naming `name`.
-/// [`install`] must have succeeded.
+/// kernel called) ends the process with a message naming `name`, and so
+/// does a kernel that overwrote the stack above its own frames (the
+/// canary: see the module docs). [`install`] must have succeeded.
 ///
 /// `stack`: the calling thread's stack as [`thread_stack`] returned it on
 /// this thread (lowest address and size), read once, outside the handler.
 /// The handler reads words next to the stack pointer only inside it; with
 /// `None`, none, and a fault at a bad address is never the kernel's.
+///
+/// # Panics
+/// On a thread that is inside a guarded call already: guarded calls cannot
+/// nest (one guard state per thread). The kernel is not called then.
 ///
 /// # Safety
 /// As [`call::call`]; `stack`, when given, is mapped readable memory: the
@@ -233,23 +292,34 @@ pub unsafe fn call_guarded(
         stack_lo,
         stack_hi,
     };
-    let mut caught = Caught::default();
     // SAFETY: `trampoline` gets a pointer to `data`, which outlives the call
-    // and meets its contract by ours. `code` and the slices it points to
-    // outlive the call, and the handler only reads them, and words inside
-    // the stack range: this thread's own stack, mapped (our contract). The
-    // frames a fault skips are plain old frames (module docs); `caught` is
-    // written only by the handler, before it jumps back here, and read after
-    // the call returns.
+    // and meets its contract by ours. `code` and the slices it points to are
+    // read (copied) before the kernel runs; the handler reads the copy, and
+    // words inside the stack range: this thread's own stack, mapped (our
+    // contract). The frames a fault skips are plain old frames (module
+    // docs).
     let rc = unsafe {
         reprise_guarded_call(
             trampoline,
             std::ptr::from_ref(&data).cast_mut().cast(),
             &code,
-            &mut caught,
         )
     };
-    if rc == 0 { Ok(()) } else { Err(caught) }
+    match rc {
+        0 => Ok(()),
+        1 => {
+            let mut caught = Caught::default();
+            // SAFETY: copies this thread's last caught fault, written by the
+            // handler before it jumped back, into a valid `Caught`.
+            unsafe { reprise_guard_fault(&mut caught) };
+            Err(caught)
+        }
+        // Only the queue's worker calls this, and a kernel cannot call back
+        // into it: a nested call is a bug of this crate.
+        _ => panic!(
+            "a guarded kernel call on a thread already inside one (`{name}`): guarded calls cannot nest"
+        ),
+    }
 }
 
 /// Elsewhere the executor never runs a kernel.
@@ -387,4 +457,78 @@ pub fn thread_stack() -> Option<(u64, u64)> {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     None
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// Every address counts as the kernel's code.
+    const EVERYWHERE: [[usize; 2]; 1] = [[0, usize::MAX]];
+
+    extern "C" fn store_to_8() {
+        let p = std::hint::black_box(8usize) as *mut u64;
+        // SAFETY: not safe at all: the store faults, and the guard catches
+        // it (the test passes all of memory as the kernel's code).
+        unsafe { p.write_volatile(1) };
+    }
+
+    unsafe extern "C" fn nothing(_: *mut c_void) {}
+
+    static INNER: AtomicI32 = AtomicI32::new(i32::MIN);
+
+    /// A "kernel" that tries a guarded call of its own.
+    extern "C" fn nest() {
+        let code = RawCode {
+            text: EVERYWHERE.as_ptr(),
+            ntext: EVERYWHERE.len(),
+            name: "inner".as_ptr(),
+            name_len: 5,
+            stack_lo: 0,
+            stack_hi: 0,
+        };
+        // SAFETY: `nothing` ignores its argument; `code` outlives the call.
+        let rc = unsafe { reprise_guarded_call(nothing, std::ptr::null_mut(), &code) };
+        INNER.store(rc, Ordering::SeqCst);
+    }
+
+    fn guarded(f: extern "C" fn()) -> Result<(), Caught> {
+        install().unwrap();
+        // SAFETY: `f` takes no arguments; a fault anywhere is taken for its
+        // own, and the frames it skips (`f`'s, `call`'s, `trampoline`'s)
+        // are plain old frames. The stack is this thread's.
+        unsafe {
+            call_guarded(
+                f as *const () as usize,
+                &[],
+                &EVERYWHERE,
+                "test",
+                thread_stack(),
+            )
+        }
+    }
+
+    #[test]
+    fn a_caught_fault_is_copied_out_and_the_thread_guards_again() {
+        for _ in 0..3 {
+            let caught = guarded(store_to_8).unwrap_err();
+            assert_eq!(
+                (caught.signal, caught.code, caught.addr),
+                (libc::SIGSEGV, 1, 8)
+            );
+            assert_ne!(caught.sp, 0);
+        }
+        extern "C" fn fine() {}
+        guarded(fine).unwrap();
+    }
+
+    #[test]
+    fn a_nested_guarded_call_is_refused() {
+        guarded(nest).unwrap();
+        assert_eq!(INNER.load(Ordering::SeqCst), -1, "refused, f not called");
+        // The refusal left the outer call's state alone, and the thread
+        // guards again afterwards.
+        assert_eq!(guarded(store_to_8).unwrap_err().addr, 8);
+    }
 }

@@ -1213,8 +1213,10 @@ fn worker(
                 // (`_pins`) while it runs. A fault in its image's code
                 // (`kernel.lib.text`) returns here (the guard's handler is
                 // installed, above) and skips only the guard's plain old
-                // frames (see guard.rs). `stack` is this thread's, read on
-                // it by `thread_stack` above.
+                // frames (see guard.rs); a kernel that overwrote the frames
+                // above those ends the process instead of returning into
+                // them. `stack` is this thread's, read on it by
+                // `thread_stack` above.
                 let ran = unsafe {
                     guard::call_guarded(kernel.entry, &args, &kernel.lib.text, &kernel.name, stack)
                 };

@@ -433,6 +433,64 @@ fn a_return_through_an_overwritten_return_address_is_caught() {
     run(&exec, &mut q, "smash", &[bad, 2]).unwrap();
 }
 
+#[test]
+fn an_overrun_into_the_frames_the_jump_skips_is_caught() {
+    let exec = HostExecutor::new().unwrap();
+    let region = exec.reserve(RegionRequest::new(None, 1 << 20)).unwrap();
+    let mut q = exec.queue().unwrap();
+    // 1 KiB of 0x41 upward: over the kernel's return address and into the
+    // frames between it and the guard's (the call's argument array), which
+    // the jump back skips. The return to 0x4141414141414141, not a
+    // canonical address, faults on the `ret` itself.
+    for _ in 0..2 {
+        let f = fault(run(&exec, &mut q, "smash_far", &[1024]));
+        assert_eq!(
+            (f.signal, f.kernel.as_str()),
+            (libc::SIGSEGV, "smash_far"),
+            "{f}"
+        );
+        good_launch(&exec, &mut q, &region, 11);
+    }
+}
+
+#[test]
+#[ignore = "run by a_stack_overrun_past_the_guards_frame_ends_the_process_with_a_message"]
+fn child_smashes_far_up_the_stack() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    launch_in_child("smash_far", &[4096]);
+}
+
+#[test]
+fn a_stack_overrun_past_the_guards_frame_ends_the_process_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    // 4 KiB of 0x41 upward from a kernel's stack buffer: over its return
+    // address, the frames the jump back skips (some 3 KiB), and on into the
+    // guard's own frame, over its canary, towards the worker's frames (the
+    // thread's TLS, with the guard's state, lies further up). Returning
+    // into them is unsafe: the process ends, saying why. (With the guard's
+    // state on the stack, the handler read it overwritten, and the process
+    // died by a fault inside the handler, without a word.)
+    let out = child("child_smashes_far_up_the_stack");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "{err}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("reprise: the kernel `smash_far` overwrote the stack above its own frames ("),
+        "{err}"
+    );
+    assert!(
+        err.contains("); the process cannot continue safely\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches("reprise: ").count(), 1, "said once: {err}");
+}
+
 // ---------------------------------------------------------------------------
 // Faults inside a library the kernel called: the library may hold a lock
 // (malloc's, stdio's) that the worker, reporting the fault, would wait on

@@ -123,3 +123,13 @@ void wild_stack(intptr_t f, intptr_t sp) {
     __builtin_unreachable();
 }
 #endif
+
+/* Overruns a stack buffer upward with n bytes of 0x41 (n a multiple of 8),
+ * with no cushion: far past its own frame, over its return address and the
+ * frames of everything that called it, as far as n reaches. The return
+ * address becomes 0x4141414141414141, not a canonical address: the `ret`
+ * itself faults, if nothing above faulted first. */
+void smash_far(intptr_t n) {
+    overrun((intptr_t)0x4141414141414141, n / 8);
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
