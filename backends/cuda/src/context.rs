@@ -2,7 +2,7 @@
 //! the kernels in flight on any of them (a kernel fault is sticky for the
 //! whole context, so any queue may be the one to find it), and the globals
 //! the executor handed out (so a queue keeps loaded the module of a global
-//! its copies read or write).
+//! its copies read or write, or whose address it passes to a kernel).
 //!
 //! Every executor of one device retains the same primary context, so two
 //! executors opened on device 0 (two recorders, say) share one
@@ -83,6 +83,16 @@ impl ContextState {
         state
     }
 
+    /// Lets go of `state`, the holder's share of the state of its context,
+    /// and then calls `release`, which releases the holder's retain of the
+    /// context. In that order: once the context is released, another
+    /// thread may retain a fresh one at the same handle, which must not be
+    /// given this state (and its kernels in flight) by [`ContextState::of`].
+    pub(crate) fn release(state: Arc<ContextState>, release: impl FnOnce()) {
+        drop(state);
+        release();
+    }
+
     /// A number no other queue of the process has.
     pub(crate) fn new_queue_id() -> u64 {
         static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -99,8 +109,15 @@ impl ContextState {
         });
     }
 
+    /// Queue `queue`'s launch `seq` failed: the kernel never ran. (A launch
+    /// counts as in flight from just before its driver call, so that a
+    /// fault met meanwhile on another thread names it.)
+    pub(crate) fn not_launched(&self, queue: u64, seq: u64) {
+        lock(&self.in_flight).retain(|k| k.queue != queue || k.seq != seq);
+    }
+
     /// A synchronize of `queue` found its operations up to `seq` complete
-    /// without an error: its kernels among them faulted nowhere.
+    /// without a kernel fault: its kernels among them faulted nowhere.
     pub(crate) fn covered(&self, queue: u64, seq: u64) {
         lock(&self.in_flight).retain(|k| k.queue != queue || k.seq > seq);
     }
@@ -131,7 +148,7 @@ impl ContextState {
     }
 
     /// `module`'s global at `addr` (`size` bytes) was handed out: a copy of
-    /// it keeps `module` loaded.
+    /// it, or a launch given its address, keeps `module` loaded.
     pub(crate) fn add_global(&self, addr: u64, size: u64, module: &Arc<Module>) {
         if size == 0 {
             return;
@@ -232,10 +249,41 @@ mod tests {
         let one = ContextState::of(0x1000);
         assert!(Arc::ptr_eq(&one, &ContextState::of(0x1000)));
         assert!(!Arc::ptr_eq(&one, &ContextState::of(0x2000)));
+        one.launched(ContextState::new_queue_id(), 1, &"foo".into());
         let weak = Arc::downgrade(&one);
         drop(one);
         assert!(weak.upgrade().is_none(), "released with its last holder");
         let again = ContextState::of(0x1000);
         assert!(again.in_flight.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_context_released_by_its_last_holder_gets_a_fresh_state() {
+        let ctx = 0x3000;
+        let state = ContextState::of(ctx);
+        let queue = ContextState::new_queue_id();
+        state.launched(queue, 1, &"foo".into());
+        let old = Arc::downgrade(&state);
+        let mut fresh = None;
+        // Another thread retaining the context right after the release
+        // (the same handle) gets a state without the old kernels.
+        ContextState::release(state, || fresh = Some(ContextState::of(ctx)));
+        let fresh = fresh.expect("released");
+        assert!(old.upgrade().is_none(), "the old state is gone");
+        assert_eq!(fresh.suspects(queue), None, "no stale kernel in flight");
+    }
+
+    #[test]
+    fn a_failed_launch_is_no_longer_in_flight() {
+        let s = ContextState::default();
+        let q = ContextState::new_queue_id();
+        let (foo, bar): (Arc<str>, Arc<str>) = ("foo".into(), "bar".into());
+        s.launched(q, 1, &foo);
+        s.launched(q, 2, &bar);
+        s.not_launched(q, 2);
+        assert_eq!(
+            s.suspects(ContextState::new_queue_id()),
+            Some(vec!["foo".to_owned()])
+        );
     }
 }

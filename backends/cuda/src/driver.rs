@@ -7,6 +7,7 @@
 //! library and checked the symbol is there.
 
 use std::ffi::CStr;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys;
@@ -314,8 +315,9 @@ pub(crate) struct Device {
     /// What a launch may ask of the device.
     pub limits: LaunchLimits,
     /// What the queues of the context share, with every other `Device` of
-    /// the same context (another executor of the same device).
-    pub state: Arc<ContextState>,
+    /// the same context (another executor of the same device). Let go of
+    /// in `Drop` before the context is released.
+    pub state: ManuallyDrop<Arc<ContextState>>,
     /// Errors raised in `Drop` paths, reported by the next synchronize.
     deferred: Mutex<Option<CudaError>>,
 }
@@ -369,7 +371,7 @@ impl Device {
             ctx,
             lib,
             limits,
-            state: ContextState::of(ctx as usize),
+            state: ManuallyDrop::new(ContextState::of(ctx as usize)),
             deferred: Mutex::new(None),
         };
         dev.bind()?;
@@ -430,10 +432,17 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        // SAFETY: releases the retain taken in `open`; every object that used
-        // the context held an `Arc<Device>` and is gone. Nothing is left to
-        // report an error to.
-        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+        // SAFETY: taken once, here, and `self.state` is not used again.
+        let state = unsafe { ManuallyDrop::take(&mut self.state) };
+        let device = self.device;
+        // The state goes first: a context retained afresh at the same handle
+        // once this one is released must not get it.
+        ContextState::release(state, || {
+            // SAFETY: releases the retain taken in `open`; every object that
+            // used the context held an `Arc<Device>` and is gone. Nothing is
+            // left to report an error to.
+            let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(device) };
+        });
     }
 }
 

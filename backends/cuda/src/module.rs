@@ -48,8 +48,9 @@ impl Drop for Module {
         let h = self.handle;
         // Nothing in flight uses the module's code or globals: a queue holds
         // an `Arc` of the module until a synchronize covered each launch of
-        // one of its kernels, and each copy that reads or writes one of its
-        // globals (found by address among the globals handed out, which are
+        // one of its kernels, each copy that reads or writes one of its
+        // globals and each launch given the address of one as an argument
+        // (found by address among the globals handed out, which are
         // forgotten here, before the unload frees the addresses).
         self.dev.state.remove_globals(context::module_key(self));
         // SAFETY: nothing queued or running uses the module (above), and
@@ -63,14 +64,19 @@ impl Drop for Module {
 /// driver), a cubin or a fat binary.
 ///
 /// Kernels found in it keep it loaded, so it may be dropped while their
-/// launches are in flight; so do queued copies of its globals, at the
-/// addresses [`Executor::global`](reprise_core::exec::Executor::global) or
+/// launches are in flight. So do queued copies of its globals, and queued
+/// launches (of any image's kernels) given the address of one of its
+/// globals as an argument (an 8-byte word of an argument inside the global,
+/// a pointer the kernel may read or write through): the addresses
+/// [`Executor::global`](reprise_core::exec::Executor::global) or
 /// [`Executor::for_each_global`](reprise_core::exec::Executor::for_each_global)
-/// gave (a queue keeps the image's module until a synchronize covered the
-/// copy). Unloading (when the image and its last kernel are gone and no
-/// queue keeps it) waits for nothing else in the context: a copy into one
-/// of its globals at an address found otherwise must be synchronized
-/// before the image goes.
+/// gave, or inside the globals there (a queue keeps the image's module
+/// until a synchronize covered the copy or launch). Unloading (when the
+/// image and its last kernel are gone and no queue keeps it) waits for
+/// nothing else in the context: a copy into one of its globals at an
+/// address found otherwise, or a kernel that reaches a global through a
+/// pointer held in device memory, must be synchronized before the image
+/// goes.
 #[derive(Debug)]
 pub struct CudaImage {
     module: Arc<Module>,

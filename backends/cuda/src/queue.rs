@@ -318,8 +318,9 @@ enum Direction {
 /// Work runs in submission order. [`Queue::poll_synchronize`] enqueues a
 /// host callback (`cuStreamAddCallback`, else `cuLaunchHostFunc`) that
 /// signals a [`Completion`] and waits for it, then asks the stream for
-/// errors. Host buffers, the modules of launched kernels and the modules of
-/// the globals copies read or write stay owned by the queue until a
+/// errors. Host buffers, the modules of launched kernels, the modules of
+/// the globals copies read or write and the modules of the globals whose
+/// addresses are kernel arguments stay owned by the queue until a
 /// synchronize covered their work; dropping the queue waits for the stream
 /// before freeing them.
 ///
@@ -353,7 +354,8 @@ pub struct CudaQueue {
     waiting: Option<(u64, u64)>,
     /// Buffers of copies not yet known complete: (seq, ticket, buffer).
     in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
-    /// Modules of launches, and of globals copies use, not yet known
+    /// Modules of launches (the kernel's own, and those of globals whose
+    /// addresses are arguments), and of globals copies use, not yet known
     /// complete.
     modules: VecDeque<(u64, Arc<Module>)>,
     done: VecDeque<(Ticket, CudaBuffer)>,
@@ -772,6 +774,21 @@ impl CudaQueue {
         let limits = &self.dev.limits;
         limits.check(c.grid, c.block)?;
         let mut args = PackedArgs::pack(&launch.args, kernel.param_sizes())?;
+        // A global whose address is an argument (a pointer the kernel may
+        // read or write through) keeps its module loaded until a
+        // synchronize covers the launch, as the kernel's own module does.
+        // Any 8-byte word of an argument may be such a pointer (one inside a
+        // struct passed by value too): a word that only looks like one keeps
+        // a module loaded a little longer, no more.
+        let touched = self.dev.state.modules_in(
+            args.layout()
+                .iter()
+                .flat_map(|&(at, len)| (at..at + len / 8 * 8).step_by(8))
+                .map(|at| {
+                    let word = args.bytes()[at..at + 8].try_into().expect("8 bytes");
+                    (u64::from_ne_bytes(word), 1)
+                }),
+        );
         let mut params = args.pointers();
         let params_ptr = if params.is_empty() {
             std::ptr::null_mut()
@@ -788,12 +805,17 @@ impl CudaQueue {
         check("cuEventRecord", unsafe {
             sys::cuEventRecord(self.events.0, self.stream)
         })?;
+        // In flight from before the driver call: a fault that another queue
+        // meets while the call is under way (the kernel may already run)
+        // names it.
+        let seq = self.seq + 1;
+        self.dev.state.launched(self.id, seq, kernel.shared_name());
         // SAFETY: `kernel` is a live function of a loaded module (kept loaded
         // by the queue until the launch completes); `params` holds one
         // pointer per argument into `args`, each to a slot at least as large
         // as the parameter, and both live until this call returns (the driver
         // copies the arguments); `extra` is null.
-        check("cuLaunchKernel", unsafe {
+        let r = check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 kernel.func(),
                 c.grid[0],
@@ -807,10 +829,16 @@ impl CudaQueue {
                 params_ptr,
                 std::ptr::null_mut(),
             )
-        })?;
-        let seq = self.next_seq();
+        });
+        if let Err(e) = r {
+            // Never launched.
+            self.dev.state.not_launched(self.id, seq);
+            return Err(e.into());
+        }
+        let launched = self.next_seq();
+        debug_assert_eq!(launched, seq);
         self.modules.push_back((seq, kernel.module().clone()));
-        self.dev.state.launched(self.id, seq, kernel.shared_name());
+        self.modules.extend(touched.into_iter().map(|m| (seq, m)));
         self.timed = None;
         // SAFETY: the events and stream are live.
         check("cuEventRecord", unsafe {
@@ -872,9 +900,11 @@ impl CudaQueue {
             .bind()
             .and_then(|()| self.stream_error())
             .and(callback);
-        if status.is_ok() {
-            // Its kernels up to here ran without a fault. (After one, they
-            // stay in flight for every queue that meets the fault to name.)
+        if !matches!(&status, Err(e) if e.is_kernel_fault()) {
+            // The callback ran, so its kernels up to here finished, and no
+            // fault code says one of them faulted (an error that is not a
+            // fault blames none of them). After a fault, they stay in
+            // flight for every queue that meets it to name.
             self.dev.state.covered(self.id, covered);
         }
         self.complete(covered);

@@ -1118,6 +1118,57 @@ fn dropping_an_image_waits_for_copies_of_its_globals() {
 }
 
 #[test]
+fn dropping_an_image_waits_for_kernels_given_the_address_of_its_global() {
+    let Some((_lock, exec)) = gpu() else { return };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
+    let saxpy = exec.kernel(&image, "saxpy").unwrap();
+    // Another image, whose global the kernel reads through its `x`.
+    let other = exec.load_image(&fixture("saxpy.ptx")).unwrap();
+    let bias = exec
+        .global(&other, "bias")
+        .unwrap()
+        .expect("saxpy.ptx defines bias")
+        .addr;
+    let y = region.base();
+    let mut q = exec.queue().unwrap();
+    q.upload(buffer_with(&exec, &f32_bytes(&[1.0])), &[seg(y, 0, 4)])
+        .unwrap();
+    sync(&mut q).unwrap();
+    let modules = || common::sim::counts().map(|c| c[7]);
+    let before = modules();
+    // The kernel waits before it runs (on the simulator), so it is still
+    // queued when the image goes.
+    common::sim::set_kernel_delay_us(100_000);
+    let values = [u64::from(2f32.to_bits()), bias, y, 1];
+    let launch = Launch {
+        config: LaunchConfig {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+        },
+        args: KernelArgs {
+            values: &values,
+            sizes: &[4, 8, 8, 4],
+            data: &[],
+        },
+    };
+    q.launch(&saxpy, &launch).unwrap();
+    common::sim::set_kernel_delay_us(0);
+    drop(other);
+    assert_eq!(modules(), before, "kept by the queue");
+    sync(&mut q).unwrap_or_else(|e| panic!("the kernel read an unloaded global: {e}"));
+    assert_eq!(
+        modules(),
+        before.map(|n| n - 1),
+        "unloaded once the launch is covered"
+    );
+    // y = a x + y + bias, with x the other image's bias.
+    let got = read_device(&exec, &mut q, y, 4);
+    assert_eq!(f32s(&got), [2.0 * 0.5 + 1.0 + 0.5]);
+}
+
+#[test]
 fn a_module_unloaded_by_a_synchronize_waits_for_no_other_queue() {
     let Some((_lock, exec)) = gpu() else { return };
     if !simulated() {

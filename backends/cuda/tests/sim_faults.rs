@@ -357,6 +357,94 @@ fn kernels_in_flight_on_two_queues_when_a_fault_is_found_are_each_a_suspect() {
 }
 
 #[test]
+fn a_fault_met_while_the_faulting_launch_call_is_under_way_names_that_kernel() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    {
+        let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+        let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+        let kernel = exec.kernel(&image, "grid2d").unwrap();
+        let mut a = exec.queue().unwrap();
+        let mut b = exec.queue().unwrap();
+        let buffer = buffer_with(&exec, &[1; 64]);
+        // b's launch call returns a second after it queued a kernel that
+        // writes nowhere, which faults meanwhile.
+        sim::set_launch_return_delay_us(1_000_000);
+        let launching = std::thread::spawn(move || {
+            let r = b.launch(&kernel, &grid2d_launch(&[0x10, 64, 64], [8, 8, 1]));
+            (b, r)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        sim::set_launch_return_delay_us(0);
+        // a meets the fault before b's launch call returns: the kernel is
+        // in flight already.
+        let met = a
+            .upload(buffer, &[seg(region.base(), 0, 64)])
+            .map(drop)
+            .and_then(|()| sync(&mut a));
+        let (mut b, launched) = launching.join().unwrap();
+        let err = met.expect_err("the fault");
+        assert_eq!(err.to_string(), illegal_address_of("the kernel `grid2d`"));
+        // b meets it too, once the kernel is queued (recording the timing
+        // event after it).
+        let err = launched.and_then(|()| sync(&mut b)).expect_err("the fault");
+        assert_eq!(err.to_string(), illegal_address_of("the kernel `grid2d`"));
+    }
+    drop(exec);
+    a_fresh_context_works();
+}
+
+#[test]
+fn a_failed_launch_is_never_named_for_a_fault() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 8, 8];
+    assert!(sim::fail("cuLaunchKernel", INVALID_VALUE, 0));
+    q.launch(&kernel, &grid2d_launch(&values, [1, 1, 1]))
+        .expect_err("injected");
+    q.upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    sim::set_callback_status(LAUNCH_FAILED);
+    let err = sync(&mut q).expect_err("the callback's status");
+    assert!(matches!(err, CudaError::Driver(_)), "{err:?}");
+    assert!(err.to_string().ends_with(CONTEXT_LOST), "{err}");
+}
+
+#[test]
+fn a_synchronize_that_fails_without_a_fault_clears_the_kernels_it_covers() {
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
+    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 8, 8];
+    q.launch(&kernel, &grid2d_launch(&values, [1, 1, 1]))
+        .unwrap();
+    // An error that is not a fault: the kernel finished all the same.
+    sim::set_callback_status(INVALID_VALUE);
+    let err = sync(&mut q).expect_err("the callback's status");
+    assert!(
+        matches!(err, CudaError::Driver(d) if d.code == INVALID_VALUE),
+        "{err:?}"
+    );
+    // A fault found later is not blamed on it.
+    q.upload(buffer_with(&exec, &[1; 64]), &[seg(region.base(), 0, 64)])
+        .unwrap();
+    sim::set_callback_status(LAUNCH_FAILED);
+    let err = sync(&mut q).expect_err("the callback's status");
+    assert!(matches!(err, CudaError::Driver(_)), "{err:?}");
+    assert!(err.to_string().ends_with(CONTEXT_LOST), "{err}");
+}
+
+#[test]
 fn an_error_in_a_drop_is_reported_by_the_next_synchronize() {
     let Some((_lock, exec)) = simulated() else {
         return;

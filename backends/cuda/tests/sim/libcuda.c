@@ -81,7 +81,8 @@
  * later static shared memory, reprise_sim_set_shared_optin() changes the
  * opt-in limit,
  * reprise_sim_set_callback_status() hands the next stream callback a failed
- * status.
+ * status, reprise_sim_set_launch_return_delay_us() makes cuLaunchKernel
+ * return late (its kernel may run meanwhile).
  *
  * Build switches: -DSIM_NO_STREAM_CALLBACK leaves out cuStreamAddCallback
  * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
@@ -175,6 +176,7 @@ static int g_vmm = 1;
 static int g_cc = 90; /* compute capability as major * 10 + minor */
 static unsigned g_copy_delay_us;
 static unsigned g_kernel_delay_us;
+static unsigned g_launch_return_delay_us;
 /* Static shared memory of the functions of modules loaded from now on
  * (atomic; REPRISE_SIM_CUDA_STATIC_SHARED). */
 static unsigned g_static_shared;
@@ -375,6 +377,13 @@ EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
  * kernel already queued waits. */
 EXPORT void reprise_sim_set_kernel_delay_us(unsigned us) {
   __atomic_store_n(&g_kernel_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Simulator only: how long (microseconds) cuLaunchKernel takes to return
+ * once it has queued the kernel, which may run (and fault) meanwhile, as on
+ * a device. */
+EXPORT void reprise_sim_set_launch_return_delay_us(unsigned us) {
+  __atomic_store_n(&g_launch_return_delay_us, us, __ATOMIC_RELAXED);
 }
 
 /* Simulator only: the static shared memory (bytes) of every function of the
@@ -1788,7 +1797,11 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   for (int i = 0; i < f->def->nparams; i++)
     memcpy(l->params + f->def->params[i].offset, params[i],
            f->def->params[i].size);
-  return enqueue(s, op);
+  r = enqueue(s, op);
+  unsigned delay = __atomic_load_n(&g_launch_return_delay_us, __ATOMIC_RELAXED);
+  if (delay)
+    usleep(delay);
+  return r;
 }
 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {

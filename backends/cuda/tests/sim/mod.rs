@@ -140,12 +140,21 @@ pub fn set_kernel_delay_us(us: u32) {
     call_u32(b"reprise_sim_set_kernel_delay_us", us);
 }
 
-/// Puts the simulator loaded in this process back as it starts: no copy or
-/// kernel delays, no pending fault injection or callback status, no static
+/// Makes every `cuLaunchKernel` of the simulator loaded in this process
+/// from now on take `us` microseconds to return once it has queued the
+/// kernel, which may run (and fault) meanwhile. Does nothing unless
+/// [`load`] loaded the simulator.
+pub fn set_launch_return_delay_us(us: u32) {
+    call_u32(b"reprise_sim_set_launch_return_delay_us", us);
+}
+
+/// Puts the simulator loaded in this process back as it starts: no copy,
+/// kernel or launch delays, no pending fault injection or callback status, no static
 /// shared memory, the opt-in limit it started with.
 pub fn reset() {
     set_copy_delay_us(0);
     set_kernel_delay_us(0);
+    set_launch_return_delay_us(0);
     set_callback_status(0);
     set_static_shared(0);
     set_shared_optin(0);
