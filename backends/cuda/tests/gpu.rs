@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    block_on, buffer_with, f32_bytes, f32s, fixture, gpu, grid2d_launch, seg, sync, u32s,
+    block_on, buffer_with, f32_bytes, f32s, fixture, fixture_kernel, gpu, grid2d_launch, seg, sync,
+    u32s,
 };
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
@@ -211,8 +212,7 @@ impl Saxpy {
         let n = 1000;
         let x = bump.alloc(4 * n as u64, 16).unwrap();
         let y = bump.alloc(4 * n as u64, 16).unwrap();
-        let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
-        let kernel = exec.kernel(&image, "saxpy").unwrap();
+        let (image, kernel) = fixture_kernel(exec, "saxpy.ptx", "saxpy");
         let (globals, globals_len) = Self::global_segments(exec, &image);
         Saxpy {
             used: bump.used() as usize,
@@ -346,8 +346,7 @@ fn records_saxpy_with_one_synchronize_and_replays_it_in_a_fresh_region() {
     // Replay: a fresh region at the recorded address, a freshly loaded image.
     let region = exec.reserve(RegionRequest::new(Some(base), MIB)).unwrap();
     assert_eq!(region.base(), base);
-    let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "saxpy").unwrap();
+    let (image, kernel) = fixture_kernel(&exec, "saxpy.ptx", "saxpy");
     let (gsegs, glen) = Saxpy::global_segments(&exec, &image);
     assert_eq!(glen, globals.len());
     let mut q = exec.queue().unwrap();
@@ -470,8 +469,7 @@ fn dropping_a_queue_waits_for_its_drains() {
         return;
     };
     let region = reserve(&exec, None).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut q = staged.queue().unwrap();
     q.download(
         staged.buffer(65536).unwrap(),
@@ -553,8 +551,7 @@ fn sync_mode_synchronizes_after_every_step() {
 fn mixed_parameters_with_sizes_from_the_driver() {
     let Some((_lock, exec)) = gpu() else { return };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("mixed.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "mixed").unwrap();
+    let (image, kernel) = fixture_kernel(&exec, "mixed.ptx", "mixed");
     let mut sizes = [0u32; 4];
     let sizes: Vec<u32> = match exec.param_sizes(&kernel, &mut sizes).unwrap() {
         Some(n) => sizes[..n].to_vec(),
@@ -639,8 +636,7 @@ fn mixed_parameters_with_sizes_from_the_driver() {
 fn grid2d_covers_a_two_dimensional_grid() {
     let Some((_lock, exec)) = gpu() else { return };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let (w, h) = (37u32, 19u32);
     let values = [region.base(), u64::from(w), u64::from(h)];
     let mut q = exec.queue().unwrap();
@@ -783,8 +779,7 @@ fn dynamic_shared_memory_and_three_dimensional_blocks() {
 /// the device allows, over 3-D grids of 3-D blocks.
 fn reverse_through_shared_memory(exec: &CudaExecutor) {
     let region = exec.reserve(RegionRequest::new(None, 4 * MIB)).unwrap();
-    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let (image, kernel) = fixture_kernel(exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     // Another handle of the same function: what it allows must not undo
     // what the first allowed.
@@ -838,8 +833,7 @@ fn reverse_through_shared_memory(exec: &CudaExecutor) {
 fn launches_beyond_the_device_limits_are_typed_errors() {
     let Some((_lock, exec)) = gpu() else { return };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 16, 16];
     let launch = |grid, block, per_block| {
@@ -956,8 +950,7 @@ fn static_shared_memory_counts_against_both_shared_memory_limits() {
     // dynamic shared memory without opting in, 211 KiB opted in.
     common::sim::set_static_shared(16 << 10);
     let region = exec.reserve(RegionRequest::new(None, 4 * MIB)).unwrap();
-    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     // (grid, block, words per block): within the 32 KiB; 40 KiB, under the
     // device's 48 KiB but over what this kernel gets without opting in; all
@@ -1090,8 +1083,7 @@ fn a_fat_binary_of_compressed_entries_warns_that_globals_are_not_recorded() {
 fn dropping_an_image_waits_for_copies_of_its_globals() {
     let Some((_lock, exec)) = gpu() else { return };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let busy_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let busy = exec.kernel(&busy_image, "grid2d").unwrap();
+    let (_busy_image, busy) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
     let (_, bias, size) = globals_of(&exec, &image)
         .into_iter()
@@ -1121,8 +1113,7 @@ fn dropping_an_image_waits_for_copies_of_its_globals() {
 fn dropping_an_image_waits_for_kernels_given_the_address_of_its_global() {
     let Some((_lock, exec)) = gpu() else { return };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
-    let saxpy = exec.kernel(&image, "saxpy").unwrap();
+    let (_image, saxpy) = fixture_kernel(&exec, "saxpy.ptx", "saxpy");
     // Another image, whose global the kernel reads through its `x`.
     let other = exec.load_image(&fixture("saxpy.ptx")).unwrap();
     let bias = exec
@@ -1176,15 +1167,13 @@ fn a_module_unloaded_by_a_synchronize_waits_for_no_other_queue() {
         return;
     }
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let globals_image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
     let (_, bias, _) = globals_of(&exec, &globals_image)
         .into_iter()
         .find(|g| g.0 == "bias")
         .expect("saxpy.ptx defines bias");
-    let slow_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let slow = exec.kernel(&slow_image, "grid2d").unwrap();
+    let (_slow_image, slow) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut a = exec.queue().unwrap();
     let mut b = exec.queue().unwrap();
     let modules = || common::sim::counts().expect("the simulator")[7];

@@ -8,15 +8,14 @@ mod common;
 use std::future::poll_fn;
 use std::time::Duration;
 
-use common::{block_on_for, fixture, gpu, grid2d_launch};
+use common::{block_on_for, fixture_kernel, gpu, grid2d_launch};
 use reprise_core::exec::{Executor, Queue};
 use reprise_cuda::CudaError;
 
 #[test]
 fn a_faulting_kernel_fails_the_synchronize() {
     let Some((_lock, exec)) = gpu() else { return };
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut q = exec.queue().unwrap();
     // On the simulator the kernel waits before it runs, so the launch
     // returns and the synchronize meets the fault (a waiting synchronize is

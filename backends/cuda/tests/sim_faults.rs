@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{buffer_with, fixture, gpu, grid2d_launch, seg, sim, sync};
+use common::{buffer_with, fixture_kernel, gpu, grid2d_launch, seg, sim, sync};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest,
 };
@@ -131,10 +131,8 @@ fn a_fault_found_by_a_synchronize_names_the_kernels_it_covers() {
         return;
     };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
-    let reverse_image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let reverse = exec.kernel(&reverse_image, "shared_reverse").unwrap();
+    let (_grid2d_image, grid2d) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
+    let (_reverse_image, reverse) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 8, 8];
     let nothing = [region.base(), 0, 0];
@@ -197,8 +195,7 @@ fn a_fault_found_by_a_copy_or_launch_names_the_kernels_before_it_once() {
         return;
     };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 8, 8];
     let launch = grid2d_launch(&values, [1, 1, 1]);
@@ -270,10 +267,9 @@ fn a_fault_on_one_queue_is_pinned_on_its_kernel_by_every_queue_that_meets_it() {
         // (primary) context, as two recorders have.
         let other = CudaExecutor::new(0).unwrap();
         let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-        let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-        let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
-        let reverse_image = other.load_image(&fixture("shared_reverse.ptx")).unwrap();
-        let reverse = other.kernel(&reverse_image, "shared_reverse").unwrap();
+        let (_grid2d_image, grid2d) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
+        let (_reverse_image, reverse) =
+            fixture_kernel(&other, "shared_reverse.ptx", "shared_reverse");
         let mut a = exec.queue().unwrap();
         let mut b = other.queue().unwrap();
         let nothing = [region.base(), 0, 0];
@@ -328,10 +324,9 @@ fn kernels_in_flight_on_two_queues_when_a_fault_is_found_are_each_a_suspect() {
     {
         let other = CudaExecutor::new(0).unwrap();
         let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-        let grid2d_image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-        let grid2d = exec.kernel(&grid2d_image, "grid2d").unwrap();
-        let reverse_image = other.load_image(&fixture("shared_reverse.ptx")).unwrap();
-        let reverse = other.kernel(&reverse_image, "shared_reverse").unwrap();
+        let (_grid2d_image, grid2d) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
+        let (_reverse_image, reverse) =
+            fixture_kernel(&other, "shared_reverse.ptx", "shared_reverse");
         let mut a = exec.queue().unwrap();
         let mut b = other.queue().unwrap();
         // b's kernel is good, but no synchronize of b says so when a's
@@ -363,8 +358,7 @@ fn a_fault_met_while_the_faulting_launch_call_is_under_way_names_that_kernel() {
     };
     {
         let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-        let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-        let kernel = exec.kernel(&image, "grid2d").unwrap();
+        let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
         let mut a = exec.queue().unwrap();
         let mut b = exec.queue().unwrap();
         let buffer = buffer_with(&exec, &[1; 64]);
@@ -401,8 +395,7 @@ fn a_failed_launch_is_never_named_for_a_fault() {
         return;
     };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 8, 8];
     assert!(sim::fail("cuLaunchKernel", INVALID_VALUE, 0));
@@ -422,8 +415,7 @@ fn a_synchronize_that_fails_without_a_fault_clears_the_kernels_it_covers() {
         return;
     };
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "grid2d").unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 8, 8];
     q.launch(&kernel, &grid2d_launch(&values, [1, 1, 1]))
@@ -518,8 +510,7 @@ fn a_failed_drain_fails_the_launch_and_the_next_synchronize_once() {
     let before = sim::counts().unwrap();
     {
         let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-        let image = exec.load_image(&fixture("grid2d.ptx")).unwrap();
-        let kernel = exec.kernel(&image, "grid2d").unwrap();
+        let (_image, kernel) = fixture_kernel(&exec, "grid2d.ptx", "grid2d");
         let staged = exec.clone().with_device_staging(Some(0));
         let mut q = staged.queue().unwrap();
         let snapshot = q
@@ -619,8 +610,7 @@ fn a_device_attribute_the_driver_will_not_report_is_an_unchecked_limit() {
     sim::reset();
     assert_eq!(blind.launch_limits(), LaunchLimits::default());
     let region = blind.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = blind.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let kernel = blind.kernel(&image, "shared_reverse").unwrap();
+    let (_image, kernel) = fixture_kernel(&blind, "shared_reverse.ptx", "shared_reverse");
     let mut q = blind.queue().unwrap();
     let values = [region.base(), 16, 16];
     let err = q
@@ -665,8 +655,7 @@ fn a_kernels_shared_memory_is_asked_of_the_driver_once() {
     };
     sim::set_static_shared(8 << 10);
     let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
-    let image = exec.load_image(&fixture("shared_reverse.ptx")).unwrap();
-    let kernel = exec.kernel(&image, "shared_reverse").unwrap();
+    let (image, kernel) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 16, 16];
     // A launch without dynamic shared memory asks nothing (and does

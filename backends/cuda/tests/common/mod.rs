@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 pub mod sim;
 
 use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, Queue, Segment};
-use reprise_cuda::{CudaBuffer, CudaError, CudaExecutor, CudaQueue};
+use reprise_cuda::{CudaBuffer, CudaError, CudaExecutor, CudaImage, CudaKernel, CudaQueue};
 
 /// The GPU tests share one device and reserve the same addresses: one at a
 /// time.
@@ -79,6 +79,13 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The fixture image `file` loaded on `exec`, and its kernel `name`.
+pub fn fixture_kernel(exec: &CudaExecutor, file: &str, name: &str) -> (CudaImage, CudaKernel) {
+    let image = exec.load_image(&fixture(file)).expect("fixture image");
+    let kernel = exec.kernel(&image, name).expect("fixture kernel");
+    (image, kernel)
 }
 
 /// A pinned buffer holding `bytes`.
