@@ -462,6 +462,15 @@ mod tests {
         assert_eq!(e.call, "cuInit");
     }
 
+    /// An H200's launch limits.
+    const H200: LaunchLimits = LaunchLimits {
+        threads_per_block: 1024,
+        block: [1024, 1024, 64],
+        grid: [i32::MAX as u32, 65535, 65535],
+        shared_default: 48 << 10,
+        shared_optin: 227 << 10,
+    };
+
     #[test]
     fn a_limit_of_zero_is_not_checked() {
         let unknown = LaunchLimits::default();
@@ -469,13 +478,7 @@ mod tests {
         assert_eq!(unknown.check(huge, huge), Ok(()));
         assert_eq!(unknown.check_shared(48 << 10, u32::MAX), Ok(()));
         // Known limits are; shared memory counts static and dynamic together.
-        let h200 = LaunchLimits {
-            threads_per_block: 1024,
-            block: [1024, 1024, 64],
-            grid: [i32::MAX as u32, 65535, 65535],
-            shared_default: 48 << 10,
-            shared_optin: 227 << 10,
-        };
+        let h200 = H200;
         assert_eq!(h200.check([1, 65535, 1], [1024, 1, 1]), Ok(()));
         assert!(h200.check([1, 1, 1], [1, 1, 65]).is_err());
         // Threads counted without overflow.
@@ -509,13 +512,7 @@ mod tests {
 
     #[test]
     fn a_dimension_of_zero_is_refused_whatever_the_limits() {
-        let h200 = LaunchLimits {
-            threads_per_block: 1024,
-            block: [1024, 1024, 64],
-            grid: [i32::MAX as u32, 65535, 65535],
-            shared_default: 48 << 10,
-            shared_optin: 227 << 10,
-        };
+        let h200 = H200;
         for limits in [LaunchLimits::default(), h200] {
             for axis in 0..3 {
                 let mut zero = [1; 3];
