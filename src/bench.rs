@@ -31,7 +31,7 @@ use std::time::Instant;
 use reprise_core::exec::Executor;
 use reprise_core::region::BumpRegion;
 use reprise_core::schedule::Mode;
-use reprise_std::{FileBuffers, WriterKind};
+use reprise_std::WriterKind;
 
 use crate::{Args, BackendKind, Capture, Error, LaunchConfig, RecordConfig, Recorder, Result};
 
@@ -331,7 +331,6 @@ impl<E> Session<E>
 where
     E: Executor,
     E::Buffer: Send + 'static,
-    E::Error: std::error::Error + Send + Sync + 'static,
 {
     /// Reserves the region, fills `size` bytes, loads the kernel. `dir` is
     /// emptied first (made if missing): give it a scratch directory.
@@ -408,7 +407,6 @@ fn measure_way<E>(
 where
     E: Executor,
     E::Buffer: Send + 'static,
-    E::Error: std::error::Error + Send + Sync + 'static,
 {
     let mut session = Session::new(
         make()?,
@@ -492,8 +490,7 @@ fn read_files(descriptor: &Path) -> Result<f64> {
 /// `reprise replay` does by default).
 fn replay_time<E>(make: &dyn Fn() -> Result<E>, descriptor: &Path) -> Result<f64>
 where
-    E: Executor + FileBuffers,
-    E::Error: std::error::Error + Send + Sync + 'static,
+    E: Executor,
 {
     let exec = make()?;
     let mut times = Vec::new();
@@ -523,9 +520,8 @@ pub fn run<E>(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<SizeResult>>
 where
-    E: Executor + FileBuffers,
+    E: Executor,
     E::Buffer: Send + 'static,
-    E::Error: std::error::Error + Send + Sync + 'static,
 {
     if let Some(&size) = cfg.sizes.iter().find(|&&s| s < 16) {
         return Err(Error::Invalid(format!(

@@ -17,14 +17,17 @@
 //! images must likewise stay alive until work that uses them completes; each
 //! backend documents how (reference counts, or a wait in `Drop`).
 
-use core::fmt;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
 /// The error type of an executor or queue (as `embedded_io::ErrorType`).
+///
+/// Errors are real errors (`core::error::Error`, so `Display` and `Debug`)
+/// that can cross threads and be boxed by code above the executors, which
+/// then needs no bounds of its own on them.
 pub trait ErrorType {
     /// The error every fallible operation returns.
-    type Error: fmt::Debug + fmt::Display;
+    type Error: core::error::Error + Send + Sync + 'static;
 }
 
 /// How a region should be reserved.
@@ -111,6 +114,23 @@ pub struct Segment {
     pub host_offset: usize,
     /// Bytes to copy.
     pub len: usize,
+}
+
+/// An open file whose first `len` bytes an executor may map into its memory
+/// instead of having them read and copied (a snapshot, on replay): see
+/// [`Executor::reserve_mapped`] and [`Executor::buffer_mapped`].
+///
+/// The file is named by its descriptor (a Unix file descriptor, which the
+/// caller keeps open for the duration of the call; a mapping made from it
+/// stays valid after the descriptor is closed). `len` is at most the file's
+/// length: the caller has checked it. An executor only ever maps the file
+/// privately: nothing it or a kernel writes reaches the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapFile {
+    /// The open file's descriptor.
+    pub fd: i32,
+    /// Bytes from the start of the file that are wanted.
+    pub len: u64,
 }
 
 /// Launch geometry.
@@ -231,6 +251,35 @@ pub trait Executor: ErrorType {
 
     /// A host staging buffer of exactly `len` bytes (zeroed or not).
     fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error>;
+
+    /// Reserves a region as [`Executor::reserve`] does, with its first
+    /// `file.len` bytes already holding the file's first `file.len` bytes,
+    /// where the executor can map files into device memory: the host can
+    /// (the region is then a private, copy-on-write mapping of the file,
+    /// and nothing is copied); a GPU cannot.
+    ///
+    /// `Ok(None)` (the default) means it cannot, here or at all, and the
+    /// caller reserves with [`Executor::reserve`] and uploads the bytes; a
+    /// request that cannot be reserved is also `Ok(None)`, so that the
+    /// caller's own reservation reports why.
+    fn reserve_mapped(
+        &self,
+        request: RegionRequest,
+        file: MapFile,
+    ) -> Result<Option<Self::Region>, Self::Error> {
+        let _ = (request, file);
+        Ok(None)
+    }
+
+    /// A host buffer of exactly `file.len` bytes holding the file's first
+    /// bytes, mapped rather than read where the executor's buffers can be
+    /// file mappings (the host's can; page-locked GPU staging memory
+    /// cannot). `Ok(None)` (the default) means the caller reads the file
+    /// into a [`Executor::buffer`] itself.
+    fn buffer_mapped(&self, file: MapFile) -> Result<Option<Self::Buffer>, Self::Error> {
+        let _ = file;
+        Ok(None)
+    }
 
     /// A new queue.
     fn queue(&self) -> Result<Self::Queue, Self::Error>;

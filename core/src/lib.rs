@@ -17,7 +17,7 @@ pub mod schedule;
 pub use completion::{Completion, block_on};
 pub use exec::{
     DeviceRegion, ErrorType, Executor, GlobalInfo, HostBuffer, KernelArgs, Launch, LaunchConfig,
-    Queue, RegionRequest, Segment, Ticket,
+    MapFile, Queue, RegionRequest, Segment, Ticket,
 };
 pub use globals::Layout;
 pub use record::{BackendKind, Generation, KernelRecord};

@@ -149,7 +149,14 @@ impl<E: fmt::Display> fmt::Display for ScheduleError<E> {
     }
 }
 
-impl<E: fmt::Debug + fmt::Display> core::error::Error for ScheduleError<E> {}
+impl<E: core::error::Error + 'static> core::error::Error for ScheduleError<E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            ScheduleError::Executor(e) => e.source(),
+            _ => None,
+        }
+    }
+}
 
 impl<E> From<E> for ScheduleError<E> {
     fn from(e: E) -> Self {

@@ -158,7 +158,6 @@ fn demo<E>(
 where
     E: Executor,
     E::Buffer: Send + 'static,
-    E::Error: std::error::Error + Send + Sync + 'static,
 {
     let bytes = n * 4;
     let region_size = (2 * bytes as u64 + (64 << 20)).next_power_of_two();

@@ -23,6 +23,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use reprise_core::exec::{Executor, MapFile};
 use reprise_core::globals::{self, Layout};
 use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{Generation, KernelRecord};
@@ -158,6 +159,45 @@ impl SnapshotFile {
             file,
             len: meta.len(),
         }))
+    }
+
+    /// The file as an executor may map it: its first `len` bytes (at most
+    /// [`SnapshotFile::len`]).
+    pub fn map(&self, len: u64) -> MapFile {
+        use std::os::fd::AsRawFd;
+        MapFile {
+            fd: self.file.as_raw_fd(),
+            len: len.min(self.len),
+        }
+    }
+
+    /// A buffer of `exec`'s holding the file's first `len` bytes: mapped
+    /// where the executor can map files ([`Executor::buffer_mapped`]),
+    /// else read straight into one of its buffers.
+    pub fn read_into<E: Executor>(&self, exec: &E, len: usize) -> Result<E::Buffer> {
+        use std::os::unix::fs::FileExt;
+        if len as u64 > self.len {
+            return Err(Error::capture(
+                &self.path,
+                format!("{len} bytes asked of a file of {} bytes", self.len),
+            ));
+        }
+        if let Some(b) = exec
+            .buffer_mapped(self.map(len as u64))
+            .map_err(|e| Error::executor(format!("mapping {}", self.path.display()), e))?
+        {
+            return Ok(b);
+        }
+        let mut buf = exec.buffer(len).map_err(|e| {
+            Error::executor(
+                format!("allocating {len} bytes for {}", self.path.display()),
+                e,
+            )
+        })?;
+        self.file
+            .read_exact_at(&mut buf.as_mut()[..len], 0)
+            .map_err(|e| Error::io(&self.path, "read", e))?;
+        Ok(buf)
     }
 
     /// Streams the file through `f` in chunks of at most `chunk` bytes.

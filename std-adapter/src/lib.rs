@@ -18,7 +18,7 @@ pub mod store;
 pub use capture::{Capture, CapturePaths, OpenOptions};
 pub use config::{RecordConfig, WriterKind};
 pub use error::{BoxError, Error, Result};
-pub use exec::{FileBuffers, block_on};
+pub use exec::block_on;
 pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};
 pub use replayer::{Outcome, ReplayOptions, Verification, replay_on};
 pub use store::{CaptureData, CaptureStore};

@@ -3,8 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo<E>(exec: E) -> reprise_std::Result<()>
-//! # where E: reprise_core::Executor, E::Buffer: Send + 'static,
-//! #       E::Error: std::error::Error + Send + Sync + 'static {
+//! # where E: reprise_core::Executor, E::Buffer: Send + 'static {
 //! use reprise_core::{BackendKind, LaunchConfig};
 //! use reprise_std::{Args, RecordConfig, Recorder};
 //! let config = RecordConfig::from_env()?.enabled(true).dir("captures");
@@ -253,7 +252,6 @@ impl<E> Recorder<E>
 where
     E: Executor,
     E::Buffer: Send + 'static,
-    E::Error: std::error::Error + Send + Sync + 'static,
 {
     /// A recorder on `exec` (device `device_id` of kind `backend`), reserving
     /// a region of `config.region_size` bytes.

@@ -11,7 +11,6 @@ use reprise_core::schedule::{self, Buffers, ReplayPlan};
 
 use crate::capture::{Capture, SnapshotFile, checksum_mismatch};
 use crate::error::{Error, Result};
-use crate::exec::FileBuffers;
 use crate::recorder::globals_segments;
 use crate::store::write_atomically;
 
@@ -231,8 +230,7 @@ pub async fn replay_on<E>(
     on_repetition: &mut (dyn FnMut(u32) + Send),
 ) -> Result<Outcome>
 where
-    E: Executor + FileBuffers,
-    E::Error: std::error::Error + Send + Sync + 'static,
+    E: Executor,
 {
     let record = &capture.record;
     let name = record.name.as_str();
@@ -278,8 +276,14 @@ where
     for request in recorded_request.into_iter().chain([snapshot_request]) {
         // Where the executor can map the snapshot as the region, the first
         // repetition needs no copy at all.
-        if let Some(r) =
-            exec.reserve_from_file(request, &capture.input.file, &capture.input.path, len)?
+        if let Some(r) = exec
+            .reserve_mapped(request, capture.input.map(len as u64))
+            .map_err(|e| {
+                Error::executor(
+                    format!("mapping {} as the region", capture.input.path.display()),
+                    e,
+                )
+            })?
         {
             reserved = Some((r, true));
             break;
@@ -347,7 +351,7 @@ where
         Some(b)
     };
 
-    let input = exec.buffer_from_file(&capture.input.file, &capture.input.path, len)?;
+    let input = capture.input.read_into(exec, len)?;
     capture.check_input(&input.as_ref()[..len])?;
     let want_output = options.verify || options.save_output;
     let output = if want_output {

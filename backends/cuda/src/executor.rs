@@ -166,11 +166,11 @@ impl Executor for CudaExecutor {
         CudaBuffer::new(&self.dev, len)
     }
 
+    // `reserve_mapped` and `buffer_mapped` keep their defaults: snapshots
+    // are read into page-locked buffers, as a DMA engine needs pinned
+    // memory, which a file mapping is not.
+
     fn queue(&self) -> Result<CudaQueue, CudaError> {
         CudaQueue::new(&self.dev, self.device_staging())
     }
 }
-
-/// Snapshots are read into page-locked buffers (the default): a DMA engine
-/// needs pinned memory, which a file mapping is not.
-impl reprise_std::FileBuffers for CudaExecutor {}

@@ -42,7 +42,6 @@ mod guard;
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString, c_void};
 use std::fs::File;
-use std::path::Path;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
@@ -51,11 +50,11 @@ use std::time::{Duration, Instant};
 
 use reprise_core::completion::Completion;
 use reprise_core::exec::{
-    DeviceRegion, ErrorType, Executor, GlobalInfo, Launch, Queue, RegionRequest, Segment, Ticket,
+    DeviceRegion, ErrorType, Executor, GlobalInfo, Launch, MapFile, Queue, RegionRequest, Segment,
+    Ticket,
 };
 use reprise_core::image::{self, EM_X86_64, ImageKind};
 use reprise_core::region::RECORDING_BASE_ALIGN;
-use reprise_std::FileBuffers;
 
 pub use call::MAX_ARGS;
 
@@ -880,18 +879,13 @@ impl Executor for HostExecutor {
     fn queue(&self) -> Result<HostQueue, HostError> {
         HostQueue::new(self.registry.clone())
     }
-}
 
-impl FileBuffers for HostExecutor {
-    fn reserve_from_file(
+    fn reserve_mapped(
         &self,
         request: RegionRequest,
-        file: &File,
-        path: &Path,
-        len: usize,
-    ) -> reprise_std::Result<Option<HostRegion>> {
-        use std::os::fd::AsRawFd;
-        if request.base.is_none() || len == 0 {
+        file: MapFile,
+    ) -> Result<Option<HostRegion>, HostError> {
+        if request.base.is_none() || file.len == 0 {
             return Ok(None);
         }
         // A region that cannot be reserved is the caller's to report (it
@@ -899,7 +893,7 @@ impl FileBuffers for HostExecutor {
         let Ok(region) = self.reserve(request) else {
             return Ok(None);
         };
-        let map_len = (len as u64).next_multiple_of(page_size());
+        let map_len = file.len.next_multiple_of(page_size());
         if map_len > region.capacity() {
             return Ok(None);
         }
@@ -907,43 +901,55 @@ impl FileBuffers for HostExecutor {
         // reserved for this replay alone (so MAP_FIXED replaces only our own
         // fresh mapping). The mapping is private: the kernel's writes never
         // reach the file. Pages past the end of the file within the last page
-        // read as zeros; no page lies wholly past it.
+        // read as zeros; no page lies wholly past it (`file.len` is at most
+        // the file's length, which the caller checked).
         let p = unsafe {
             libc::mmap(
                 region.base() as *mut c_void,
                 map_len as usize,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_FIXED,
-                file.as_raw_fd(),
+                file.fd,
                 0,
             )
         };
         if p == libc::MAP_FAILED || p as u64 != region.base() {
             log::debug!(
-                "mapping {} as the region failed; copying instead",
-                path.display()
+                "mapping file descriptor {} as the region failed ({}); copying instead",
+                file.fd,
+                std::io::Error::last_os_error()
             );
             return Ok(None);
         }
         Ok(Some(region))
     }
 
-    fn buffer_from_file(
-        &self,
-        file: &File,
-        path: &Path,
-        len: usize,
-    ) -> reprise_std::Result<HostBuffer> {
+    fn buffer_mapped(&self, file: MapFile) -> Result<Option<HostBuffer>, HostError> {
+        let len = usize::try_from(file.len).map_err(|_| HostError::Os {
+            call: "mmap",
+            message: format!(
+                "a buffer of {} bytes is larger than the address space",
+                file.len
+            ),
+        })?;
         if len == 0 {
-            return Ok(HostBuffer::Heap(Vec::new()));
+            return Ok(Some(HostBuffer::Heap(Vec::new())));
         }
-        // SAFETY: a private (copy-on-write) mapping: writes through it never
-        // reach the file. Another process truncating the file while it is
-        // mapped would fault on access; captures are not modified while
-        // replayed, and the checksum was verified after opening.
-        let map = unsafe { memmap2::MmapOptions::new().len(len).map_copy(file) }
-            .map_err(|e| reprise_std::Error::io(path, "map", e))?;
-        Ok(HostBuffer::Mapped(map))
+        // SAFETY: `file.fd` is an open descriptor the caller keeps open for
+        // the call (the `MapFile` contract); memmap2 duplicates nothing and
+        // the mapping outlives the descriptor. The mapping is private
+        // (copy-on-write): writes through it never reach the file. Another
+        // process truncating the file while it is mapped would fault on
+        // access; captures are not modified while replayed.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(file.fd) };
+        // SAFETY: as above.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_copy(&fd) }.map_err(|e| {
+            HostError::Os {
+                call: "mmap",
+                message: format!("{e} (mapping {len} bytes of a snapshot file)"),
+            }
+        })?;
+        Ok(Some(HostBuffer::Mapped(map)))
     }
 }
 

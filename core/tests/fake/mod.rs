@@ -29,6 +29,8 @@ impl fmt::Display for FakeError {
     }
 }
 
+impl std::error::Error for FakeError {}
+
 /// A kernel: mutates device memory given the argument values.
 pub type KernelFn = Rc<dyn Fn(&mut Device, &[u64])>;
 
