@@ -1,0 +1,538 @@
+//! The kernel record: what was launched, with which arguments and geometry.
+//!
+//! A [`KernelRecord`] is read from the JSON descriptor of a capture and
+//! written back into a caller's buffer, both through `serde-json-core`, with
+//! no allocation. Three key sets are understood:
+//!
+//! - **LLVM legacy** (LLVM <= 21): `NumTeamsClause`, `ThreadLimitClause`,
+//!   `DeviceMemorySize`, optional `BumpAllocVAStart`;
+//! - **LLVM current**: `NumTeams`, `NumThreads`, `SharedMemorySize`,
+//!   `VAllocAddr`, `VAllocSize`, `TeamsLimits`, `ThreadsLimits`;
+//! - **reprise**: the current set plus `RepriseFormat` (format version),
+//!   `Backend`, `Grid`, `Block` (3-D geometry), `ArgSizes`, `ArgData`,
+//!   `DeviceMemorySize` (snapshot length), `LaunchSeq` and `Checksums`.
+//!
+//! The generation is detected from the keys present; unknown keys are
+//! ignored. Reading also checks what the descriptor alone can tell: a
+//! `RepriseFormat` newer than [`FORMAT_VERSION`], `Grid`/`Block` that
+//! disagree with `NumTeams`/`NumThreads` or have a dimension of 0, `ArgSizes`
+//! entries that cannot be right, and a region at address 0, larger than
+//! [`MAX_REGION_SIZE`], wrapping past the end of the address space, or
+//! smaller than `DeviceMemorySize`. Each is an error that names the keys.
+//! Capacities are fixed: at most [`MAX_ARGS`] arguments, names of at
+//! most [`MAX_NAME_LEN`] bytes, [`MAX_ARG_DATA`] bytes of large by-value
+//! arguments. Going past one is a clear error, not a truncation.
+//!
+//! In LLVM's formats a team or thread count of 0 means "not recorded":
+//! LLVM 16 and 17 saved the launch's `num_teams`/`thread_limit` *clauses*,
+//! 0 when the construct had none, and LLVM's replay tool passes the 0 on so
+//! that the plugin picks its default. Such a count is read as 0 (see
+//! [`KernelRecord::num_teams`]); a replay then needs the count given to it.
+//! reprise's own format always records the counts, so there 0 is an error.
+//!
+//! Writing refuses what reading would refuse: whatever
+//! [`KernelRecord::to_json`] writes, [`KernelRecord::from_json`] reads back.
+//!
+//! ```
+//! use reprise_core::record::{Generation, KernelRecord};
+//! let json = br#"{"ArgOffsets":[0,0],"ArgPtrs":[140737488355328,42],"DeviceId":0,
+//!   "DeviceMemorySize":1024,"LoopTripCount":0,"Name":"saxpy","NumArgs":2,
+//!   "NumTeamsClause":4,"ThreadLimitClause":128}"#;
+//! let rec = KernelRecord::from_json(json).unwrap();
+//! assert_eq!(rec.generation, Generation::LlvmLegacy);
+//! assert_eq!((rec.name.as_str(), rec.grid[0], rec.block[0]), ("saxpy", 4, 128));
+//!
+//! // Written back as reprise's own format, and read again unchanged.
+//! let mut rec = rec;
+//! rec.region_base = Some(0x7e00_0000_0000);
+//! let mut buf = [0u8; 1024];
+//! let n = rec.to_json(Generation::Reprise, &mut buf).unwrap();
+//! let again = KernelRecord::from_json(&buf[..n]).unwrap();
+//! assert_eq!(again.generation, Generation::Reprise);
+//! assert_eq!(again.arg_ptrs, rec.arg_ptrs);
+//! assert_eq!(again.memory_size, Some(1024));
+//! ```
+
+use core::fmt;
+
+use heapless::{String, Vec};
+
+mod de;
+mod error;
+mod ser;
+#[cfg(test)]
+mod tests;
+
+pub use error::{ArgSizeProblem, RecordError};
+
+/// Most arguments a record can hold.
+pub const MAX_ARGS: usize = 128;
+/// Longest kernel name, in bytes.
+pub const MAX_NAME_LEN: usize = 512;
+/// Most bytes of by-value arguments larger than 8 bytes (CUDA's classic
+/// 4 KiB parameter space).
+pub const MAX_ARG_DATA: usize = 4096;
+/// The reprise format version this crate writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// A buffer of this size holds any record this crate writes.
+pub const MAX_JSON_LEN: usize = 32 * 1024;
+/// Largest region (`VAllocSize`) a descriptor may declare: 128 TiB, the
+/// whole user half of x86-64's 48-bit address space, which is also as much
+/// as CUDA's unified address space (shared with the host) can hold. LLVM
+/// reserves 64 GiB by default; anything near this cap is a corrupt field.
+pub const MAX_REGION_SIZE: u64 = 1 << 47;
+
+/// Which tool and version wrote a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Generation {
+    /// LLVM's offloading runtime up to LLVM 21 (the seed).
+    LlvmLegacy,
+    /// LLVM's current (2026) record/replay.
+    LlvmCurrent,
+    /// reprise's own format (LLVM current keys plus extensions).
+    Reprise,
+}
+
+impl Generation {
+    /// A short lowercase name: `llvm-legacy`, `llvm-current`, `reprise`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Generation::LlvmLegacy => "llvm-legacy",
+            Generation::LlvmCurrent => "llvm-current",
+            Generation::Reprise => "reprise",
+        }
+    }
+}
+
+impl Generation {
+    /// The key that holds the team count (grid x) in this generation's
+    /// descriptors: `NumTeamsClause` (LLVM legacy) or `NumTeams`.
+    pub const fn teams_key(self) -> &'static str {
+        match self {
+            Generation::LlvmLegacy => "NumTeamsClause",
+            Generation::LlvmCurrent | Generation::Reprise => "NumTeams",
+        }
+    }
+
+    /// The key that holds the threads per team (block x) in this
+    /// generation's descriptors: `ThreadLimitClause` (LLVM legacy) or
+    /// `NumThreads`.
+    pub const fn threads_key(self) -> &'static str {
+        match self {
+            Generation::LlvmLegacy => "ThreadLimitClause",
+            Generation::LlvmCurrent | Generation::Reprise => "NumThreads",
+        }
+    }
+
+    /// Whether a team or thread count of 0 is read as "not recorded"
+    /// rather than refused: true for LLVM's generations (see the module
+    /// docs), false for reprise's own.
+    pub const fn allows_unknown_counts(self) -> bool {
+        !matches!(self, Generation::Reprise)
+    }
+}
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of executor a capture was recorded on.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// The host CPU (ELF x86-64 shared objects).
+    Host,
+    /// NVIDIA GPUs through the CUDA driver.
+    Cuda,
+    /// AMD GPUs through the HSA runtime.
+    Amdgpu,
+}
+
+impl BackendKind {
+    /// The name used in descriptors and on the command line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Host => "host",
+            BackendKind::Cuda => "cuda",
+            BackendKind::Amdgpu => "amdgpu",
+        }
+    }
+
+    /// Parses a name written by [`BackendKind::as_str`].
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "host" => Some(BackendKind::Host),
+            "cuda" => Some(BackendKind::Cuda),
+            "amdgpu" => Some(BackendKind::Amdgpu),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// 64-bit checksums (xxh3) of a capture's files, where known.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checksums {
+    /// The pre-kernel memory snapshot.
+    pub input: Option<u64>,
+    /// The post-kernel memory snapshot.
+    pub output: Option<u64>,
+    /// The globals file.
+    pub globals: Option<u64>,
+    /// The device image.
+    pub image: Option<u64>,
+}
+
+impl Checksums {
+    fn is_empty(&self) -> bool {
+        self.input.is_none()
+            && self.output.is_none()
+            && self.globals.is_none()
+            && self.image.is_none()
+    }
+}
+
+/// A recorded kernel launch.
+///
+/// Arguments follow LLVM's convention: argument `i` is the 64-bit value
+/// `arg_ptrs[i] + arg_offsets[i]` (a device address, or a scalar passed in a
+/// pointer slot). Native kernels may also carry `arg_sizes`: then an argument
+/// of at most 8 bytes is the low bytes of that value, and one of more than 8
+/// bytes is `arg_sizes[i]` bytes of `arg_data` starting at offset
+/// `arg_ptrs[i]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRecord {
+    /// Which key set the descriptor used (or will use).
+    pub generation: Generation,
+    /// The kernel's symbol name.
+    pub name: String<MAX_NAME_LEN>,
+    /// `ArgPtrs`: argument values (signed 64-bit, as LLVM writes them).
+    pub arg_ptrs: Vec<i64, MAX_ARGS>,
+    /// `ArgOffsets`: added to `arg_ptrs`.
+    pub arg_offsets: Vec<i64, MAX_ARGS>,
+    /// `ArgSizes`: bytes per argument; empty means all are 8 bytes.
+    pub arg_sizes: Vec<u32, MAX_ARGS>,
+    /// `ArgData`: bytes of arguments larger than 8 bytes.
+    pub arg_data: Vec<u8, MAX_ARG_DATA>,
+    /// Grid (teams) in x, y, z; x is 0 when an LLVM descriptor did not
+    /// record the team count.
+    pub grid: [u32; 3],
+    /// Block (threads per team) in x, y, z; x is 0 when an LLVM descriptor
+    /// did not record the thread count.
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_mem: u32,
+    /// `LoopTripCount`.
+    pub loop_trip_count: u64,
+    /// `DeviceId`.
+    pub device_id: i32,
+    /// Region start (`VAllocAddr`, legacy `BumpAllocVAStart`).
+    pub region_base: Option<u64>,
+    /// Reserved region size (`VAllocSize`).
+    pub region_size: Option<u64>,
+    /// Snapshot length (`DeviceMemorySize`); LLVM current leaves it out and
+    /// uses the input file's length.
+    pub memory_size: Option<u64>,
+    /// `TeamsLimits` `[lo, hi]`.
+    pub teams_limits: Option<[u32; 2]>,
+    /// `ThreadsLimits` `[lo, hi]`.
+    pub threads_limits: Option<[u32; 2]>,
+    /// `Backend` (reprise).
+    pub backend: Option<BackendKind>,
+    /// `RepriseFormat` (reprise).
+    pub format_version: Option<u32>,
+    /// `LaunchSeq`: which launch of the process this was (reprise).
+    pub launch_seq: Option<u64>,
+    /// `Checksums` (reprise).
+    pub checksums: Checksums,
+}
+
+impl KernelRecord {
+    /// An empty record for kernel `name` in reprise's format, launched with
+    /// one team of one thread and no arguments.
+    pub fn new(name: &str) -> Result<Self, RecordError> {
+        let mut n = String::new();
+        n.push_str(name).map_err(|_| RecordError::NameTooLong {
+            len: name.len(),
+            max: MAX_NAME_LEN,
+        })?;
+        Ok(KernelRecord {
+            generation: Generation::Reprise,
+            name: n,
+            arg_ptrs: Vec::new(),
+            arg_offsets: Vec::new(),
+            arg_sizes: Vec::new(),
+            arg_data: Vec::new(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+            loop_trip_count: 0,
+            device_id: 0,
+            region_base: None,
+            region_size: None,
+            memory_size: None,
+            teams_limits: None,
+            threads_limits: None,
+            backend: None,
+            format_version: Some(FORMAT_VERSION),
+            launch_seq: None,
+            checksums: Checksums::default(),
+        })
+    }
+
+    /// Number of arguments.
+    pub fn num_args(&self) -> usize {
+        self.arg_ptrs.len()
+    }
+
+    /// Appends an 8-byte argument (a device address or a scalar in a pointer
+    /// slot).
+    pub fn push_arg(&mut self, value: u64) -> Result<(), RecordError> {
+        self.push_sized(value as i64, 8)
+    }
+
+    /// Appends an argument of `bytes.len()` bytes (a native kernel's scalar or
+    /// by-value struct).
+    pub fn push_arg_bytes(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
+        if bytes.len() <= 8 {
+            let mut v = [0u8; 8];
+            v[..bytes.len()].copy_from_slice(bytes);
+            return self.push_sized(i64::from_le_bytes(v), bytes.len() as u32);
+        }
+        let at = self.arg_data.len();
+        self.arg_data
+            .extend_from_slice(bytes)
+            .map_err(|_| RecordError::ArgDataTooLong {
+                len: at + bytes.len(),
+                max: MAX_ARG_DATA,
+            })?;
+        self.push_sized(at as i64, bytes.len() as u32)
+    }
+
+    fn push_sized(&mut self, value: i64, size: u32) -> Result<(), RecordError> {
+        let too_many = RecordError::TooManyArgs {
+            count: self.arg_ptrs.len() as u64 + 1,
+            max: MAX_ARGS,
+        };
+        if self.arg_ptrs.is_full() {
+            return Err(too_many);
+        }
+        // Sizes are only written when some argument is not 8 bytes.
+        if size != 8 && self.arg_sizes.is_empty() {
+            for _ in 0..self.arg_ptrs.len() {
+                let _ = self.arg_sizes.push(8);
+            }
+        }
+        if !self.arg_sizes.is_empty() || size != 8 {
+            let _ = self.arg_sizes.push(size);
+        }
+        let _ = self.arg_ptrs.push(value);
+        let _ = self.arg_offsets.push(0);
+        Ok(())
+    }
+
+    /// Size in bytes of argument `i` (8 unless `arg_sizes` says otherwise).
+    pub fn arg_size(&self, i: usize) -> u32 {
+        self.arg_sizes.get(i).copied().unwrap_or(8)
+    }
+
+    /// The 64-bit value of argument `i`: `arg_ptrs[i] + arg_offsets[i]`.
+    pub fn arg_value(&self, i: usize) -> u64 {
+        (self.arg_ptrs[i] as u64).wrapping_add(self.arg_offsets[i] as u64)
+    }
+
+    /// All argument values, as [`KernelRecord::arg_value`].
+    pub fn arg_values(&self) -> Vec<u64, MAX_ARGS> {
+        (0..self.num_args()).map(|i| self.arg_value(i)).collect()
+    }
+
+    /// The bytes of argument `i` in the kernel's layout: the low
+    /// `arg_size(i)` bytes of its value, or its slice of `arg_data`.
+    pub fn arg_bytes<'s>(&'s self, i: usize, scratch: &'s mut [u8; 8]) -> &'s [u8] {
+        let size = self.arg_size(i) as usize;
+        if size > 8 {
+            let at = self.arg_ptrs[i] as usize;
+            return &self.arg_data[at..at + size];
+        }
+        *scratch = self.arg_value(i).to_le_bytes();
+        &scratch[..size]
+    }
+
+    /// Teams (grid x); 0 when an LLVM descriptor did not record the count
+    /// (no `num_teams` clause), so that a replay must be told it.
+    pub fn num_teams(&self) -> u32 {
+        self.grid[0]
+    }
+
+    /// Threads per team (block x); 0 when an LLVM descriptor did not record
+    /// the count (no `thread_limit` clause), so that a replay must be told it.
+    pub fn num_threads(&self) -> u32 {
+        self.block[0]
+    }
+
+    /// Parses a descriptor of any generation. See the module docs.
+    pub fn from_json(json: &[u8]) -> Result<Self, RecordError> {
+        de::from_json(json)
+    }
+
+    /// Writes the descriptor as `generation`'s key set into `buf` and returns
+    /// its length. Keys are sorted and the JSON is compact, as LLVM writes it.
+    ///
+    /// `Reprise` writes every field; `LlvmCurrent` and `LlvmLegacy` write only
+    /// their own keys (useful for producing LLVM-compatible fixtures).
+    ///
+    /// A record that would give a descriptor [`KernelRecord::from_json`]
+    /// refuses is an error instead: a value the key set requires is absent
+    /// ([`RecordError::CannotWrite`]: no region base for `LlvmCurrent` or
+    /// `Reprise`, no snapshot length for `LlvmLegacy`, a team or thread count
+    /// of 0 for `Reprise`), a region base of 0, a region too large, wrapping
+    /// or smaller than the snapshot, a 0 `Grid`/`Block` dimension, or
+    /// argument arrays and sizes that disagree.
+    pub fn to_json(&self, generation: Generation, buf: &mut [u8]) -> Result<usize, RecordError> {
+        self.check_writable(generation)?;
+        ser::to_slice(self, generation, buf)
+    }
+
+    /// The checks [`de::Raw::into_record`] makes, on the values `generation`'s
+    /// key set would carry.
+    fn check_writable(&self, generation: Generation) -> Result<(), RecordError> {
+        use RecordError::*;
+        let cannot = |key| CannotWrite { generation, key };
+        let legacy = generation == Generation::LlvmLegacy;
+        let reprise = generation == Generation::Reprise;
+        if self.arg_offsets.len() != self.arg_ptrs.len() {
+            return Err(ArgCountMismatch {
+                num_args: self.arg_ptrs.len() as u64,
+                ptrs: self.arg_ptrs.len(),
+                offsets: self.arg_offsets.len(),
+            });
+        }
+        if reprise {
+            if !self.arg_sizes.is_empty() && self.arg_sizes.len() != self.arg_ptrs.len() {
+                return Err(ArgSizesCount {
+                    num_args: self.arg_ptrs.len() as u64,
+                    sizes: self.arg_sizes.len() as u64,
+                });
+            }
+            check_arg_sizes(&self.arg_sizes, &self.arg_ptrs, self.arg_data.len())?;
+            // LLVM's keys may say 0 (not recorded); reprise's may not.
+            if self.grid[0] == 0 {
+                return Err(cannot("NumTeams"));
+            }
+            if self.block[0] == 0 {
+                return Err(cannot("NumThreads"));
+            }
+            for (key, value) in [("Grid", self.grid), ("Block", self.block)] {
+                if value.contains(&0) {
+                    return Err(ZeroDimension { key, value });
+                }
+            }
+            match self.format_version {
+                Some(0) => return Err(Zero("RepriseFormat")),
+                Some(version) if version > FORMAT_VERSION => {
+                    return Err(FormatTooNew {
+                        version: u64::from(version),
+                        max: FORMAT_VERSION,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let base_key = if legacy {
+            "BumpAllocVAStart"
+        } else {
+            "VAllocAddr"
+        };
+        if !legacy && self.region_base.is_none() {
+            return Err(cannot("VAllocAddr"));
+        }
+        if legacy && self.memory_size.is_none() {
+            return Err(cannot("DeviceMemorySize"));
+        }
+        // What the key set writes of the region: LLVM legacy has no
+        // VAllocSize, LLVM current no DeviceMemorySize.
+        let size = if legacy { None } else { self.region_size };
+        let snapshot = if generation == Generation::LlvmCurrent {
+            None
+        } else {
+            self.memory_size
+        };
+        check_region(self.region_base, base_key, size, snapshot)
+    }
+}
+
+/// What a region's keys must satisfy, reading or writing: a base other
+/// than 0, a size of at most [`MAX_REGION_SIZE`] that does not run past the
+/// end of the address space from the base, and no smaller than the snapshot.
+fn check_region(
+    base: Option<u64>,
+    base_key: &'static str,
+    size: Option<u64>,
+    snapshot: Option<u64>,
+) -> Result<(), RecordError> {
+    use RecordError::*;
+    if base == Some(0) {
+        return Err(NullRegionBase(base_key));
+    }
+    if let Some(size) = size {
+        if size > MAX_REGION_SIZE {
+            return Err(RegionTooLarge {
+                size,
+                max: MAX_REGION_SIZE,
+            });
+        }
+        if let Some(base) = base
+            && base.checked_add(size).is_none()
+        {
+            return Err(RegionWraps { base, size });
+        }
+        if let Some(snapshot) = snapshot
+            && snapshot > size
+        {
+            return Err(SnapshotExceedsRegion {
+                snapshot,
+                region: size,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Each `ArgSizes` entry must be at least 1 byte, at most [`MAX_ARG_DATA`],
+/// and, above 8 bytes, name a slice of `ArgData` (at offset `ArgPtrs[i]`).
+fn check_arg_sizes(sizes: &[u32], ptrs: &[i64], data_len: usize) -> Result<(), RecordError> {
+    for (index, &size) in sizes.iter().enumerate() {
+        let bad = |problem| RecordError::BadArgSize {
+            index,
+            size,
+            problem,
+        };
+        if size == 0 {
+            return Err(bad(ArgSizeProblem::Zero));
+        }
+        if size as usize > MAX_ARG_DATA {
+            return Err(bad(ArgSizeProblem::TooLarge { max: MAX_ARG_DATA }));
+        }
+        if size > 8 {
+            let at = ptrs[index];
+            let fits = at >= 0
+                && (at as u64)
+                    .checked_add(size as u64)
+                    .is_some_and(|end| end <= data_len as u64);
+            if !fits {
+                return Err(bad(ArgSizeProblem::OutsideArgData {
+                    offset: at,
+                    data_len,
+                }));
+            }
+        }
+    }
+    Ok(())
+}
