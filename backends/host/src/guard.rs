@@ -365,7 +365,7 @@ impl AltStack {
         {
             return None;
         }
-        let page = crate::page_size() as usize;
+        let page = crate::os::page_size() as usize;
         let len = ALT_STACK + page;
         // The whole mapping starts inaccessible, and all but its first page
         // is then made the stack: the guard page below the stack (a handler
