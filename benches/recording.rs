@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reprise::bench::{SIZES, Session, Way, host_kernel};
 use reprise::{BackendKind, HostExecutor};
+use reprise_bench::{SIZES, Session, Way, bench_kernel};
 
 fn recording(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("reprise-bench-recording-{}", std::process::id()));
@@ -27,7 +27,7 @@ fn recording(c: &mut Criterion) {
             let mut s = Session::new(
                 HostExecutor::new().unwrap(),
                 BackendKind::Host,
-                &host_kernel(),
+                &bench_kernel(BackendKind::Host).expect("a host kernel"),
                 size,
                 way,
                 &dir,

@@ -6,8 +6,8 @@ use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reprise::bench::{SIZES, Session, Way, host_kernel};
 use reprise::{BackendKind, Capture, HostExecutor};
+use reprise_bench::{SIZES, Session, Way, bench_kernel};
 
 fn replay(c: &mut Criterion) {
     let root = std::env::temp_dir().join(format!("reprise-bench-replay-{}", std::process::id()));
@@ -20,7 +20,7 @@ fn replay(c: &mut Criterion) {
             let mut s = Session::new(
                 HostExecutor::new().unwrap(),
                 BackendKind::Host,
-                &host_kernel(),
+                &bench_kernel(BackendKind::Host).expect("a host kernel"),
                 size,
                 Way::AsyncBackground,
                 &dir,

@@ -34,5 +34,5 @@ stage_test() { # package test-name output-name
 }
 stage_test reprise-cuda gpu cuda-executor
 stage_test reprise-cuda gpu_fault cuda-fault
-stage_test reprise gpu_cuda end-to-end
+stage_test reprise-cli gpu_cuda end-to-end
 ls -la "$dest"

@@ -3,7 +3,8 @@
 //! and replays it later as a standalone run: verify its output, time it, or
 //! re-launch it with another geometry to tune it.
 //!
-//! Replaying is one `await`:
+//! Replaying is one `await`, under any async executor (tokio, smol,
+//! `futures::executor`, or [`block_on`]):
 //!
 //! ```no_run
 //! # async fn run() -> reprise::Result<()> {
@@ -15,15 +16,50 @@
 //!
 //! The executor is picked from the capture's image (ELF x86-64 runs on the
 //! host CPU, PTX/cubin/fatbin on CUDA, AMD GPU code objects on the AMD
-//! executor) or forced with [`ReplayBuilder::backend`]. Recording from a Rust
-//! application goes through [`Recorder`], configured with [`RecordConfig`]
-//! (its [`WriterKind`] and schedule [`Mode`]): it loads images ([`ImageId`]),
-//! finds [`Kernel`]s in them and reports each launch ([`LaunchReport`]). A
-//! host kernel that faults is an [`Error::Executor`] whose source downcasts
-//! to [`HostError::KernelFault`]. Files, configuration and the generic
-//! drivers live in `reprise-std`, the `no_std` core in `reprise-core`.
-
-pub mod bench;
+//! executor) or forced with [`ReplayBuilder::backend`].
+//!
+//! Recording from a Rust application goes through a [`Recorder`] on an
+//! executor, configured with a [`RecordConfig`] (in code, or from the
+//! `REPRISE_RECORD*` variables): allocate in the recording region, copy in,
+//! load an image, launch. Every launch the configuration selects becomes a
+//! capture; a background thread writes its files.
+//!
+//! ```no_run
+//! use reprise::{Args, BackendKind, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+//! # fn run() -> reprise::Result<()> {
+//! let exec = HostExecutor::new().map_err(|e| reprise::Error::executor("host executor", e))?;
+//! let config = RecordConfig::from_env()?.enabled(true).dir("captures");
+//! let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+//! // `demo_stencil(const float *in, float *out, long n)` of the sample image.
+//! let n = 1024;
+//! let input = rec.alloc(4 * n, 64)?;
+//! let output = rec.alloc(4 * n, 64)?;
+//! rec.upload(input, &vec![0u8; 4 * n as usize])?;
+//! let image = rec.load_image(reprise::DEMO_IMAGE)?;
+//! let kernel = rec.kernel(image, "demo_stencil")?;
+//! let geometry = LaunchConfig { grid: [1, 1, 1], block: [1, 1, 1], shared_mem: 0 };
+//! let args = Args::new().ptr(input).ptr(output).scalar(n);
+//! let captures = reprise::block_on(async {
+//!     rec.launch(&kernel, geometry, &args).await?;
+//!     rec.finish().await // waits for the files; returns their descriptors
+//! })?;
+//! println!("recorded {}", captures[0].display());
+//! # Ok(()) }
+//! ```
+//!
+//! The recorder loads images ([`ImageId`]), finds [`Kernel`]s in them and
+//! reports each launch ([`LaunchReport`]). A host kernel that faults is an
+//! [`Error::Executor`] whose source downcasts to
+//! [`HostError::KernelFault`]. Errors name the library's settings
+//! ([`Setting`], `ReplayOptions::num_teams`); a front end names its own
+//! with [`Error::named`].
+//!
+//! This crate is the facade; beneath it, `reprise-std` holds capture files,
+//! recording, replaying and choosing an executor by kind ([`executors`]),
+//! `reprise-host` and `reprise-cuda` the executors, and `reprise-core`
+//! ([`core`]) the `no_std` core. The `reprise` command line is the
+//! `reprise-cli` package, so depending on this crate compiles none of the
+//! command line's dependencies.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -32,13 +68,19 @@ pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};
 pub use reprise_host::{FaultKind, FaultPlace, HostError, HostExecutor, KernelFault};
+pub use reprise_std::executors;
 pub use reprise_std::{
-    Args, Capture, Error, ImageId, Kernel, LaunchReport, OpenOptions, Outcome, RecordConfig,
-    Recorder, ReplayOptions, Result, Verification, WriterKind, block_on,
+    Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,
+    RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification, WriterKind, block_on,
 };
 
-/// The kernel image `reprise demo` records (an ELF x86-64 shared object with
-/// `demo_stencil` and the globals `demo_scale` and `demo_launches`).
+use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors};
+
+/// A sample kernel image: an ELF x86-64 shared object with the host kernels
+/// `demo_stencil(const float *in, float *out, long n)` (reads the globals
+/// `demo_scale` and counts calls in `demo_launches`) and
+/// `demo_touch(long *counter)`. `reprise demo` records the first, `reprise
+/// bench` the second.
 pub const DEMO_IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/demo.so"));
 
 /// Starts building a replay of `capture`; `.await` it to run.
@@ -53,6 +95,14 @@ pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
 }
 
 /// A replay being configured. Awaiting it runs the replay.
+///
+/// The future is `Send` (it may run on another thread, e.g. with
+/// `tokio::spawn`). Cancel safety: dropping it before it completes never
+/// leaves the device writing into memory that is gone: the buffers of
+/// queued copies belong to the executor's queue until a synchronize
+/// covers them, and dropping the queue waits for the device first (see
+/// [`core::schedule`]). A dropped replay saves no output and returns no
+/// outcome; the capture's files are only ever read.
 pub struct ReplayBuilder<'a> {
     capture: &'a Capture,
     backend: Option<BackendKind>,
@@ -119,51 +169,51 @@ impl<'a> ReplayBuilder<'a> {
                 .backend()
                 .map_err(|e| Error::capture(&self.capture.paths.image, e.to_string()))?,
         };
-        match backend {
-            BackendKind::Host | BackendKind::Cuda => Ok(backend),
-            other => Err(not_in_build(other, &self.capture.paths.descriptor)),
+        if !executors::in_build(backend) {
+            return Err(Error::NotInBuild {
+                path: Some(self.capture.paths.descriptor.clone()),
+                backend,
+            });
         }
+        Ok(backend)
     }
 
     async fn run(self) -> Result<Outcome> {
         let descriptor = self.capture.paths.descriptor.clone();
-        self.run_on_executor()
-            .await
-            .map_err(|e| e.in_file(&descriptor))
-    }
-
-    async fn run_on_executor(mut self) -> Result<Outcome> {
-        let backend = self.resolved_backend()?;
-        let mut nothing = |_| {};
-        let progress: &mut (dyn FnMut(u32) + Send) = match &mut self.progress {
-            Some(p) => p.as_mut(),
-            None => &mut nothing,
-        };
-        match backend {
-            BackendKind::Host => {
-                let exec = HostExecutor::new()
-                    .map_err(|e| Error::executor("starting the host executor", e))?;
-                reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
-            }
-            BackendKind::Cuda => {
-                let device = self.device_id.unwrap_or(self.capture.record.device_id);
-                let exec = reprise_cuda::CudaExecutor::new(device)
-                    .map_err(|e| Error::executor(format!("opening CUDA device {device}"), e))?;
-                reprise_std::replay_on(&exec, self.capture, &self.options, progress).await
-            }
-            other => Err(not_in_build(other, &self.capture.paths.descriptor)),
-        }
+        let spec = ExecutorSpec::new(self.resolved_backend()?)
+            .device(self.device_id.unwrap_or(self.capture.record.device_id));
+        let replay =
+            executors::with_executor(spec, ReplayJob(self)).map_err(|e| e.in_file(&descriptor))?;
+        replay.await.map_err(|e| e.in_file(&descriptor))
     }
 }
 
-fn not_in_build(backend: BackendKind, descriptor: &std::path::Path) -> Error {
-    Error::capture(
-        descriptor,
-        format!(
-            "the {backend} executor is not part of this build of reprise; \
-             replay this capture with a build that includes it"
-        ),
-    )
+/// A boxed replay future.
+type Replaying<'a> = Pin<Box<dyn Future<Output = Result<Outcome>> + Send + 'a>>;
+
+/// Replaying on whatever executor [`executors::with_executor`] opens.
+struct ReplayJob<'a>(ReplayBuilder<'a>);
+
+impl<'a> ExecutorJob for ReplayJob<'a> {
+    type Output = Replaying<'a>;
+
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Replaying<'a>> {
+        let exec = executors.open()?;
+        let ReplayBuilder {
+            capture,
+            options,
+            mut progress,
+            ..
+        } = self.0;
+        Ok(Box::pin(async move {
+            let mut nothing = |_| {};
+            let progress: &mut (dyn FnMut(u32) + Send) = match &mut progress {
+                Some(p) => p.as_mut(),
+                None => &mut nothing,
+            };
+            reprise_std::replay_on(&exec, capture, &options, progress).await
+        }))
+    }
 }
 
 impl<'a> IntoFuture for ReplayBuilder<'a> {

@@ -85,7 +85,7 @@ impl BackgroundWriter {
         self.tx
             .as_ref()
             .and_then(|tx| tx.send(msg).ok())
-            .ok_or_else(|| Error::Invalid("the capture writer thread has stopped".into()))
+            .ok_or(Error::WriterStopped)
     }
 
     /// Queues a job; blocks while the queue is full.
@@ -98,9 +98,7 @@ impl BackgroundWriter {
     pub fn flush(&self) -> Result<Vec<PathBuf>> {
         let (done_tx, done_rx) = sync_channel(1);
         self.send(Msg::Flush(done_tx))?;
-        done_rx
-            .recv()
-            .map_err(|_| Error::Invalid("the capture writer thread has stopped".into()))?;
+        done_rx.recv().map_err(|_| Error::WriterStopped)?;
         let mut o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
         if !o.errors.is_empty() {
             let first = o.errors.remove(0);
@@ -155,9 +153,18 @@ mod tests {
         let written = w.flush().unwrap();
         assert_eq!(written.len(), 5);
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
-        w.submit(Box::new(|| Err(Error::Invalid("disk full".into()))))
-            .unwrap();
-        assert_eq!(w.flush().unwrap_err().to_string(), "disk full");
+        w.submit(Box::new(|| {
+            Err(Error::io(
+                "capture.json",
+                "write",
+                std::io::Error::other("disk full"),
+            ))
+        }))
+        .unwrap();
+        assert_eq!(
+            w.flush().unwrap_err().to_string(),
+            "capture.json: write failed: disk full"
+        );
         assert!(w.finish().unwrap().is_empty());
     }
 

@@ -406,15 +406,10 @@ impl Capture {
                 None
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let problem = if record.checksums.globals.is_some() {
-                    "globals file is missing, though the descriptor records its checksum (the \
-                     capture is incomplete); --allow-missing-globals replays it anyway, with every \
-                     global at the value the image gives it"
-                } else {
-                    "globals file is missing; a capture recorded before globals were saved replays \
-                     only when missing globals are allowed (--allow-missing-globals)"
-                };
-                return Err(Error::capture(&paths.globals, problem));
+                return Err(Error::MissingGlobals {
+                    path: paths.globals.clone(),
+                    checksummed: record.checksums.globals.is_some(),
+                });
             }
             Err(e) => return Err(Error::io(&paths.globals, "read", e)),
         };

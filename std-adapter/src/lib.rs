@@ -9,6 +9,8 @@ pub mod capture;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod executors;
+pub mod layout;
 pub mod list;
 pub mod pool;
 pub mod recorder;
@@ -17,7 +19,7 @@ pub mod store;
 
 pub use capture::{Capture, CapturePaths, OpenOptions};
 pub use config::{RecordConfig, WriterKind};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, CopyKind, Error, Handle, Names, Result, Setting, UnknownGeometry};
 pub use exec::block_on;
 pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};
 pub use replayer::{Outcome, ReplayOptions, Verification, replay_on};

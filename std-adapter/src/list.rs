@@ -14,7 +14,7 @@ use reprise_core::record::KernelRecord;
 use crate::capture::{
     CapturePaths, KNOWN_EXTENSIONS, file_checksum, globals_layout, read_descriptor,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
 use crate::store::TEMP_PREFIX;
 
 /// The state of one file's checksum.
@@ -134,19 +134,25 @@ impl Description {
     /// What is worth knowing but does not make the capture faulty: a
     /// missing globals file that the descriptor never vouched for (LLVM
     /// captures from before LLVM saved globals), a team or thread count
-    /// LLVM did not record (replay needs it given).
+    /// LLVM did not record (replay needs it given). Settings are named as
+    /// the library names them; [`Description::notes_named`] names them
+    /// otherwise.
     pub fn notes(&self) -> Vec<String> {
+        self.notes_named(Names::LIBRARY)
+    }
+
+    /// [`Description::notes`], with settings named as `names` says.
+    pub fn notes_named(&self, names: Names) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(why) =
-            crate::replayer::unknown_geometry(&self.record, &crate::ReplayOptions::default())
-        {
-            out.push(why);
+        if let Some(why) = UnknownGeometry::of(&self.record, None, None) {
+            out.push(why.named(names).to_string());
         }
         if !self.globals_file_present() && self.record.checksums.globals.is_none() {
             out.push(format!(
                 "{}: no globals file (recorded before LLVM saved globals?); replay with \
-                 --allow-missing-globals, and globals keep the values the image gives them",
-                self.paths.globals.display()
+                 {}, and globals keep the values the image gives them",
+                self.paths.globals.display(),
+                (names.given)(Setting::AllowMissingGlobals)
             ));
         }
         out

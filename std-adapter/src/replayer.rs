@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, RegionRequest, Segment};
-use reprise_core::record::{Generation, KernelRecord};
+use reprise_core::record::KernelRecord;
 use reprise_core::schedule::{self, Buffers, ReplayPlan};
 
 use crate::capture::{Capture, SnapshotFile, checksum_mismatch};
-use crate::error::{Error, Result};
-use crate::recorder::globals_segments;
+use crate::error::{Error, Result, Setting, UnknownGeometry};
+use crate::layout::globals_segments;
 use crate::store::write_atomically;
 
 /// How to replay.
@@ -82,64 +82,24 @@ pub struct Outcome {
     pub config: LaunchConfig,
 }
 
-/// Why a replay cannot know its geometry: the record's team or thread count
-/// is 0 (an LLVM capture of a construct without a `num_teams` or
-/// `thread_limit` clause; see [`reprise_core::record`]) and `options` gives
-/// none instead. `None` when the geometry is known.
-pub fn unknown_geometry(record: &KernelRecord, options: &ReplayOptions) -> Option<String> {
-    let legacy = record.generation == Generation::LlvmLegacy;
-    let mut keys = Vec::new();
-    let mut clauses = Vec::new();
-    let mut what = Vec::new();
-    let mut pass = Vec::new();
-    if record.num_teams() == 0 && options.num_teams.is_none() {
-        keys.push(record.generation.teams_key());
-        clauses.push("num_teams");
-        what.push("team count");
-        pass.push("--num-teams N");
-    }
-    if record.num_threads() == 0 && options.num_threads.is_none() {
-        keys.push(record.generation.threads_key());
-        clauses.push("thread_limit");
-        what.push("threads per team");
-        pass.push("--num-threads N");
-    }
-    if keys.is_empty() {
-        return None;
-    }
-    let zero = keys
-        .iter()
-        .map(|k| format!("{k} is 0"))
-        .collect::<Vec<_>>()
-        .join(" and ");
-    let recorded = match (legacy, keys.len()) {
-        (true, _) => format!("LLVM recorded no {} clause", clauses.join(" or ")),
-        (false, 1) => "LLVM recorded no value for it".to_string(),
-        (false, _) => "LLVM recorded no values for them".to_string(),
-    };
-    let verb = if what == ["team count"] { "is" } else { "are" };
-    Some(format!(
-        "{zero}: {recorded}, so the launch's {} {verb} unknown; pass {}",
-        what.join(" and "),
-        pass.join(" and ")
-    ))
-}
-
 /// The launch geometry a replay uses: the recorded one, with overrides
 /// checked against the recorded limits (rejected when the lower limit is
 /// above zero and the value falls outside, as LLVM's replay tool does).
 /// A count the record leaves unknown (0) must be given by an override
-/// ([`unknown_geometry`] says why not, as [`Error::Invalid`]).
+/// ([`Error::UnknownGeometry`] says which otherwise).
 pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<LaunchConfig> {
-    if let Some(problem) = unknown_geometry(record, options) {
-        return Err(Error::Invalid(problem));
+    if let Some(geometry) = UnknownGeometry::of(record, options.num_teams, options.num_threads) {
+        return Err(Error::UnknownGeometry {
+            path: None,
+            geometry,
+        });
     }
     let mut grid = record.grid;
     let mut block = record.block;
-    let check = |what: &'static str, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
+    let check = |setting: Setting, v: u32, limits: Option<[u32; 2]>| -> Result<()> {
         if v == 0 {
             return Err(Error::BadOption {
-                option: what,
+                setting,
                 value: v.to_string(),
                 problem: "must be at least 1".into(),
             });
@@ -148,18 +108,21 @@ pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<L
             && lo > 0
             && (v < lo || v > hi)
         {
-            return Err(Error::Invalid(format!(
-                "{what} {v} is outside the recorded limits [{lo}, {hi}]"
-            )));
+            return Err(Error::OutsideLimits {
+                path: None,
+                setting,
+                value: v,
+                limits: [lo, hi],
+            });
         }
         Ok(())
     };
     if let Some(t) = options.num_teams {
-        check("--num-teams", t, record.teams_limits)?;
+        check(Setting::NumTeams, t, record.teams_limits)?;
         grid[0] = t;
     }
     if let Some(t) = options.num_threads {
-        check("--num-threads", t, record.threads_limits)?;
+        check(Setting::NumThreads, t, record.threads_limits)?;
         block[0] = t;
     }
     Ok(LaunchConfig {
@@ -234,11 +197,8 @@ where
 {
     let record = &capture.record;
     let name = record.name.as_str();
-    // The descriptor says too little: name it.
-    if let Some(problem) = unknown_geometry(record, options) {
-        return Err(Error::capture(&capture.paths.descriptor, problem));
-    }
-    let config = launch_config(record, options)?;
+    let config =
+        launch_config(record, options).map_err(|e| e.in_file(&capture.paths.descriptor))?;
     if options.verify && capture.output.is_none() {
         let why = if record.checksums.output.is_some() {
             "cannot verify: the recorded output file is missing, though the descriptor records \
@@ -300,8 +260,7 @@ where
             ),
         }
     }
-    let (region, preloaded) =
-        reserved.ok_or_else(|| Error::Invalid("no region reserved".into()))?;
+    let (region, preloaded) = reserved.ok_or(Error::Internal("no region was reserved"))?;
     let image = exec
         .load_image(&capture.image)
         .map_err(|e| Error::executor(format!("loading {}", capture.paths.image.display()), e))?;
@@ -419,7 +378,7 @@ where
             let recorded = capture
                 .output
                 .as_ref()
-                .ok_or_else(|| Error::Invalid("no recorded output".into()))?;
+                .ok_or(Error::Internal("the recorded output went missing"))?;
             outcome.verification =
                 Some(compare(out, recorded, capture.expected_output_checksum())?);
         }
@@ -436,9 +395,29 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Names;
 
     fn record(json: &str) -> KernelRecord {
         KernelRecord::from_json(json.as_bytes()).unwrap()
+    }
+
+    /// Names as a command line gives them.
+    const FLAGS: Names = Names {
+        verb: "pass",
+        name: |s| match s {
+            Setting::NumTeams => "--num-teams",
+            Setting::NumThreads => "--num-threads",
+            other => other.library_name(),
+        },
+        given: |s| match s {
+            Setting::NumTeams => "--num-teams N",
+            Setting::NumThreads => "--num-threads N",
+            other => other.library_name(),
+        },
+    };
+
+    fn unknown(record: &KernelRecord, options: &ReplayOptions) -> Option<UnknownGeometry> {
+        UnknownGeometry::of(record, options.num_teams, options.num_threads)
     }
 
     #[test]
@@ -447,18 +426,29 @@ mod tests {
             r#"{"ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":0,"ThreadLimitClause":0}"#,
         );
         let none = ReplayOptions::default();
+        let err = launch_config(&legacy, &none).unwrap_err();
         assert_eq!(
-            launch_config(&legacy, &none).unwrap_err().to_string(),
+            err.named(FLAGS).to_string(),
             "NumTeamsClause is 0 and ThreadLimitClause is 0: LLVM recorded no num_teams or \
              thread_limit clause, so the launch's team count and threads per team are unknown; \
              pass --num-teams N and --num-threads N"
+        );
+        // The library names its own settings.
+        assert!(
+            err.to_string().ends_with(
+                "are unknown; set ReplayOptions::num_teams and ReplayOptions::num_threads"
+            ),
+            "{err}"
         );
         let teams_only = ReplayOptions {
             num_teams: Some(4),
             ..ReplayOptions::default()
         };
         assert_eq!(
-            unknown_geometry(&legacy, &teams_only).unwrap(),
+            unknown(&legacy, &teams_only)
+                .unwrap()
+                .named(FLAGS)
+                .to_string(),
             "ThreadLimitClause is 0: LLVM recorded no thread_limit clause, so the launch's \
              threads per team are unknown; pass --num-threads N"
         );
@@ -474,19 +464,24 @@ mod tests {
             r#"{"ArgOffsets":[],"ArgPtrs":[],"Name":"k","NumArgs":0,"NumTeams":0,"NumThreads":32,"VAllocAddr":4096}"#,
         );
         assert_eq!(
-            unknown_geometry(&current, &none).unwrap(),
+            unknown(&current, &none).unwrap().named(FLAGS).to_string(),
             "NumTeams is 0: LLVM recorded no value for it, so the launch's team count is \
              unknown; pass --num-teams N"
         );
-        assert_eq!(unknown_geometry(&current, &teams_only), None);
+        assert_eq!(unknown(&current, &teams_only), None);
         // A zero override is still the option's fault.
         let zero = ReplayOptions {
             num_teams: Some(0),
             ..ReplayOptions::default()
         };
+        let err = launch_config(&current, &zero).unwrap_err();
         assert_eq!(
-            launch_config(&current, &zero).unwrap_err().to_string(),
+            err.named(FLAGS).to_string(),
             "--num-teams 0: must be at least 1"
+        );
+        assert_eq!(
+            err.to_string(),
+            "ReplayOptions::num_teams 0: must be at least 1"
         );
     }
 }

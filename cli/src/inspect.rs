@@ -7,7 +7,8 @@ use clap::Args;
 use reprise_std::list::{ChecksumStatus, Description, describe};
 use serde_json::json;
 
-use super::human_bytes;
+use crate::error::{FLAGS, Result};
+use crate::ui::human_bytes;
 
 /// Show what a capture holds: kernel, format, executor, launch geometry,
 /// arguments (marking those that point into the recorded region), region,
@@ -78,7 +79,7 @@ fn backend_text(d: &Description) -> String {
     }
 }
 
-pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
+pub fn run(a: InspectArgs) -> Result<ExitCode> {
     let d = describe(&a.file, !a.no_checksums)?;
     let r = &d.record;
     let args: Vec<_> = (0..r.num_args())
@@ -95,7 +96,7 @@ pub fn run(a: InspectArgs) -> reprise::Result<ExitCode> {
         })
         .collect();
     let problems = d.problems();
-    let notes = d.notes();
+    let notes = d.notes_named(FLAGS);
     if a.json {
         let files: Vec<_> = d
             .files

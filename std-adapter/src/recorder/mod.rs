@@ -19,11 +19,11 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+    DeviceRegion, Executor, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
 use reprise_core::globals::{self, Layout};
 use reprise_core::record::{BackendKind, KernelRecord, MAX_ARGS};
@@ -32,169 +32,17 @@ use reprise_core::schedule::{self, Buffers, RecordPlan, Upload};
 
 use crate::background::BackgroundWriter;
 use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
-use crate::error::{Error, Result};
+use crate::error::{CopyKind, Error, Handle, Result};
+use crate::layout::globals_segments;
 use crate::pool::{self, BufferPool};
 use crate::store::{CaptureData, CaptureStore, TEMP_PREFIX, next_launch_seq};
 
-/// Kernel arguments, built in order.
-///
-/// Each argument is 8 bytes unless given otherwise: device addresses and
-/// scalars in pointer slots (LLVM's convention) use [`Args::ptr`] and
-/// [`Args::scalar`]; native kernels' smaller scalars and by-value structs use
-/// [`Args::bytes`] and the typed helpers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Args {
-    values: Vec<u64>,
-    sizes: Vec<u32>,
-    data: Vec<u8>,
-}
+mod args;
+mod handles;
 
-impl Args {
-    /// No arguments.
-    pub fn new() -> Self {
-        Args::default()
-    }
-
-    /// A device address.
-    pub fn ptr(self, addr: u64) -> Self {
-        self.scalar(addr)
-    }
-
-    /// A 64-bit scalar passed in a pointer-sized slot.
-    pub fn scalar(mut self, v: u64) -> Self {
-        self.values.push(v);
-        self.sizes.push(8);
-        self
-    }
-
-    /// A 32-bit integer.
-    pub fn i32(self, v: i32) -> Self {
-        self.bytes(&v.to_le_bytes())
-    }
-
-    /// A 32-bit float.
-    pub fn f32(self, v: f32) -> Self {
-        self.bytes(&v.to_le_bytes())
-    }
-
-    /// An argument of `b.len()` bytes (a by-value struct, say).
-    pub fn bytes(mut self, b: &[u8]) -> Self {
-        if b.len() <= 8 {
-            let mut v = [0u8; 8];
-            v[..b.len()].copy_from_slice(b);
-            self.values.push(u64::from_le_bytes(v));
-        } else {
-            self.values.push(self.data.len() as u64);
-            self.data.extend_from_slice(b);
-        }
-        self.sizes.push(b.len() as u32);
-        self
-    }
-
-    /// Number of arguments.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    fn all_pointer_sized(&self) -> bool {
-        self.sizes.iter().all(|&s| s == 8)
-    }
-
-    /// The view a queue launches with.
-    pub fn as_kernel_args(&self) -> KernelArgs<'_> {
-        KernelArgs {
-            values: &self.values,
-            sizes: if self.all_pointer_sized() {
-                &[]
-            } else {
-                &self.sizes
-            },
-            data: &self.data,
-        }
-    }
-
-    /// Copies the arguments into `record`.
-    pub fn fill(&self, record: &mut KernelRecord) -> Result<()> {
-        let too_many = || {
-            Error::Invalid(format!(
-                "{} kernel arguments, more than the supported {MAX_ARGS}",
-                self.len()
-            ))
-        };
-        record.arg_ptrs = self
-            .values
-            .iter()
-            .map(|&v| v as i64)
-            .collect::<heapless::Vec<_, MAX_ARGS>>();
-        if record.arg_ptrs.len() != self.len() {
-            return Err(too_many());
-        }
-        record.arg_offsets = self.values.iter().map(|_| 0).collect();
-        record.arg_sizes = if self.all_pointer_sized() {
-            heapless::Vec::new()
-        } else {
-            self.sizes.iter().copied().collect()
-        };
-        record.arg_data = heapless::Vec::from_slice(&self.data).map_err(|_| {
-            Error::Invalid(format!(
-                "{} bytes of by-value arguments, more than the supported {}",
-                self.data.len(),
-                reprise_core::record::MAX_ARG_DATA
-            ))
-        })?;
-        Ok(())
-    }
-}
-
-/// Identities of recorders, process-wide: handles carry the identity of the
-/// recorder that made them, so that one recorder refuses another's.
-static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(0);
-
-/// An image loaded by [`Recorder::load_image`]. It is only good for the
-/// recorder that loaded it: another one refuses it with [`Error::Invalid`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageId {
-    recorder: u64,
-    index: usize,
-}
-
-/// A kernel found by [`Recorder::kernel`] in a loaded image. It is only good
-/// for the recorder that found it: another one refuses to launch it with
-/// [`Error::Invalid`].
-pub struct Kernel<E: Executor> {
-    kernel: E::Kernel,
-    recorder: u64,
-    image: usize,
-    name: String,
-}
-
-impl<E: Executor> Kernel<E> {
-    /// The kernel's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-struct LoadedImage<E: Executor> {
-    image: E::Image,
-    bytes: Arc<Vec<u8>>,
-    /// Writable globals: name, device address, size.
-    globals: Vec<(String, u64, u64)>,
-}
-
-/// What a launch did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchReport {
-    /// Whether the launch was recorded.
-    pub recorded: bool,
-    /// Its launch sequence number, when recorded.
-    pub seq: Option<u64>,
-}
+pub use args::Args;
+pub use handles::{ImageId, Kernel, LaunchReport};
+use handles::{LoadedImage, NEXT_RECORDER_ID};
 
 /// Records launches on an executor. See the module docs.
 ///
@@ -225,27 +73,6 @@ pub struct Recorder<E: Executor> {
     queue: E::Queue,
     // Kept alive for the recorder's lifetime: the bump allocator hands out its addresses.
     _region: E::Region,
-}
-
-/// Globals as copy segments into one buffer, and that buffer's length.
-pub fn globals_segments<'a>(
-    globals: impl Iterator<Item = (u64, u64)> + 'a,
-) -> Result<(Vec<Segment>, usize)> {
-    let mut segs = Vec::new();
-    let mut total = 0usize;
-    for (addr, size) in globals {
-        let len =
-            usize::try_from(size).map_err(|_| Error::Invalid(format!("global of {size} bytes")))?;
-        segs.push(Segment {
-            device: addr,
-            host_offset: total,
-            len,
-        });
-        total = total
-            .checked_add(len)
-            .ok_or_else(|| Error::Invalid("globals larger than the address space".into()))?;
-    }
-    Ok((segs, total))
 }
 
 impl<E> Recorder<E>
@@ -351,33 +178,34 @@ where
     /// [`BumpRegion::alloc`]).
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
         self.bump.alloc(size, align).map_err(|e| match e {
-            AllocError::OutOfSpace { .. } => {
-                let now = match self.config.region_size_var() {
+            AllocError::OutOfSpace { .. } => Error::RegionFull {
+                source: e,
+                size: match self.config.region_size_var() {
                     Some(v) => format!("REPRISE_RECORD_MEMSIZE={v}"),
                     None => size_text(self.bump.capacity()),
-                };
-                Error::Invalid(format!(
-                    "{e} (RecordConfig::region_size or REPRISE_RECORD_MEMSIZE; now {now})"
-                ))
-            }
-            _ => Error::Invalid(e.to_string()),
+                },
+            },
+            _ => Error::Alloc(e),
         })
     }
 
     /// Checks that a copy of `len` bytes at `addr` lies within the region or
     /// a known global.
-    fn check_copy(&self, what: &str, addr: u64, len: usize) -> Result<()> {
+    fn check_copy(&self, copy: CopyKind, addr: u64, len: usize) -> Result<()> {
         if len == 0 {
             return Ok(());
         }
         let base = self.bump.base();
         // `BumpRegion` keeps `base + capacity` within 64 bits.
         let region_end = base + self.bump.capacity();
+        let refused = Error::CopyOutOfRange {
+            copy,
+            addr,
+            len,
+            region: [base, region_end],
+        };
         let Some(end) = u64::try_from(len).ok().and_then(|l| addr.checked_add(l)) else {
-            return Err(Error::Invalid(format!(
-                "{what} of {len} bytes at {addr:#x} runs past the end of the address space \
-                 (the recording region is {base:#x}..{region_end:#x})"
-            )));
+            return Err(refused);
         };
         if addr >= base && end <= region_end {
             return Ok(());
@@ -389,17 +217,15 @@ where
         {
             return Ok(());
         }
-        Err(Error::Invalid(format!(
-            "{what} of {len} bytes at {addr:#x}..{end:#x} is outside the recording region \
-             {base:#x}..{region_end:#x} and every global of the loaded images"
-        )))
+        Err(refused)
     }
 
     fn staging(&self, len: usize) -> Result<E::Buffer> {
         if pool::rounded_len(len).is_none() {
-            return Err(Error::Invalid(format!(
-                "a staging buffer of {len} bytes is larger than the address space"
-            )));
+            return Err(Error::TooLarge {
+                what: "a staging buffer",
+                bytes: len as u64,
+            });
         }
         self.pool
             .get(len, |n| self.exec.buffer(n))
@@ -411,10 +237,10 @@ where
     ///
     /// `addr..addr + data.len()` must lie within the recording region or a
     /// global of a loaded image; a range outside them is an
-    /// [`Error::Invalid`] naming the range and the region, and nothing is
-    /// queued.
+    /// [`Error::CopyOutOfRange`] naming the range and the region, and
+    /// nothing is queued.
     pub fn upload(&mut self, addr: u64, data: &[u8]) -> Result<()> {
-        self.check_copy("upload", addr, data.len())?;
+        self.check_copy(CopyKind::Upload, addr, data.len())?;
         let mut buf = self.staging(data.len())?;
         buf.as_mut()[..data.len()].copy_from_slice(data);
         self.pending.push(Upload {
@@ -443,6 +269,9 @@ where
     }
 
     /// Waits for all queued work; returns buffers to the pool.
+    ///
+    /// Cancel safety: dropped before it completes, it loses nothing; the
+    /// next synchronize waits for the same work.
     pub async fn synchronize(&mut self) -> Result<()> {
         self.flush_uploads()?;
         std::future::poll_fn(|cx| self.queue.poll_synchronize(cx))
@@ -459,8 +288,13 @@ where
     ///
     /// The range must lie within the recording region or a global of a
     /// loaded image, as for [`Recorder::upload`].
+    ///
+    /// Cancel safety: dropped before it completes, the copy may still run
+    /// into a buffer the recorder's queue owns (never into freed memory);
+    /// the bytes are lost, and the buffer comes back at the next
+    /// synchronize.
     pub async fn download(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
-        self.check_copy("download", addr, len)?;
+        self.check_copy(CopyKind::Download, addr, len)?;
         self.flush_uploads()?;
         let buf = self.staging(len)?;
         let seg = Segment {
@@ -487,7 +321,7 @@ where
             }
             self.pool.put(b);
         }
-        out.ok_or_else(|| Error::Invalid("the executor lost a download buffer".into()))
+        out.ok_or(Error::Internal("the executor lost a download buffer"))
     }
 
     /// Loads a device image; its bytes are kept for the captures.
@@ -522,13 +356,13 @@ where
     /// The image `image` names, when this recorder loaded it.
     fn loaded(&self, image: ImageId) -> Result<&LoadedImage<E>> {
         if image.recorder != self.id {
-            return Err(Error::Invalid(
-                "this image was loaded by another Recorder; use the Recorder that loaded it".into(),
-            ));
+            return Err(Error::ForeignHandle {
+                handle: Handle::Image,
+            });
         }
-        self.images
-            .get(image.index)
-            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", image.index)))
+        self.images.get(image.index).ok_or(Error::Internal(
+            "an image id of this recorder names no image",
+        ))
     }
 
     /// Finds kernel `name` in a loaded image.
@@ -578,11 +412,11 @@ where
                 .map(|i| args.as_kernel_args().size(i))
                 .collect();
             if n != args.len() || expected != given.as_slice() {
-                return Err(Error::Invalid(format!(
-                    "kernel {} takes {n} parameters of sizes {expected:?}, the launch passes {} of sizes {given:?}",
-                    kernel.name,
-                    args.len()
-                )));
+                return Err(Error::ParamMismatch {
+                    kernel: kernel.name.clone(),
+                    expected: expected.to_vec(),
+                    given,
+                });
             }
         }
         Ok(())
@@ -600,7 +434,18 @@ where
     /// not waited for, so a fault it causes is reported by the next
     /// synchronize, and it has counted toward `skip`.
     ///
-    /// A kernel found by another recorder is an [`Error::Invalid`].
+    /// A kernel found by another recorder is an [`Error::ForeignHandle`].
+    ///
+    /// Cancel safety: dropping the future before it completes never leaves
+    /// the device writing into memory that is gone (the buffers of its
+    /// copies belong to the recorder's queue until a synchronize covers
+    /// them, as [`reprise_core::schedule`] describes). Dropped before its
+    /// first poll, it does nothing. Dropped later, what it enqueued (the
+    /// pending uploads, the snapshot copies, the kernel) still runs, but
+    /// the launch is not recorded and counts toward neither `skip` nor
+    /// `max`; the buffers come back to the recorder at its next
+    /// synchronize ([`Recorder::synchronize`], [`Recorder::download`],
+    /// [`Recorder::finish`] or a recorded launch).
     pub async fn launch(
         &mut self,
         kernel: &Kernel<E>,
@@ -608,11 +453,9 @@ where
         args: &Args,
     ) -> Result<LaunchReport> {
         if kernel.recorder != self.id {
-            return Err(Error::Invalid(format!(
-                "kernel {}: this kernel was loaded by another Recorder; \
-                 launch it on the Recorder that loaded it",
-                kernel.name
-            )));
+            return Err(Error::ForeignHandle {
+                handle: Handle::Kernel(kernel.name.clone()),
+            });
         }
         self.check_params(kernel, args)?;
         let matches = self.config.enabled && self.config.matches(&kernel.name);
@@ -635,14 +478,16 @@ where
         let store = self
             .store
             .clone()
-            .ok_or_else(|| Error::Invalid("recording is off".into()))?;
+            .ok_or(Error::Internal("a launch was selected with recording off"))?;
 
-        let used = usize::try_from(self.bump.used())
-            .map_err(|_| Error::Invalid("region too large".into()))?;
+        let used = usize::try_from(self.bump.used()).map_err(|_| Error::TooLarge {
+            what: "the recording region's snapshot",
+            bytes: self.bump.used(),
+        })?;
         let image = self
             .images
             .get(kernel.image)
-            .ok_or_else(|| Error::Invalid(format!("no loaded image #{}", kernel.image)))?;
+            .ok_or(Error::Internal("a kernel of this recorder names no image"))?;
         let (global_segs, globals_len) =
             globals_segments(image.globals.iter().map(|g| (g.1, g.2)))?;
         let buffers = Buffers {
@@ -686,8 +531,7 @@ where
             started.elapsed()
         );
 
-        let mut record =
-            KernelRecord::new(&kernel.name).map_err(|e| Error::Invalid(e.to_string()))?;
+        let mut record = KernelRecord::new(&kernel.name)?;
         args.fill(&mut record)?;
         record.grid = config.grid;
         record.block = config.block;
@@ -727,6 +571,11 @@ where
 
     /// Waits for every queued launch and capture write; returns the
     /// descriptors written since the last call.
+    ///
+    /// Cancel safety: dropping the future while it waits for the device
+    /// loses nothing: the captures are written all the same, and the next
+    /// call returns their descriptors. (Waiting for the background writer
+    /// blocks the calling thread, once the device is done.)
     pub async fn finish(&mut self) -> Result<Vec<PathBuf>> {
         self.synchronize().await?;
         let mut written = std::mem::take(&mut self.written);
@@ -809,10 +658,13 @@ fn encode_globals(globals: &[(String, u64, u64)], buf: Option<&[u8]>) -> Result<
             (name.as_str(), s)
         })
         .collect();
+    // The current layout has no limit but the address space's, the
+    // names come from the image's symbol table (not empty, no NUL) and the
+    // buffer is sized by `encoded_len`: an error here is a bug.
     let len = globals::encoded_len(Layout::Current, items.iter().copied())
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+        .map_err(|_| Error::Internal("the globals could not be laid out"))?;
     let mut out = vec![0u8; len];
     globals::encode_into(Layout::Current, items.iter().copied(), &mut out)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+        .map_err(|_| Error::Internal("the globals could not be encoded"))?;
     Ok(out)
 }

@@ -413,16 +413,16 @@ fn zero_teams_or_threads_overrides_are_option_errors() {
         assert!(!line.contains("axpy.json"), "{line}");
     }
     // ... and the library when replaying, as a problem of the option, not
-    // of the capture's file.
+    // of the capture's file, named as the library names it.
     let capture = reprise::Capture::open(&f.descriptor).unwrap();
     for (builder, want) in [
         (
             reprise::replay(&capture).num_teams(0),
-            "--num-teams 0: must be at least 1",
+            "ReplayOptions::num_teams 0: must be at least 1",
         ),
         (
             reprise::replay(&capture).num_threads(0),
-            "--num-threads 0: must be at least 1",
+            "ReplayOptions::num_threads 0: must be at least 1",
         ),
     ] {
         let err = reprise::block_on(std::future::IntoFuture::into_future(builder)).unwrap_err();

@@ -4,35 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use reprise::{BackendKind, Capture, OpenOptions, Verification};
 
-use super::{LazyProgress, human_bytes, human_time};
-
-/// Which executor runs the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// The one the capture's image calls for.
-    Auto,
-    /// The host CPU (ELF x86-64 shared objects).
-    Host,
-    /// NVIDIA GPUs (PTX, cubin, fatbin).
-    Cuda,
-    /// AMD GPUs (code objects): not in this build yet, so refused.
-    Amdgpu,
-}
-
-impl BackendArg {
-    /// The forced backend, if any.
-    pub fn forced(self) -> Option<BackendKind> {
-        match self {
-            BackendArg::Auto => None,
-            BackendArg::Host => Some(BackendKind::Host),
-            BackendArg::Cuda => Some(BackendKind::Cuda),
-            BackendArg::Amdgpu => Some(BackendKind::Amdgpu),
-        }
-    }
-}
+use crate::backend::BackendArg;
+use crate::error::Result;
+use crate::ui::{LazyProgress, human_bytes, human_time};
 
 /// Replay a recorded kernel launch.
 ///
@@ -79,7 +56,7 @@ pub struct ReplayArgs {
     pub no_checksums: bool,
 }
 
-pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
+pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     let capture = Capture::open_with(
         &a.file,
         OpenOptions {
@@ -92,7 +69,7 @@ pub fn run(a: ReplayArgs) -> reprise::Result<ExitCode> {
         .verify(a.verify)
         .save_output(a.save_output)
         .repetitions(a.repetitions);
-    if let Some(b) = a.backend.forced() {
+    if let Some(b) = a.backend.kind() {
         builder = builder.backend(b);
     }
     if let Some(d) = a.device_id {

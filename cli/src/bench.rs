@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise::bench::{self, AllocResult, BenchConfig, SizeResult};
+use reprise::executors::{ExecutorSpec, with_executor};
+use reprise_bench::{self as bench, AllocResult, BenchConfig, BenchJob, SizeResult};
 use serde_json::json;
 
-use super::ExecutorArg;
+use crate::backend::BackendArg;
+use crate::error::{CliError, Result};
 
 /// Measure what recording costs the launching thread, per region size
 /// (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
@@ -34,8 +36,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// The executor to measure.
-    #[arg(long, value_enum, default_value_t = ExecutorArg::Host)]
-    pub backend: ExecutorArg,
+    #[arg(long, default_value = "host", value_parser = BackendArg::builtin_kernels())]
+    pub backend: BackendArg,
     /// Also draw recording time against region size for each schedule, as
     /// SVG, to this file.
     #[arg(long, value_name = "FILE.svg")]
@@ -53,7 +55,7 @@ pub struct BenchArgs {
 }
 
 /// A region size for `--sizes`: at least 16 bytes (the kernel's counter).
-fn parse_bench_size(s: &str) -> Result<u64, String> {
+fn parse_bench_size(s: &str) -> std::result::Result<u64, String> {
     let n = reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string())?;
     if n < 16 {
         return Err(format!(
@@ -77,7 +79,7 @@ fn ms(s: f64) -> String {
 /// and ends the process.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
+pub fn run(a: BenchArgs) -> Result<ExitCode> {
     // bench empties and removes its scratch directory, so it is always one
     // it makes itself: never the user's directory, only a fresh one inside it.
     let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -85,12 +87,12 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
     std::fs::create_dir_all(&parent).map_err(|e| reprise::Error::io(&parent, "create", e))?;
     std::fs::create_dir(&dir).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            reprise::Error::Invalid(format!(
+            CliError::Command(format!(
                 "{}: already exists; bench makes its own scratch directory and would not empty one it did not make",
                 dir.display()
             ))
         } else {
-            reprise::Error::io(&dir, "create the scratch directory", e)
+            reprise::Error::io(&dir, "create the scratch directory", e).into()
         }
     })?;
     // Large sizes leave hundreds of MiB of captures there: an interrupted
@@ -134,47 +136,14 @@ pub fn run(a: BenchArgs) -> reprise::Result<ExitCode> {
             let _ = writeln!(std::io::stderr(), "  measuring {line}");
         }
     };
-    let backend = match a.backend {
-        ExecutorArg::Host => reprise::BackendKind::Host,
-        ExecutorArg::Cuda => reprise::BackendKind::Cuda,
-    };
-    let results = match a.backend {
-        ExecutorArg::Host => {
-            let make = || {
-                reprise::HostExecutor::new()
-                    .map_err(|e| reprise::Error::executor("starting the host executor", e))
-            };
-            bench::run(
-                &make,
-                None,
-                backend,
-                &bench::host_kernel(),
-                &cfg,
-                &mut progress,
-            )
-        }
-        ExecutorArg::Cuda => {
-            let make = || {
-                reprise::CudaExecutor::new(0)
-                    .map_err(|e| reprise::Error::executor("opening CUDA device 0", e))
-            };
-            // reprise's way once more with device-side staging, where the
-            // driver has what it needs; from 0 bytes, so the snapshot before
-            // the kernel is staged at every size.
-            let make_staged = || make().map(|e| e.with_device_staging(Some(0)));
-            let has_staging = make_staged().is_ok_and(|e| e.device_staging().is_some());
-            let staged: Option<&dyn Fn() -> reprise::Result<reprise::CudaExecutor>> =
-                has_staging.then_some(&make_staged);
-            bench::run(
-                &make,
-                staged,
-                backend,
-                &bench::cuda_kernel(),
-                &cfg,
-                &mut progress,
-            )
-        }
-    };
+    let backend = a.backend.kind().unwrap_or(reprise::BackendKind::Host);
+    let results = with_executor(
+        ExecutorSpec::new(backend),
+        BenchJob {
+            config: &cfg,
+            progress: &mut progress,
+        },
+    );
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         // The measurement failed because the interrupt handler removed its
         // files; the handler ends the process (status 130), and should it
@@ -328,11 +297,10 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     );
 }
 
-fn plot(path: &Path, results: &[SizeResult]) -> reprise::Result<()> {
+fn plot(path: &Path, results: &[SizeResult]) -> Result<()> {
     use plotters::prelude::*;
-    let err = |e: String| {
-        reprise::Error::Invalid(format!("{}: drawing the plot failed: {e}", path.display()))
-    };
+    let err =
+        |e: String| CliError::Command(format!("{}: drawing the plot failed: {e}", path.display()));
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     type Series = (&'static str, RGBColor, fn(&SizeResult) -> f64);

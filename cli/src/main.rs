@@ -1,7 +1,16 @@
 //! The `reprise` command: replay, inspect and list kernel-launch captures,
 //! and a demo that records and replays one launch end to end.
 
-mod cli;
+#[macro_use]
+mod ui;
+
+mod backend;
+mod bench;
+mod demo;
+mod error;
+mod inspect;
+mod list;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -32,11 +41,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    Replay(cli::replay::ReplayArgs),
-    Inspect(cli::inspect::InspectArgs),
-    List(cli::list::ListArgs),
-    Demo(cli::demo::DemoArgs),
-    Bench(cli::bench::BenchArgs),
+    Replay(replay::ReplayArgs),
+    Inspect(inspect::InspectArgs),
+    List(list::ListArgs),
+    Demo(demo::DemoArgs),
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,16 +65,16 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Replay(a) => cli::replay::run(a),
-        Command::Inspect(a) => cli::inspect::run(a),
-        Command::List(a) => cli::list::run(a),
-        Command::Demo(a) => cli::demo::run(a),
-        Command::Bench(a) => cli::bench::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::List(a) => list::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Bench(a) => bench::run(a),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            cli::print_error(&e);
+            ui::print_error(&e);
             ExitCode::from(2)
         }
     }

@@ -1,4 +1,6 @@
-//! The subcommands.
+//! What every subcommand shows people: lines on stdout that end the process
+//! quietly when stdout closes, errors with their causes, sizes and times for
+//! people, and a progress bar that appears only for long work.
 
 /// `println!` that ends the process quietly (status 141, as a process killed
 /// by SIGPIPE) when stdout is closed, e.g. piped into `head`, instead of
@@ -12,32 +14,17 @@ macro_rules! out {
     }};
 }
 
-pub mod bench;
-pub mod demo;
-pub mod inspect;
-pub mod list;
-pub mod replay;
-
 use std::time::{Duration, Instant};
-
-use clap::ValueEnum;
-
-/// The executors `demo` and `bench` run their built-in kernels on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExecutorArg {
-    /// The host CPU.
-    Host,
-    /// An NVIDIA GPU, through the CUDA driver.
-    Cuda,
-}
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Prints an error and its causes to stderr.
-pub fn print_error(e: &(dyn std::error::Error + 'static)) {
+use crate::error::CliError;
+
+/// Prints an error and its causes to stderr, settings named by their flags.
+pub fn print_error(e: &CliError) {
     let mut shown = e.to_string();
     eprintln!("error: {shown}");
-    let mut source = e.source();
+    let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         // Messages that already include their cause do not repeat it.
         let text = s.to_string();

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 use reprise_std::list::{Entry, scan};
 
-use super::human_bytes;
+use crate::error::{FLAGS, Result};
+use crate::ui::human_bytes;
 
 /// List every capture in a directory, one line each: kernel, format,
 /// executor, geometry, snapshot size and descriptor. Files of incomplete
@@ -22,7 +23,7 @@ pub struct ListArgs {
     pub dir: PathBuf,
 }
 
-pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
+pub fn run(a: ListArgs) -> Result<ExitCode> {
     let entries = scan(&a.dir)?;
     let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
     for e in &entries {
@@ -54,7 +55,7 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
                         .unwrap_or_else(|| "-".into()),
                     d.paths.descriptor.display(),
                     if problems.is_empty() {
-                        d.notes()
+                        d.notes_named(FLAGS)
                             .iter()
                             .map(|n| format!("  NOTE: {n}"))
                             .collect::<String>()
@@ -66,7 +67,7 @@ pub fn run(a: ListArgs) -> reprise::Result<ExitCode> {
             Entry::Broken { path, error } => {
                 broken += 1;
                 // Errors about a file usually name it already.
-                let text = error.to_string();
+                let text = error.named(FLAGS).to_string();
                 if text.contains(&path.display().to_string()) {
                     out!("BROKEN   {text}");
                 } else {

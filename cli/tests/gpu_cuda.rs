@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use common::*;
 use reprise::{Args, BackendKind, CudaExecutor, LaunchConfig, RecordConfig, Recorder};
 
-const SAXPY: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
-const MIXED: &[u8] = include_bytes!("../backends/cuda/fixtures/mixed.ptx");
-const GRID2D: &[u8] = include_bytes!("../backends/cuda/fixtures/grid2d.ptx");
-const SHARED_REVERSE: &[u8] = include_bytes!("../backends/cuda/fixtures/shared_reverse.ptx");
+const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
+const MIXED: &[u8] = include_bytes!("../../backends/cuda/fixtures/mixed.ptx");
+const GRID2D: &[u8] = include_bytes!("../../backends/cuda/fixtures/grid2d.ptx");
+const SHARED_REVERSE: &[u8] = include_bytes!("../../backends/cuda/fixtures/shared_reverse.ptx");
 
 /// The executor for device 0: the real driver with `REPRISE_GPU_TESTS=1`,
 /// else the simulated one (which the replaying `reprise` process then finds
@@ -724,7 +724,7 @@ fn llvm_saxpy_capture(
 fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
     let Some(_gpu) = gpu() else { return };
     use reprise::core::record::Generation;
-    const FATBIN: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.sm_90.fatbin");
+    const FATBIN: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.sm_90.fatbin");
     for (generation, image, base) in [
         (Generation::LlvmLegacy, SAXPY, 0x1539_4000_0000u64),
         (Generation::LlvmCurrent, FATBIN, 0x1539_8000_0000u64),

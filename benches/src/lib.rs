@@ -1,5 +1,7 @@
 //! What recording costs: the measurements behind `reprise bench` and the
-//! `benches/` suite.
+//! criterion benches beside this crate, and the built-in kernels that
+//! `reprise demo` and `reprise bench` launch ([`BuiltinKernel`]). An
+//! internal crate of the workspace: the `reprise` library does not carry it.
 //!
 //! For each region size, on one executor, in one run:
 //!
@@ -28,12 +30,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use reprise_core::exec::Executor;
+use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
+use reprise::{
+    Args, BackendKind, Capture, Error, LaunchConfig, Mode, RecordConfig, Recorder, Result,
+    WriterKind,
+};
 use reprise_core::region::BumpRegion;
-use reprise_core::schedule::Mode;
-use reprise_std::WriterKind;
-
-use crate::{Args, BackendKind, Capture, Error, LaunchConfig, RecordConfig, Recorder, Result};
 
 /// The sizes measured: 64 KiB, 1 MiB, 16 MiB, 256 MiB.
 pub const SIZES: [u64; 4] = [64 << 10, 1 << 20, 16 << 20, 256 << 20];
@@ -162,68 +164,103 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The kernel a backend's benchmark launches, its arguments given the
-/// address of an 8-byte counter in the region and of the data that fills
-/// the rest of it (address, length; 0, 0 when there is none), and its
-/// geometry given the data's length.
-pub struct BenchKernel {
+/// A built-in kernel: its image and name, its arguments given two device
+/// addresses and a count (what each means is the kernel's: see
+/// [`demo_kernel`] and [`bench_kernel`]), and its geometry given the count.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinKernel {
     /// The image.
     pub image: &'static [u8],
     /// The kernel's name.
     pub name: &'static str,
-    /// Its arguments: `(counter, data, data_len)`.
+    /// Its arguments.
     pub args: fn(u64, u64, u64) -> Args,
-    /// Its geometry for `data_len` bytes of data.
+    /// Its geometry.
     pub geometry: fn(u64) -> LaunchConfig,
 }
 
-/// The host benchmark kernel: `demo_touch(long *counter)`.
-pub fn host_kernel() -> BenchKernel {
-    BenchKernel {
-        image: crate::DEMO_IMAGE,
-        name: "demo_touch",
-        args: |counter, _, _| Args::new().ptr(counter),
-        geometry: |_| LaunchConfig {
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
-            shared_mem: 0,
-        },
+/// One block of one thread: what host kernels are launched with (the host
+/// executor passes no geometry to a kernel).
+const SERIAL: LaunchConfig = LaunchConfig {
+    grid: [1, 1, 1],
+    block: [1, 1, 1],
+    shared_mem: 0,
+};
+
+/// The kernel `reprise demo` records on an executor of `kind`, or `None`
+/// when it has none: arguments `(input, output, n)` for `n` floats in and
+/// out, geometry for `n`. On the host `demo_stencil` of [`reprise::DEMO_IMAGE`]
+/// (a stencil that reads a device global); on CUDA `saxpy` with `a` = 2
+/// (`output = 2 * input + output`), 256 threads a block.
+pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
+    match kind {
+        BackendKind::Host => Some(BuiltinKernel {
+            image: reprise::DEMO_IMAGE,
+            name: "demo_stencil",
+            args: |input, output, n| Args::new().ptr(input).ptr(output).scalar(n),
+            geometry: |_| SERIAL,
+        }),
+        BackendKind::Cuda => Some(BuiltinKernel {
+            image: SAXPY_PTX,
+            name: "saxpy",
+            args: |input, output, n| Args::new().f32(2.0).ptr(input).ptr(output).i32(n as i32),
+            geometry: |n| LaunchConfig {
+                grid: [(n as u32).div_ceil(256), 1, 1],
+                block: [256, 1, 1],
+                shared_mem: 0,
+            },
+        }),
+        _ => None,
+    }
+}
+
+/// The kernel `reprise bench` launches on an executor of `kind`, or `None`
+/// when it has none: arguments `(counter, data, data_len)` given the address
+/// of an 8-byte counter in the region and of the data that fills the rest
+/// of it (0, 0 when there is none), geometry for `data_len`. On the host
+/// `demo_touch(long *counter)` of [`reprise::DEMO_IMAGE`]; on CUDA a saxpy
+/// over the whole region, so the kernel reads and writes the memory the
+/// snapshots copy.
+pub fn bench_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
+    match kind {
+        BackendKind::Host => Some(BuiltinKernel {
+            image: reprise::DEMO_IMAGE,
+            name: "demo_touch",
+            args: |counter, _, _| Args::new().ptr(counter),
+            geometry: |_| SERIAL,
+        }),
+        BackendKind::Cuda => Some(BuiltinKernel {
+            image: SAXPY_PTX,
+            name: "saxpy",
+            args: |counter, data, data_len| {
+                let n = saxpy_elements(data_len);
+                let (x, y) = if data_len >= 8 {
+                    (data, data + 4 * n)
+                } else {
+                    (counter, counter)
+                };
+                Args::new().f32(1.0).ptr(x).ptr(y).i32(n as i32)
+            },
+            geometry: |data_len| LaunchConfig {
+                grid: [saxpy_elements(data_len).div_ceil(256) as u32, 1, 1],
+                block: [256, 1, 1],
+                shared_mem: 0,
+            },
+        }),
+        _ => None,
     }
 }
 
 /// The PTX of the CUDA benchmark's (and demo's) kernel: `saxpy(float a,
 /// float *x, float *y, int n)` from the CUDA executor's fixtures, compiled
 /// for sm_52 so that every GPU from Maxwell on can run it.
-pub const SAXPY_PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.sm_52.ptx");
+pub const SAXPY_PTX: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.sm_52.ptx");
 
 /// Elements of the CUDA benchmark's `saxpy` over `data_len` bytes: `x` is
 /// the first half of the data, `y` the second (at least one element, on the
 /// counter, when there is no data).
 fn saxpy_elements(data_len: u64) -> u64 {
     (data_len / 8).clamp(1, i32::MAX as u64)
-}
-
-/// The CUDA benchmark kernel: `saxpy` over the whole region, so the kernel
-/// reads and writes the memory the snapshots copy.
-pub fn cuda_kernel() -> BenchKernel {
-    BenchKernel {
-        image: SAXPY_PTX,
-        name: "saxpy",
-        args: |counter, data, data_len| {
-            let n = saxpy_elements(data_len);
-            let (x, y) = if data_len >= 8 {
-                (data, data + 4 * n)
-            } else {
-                (counter, counter)
-            };
-            Args::new().f32(1.0).ptr(x).ptr(y).i32(n as i32)
-        },
-        geometry: |data_len| LaunchConfig {
-            grid: [saxpy_elements(data_len).div_ceil(256) as u32, 1, 1],
-            block: [256, 1, 1],
-            shared_mem: 0,
-        },
-    }
 }
 
 /// Measures the memcpy bandwidth of a snapshot's copies with nothing else
@@ -317,9 +354,9 @@ impl Way {
 /// `size` bytes, one way. Each [`Session::launch`] returns the launching
 /// thread's time; the writer is drained and the files removed afterwards,
 /// outside that time.
-pub struct Session<E: Executor> {
+pub struct Session<E: AnyExecutor> {
     rec: Recorder<E>,
-    kernel: reprise_std::Kernel<E>,
+    kernel: reprise::Kernel<E>,
     args: Args,
     geometry: LaunchConfig,
     way: Way,
@@ -327,17 +364,13 @@ pub struct Session<E: Executor> {
     pub last: Option<PathBuf>,
 }
 
-impl<E> Session<E>
-where
-    E: Executor,
-    E::Buffer: Send + 'static,
-{
+impl<E: AnyExecutor> Session<E> {
     /// Reserves the region, fills `size` bytes, loads the kernel. `dir` is
     /// emptied first (made if missing): give it a scratch directory.
     pub fn new(
         exec: E,
         backend: BackendKind,
-        kernel: &BenchKernel,
+        kernel: &BuiltinKernel,
         size: u64,
         way: Way,
         dir: &Path,
@@ -374,7 +407,7 @@ where
             way,
             last,
         } = self;
-        crate::block_on(async {
+        reprise::block_on(async {
             let t = Instant::now();
             rec.launch(kernel, *geometry, args).await?;
             if *way == Way::Plain {
@@ -396,18 +429,14 @@ where
 /// Median launching-thread time of the measured launches made `way`, after
 /// the warm-up ones, on a region holding `size` bytes. Returns the median
 /// and, for a recorded way, the last capture written.
-fn measure_way<E>(
+fn measure_way<E: AnyExecutor>(
     make: &dyn Fn() -> Result<E>,
     backend: BackendKind,
-    kernel: &BenchKernel,
+    kernel: &BuiltinKernel,
     size: u64,
     way: Way,
     cfg: &BenchConfig,
-) -> Result<(f64, Option<PathBuf>)>
-where
-    E: Executor,
-    E::Buffer: Send + 'static,
-{
+) -> Result<(f64, Option<PathBuf>)> {
     let mut session = Session::new(
         make()?,
         backend,
@@ -430,7 +459,7 @@ where
 fn remove_capture(descriptor: &Path) {
     if let Ok(c) = Capture::open_with(
         descriptor,
-        reprise_std::OpenOptions {
+        reprise::OpenOptions {
             verify_checksums: false,
             allow_missing_globals: true,
         },
@@ -452,7 +481,7 @@ fn read_files(descriptor: &Path) -> Result<f64> {
     use std::os::unix::fs::FileExt;
     let c = Capture::open_with(
         descriptor,
-        reprise_std::OpenOptions {
+        reprise::OpenOptions {
             verify_checksums: false,
             allow_missing_globals: false,
         },
@@ -488,19 +517,16 @@ fn read_files(descriptor: &Path) -> Result<f64> {
 
 /// Time to open and replay a capture once (checksums verified, as
 /// `reprise replay` does by default).
-fn replay_time<E>(make: &dyn Fn() -> Result<E>, descriptor: &Path) -> Result<f64>
-where
-    E: Executor,
-{
+fn replay_time<E: AnyExecutor>(make: &dyn Fn() -> Result<E>, descriptor: &Path) -> Result<f64> {
     let exec = make()?;
     let mut times = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
         let capture = Capture::open(descriptor)?;
-        crate::block_on(reprise_std::replay_on(
+        reprise::block_on(reprise_std::replay_on(
             &exec,
             &capture,
-            &reprise_std::ReplayOptions::default(),
+            &reprise::ReplayOptions::default(),
             &mut |_| {},
         ))?;
         times.push(t.elapsed().as_secs_f64());
@@ -508,29 +534,40 @@ where
     Ok(median(times))
 }
 
-/// Runs every measurement for every size on one executor, and reprise's way
-/// once more on executors from `staged` (device-side staging on) when given.
+/// Runs every measurement for every size on executors from `executors`,
+/// and reprise's way once more with device-side staging on (from 0 bytes,
+/// so the snapshot before the kernel is staged at every size) where the
+/// executor offers it (CUDA, with a driver that has what staging needs).
 /// `progress` gets a line of text per step.
-pub fn run<E>(
-    make: &dyn Fn() -> Result<E>,
-    staged: Option<&dyn Fn() -> Result<E>>,
-    backend: BackendKind,
-    kernel: &BenchKernel,
+pub fn run<E: AnyExecutor>(
+    executors: &Executors<E>,
+    kernel: &BuiltinKernel,
     cfg: &BenchConfig,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<SizeResult>>
-where
-    E: Executor,
-    E::Buffer: Send + 'static,
-{
+) -> Result<Vec<SizeResult>> {
     if let Some(&size) = cfg.sizes.iter().find(|&&s| s < 16) {
-        return Err(Error::Invalid(format!(
-            "bench region size {size} bytes is too small: at least 16 bytes (the kernel's counter)"
-        )));
+        return Err(Error::Config {
+            var: "BenchConfig::sizes",
+            value: size.to_string(),
+            problem: "too small: a region size must be at least 16 bytes (the kernel's counter)"
+                .into(),
+        });
     }
+    let backend = executors.spec().kind;
+    let make = || executors.open();
+    let staged_spec = executors.spec().device_staging(Some(0));
+    let make_staged = || executors.open_with(staged_spec);
+    let staged: Option<&dyn Fn() -> Result<E>> = match make_staged() {
+        Ok(_) => Some(&make_staged),
+        Err(e) => {
+            log::debug!("reprise's way is not measured staged: {e}");
+            None
+        }
+    };
+    let make: &dyn Fn() -> Result<E> = &make;
     let mut out = Vec::new();
     for &size in &cfg.sizes {
-        let label = crate::bench::human(size);
+        let label = human(size);
         progress(&format!("{label}: plain launch"));
         let (plain, _) = measure_way(make, backend, kernel, size, Way::Plain, cfg)?;
         progress(&format!("{label}: sync schedule + inline writes"));
@@ -542,7 +579,9 @@ where
             measure_way(make, backend, kernel, size, Way::AsyncBackground, cfg)?;
 
         progress(&format!("{label}: replay and file reads"));
-        let descriptor = last.ok_or_else(|| Error::Invalid("no capture was written".into()))?;
+        let descriptor = last.ok_or(Error::Internal(
+            "the benchmark's recorded launches wrote no capture",
+        ))?;
         // A replay that fails (a driver that will not give the recorded
         // address back in the same process, say) is reported, not fatal.
         let replay = replay_time(make, &descriptor).unwrap_or_else(|e| {
@@ -585,6 +624,28 @@ where
         clear_dir(&cfg.dir.join("captures"))?;
     }
     Ok(out)
+}
+
+/// [`run`] on whatever executor [`reprise::executors::with_executor`] opens,
+/// with that executor's [`bench_kernel`].
+pub struct BenchJob<'a> {
+    /// How long and where to measure.
+    pub config: &'a BenchConfig,
+    /// Gets a line of text per step.
+    pub progress: &'a mut dyn FnMut(&str),
+}
+
+impl ExecutorJob for BenchJob<'_> {
+    type Output = Vec<SizeResult>;
+
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Vec<SizeResult>> {
+        let kind = executors.spec().kind;
+        let kernel = bench_kernel(kind).ok_or(Error::Unsupported {
+            backend: kind,
+            feature: "a built-in benchmark kernel",
+        })?;
+        run(&executors, &kernel, self.config, self.progress)
+    }
 }
 
 /// Allocations per second of `threads` threads sharing one allocator; each

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../backends/cuda/tests/sim/mod.rs"]
+#[path = "../../../backends/cuda/tests/sim/mod.rs"]
 pub mod sim;
 
 use std::path::{Path, PathBuf};

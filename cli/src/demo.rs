@@ -5,13 +5,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use reprise::core::exec::Executor;
-use reprise::{
-    Args as KernelArgs, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder,
-};
+use reprise::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, with_executor};
+use reprise::{BackendKind, Capture, RecordConfig, Recorder};
+use reprise_bench::{BuiltinKernel, demo_kernel};
 use reprise_std::config::parse_size;
 
-use super::{ExecutorArg, human_bytes, human_time};
+use crate::backend::BackendArg;
+use crate::error::{CliError, Result};
+use crate::ui::{human_bytes, human_time};
 
 /// Record a kernel launch and replay it: the whole round trip in one
 /// command, on the host CPU (the default) or an NVIDIA GPU.
@@ -34,50 +35,12 @@ pub struct DemoArgs {
     #[arg(long, default_value = "4M", value_parser = parse_demo_size)]
     pub size: u64,
     /// The executor to record and replay on.
-    #[arg(long, value_enum, default_value_t = ExecutorArg::Host)]
-    pub backend: ExecutorArg,
+    #[arg(long, default_value = "host", value_parser = BackendArg::builtin_kernels())]
+    pub backend: BackendArg,
     /// The CUDA device (with `--backend cuda`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     pub device_id: Option<i32>,
 }
-
-/// The demo's kernel on one executor.
-struct DemoKernel {
-    image: &'static [u8],
-    name: &'static str,
-    /// Arguments given the input and output arrays and the element count.
-    args: fn(u64, u64, usize) -> KernelArgs,
-    geometry: fn(usize) -> LaunchConfig,
-}
-
-const HOST_KERNEL: DemoKernel = DemoKernel {
-    image: reprise::DEMO_IMAGE,
-    name: "demo_stencil",
-    args: |input, output, n| KernelArgs::new().ptr(input).ptr(output).scalar(n as u64),
-    geometry: |_| LaunchConfig {
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        shared_mem: 0,
-    },
-};
-
-/// `output = 2 * input + output + bias` over the arrays.
-const CUDA_KERNEL: DemoKernel = DemoKernel {
-    image: reprise::bench::SAXPY_PTX,
-    name: "saxpy",
-    args: |input, output, n| {
-        KernelArgs::new()
-            .f32(2.0)
-            .ptr(input)
-            .ptr(output)
-            .i32(n as i32)
-    },
-    geometry: |n| LaunchConfig {
-        grid: [(n as u32).div_ceil(256), 1, 1],
-        block: [256, 1, 1],
-        shared_mem: 0,
-    },
-};
 
 fn step(n: u32, text: impl std::fmt::Display) {
     out!("[{n}/4] {text}");
@@ -87,7 +50,7 @@ fn step(n: u32, text: impl std::fmt::Display) {
 const MAX_SIZE: u64 = 8 * i32::MAX as u64;
 
 /// `--size`: within 8 bytes ..= [`MAX_SIZE`].
-fn parse_demo_size(s: &str) -> Result<u64, String> {
+fn parse_demo_size(s: &str) -> std::result::Result<u64, String> {
     let n = parse_size("--size", s).map_err(|e| e.to_string())?;
     if n < 8 {
         return Err(format!(
@@ -113,52 +76,57 @@ fn available_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-pub fn run(a: DemoArgs) -> reprise::Result<ExitCode> {
+pub fn run(a: DemoArgs) -> Result<ExitCode> {
     // The region, the recorded snapshots, the files in the page cache and
     // the replay's copies: about five times SIZE at the peak.
     let need = a.size.saturating_mul(5);
     if let Some(avail) = available_memory().filter(|&avail| need > avail) {
-        return Err(reprise::Error::Invalid(format!(
+        return Err(CliError::Command(format!(
             "demo --size {} needs about {} of memory; {} is available",
             human_bytes(a.size),
             human_bytes(need),
             human_bytes(avail)
         )));
     }
+    let kind = a.backend.kind().unwrap_or(BackendKind::Host);
+    if let (BackendKind::Host, Some(d)) = (kind, a.device_id) {
+        return Err(CliError::Command(format!(
+            "--device-id {d} chooses a GPU: use it with --backend cuda"
+        )));
+    }
+    let spec = ExecutorSpec::new(kind).device(a.device_id.unwrap_or(0));
     let n = (a.size / 8) as usize;
-    match a.backend {
-        ExecutorArg::Host => {
-            if let Some(d) = a.device_id {
-                return Err(reprise::Error::Invalid(format!(
-                    "--device-id {d} chooses a GPU: use it with --backend cuda"
-                )));
-            }
-            let exec = HostExecutor::new()
-                .map_err(|e| reprise::Error::executor("starting the host executor", e))?;
-            demo(exec, BackendKind::Host, 0, &HOST_KERNEL, n, &a)
-        }
-        ExecutorArg::Cuda => {
-            let device = a.device_id.unwrap_or(0);
-            let exec = reprise::CudaExecutor::new(device).map_err(|e| {
-                reprise::Error::executor(format!("opening CUDA device {device}"), e)
-            })?;
-            demo(exec, BackendKind::Cuda, device, &CUDA_KERNEL, n, &a)
-        }
+    with_executor(spec, DemoJob { args: &a, n })?
+}
+
+/// The demo on whatever executor [`with_executor`] opens.
+struct DemoJob<'a> {
+    args: &'a DemoArgs,
+    /// Floats in (and out).
+    n: usize,
+}
+
+impl ExecutorJob for DemoJob<'_> {
+    type Output = Result<ExitCode>;
+
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> reprise::Result<Result<ExitCode>> {
+        let spec = executors.spec();
+        let kernel = demo_kernel(spec.kind).ok_or(reprise::Error::Unsupported {
+            backend: spec.kind,
+            feature: "a built-in demo kernel",
+        })?;
+        Ok(demo(executors.open()?, spec, &kernel, self.n, self.args))
     }
 }
 
-fn demo<E>(
+fn demo<E: AnyExecutor>(
     exec: E,
-    backend: BackendKind,
-    device: i32,
-    k: &DemoKernel,
+    spec: ExecutorSpec,
+    k: &BuiltinKernel,
     n: usize,
     a: &DemoArgs,
-) -> reprise::Result<ExitCode>
-where
-    E: Executor,
-    E::Buffer: Send + 'static,
-{
+) -> Result<ExitCode> {
+    let (backend, device) = (spec.kind, spec.device);
     let bytes = n * 4;
     let region_size = (2 * bytes as u64 + (64 << 20)).next_power_of_two();
 
@@ -185,8 +153,8 @@ where
     rec.upload(output, &vec![0u8; bytes])?;
     let image = rec.load_image(k.image)?;
     let kernel = rec.kernel(image, k.name)?;
-    let geometry = (k.geometry)(n);
-    let args = (k.args)(input, output, n);
+    let geometry = (k.geometry)(n as u64);
+    let args = (k.args)(input, output, n as u64);
     let start = Instant::now();
     let written = reprise::block_on(async {
         rec.launch(&kernel, geometry, &args).await?;
@@ -195,10 +163,9 @@ where
     let recorded_in = start.elapsed();
     let region_base = rec.region().base();
     drop(rec); // unmaps the recording region, so the replay can take its address
-    let descriptor = written
-        .into_iter()
-        .next()
-        .ok_or_else(|| reprise::Error::Invalid("the launch was not recorded".into()))?;
+    let descriptor = written.into_iter().next().ok_or(reprise::Error::Internal(
+        "the demo's launch was not recorded",
+    ))?;
     step(
         2,
         format!(
@@ -261,7 +228,7 @@ where
             step(4, "verification FAILED: the replay's output differs");
             Ok(ExitCode::from(1))
         }
-        status => Err(reprise::Error::Invalid(format!(
+        status => Err(CliError::Command(format!(
             "the replay of {} in a new process failed ({}):\n{}",
             descriptor.display(),
             status.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}")),

@@ -1,0 +1,37 @@
+//! `--backend`: which executor a command runs on.
+
+use clap::ValueEnum;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use reprise::BackendKind;
+
+/// An executor on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The one the capture's image calls for.
+    Auto,
+    /// The host CPU (ELF x86-64 shared objects).
+    Host,
+    /// NVIDIA GPUs (PTX, cubin, fatbin), through the CUDA driver.
+    Cuda,
+    /// AMD GPUs (code objects): not in this build yet, so refused.
+    Amdgpu,
+}
+
+impl BackendArg {
+    /// The executor asked for; `None` for `auto`.
+    pub fn kind(self) -> Option<BackendKind> {
+        match self {
+            BackendArg::Auto => None,
+            BackendArg::Host => Some(BackendKind::Host),
+            BackendArg::Cuda => Some(BackendKind::Cuda),
+            BackendArg::Amdgpu => Some(BackendKind::Amdgpu),
+        }
+    }
+
+    /// The parser of `--backend` for commands that run built-in kernels,
+    /// which exist for the host and CUDA only.
+    pub fn builtin_kernels() -> impl TypedValueParser<Value = BackendArg> {
+        PossibleValuesParser::new(["host", "cuda"])
+            .map(|s| BackendArg::from_str(&s, false).expect("one of the possible values"))
+    }
+}

@@ -1,0 +1,71 @@
+//! The command line's errors: the library's, shown with the flags that set
+//! its settings, and the command line's own.
+
+use std::fmt;
+
+use reprise::{Names, Setting};
+
+/// How the command line names the library's settings: by their flags.
+pub const FLAGS: Names = Names {
+    verb: "pass",
+    name: flag,
+    given: flag_with_value,
+};
+
+/// The flag that sets `s`.
+fn flag(s: Setting) -> &'static str {
+    match s {
+        Setting::NumTeams => "--num-teams",
+        Setting::NumThreads => "--num-threads",
+        Setting::AllowMissingGlobals => "--allow-missing-globals",
+        Setting::VerifyChecksums => "--no-checksums",
+        other => other.library_name(),
+    }
+}
+
+/// The flag that sets `s`, as given with its value.
+fn flag_with_value(s: Setting) -> &'static str {
+    match s {
+        Setting::NumTeams => "--num-teams N",
+        Setting::NumThreads => "--num-threads N",
+        other => flag(other),
+    }
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// The library failed.
+    Reprise(reprise::Error),
+    /// A problem the command found itself (options that do not go
+    /// together, a demo larger than memory, a replay in a child process
+    /// that failed): the whole message.
+    Command(String),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Reprise(e) => e.named(FLAGS).fmt(f),
+            CliError::Command(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CliError::Reprise(e) => std::error::Error::source(e),
+            CliError::Command(_) => None,
+        }
+    }
+}
+
+impl From<reprise::Error> for CliError {
+    fn from(e: reprise::Error) -> Self {
+        CliError::Reprise(e)
+    }
+}
+
+/// Results of the commands.
+pub type Result<T> = std::result::Result<T, CliError>;

@@ -1,0 +1,478 @@
+//! The adapter's error type: every error names the file, variable or
+//! setting at fault.
+//!
+//! Errors name the library's own settings (`ReplayOptions::num_teams`,
+//! `OpenOptions::allow_missing_globals`); a front end that offers them
+//! under other names (a command line's `--num-teams`) shows its own with
+//! [`Error::named`] and a [`Names`] of its own.
+
+mod names;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use reprise_core::globals::DecodeError;
+use reprise_core::record::{BackendKind, RecordError};
+use reprise_core::region::AllocError;
+
+pub use names::{Names, Setting, UnknownGeometry};
+
+/// An executor's error, boxed so that code above the backends can carry any.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Which copy a [`Error::CopyOutOfRange`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyKind {
+    /// [`crate::Recorder::upload`].
+    Upload,
+    /// [`crate::Recorder::download`].
+    Download,
+}
+
+impl fmt::Display for CopyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CopyKind::Upload => "upload",
+            CopyKind::Download => "download",
+        })
+    }
+}
+
+/// What a [`Error::ForeignHandle`] was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handle {
+    /// An [`crate::ImageId`].
+    Image,
+    /// A [`crate::Kernel`], by name.
+    Kernel(String),
+}
+
+/// Errors of capture files, configuration, recording and replay.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// A file could not be read, written or renamed.
+    Io {
+        /// The file at fault.
+        path: PathBuf,
+        /// What was being done ("read", "write", "rename", ...).
+        action: &'static str,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A descriptor could not be parsed or written.
+    Descriptor {
+        /// The descriptor.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: RecordError,
+    },
+    /// A globals file is malformed.
+    Globals {
+        /// The globals file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: DecodeError,
+    },
+    /// A capture's globals file is missing, and missing globals were not
+    /// allowed ([`Setting::AllowMissingGlobals`]).
+    MissingGlobals {
+        /// The globals file.
+        path: PathBuf,
+        /// Whether the descriptor records the file's checksum (then the
+        /// capture is incomplete, rather than older than globals files).
+        checksummed: bool,
+    },
+    /// A capture file is inconsistent with its descriptor or siblings.
+    Capture {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A configuration variable has a value that cannot be used.
+    Config {
+        /// The variable (or builder setting).
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it cannot be used.
+        problem: String,
+    },
+    /// The executor failed.
+    Executor {
+        /// What was being done.
+        context: String,
+        /// The executor's error.
+        source: BoxError,
+    },
+    /// The capture needs an executor this build does not include.
+    NotInBuild {
+        /// The descriptor, when known.
+        path: Option<PathBuf>,
+        /// The executor.
+        backend: BackendKind,
+    },
+    /// An executor asked for something it cannot do.
+    Unsupported {
+        /// The executor.
+        backend: BackendKind,
+        /// What it cannot do.
+        feature: &'static str,
+    },
+    /// The launch's team or thread count is unknown (LLVM recorded none)
+    /// and the replay's options give none.
+    UnknownGeometry {
+        /// The descriptor, when known.
+        path: Option<PathBuf>,
+        /// What is unknown.
+        geometry: UnknownGeometry,
+    },
+    /// A team or thread count asked for is outside the limits the capture
+    /// recorded (as LLVM's replay tool refuses it).
+    OutsideLimits {
+        /// The descriptor, when known.
+        path: Option<PathBuf>,
+        /// The setting.
+        setting: Setting,
+        /// Its value.
+        value: u32,
+        /// The recorded limits `[lower, upper]`.
+        limits: [u32; 2],
+    },
+    /// A setting has a value that no capture accepts. A problem of the
+    /// request, not of any file: [`Error::in_file`] leaves it as it is.
+    BadOption {
+        /// The setting.
+        setting: Setting,
+        /// Its value.
+        value: String,
+        /// Why it cannot be used.
+        problem: String,
+    },
+    /// A handle used with a [`crate::Recorder`] other than the one that
+    /// made it.
+    ForeignHandle {
+        /// What it was.
+        handle: Handle,
+    },
+    /// A copy that lies outside the recording region and every global of
+    /// the loaded images (or runs past the end of the address space).
+    CopyOutOfRange {
+        /// Which copy.
+        copy: CopyKind,
+        /// Its device address.
+        addr: u64,
+        /// Its length.
+        len: usize,
+        /// The recording region, `[base, end)`.
+        region: [u64; 2],
+    },
+    /// The recording region has no room for an allocation.
+    RegionFull {
+        /// The allocator's account of it.
+        source: AllocError,
+        /// The region's size now, and where it came from.
+        size: String,
+    },
+    /// An allocation no region can make (an alignment that is not a power
+    /// of two).
+    Alloc(AllocError),
+    /// A launch whose arguments do not match the kernel's parameters, as
+    /// the executor reports them.
+    ParamMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The sizes of its parameters.
+        expected: Vec<u32>,
+        /// The sizes of the arguments given.
+        given: Vec<u32>,
+    },
+    /// A launch that a capture cannot describe (too many arguments, too
+    /// many bytes of by-value arguments, a kernel name too long or empty).
+    Record(RecordError),
+    /// More bytes than a buffer can hold in this address space.
+    TooLarge {
+        /// What was to be that large.
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// The background writer's thread has stopped.
+    WriterStopped,
+    /// Something reprise relies on did not hold: an executor handed back
+    /// fewer buffers than it was given, say. A bug, in reprise or an
+    /// executor.
+    Internal(&'static str),
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+    }
+
+    /// A capture problem in `path`.
+    pub fn capture(path: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
+        Error::Capture {
+            path: path.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// An executor error with context; the original error stays reachable
+    /// through `source()` (and can be downcast).
+    pub fn executor<E: std::error::Error + Send + Sync + 'static>(
+        context: impl Into<String>,
+        e: E,
+    ) -> Self {
+        Error::Executor {
+            context: context.into(),
+            source: Box::new(e),
+        }
+    }
+
+    /// The error as met while working on `file`: an executor failure, and
+    /// a problem of the capture found without its path, get the file's
+    /// name; errors that already name a file, and bad options (which
+    /// concern no file), are kept as they are.
+    pub fn in_file(self, file: &std::path::Path) -> Self {
+        match self {
+            Error::Executor { context, source } => Error::Executor {
+                context: format!("{}: {context}", file.display()),
+                source,
+            },
+            Error::NotInBuild {
+                path: None,
+                backend,
+            } => Error::NotInBuild {
+                path: Some(file.into()),
+                backend,
+            },
+            Error::UnknownGeometry {
+                path: None,
+                geometry,
+            } => Error::UnknownGeometry {
+                path: Some(file.into()),
+                geometry,
+            },
+            Error::OutsideLimits {
+                path: None,
+                setting,
+                value,
+                limits,
+            } => Error::OutsideLimits {
+                path: Some(file.into()),
+                setting,
+                value,
+                limits,
+            },
+            other => other,
+        }
+    }
+
+    /// A schedule error with context: an executor error is kept as it is,
+    /// others become text.
+    pub fn schedule<E: std::error::Error + Send + Sync + 'static>(
+        context: impl Into<String>,
+        e: reprise_core::schedule::ScheduleError<E>,
+    ) -> Self {
+        match e {
+            reprise_core::schedule::ScheduleError::Executor(e) => Error::executor(context, e),
+            other => Error::Executor {
+                context: context.into(),
+                source: other.to_string().into(),
+            },
+        }
+    }
+
+    /// The error with settings named as `names` says (a command line's
+    /// flags, say); its `Display` is `self.named(Names::LIBRARY)`.
+    ///
+    /// ```
+    /// use reprise_std::{Error, Names, Setting};
+    /// let e = Error::BadOption {
+    ///     setting: Setting::NumTeams,
+    ///     value: "0".into(),
+    ///     problem: "must be at least 1".into(),
+    /// };
+    /// assert_eq!(e.to_string(), "ReplayOptions::num_teams 0: must be at least 1");
+    /// let flags = Names {
+    ///     verb: "pass",
+    ///     name: |s| if s == Setting::NumTeams { "--num-teams" } else { s.library_name() },
+    ///     given: |s| if s == Setting::NumTeams { "--num-teams N" } else { s.library_name() },
+    /// };
+    /// assert_eq!(e.named(flags).to_string(), "--num-teams 0: must be at least 1");
+    /// ```
+    pub fn named(&self, names: Names) -> impl fmt::Display + '_ {
+        Named(self, names)
+    }
+
+    fn fmt_named(&self, f: &mut fmt::Formatter<'_>, names: Names) -> fmt::Result {
+        let at = |f: &mut fmt::Formatter<'_>, path: &Option<PathBuf>| match path {
+            Some(p) => write!(f, "{}: ", p.display()),
+            None => Ok(()),
+        };
+        match self {
+            Error::Io {
+                path,
+                action,
+                source,
+            } => write!(f, "{}: {action} failed: {source}", path.display()),
+            Error::Descriptor { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Globals { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::MissingGlobals { path, checksummed } => {
+                let allow = (names.name)(Setting::AllowMissingGlobals);
+                if *checksummed {
+                    write!(
+                        f,
+                        "{}: globals file is missing, though the descriptor records its checksum \
+                         (the capture is incomplete); {allow} replays it anyway, with every \
+                         global at the value the image gives it",
+                        path.display()
+                    )
+                } else {
+                    write!(
+                        f,
+                        "{}: globals file is missing; a capture recorded before globals were \
+                         saved replays only when missing globals are allowed ({allow})",
+                        path.display()
+                    )
+                }
+            }
+            Error::Capture { path, problem } => write!(f, "{}: {problem}", path.display()),
+            Error::Config {
+                var,
+                value,
+                problem,
+            } => write!(f, "{var}={value:?}: {problem}"),
+            Error::Executor { context, source } => write!(f, "{context}: {source}"),
+            Error::NotInBuild { path, backend } => {
+                at(f, path)?;
+                write!(
+                    f,
+                    "the {backend} executor is not part of this build of reprise; \
+                     replay this capture with a build that includes it"
+                )
+            }
+            Error::Unsupported { backend, feature } => {
+                write!(f, "the {backend} executor does not offer {feature}")
+            }
+            Error::UnknownGeometry { path, geometry } => {
+                at(f, path)?;
+                geometry.fmt_named(f, names)
+            }
+            Error::OutsideLimits {
+                path,
+                setting,
+                value,
+                limits: [lo, hi],
+            } => {
+                at(f, path)?;
+                write!(
+                    f,
+                    "{} {value} is outside the recorded limits [{lo}, {hi}]",
+                    (names.name)(*setting)
+                )
+            }
+            Error::BadOption {
+                setting,
+                value,
+                problem,
+            } => write!(f, "{} {value}: {problem}", (names.name)(*setting)),
+            Error::ForeignHandle {
+                handle: Handle::Image,
+            } => f.write_str(
+                "this image was loaded by another Recorder; use the Recorder that loaded it",
+            ),
+            Error::ForeignHandle {
+                handle: Handle::Kernel(name),
+            } => write!(
+                f,
+                "kernel {name}: this kernel was loaded by another Recorder; \
+                 launch it on the Recorder that loaded it"
+            ),
+            Error::CopyOutOfRange {
+                copy,
+                addr,
+                len,
+                region: [base, end],
+            } => match u64::try_from(*len).ok().and_then(|l| addr.checked_add(l)) {
+                Some(to) => write!(
+                    f,
+                    "{copy} of {len} bytes at {addr:#x}..{to:#x} is outside the recording \
+                     region {base:#x}..{end:#x} and every global of the loaded images"
+                ),
+                None => write!(
+                    f,
+                    "{copy} of {len} bytes at {addr:#x} runs past the end of the address space \
+                     (the recording region is {base:#x}..{end:#x})"
+                ),
+            },
+            Error::RegionFull { source, size } => write!(
+                f,
+                "{source} (RecordConfig::region_size or REPRISE_RECORD_MEMSIZE; now {size})"
+            ),
+            Error::Alloc(e) => fmt::Display::fmt(e, f),
+            Error::ParamMismatch {
+                kernel,
+                expected,
+                given,
+            } => write!(
+                f,
+                "kernel {kernel} takes {} parameters of sizes {expected:?}, the launch passes {} \
+                 of sizes {given:?}",
+                expected.len(),
+                given.len()
+            ),
+            Error::Record(e) => fmt::Display::fmt(e, f),
+            Error::TooLarge { what, bytes } => {
+                write!(
+                    f,
+                    "{what} of {bytes} bytes is larger than the address space"
+                )
+            }
+            Error::WriterStopped => f.write_str("the capture writer thread has stopped"),
+            Error::Internal(what) => write!(f, "internal error: {what}"),
+        }
+    }
+}
+
+struct Named<'a>(&'a Error, Names);
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_named(f, self.1)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_named(f, Names::LIBRARY)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Descriptor { source, .. } => Some(source),
+            Error::Globals { source, .. } => Some(source),
+            Error::Executor { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+impl From<RecordError> for Error {
+    fn from(e: RecordError) -> Self {
+        Error::Record(e)
+    }
+}
+
+/// Results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,197 @@
+//! Choosing an executor by kind: the one place that maps a [`BackendKind`]
+//! to an executor, for replaying a capture, the command line's demo and
+//! benchmarks, and whatever else runs "the executor this capture needs".
+//!
+//! Executors are different types, so the work to do on one is a
+//! [`ExecutorJob`], whose [`ExecutorJob::run`] is generic over the
+//! executor; [`with_executor`] calls it with an [`Executors`], which opens
+//! as many executors of the chosen kind as the job needs.
+//!
+//! ```no_run
+//! use reprise_core::BackendKind;
+//! use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, with_executor};
+//!
+//! /// Reserves a region of 1 MiB and says where it went.
+//! struct WhereWouldItGo;
+//!
+//! impl ExecutorJob for WhereWouldItGo {
+//!     type Output = u64;
+//!     fn run<E: AnyExecutor>(self, executors: Executors<E>) -> reprise_std::Result<u64> {
+//!         use reprise_core::exec::{DeviceRegion, Executor, RegionRequest};
+//!         let exec = executors.open()?;
+//!         let region = exec
+//!             .reserve(RegionRequest::new(None, 1 << 20))
+//!             .map_err(|e| reprise_std::Error::executor("reserving 1 MiB", e))?;
+//!         Ok(region.base())
+//!     }
+//! }
+//!
+//! let base = with_executor(ExecutorSpec::new(BackendKind::Host), WhereWouldItGo)?;
+//! println!("a fresh host region goes to {base:#x}");
+//! # Ok::<(), reprise_std::Error>(())
+//! ```
+
+use reprise_core::exec::Executor;
+use reprise_core::record::BackendKind;
+use reprise_cuda::CudaExecutor;
+use reprise_host::HostExecutor;
+
+use crate::error::{Error, Result};
+
+/// What the std adapter's drivers need of an executor beyond the core's
+/// contract: that it, its regions, images, kernels, buffers and queues can
+/// move between threads (so a replay is a `Send` future and a recording's
+/// files are written on another thread). Every executor of this build is
+/// one.
+pub trait AnyExecutor:
+    Executor<Buffer: Send + 'static, Queue: Send, Region: Send, Image: Send, Kernel: Send + Sync>
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<E> AnyExecutor for E where
+    E: Executor<
+            Buffer: Send + 'static,
+            Queue: Send,
+            Region: Send,
+            Image: Send,
+            Kernel: Send + Sync,
+        > + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Which executor to open, and how.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutorSpec {
+    /// The kind of executor.
+    pub kind: BackendKind,
+    /// The device ordinal, for GPU executors (the host executor has one
+    /// device and ignores it).
+    pub device: i32,
+    /// CUDA: stage downloads of at least this many bytes on the device
+    /// (`CudaExecutor::with_device_staging`); other executors refuse it.
+    pub device_staging: Option<u64>,
+}
+
+impl ExecutorSpec {
+    /// The executor of `kind`, device 0, without device-side staging.
+    pub const fn new(kind: BackendKind) -> Self {
+        ExecutorSpec {
+            kind,
+            device: 0,
+            device_staging: None,
+        }
+    }
+
+    /// The same on device `ordinal`.
+    pub const fn device(self, ordinal: i32) -> Self {
+        ExecutorSpec {
+            device: ordinal,
+            ..self
+        }
+    }
+
+    /// The same with device-side staging of downloads of at least
+    /// `min_bytes` (`None`: off).
+    pub const fn device_staging(self, min_bytes: Option<u64>) -> Self {
+        ExecutorSpec {
+            device_staging: min_bytes,
+            ..self
+        }
+    }
+}
+
+/// Opens executors of the kind a [`with_executor`] call chose.
+#[derive(Debug, Clone, Copy)]
+pub struct Executors<E> {
+    spec: ExecutorSpec,
+    open: fn(&ExecutorSpec) -> Result<E>,
+}
+
+impl<E> Executors<E> {
+    /// What [`Executors::open`] opens.
+    pub fn spec(&self) -> ExecutorSpec {
+        self.spec
+    }
+
+    /// A new executor as the spec says.
+    pub fn open(&self) -> Result<E> {
+        (self.open)(&self.spec)
+    }
+
+    /// A new executor of the same kind on another device or with other
+    /// staging (`spec.kind` is ignored: the kind was chosen already).
+    pub fn open_with(&self, spec: ExecutorSpec) -> Result<E> {
+        (self.open)(&ExecutorSpec {
+            kind: self.spec.kind,
+            ..spec
+        })
+    }
+}
+
+/// Work to do on an executor, whatever its type.
+pub trait ExecutorJob {
+    /// What the work gives.
+    type Output;
+
+    /// Does the work with executors from `executors`.
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Self::Output>;
+}
+
+/// Whether this build of reprise includes the executor of `kind`.
+pub fn in_build(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::Host | BackendKind::Cuda)
+}
+
+/// Runs `job` on executors of the kind `spec` names: the one function that
+/// maps an executor kind to an executor.
+///
+/// A kind this build lacks is [`Error::NotInBuild`] (with no path: callers
+/// name their capture with [`Error::in_file`]), before `job` runs.
+/// Opening an executor (inside the job) fails with [`Error::Executor`]
+/// naming the executor ("starting the host executor", "opening CUDA device
+/// 1"), or [`Error::Unsupported`] for staging an executor cannot do.
+pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Output> {
+    match spec.kind {
+        BackendKind::Host => job.run(Executors {
+            spec,
+            open: open_host,
+        }),
+        BackendKind::Cuda => job.run(Executors {
+            spec,
+            open: open_cuda,
+        }),
+        other => Err(Error::NotInBuild {
+            path: None,
+            backend: other,
+        }),
+    }
+}
+
+fn open_host(spec: &ExecutorSpec) -> Result<HostExecutor> {
+    if spec.device_staging.is_some() {
+        return Err(Error::Unsupported {
+            backend: BackendKind::Host,
+            feature: "device-side staging (it is a CUDA executor option)",
+        });
+    }
+    HostExecutor::new().map_err(|e| Error::executor("starting the host executor", e))
+}
+
+fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
+    let exec = CudaExecutor::new(spec.device)
+        .map_err(|e| Error::executor(format!("opening CUDA device {}", spec.device), e))?;
+    let exec = exec.with_device_staging(spec.device_staging);
+    if spec.device_staging.is_some() && exec.device_staging().is_none() {
+        return Err(Error::Unsupported {
+            backend: BackendKind::Cuda,
+            feature: "device-side staging (the driver lacks a function it needs)",
+        });
+    }
+    Ok(exec)
+}
