@@ -84,9 +84,11 @@ impl PackedArgs {
         let base = self.storage.as_mut_ptr().cast::<u8>();
         self.layout
             .iter()
-            // SAFETY (of `add`): every offset is inside `storage`, whose
-            // length covers each padded slot.
-            .map(|&(at, _)| unsafe { base.add(at) }.cast::<c_void>())
+            .map(|&(at, _)| {
+                // SAFETY: `add` stays in bounds: every offset is inside
+                // `storage`, whose length covers each padded slot.
+                unsafe { base.add(at) }.cast::<c_void>()
+            })
             .collect()
     }
 }

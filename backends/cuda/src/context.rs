@@ -7,12 +7,16 @@
 //! Every executor of one device retains the same primary context, so two
 //! executors opened on device 0 (two recorders, say) share one
 //! [`ContextState`].
+//!
+//! The state names no module type: a module holds its device, whose state
+//! this is, so the state keeps modules as [`KeepAlive`]s (a queue holds
+//! them only to keep them loaded), each known by its address
+//! ([`module_key`]).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-
-use crate::module::Module;
 
 /// Locks `m`, whatever a panic elsewhere left in it (every update here is
 /// one push or removal, never left half done).
@@ -44,6 +48,15 @@ struct InFlight {
     named_by: Vec<u64>,
 }
 
+/// A loaded module, as the state knows it: of any type (`Debug`, for the
+/// queues that keep one to derive it).
+pub(crate) trait Loaded: fmt::Debug + Send + Sync {}
+
+impl<T: fmt::Debug + Send + Sync + ?Sized> Loaded for T {}
+
+/// A share of a loaded module that keeps it loaded.
+pub(crate) type KeepAlive = Arc<dyn Loaded>;
+
 /// A global of a loaded module.
 #[derive(Debug)]
 struct Global {
@@ -53,13 +66,16 @@ struct Global {
     /// when it unloads.
     module: usize,
     /// The module, for a queue to keep.
-    weak: Weak<Module>,
+    weak: Weak<dyn Loaded>,
 }
 
 /// What identifies a module in [`ContextState`]: its address, unique while
-/// it is loaded (its globals are removed before it is freed).
-pub(crate) fn module_key(module: &Module) -> usize {
-    std::ptr::from_ref(module) as usize
+/// it is loaded (its globals are removed before it is freed). The same for
+/// the module (`&Module`, as its `Drop` has it) as for an `Arc` of it, of
+/// its own type or a [`KeepAlive`]: pass the module (`&**arc`), not the
+/// `Arc`.
+pub(crate) fn module_key<T: ?Sized>(module: &T) -> usize {
+    std::ptr::from_ref(module).cast::<()>() as usize
 }
 
 impl ContextState {
@@ -149,7 +165,7 @@ impl ContextState {
 
     /// `module`'s global at `addr` (`size` bytes) was handed out: a copy of
     /// it, or a launch given its address, keeps `module` loaded.
-    pub(crate) fn add_global(&self, addr: u64, size: u64, module: &Arc<Module>) {
+    pub(crate) fn add_global<M: Loaded + 'static>(&self, addr: u64, size: u64, module: &Arc<M>) {
         if size == 0 {
             return;
         }
@@ -157,8 +173,8 @@ impl ContextState {
             addr,
             Global {
                 end: addr.saturating_add(size),
-                module: module_key(module),
-                weak: Arc::downgrade(module),
+                module: module_key(&**module),
+                weak: Arc::downgrade(module) as Weak<dyn Loaded>,
             },
         );
     }
@@ -173,9 +189,9 @@ impl ContextState {
     pub(crate) fn modules_in(
         &self,
         ranges: impl IntoIterator<Item = (u64, usize)>,
-    ) -> Vec<Arc<Module>> {
+    ) -> Vec<KeepAlive> {
         let globals = lock(&self.globals);
-        let mut found: Vec<Arc<Module>> = Vec::new();
+        let mut found: Vec<KeepAlive> = Vec::new();
         if globals.is_empty() {
             return found;
         }
@@ -187,7 +203,7 @@ impl ContextState {
                 if g.end <= start {
                     break;
                 }
-                if !found.iter().any(|m| module_key(m) == g.module) {
+                if !found.iter().any(|m| module_key(&**m) == g.module) {
                     // A module being dropped (on another thread) cannot be
                     // kept; nothing of it may be in use by then.
                     found.extend(g.weak.upgrade());

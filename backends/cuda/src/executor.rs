@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
 
-use crate::driver::{Device, LaunchLimits};
+use crate::device::{Device, LaunchLimits};
 use crate::error::CudaError;
 use crate::memory::{CudaBuffer, CudaRegion};
 use crate::module::{CudaImage, CudaKernel};

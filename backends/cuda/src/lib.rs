@@ -49,17 +49,19 @@
 pub mod args;
 mod context;
 pub mod cubin;
-mod driver;
+mod device;
 pub mod error;
 mod executor;
 mod memory;
 mod module;
 pub mod ptx;
 mod queue;
+mod raw;
+mod stream;
 pub mod targets;
 
 pub use args::PackedArgs;
-pub use driver::LaunchLimits;
+pub use device::LaunchLimits;
 pub use error::{CudaError, DriverError};
 pub use executor::CudaExecutor;
 pub use memory::{CudaBuffer, CudaRegion, FRESH_ALIGN, SUGGESTED_BASE};
@@ -69,5 +71,5 @@ pub use queue::CudaQueue;
 /// Whether the CUDA driver library can be loaded on this machine (it may
 /// still have no device).
 pub fn driver_present() -> bool {
-    !matches!(driver::library(), Err(CudaError::DriverNotFound))
+    !matches!(raw::library(), Err(CudaError::DriverNotFound))
 }

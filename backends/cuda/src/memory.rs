@@ -7,8 +7,9 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use reprise_core::exec::DeviceRegion;
 
-use crate::driver::{Device, check};
+use crate::device::Device;
 use crate::error::{CudaError, DriverError};
+use crate::raw;
 
 /// Where a fresh recording's region goes when the caller does not say (if
 /// the driver honours it): the address LLVM's recorder suggests for CUDA.
@@ -74,18 +75,18 @@ impl Undo {
             if mapped > 0 {
                 // SAFETY: `[base, base + mapped)` was mapped by this
                 // reservation and nothing has used it.
-                let _ = unsafe { sys::cuMemUnmap(base, mapped as usize) };
+                let _ = unsafe { raw::mem_unmap(base, mapped as usize) };
             }
             if let Some(h) = self.handle.take() {
                 // SAFETY: `h` came from cuMemCreate and is no longer mapped.
-                let _ = unsafe { sys::cuMemRelease(h) };
+                let _ = unsafe { raw::mem_release(h) };
             }
             // SAFETY: the range was reserved by this reservation and is
             // unmapped.
-            let _ = unsafe { sys::cuMemAddressFree(base, size as usize) };
+            let _ = unsafe { raw::mem_address_free(base, size as usize) };
         } else if let Some(h) = self.handle.take() {
             // SAFETY: as above.
-            let _ = unsafe { sys::cuMemRelease(h) };
+            let _ = unsafe { raw::mem_release(h) };
         }
     }
 }
@@ -106,19 +107,15 @@ fn location(dev: &Device) -> sys::CUmemLocation {
 /// Reserves `[addr, addr + size)`, or any range aligned to `align` when
 /// `addr` is 0; returns where the driver put it.
 fn address_reserve(size: u64, align: u64, addr: u64) -> Result<u64, DriverError> {
-    let mut got = 0;
-    // SAFETY: the VMM symbols are present (checked by the caller); `got` is
-    // a live out-parameter; flags must be 0.
-    check("cuMemAddressReserve", unsafe {
-        sys::cuMemAddressReserve(&mut got, size as usize, align as usize, addr, 0)
-    })?;
-    Ok(got)
+    // SAFETY: the VMM symbols are present and the context is bound (checked
+    // and done by the caller).
+    Ok(unsafe { raw::mem_address_reserve(size as usize, align as usize, addr) }?)
 }
 
 fn address_free(base: u64, size: u64) {
     // SAFETY: `[base, base + size)` was reserved by `address_reserve` and
     // nothing is mapped in it.
-    let _ = unsafe { sys::cuMemAddressFree(base, size as usize) };
+    let _ = unsafe { raw::mem_address_free(base, size as usize) };
 }
 
 /// Reserves `[want, want + size)` exactly. The driver takes the address as
@@ -210,16 +207,14 @@ impl CudaRegion {
                 reserved: [0; 4],
             },
         };
-        let mut gran = 0usize;
-        // SAFETY: `prop` describes pinned memory on this device; `gran` is a
-        // live out-parameter.
-        check("cuMemGetAllocationGranularity", unsafe {
-            sys::cuMemGetAllocationGranularity(
-                &mut gran,
+        // SAFETY: the VMM symbols are present (checked above); `prop`
+        // describes pinned memory on this device.
+        let gran = unsafe {
+            raw::mem_get_allocation_granularity(
                 &prop,
                 sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
             )
-        })?;
+        }?;
         let gran = (gran as u64).max(1);
         let too_large = || {
             CudaError::Driver(DriverError::from_code(
@@ -252,28 +247,20 @@ impl CudaRegion {
         };
         undo.reserved = Some((got, size));
 
-        let mut handle = 0;
-        // SAFETY: `prop` describes pinned device memory; `size` is a multiple
-        // of its granularity; `handle` is a live out-parameter; flags must
-        // be 0.
-        check("cuMemCreate", unsafe {
-            sys::cuMemCreate(&mut handle, backed as usize, &prop, 0)
-        })?;
+        // SAFETY: `prop` describes pinned device memory; `backed` is a
+        // multiple of its granularity; the context is bound.
+        let handle = unsafe { raw::mem_create(backed as usize, &prop) }?;
         undo.handle = Some(handle);
         // SAFETY: maps the whole allocation at the start of the reserved
-        // range (`backed <= size`); offset and flags must be 0.
-        check("cuMemMap", unsafe {
-            sys::cuMemMap(got, backed as usize, 0, handle, 0)
-        })?;
+        // range (`backed <= size`), where nothing is mapped yet.
+        unsafe { raw::mem_map(got, backed as usize, handle) }?;
         undo.mapped = backed;
         let access = sys::CUmemAccessDesc {
             location: location(dev),
             flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
-        // SAFETY: the range is mapped; `access` is one live descriptor.
-        check("cuMemSetAccess", unsafe {
-            sys::cuMemSetAccess(got, backed as usize, &access, 1)
-        })?;
+        // SAFETY: the range is mapped.
+        unsafe { raw::mem_set_access(got, backed as usize, &access) }?;
         // Success: the region owns every step now.
         std::mem::forget(undo);
         Ok(CudaRegion {
@@ -290,20 +277,16 @@ impl Drop for CudaRegion {
     fn drop(&mut self) {
         let (base, size, handle) = (self.base, self.size as usize, self.handle);
         let backed = self.backed as usize;
-        // SAFETY: waits for every kernel and copy of the context, so nothing
-        // touches the range any more.
-        self.dev
-            .cleanup("cuCtxSynchronize", || unsafe { sys::cuCtxSynchronize() });
+        // SAFETY: waits for every kernel and copy of the context (bound by
+        // `cleanup`), so nothing touches the range any more.
+        self.dev.cleanup(|| unsafe { raw::ctx_synchronize() });
         // SAFETY: the range was mapped by `reserve` and is idle.
-        self.dev
-            .cleanup("cuMemUnmap", || unsafe { sys::cuMemUnmap(base, backed) });
+        self.dev.cleanup(|| unsafe { raw::mem_unmap(base, backed) });
         // SAFETY: the handle came from cuMemCreate and is unmapped now.
-        self.dev
-            .cleanup("cuMemRelease", || unsafe { sys::cuMemRelease(handle) });
+        self.dev.cleanup(|| unsafe { raw::mem_release(handle) });
         // SAFETY: the range was reserved by `reserve` and is unmapped now.
-        self.dev.cleanup("cuMemAddressFree", || unsafe {
-            sys::cuMemAddressFree(base, size)
-        });
+        self.dev
+            .cleanup(|| unsafe { raw::mem_address_free(base, size) });
     }
 }
 
@@ -330,12 +313,9 @@ impl CudaBuffer {
             NonNull::dangling()
         } else {
             dev.bind()?;
-            let mut p = std::ptr::null_mut();
-            // SAFETY: `p` is a live out-parameter; PORTABLE makes the memory
-            // pinned for every context.
-            check("cuMemHostAlloc", unsafe {
-                sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE)
-            })?;
+            // SAFETY: the context is bound; PORTABLE makes the memory pinned
+            // for every context.
+            let p = unsafe { raw::mem_host_alloc(len, sys::CU_MEMHOSTALLOC_PORTABLE) }?;
             let p =
                 NonNull::new(p.cast::<u8>()).ok_or(CudaError::Driver(DriverError::from_code(
                     "cuMemHostAlloc",
@@ -380,8 +360,7 @@ impl Drop for CudaBuffer {
             let p = self.ptr.as_ptr().cast();
             // SAFETY: `p` came from cuMemHostAlloc and no copy uses it: queues
             // hold buffers until a synchronize covered their copies.
-            self.dev
-                .cleanup("cuMemFreeHost", || unsafe { sys::cuMemFreeHost(p) });
+            self.dev.cleanup(|| unsafe { raw::mem_free_host(p) });
         }
     }
 }

@@ -8,8 +8,9 @@ use reprise_core::exec::GlobalInfo;
 use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 
 use crate::context;
-use crate::driver::{Device, LaunchLimits, check};
+use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
+use crate::raw;
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
@@ -52,11 +53,10 @@ impl Drop for Module {
         // globals and each launch given the address of one as an argument
         // (found by address among the globals handed out, which are
         // forgotten here, before the unload frees the addresses).
-        self.dev.state.remove_globals(context::module_key(self));
+        self.dev.state.remove_globals(context::module_key(&*self));
         // SAFETY: nothing queued or running uses the module (above), and
         // nothing uses the handle after this.
-        self.dev
-            .cleanup("cuModuleUnload", || unsafe { sys::cuModuleUnload(h) });
+        self.dev.cleanup(|| unsafe { raw::module_unload(h) });
     }
 }
 
@@ -116,14 +116,13 @@ impl CudaImage {
             && crate::cubin::fatbin_globals_unreadable(image))
         .then(|| unlisted_globals(image));
         dev.bind()?;
-        let mut handle = std::ptr::null_mut();
-        // SAFETY: `bytes` is a whole cubin or fat binary, or NUL-terminated
-        // PTX, and outlives the call (the driver copies what it needs);
-        // `handle` is a live out-parameter.
-        let r = unsafe { sys::cuModuleLoadData(&mut handle, bytes.as_ptr().cast::<c_void>()) };
-        if let Err(e) = check("cuModuleLoadData", r) {
-            return Err(explain_load_error(dev, image, e));
-        }
+        // SAFETY: the context is bound; `bytes` is a whole cubin or fat
+        // binary, or NUL-terminated PTX, and outlives the call (the driver
+        // copies what it needs).
+        let handle = match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
+            Ok(handle) => handle,
+            Err(f) => return Err(explain_load_error(dev, image, f.into())),
+        };
         Ok(CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
@@ -150,16 +149,17 @@ impl CudaImage {
         let dev = &self.module.dev;
         let cname = CString::new(name).map_err(|_| CudaError::BadName(name.into()))?;
         dev.bind()?;
-        let mut func = std::ptr::null_mut();
-        // SAFETY: the module is loaded; `cname` is NUL-terminated; `func` is
-        // a live out-parameter.
-        let r = unsafe { sys::cuModuleGetFunction(&mut func, self.module.handle, cname.as_ptr()) };
-        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(CudaError::KernelNotFound(name.into()));
-        }
-        check("cuModuleGetFunction", r)?;
+        // SAFETY: the context is bound; the module is loaded.
+        let func = match unsafe { raw::module_get_function(self.module.handle, &cname) } {
+            Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(CudaError::KernelNotFound(name.into()));
+            }
+            r => r?,
+        };
         let params = if dev.lib.param_info {
-            param_sizes(func)
+            // SAFETY: the library has the symbol (checked just above); `func`
+            // is a function of the loaded module.
+            unsafe { param_sizes(func) }
         } else {
             None
         };
@@ -177,16 +177,11 @@ impl CudaImage {
             return Ok(None);
         };
         self.module.dev.bind()?;
-        let (mut addr, mut size) = (0, 0);
-        // SAFETY: the module is loaded; `cname` is NUL-terminated; both
-        // out-parameters are live.
-        let r = unsafe {
-            sys::cuModuleGetGlobal_v2(&mut addr, &mut size, self.module.handle, cname.as_ptr())
+        // SAFETY: the context is bound; the module is loaded.
+        let (addr, size) = match unsafe { raw::module_get_global(self.module.handle, &cname) } {
+            Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
+            r => r?,
         };
-        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Ok(None);
-        }
-        check("cuModuleGetGlobal", r)?;
         // A copy of it keeps the module loaded until it completes.
         let size = size as u64;
         self.module.dev.state.add_global(addr, size, &self.module);
@@ -250,20 +245,23 @@ fn explain_load_error(dev: &Device, image: &[u8], e: DriverError) -> CudaError {
 /// Sizes of `func`'s parameters from `cuFuncGetParamInfo`, or `None` when
 /// the driver cannot tell (the information is optional, so a failure means
 /// "unknown").
-fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
+///
+/// # Safety
+///
+/// The library has `cuFuncGetParamInfo` (`Library::param_info`), and
+/// `func` is a function of a loaded module.
+unsafe fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
     // CUDA kernels take at most 32764 bytes of parameters.
     const MAX_PARAMS: usize = 32 * 1024;
     let mut sizes = Vec::new();
     for index in 0..MAX_PARAMS {
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: the symbol is present (checked when the library loaded);
-        // `func` is a live function; both out-parameters are live.
-        let r = unsafe { sys::cuFuncGetParamInfo(func, index, &mut offset, &mut size) };
-        match r {
-            sys::CUresult::CUDA_SUCCESS => sizes.push(size as u32),
+        // SAFETY: the symbol is present and `func` is a live function (the
+        // caller's contract).
+        match unsafe { raw::func_get_param_info(func, index) } {
+            Ok((_offset, size)) => sizes.push(size as u32),
             // One past the last parameter.
-            sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
-            _ => return None,
+            Err(f) if f.code() == sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+            Err(_) => return None,
         }
     }
     None
@@ -353,26 +351,22 @@ impl CudaKernel {
         // SAFETY: `func` is a live function of a loaded module (kept by
         // `self`); the context is bound by the caller; the attribute takes an
         // int.
-        check("cuFuncSetAttribute", unsafe {
-            sys::cuFuncSetAttribute(
+        unsafe {
+            raw::func_set_attribute(
                 self.func,
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 value,
             )
-        })?;
+        }?;
         known[at].max_dynamic = dynamic;
         Ok(())
     }
 
     /// An integer attribute of the function (negative values read as 0).
     fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<u32, DriverError> {
-        let mut v = 0;
         // SAFETY: `func` is a live function of a loaded module (kept by
-        // `self`); the context is bound by the caller; `v` is a live
-        // out-parameter.
-        check("cuFuncGetAttribute", unsafe {
-            sys::cuFuncGetAttribute(&mut v, attr, self.func)
-        })?;
+        // `self`); the context is bound by the caller.
+        let v = unsafe { raw::func_get_attribute(self.func, attr) }?;
         Ok(v.max(0) as u32)
     }
 }

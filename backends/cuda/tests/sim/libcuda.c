@@ -639,6 +639,20 @@ static void *reserve_in_pool(uintptr_t pool, size_t size, size_t align) {
 static void *reserve_anywhere(size_t size, size_t align) {
   if (align < GRANULARITY)
     align = GRANULARITY;
+  /* A driver that ignores hints places reservations by rules of its own,
+     which here differ from process to process (a slot derived from the
+     PID), so that no new process gets a recorded address back by chance:
+     mmap's randomisation alone gives two processes the same 2 GiB-aligned
+     slot about once in 500. */
+  uintptr_t slot = 0x500000000000ull + ((uintptr_t)getpid() % 4096) * 0x100000000ull;
+  slot = (slot + align - 1) & ~(uintptr_t)(align - 1);
+  void *at = mmap((void *)slot, size, PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                  -1, 0);
+  if (at == (void *)slot)
+    return at;
+  if (at != MAP_FAILED)
+    munmap(at, size);
   size_t span = size + align;
   char *p = mmap(NULL, span, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

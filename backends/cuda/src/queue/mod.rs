@@ -1,0 +1,524 @@
+//! A queue: one non-blocking CUDA stream, completion by host function.
+//!
+//! - `mod.rs` (here): [`CudaQueue`], its [`Queue`] implementation and its
+//!   `Drop`;
+//! - [`callback`]: what a synchronize enqueues on the stream, and the status
+//!   it hands back;
+//! - [`watchdog`]: wakes a waiting synchronize where completion comes from
+//!   a `cuLaunchHostFunc` host function;
+//! - [`staging`]: device-side staging of downloads.
+
+mod callback;
+mod staging;
+mod watchdog;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use cudarc::driver::sys;
+use reprise_core::completion::Completion;
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+
+use crate::args::PackedArgs;
+use crate::context::{ContextState, KeepAlive};
+use crate::device::Device;
+use crate::error::{CudaError, DriverError};
+use crate::memory::CudaBuffer;
+use crate::module::CudaKernel;
+use crate::raw;
+use crate::stream::{Event, Stream, stream_and_events};
+
+use callback::{CallbackStatus, Signal};
+use staging::Staging;
+use watchdog::Watchdog;
+
+/// The direction of a copy.
+#[derive(Clone, Copy)]
+enum Direction {
+    HostToDevice,
+    DeviceToHost,
+}
+
+/// A queue of copies and launches on one CUDA stream.
+///
+/// Work runs in submission order. [`Queue::poll_synchronize`] enqueues a
+/// host callback (`cuStreamAddCallback`, else `cuLaunchHostFunc`) that
+/// signals a [`Completion`] and waits for it, then asks the stream for
+/// errors. Host buffers, the modules of launched kernels, the modules of
+/// the globals copies read or write and the modules of the globals whose
+/// addresses are kernel arguments stay owned by the queue until a
+/// synchronize covered their work; dropping the queue waits for the stream
+/// before freeing them.
+///
+/// An error that means a kernel faulted ([`DriverError::is_kernel_fault`]),
+/// found by a synchronize, copy or launch, is a [`CudaError::KernelFault`]
+/// naming the kernels in flight in the device's context: launched on any
+/// queue of the device (of this executor or another) and not yet covered by
+/// a successful synchronize of their queue, as a fault is sticky for the
+/// whole context and any queue may be the one to find it. A queue names
+/// them once; its later errors only say the context was lost, as does an
+/// error with a fault code while no kernel is in flight.
+#[derive(Debug)]
+pub struct CudaQueue {
+    dev: Arc<Device>,
+    /// The queue's number among those sharing the context's kernels in
+    /// flight (`ContextState`).
+    id: u64,
+    /// Timing events around each launch: (start, end). Declared before the
+    /// stream: destroyed before it, after `Drop` waited for the stream and
+    /// freed what it used.
+    events: (Event, Event),
+    stream: Stream,
+    completion: Arc<Completion>,
+    /// A failed status a stream callback was given.
+    callback_status: Arc<CallbackStatus>,
+    /// Sequence number of the last operation enqueued.
+    seq: u64,
+    /// Every operation up to here is complete.
+    done_seq: u64,
+    /// The last mark handed to a host function.
+    mark: u64,
+    /// The synchronize in flight: its mark and the last operation it covers.
+    waiting: Option<(u64, u64)>,
+    /// Buffers of copies not yet known complete: (seq, ticket, buffer).
+    in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
+    /// Modules of launches (the kernel's own, and those of globals whose
+    /// addresses are arguments), and of globals copies use, not yet known
+    /// complete.
+    modules: VecDeque<(u64, KeepAlive)>,
+    done: VecDeque<(Ticket, CudaBuffer)>,
+    /// The sequence number of the last launch, whose time the events hold.
+    timed: Option<u64>,
+    last_time: Option<Duration>,
+    syncs: u64,
+    /// Polls a waiting synchronize where completion is a `cuLaunchHostFunc`
+    /// host function (started on first need).
+    watchdog: Option<Watchdog>,
+    /// Device-side staging, when on.
+    staging: Option<Staging>,
+    /// Downloads staged on the device so far.
+    staged: u64,
+}
+
+// SAFETY: the stream and events are driver handles usable from any thread
+// (the context is bound before every call), as is the staging's pointer into
+// a page-locked buffer the queue holds; the queue is used through
+// `&mut self` only, so it is never touched by two threads at once. The host
+// function never touches the queue, only the `Arc<Completion>`.
+unsafe impl Send for CudaQueue {}
+
+impl ErrorType for CudaQueue {
+    type Error = CudaError;
+}
+
+impl CudaQueue {
+    pub(crate) fn new(dev: &Arc<Device>, staging: Option<u64>) -> Result<Self, CudaError> {
+        dev.bind()?;
+        // SAFETY: bound above.
+        let (stream, [start, end]) =
+            unsafe { stream_and_events(dev, sys::CUevent_flags::CU_EVENT_DEFAULT) }?;
+        let mut queue = CudaQueue {
+            dev: dev.clone(),
+            id: ContextState::new_queue_id(),
+            events: (start, end),
+            stream,
+            completion: Arc::new(Completion::new()),
+            callback_status: Arc::new(Mutex::new(None)),
+            seq: 0,
+            done_seq: 0,
+            mark: 0,
+            waiting: None,
+            in_flight: VecDeque::new(),
+            modules: VecDeque::new(),
+            done: VecDeque::new(),
+            timed: None,
+            last_time: None,
+            syncs: 0,
+            watchdog: None,
+            staging: None,
+            staged: 0,
+        };
+        if let Some(min_bytes) = staging {
+            // SAFETY: bound above; the executor asks for staging only where
+            // the driver has what it needs (`CudaExecutor::device_staging`).
+            queue.staging = Some(unsafe { Staging::new(dev, min_bytes) }?);
+        }
+        Ok(queue)
+    }
+
+    /// How many synchronizes enqueued a host callback so far (a synchronize
+    /// with nothing new to wait for enqueues none).
+    pub fn syncs_enqueued(&self) -> u64 {
+        self.syncs
+    }
+
+    /// How many downloads went through the device-side shadow so far.
+    pub fn downloads_staged(&self) -> u64 {
+        self.staged
+    }
+
+    /// Stages a download into the shadow when staging is on and it
+    /// qualifies; `true` when it did (the copies are enqueued).
+    ///
+    /// # Safety
+    ///
+    /// The context is bound; every segment lies inside `buffer`, which the
+    /// queue keeps until a synchronize covered the download.
+    unsafe fn stage(
+        &mut self,
+        buffer: &CudaBuffer,
+        segments: &[Segment],
+    ) -> Result<bool, CudaError> {
+        let Some(st) = self.staging.as_mut() else {
+            return Ok(false);
+        };
+        // SAFETY: the caller's contract; a synchronize joins the staging
+        // before it covers anything, and `Drop` drops the staging before
+        // the buffers.
+        if !unsafe { st.stage(&self.stream, buffer, segments) }? {
+            return Ok(false);
+        }
+        self.staged += 1;
+        Ok(true)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn copy(
+        &mut self,
+        buffer: CudaBuffer,
+        segments: &[Segment],
+        dir: Direction,
+    ) -> Result<Ticket, CudaError> {
+        let len = buffer.as_ref().len();
+        for s in segments {
+            let end = s.host_offset.saturating_add(s.len);
+            if end > len {
+                return Err(CudaError::SegmentOutOfBounds { end, buffer: len });
+            }
+        }
+        self.dev.bind()?;
+        // A global the copy reads or writes keeps its module loaded until a
+        // synchronize covers the copy (the module is kept even when the copy
+        // fails partway: what was enqueued may still run).
+        let touched = self
+            .dev
+            .state
+            .modules_in(segments.iter().map(|s| (s.device, s.len)));
+        for module in touched {
+            self.modules.push_back((self.seq + 1, module));
+        }
+        // SAFETY: bound above; the segments lie inside the buffer (checked
+        // above), which goes into `in_flight` below.
+        if matches!(dir, Direction::DeviceToHost) && unsafe { self.stage(&buffer, segments) }? {
+            let seq = self.next_seq();
+            self.in_flight.push_back((seq, Ticket(seq), buffer));
+            return Ok(Ticket(seq));
+        }
+        let seq = self.next_seq();
+        let ticket = Ticket(seq);
+        let mut enqueued = 0;
+        let mut result = Ok(ticket);
+        let stream = self.stream.handle();
+        for s in segments.iter().filter(|s| s.len > 0) {
+            // SAFETY: `host_offset + len` is inside the buffer (checked above).
+            let host = unsafe { buffer.as_ptr().add(s.host_offset) };
+            let r = match dir {
+                // SAFETY: the context is bound; the host range is inside the
+                // page-locked buffer, which the queue keeps until a
+                // synchronize covered this copy; the device range is the
+                // caller's (an error if unmapped).
+                Direction::HostToDevice => unsafe {
+                    raw::memcpy_htod_async(s.device, host.cast(), s.len, stream)
+                },
+                // SAFETY: as above, and nothing reads the buffer until it is
+                // reclaimed after the synchronize.
+                Direction::DeviceToHost => unsafe {
+                    raw::memcpy_dtoh_async(host.cast(), s.device, s.len, stream)
+                },
+            };
+            if let Err(f) = r {
+                result = Err(f.into());
+                break;
+            }
+            enqueued += 1;
+        }
+        if enqueued > 0 || result.is_ok() {
+            // Copies were enqueued (or there was nothing to copy): the buffer
+            // comes back from `reclaim` once a synchronize covered them.
+            self.in_flight.push_back((seq, ticket, buffer));
+        }
+        result
+    }
+
+    /// Enqueues the host function that raises the next mark.
+    fn enqueue_signal(&mut self) -> Result<u64, CudaError> {
+        let mark = self.mark + 1;
+        self.dev.bind()?;
+        // Before a synchronize: what is still staged drains, and the stream
+        // waits for the copy stream, so the callback covers both.
+        if let Some(st) = self.staging.as_mut() {
+            st.join(&self.stream)?;
+        }
+        let signal = Signal {
+            completion: self.completion.clone(),
+            mark,
+            status: self.callback_status.clone(),
+        };
+        callback::enqueue(&self.dev, &self.stream, signal)?;
+        self.mark = mark;
+        self.syncs += 1;
+        Ok(mark)
+    }
+
+    /// Marks everything up to `covered` complete.
+    fn complete(&mut self, covered: u64) {
+        self.done_seq = covered;
+        while self.in_flight.front().is_some_and(|b| b.0 <= covered) {
+            let (_, ticket, buffer) = self.in_flight.pop_front().expect("checked");
+            self.done.push_back((ticket, buffer));
+        }
+        while self.modules.front().is_some_and(|m| m.0 <= covered) {
+            self.modules.pop_front();
+        }
+        if self.timed.is_some_and(|t| t <= covered) {
+            self.timed = None;
+            // Both events were recorded around the last launch, which has
+            // completed.
+            self.last_time = Event::elapsed(&self.events.0, &self.events.1)
+                .ok()
+                .map(|ms| Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3));
+        }
+    }
+
+    /// The stream's error, if it has one. `NOT_READY` is not one: the host
+    /// function that woke us may still be returning.
+    fn stream_error(&self) -> Result<(), DriverError> {
+        match self.stream.query() {
+            Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(()),
+            r => Ok(r?),
+        }
+    }
+
+    /// `e`, unless it is a driver error that means a kernel faulted
+    /// ([`DriverError::is_kernel_fault`]) while kernels were in flight in
+    /// the context (on any queue): then it is the fault of one of them,
+    /// named ([`CudaError::KernelFault`]). This queue names them once;
+    /// later errors, and a fault code met with no kernel in flight, say
+    /// only that the context was lost.
+    fn blame(&self, e: CudaError) -> CudaError {
+        match e {
+            CudaError::Driver(d) if d.is_kernel_fault() => match self.dev.state.suspects(self.id) {
+                Some(kernels) => CudaError::kernel_fault(kernels, d),
+                None => CudaError::Driver(d),
+            },
+            e => e,
+        }
+    }
+}
+
+impl Queue for CudaQueue {
+    type Buffer = CudaBuffer;
+    type Kernel = CudaKernel;
+
+    fn upload(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
+        let r = self.copy(buffer, segments, Direction::HostToDevice);
+        r.map_err(|e| self.blame(e))
+    }
+
+    fn download(&mut self, buffer: CudaBuffer, segments: &[Segment]) -> Result<Ticket, CudaError> {
+        let r = self.copy(buffer, segments, Direction::DeviceToHost);
+        r.map_err(|e| self.blame(e))
+    }
+
+    fn launch(&mut self, kernel: &CudaKernel, launch: &Launch<'_>) -> Result<(), CudaError> {
+        let r = self.enqueue_launch(kernel, launch);
+        r.map_err(|e| self.blame(e))
+    }
+
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+        // A synchronize that finds a fault names the kernels in flight.
+        match self.poll_sync(cx) {
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.blame(e))),
+            other => other,
+        }
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, CudaBuffer)> {
+        self.done.pop_front()
+    }
+
+    fn last_kernel_time(&self) -> Option<Duration> {
+        self.last_time
+    }
+}
+
+impl CudaQueue {
+    /// [`Queue::launch`], but for naming a faulted kernel in its error.
+    fn enqueue_launch(
+        &mut self,
+        kernel: &CudaKernel,
+        launch: &Launch<'_>,
+    ) -> Result<(), CudaError> {
+        let c = &launch.config;
+        // The driver only says CUDA_ERROR_INVALID_VALUE: say what is wrong.
+        let limits = &self.dev.limits;
+        limits.check(c.grid, c.block)?;
+        let mut args = PackedArgs::pack(&launch.args, kernel.param_sizes())?;
+        // A global whose address is an argument (a pointer the kernel may
+        // read or write through) keeps its module loaded until a
+        // synchronize covers the launch, as the kernel's own module does.
+        // Any 8-byte word of an argument may be such a pointer (one inside a
+        // struct passed by value too): a word that only looks like one keeps
+        // a module loaded a little longer, no more.
+        let touched = self.dev.state.modules_in(
+            args.layout()
+                .iter()
+                .flat_map(|&(at, len)| (at..at + len / 8 * 8).step_by(8))
+                .map(|at| {
+                    let word = args.bytes()[at..at + 8].try_into().expect("8 bytes");
+                    (u64::from_ne_bytes(word), 1)
+                }),
+        );
+        let mut params = args.pointers();
+        let params_ptr = if params.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
+        self.dev.bind()?;
+        if c.shared_mem > 0 {
+            // Checked against the opt-in limit with the kernel's static
+            // shared memory, and opted in where the kernel needs it.
+            kernel.prepare_shared(c.shared_mem, limits)?;
+        }
+        self.events.0.record(&self.stream)?;
+        // In flight from before the driver call: a fault that another queue
+        // meets while the call is under way (the kernel may already run)
+        // names it.
+        let seq = self.seq + 1;
+        self.dev.state.launched(self.id, seq, kernel.shared_name());
+        // SAFETY: the context is bound; `kernel` is a live function of a
+        // loaded module (kept loaded by the queue until the launch
+        // completes); `params` holds one pointer per argument into `args`,
+        // each to a slot at least as large as the parameter, and both live
+        // until this call returns (the driver copies the arguments).
+        let r = unsafe {
+            raw::launch_kernel(
+                kernel.func(),
+                c.grid,
+                c.block,
+                c.shared_mem,
+                self.stream.handle(),
+                params_ptr,
+            )
+        };
+        if let Err(f) = r {
+            let e = DriverError::from(f);
+            // Never launched.
+            self.dev.state.not_launched(self.id, seq);
+            return Err(e.into());
+        }
+        let launched = self.next_seq();
+        debug_assert_eq!(launched, seq);
+        self.modules
+            .push_back((seq, kernel.module().clone() as KeepAlive));
+        self.modules.extend(touched.into_iter().map(|m| (seq, m)));
+        self.timed = None;
+        self.events.1.record(&self.stream)?;
+        self.timed = Some(seq);
+        // The snapshot staged before this kernel leaves for the host while
+        // the kernel runs.
+        if let Some(st) = self.staging.as_mut() {
+            st.kernel_queued(&self.stream)?;
+        }
+        // `args` (which `params` points into) lives until here.
+        Ok(())
+    }
+
+    /// [`Queue::poll_synchronize`], but for naming a faulted kernel in its
+    /// error.
+    fn poll_sync(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+        let covers = self.waiting.map(|w| w.1);
+        if covers != Some(self.seq) {
+            if self.seq == self.done_seq {
+                // Nothing enqueued since the last synchronize.
+                return Poll::Ready(self.dev.take_deferred().map_or(Ok(()), Err));
+            }
+            match self.enqueue_signal() {
+                Ok(mark) => self.waiting = Some((mark, self.seq)),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        let (mark, covered) = self.waiting.expect("set above");
+        if self.completion.poll_reached(mark, cx).is_pending() {
+            // A failed context may never run the host function: report its
+            // error now (the buffers stay with the queue until it drops).
+            if let Err(e) = self.dev.bind().and_then(|()| self.stream_error()) {
+                self.waiting = None;
+                return Poll::Ready(Err(e.into()));
+            }
+            if !self.dev.lib.stream_callback {
+                if self.watchdog.is_none() {
+                    match Watchdog::start() {
+                        Ok(w) => self.watchdog = Some(w),
+                        Err(e) => return Poll::Ready(Err(e)),
+                    }
+                }
+                if let Some(w) = &self.watchdog {
+                    w.arm(cx.waker());
+                }
+            }
+            return Poll::Pending;
+        }
+        self.waiting = None;
+        // The stream's error first (it names the call that found it), else
+        // a failed status the callback was given; that status is taken
+        // either way, so it is reported once.
+        let callback = callback::take_error(&self.callback_status);
+        let status = self
+            .dev
+            .bind()
+            .and_then(|()| self.stream_error())
+            .and(callback);
+        if !matches!(&status, Err(e) if e.is_kernel_fault()) {
+            // The callback ran, so its kernels up to here finished, and no
+            // fault code says one of them faulted (an error that is not a
+            // fault blames none of them). After a fault, they stay in
+            // flight for every queue that meets it to name.
+            self.dev.state.covered(self.id, covered);
+        }
+        self.complete(covered);
+        match (status, self.dev.take_deferred()) {
+            (Err(e), _) => Poll::Ready(Err(e.into())),
+            (Ok(()), Some(e)) => Poll::Ready(Err(e)),
+            (Ok(()), None) => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        // Waits for every copy, launch and host function of the stream, so
+        // the buffers and modules below are idle when they drop.
+        let idle = self.dev.cleanup(|| self.stream.synchronize());
+        if idle {
+            // Its kernels ran without a fault; after one, they stay in
+            // flight for the other queues that meet it to name.
+            self.dev.state.forget_queue(self.id);
+        }
+        // Waits for the drains reading into the buffers below, then frees
+        // the staging's shadow, events and copy stream.
+        drop(self.staging.take());
+        self.in_flight.clear();
+        self.done.clear();
+        self.modules.clear();
+        // Then the events and the stream (the fields, in order): the stream
+        // is idle and not used again.
+    }
+}

@@ -1,0 +1,61 @@
+//! The thin layer over `cudarc::driver::sys`, and the only module that calls
+//! its functions: finding the library and its symbols without panicking,
+//! turning `CUresult`s into errors, and one `unsafe fn` per driver call the
+//! executor makes.
+//!
+//! cudarc's dynamic loading panics when the library or a symbol is missing,
+//! so nothing here calls a `sys` function before [`library()`] has loaded
+//! the library and checked the symbol is there. Every driver call here
+//! requires that: its caller holds a [`Device`](crate::device::Device) (made
+//! only once [`library()`] succeeded), or is opening one after
+//! [`library()`] succeeded. The symbols outside
+//! [`REQUIRED`](library::REQUIRED) are checked as well (see [`Library`]),
+//! and a function using one says so.
+//!
+//! A call that fails returns a [`Failure`]: the call and its raw code, which
+//! a caller may match (`CUDA_ERROR_NOT_FOUND`, `CUDA_ERROR_NOT_READY`, ...)
+//! before it becomes a [`DriverError`](crate::DriverError) (with `?`), as only that asks the
+//! driver for the code's name and description.
+//!
+//! - [`library`](mod@library): loading the library and checking its symbols;
+//! - [`failure`]: the errors of driver calls;
+//! - [`device`]: the driver, devices and their primary contexts;
+//! - [`memory`]: virtual memory, device and page-locked host allocations,
+//!   and copies;
+//! - [`module`]: modules and their functions;
+//! - [`stream`]: streams, events, launches and host callbacks.
+
+mod device;
+mod failure;
+mod library;
+mod memory;
+mod module;
+mod stream;
+
+pub(crate) use device::*;
+pub(crate) use failure::{Failure, check};
+pub(crate) use library::{Library, library};
+pub(crate) use memory::*;
+pub(crate) use module::*;
+pub(crate) use stream::*;
+
+#[cfg(test)]
+mod tests {
+    use cudarc::driver::sys;
+
+    use super::failure::driver_error;
+    use super::*;
+    use crate::error::CudaError;
+
+    #[test]
+    fn no_driver_is_a_typed_error() {
+        // SAFETY: only tries to load the library.
+        if unsafe { sys::is_culib_present() } {
+            return;
+        }
+        assert_eq!(library().unwrap_err(), CudaError::DriverNotFound);
+        let e = driver_error("cuInit", sys::CUresult::CUDA_ERROR_NO_DEVICE);
+        assert_eq!(e.name, "CUDA_ERROR_NO_DEVICE");
+        assert_eq!(e.call, "cuInit");
+    }
+}

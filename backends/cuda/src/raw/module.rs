@@ -1,0 +1,138 @@
+//! Driver calls on modules and their functions.
+//!
+//! Every function requires the library loaded (a `Device` held, see the
+//! [parent module](super)) and the context bound on the calling thread
+//! (`Device::bind`) where the driver needs it.
+
+use std::ffi::{CStr, c_void};
+
+use cudarc::driver::sys;
+
+use super::failure::{Failure, result};
+
+/// `cuModuleLoadData`: loads `image` into the current context.
+///
+/// # Safety
+///
+/// The library is loaded and the context is bound; `image` points to a
+/// whole cubin or fat binary, or to NUL-terminated PTX, live until this
+/// returns (the driver copies what it needs). The module is to be unloaded
+/// once with [`module_unload`].
+pub(crate) unsafe fn module_load_data(image: *const c_void) -> Result<sys::CUmodule, Failure> {
+    let mut handle = std::ptr::null_mut();
+    // SAFETY: `image` is a whole image (the caller's contract); `handle` is
+    // a live out-parameter.
+    result("cuModuleLoadData", unsafe {
+        sys::cuModuleLoadData(&mut handle, image)
+    })?;
+    Ok(handle)
+}
+
+/// `cuModuleUnload`: unloads a module.
+///
+/// # Safety
+///
+/// The library is loaded; `module` came from [`module_load_data`], nothing
+/// queued or running uses its code or globals, and neither it nor its
+/// functions are used after this.
+pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<(), Failure> {
+    // SAFETY: an idle module of the caller's, not used again (its
+    // contract).
+    result("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })
+}
+
+/// `cuModuleGetFunction`: the function `name` of `module`; the [`Failure`]
+/// is `CUDA_ERROR_NOT_FOUND` when it has none.
+///
+/// # Safety
+///
+/// The library is loaded, the context is bound and `module` is loaded.
+pub(crate) unsafe fn module_get_function(
+    module: sys::CUmodule,
+    name: &CStr,
+) -> Result<sys::CUfunction, Failure> {
+    let mut func = std::ptr::null_mut();
+    // SAFETY: the module is loaded (the caller's contract); `name` is
+    // NUL-terminated; `func` is a live out-parameter.
+    result("cuModuleGetFunction", unsafe {
+        sys::cuModuleGetFunction(&mut func, module, name.as_ptr())
+    })?;
+    Ok(func)
+}
+
+/// `cuModuleGetGlobal_v2`: the address and size of the global `name` of
+/// `module`; the [`Failure`] is `CUDA_ERROR_NOT_FOUND` when it has none.
+///
+/// # Safety
+///
+/// The library is loaded, the context is bound and `module` is loaded.
+pub(crate) unsafe fn module_get_global(
+    module: sys::CUmodule,
+    name: &CStr,
+) -> Result<(u64, usize), Failure> {
+    let (mut addr, mut size) = (0, 0);
+    // SAFETY: the module is loaded (the caller's contract); `name` is
+    // NUL-terminated; both out-parameters are live.
+    result("cuModuleGetGlobal", unsafe {
+        sys::cuModuleGetGlobal_v2(&mut addr, &mut size, module, name.as_ptr())
+    })?;
+    Ok((addr, size))
+}
+
+/// `cuFuncGetAttribute`: an integer attribute of `func`.
+///
+/// # Safety
+///
+/// The library is loaded, the context is bound, and `func` is a function
+/// of a loaded module.
+pub(crate) unsafe fn func_get_attribute(
+    func: sys::CUfunction,
+    attr: sys::CUfunction_attribute,
+) -> Result<i32, Failure> {
+    let mut v = 0;
+    // SAFETY: `func` is live (the caller's contract); `v` is a live
+    // out-parameter.
+    result("cuFuncGetAttribute", unsafe {
+        sys::cuFuncGetAttribute(&mut v, attr, func)
+    })?;
+    Ok(v)
+}
+
+/// `cuFuncSetAttribute`: sets an integer attribute of `func`.
+///
+/// # Safety
+///
+/// The library is loaded, the context is bound, and `func` is a function
+/// of a loaded module.
+pub(crate) unsafe fn func_set_attribute(
+    func: sys::CUfunction,
+    attr: sys::CUfunction_attribute,
+    value: i32,
+) -> Result<(), Failure> {
+    // SAFETY: `func` is live (the caller's contract); the attributes it
+    // sets take an int.
+    result("cuFuncSetAttribute", unsafe {
+        sys::cuFuncSetAttribute(func, attr, value)
+    })
+}
+
+/// `cuFuncGetParamInfo` (CUDA 12.4+): the offset and size of `func`'s
+/// parameter `index`; the [`Failure`] is `CUDA_ERROR_INVALID_VALUE` one
+/// past the last parameter.
+///
+/// # Safety
+///
+/// The library has `cuFuncGetParamInfo` (`Library::param_info`), and
+/// `func` is a function of a loaded module.
+pub(crate) unsafe fn func_get_param_info(
+    func: sys::CUfunction,
+    index: usize,
+) -> Result<(usize, usize), Failure> {
+    let (mut offset, mut size) = (0usize, 0usize);
+    // SAFETY: the symbol is present and `func` live (the caller's
+    // contract); both out-parameters are live.
+    result("cuFuncGetParamInfo", unsafe {
+        sys::cuFuncGetParamInfo(func, index, &mut offset, &mut size)
+    })?;
+    Ok((offset, size))
+}
