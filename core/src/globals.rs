@@ -8,10 +8,12 @@
 //!   then per global `u32 name_len (including NUL), u64 size, name bytes, NUL,
 //!   size bytes`.
 //!
-//! The encoder writes to any [`embedded_io::Write`] or into a slice and knows
-//! its exact output length up front. The decoder borrows the input and yields
+//! The encoder writes to any [`embedded_io::Write`] or into a slice and
+//! knows its exact output length up front. The decoder borrows the input and yields
 //! [`Global`]s that point into it; every malformed input is a [`DecodeError`],
 //! never a panic or an out-of-bounds read.
+//!
+//! [`embedded_io::Write`]: https://docs.rs/embedded-io/0.7/embedded_io/trait.Write.html
 //!
 //! Round trip through a stack buffer:
 //!

@@ -2,6 +2,8 @@
 //! time, so one binary builds and runs everywhere and a machine without an
 //! NVIDIA driver gets [`CudaError::DriverNotFound`] instead of a crash.
 //!
+//! [`cudarc`]: https://docs.rs/cudarc/0.19
+//!
 //! - [`CudaExecutor`] is one device (its primary context) and implements
 //!   [`reprise_core::exec::Executor`];
 //! - [`CudaRegion`]: a region reserved at an exact address through the

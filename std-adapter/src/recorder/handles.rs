@@ -10,7 +10,7 @@ use reprise_core::exec::Executor;
 /// recorder that made them, so that one recorder refuses another's.
 pub(super) static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(0);
 
-/// An image loaded by [`Recorder::load_image`]. It is only good for the
+/// An image loaded by [`Recorder::load_image`](crate::Recorder::load_image). It is only good for the
 /// recorder that loaded it: another one refuses it with
 /// [`Error::ForeignHandle`](crate::Error::ForeignHandle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub struct ImageId {
     pub(super) index: usize,
 }
 
-/// A kernel found by [`Recorder::kernel`] in a loaded image. It is only good
+/// A kernel found by [`Recorder::kernel`](crate::Recorder::kernel) in a loaded image. It is only good
 /// for the recorder that found it: another one refuses to launch it with
 /// [`Error::ForeignHandle`](crate::Error::ForeignHandle).
 pub struct Kernel<E: Executor> {

@@ -1,0 +1,254 @@
+//! The workspace's layout rules, checked on the real thing:
+//!
+//! - dependencies flow one way, core <- backends <- std adapter <- facade <-
+//!   command line: a backend depends on no reprise crate but the core and
+//!   its own FFI crate, and the core on none (`cargo tree -e normal`);
+//! - a plain `reprise` dependency compiles none of the command line's
+//!   dependencies;
+//! - within each crate, no module imports a module that imports it back
+//!   (`use crate::…` and `crate::…` paths between top-level modules).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The packages `package` depends on when built as a dependency (no dev or
+/// build dependencies), by name, itself included.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "-p",
+            package,
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The reprise crates (and FFI crates) among `deps`.
+fn ours(deps: &BTreeSet<String>) -> BTreeSet<&str> {
+    deps.iter()
+        .map(String::as_str)
+        .filter(|d| d.starts_with("reprise") || *d == "hsa-sys")
+        .collect()
+}
+
+#[test]
+fn dependencies_flow_one_way() {
+    let allowed: &[(&str, &[&str])] = &[
+        ("reprise-core", &["reprise-core"]),
+        ("hsa-sys", &["hsa-sys"]),
+        ("reprise-host", &["reprise-host", "reprise-core"]),
+        ("reprise-cuda", &["reprise-cuda", "reprise-core"]),
+        (
+            "reprise-amdgpu",
+            &["reprise-amdgpu", "reprise-core", "hsa-sys"],
+        ),
+    ];
+    for (package, may) in allowed {
+        let deps = normal_dependencies(package);
+        let extra: Vec<_> = ours(&deps)
+            .into_iter()
+            .filter(|d| !may.contains(d))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only"
+        );
+    }
+    // The std adapter sits on the backends, below the facade and the CLI.
+    let std = normal_dependencies("reprise-std");
+    for above in ["reprise", "reprise-cli", "reprise-bench"] {
+        assert!(!std.contains(above), "reprise-std depends on {above}");
+    }
+    assert!(std.contains("reprise-host") && std.contains("reprise-cuda"));
+    // The facade is below the command line and its benchmark harness.
+    let facade = normal_dependencies("reprise");
+    for above in ["reprise-cli", "reprise-bench"] {
+        assert!(!facade.contains(above), "reprise depends on {above}");
+    }
+}
+
+#[test]
+fn the_library_compiles_none_of_the_command_lines_dependencies() {
+    let deps = normal_dependencies("reprise");
+    let cli_only = [
+        "clap",
+        "indicatif",
+        "plotters",
+        "env_logger",
+        "ctrlc",
+        "serde_json",
+    ];
+    let pulled: Vec<_> = cli_only.iter().filter(|d| deps.contains(**d)).collect();
+    assert!(
+        pulled.is_empty(),
+        "a plain `reprise` dependency compiles {pulled:?}"
+    );
+    // The command line does use them (the check above would pass on a
+    // misspelled name otherwise).
+    let cli = normal_dependencies("reprise-cli");
+    for d in cli_only {
+        assert!(cli.contains(d), "reprise-cli does not depend on {d}");
+    }
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level modules named by `crate::…` paths in `text` (comments
+/// left out).
+fn crate_paths(text: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            if let Some(group) = after.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or("");
+                found.extend(inner.split(',').map(|p| ident(p.trim())));
+            } else {
+                found.insert(ident(after));
+            }
+            rest = after;
+        }
+    }
+    found.retain(|m| !m.is_empty() && m.chars().next().is_some_and(|c| c.is_lowercase()));
+    found
+}
+
+/// The import graph between the top-level modules of the crate whose
+/// sources are in `src` (the crate root, which declares and re-exports
+/// them all, left out).
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if matches!(module.as_str(), "lib" | "main") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let uses = graph.entry(module.clone()).or_default();
+        uses.extend(crate_paths(&text).into_iter().filter(|m| *m != module));
+    }
+    // Only edges to modules of this crate (not re-exports at the root).
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for uses in graph.values_mut() {
+        uses.retain(|m| modules.contains(m));
+    }
+    graph
+}
+
+/// A cycle in `graph`, if it has one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            let mut c = path[at..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    // The check itself finds a cycle where there is one.
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert!(cycle(&g).is_some());
+    assert_eq!(
+        crate_paths("use crate::{driver::X, context};\n// crate::module\nlet x = crate::queue::Y;"),
+        BTreeSet::from(["context".into(), "driver".into(), "queue".into()])
+    );
+
+    for krate in [
+        "core",
+        "std-adapter",
+        "backends/host",
+        "backends/cuda",
+        "backends/hsa-sys",
+        "backends/amdgpu",
+        "cli",
+        "benches",
+        ".",
+    ] {
+        let src = root().join(krate).join("src");
+        let graph = module_graph(&src);
+        if let Some(c) = cycle(&graph) {
+            panic!(
+                "{}: modules import each other: {}",
+                src.display(),
+                c.join(" -> ")
+            );
+        }
+    }
+}
