@@ -30,12 +30,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod allocator;
+mod kernels;
+
+pub use allocator::{AllocResult, allocator};
+pub use kernels::{BuiltinKernel, SAXPY_PTX, bench_kernel, demo_kernel};
+
 use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
 use reprise::{
     Args, BackendKind, Capture, Error, LaunchConfig, Mode, RecordConfig, Recorder, Result,
     WriterKind,
 };
-use reprise_core::region::BumpRegion;
 
 /// The sizes measured: 64 KiB, 1 MiB, 16 MiB, 256 MiB.
 pub const SIZES: [u64; 4] = [64 << 10, 1 << 20, 16 << 20, 256 << 20];
@@ -139,128 +144,9 @@ impl SizeResult {
     }
 }
 
-/// Allocation rates of the recording allocator against a `Mutex`-guarded
-/// bump pointer, in allocations per second. The shared pointer is one
-/// compare-and-swap per allocation; per-thread chunks touch it once per
-/// 64 KiB.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AllocResult {
-    /// Lock-free, one thread.
-    pub lock_free_1: f64,
-    /// Lock-free, two threads (total).
-    pub lock_free_2: f64,
-    /// Per-thread chunks ([`reprise_core::region::LocalBump`]), one thread.
-    pub local_1: f64,
-    /// Per-thread chunks, two threads (total).
-    pub local_2: f64,
-    /// Mutex, one thread.
-    pub mutex_1: f64,
-    /// Mutex, two threads (total).
-    pub mutex_2: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-/// A built-in kernel: its image and name, its arguments given two device
-/// addresses and a count (what each means is the kernel's: see
-/// [`demo_kernel`] and [`bench_kernel`]), and its geometry given the count.
-#[derive(Debug, Clone, Copy)]
-pub struct BuiltinKernel {
-    /// The image.
-    pub image: &'static [u8],
-    /// The kernel's name.
-    pub name: &'static str,
-    /// Its arguments.
-    pub args: fn(u64, u64, u64) -> Args,
-    /// Its geometry.
-    pub geometry: fn(u64) -> LaunchConfig,
-}
-
-/// One block of one thread: what host kernels are launched with (the host
-/// executor passes no geometry to a kernel).
-const SERIAL: LaunchConfig = LaunchConfig {
-    grid: [1, 1, 1],
-    block: [1, 1, 1],
-    shared_mem: 0,
-};
-
-/// The kernel `reprise demo` records on an executor of `kind`, or `None`
-/// when it has none: arguments `(input, output, n)` for `n` floats in and
-/// out, geometry for `n`. On the host `demo_stencil` of [`reprise::DEMO_IMAGE`]
-/// (a stencil that reads a device global); on CUDA `saxpy` with `a` = 2
-/// (`output = 2 * input + output`), 256 threads a block.
-pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
-    match kind {
-        BackendKind::Host => Some(BuiltinKernel {
-            image: reprise::DEMO_IMAGE,
-            name: "demo_stencil",
-            args: |input, output, n| Args::new().ptr(input).ptr(output).scalar(n),
-            geometry: |_| SERIAL,
-        }),
-        BackendKind::Cuda => Some(BuiltinKernel {
-            image: SAXPY_PTX,
-            name: "saxpy",
-            args: |input, output, n| Args::new().f32(2.0).ptr(input).ptr(output).i32(n as i32),
-            geometry: |n| LaunchConfig {
-                grid: [(n as u32).div_ceil(256), 1, 1],
-                block: [256, 1, 1],
-                shared_mem: 0,
-            },
-        }),
-        _ => None,
-    }
-}
-
-/// The kernel `reprise bench` launches on an executor of `kind`, or `None`
-/// when it has none: arguments `(counter, data, data_len)` given the address
-/// of an 8-byte counter in the region and of the data that fills the rest
-/// of it (0, 0 when there is none), geometry for `data_len`. On the host
-/// `demo_touch(long *counter)` of [`reprise::DEMO_IMAGE`]; on CUDA a saxpy
-/// over the whole region, so the kernel reads and writes the memory the
-/// snapshots copy.
-pub fn bench_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
-    match kind {
-        BackendKind::Host => Some(BuiltinKernel {
-            image: reprise::DEMO_IMAGE,
-            name: "demo_touch",
-            args: |counter, _, _| Args::new().ptr(counter),
-            geometry: |_| SERIAL,
-        }),
-        BackendKind::Cuda => Some(BuiltinKernel {
-            image: SAXPY_PTX,
-            name: "saxpy",
-            args: |counter, data, data_len| {
-                let n = saxpy_elements(data_len);
-                let (x, y) = if data_len >= 8 {
-                    (data, data + 4 * n)
-                } else {
-                    (counter, counter)
-                };
-                Args::new().f32(1.0).ptr(x).ptr(y).i32(n as i32)
-            },
-            geometry: |data_len| LaunchConfig {
-                grid: [saxpy_elements(data_len).div_ceil(256) as u32, 1, 1],
-                block: [256, 1, 1],
-                shared_mem: 0,
-            },
-        }),
-        _ => None,
-    }
-}
-
-/// The PTX of the CUDA benchmark's (and demo's) kernel: `saxpy(float a,
-/// float *x, float *y, int n)` from the CUDA executor's fixtures, compiled
-/// for sm_52 so that every GPU from Maxwell on can run it.
-pub const SAXPY_PTX: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.sm_52.ptx");
-
-/// Elements of the CUDA benchmark's `saxpy` over `data_len` bytes: `x` is
-/// the first half of the data, `y` the second (at least one element, on the
-/// counter, when there is no data).
-fn saxpy_elements(data_len: u64) -> u64 {
-    (data_len / 8).clamp(1, i32::MAX as u64)
 }
 
 /// Measures the memcpy bandwidth of a snapshot's copies with nothing else
@@ -645,82 +531,6 @@ impl ExecutorJob for BenchJob<'_> {
             feature: "a built-in benchmark kernel",
         })?;
         run(&executors, &kernel, self.config, self.progress)
-    }
-}
-
-/// Allocations per second of `threads` threads sharing one allocator; each
-/// thread makes its allocating closure with `make`.
-fn alloc_rate<'a>(
-    threads: usize,
-    per_thread: u64,
-    make: &(dyn Fn() -> Box<dyn FnMut() + 'a> + Sync),
-) -> f64 {
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut alloc = make();
-                for _ in 0..per_thread {
-                    alloc();
-                }
-            });
-        }
-    });
-    (threads as u64 * per_thread) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Which allocator [`allocator`] measures.
-#[derive(Clone, Copy)]
-enum AllocKind {
-    Shared,
-    Local,
-    Mutex,
-}
-
-/// The recording allocator (the shared lock-free bump pointer, and
-/// per-thread chunks) against a `Mutex`-guarded bump pointer, one and two
-/// threads, 24-byte allocations, medians of five runs.
-pub fn allocator(per_thread: u64) -> AllocResult {
-    let rate = |threads: usize, kind: AllocKind| {
-        median(
-            (0..5)
-                .map(|_| {
-                    let cap = per_thread * threads as u64 * 64;
-                    let region = BumpRegion::new(0x1000, cap);
-                    let next = std::sync::Mutex::new(0u64);
-                    let (region, next) = (&region, &next);
-                    alloc_rate(threads, per_thread, &move || -> Box<dyn FnMut() + '_> {
-                        match kind {
-                            AllocKind::Shared => Box::new(move || {
-                                std::hint::black_box(region.alloc(24, 8).ok());
-                            }),
-                            AllocKind::Local => {
-                                let mut local = region.local(64 << 10);
-                                Box::new(move || {
-                                    std::hint::black_box(local.alloc(24, 8).ok());
-                                })
-                            }
-                            AllocKind::Mutex => Box::new(move || {
-                                let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                                let at = *n;
-                                if at + 32 <= cap {
-                                    *n = at + 32;
-                                }
-                                std::hint::black_box(at);
-                            }),
-                        }
-                    })
-                })
-                .collect(),
-        )
-    };
-    AllocResult {
-        lock_free_1: rate(1, AllocKind::Shared),
-        lock_free_2: rate(2, AllocKind::Shared),
-        local_1: rate(1, AllocKind::Local),
-        local_2: rate(2, AllocKind::Local),
-        mutex_1: rate(1, AllocKind::Mutex),
-        mutex_2: rate(2, AllocKind::Mutex),
     }
 }
 
