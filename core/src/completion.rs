@@ -20,7 +20,11 @@
 //! ```
 
 use core::future::{Future, poll_fn};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
+
+// 64-bit atomics: native where the target has them (the lock-free fast
+// path), emulated on 32-bit microcontrollers that lack them.
+use portable_atomic::AtomicU64;
 use core::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
@@ -108,8 +112,10 @@ mod spin_waker {
     //! data pointer (always null) and touches only a `static` counter, which
     //! satisfies the `RawWaker` contract for any number of clones on any
     //! thread for any lifetime.
-    use core::sync::atomic::{AtomicU64, Ordering};
+    use core::sync::atomic::Ordering;
     use core::task::{RawWaker, RawWakerVTable, Waker};
+
+    use portable_atomic::AtomicU64;
 
     static WAKES: AtomicU64 = AtomicU64::new(0);
 

@@ -11,7 +11,11 @@
 //! when it runs out.
 
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
+
+// 64-bit atomics: native where the target has them (the lock-free fast
+// path), emulated on 32-bit microcontrollers that lack them.
+use portable_atomic::AtomicU64;
 
 /// Every allocation is rounded up to a multiple of this many bytes and aligned
 /// to at least this boundary (LLVM's `ALIGN`).
