@@ -119,6 +119,19 @@ impl ExecutorJob for DemoJob<'_> {
     }
 }
 
+/// An empty vector with room for `bytes`: an error, not an abort, when the
+/// system will not give that much.
+fn host_buffer(bytes: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes).map_err(|_| {
+        CliError::Command(format!(
+            "the demo's input of {} cannot be allocated: not enough memory (try a smaller --size)",
+            human_bytes(bytes as u64)
+        ))
+    })?;
+    Ok(v)
+}
+
 fn demo<E: AnyExecutor>(
     exec: E,
     spec: ExecutorSpec,
@@ -146,11 +159,13 @@ fn demo<E: AnyExecutor>(
     let mut rec = Recorder::new(exec, backend, device, config)?;
     let input = rec.alloc(bytes as u64, 256)?;
     let output = rec.alloc(bytes as u64, 256)?;
-    let data: Vec<u8> = (0..n)
-        .flat_map(|i| ((i as f32 * 0.01).sin() * 100.0).to_le_bytes())
-        .collect();
+    let mut data = host_buffer(bytes)?;
+    data.extend((0..n).flat_map(|i| ((i as f32 * 0.01).sin() * 100.0).to_le_bytes()));
     rec.upload(input, &data)?;
-    rec.upload(output, &vec![0u8; bytes])?;
+    data.clear();
+    data.resize(bytes, 0);
+    rec.upload(output, &data)?;
+    drop(data);
     let image = rec.load_image(k.image)?;
     let kernel = rec.kernel(image, k.name)?;
     let geometry = (k.geometry)(n as u64);

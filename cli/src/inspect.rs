@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use reprise_std::capture::{FileState, IMAGE_LIMIT, read_bounded};
 use reprise_std::list::{ChecksumStatus, Description, describe};
 use serde_json::json;
 
@@ -40,10 +41,9 @@ fn checksum_text(c: ChecksumStatus) -> String {
 }
 
 /// What GPU code the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`),
-/// for CUDA images; read only when the image is of a sane size.
+/// for CUDA images.
 fn gpu_targets(d: &Description) -> Vec<String> {
     use reprise::core::image::{EM_CUDA, ImageKind};
-    const MAX_IMAGE: u64 = 1 << 30;
     let cuda = matches!(
         d.image_kind,
         Some(
@@ -55,18 +55,26 @@ fn gpu_targets(d: &Description) -> Vec<String> {
                 }
         )
     );
-    let small = std::fs::metadata(&d.paths.image).is_ok_and(|m| m.len() <= MAX_IMAGE);
-    if !cuda || !small {
+    if !cuda {
         return Vec::new();
     }
-    std::fs::read(&d.paths.image)
-        .map(|image| {
-            reprise_cuda::targets::targets(&image)
-                .iter()
-                .map(ToString::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {
+        Ok(Some(image)) => reprise_cuda::targets::targets(&image)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A file's length for people, or what is there instead.
+fn state_text(state: &FileState) -> String {
+    match state {
+        FileState::Regular(n) => human_bytes(*n),
+        FileState::Missing => "MISSING".into(),
+        FileState::Special(kind) => kind.trim_start_matches("a ").to_uppercase(),
+        FileState::Unreadable(_) => "UNREADABLE".into(),
+    }
 }
 
 fn backend_text(d: &Description) -> String {
@@ -95,7 +103,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             )
         })
         .collect();
-    let problems = d.problems();
+    let problems = d.problems_named(FLAGS);
     let notes = d.notes_named(FLAGS);
     if a.json {
         let files: Vec<_> = d
@@ -105,7 +113,13 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 json!({
                     "role": f.role,
                     "path": f.path,
-                    "bytes": f.len,
+                    "bytes": f.state.regular_len(),
+                    "kind": match &f.state {
+                        FileState::Regular(_) => "file",
+                        FileState::Missing => "missing",
+                        FileState::Special(k) => k,
+                        FileState::Unreadable(_) => "unreadable",
+                    },
                     "checksum": match f.checksum {
                         ChecksumStatus::NotRecorded => "none",
                         ChecksumStatus::NotChecked => "unchecked",
@@ -248,7 +262,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
         out!(
             "  {:<14} {:<10} {}  {}",
             f.role,
-            f.len.map(human_bytes).unwrap_or_else(|| "MISSING".into()),
+            state_text(&f.state),
             checksum_text(f.checksum),
             f.path.display()
         );

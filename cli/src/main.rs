@@ -9,6 +9,7 @@ mod bench;
 mod demo;
 mod error;
 mod inspect;
+mod isolate;
 mod list;
 mod replay;
 

@@ -9,6 +9,7 @@ use reprise::{BackendKind, Capture, OpenOptions, Verification};
 
 use crate::backend::BackendArg;
 use crate::error::Result;
+use crate::isolate;
 use crate::ui::{LazyProgress, human_bytes, human_time};
 
 /// Replay a recorded kernel launch.
@@ -18,6 +19,10 @@ use crate::ui::{LazyProgress, human_bytes, human_time};
 /// and optionally compares the output with the recorded one. The option
 /// names are those of LLVM's kernel replay tool; both `--opt=N` and
 /// `--opt N` work.
+///
+/// On the host executor the image is loaded and run in a child process, so
+/// that an image that crashes while it is loaded (a corrupted capture) is an
+/// error naming it, not the end of reprise.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The capture's descriptor (`NAME.json`); its other files are found
@@ -57,6 +62,9 @@ pub struct ReplayArgs {
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
+    if isolate::wanted(&a.file, a.backend.kind()) {
+        return isolate::replay_in_child(&a.file);
+    }
     let capture = Capture::open_with(
         &a.file,
         OpenOptions {

@@ -282,7 +282,10 @@ fn current(dir: &Path) -> Fixture {
 }
 
 /// Sets (or, with `null`, removes) top-level keys of a descriptor, as a
-/// person editing it would.
+/// person editing it would. A descriptor turned into reprise's format gets
+/// the image's checksum too, as reprise's writer always records checksums
+/// (a reprise descriptor without them is refused), unless the edit says
+/// what `Checksums` is.
 fn set_keys(descriptor: &Path, keys: serde_json::Value) {
     let mut v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(descriptor).unwrap()).unwrap();
@@ -293,6 +296,14 @@ fn set_keys(descriptor: &Path, keys: serde_json::Value) {
         } else {
             map.insert(k.clone(), x.clone());
         }
+    }
+    if map.contains_key("RepriseFormat") && !map.contains_key("Checksums") {
+        let image = std::fs::read(sibling(descriptor, "image")).unwrap();
+        let sum = reprise_std::capture::checksum(&image);
+        map.insert(
+            "Checksums".into(),
+            json!({ "image": format!("{sum:016x}") }),
+        );
     }
     std::fs::write(descriptor, serde_json::to_vec(&v).unwrap()).unwrap();
 }

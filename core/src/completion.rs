@@ -24,8 +24,8 @@ use core::sync::atomic::Ordering;
 
 // 64-bit atomics: native where the target has them (the lock-free fast
 // path), emulated on 32-bit microcontrollers that lack them.
-use portable_atomic::AtomicU64;
 use core::task::{Context, Poll};
+use portable_atomic::AtomicU64;
 
 use atomic_waker::AtomicWaker;
 

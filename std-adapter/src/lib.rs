@@ -19,7 +19,9 @@ pub mod store;
 
 pub use capture::{Capture, CapturePaths, OpenOptions};
 pub use config::{RecordConfig, WriterKind};
-pub use error::{BoxError, CopyKind, Error, Handle, Names, Result, Setting, UnknownGeometry};
+pub use error::{
+    BoxError, ChecksumMapProblem, CopyKind, Error, Handle, Names, Result, Setting, UnknownGeometry,
+};
 pub use exec::block_on;
 pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};
 pub use replayer::{Outcome, ReplayOptions, Verification, replay_on};

@@ -199,14 +199,10 @@ where
     let name = record.name.as_str();
     let config =
         launch_config(record, options).map_err(|e| e.in_file(&capture.paths.descriptor))?;
-    if options.verify && capture.output.is_none() {
-        let why = if record.checksums.output.is_some() {
-            "cannot verify: the recorded output file is missing, though the descriptor records \
-             its checksum (the capture is incomplete, or the file was removed)"
-        } else {
-            "cannot verify: the capture has no recorded output (it was recorded without saving output)"
-        };
-        return Err(Error::capture(&capture.paths.output, why));
+    if options.verify
+        && let Some(e) = capture.output_problem()
+    {
+        return Err(e);
     }
     let base = capture.region_base()?;
     let len = usize::try_from(capture.snapshot_len()).map_err(|_| {

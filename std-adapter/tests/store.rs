@@ -73,7 +73,7 @@ fn an_interrupted_recording_is_never_a_whole_capture() {
     std::fs::remove_file(&descriptor).unwrap();
     let err = Capture::open(&descriptor).unwrap_err();
     assert!(err.to_string().contains("open failed"), "{err}");
-    let entries = scan(dir.path()).unwrap();
+    let entries = scan(dir.path(), true).unwrap();
     assert!(entries.iter().all(|e| matches!(e, Entry::Orphan { .. })));
     assert_eq!(
         entries.len(),

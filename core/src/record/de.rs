@@ -9,12 +9,16 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    BackendKind, Checksums, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA, MAX_ARGS,
-    MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
+    BackendKind, Checksums, EntryName, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA,
+    MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
 };
 
 /// [`KernelRecord::from_json`]: parses a descriptor of any generation.
 pub(super) fn from_json(json: &[u8]) -> Result<KernelRecord, RecordError> {
+    // The parser recurses once per level of nesting (unknown keys are
+    // skipped by descending into them): bound the depth before parsing, so
+    // that no input can run it out of stack.
+    check_depth(json)?;
     let key = Cell::new(None);
     let mut raw = Raw::default();
     let mut unescape = [0u8; MAX_NAME_LEN * 2];
@@ -40,6 +44,39 @@ pub(super) fn from_json(json: &[u8]) -> Result<KernelRecord, RecordError> {
         return Err(RecordError::NotADescriptor { error: None });
     }
     raw.into_record()
+}
+
+/// [`RecordError::TooDeep`] when arrays and objects in `json` nest deeper
+/// than [`MAX_DEPTH`] (counted outside strings; what is not JSON is left to
+/// the parser).
+fn check_depth(json: &[u8]) -> Result<(), RecordError> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (at, &b) in json.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(RecordError::TooDeep {
+                        offset: at,
+                        max: MAX_DEPTH,
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A JSON string kept up to `N` bytes, with its true length.
@@ -163,6 +200,7 @@ struct RawChecksums {
     output: Option<u64>,
     globals: Option<u64>,
     image: Option<u64>,
+    unknown: Option<EntryName>,
     bad: bool,
 }
 
@@ -182,7 +220,8 @@ impl<'de> Deserialize<'de> for RawChecksums {
                         "output" => &mut out.output,
                         "globals" => &mut out.globals,
                         "image" => &mut out.image,
-                        _ => {
+                        other => {
+                            out.unknown.get_or_insert(EntryName::new(other));
                             map.next_value::<IgnoredAny>()?;
                             continue;
                         }
@@ -519,6 +558,7 @@ impl Raw {
                 output: c.output,
                 globals: c.globals,
                 image: c.image,
+                unknown: c.unknown,
             },
         };
         Ok(KernelRecord {

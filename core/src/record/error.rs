@@ -35,6 +35,14 @@ pub enum RecordError {
         /// What the JSON parser reported, if it failed.
         error: Option<serde_json_core::de::Error>,
     },
+    /// Arrays and objects nest deeper than a descriptor's ever do (32
+    /// levels): refused before parsing, which would recurse that deep.
+    TooDeep {
+        /// Offset of the bracket one level too deep.
+        offset: usize,
+        /// The deepest nesting accepted.
+        max: usize,
+    },
     /// The descriptor is malformed JSON; `key` is the key whose value was
     /// being read, if any.
     Json {
@@ -188,6 +196,11 @@ impl fmt::Display for RecordError {
                 write!(f, "invalid descriptor JSON in key \"{k}\": {error}")
             }
             RecordError::Json { key: None, error } => write!(f, "invalid descriptor JSON: {error}"),
+            RecordError::TooDeep { offset, max } => write!(
+                f,
+                "arrays and objects nest more than {max} levels deep (at byte {offset}): \
+                 no descriptor does"
+            ),
             RecordError::NotADescriptor { error } => {
                 f.write_str(
                     "not a capture descriptor: expected a JSON object with the keys Name, NumArgs, \

@@ -76,6 +76,10 @@ pub const MAX_ARG_DATA: usize = 4096;
 pub const FORMAT_VERSION: u32 = 1;
 /// A buffer of this size holds any record this crate writes.
 pub const MAX_JSON_LEN: usize = 32 * 1024;
+/// How deep arrays and objects may nest in a descriptor: its own values
+/// nest three deep (the object, `Checksums`, a value's array); unknown keys
+/// (which are skipped) may nest deeper, up to this many levels in all.
+pub const MAX_DEPTH: usize = 32;
 /// Largest region (`VAllocSize`) a descriptor may declare: 128 TiB, the
 /// whole user half of x86-64's 48-bit address space, which is also as much
 /// as CUDA's unified address space (shared with the host) can hold. LLVM
@@ -188,14 +192,60 @@ pub struct Checksums {
     pub globals: Option<u64>,
     /// The device image.
     pub image: Option<u64>,
+    /// The first entry of the descriptor's `Checksums` map that names no
+    /// file of a capture (`"3input"`, say): a mangled map, whose checksum
+    /// for some file is then missing. Never written.
+    pub unknown: Option<EntryName>,
 }
 
 impl Checksums {
-    fn is_empty(&self) -> bool {
+    /// Whether no file's checksum is known.
+    pub fn is_empty(&self) -> bool {
         self.input.is_none()
             && self.output.is_none()
             && self.globals.is_none()
             && self.image.is_none()
+    }
+}
+
+/// A short name as a descriptor wrote it (at most 16 bytes of it are kept).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EntryName {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl EntryName {
+    /// The first 16 bytes of `name` (cut at a character boundary).
+    pub fn new(name: &str) -> Self {
+        let mut len = name.len().min(16);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        EntryName {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Built from a `&str` cut at a character boundary.
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for EntryName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for EntryName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -605,3 +605,43 @@ fn non_descriptors_say_what_was_expected() {
         })
     ));
 }
+
+#[test]
+fn nesting_deeper_than_any_descriptor_is_refused_before_parsing() {
+    const GOOD: &str = r#""ArgOffsets":[],"ArgPtrs":[],"DeviceMemorySize":0,"Name":"k","NumArgs":0,"NumTeamsClause":1,"ThreadLimitClause":1"#;
+    let nested = |depth: usize, inside: &str| {
+        let mut s = std::string::String::from("{");
+        s.push_str(GOOD);
+        s.push_str(",\"X\":");
+        s.push_str(&"[".repeat(depth));
+        s.push_str(inside);
+        s.push_str(&"]".repeat(depth));
+        s.push('}');
+        s
+    };
+    // 150,000 levels (300 KB, under the 1 MiB descriptor limit) used to run
+    // the parser out of stack.
+    let deep = nested(150_000, "");
+    assert_eq!(
+        KernelRecord::from_json(deep.as_bytes()),
+        Err(RecordError::TooDeep {
+            offset: GOOD.len() + 5 + MAX_DEPTH,
+            max: MAX_DEPTH
+        })
+    );
+    // The object is one level: an unknown key may nest 31 more.
+    assert!(KernelRecord::from_json(nested(MAX_DEPTH - 1, "1").as_bytes()).is_ok());
+    assert!(matches!(
+        KernelRecord::from_json(nested(MAX_DEPTH, "1").as_bytes()),
+        Err(RecordError::TooDeep { .. })
+    ));
+    // Brackets in strings (escaped quotes included) are not nesting.
+    let brackets = std::format!(
+        r#"{{{GOOD},"X":"{}\"{}"}}"#,
+        "[".repeat(100),
+        "{".repeat(100)
+    );
+    assert!(KernelRecord::from_json(brackets.as_bytes()).is_ok());
+    let shown = std::format!("{}", KernelRecord::from_json(deep.as_bytes()).unwrap_err());
+    assert!(shown.contains("more than 32 levels deep"), "{shown}");
+}

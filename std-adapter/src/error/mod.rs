@@ -38,6 +38,17 @@ impl fmt::Display for CopyKind {
     }
 }
 
+/// What is wrong with a descriptor's `Checksums` map ([`Error::ChecksumMap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumMapProblem {
+    /// A descriptor of reprise's format has no checksum at all (the key is
+    /// missing or mangled, or the map is empty).
+    Missing,
+    /// The map names something that is no file of a capture (a mangled
+    /// entry: the file it meant goes unchecked).
+    UnknownEntry(reprise_core::record::EntryName),
+}
+
 /// What a [`Error::ForeignHandle`] was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handle {
@@ -82,6 +93,15 @@ pub enum Error {
         /// Whether the descriptor records the file's checksum (then the
         /// capture is incomplete, rather than older than globals files).
         checksummed: bool,
+    },
+    /// A reprise descriptor's `Checksums` map is damaged, so files would go
+    /// unchecked without anyone knowing ([`Setting::VerifyChecksums`] off
+    /// replays it anyway).
+    ChecksumMap {
+        /// The descriptor.
+        path: PathBuf,
+        /// What is wrong.
+        problem: ChecksumMapProblem,
     },
     /// A capture file is inconsistent with its descriptor or siblings.
     Capture {
@@ -342,6 +362,24 @@ impl Error {
                          saved replays only when missing globals are allowed ({allow})",
                         path.display()
                     )
+                }
+            }
+            Error::ChecksumMap { path, problem } => {
+                let off = (names.given)(Setting::VerifyChecksums);
+                match problem {
+                    ChecksumMapProblem::Missing => write!(
+                        f,
+                        "{}: the descriptor is in reprise's format but records no checksums (its \
+                         Checksums key is missing or mangled), so none of its files can be \
+                         checked; replay it unchecked with {off}",
+                        path.display()
+                    ),
+                    ChecksumMapProblem::UnknownEntry(name) => write!(
+                        f,
+                        "{}: Checksums names \"{name}\", which is no file of a capture (a mangled \
+                         entry: the file it meant goes unchecked); replay it unchecked with {off}",
+                        path.display()
+                    ),
                 }
             }
             Error::Capture { path, problem } => write!(f, "{}: {problem}", path.display()),

@@ -30,6 +30,14 @@ impl Setting {
     }
 }
 
+/// A setting as the library gives it: checking checksums is turned off.
+fn library_given(s: Setting) -> &'static str {
+    match s {
+        Setting::VerifyChecksums => "OpenOptions::verify_checksums = false",
+        other => other.library_name(),
+    }
+}
+
 /// How messages name [`Setting`]s: the library's own names
 /// ([`Names::LIBRARY`]), or a front end's (a command line's flags).
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +57,7 @@ impl Names {
     pub const LIBRARY: Names = Names {
         verb: "set",
         name: Setting::library_name,
-        given: Setting::library_name,
+        given: library_given,
     };
 }
 

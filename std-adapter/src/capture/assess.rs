@@ -1,0 +1,482 @@
+//! Whether a capture is whole: the one check that `replay` (through
+//! [`crate::Capture::open`]), `inspect` and `list` share, so that none of
+//! them calls complete what another refuses.
+//!
+//! [`assess`] looks at every file of a capture without running anything:
+//! what is at each path (a missing file, a FIFO or a directory where a
+//! regular file must be), lengths against the descriptor and each other,
+//! the image's kind against the descriptor's `Backend`, the globals file's
+//! structure, the descriptor's checksum map, and (when asked) the files'
+//! checksums. Each thing wrong is a [`Finding`]: an [`Error`] that says it,
+//! and what it stops.
+
+use std::path::{Path, PathBuf};
+
+use reprise_core::globals;
+use reprise_core::image::{self, ImageKind};
+use reprise_core::record::{Generation, KernelRecord};
+
+use super::files::{
+    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, file_checksum, not_regular,
+    open_regular, read_bounded,
+};
+use super::{CapturePaths, OpenOptions, globals_layout};
+use crate::error::{ChecksumMapProblem, Error, Setting};
+
+/// The state of one file's checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumStatus {
+    /// The descriptor carries none for this file.
+    NotRecorded,
+    /// Recorded but not checked (checking was not asked for).
+    NotChecked,
+    /// Checked and equal.
+    Verified,
+    /// Checked and different.
+    Mismatch {
+        /// What the descriptor says.
+        recorded: u64,
+        /// What the file hashes to.
+        actual: u64,
+    },
+}
+
+/// Which checksums [`assess`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hashing {
+    /// None.
+    None,
+    /// Those of the files it reads anyway, the image and the globals (the
+    /// snapshots, which can be large, are checked where they are read).
+    SmallFiles,
+    /// All of them (every file is read once).
+    All,
+}
+
+/// What a [`Finding`] stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocks {
+    /// Replaying at all.
+    Replay,
+    /// Replaying, unless the setting says to go on (allow missing globals,
+    /// skip checksums).
+    ReplayUnless(Setting),
+    /// Verifying a replay's output (replaying without verification works).
+    Verification,
+}
+
+/// One thing wrong with a capture.
+#[derive(Debug)]
+pub struct Finding {
+    /// What is wrong, naming the file.
+    pub error: Error,
+    /// Whether it leaves the capture incomplete or inconsistent (`inspect`
+    /// and `list` report it as a problem and exit 1), rather than only
+    /// needing a setting or not verifiable (a note).
+    pub incomplete: bool,
+    /// What it stops.
+    pub blocks: Blocks,
+}
+
+/// One file of a capture, as found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReport {
+    /// Its role: `descriptor`, `input`, `output`, `globals`, `image`,
+    /// `replay output`.
+    pub role: &'static str,
+    /// Its path.
+    pub path: PathBuf,
+    /// What is there.
+    pub state: FileState,
+    /// Its checksum's state.
+    pub checksum: ChecksumStatus,
+}
+
+/// Everything [`assess`] found.
+#[derive(Debug)]
+pub struct Assessment {
+    /// Each file: the descriptor, the snapshots, the globals, the image, a
+    /// replay's saved output (the optional ones only when there).
+    pub files: Vec<FileReport>,
+    /// What the image is, when it could be read.
+    pub image_kind: Option<ImageKind>,
+    /// The image's bytes, when it could be read (at most
+    /// [`IMAGE_LIMIT`](super::files::IMAGE_LIMIT)).
+    pub image: Option<Vec<u8>>,
+    /// The globals file's bytes, when it is there and well formed.
+    pub globals: Option<Vec<u8>>,
+    /// What is wrong, most serious first within each file.
+    pub findings: Vec<Finding>,
+}
+
+impl Assessment {
+    /// The state of the file with `role`.
+    pub fn state(&self, role: &str) -> FileState {
+        self.files
+            .iter()
+            .find(|f| f.role == role)
+            .map_or(FileState::Missing, |f| f.state.clone())
+    }
+
+    /// The first finding that stops a replay opened with `options`, taken
+    /// out, as the error to report.
+    pub fn take_replay_blocker(&mut self, options: OpenOptions) -> Option<Error> {
+        let at = self.findings.iter().position(|f| match f.blocks {
+            Blocks::Replay => true,
+            Blocks::ReplayUnless(Setting::AllowMissingGlobals) => !options.allow_missing_globals,
+            Blocks::ReplayUnless(Setting::VerifyChecksums) => options.verify_checksums,
+            Blocks::ReplayUnless(_) => true,
+            Blocks::Verification => false,
+        })?;
+        Some(self.findings.remove(at).error)
+    }
+}
+
+/// Why the recorded output cannot be verified against, if it cannot: the
+/// one answer `replay --verify` and `inspect` give.
+pub fn output_problem(
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    output: &FileState,
+) -> Option<Finding> {
+    if output.exists() {
+        return None;
+    }
+    let checksummed = record.checksums.output.is_some();
+    let why = if checksummed {
+        "cannot verify: the recorded output file is missing, though the descriptor records \
+         its checksum (the capture is incomplete, or the file was removed)"
+    } else {
+        "cannot verify: the capture has no recorded output (it was recorded without saving output)"
+    };
+    Some(Finding {
+        error: Error::capture(&paths.output, why),
+        incomplete: checksummed,
+        blocks: Blocks::Verification,
+    })
+}
+
+/// Assesses the capture whose descriptor `record` was read from
+/// `paths.descriptor`, as a replay opened with `options` would see it
+/// (`options.allow_missing_globals` makes a missing globals file a warning
+/// only; `options.verify_checksums` off skips the descriptor's checksum
+/// map), hashing the files `hashing` says. Reads the image and the globals
+/// (bounded) and, for [`Hashing::All`], streams the snapshots; never
+/// executes anything.
+pub fn assess(
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    options: OpenOptions,
+    hashing: Hashing,
+) -> Assessment {
+    let mut a = Assessment {
+        files: Vec::new(),
+        image_kind: None,
+        image: None,
+        globals: None,
+        findings: Vec::new(),
+    };
+    let problem = |a: &mut Assessment, error: Error| {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::Replay,
+        })
+    };
+    let sums = record.checksums;
+    let state_of = |a: &mut Assessment, role: &'static str, path: &Path| {
+        let state = FileState::of(path);
+        a.files.push(FileReport {
+            role,
+            path: path.to_path_buf(),
+            state: state.clone(),
+            checksum: ChecksumStatus::NotRecorded,
+        });
+        state
+    };
+    let special = |a: &mut Assessment, path: &Path, state: &FileState| match state {
+        FileState::Special(kind) => problem(a, not_regular(path, kind)),
+        FileState::Unreadable(msg) => problem(
+            a,
+            Error::capture(path, format!("cannot be looked at: {msg}")),
+        ),
+        _ => {}
+    };
+
+    state_of(&mut a, "descriptor", &paths.descriptor);
+
+    // The snapshots.
+    let input = state_of(&mut a, "input", &paths.input);
+    match &input {
+        FileState::Missing => problem(
+            &mut a,
+            Error::capture(
+                &paths.input,
+                "memory snapshot is missing (the capture is incomplete)",
+            ),
+        ),
+        other => special(&mut a, &paths.input, other),
+    }
+    let output = FileState::of(&paths.output);
+    if output.exists() {
+        state_of(&mut a, "output", &paths.output);
+    }
+    special(&mut a, &paths.output, &output);
+    if let Some(f) = output_problem(record, paths, &output) {
+        a.findings.push(f);
+    }
+    if let Some(len) = input.regular_len() {
+        check_lengths(&mut a, record, paths, len, output.regular_len());
+    }
+
+    // The image.
+    let image_state = state_of(&mut a, "image", &paths.image);
+    match &image_state {
+        FileState::Missing => problem(
+            &mut a,
+            Error::io(
+                &paths.image,
+                "read",
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ),
+        ),
+        FileState::Regular(_) => match read_bounded(&paths.image, "device image", IMAGE_LIMIT) {
+            Ok(Some(bytes)) => {
+                let kind = image::sniff(&bytes);
+                a.image_kind = Some(kind);
+                a.image = Some(bytes);
+                check_backend(&mut a, record, paths, kind);
+            }
+            Ok(None) => problem(
+                &mut a,
+                Error::capture(&paths.image, "vanished while it was read"),
+            ),
+            Err(e) => problem(&mut a, e),
+        },
+        other => special(&mut a, &paths.image, other),
+    }
+
+    // The globals.
+    let globals_state = state_of(&mut a, "globals", &paths.globals);
+    match &globals_state {
+        FileState::Missing => {
+            let checksummed = sums.globals.is_some();
+            a.findings.push(Finding {
+                error: Error::MissingGlobals {
+                    path: paths.globals.clone(),
+                    checksummed,
+                },
+                incomplete: checksummed,
+                blocks: Blocks::ReplayUnless(Setting::AllowMissingGlobals),
+            });
+        }
+        FileState::Regular(_) => {
+            match read_bounded(&paths.globals, "globals file", GLOBALS_LIMIT) {
+                Ok(Some(bytes)) => {
+                    let layout = globals_layout(record.generation);
+                    match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
+                        Ok(_) => a.globals = Some(bytes),
+                        Err(source) => problem(
+                            &mut a,
+                            Error::Globals {
+                                path: paths.globals.clone(),
+                                source,
+                            },
+                        ),
+                    }
+                }
+                Ok(None) => problem(
+                    &mut a,
+                    Error::capture(&paths.globals, "vanished while it was read"),
+                ),
+                Err(e) => problem(&mut a, e),
+            }
+        }
+        other => special(&mut a, &paths.globals, other),
+    }
+
+    // A replay's saved output: only shown.
+    if FileState::of(&paths.replay_output).exists() {
+        state_of(&mut a, "replay output", &paths.replay_output);
+    }
+
+    if record.region_base.is_none() {
+        problem(
+            &mut a,
+            Error::capture(
+                &paths.descriptor,
+                "descriptor has no region address (BumpAllocVAStart/VAllocAddr); \
+                 its pointers cannot be placed, so it cannot be replayed",
+            ),
+        );
+    }
+    check_checksum_map(&mut a, record, paths, options);
+    if hashing != Hashing::None {
+        hash(&mut a, record, hashing);
+    }
+    a
+}
+
+/// Snapshot lengths against the descriptor, the region and each other.
+fn check_lengths(
+    a: &mut Assessment,
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    input: u64,
+    output: Option<u64>,
+) {
+    let mut problem = |error| {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::Replay,
+        })
+    };
+    if let Some(size) = record.memory_size
+        && size != input
+    {
+        problem(Error::capture(
+            &paths.input,
+            format!(
+                "memory snapshot is {input} bytes but the descriptor says DeviceMemorySize = \
+                 {size} (truncated or mismatched file)"
+            ),
+        ));
+    }
+    if let Some(size) = record.region_size
+        && input > size
+    {
+        problem(Error::capture(
+            &paths.descriptor,
+            format!(
+                "the memory snapshot {} is {input} bytes, larger than the recorded region \
+                 (VAllocSize {size} bytes): a snapshot cannot be larger than the region it was \
+                 taken from",
+                paths.input.display()
+            ),
+        ));
+    }
+    if let Some(out) = output
+        && out != input
+    {
+        problem(Error::capture(
+            &paths.output,
+            format!(
+                "recorded output snapshot is {out} bytes but the input snapshot {} is {input} bytes",
+                paths.input.display()
+            ),
+        ));
+    }
+    if let Some(base) = record.region_base
+        && base.checked_add(input).is_none()
+    {
+        problem(Error::capture(
+            &paths.descriptor,
+            format!("region at {base:#x} of {input} bytes wraps past the end of the address space"),
+        ));
+    }
+}
+
+/// The recorder writes the backend it recorded on and the image it loaded
+/// there: when they disagree, the files do not belong together (an image
+/// replaced, or a descriptor edited), and replaying would run other code
+/// than was recorded.
+fn check_backend(a: &mut Assessment, record: &KernelRecord, paths: &CapturePaths, kind: ImageKind) {
+    if let (Some(named), Ok(detected)) = (record.backend, kind.backend())
+        && named != detected
+    {
+        a.findings.push(Finding {
+            error: Error::capture(
+                &paths.descriptor,
+                format!(
+                    "Backend is \"{named}\" but the image {} is {kind}, which runs on the \
+                     {detected} executor: the image does not belong to this capture (or the \
+                     descriptor was edited)",
+                    paths.image.display()
+                ),
+            ),
+            incomplete: true,
+            blocks: Blocks::Replay,
+        });
+    }
+}
+
+/// A reprise capture always records its files' checksums: a descriptor of
+/// reprise's format without a `Checksums` map (or with one naming no file
+/// of a capture) was damaged, and its files would go unchecked unawares. A
+/// map that covers only some files is valid (those files are unchecked, as
+/// `inspect` shows).
+fn check_checksum_map(
+    a: &mut Assessment,
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    options: OpenOptions,
+) {
+    if record.generation != Generation::Reprise || !options.verify_checksums {
+        return;
+    }
+    let sums = record.checksums;
+    let problem = if let Some(name) = sums.unknown {
+        Some(ChecksumMapProblem::UnknownEntry(name))
+    } else if sums.is_empty() {
+        Some(ChecksumMapProblem::Missing)
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        a.findings.push(Finding {
+            error: Error::ChecksumMap {
+                path: paths.descriptor.clone(),
+                problem,
+            },
+            incomplete: true,
+            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
+        });
+    }
+}
+
+/// Checks the checksums `hashing` asks for, recording each file's status.
+fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
+    let sums = record.checksums;
+    let image = a.image.as_deref().map(checksum);
+    let globals = a.globals.as_deref().map(checksum);
+    let mut mismatches = Vec::new();
+    for f in &mut a.files {
+        let (want, small) = match f.role {
+            "input" => (sums.input, None),
+            "output" => (sums.output, None),
+            "globals" => (sums.globals, Some(globals)),
+            "image" => (sums.image, Some(image)),
+            _ => continue,
+        };
+        let Some(want) = want else { continue };
+        f.checksum = ChecksumStatus::NotChecked;
+        let got = match (small, hashing) {
+            (_, Hashing::None) => None,
+            (Some(got), _) => got,
+            (None, Hashing::SmallFiles) => None,
+            (None, Hashing::All) => match open_regular(&f.path) {
+                Ok(Some((file, _))) => file_checksum(&file, &f.path).ok(),
+                _ => None,
+            },
+        };
+        if let Some(got) = got {
+            f.checksum = if got == want {
+                ChecksumStatus::Verified
+            } else {
+                mismatches.push(checksum_mismatch(&f.path, want, got));
+                ChecksumStatus::Mismatch {
+                    recorded: want,
+                    actual: got,
+                }
+            };
+        }
+    }
+    for error in mismatches {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
+        });
+    }
+}

@@ -1,0 +1,281 @@
+//! Opening a capture's files as files from someone else's run deserve:
+//! regular files only, never blocking on a FIFO, never reading more than a
+//! file's role allows. (Snapshots, the large files, are never read whole
+//! here: the executor maps them, or reads them into its own buffers.)
+//!
+//! Every file is opened non-blocking (so a FIFO or a device opens at once
+//! instead of waiting for a writer) and checked with `fstat` on the open
+//! descriptor (so what is checked is what is read, even if the path is
+//! swapped meanwhile). A file larger than its role allows is an error that
+//! names the bound before a byte is read, and an allocation that fails is
+//! an error, not an abort.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use reprise_core::exec::{Executor, MapFile};
+use reprise_core::record::KernelRecord;
+
+use crate::error::{Error, Result};
+
+/// Largest descriptor accepted (any real one is a few KiB).
+pub const DESCRIPTOR_LIMIT: u64 = 1 << 20;
+
+/// Largest device image accepted: 1 GiB (fat binaries of large HPC codes
+/// reach hundreds of MiB; no kernel's image is larger).
+pub const IMAGE_LIMIT: u64 = 1 << 30;
+
+/// Largest globals file accepted: 1 GiB (the globals of an image are a
+/// small part of it).
+pub const GLOBALS_LIMIT: u64 = 1 << 30;
+
+/// What is at a path, found without opening it (so without blocking).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// Nothing.
+    Missing,
+    /// A regular file of this many bytes.
+    Regular(u64),
+    /// Something else: `"a directory"`, `"a FIFO"`, `"a character device"`,
+    /// `"a block device"`, `"a socket"`.
+    Special(&'static str),
+    /// It could not be looked at (permissions, say): the system's message.
+    Unreadable(String),
+}
+
+impl FileState {
+    /// What is at `path` (symbolic links followed).
+    pub fn of(path: &Path) -> FileState {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => FileState::Regular(m.len()),
+            Ok(m) => FileState::Special(kind(&m.file_type())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileState::Missing,
+            Err(e) => FileState::Unreadable(e.to_string()),
+        }
+    }
+
+    /// The length of a regular file.
+    pub fn regular_len(&self) -> Option<u64> {
+        match self {
+            FileState::Regular(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// Whether something is there (a regular file or not).
+    pub fn exists(&self) -> bool {
+        !matches!(self, FileState::Missing)
+    }
+}
+
+fn kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The error for a path that is `kind` where a regular file must be.
+pub(crate) fn not_regular(path: &Path, kind: &str) -> Error {
+    Error::capture(
+        path,
+        format!("is {kind}, not a regular file: a capture's files are regular files"),
+    )
+}
+
+/// Opens `path` for reading without blocking, and checks on the open file
+/// that it is a regular file; its length comes with it. `Ok(None)` when
+/// there is nothing at `path`.
+pub fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, "open", e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if !meta.is_file() {
+        return Err(not_regular(path, kind(&meta.file_type())));
+    }
+    Ok(Some((file, meta.len())))
+}
+
+/// The bytes of the regular file at `path` (its `role`, "device image" say,
+/// for messages), at most `limit` of them: a larger file is an error naming
+/// the bound before anything is read. `Ok(None)` when there is nothing at
+/// `path`.
+pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+    let Some((file, len)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    if len > limit {
+        return Err(Error::capture(
+            path,
+            format!("{role} is {len} bytes, more than any {role} ({limit} bytes at most)"),
+        ));
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len as usize)
+        .map_err(|_| Error::TooLarge {
+            what: "a buffer for a capture file",
+            bytes: len,
+        })?;
+    // A file that grew since `fstat` is read no further than it was then.
+    file.take(len)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(Some(bytes))
+}
+
+/// Reads a descriptor, refusing what is not a regular file and files larger
+/// than [`DESCRIPTOR_LIMIT`].
+pub fn read_descriptor(path: &Path) -> Result<Box<KernelRecord>> {
+    let text = read_bounded(path, "descriptor", DESCRIPTOR_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    KernelRecord::from_json(&text)
+        .map(Box::new)
+        .map_err(|source| Error::Descriptor {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// The first `max` bytes of the regular file at `path` (fewer if it is
+/// shorter); `None` when it is missing or is not a regular file.
+pub fn head(path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (file, _) = open_regular(path).ok()??;
+    let mut out = Vec::new();
+    file.take(max).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// An open snapshot file.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// The open file.
+    pub file: File,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+impl SnapshotFile {
+    /// Opens the regular file at `path`; `Ok(None)` when there is none.
+    pub fn open(path: &Path) -> Result<Option<Self>> {
+        Ok(open_regular(path)?.map(|(file, len)| SnapshotFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+        }))
+    }
+
+    /// The file as an executor may map it: its first `len` bytes (at most
+    /// [`SnapshotFile::len`]).
+    pub fn map(&self, len: u64) -> MapFile {
+        use std::os::fd::AsRawFd;
+        MapFile {
+            fd: self.file.as_raw_fd(),
+            len: len.min(self.len),
+        }
+    }
+
+    /// A buffer of `exec`'s holding the file's first `len` bytes: mapped
+    /// where the executor can map files ([`Executor::buffer_mapped`]),
+    /// else read straight into one of its buffers.
+    pub fn read_into<E: Executor>(&self, exec: &E, len: usize) -> Result<E::Buffer> {
+        use std::os::unix::fs::FileExt;
+        if len as u64 > self.len {
+            return Err(Error::capture(
+                &self.path,
+                format!("{len} bytes asked of a file of {} bytes", self.len),
+            ));
+        }
+        if let Some(b) = exec
+            .buffer_mapped(self.map(len as u64))
+            .map_err(|e| Error::executor(format!("mapping {}", self.path.display()), e))?
+        {
+            return Ok(b);
+        }
+        let mut buf = exec.buffer(len).map_err(|e| {
+            Error::executor(
+                format!("allocating {len} bytes for {}", self.path.display()),
+                e,
+            )
+        })?;
+        self.file
+            .read_exact_at(&mut buf.as_mut()[..len], 0)
+            .map_err(|e| Error::io(&self.path, "read", e))?;
+        Ok(buf)
+    }
+
+    /// Streams the file through `f` in chunks of at most `chunk` bytes.
+    pub fn for_each_chunk(&self, chunk: usize, mut f: impl FnMut(&[u8])) -> Result<()> {
+        stream(&self.file, &self.path, chunk, &mut f)
+    }
+}
+
+/// Streams `file` through `f`, in chunks of at most `chunk` bytes.
+pub(crate) fn stream(
+    file: &File,
+    path: &Path,
+    chunk: usize,
+    f: &mut dyn FnMut(&[u8]),
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; chunk.max(4096)];
+    let mut at = 0u64;
+    loop {
+        let n = file
+            .read_at(&mut buf, at)
+            .map_err(|e| Error::io(path, "read", e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        f(&buf[..n]);
+        at += n as u64;
+    }
+}
+
+/// The xxh3-64 checksum of a file, streamed.
+pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    stream(file, path, 1 << 20, &mut |b| h.update(b))?;
+    Ok(h.digest())
+}
+
+/// The error for a file whose checksum is `got` where the descriptor says
+/// `want`.
+pub(crate) fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
+    Error::capture(
+        path,
+        format!(
+            "checksum mismatch: descriptor says {want:016x}, file has {got:016x} (corrupted or replaced)"
+        ),
+    )
+}
+
+/// The xxh3-64 checksum of bytes (what the writer records).
+pub fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}

@@ -1,0 +1,292 @@
+//! Reading captures: LLVM legacy, LLVM current and reprise's own.
+//!
+//! A capture is a descriptor `STEM.json` and sibling files found from the
+//! descriptor's own path (never from the working directory):
+//!
+//! | file | LLVM legacy | LLVM current and reprise |
+//! | --- | --- | --- |
+//! | memory before the kernel | `STEM.memory` | `STEM.record_input` |
+//! | memory after the kernel (recorded) | `STEM.original.output` | `STEM.record_output` |
+//! | memory after the kernel (replayed) | `STEM.replay.output` | `STEM.replay_output` |
+//! | globals | `STEM.globals` (seed layout) | `STEM.globals` (current layout) |
+//! | device image | `STEM.image` | `STEM.image` |
+//!
+//! Opening checks everything that can be checked without running anything:
+//! snapshot lengths against the descriptor, the recorded region and each
+//! other, the image's kind against the descriptor's `Backend`, the globals
+//! file's structure, and checksums where the descriptor has them.
+//! Sizes written in a descriptor are only ever compared with real file
+//! lengths, so a lying size field costs nothing. Snapshots stay on disk: the
+//! executor reads them into its own buffers (the host executor maps them).
+
+mod assess;
+mod files;
+mod paths;
+
+use std::path::Path;
+
+use reprise_core::globals::{self, Layout};
+use reprise_core::image::{self, ImageKind};
+use reprise_core::record::{Generation, KernelRecord};
+
+use crate::error::{Error, Result};
+
+pub use assess::{
+    Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, output_problem,
+};
+pub(crate) use files::checksum_mismatch;
+pub use files::{
+    DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum, file_checksum,
+    head, open_regular, read_bounded, read_descriptor,
+};
+pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
+
+/// How a capture is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Accept a capture without a globals file (recorded before LLVM saved
+    /// globals); its globals are then left as the image initialises them,
+    /// and a warning naming the missing file is logged.
+    pub allow_missing_globals: bool,
+    /// Verify checksums the descriptor carries (reads every file once).
+    pub verify_checksums: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            allow_missing_globals: false,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// A capture, opened and checked, ready to replay.
+#[derive(Debug)]
+pub struct Capture {
+    /// Its files.
+    pub paths: CapturePaths,
+    /// The descriptor.
+    pub record: Box<KernelRecord>,
+    /// The memory snapshot before the kernel.
+    pub input: SnapshotFile,
+    /// The recorded snapshot after the kernel, when it was saved.
+    pub output: Option<SnapshotFile>,
+    /// The globals file's bytes (validated), `None` when it is missing and
+    /// that was allowed.
+    pub globals: Option<Vec<u8>>,
+    /// The device image.
+    pub image: Vec<u8>,
+    /// What the image is.
+    pub image_kind: ImageKind,
+    /// Whether the descriptor's checksums of the globals and the image were
+    /// present and verified when the capture was opened.
+    pub checksums_verified: bool,
+    /// Whether the snapshots' checksums are to be verified when they are
+    /// read ([`Capture::check_input`], [`Capture::expected_output_checksum`]): the
+    /// snapshots can be large, so they are hashed once, where they are used.
+    pub verify_snapshots: bool,
+}
+
+impl Capture {
+    /// Opens the capture whose descriptor is `path`, with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Capture> {
+        Capture::open_with(path, OpenOptions::default())
+    }
+
+    /// Opens the capture whose descriptor is `path`.
+    ///
+    /// Everything [`assess`] finds that stops a replay is an error here
+    /// (the first one): what `inspect` and `list` report as problems is
+    /// what this refuses. A missing globals file that `options` allows is
+    /// a warning in the log.
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Capture> {
+        let path = path.as_ref();
+        let record = read_descriptor(path)?;
+        let paths = CapturePaths::new(path, record.generation);
+        let hashing = if options.verify_checksums {
+            Hashing::SmallFiles
+        } else {
+            Hashing::None
+        };
+        let mut a = assess(&record, &paths, options, hashing);
+        if let Some(e) = a.take_replay_blocker(options) {
+            return Err(e);
+        }
+        if a.globals.is_none() {
+            log::warn!(
+                "{}: globals file is missing; every global keeps the value the image gives it{}",
+                paths.globals.display(),
+                if record.checksums.globals.is_some() {
+                    " (the descriptor records the file's checksum: the capture is incomplete, \
+                     and the replay may compute something else)"
+                } else {
+                    ""
+                }
+            );
+        }
+        // Opened again, checked again on the open file: what was assessed
+        // may have changed since.
+        let input = SnapshotFile::open(&paths.input)?.ok_or_else(|| {
+            Error::capture(
+                &paths.input,
+                "memory snapshot is missing (the capture is incomplete)",
+            )
+        })?;
+        let output = SnapshotFile::open(&paths.output)?;
+        for (file, assessed) in [
+            (Some(&input), a.state("input")),
+            (output.as_ref(), a.state("output")),
+        ] {
+            if let Some(f) = file
+                && Some(f.len) != assessed.regular_len()
+            {
+                return Err(Error::capture(
+                    &f.path,
+                    "changed while the capture was opened",
+                ));
+            }
+        }
+        let image = a
+            .image
+            .take()
+            .ok_or(Error::Internal("an assessed image was not read"))?;
+        let image_kind = image::sniff(&image);
+        let sums = record.checksums;
+        let checksums_verified = options.verify_checksums
+            && (sums.image.is_some() || (sums.globals.is_some() && a.globals.is_some()));
+        Ok(Capture {
+            paths,
+            record,
+            input,
+            output,
+            globals: a.globals.take(),
+            image,
+            image_kind,
+            checksums_verified,
+            verify_snapshots: options.verify_checksums,
+        })
+    }
+
+    /// Why the recorded output cannot be verified against, if it cannot
+    /// (missing, or recorded without output): the error `replay --verify`
+    /// gives, which `inspect` reports too.
+    pub fn output_problem(&self) -> Option<Error> {
+        let state = match &self.output {
+            Some(o) => FileState::Regular(o.len),
+            None => FileState::Missing,
+        };
+        output_problem(&self.record, &self.paths, &state).map(|f| f.error)
+    }
+
+    /// Checks the checksums of the globals and the image (already in
+    /// memory); `Ok(false)` when the descriptor has neither.
+    fn verify_small_files(&self) -> Result<bool> {
+        let sums = self.record.checksums;
+        let mut any = false;
+        if let (Some(want), Some(g)) = (sums.globals, &self.globals) {
+            any = true;
+            let got = checksum(g);
+            if got != want {
+                return Err(checksum_mismatch(&self.paths.globals, want, got));
+            }
+        }
+        if let Some(want) = sums.image {
+            any = true;
+            let got = checksum(&self.image);
+            if got != want {
+                return Err(checksum_mismatch(&self.paths.image, want, got));
+            }
+        }
+        Ok(any)
+    }
+
+    /// Checks the input snapshot's bytes, as read, against the descriptor's
+    /// checksum (when it has one and checking is on).
+    pub fn check_input(&self, bytes: &[u8]) -> Result<()> {
+        match self.record.checksums.input {
+            Some(want) if self.verify_snapshots => {
+                let got = checksum(bytes);
+                if got != want {
+                    return Err(checksum_mismatch(&self.input.path, want, got));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The checksum the recorded output must have, when it is to be checked.
+    pub fn expected_output_checksum(&self) -> Option<u64> {
+        self.record
+            .checksums
+            .output
+            .filter(|_| self.verify_snapshots)
+    }
+
+    /// Checks every checksum the descriptor carries, reading the snapshots
+    /// from disk; `Ok(false)` when it carries none.
+    pub fn verify_checksums(&self) -> Result<bool> {
+        let sums = self.record.checksums;
+        let mut any = self.verify_small_files()?;
+        if let Some(want) = sums.input {
+            any = true;
+            let got = file_checksum(&self.input.file, &self.input.path)?;
+            if got != want {
+                return Err(checksum_mismatch(&self.input.path, want, got));
+            }
+        }
+        if let (Some(want), Some(out)) = (sums.output, &self.output) {
+            any = true;
+            let got = file_checksum(&out.file, &out.path)?;
+            if got != want {
+                return Err(checksum_mismatch(&out.path, want, got));
+            }
+        }
+        Ok(any)
+    }
+
+    /// The layout of this capture's globals file.
+    pub fn globals_layout(&self) -> Layout {
+        globals_layout(self.record.generation)
+    }
+
+    /// The recorded globals (empty when the file was missing).
+    pub fn globals(&self) -> impl Iterator<Item = globals::Global<'_>> {
+        let bytes = self.globals.as_deref().unwrap_or(&[]);
+        let layout = if self.globals.is_some() {
+            self.globals_layout()
+        } else {
+            Layout::Seed
+        };
+        // Validated when the capture was opened.
+        globals::decode(layout, bytes)
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.ok())
+    }
+
+    /// Length of the memory snapshot.
+    pub fn snapshot_len(&self) -> u64 {
+        self.input.len
+    }
+
+    /// The recorded region base, or an error naming the descriptor.
+    pub fn region_base(&self) -> Result<u64> {
+        self.record.region_base.ok_or_else(|| {
+            Error::capture(
+                &self.paths.descriptor,
+                "descriptor has no region address (BumpAllocVAStart/VAllocAddr); \
+                 its pointers cannot be placed, so it cannot be replayed",
+            )
+        })
+    }
+}
+
+/// The globals layout each generation writes.
+pub fn globals_layout(generation: Generation) -> Layout {
+    match generation {
+        Generation::LlvmLegacy => Layout::Seed,
+        Generation::LlvmCurrent | Generation::Reprise => Layout::Current,
+    }
+}
