@@ -1,5 +1,7 @@
 //! What an ELF shared object defines: its functions and writable data
-//! symbols (the globals a recording saves).
+//! symbols (the globals a recording saves), and where its code goes. These
+//! only read the bytes (every malformed input is an error, never a panic):
+//! nothing is loaded or run.
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
 

@@ -37,7 +37,7 @@
 
 mod buffer;
 mod call;
-mod elf;
+pub mod elf;
 mod error;
 mod executor;
 mod fault;

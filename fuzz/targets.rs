@@ -1,0 +1,122 @@
+//! The fuzz targets' bodies, shared by the libFuzzer binaries
+//! (`fuzz_targets/`) and the stable regression test
+//! (`tests/fuzz_regressions.rs`), which runs them over every input kept in
+//! `fuzz/corpus/` and `fuzz/regressions/`. Each takes any bytes and must
+//! return without panicking; where a reader accepts its input, what it
+//! returns must hold up (a descriptor read is written and read back the
+//! same; valid globals encode and decode to themselves).
+
+use reprise_core::globals::{self, Layout};
+use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
+
+/// A target's body.
+pub type Target = fn(&[u8]);
+
+/// The targets, by name (the names of `fuzz_targets/*.rs` and of the
+/// corpus packs).
+pub const TARGETS: &[(&str, Target)] = &[
+    ("descriptor", descriptor),
+    ("globals", globals),
+    ("image_kind", image_kind),
+    ("host_elf", host_elf),
+    ("cuda_image", cuda_image),
+];
+
+/// A descriptor of any generation: read; when it reads, written in each key
+/// set the writer accepts it for, and what was written reads back and
+/// writes again to the very same bytes (a descriptor may carry keys its key
+/// set does not write, such as reprise's `Backend` in one whose
+/// `RepriseFormat` was lost: those are dropped by the first write only).
+pub fn descriptor(data: &[u8]) {
+    let Ok(record) = KernelRecord::from_json(data) else {
+        return;
+    };
+    let _ = record.num_teams() + record.num_threads();
+    for i in 0..record.num_args() {
+        let mut scratch = [0u8; 8];
+        let _ = record.arg_bytes(i, &mut scratch);
+    }
+    let mut first = vec![0u8; MAX_JSON_LEN];
+    let mut second = vec![0u8; MAX_JSON_LEN];
+    for generation in [
+        Generation::LlvmLegacy,
+        Generation::LlvmCurrent,
+        Generation::Reprise,
+    ] {
+        let Ok(n) = record.to_json(generation, &mut first) else {
+            continue;
+        };
+        let back = KernelRecord::from_json(&first[..n]).expect("what the writer wrote reads back");
+        assert_eq!(
+            back.generation, generation,
+            "written as one key set, read as another"
+        );
+        let m = back
+            .to_json(generation, &mut second)
+            .expect("what was read back writes again");
+        assert_eq!(
+            &first[..n],
+            &second[..m],
+            "a second round trip changed the descriptor"
+        );
+    }
+}
+
+/// A globals file in both layouts: decoded to the end; when valid,
+/// re-encoded and decoded to the same globals.
+pub fn globals(data: &[u8]) {
+    for layout in [Layout::Seed, Layout::Current] {
+        let Ok(decoder) = globals::decode(layout, data) else {
+            continue;
+        };
+        let all: Result<Vec<_>, _> = decoder.collect();
+        let Ok(all) = all else { continue };
+        let items: Vec<(&str, &[u8])> = all.iter().map(|g| (g.name, g.bytes)).collect();
+        let Ok(len) = globals::encoded_len(layout, items.iter().copied()) else {
+            continue;
+        };
+        let mut out = vec![0u8; len];
+        let n = globals::encode_into(layout, items.iter().copied(), &mut out)
+            .expect("encoded_len said it fits");
+        assert_eq!(n, len);
+        let again: Vec<(&str, &[u8])> = globals::decode(layout, &out)
+            .expect("what the encoder wrote decodes")
+            .map(|g| {
+                g.map(|g| (g.name, g.bytes))
+                    .expect("what the encoder wrote is valid")
+            })
+            .collect();
+        let nonempty: Vec<_> = items.iter().copied().filter(|g| !g.1.is_empty()).collect();
+        assert_eq!(again, nonempty, "a round trip changed the globals");
+    }
+}
+
+/// Telling an image's kind from its first bytes, and its executor.
+pub fn image_kind(data: &[u8]) {
+    let kind = reprise_core::image::sniff(data);
+    let _ = kind.to_string();
+    if let Err(e) = kind.backend() {
+        let _ = e.to_string();
+    }
+}
+
+/// The host executor's ELF reader: symbols and code segments, never loaded.
+pub fn host_elf(data: &[u8]) {
+    if let Ok(s) = reprise_host::elf::symbols(data) {
+        let _ = (s.functions.len(), s.data.len());
+    }
+    let _ = reprise_host::elf::executable_segments(data);
+}
+
+/// The CUDA executor's image readers: cubin and fat binary globals, fat
+/// binary entries, PTX globals and the GPU targets an image holds.
+pub fn cuda_image(data: &[u8]) {
+    let _ = reprise_cuda::cubin::elf_globals(data);
+    let _ = reprise_cuda::cubin::fatbin_globals(data);
+    let _ = reprise_cuda::cubin::fatbin_globals_unreadable(data);
+    let _ = reprise_cuda::cubin::fatbin_entry_list(data);
+    let _ = reprise_cuda::ptx::globals(&String::from_utf8_lossy(data));
+    for t in reprise_cuda::targets::targets(data) {
+        let _ = t.to_string();
+    }
+}
