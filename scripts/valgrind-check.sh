@@ -6,8 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind-check: valgrind is not installed" >&2; exit 1; }
+# The test binary among what cargo built (the reprise binary it runs is
+# built too).
 bin=$(cargo test --quiet -p reprise-cli --test cancellation --no-run --message-format=json |
-    grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -n 1)
+    grep '"kind":\["test"\].*"name":"cancellation"' | grep -o '"executable":"[^"]*"' |
+    cut -d'"' -f4 | tail -n 1)
 [ -x "$bin" ] || { echo "valgrind-check: cargo built no test binary" >&2; exit 1; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
