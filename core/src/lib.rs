@@ -10,6 +10,7 @@ pub mod completion;
 pub mod exec;
 pub mod globals;
 pub mod image;
+pub mod offload;
 pub mod record;
 pub mod region;
 pub mod schedule;
