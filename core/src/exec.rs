@@ -252,6 +252,16 @@ pub trait Executor: ErrorType {
     /// A host staging buffer of exactly `len` bytes (zeroed or not).
     fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error>;
 
+    /// Whether launches on this executor use their geometry (grid, block,
+    /// dynamic shared memory). A GPU's do (the default). A host kernel's
+    /// ABI passes only its arguments, so on the host a capture whose team
+    /// or thread count is unknown (0, as LLVM 16 records a construct without
+    /// `num_teams`/`thread_limit` clauses) replays as it is: the OpenMP
+    /// runtime inside the image chooses its threads.
+    fn launch_geometry(&self) -> bool {
+        true
+    }
+
     /// Reserves a region as [`Executor::reserve`] does, with its first
     /// `file.len` bytes already holding the file's first `file.len` bytes,
     /// where the executor can map files into device memory: the host can

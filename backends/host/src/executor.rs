@@ -277,6 +277,11 @@ impl Executor for HostExecutor {
         HostBuffer::new(len)
     }
 
+    /// `false`: the host ABI passes a kernel its arguments only.
+    fn launch_geometry(&self) -> bool {
+        false
+    }
+
     fn queue(&self) -> Result<HostQueue, HostError> {
         HostQueue::new(self.registry.clone())
     }
