@@ -42,6 +42,26 @@ pub fn elf_globals(image: &[u8]) -> Vec<String> {
     names
 }
 
+/// Names of the kernels a cubin defines (global `STT_FUNC` symbols with a
+/// `.text.NAME` section of their own); none when `image` is not a 64-bit
+/// little-endian CUDA ELF file.
+pub fn elf_kernels(image: &[u8]) -> Vec<String> {
+    let Ok(file) = ElfFile64::<Endianness>::parse(image) else {
+        return Vec::new();
+    };
+    if file.elf_header().e_machine(file.endian()).0 != EM_CUDA {
+        return Vec::new();
+    }
+    file.symbols()
+        .filter(|sym| sym.elf_symbol().st_type() == elf::STT_FUNC && sym.is_global())
+        .filter_map(|sym| {
+            let name = sym.name().ok()?;
+            let section = file.section_by_index(sym.section_index()?).ok()?;
+            (section.name().ok()? == format!(".text.{name}")).then(|| name.to_owned())
+        })
+        .collect()
+}
+
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 const FATBIN_HEADER: usize = 16;
 const ENTRY_MIN: usize = 32;
@@ -318,6 +338,8 @@ pub(crate) mod tests {
         let mut names = elf_globals(&cubin);
         names.sort();
         assert_eq!(names, ["bias", "launches"]);
+        assert_eq!(elf_kernels(&cubin), ["saxpy"]);
+        assert!(elf_kernels(b"\x7fELF not really").is_empty());
         let fatbin = fixture("saxpy.sm_90.fatbin");
         assert_eq!(sniff(&fatbin), ImageKind::Fatbin);
         let entries = fatbin_entries(&fatbin);

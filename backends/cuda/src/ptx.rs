@@ -37,6 +37,26 @@ pub fn globals(ptx: &str) -> Vec<PtxGlobal> {
         .collect()
 }
 
+/// The kernels (`.entry` functions) `ptx` defines, in order of appearance.
+///
+/// ```
+/// let ptx = ".version 7.0\n.visible .entry saxpy(.param .f32 a) { ret; }\n\
+///            .func helper() { ret; }\n.entry other() { ret; }\n";
+/// assert_eq!(reprise_cuda::ptx::entries(ptx), ["saxpy", "other"]);
+/// ```
+pub fn entries(ptx: &str) -> Vec<String> {
+    statements(ptx)
+        .iter()
+        .filter_map(|s| {
+            let mut words = s.split_whitespace().skip_while(|w| *w != ".entry");
+            words.next()?;
+            let name = words.next()?;
+            let name = name.split('(').next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
 /// Splits PTX into statements at `;`, `{` and `}` outside initializers, with
 /// comments and string literals removed.
 fn statements(ptx: &str) -> Vec<String> {

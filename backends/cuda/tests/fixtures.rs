@@ -34,6 +34,7 @@ fn fixtures_are_ptx_with_their_kernels_and_globals() {
             ptx.contains(&format!(".entry {kernel}(")),
             "{file}.ptx has no kernel {kernel}"
         );
+        assert_eq!(reprise_cuda::ptx::entries(&ptx), [kernel], "{file}");
         assert_eq!(globals(&ptx), expected, "{file}");
         // Generated from the source next to it.
         let source = file.split('.').next().unwrap();

@@ -46,6 +46,19 @@ pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
     Ok(out)
 }
 
+/// The names of every defined global symbol of the dynamic symbol table,
+/// whatever the ELF file's machine (an AMD GPU code object's kernels are its
+/// `NAME.kd` symbols, say).
+pub fn dynamic_symbol_names(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let file = object::File::parse(bytes)
+        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+    Ok(file
+        .dynamic_symbols()
+        .filter(|s| !s.is_undefined() && s.is_global())
+        .filter_map(|s| s.name().ok().filter(|n| !n.is_empty()).map(str::to_owned))
+        .collect())
+}
+
 /// The executable loadable segments (`PT_LOAD` with `PF_X`): each one's
 /// virtual address and size in memory, before the load bias is added.
 pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, String> {
