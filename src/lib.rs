@@ -68,11 +68,11 @@ pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};
 pub use reprise_host::{FaultKind, FaultPlace, HostError, HostExecutor, KernelFault};
-pub use reprise_std::executors;
 pub use reprise_std::{
     Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,
     RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification, WriterKind, block_on,
 };
+pub use reprise_std::{capture, executors, offload};
 
 use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors};
 

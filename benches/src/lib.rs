@@ -345,10 +345,9 @@ fn measure_way<E: AnyExecutor>(
 fn remove_capture(descriptor: &Path) {
     if let Ok(c) = Capture::open_with(
         descriptor,
-        reprise::OpenOptions {
-            verify_checksums: false,
-            allow_missing_globals: true,
-        },
+        reprise::OpenOptions::new()
+            .verify_checksums(false)
+            .allow_missing_globals(true),
     ) {
         for p in [
             &c.paths.input,
@@ -367,10 +366,7 @@ fn read_files(descriptor: &Path) -> Result<f64> {
     use std::os::unix::fs::FileExt;
     let c = Capture::open_with(
         descriptor,
-        reprise::OpenOptions {
-            verify_checksums: false,
-            allow_missing_globals: false,
-        },
+        reprise::OpenOptions::new().verify_checksums(false),
     )?;
     let files = [
         &c.paths.descriptor,

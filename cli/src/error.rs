@@ -19,6 +19,9 @@ fn flag(s: Setting) -> &'static str {
         Setting::NumThreads => "--num-threads",
         Setting::AllowMissingGlobals => "--allow-missing-globals",
         Setting::VerifyChecksums => "--no-checksums",
+        Setting::Image => "--image",
+        Setting::RegionBase => "--region-base",
+        Setting::Backend => "--backend",
         other => other.library_name(),
     }
 }
@@ -28,6 +31,9 @@ fn flag_with_value(s: Setting) -> &'static str {
     match s {
         Setting::NumTeams => "--num-teams N",
         Setting::NumThreads => "--num-threads N",
+        Setting::Image => "--image PATH",
+        Setting::RegionBase => "--region-base ADDR",
+        Setting::Backend => "--backend EXECUTOR",
         other => flag(other),
     }
 }

@@ -5,7 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 use reprise_std::capture::{FileState, IMAGE_LIMIT, read_bounded};
-use reprise_std::list::{ChecksumStatus, Description, describe};
+use reprise_std::list::{ChecksumStatus, Description, describe_with};
+
+use crate::backend::BackendArg;
+use crate::open_args::OpenArgs;
+use crate::replay::origin_text;
 use serde_json::json;
 
 use crate::error::{FLAGS, Result};
@@ -27,6 +31,12 @@ pub struct InspectArgs {
     /// Skip hashing the files (faster for large captures).
     #[arg(long)]
     pub no_checksums: bool,
+    /// The executor the capture is for, when its descriptor does not say:
+    /// chooses among an application binary's entries (with `--image`).
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    #[command(flatten)]
+    pub open: OpenArgs,
 }
 
 fn checksum_text(c: ChecksumStatus) -> String {
@@ -88,7 +98,11 @@ fn backend_text(d: &Description) -> String {
 }
 
 pub fn run(a: InspectArgs) -> Result<ExitCode> {
-    let d = describe(&a.file, !a.no_checksums)?;
+    let options = a
+        .open
+        .options(a.backend.kind())
+        .verify_checksums(!a.no_checksums);
+    let d = describe_with(&a.file, options)?;
     let r = &d.record;
     let args: Vec<_> = (0..r.num_args())
         .map(|i| {
@@ -146,7 +160,13 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "launch_seq": r.launch_seq,
             "teams_limits": r.teams_limits,
             "threads_limits": r.threads_limits,
-            "region": { "base": r.region_base, "reserved": r.region_size, "snapshot_bytes": d.snapshot_len() },
+            "region": {
+                "base": r.region_base,
+                "base_origin": d.base_origin.map(|b| b.to_string()),
+                "reserved": r.region_size,
+                "snapshot_bytes": d.snapshot_len(),
+            },
+            "image_origin": d.image_origin.as_ref().map(origin_text),
             "arguments": args.iter().map(|(i, v, size, in_region, off)| json!({
                 "index": i, "value": v, "size": size, "in_region": in_region, "region_offset": off,
             })).collect::<Vec<_>>(),
@@ -191,6 +211,9 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             (_, all) => format!(": {}", all.join(", ")),
         }
     );
+    if let Some(o) = &d.image_origin {
+        out!("          from {}", origin_text(o));
+    }
     out!(
         "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",
         r.grid[0],
@@ -228,6 +251,9 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 .unwrap_or_default()
         ),
         None => out!("region    address not recorded (cannot be replayed)"),
+    }
+    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin {
+        out!("          base {b}");
     }
     out!("arguments {}", args.len());
     for (i, v, size, _, off) in &args {

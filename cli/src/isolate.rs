@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use reprise::BackendKind;
+use reprise::{BackendKind, OpenOptions};
 use reprise_std::capture::{CapturePaths, head, read_descriptor};
 
 use crate::error::{CliError, Result};
@@ -23,18 +23,23 @@ pub const CHILD: &str = "REPRISE_REPLAY_CHILD";
 /// it is not the child itself, and the capture runs on the host executor
 /// (`forced`, or what its image is). A capture whose files cannot be read
 /// goes to the child too, which reports what is wrong.
-pub fn wanted(descriptor: &Path, forced: Option<BackendKind>) -> bool {
+pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
     if std::env::var_os(CHILD).is_some() {
         return false;
     }
-    match forced {
-        Some(kind) => kind == BackendKind::Host,
-        None => image_path(descriptor)
-            .and_then(|image| head(&image, 4096))
-            .is_none_or(|bytes| {
-                reprise::core::image::sniff(&bytes).backend() == Ok(BackendKind::Host)
-            }),
+    if let Some(kind) = options.backend {
+        return kind == BackendKind::Host;
     }
+    let image = match &options.image {
+        // From an application binary: the entry for the capture's kernel.
+        Some(path) => read_descriptor(descriptor).ok().and_then(|record| {
+            reprise::offload::image_for(path, &record.name, record.backend)
+                .ok()
+                .map(|(bytes, _)| bytes)
+        }),
+        None => image_path(descriptor).and_then(|image| head(&image, 4096)),
+    };
+    image.is_none_or(|bytes| reprise::core::image::sniff(&bytes).backend() == Ok(BackendKind::Host))
 }
 
 fn image_path(descriptor: &Path) -> Option<std::path::PathBuf> {
@@ -46,7 +51,7 @@ fn image_path(descriptor: &Path) -> Option<std::path::PathBuf> {
 /// own process, and passes its exit status on; a child that dies of a
 /// signal, or ends with a status reprise never gives, is an error naming
 /// the image.
-pub fn replay_in_child(descriptor: &Path) -> Result<ExitCode> {
+pub fn replay_in_child(descriptor: &Path, image: Option<&Path>) -> Result<ExitCode> {
     let exe = std::env::current_exe()
         .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
     let status = Command::new(&exe)
@@ -54,7 +59,10 @@ pub fn replay_in_child(descriptor: &Path) -> Result<ExitCode> {
         .env(CHILD, "1")
         .status()
         .map_err(|e| reprise::Error::io(&exe, "run", e))?;
-    let image = image_path(descriptor).unwrap_or_else(|| descriptor.to_path_buf());
+    let image = image
+        .map(Path::to_path_buf)
+        .or_else(|| image_path(descriptor))
+        .unwrap_or_else(|| descriptor.to_path_buf());
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         // What reprise itself ends with: success, a difference, an error,

@@ -8,9 +8,11 @@ mod backend;
 mod bench;
 mod demo;
 mod error;
+mod extract;
 mod inspect;
 mod isolate;
 mod list;
+mod open_args;
 mod replay;
 
 use std::process::ExitCode;
@@ -47,6 +49,7 @@ enum Command {
     List(list::ListArgs),
     Demo(demo::DemoArgs),
     Bench(bench::BenchArgs),
+    Extract(extract::ExtractArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::List(a) => list::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Extract(a) => extract::run(a),
     };
     match result {
         Ok(code) => code,

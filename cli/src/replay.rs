@@ -5,11 +5,12 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use reprise::{BackendKind, Capture, OpenOptions, Verification};
+use reprise::{BackendKind, Capture, Verification};
 
 use crate::backend::BackendArg;
 use crate::error::Result;
 use crate::isolate;
+use crate::open_args::OpenArgs;
 use crate::ui::{LazyProgress, human_bytes, human_time};
 
 /// Replay a recorded kernel launch.
@@ -59,19 +60,20 @@ pub struct ReplayArgs {
     /// Skip checking the checksums a reprise capture carries.
     #[arg(long)]
     pub no_checksums: bool,
+    #[command(flatten)]
+    pub open: OpenArgs,
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
-    if isolate::wanted(&a.file, a.backend.kind()) {
-        return isolate::replay_in_child(&a.file);
+    let options = a
+        .open
+        .options(a.backend.kind())
+        .allow_missing_globals(a.allow_missing_globals)
+        .verify_checksums(!a.no_checksums);
+    if isolate::wanted(&a.file, &options) {
+        return isolate::replay_in_child(&a.file, options.image.as_deref());
     }
-    let capture = Capture::open_with(
-        &a.file,
-        OpenOptions {
-            allow_missing_globals: a.allow_missing_globals,
-            verify_checksums: !a.no_checksums,
-        },
-    )?;
+    let capture = Capture::open_with(&a.file, options)?;
     let rec = &capture.record;
     let mut builder = reprise::replay(&capture)
         .verify(a.verify)
@@ -104,6 +106,12 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         rec.region_base.unwrap_or(0),
         capture.globals().count()
     );
+    if let Some(o) = &capture.image_origin {
+        out!("image: {}", origin_text(o));
+    }
+    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = capture.base_origin {
+        out!("region base {:#x}: {b}", rec.region_base.unwrap_or(0));
+    }
     let progress = Arc::new(Mutex::new(LazyProgress::new(
         u64::from(a.repetitions),
         "replaying",
@@ -170,3 +178,21 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
 }
 
 use std::future::IntoFuture;
+
+/// Where an image came from, for people.
+pub fn origin_text(o: &reprise::offload::ImageOrigin) -> String {
+    match &o.entry {
+        None => o.path.display().to_string(),
+        Some((index, triple, arch)) => {
+            let arch = if arch.is_empty() {
+                String::new()
+            } else {
+                format!(" {arch}")
+            };
+            format!(
+                "entry #{index} ({triple}{arch}) of the offload binary in {}",
+                o.path.display()
+            )
+        }
+    }
+}

@@ -17,7 +17,7 @@ pub mod recorder;
 pub mod replayer;
 pub mod store;
 
-pub use capture::{Capture, CapturePaths, OpenOptions};
+pub use capture::{Capture, CapturePaths, OpenOptions, offload};
 pub use config::{RecordConfig, WriterKind};
 pub use error::{
     BoxError, ChecksumMapProblem, CopyKind, Error, Handle, Names, Result, Setting, UnknownGeometry,

@@ -9,9 +9,10 @@ use reprise_core::globals;
 use reprise_core::image::ImageKind;
 use reprise_core::record::KernelRecord;
 
+use crate::capture::offload::ImageOrigin;
 use crate::capture::{
-    CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions, assess,
-    globals_layout, head, read_descriptor,
+    BaseOrigin, CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions, assess,
+    globals_layout, head, read_descriptor, resolve_base,
 };
 pub use crate::capture::{ChecksumStatus, FileReport};
 use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
@@ -28,6 +29,10 @@ pub struct Description {
     pub files: Vec<FileReport>,
     /// What the image is, when it is there.
     pub image_kind: Option<ImageKind>,
+    /// Where the image came from, when not from the capture's own file.
+    pub image_origin: Option<ImageOrigin>,
+    /// Where the region base came from (`record.region_base` holds it).
+    pub base_origin: Option<BaseOrigin>,
     /// The recorded globals (name, size), or why they cannot be read.
     pub globals: std::result::Result<Vec<(String, u64)>, String>,
     /// What [`assess`] found wrong.
@@ -83,14 +88,20 @@ impl Description {
     /// [`Description::notes`], with settings named as `names` says.
     pub fn notes_named(&self, names: Names) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(why) = UnknownGeometry::of(&self.record, None, None) {
+        // A host kernel is given no geometry: the host replays it as it is.
+        let on_host = self
+            .image_kind
+            .is_some_and(|k| k.backend() == Ok(reprise_core::record::BackendKind::Host));
+        if let Some(why) = UnknownGeometry::of(&self.record, None, None)
+            && !on_host
+        {
             out.push(why.named(names).to_string());
         }
         for f in self.findings.iter().filter(|f| !f.incomplete) {
             match &f.error {
                 Error::MissingGlobals { path, .. } => out.push(format!(
-                    "{}: no globals file (recorded before LLVM saved globals?); replay with \
-                     {}, and globals keep the values the image gives them",
+                    "{}: no globals file (LLVM 16 saves none, nor did LLVM before it saved \
+                     globals); replay with {}, and globals keep the values the image gives them",
                     path.display(),
                     (names.given)(Setting::AllowMissingGlobals)
                 )),
@@ -106,14 +117,21 @@ impl Description {
 /// (every file is read once). What it reports wrong is what a replay
 /// refuses: both come from [`assess`].
 pub fn describe(path: &Path, verify: bool) -> Result<Description> {
-    let record = read_descriptor(path)?;
+    describe_with(path, OpenOptions::new().verify_checksums(verify))
+}
+
+/// [`describe`] with the image, region base or executor `options` name
+/// (the checksums are verified when `options.verify_checksums` says).
+pub fn describe_with(path: &Path, options: OpenOptions) -> Result<Description> {
+    let mut record = read_descriptor(path)?;
+    let base_origin = resolve_base(&mut record, path, &options);
     let paths = CapturePaths::new(path, record.generation);
-    let hashing = if verify { Hashing::All } else { Hashing::None };
-    let options = OpenOptions {
-        verify_checksums: verify,
-        ..OpenOptions::default()
+    let hashing = if options.verify_checksums {
+        Hashing::All
+    } else {
+        Hashing::None
     };
-    let a = assess(&record, &paths, options, hashing);
+    let a = assess(&record, &paths, &options, hashing);
     let globals = match (&a.globals, a.state("globals")) {
         (Some(bytes), _) => globals::decode(globals_layout(record.generation), bytes)
             .map_err(|e| e.to_string())
@@ -134,6 +152,8 @@ pub fn describe(path: &Path, verify: bool) -> Result<Description> {
         paths,
         files: a.files,
         image_kind: a.image_kind,
+        image_origin: a.image_origin,
+        base_origin,
         globals,
         findings: a.findings,
     })

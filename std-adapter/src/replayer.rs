@@ -14,6 +14,9 @@ use crate::error::{Error, Result, Setting, UnknownGeometry};
 use crate::layout::globals_segments;
 use crate::store::write_atomically;
 
+/// Reservations start on a page boundary.
+const PAGE: u64 = 4096;
+
 /// How to replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayOptions {
@@ -197,8 +200,18 @@ where
 {
     let record = &capture.record;
     let name = record.name.as_str();
-    let config =
-        launch_config(record, options).map_err(|e| e.in_file(&capture.paths.descriptor))?;
+    let config = if exec.launch_geometry() {
+        launch_config(record, options)
+    } else {
+        // The geometry is not the kernel's to see: counts the record
+        // leaves unknown (0) are launched as 1.
+        let mut known = (**record).clone();
+        for d in known.grid.iter_mut().chain(known.block.iter_mut()) {
+            *d = (*d).max(1);
+        }
+        launch_config(&known, options)
+    }
+    .map_err(|e| e.in_file(&capture.paths.descriptor))?;
     if options.verify
         && let Some(e) = capture.output_problem()
     {
@@ -217,11 +230,20 @@ where
     // recording's address), with memory behind the snapshot only (LLVM
     // records 64 GiB regions); and just the snapshot when that much address
     // space cannot be had.
-    let snapshot_request = RegionRequest::new(Some(base), (len as u64).max(4096));
+    //
+    // A base that is not page-aligned (LLVM 16's region is a `malloc`: a
+    // page + 16 bytes) is reserved from its page, and the snapshot lands at
+    // the recorded byte address.
+    let start = base / PAGE * PAGE;
+    let lead = base - start;
+    let snapshot_request = RegionRequest::new(Some(start), (lead + len as u64).max(PAGE));
     let recorded_request = record
         .region_size
+        .map(|size| size.saturating_add(lead))
         .filter(|&size| size > snapshot_request.capacity)
-        .map(|capacity| RegionRequest::new(Some(base), capacity).backed(snapshot_request.capacity));
+        .map(|capacity| {
+            RegionRequest::new(Some(start), capacity).backed(snapshot_request.capacity)
+        });
     let reserve_error = |e| {
         Error::executor(
             format!("reserving the recorded region at {base:#x} ({len} bytes)"),
@@ -232,8 +254,11 @@ where
     for request in recorded_request.into_iter().chain([snapshot_request]) {
         // Where the executor can map the snapshot as the region, the first
         // repetition needs no copy at all.
-        if let Some(r) = exec
-            .reserve_mapped(request, capture.input.map(len as u64))
+        // (A file maps only from a page boundary.)
+        if let Some(r) = (lead == 0)
+            .then(|| exec.reserve_mapped(request, capture.input.map(len as u64)))
+            .transpose()
+            .map(Option::flatten)
             .map_err(|e| {
                 Error::executor(
                     format!("mapping {} as the region", capture.input.path.display()),
@@ -259,10 +284,13 @@ where
     let (region, preloaded) = reserved.ok_or(Error::Internal("no region was reserved"))?;
     let image = exec
         .load_image(&capture.image)
-        .map_err(|e| Error::executor(format!("loading {}", capture.paths.image.display()), e))?;
+        .map_err(|e| Error::executor(format!("loading {}", capture.image_path().display()), e))?;
     let kernel = exec.kernel(&image, name).map_err(|e| {
         Error::executor(
-            format!("finding kernel {name} in {}", capture.paths.image.display()),
+            format!(
+                "finding kernel {name} in {}",
+                capture.image_path().display()
+            ),
             e,
         )
     })?;

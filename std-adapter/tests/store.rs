@@ -131,6 +131,7 @@ fn open_options_control_missing_globals_and_checksums() {
     let opts = OpenOptions {
         verify_checksums: false,
         allow_missing_globals: true,
+        ..OpenOptions::default()
     };
     let c = Capture::open_with(&p, opts).unwrap();
     assert!(c.globals.is_none());

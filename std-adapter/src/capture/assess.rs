@@ -20,6 +20,7 @@ use super::files::{
     FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, file_checksum, not_regular,
     open_regular, read_bounded,
 };
+use super::offload::ImageOrigin;
 use super::{CapturePaths, OpenOptions, globals_layout};
 use crate::error::{ChecksumMapProblem, Error, Setting};
 
@@ -105,6 +106,8 @@ pub struct Assessment {
     pub image: Option<Vec<u8>>,
     /// The globals file's bytes, when it is there and well formed.
     pub globals: Option<Vec<u8>>,
+    /// Where the image came from, when it was not the capture's own file.
+    pub image_origin: Option<ImageOrigin>,
     /// What is wrong, most serious first within each file.
     pub findings: Vec<Finding>,
 }
@@ -120,7 +123,7 @@ impl Assessment {
 
     /// The first finding that stops a replay opened with `options`, taken
     /// out, as the error to report.
-    pub fn take_replay_blocker(&mut self, options: OpenOptions) -> Option<Error> {
+    pub fn take_replay_blocker(&mut self, options: &OpenOptions) -> Option<Error> {
         let at = self.findings.iter().position(|f| match f.blocks {
             Blocks::Replay => true,
             Blocks::ReplayUnless(Setting::AllowMissingGlobals) => !options.allow_missing_globals,
@@ -166,7 +169,7 @@ pub fn output_problem(
 pub fn assess(
     record: &KernelRecord,
     paths: &CapturePaths,
-    options: OpenOptions,
+    options: &OpenOptions,
     hashing: Hashing,
 ) -> Assessment {
     let mut a = Assessment {
@@ -174,6 +177,7 @@ pub fn assess(
         image_kind: None,
         image: None,
         globals: None,
+        image_origin: None,
         findings: Vec::new(),
     };
     let problem = |a: &mut Assessment, error: Error| {
@@ -229,31 +233,45 @@ pub fn assess(
         check_lengths(&mut a, record, paths, len, output.regular_len());
     }
 
-    // The image.
-    let image_state = state_of(&mut a, "image", &paths.image);
-    match &image_state {
-        FileState::Missing => problem(
-            &mut a,
-            Error::io(
-                &paths.image,
-                "read",
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            ),
-        ),
-        FileState::Regular(_) => match read_bounded(&paths.image, "device image", IMAGE_LIMIT) {
-            Ok(Some(bytes)) => {
+    // The image: the capture's own, or one the options name.
+    if let Some(path) = &options.image {
+        a.files.push(FileReport {
+            role: "image",
+            path: path.clone(),
+            state: FileState::of(path),
+            checksum: ChecksumStatus::NotRecorded,
+        });
+        match super::offload::image_for(path, &record.name, record.backend.or(options.backend)) {
+            Ok((bytes, origin)) => {
                 let kind = image::sniff(&bytes);
                 a.image_kind = Some(kind);
                 a.image = Some(bytes);
+                a.image_origin = Some(origin);
                 check_backend(&mut a, record, paths, kind);
             }
-            Ok(None) => problem(
-                &mut a,
-                Error::capture(&paths.image, "vanished while it was read"),
-            ),
             Err(e) => problem(&mut a, e),
-        },
-        other => special(&mut a, &paths.image, other),
+        }
+    } else {
+        let image_state = state_of(&mut a, "image", &paths.image);
+        match &image_state {
+            FileState::Missing => problem(&mut a, missing_image(record, paths)),
+            FileState::Regular(_) => {
+                match read_bounded(&paths.image, "device image", IMAGE_LIMIT) {
+                    Ok(Some(bytes)) => {
+                        let kind = image::sniff(&bytes);
+                        a.image_kind = Some(kind);
+                        a.image = Some(bytes);
+                        check_backend(&mut a, record, paths, kind);
+                    }
+                    Ok(None) => problem(
+                        &mut a,
+                        Error::capture(&paths.image, "vanished while it was read"),
+                    ),
+                    Err(e) => problem(&mut a, e),
+                }
+            }
+            other => special(&mut a, &paths.image, other),
+        }
     }
 
     // The globals.
@@ -303,11 +321,9 @@ pub fn assess(
     if record.region_base.is_none() {
         problem(
             &mut a,
-            Error::capture(
-                &paths.descriptor,
-                "descriptor has no region address (BumpAllocVAStart/VAllocAddr); \
-                 its pointers cannot be placed, so it cannot be replayed",
-            ),
+            Error::NoRegionBase {
+                path: paths.descriptor.clone(),
+            },
         );
     }
     check_checksum_map(&mut a, record, paths, options);
@@ -315,6 +331,23 @@ pub fn assess(
         hash(&mut a, record, hashing);
     }
     a
+}
+
+/// A missing image: LLVM 16 never saves one (the image is in the
+/// application binary), which the error says with the setting that names
+/// the binary.
+fn missing_image(record: &KernelRecord, paths: &CapturePaths) -> Error {
+    if record.generation == Generation::LlvmLegacy {
+        Error::MissingImage {
+            path: paths.image.clone(),
+        }
+    } else {
+        Error::io(
+            &paths.image,
+            "read",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    }
 }
 
 /// Snapshot lengths against the descriptor, the region and each other.
@@ -410,7 +443,7 @@ fn check_checksum_map(
     a: &mut Assessment,
     record: &KernelRecord,
     paths: &CapturePaths,
-    options: OpenOptions,
+    options: &OpenOptions,
 ) {
     if record.generation != Generation::Reprise || !options.verify_checksums {
         return;

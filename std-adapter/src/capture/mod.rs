@@ -20,16 +20,20 @@
 //! executor reads them into its own buffers (the host executor maps them).
 
 mod assess;
+pub mod base;
 mod files;
+pub mod offload;
 mod paths;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use reprise_core::globals::{self, Layout};
 use reprise_core::image::{self, ImageKind};
-use reprise_core::record::{Generation, KernelRecord};
+use reprise_core::record::{BackendKind, Generation, KernelRecord};
 
 use crate::error::{Error, Result};
+pub use base::BaseOrigin;
+use offload::ImageOrigin;
 
 pub use assess::{
     Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, output_problem,
@@ -41,23 +45,78 @@ pub use files::{
 };
 pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
 
-/// How a capture is opened.
-#[derive(Debug, Clone, Copy)]
+/// How a capture is opened. Build it from [`OpenOptions::new`] (or
+/// `..OpenOptions::default()`, the same): checksums verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Accept a capture without a globals file (recorded before LLVM saved
-    /// globals); its globals are then left as the image initialises them,
-    /// and a warning naming the missing file is logged.
+    /// globals, or by LLVM 16, which never saves them); its globals are then
+    /// left as the image initialises them, and a warning naming the missing
+    /// file is logged.
     pub allow_missing_globals: bool,
     /// Verify checksums the descriptor carries (reads every file once).
+    /// Default: on.
     pub verify_checksums: bool,
+    /// The image to use instead of the capture's own `STEM.image` (which
+    /// LLVM 16 never writes): a device image, or an application binary (or
+    /// LLVM offload container) from whose `.llvm.offloading` entries the one
+    /// that defines the capture's kernel is taken (see [`crate::offload`]).
+    pub image: Option<PathBuf>,
+    /// The region base to use instead of the recorded (or derived) one.
+    pub region_base: Option<u64>,
+    /// The executor the capture is for, when its descriptor does not say:
+    /// chooses among an application binary's entries for several targets.
+    pub backend: Option<BackendKind>,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
+        OpenOptions::new()
+    }
+}
+
+impl OpenOptions {
+    /// The defaults: checksums verified, a globals file required, the
+    /// capture's own image and recorded base.
+    pub fn new() -> Self {
         OpenOptions {
             allow_missing_globals: false,
             verify_checksums: true,
+            image: None,
+            region_base: None,
+            backend: None,
         }
+    }
+
+    /// The same, missing globals allowed or not.
+    pub fn allow_missing_globals(mut self, allow: bool) -> Self {
+        self.allow_missing_globals = allow;
+        self
+    }
+
+    /// The same, checksums verified or not.
+    pub fn verify_checksums(mut self, verify: bool) -> Self {
+        self.verify_checksums = verify;
+        self
+    }
+
+    /// The same with the image taken from `path` (see
+    /// [`OpenOptions::image`]).
+    pub fn image(mut self, path: impl Into<PathBuf>) -> Self {
+        self.image = Some(path.into());
+        self
+    }
+
+    /// The same with the region at `base`.
+    pub fn region_base(mut self, base: u64) -> Self {
+        self.region_base = Some(base);
+        self
+    }
+
+    /// The same for the `backend` executor.
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = Some(backend);
+        self
     }
 }
 
@@ -86,12 +145,37 @@ pub struct Capture {
     /// read ([`Capture::check_input`], [`Capture::expected_output_checksum`]): the
     /// snapshots can be large, so they are hashed once, where they are used.
     pub verify_snapshots: bool,
+    /// Where the image came from, when not from the capture's own file
+    /// ([`OpenOptions::image`]).
+    pub image_origin: Option<ImageOrigin>,
+    /// Where the region base came from (`record.region_base` holds it).
+    pub base_origin: Option<BaseOrigin>,
+}
+
+/// Settles `record`'s region base: `options.region_base` when given, else
+/// the recorded one, else one derived by the rule of [`base`] (LLVM 16
+/// records none); returns where it came from, `None` when there is none.
+pub fn resolve_base(
+    record: &mut KernelRecord,
+    descriptor: &Path,
+    options: &OpenOptions,
+) -> Option<BaseOrigin> {
+    if let Some(b) = options.region_base {
+        record.region_base = Some(b);
+        return Some(BaseOrigin::Given);
+    }
+    if record.region_base.is_some() {
+        return Some(BaseOrigin::Recorded);
+    }
+    let (b, origin) = base::derive(record, descriptor)?;
+    record.region_base = Some(b);
+    Some(origin)
 }
 
 impl Capture {
     /// Opens the capture whose descriptor is `path`, with default options.
     pub fn open(path: impl AsRef<Path>) -> Result<Capture> {
-        Capture::open_with(path, OpenOptions::default())
+        Capture::open_with(path, OpenOptions::new())
     }
 
     /// Opens the capture whose descriptor is `path`.
@@ -102,20 +186,23 @@ impl Capture {
     /// a warning in the log.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Capture> {
         let path = path.as_ref();
-        let record = read_descriptor(path)?;
+        let mut record = read_descriptor(path)?;
+        let base_origin = resolve_base(&mut record, path, &options);
         let paths = CapturePaths::new(path, record.generation);
         let hashing = if options.verify_checksums {
             Hashing::SmallFiles
         } else {
             Hashing::None
         };
-        let mut a = assess(&record, &paths, options, hashing);
-        if let Some(e) = a.take_replay_blocker(options) {
+        let mut a = assess(&record, &paths, &options, hashing);
+        if let Some(e) = a.take_replay_blocker(&options) {
             return Err(e);
         }
         if a.globals.is_none() {
             log::warn!(
-                "{}: globals file is missing; every global keeps the value the image gives it{}",
+                "{}: globals file is missing; every global keeps the value the image gives it \
+                 (a kernel that reads a global the application changed, with `target update` \
+                 say, computes something else, and verification reports the difference){}",
                 paths.globals.display(),
                 if record.checksums.globals.is_some() {
                     " (the descriptor records the file's checksum: the capture is incomplete, \
@@ -154,7 +241,8 @@ impl Capture {
         let image_kind = image::sniff(&image);
         let sums = record.checksums;
         let checksums_verified = options.verify_checksums
-            && (sums.image.is_some() || (sums.globals.is_some() && a.globals.is_some()));
+            && ((sums.image.is_some() && a.image_origin.is_none())
+                || (sums.globals.is_some() && a.globals.is_some()));
         Ok(Capture {
             paths,
             record,
@@ -165,7 +253,17 @@ impl Capture {
             image_kind,
             checksums_verified,
             verify_snapshots: options.verify_checksums,
+            image_origin: a.image_origin.take(),
+            base_origin,
         })
+    }
+
+    /// The file the image was read from: the capture's own, or the one
+    /// [`OpenOptions::image`] named.
+    pub fn image_path(&self) -> &Path {
+        self.image_origin
+            .as_ref()
+            .map_or(&self.paths.image, |o| &o.path)
     }
 
     /// Why the recorded output cannot be verified against, if it cannot

@@ -94,6 +94,30 @@ pub enum Error {
         /// capture is incomplete, rather than older than globals files).
         checksummed: bool,
     },
+    /// A capture has no image: LLVM 16 never saves one beside its captures
+    /// (the image is in the application binary, which
+    /// [`Setting::Image`] names).
+    MissingImage {
+        /// Where the image would be.
+        path: PathBuf,
+    },
+    /// Several entries of an application binary define the capture's
+    /// kernel, and nothing says which executor the capture is for
+    /// ([`Setting::Backend`] does).
+    AmbiguousImage {
+        /// The application binary.
+        path: PathBuf,
+        /// The kernel.
+        kernel: String,
+        /// What the binary holds, for people.
+        held: String,
+    },
+    /// The descriptor records no region address and none can be derived
+    /// (see [`crate::capture::base`]); [`Setting::RegionBase`] gives it.
+    NoRegionBase {
+        /// The descriptor.
+        path: PathBuf,
+    },
     /// A reprise descriptor's `Checksums` map is damaged, so files would go
     /// unchecked without anyone knowing ([`Setting::VerifyChecksums`] off
     /// replays it anyway).
@@ -364,6 +388,31 @@ impl Error {
                     )
                 }
             }
+            Error::MissingImage { path } => write!(
+                f,
+                "{}: read failed: no such file; the capture has no device image (LLVM 16 saves \
+                 none: it is in the application binary's .llvm.offloading section); name the \
+                 binary with {}",
+                path.display(),
+                (names.given)(Setting::Image)
+            ),
+            Error::AmbiguousImage { path, kernel, held } => write!(
+                f,
+                "{}: more than one entry of its .llvm.offloading section defines the kernel \
+                 {kernel}, and the capture does not say which executor it is for: say so with \
+                 {}; it holds {held}",
+                path.display(),
+                (names.given)(Setting::Backend)
+            ),
+            Error::NoRegionBase { path } => write!(
+                f,
+                "{}: the descriptor records no region address (BumpAllocVAStart/VAllocAddr) and \
+                 none can be derived from its arguments (none points into DeviceMemorySize \
+                 bytes from a page + 0x10 address), so its pointers cannot be placed; give the \
+                 base with {}",
+                path.display(),
+                (names.given)(Setting::RegionBase)
+            ),
             Error::ChecksumMap { path, problem } => {
                 let off = (names.given)(Setting::VerifyChecksums);
                 match problem {

@@ -16,6 +16,12 @@ pub enum Setting {
     AllowMissingGlobals,
     /// [`crate::OpenOptions::verify_checksums`].
     VerifyChecksums,
+    /// [`crate::OpenOptions::image`].
+    Image,
+    /// [`crate::OpenOptions::region_base`].
+    RegionBase,
+    /// [`crate::OpenOptions::backend`].
+    Backend,
 }
 
 impl Setting {
@@ -26,6 +32,9 @@ impl Setting {
             Setting::NumThreads => "ReplayOptions::num_threads",
             Setting::AllowMissingGlobals => "OpenOptions::allow_missing_globals",
             Setting::VerifyChecksums => "OpenOptions::verify_checksums",
+            Setting::Image => "OpenOptions::image",
+            Setting::RegionBase => "OpenOptions::region_base",
+            Setting::Backend => "OpenOptions::backend",
         }
     }
 }

@@ -1,0 +1,76 @@
+//! `reprise extract`: the device images of an application binary.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use reprise::offload::images_in;
+
+use crate::error::Result;
+use crate::ui::human_bytes;
+
+/// List the device images an application binary holds, and write them
+/// out.
+///
+/// LLVM's offloading compilers (`clang -fopenmp -fopenmp-targets=...`) put
+/// the device images in the binary's `.llvm.offloading` section, one entry
+/// per target triple and architecture: x86-64 shared objects for the host,
+/// cubins or PTX for NVIDIA GPUs, code objects for AMD GPUs. For each
+/// entry this prints its triple, architecture, kind, size and the kernels
+/// its symbols define, and writes it to DIR as `APP.TRIPLE[.ARCH].EXT`.
+/// (`reprise replay --image APP` and `reprise inspect --image APP` take the
+/// entry for a capture's kernel without extracting anything.)
+#[derive(Args, Debug)]
+pub struct ExtractArgs {
+    /// The application binary (or an LLVM offload binary file).
+    pub app: PathBuf,
+    /// Where to write the images.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Only list them.
+    #[arg(long)]
+    pub list: bool,
+}
+
+pub fn run(a: ExtractArgs) -> Result<ExitCode> {
+    let images = images_in(&a.app)?;
+    let app = a
+        .app
+        .file_name()
+        .map_or_else(|| "image".into(), |n| n.to_string_lossy().into_owned());
+    if !a.list {
+        std::fs::create_dir_all(&a.dir).map_err(|e| reprise::Error::io(&a.dir, "create", e))?;
+    }
+    for i in &images {
+        let arch = if i.arch.is_empty() {
+            "-"
+        } else {
+            i.arch.as_str()
+        };
+        out!(
+            "#{:<2} {:<24} {:<8} {:<28} {:>10}  kernels: {}",
+            i.index,
+            i.triple,
+            arch,
+            i.kind.to_string(),
+            human_bytes(i.bytes.len() as u64),
+            if i.kernels.is_empty() {
+                "(none found)".to_string()
+            } else {
+                i.kernels.join(", ")
+            }
+        );
+        if !a.list {
+            let shared = images
+                .iter()
+                .filter(|o| o.triple == i.triple && o.arch == i.arch)
+                .count()
+                > 1;
+            let path = a.dir.join(i.file_name(&app, shared));
+            std::fs::write(&path, &i.bytes).map_err(|e| reprise::Error::io(&path, "write", e))?;
+            out!("    written to {}", path.display());
+        }
+    }
+    out!("{} device image(s) in {}", images.len(), a.app.display());
+    Ok(ExitCode::SUCCESS)
+}

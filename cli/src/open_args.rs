@@ -1,0 +1,52 @@
+//! The options `replay` and `inspect` share for opening a capture: its
+//! image from elsewhere (an LLVM 16 capture's is in the application
+//! binary), its region base when the descriptor records none.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use reprise::{BackendKind, OpenOptions};
+
+/// Where a capture's image and region come from, when not from the
+/// capture itself.
+#[derive(Args, Debug, Clone)]
+pub struct OpenArgs {
+    /// Take the device image from PATH instead of the capture's own
+    /// `NAME.image` (which LLVM 16 never writes): a device image, or an
+    /// application binary built by an LLVM offloading compiler, from whose
+    /// `.llvm.offloading` section the entry that defines the capture's
+    /// kernel is taken (`reprise extract` lists them).
+    #[arg(long, value_name = "PATH")]
+    pub image: Option<PathBuf>,
+    /// The region's base address (hexadecimal with 0x, or decimal), for a
+    /// descriptor that records none (LLVM 16's) when the derived one is
+    /// wrong; overrides a recorded one too.
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    pub region_base: Option<u64>,
+}
+
+impl OpenArgs {
+    /// The library's options these give, for a capture of `backend` (when
+    /// `--backend` says).
+    pub fn options(&self, backend: Option<BackendKind>) -> OpenOptions {
+        OpenOptions {
+            image: self.image.clone(),
+            region_base: self.region_base,
+            backend,
+            ..OpenOptions::new()
+        }
+    }
+}
+
+/// An address: `0x1f00` or `7936`, not 0.
+fn parse_address(s: &str) -> std::result::Result<u64, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not an address (0x7f0000000010, say)"))?;
+    if v == 0 {
+        return Err("the region cannot be at address 0".into());
+    }
+    Ok(v)
+}

@@ -1,0 +1,267 @@
+//! Device images out of application binaries: LLVM's offloading compilers
+//! put them in the binary's `.llvm.offloading` section (an offload binary
+//! container, [`reprise_core::offload`]), one entry per target triple and
+//! architecture, and LLVM 16's recorder never saves one beside its
+//! captures. [`images_in`] lists a file's entries with the kernels each
+//! defines; [`image_for`] picks the one that holds a capture's kernel.
+
+use std::path::{Path, PathBuf};
+
+use reprise_core::image::{EM_AMDGPU, EM_CUDA, EM_X86_64, ImageKind, sniff};
+use reprise_core::offload::{self, ImageFormat};
+use reprise_core::record::BackendKind;
+
+use super::read_bounded;
+use crate::error::{Error, Result};
+
+/// Largest application binary read for its device images: 4 GiB.
+pub const APPLICATION_LIMIT: u64 = 4 << 30;
+
+/// The name of the ELF section LLVM's offloading compilers put device images
+/// in.
+pub const SECTION: &str = ".llvm.offloading";
+
+/// One device image an application binary (or offload container) holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceImage {
+    /// Its place among the file's entries (from 0).
+    pub index: usize,
+    /// The target triple (`x86_64-pc-linux-gnu`, `nvptx64-nvidia-cuda`,
+    /// `amdgcn-amd-amdhsa`).
+    pub triple: String,
+    /// The architecture (`sm_80`, `gfx90a`; empty for the host).
+    pub arch: String,
+    /// The container's word for what the image is.
+    pub format: ImageFormat,
+    /// What the image is, from its bytes.
+    pub kind: ImageKind,
+    /// The kernels it defines (empty when they cannot be told).
+    pub kernels: Vec<String>,
+    /// The image.
+    pub bytes: Vec<u8>,
+}
+
+impl DeviceImage {
+    /// A file name for the image: `APP.TRIPLE[.ARCH][.INDEX].EXT`, the index
+    /// only when another entry has the same triple and architecture
+    /// (`shared`).
+    pub fn file_name(&self, app: &str, shared: bool) -> String {
+        let ext = match (self.kind, self.format) {
+            (ImageKind::Ptx, _) | (_, ImageFormat::Ptx) => "ptx",
+            (ImageKind::Fatbin, _) => "fatbin",
+            (ImageKind::Bitcode, _) => "bc",
+            (
+                ImageKind::Elf {
+                    machine: EM_CUDA, ..
+                },
+                _,
+            ) => "cubin",
+            (
+                ImageKind::Elf {
+                    machine: EM_AMDGPU, ..
+                },
+                _,
+            ) => "hsaco",
+            (ImageKind::Elf { .. }, _) => "so",
+            _ => "bin",
+        };
+        let mut name = format!("{app}.{}", self.triple);
+        if !self.arch.is_empty() {
+            name.push('.');
+            name.push_str(&self.arch);
+        }
+        if shared {
+            name.push_str(&format!(".{}", self.index));
+        }
+        format!("{name}.{ext}")
+    }
+}
+
+/// The kernels `image` defines, where its kind tells them.
+pub fn kernels_of(image: &[u8]) -> Vec<String> {
+    match sniff(image) {
+        ImageKind::Elf {
+            machine: EM_X86_64, ..
+        } => reprise_host::elf::symbols(image)
+            .map(|s| s.functions)
+            .unwrap_or_default(),
+        ImageKind::Elf {
+            machine: EM_CUDA, ..
+        } => reprise_cuda::cubin::elf_kernels(image),
+        ImageKind::Elf {
+            machine: EM_AMDGPU, ..
+        } => reprise_host::elf::dynamic_symbol_names(image)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(".kd").map(str::to_owned))
+            .collect(),
+        ImageKind::Ptx => reprise_cuda::ptx::entries(&String::from_utf8_lossy(image)),
+        ImageKind::Fatbin => {
+            let mut all: Vec<String> = reprise_cuda::cubin::fatbin_entries(image)
+                .into_iter()
+                .flat_map(kernels_of)
+                .collect();
+            all.sort();
+            all.dedup();
+            all
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The device images in the offload container `bytes` (the contents of a
+/// `.llvm.offloading` section, or a container file), for messages about
+/// `path`.
+fn entries(bytes: &[u8], path: &Path) -> Result<Vec<DeviceImage>> {
+    offload::entries(bytes)
+        .enumerate()
+        .map(|(index, e)| {
+            let e = e.map_err(|e| Error::capture(path, e.to_string()))?;
+            Ok(DeviceImage {
+                index,
+                triple: e.triple().unwrap_or("").to_string(),
+                arch: e.arch().unwrap_or("").to_string(),
+                format: e.format,
+                kind: sniff(e.image),
+                kernels: kernels_of(e.image),
+                bytes: e.image.to_vec(),
+            })
+        })
+        .collect()
+}
+
+/// The device images `path` holds: the entries of an application binary's
+/// `.llvm.offloading` section, or of an offload container file. An error
+/// when it holds none (a plain device image, say).
+pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
+    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    let images = contained(&bytes, path)?.ok_or_else(|| {
+        Error::capture(
+            path,
+            format!(
+                "holds no device images: it is {} without a {SECTION} section (nor an LLVM \
+                 offload binary)",
+                sniff(&bytes)
+            ),
+        )
+    })?;
+    if images.is_empty() {
+        return Err(Error::capture(
+            path,
+            format!("its {SECTION} section holds no entry"),
+        ));
+    }
+    Ok(images)
+}
+
+/// The entries of `bytes` when it is an offload container or an ELF file
+/// with a `.llvm.offloading` section; `None` when it is neither.
+fn contained(bytes: &[u8], path: &Path) -> Result<Option<Vec<DeviceImage>>> {
+    if sniff(bytes) == ImageKind::OffloadBinary {
+        return entries(bytes, path).map(Some);
+    }
+    match offload::elf_section(bytes, SECTION).map_err(|e| Error::capture(path, e.to_string()))? {
+        Some(section) => entries(section, path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Where a capture's image came from when it was not the capture's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageOrigin {
+    /// The file given.
+    pub path: PathBuf,
+    /// The entry taken from it, when it is an application binary or an
+    /// offload container (`None`: the file is the image).
+    pub entry: Option<(usize, String, String)>,
+}
+
+/// The image in `path` for a capture of `kernel` (whose descriptor names
+/// `backend`, if it does): `path` itself when it is a device image, else the
+/// one entry of its `.llvm.offloading` section (or offload container) that
+/// defines `kernel` and runs on `backend`. Several such entries, or none,
+/// are an error listing what the file holds.
+pub fn image_for(
+    path: &Path,
+    kernel: &str,
+    backend: Option<BackendKind>,
+) -> Result<(Vec<u8>, ImageOrigin)> {
+    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    let Some(images) = contained(&bytes, path)? else {
+        return Ok((
+            bytes,
+            ImageOrigin {
+                path: path.to_path_buf(),
+                entry: None,
+            },
+        ));
+    };
+    let fits = |i: &&DeviceImage| {
+        i.kernels.iter().any(|k| k == kernel) && backend.is_none_or(|b| i.kind.backend() == Ok(b))
+    };
+    let matching: Vec<&DeviceImage> = images.iter().filter(fits).collect();
+    match matching.as_slice() {
+        [one] => {
+            let origin = ImageOrigin {
+                path: path.to_path_buf(),
+                entry: Some((one.index, one.triple.clone(), one.arch.clone())),
+            };
+            Ok((one.bytes.clone(), origin))
+        }
+        many => {
+            let held = images
+                .iter()
+                .map(|i| {
+                    let arch = if i.arch.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", i.arch)
+                    };
+                    format!(
+                        "#{} {}{arch} ({}, kernels: {})",
+                        i.index,
+                        i.triple,
+                        i.kind,
+                        if i.kernels.is_empty() {
+                            "none found".to_string()
+                        } else {
+                            i.kernels.join(", ")
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            if !many.is_empty() && backend.is_none() {
+                return Err(Error::AmbiguousImage {
+                    path: path.to_path_buf(),
+                    kernel: kernel.to_string(),
+                    held,
+                });
+            }
+            let how = if many.is_empty() {
+                "no entry of"
+            } else {
+                "more than one entry of"
+            };
+            Err(Error::capture(
+                path,
+                format!(
+                    "{how} its {SECTION} section defines the kernel {kernel}{}: it holds {held}",
+                    backend.map_or_else(String::new, |b| format!(" for the {b} executor"))
+                ),
+            ))
+        }
+    }
+}
