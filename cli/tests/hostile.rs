@@ -707,7 +707,7 @@ fn killed_mid_recording_leaves_whole_captures_or_orphans() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let after = Duration::from_millis(20 + seed % 250);
+        let after = Duration::from_millis(60 + seed % 440);
         let mut child = Command::new(&me)
             .args([
                 "--ignored",
