@@ -760,6 +760,84 @@ fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
 }
 
 #[test]
+fn llvm_captures_without_teams_or_threads_need_them_on_a_gpu() {
+    // LLVM 16/17 saved the num_teams/thread_limit clauses, 0 for a construct
+    // without them; a GPU launch needs the counts, so replay asks for them
+    // (the host does not: llvm_formats.rs).
+    let Some(_gpu) = gpu() else { return };
+    use reprise::core::record::Generation;
+    for (generation, teams_key, threads_key, why) in [
+        (
+            Generation::LlvmLegacy,
+            "NumTeamsClause",
+            "ThreadLimitClause",
+            "LLVM recorded no num_teams or thread_limit clause",
+        ),
+        (
+            Generation::LlvmCurrent,
+            "NumTeams",
+            "NumThreads",
+            "LLVM recorded no values for them",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (descriptor, _) =
+            llvm_saxpy_capture(dir.path(), generation, SAXPY, 0x1539_4000_0000, 5000);
+        edit_descriptor(&descriptor, |r| {
+            r.grid[0] = 0;
+            r.block[0] = 0;
+        });
+        // Without overrides the geometry is unknown: say so, and how to fix it.
+        let name = descriptor.display().to_string();
+        assert_error(
+            &reprise(&["replay", "--verify", s(&descriptor)]),
+            &[&format!(
+                "{name}: {teams_key} is 0 and {threads_key} is 0: {why}, so the launch's team \
+                 count and threads per team are unknown; pass --num-teams N and --num-threads N"
+            )],
+        );
+        let out = reprise(&["replay", "--num-teams", "40", s(&descriptor)]);
+        assert_error(
+            &out,
+            &[
+                &format!("{name}: {threads_key} is 0"),
+                "pass --num-threads N",
+            ],
+        );
+        assert!(!text(&out).1.contains("--num-teams N"), "{}", text(&out).1);
+        // The library says the same, naming the descriptor.
+        let capture = reprise::Capture::open(&descriptor).unwrap();
+        let err = reprise::block_on(std::future::IntoFuture::into_future(reprise::replay(
+            &capture,
+        )))
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{name}: {teams_key} is 0")),
+            "{err}"
+        );
+        // With both given it replays and verifies.
+        replay_ok(&descriptor, &["--num-teams", "40", "--num-threads", "128"]);
+        // inspect and list say what a replay will need.
+        let out = reprise(&["inspect", s(&descriptor)]);
+        assert_exit(&out, 0);
+        let (stdout, _) = text(&out);
+        let note = stdout.lines().find(|l| l.starts_with("note")).unwrap_or("");
+        assert!(
+            note.contains("pass --num-teams N and --num-threads N"),
+            "{stdout}"
+        );
+        let out = reprise(&["list", s(dir.path())]);
+        assert_exit(&out, 0);
+        let (stdout, _) = text(&out);
+        assert!(
+            stdout.contains("NOTE: ") && stdout.contains("--num-teams N"),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
 fn the_demo_records_and_replays_on_the_cuda_executor() {
     let Some(_gpu) = gpu() else { return };
     let dir = tempfile::tempdir().unwrap();
