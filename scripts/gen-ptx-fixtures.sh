@@ -16,3 +16,33 @@ done
 "$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_52 -nocudainc -nocudalib \
     -O2 -S -o saxpy.sm_52.ptx saxpy.cu
 echo "generated backends/cuda/fixtures/saxpy.sm_52.ptx"
+# OpenMP target regions as clang compiles them for a GPU since LLVM 18, with
+# the implicit dyn_ptr parameter: device code linked with LLVM's OpenMP
+# device runtime (Debian's libomp-19-dev) into one self-contained PTX, which
+# a driver can load with no link step (apt-get install clang-19 llvm-19
+# libomp-19-dev). clang names each kernel after the source file's device
+# and inode (__omp_offloading_<dev>_<inode>_<function>_l<line>), which
+# change from checkout to checkout; the ids are renamed fe00_1 so the names
+# stay put.
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-19/bin}
+DEVICE_RTL=${DEVICE_RTL:-/usr/lib/llvm-19/lib/libomptarget-nvptx-sm_80.bc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for src in omp_*.c; do
+    out=${src%.c}.ptx
+    "$CLANG" -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda \
+        -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_80 --offload-device-only \
+        -nogpulib -O2 -emit-llvm -c -o "$tmp/device.bc" "$src"
+    "$LLVM_BIN/llvm-link" --internalize --only-needed "$tmp/device.bc" "$DEVICE_RTL" \
+        -o "$tmp/linked.bc"
+    "$LLVM_BIN/opt" -O2 "$tmp/linked.bc" -o "$tmp/optimized.bc"
+    "$LLVM_BIN/llc" -mtriple=nvptx64-nvidia-cuda -mcpu=sm_80 "$tmp/optimized.bc" \
+        -o "$tmp/$out"
+    sed -E 's/__omp_offloading_[0-9a-f]+_[0-9a-f]+_/__omp_offloading_fe00_1_/g' \
+        "$tmp/$out" > "$out"
+    if grep -q '^\.extern \.func' "$out"; then
+        echo "$out calls functions it does not define; no driver loads it" >&2
+        exit 1
+    fi
+    echo "generated backends/cuda/fixtures/$out"
+done

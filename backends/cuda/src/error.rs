@@ -224,6 +224,17 @@ pub enum CudaError {
         /// The device's most threads per block.
         limit: u32,
     },
+    /// The launch's block has more threads than the kernel allows
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: its `.maxntid` or launch
+    /// bounds, an OpenMP kernel's thread limit, or its register use).
+    KernelThreadsPerBlock {
+        /// The kernel's name.
+        kernel: String,
+        /// The block asked for.
+        block: [u32; 3],
+        /// The kernel's most threads per block.
+        limit: u32,
+    },
     /// One dimension of the launch's block or grid is larger than the device
     /// allows (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_*`/`MAX_GRID_DIM_*`).
     LaunchDimension {
@@ -403,6 +414,17 @@ impl fmt::Display for CudaError {
             CudaError::ThreadsPerBlock { block, limit } => write!(
                 f,
                 "block {} ({} threads) exceeds this device's limit of {limit} threads per block",
+                dims(block),
+                block.iter().fold(1u128, |n, &d| n * u128::from(d))
+            ),
+            CudaError::KernelThreadsPerBlock {
+                kernel,
+                block,
+                limit,
+            } => write!(
+                f,
+                "block {} ({} threads) exceeds kernel {kernel}'s limit of {limit} threads per \
+                 block (its launch bounds, or the registers it uses)",
                 dims(block),
                 block.iter().fold(1u128, |n, &d| n * u128::from(d))
             ),
@@ -765,6 +787,16 @@ mod tests {
         assert_eq!(
             t.to_string(),
             "block 2048x1x1 (2048 threads) exceeds this device's limit of 1024 threads per block"
+        );
+        let k = CudaError::KernelThreadsPerBlock {
+            kernel: "k".into(),
+            block: [256, 1, 1],
+            limit: 128,
+        };
+        assert_eq!(
+            k.to_string(),
+            "block 256x1x1 (256 threads) exceeds kernel k's limit of 128 threads per block \
+             (its launch bounds, or the registers it uses)"
         );
         let d = CudaError::LaunchDimension {
             what: "grid",

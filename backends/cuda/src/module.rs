@@ -17,19 +17,32 @@ use crate::raw;
 pub(crate) struct Module {
     dev: Arc<Device>,
     handle: sys::CUmodule,
-    /// The shared memory of each function launched with dynamic shared
-    /// memory so far, asked of the driver once: kept per module, so two
-    /// kernel handles of one function share it and never lower what the
-    /// other set.
-    shared: Mutex<Vec<FunctionShared>>,
+    /// The limits of each function launched so far, asked of the driver
+    /// once: kept per module, so two kernel handles of one function share
+    /// them and never lower what the other set.
+    limits: Mutex<Vec<FunctionLimits>>,
+}
+
+/// One function's launch limits, as the driver reported them and as the
+/// executor has set them since.
+#[derive(Debug, Clone, Copy)]
+struct FunctionLimits {
+    /// The function (`CUfunction` as an address).
+    func: usize,
+    /// The most threads a block of it may have
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`): below the device's
+    /// limit where the code says so (`.maxntid`, `__launch_bounds__`; an
+    /// OpenMP kernel's default thread limit) or its registers require it; 0
+    /// where the driver did not say.
+    max_threads: u32,
+    /// Its shared memory, once a launch with dynamic shared memory asked.
+    shared: Option<FunctionShared>,
 }
 
 /// One function's shared memory, as the driver reported it and as the
 /// executor has set it since.
 #[derive(Debug, Clone, Copy)]
 struct FunctionShared {
-    /// The function (`CUfunction` as an address).
-    func: usize,
     /// Its static shared memory (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     static_bytes: u32,
     /// The dynamic shared memory launches may use now
@@ -127,7 +140,7 @@ impl CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
                 handle,
-                shared: Mutex::new(Vec::new()),
+                limits: Mutex::new(Vec::new()),
             }),
             kind,
             globals,
@@ -308,41 +321,74 @@ impl CudaKernel {
         &self.name
     }
 
-    /// Gets the function ready for a launch with `dynamic` bytes of
-    /// dynamic shared memory, as LLVM's CUDA plugin does: its static shared
-    /// memory and current maximum of dynamic shared memory are asked of the
-    /// driver once; a launch asking for more than that maximum (by default
-    /// 48 KiB less the static size) raises it (`cuFuncSetAttribute`), after
-    /// checking static plus dynamic against the device's opt-in limit, which
-    /// is a [`CudaError::SharedMemory`] naming both. The context is bound by
-    /// the caller.
-    pub(crate) fn prepare_shared(
+    /// Gets the function ready for a launch with `block` threads and
+    /// `dynamic` bytes of dynamic shared memory, as LLVM's CUDA plugin does.
+    /// Its thread limit is asked of the driver at the first launch, its
+    /// static shared memory and current maximum of dynamic shared memory at
+    /// the first launch with dynamic shared memory, each once. A block over the
+    /// function's thread limit is a [`CudaError::KernelThreadsPerBlock`]
+    /// (the driver would only say "invalid value"). A launch asking for more
+    /// dynamic shared memory than that maximum (by default 48 KiB less the
+    /// static size) raises it (`cuFuncSetAttribute`), after checking static
+    /// plus dynamic against the device's opt-in limit, which is a
+    /// [`CudaError::SharedMemory`] naming both. The context is bound by the
+    /// caller.
+    pub(crate) fn prepare(
         &self,
+        block: [u32; 3],
         dynamic: u32,
         limits: &LaunchLimits,
     ) -> Result<(), CudaError> {
+        use sys::CUfunction_attribute as A;
         // Held across the driver calls, so two launches never race to lower
         // the attribute.
-        let mut known = self.module.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = self.module.limits.lock().unwrap_or_else(|p| p.into_inner());
         let func = self.func as usize;
         let at = match known.iter().position(|f| f.func == func) {
             Some(at) => at,
             None => {
-                use sys::CUfunction_attribute as A;
-                let static_bytes = self.attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-                let max_dynamic =
-                    self.attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
-                known.push(FunctionShared {
+                // A driver that cannot say leaves the check to the launch.
+                let max_threads = self
+                    .attribute(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+                    .unwrap_or(0);
+                known.push(FunctionLimits {
                     func,
-                    static_bytes,
-                    max_dynamic,
+                    max_threads,
+                    shared: None,
                 });
                 known.len() - 1
             }
         };
-        let f = known[at];
-        limits.check_shared(f.static_bytes, dynamic)?;
-        if dynamic <= f.max_dynamic {
+        let max_threads = known[at].max_threads;
+        let threads = block
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
+        if max_threads > 0 && threads > u64::from(max_threads) {
+            return Err(CudaError::KernelThreadsPerBlock {
+                kernel: self.name.to_string(),
+                block,
+                limit: max_threads,
+            });
+        }
+        if dynamic == 0 {
+            return Ok(());
+        }
+        // Asked at the first launch with dynamic shared memory; a failure
+        // fails the launch and is asked again next time.
+        let shared = match known[at].shared {
+            Some(shared) => shared,
+            None => {
+                let shared = FunctionShared {
+                    static_bytes: self.attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                    max_dynamic: self
+                        .attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+                };
+                known[at].shared = Some(shared);
+                shared
+            }
+        };
+        limits.check_shared(shared.static_bytes, dynamic)?;
+        if dynamic <= shared.max_dynamic {
             return Ok(());
         }
         // Over the opt-in limit only where the device did not say what that
@@ -358,7 +404,10 @@ impl CudaKernel {
                 value,
             )
         }?;
-        known[at].max_dynamic = dynamic;
+        known[at].shared = Some(FunctionShared {
+            max_dynamic: dynamic,
+            ..shared
+        });
         Ok(())
     }
 

@@ -613,6 +613,9 @@ fn a_device_attribute_the_driver_will_not_report_is_an_unchecked_limit() {
     let (_image, kernel) = fixture_kernel(&blind, "shared_reverse.ptx", "shared_reverse");
     let mut q = blind.queue().unwrap();
     let values = [region.base(), 16, 16];
+    // The kernel's own thread limit unknown too (asked once, at its first
+    // launch).
+    assert!(sim::fail("cuFuncGetAttribute", INVALID_VALUE, 0));
     let err = q
         .launch(&kernel, &shared_reverse(&values, [2048, 1, 1], 64))
         .unwrap_err();
@@ -658,14 +661,16 @@ fn a_kernels_shared_memory_is_asked_of_the_driver_once() {
     let (image, kernel) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
     let mut q = exec.queue().unwrap();
     let values = [region.base(), 16, 16];
-    // A launch without dynamic shared memory asks nothing (and does
-    // nothing: no words).
+    // A launch without dynamic shared memory asks only the kernel's thread
+    // limit; a driver that cannot say leaves the block to its own check
+    // (the launch does nothing: no words).
     assert!(sim::fail("cuFuncGetAttribute", INVALID_VALUE, 0));
     let nothing = [region.base(), 0, 0];
     q.launch(&kernel, &shared_reverse(&nothing, [4, 1, 1], 0))
         .unwrap();
-    // The first with some asks; when that fails, the launch does, naming
-    // the call, and nothing is kept.
+    // The first with some asks for the shared memory; when that fails, the
+    // launch does, naming the call, and nothing is kept.
+    assert!(sim::fail("cuFuncGetAttribute", INVALID_VALUE, 0));
     let err = q
         .launch(&kernel, &shared_reverse(&values, [4, 1, 1], 64))
         .unwrap_err();

@@ -392,11 +392,10 @@ impl CudaQueue {
             params.as_mut_ptr()
         };
         self.dev.bind()?;
-        if c.shared_mem > 0 {
-            // Checked against the opt-in limit with the kernel's static
-            // shared memory, and opted in where the kernel needs it.
-            kernel.prepare_shared(c.shared_mem, limits)?;
-        }
+        // The block against the kernel's own thread limit; dynamic shared
+        // memory against the opt-in limit with the kernel's static shared
+        // memory, and opted in where the kernel needs it.
+        kernel.prepare(c.block, c.shared_mem, limits)?;
         self.events.0.record(&self.stream)?;
         // In flight from before the driver call: a fault that another queue
         // meets while the call is under way (the kernel may already run)

@@ -13,7 +13,10 @@
  *    stream callbacks (which run even after a fault, with the error) and host
  *    functions (which do not) in order;
  *  - modules: the kernels of reprise's CUDA fixtures (saxpy, mixed, grid2d,
- *    shared_reverse), found by name in PTX, cubin or fat binary images, each
+ *    shared_reverse, and clang's OpenMP kernels of omp_saxpy and omp_sum),
+ *    found by name in PTX, cubin or fat binary images (PTX that declares a
+ *    function it does not define fails to load, CUDA_ERROR_INVALID_PTX, as
+ *    the driver's compiler links nothing), each
  *    with its own `__device__` globals, run block by block on the stream's
  *    worker: the threads of a block one after the other, phase by phase
  *    (a kernel with __syncthreads() has one phase per stretch between
@@ -21,7 +24,9 @@
  *    garbage; every memory access a kernel makes is checked against the
  *    mapped ranges (shared ones against the launch's dynamic shared memory),
  *    and a bad one is a sticky CUDA_ERROR_ILLEGAL_ADDRESS, as on a device;
- *  - launch limits as on an sm_90 device: 1024 threads per block, blocks of
+ *  - launch limits as on an sm_90 device: 1024 threads per block (fewer for
+ *    a kernel whose PTX says `.maxntid`, reported by cuFuncGetAttribute
+ *    as CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK), blocks of
  *    at most 1024x1024x64, grids of at most (2^31-1)x65535x65535, reported
  *    by cuDeviceGetAttribute and enforced by cuLaunchKernel
  *    (CUDA_ERROR_INVALID_VALUE); shared memory as on a device: each
@@ -89,6 +94,7 @@
  * drivers before CUDA 12.4 do).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -959,6 +965,10 @@ struct sim_function {
   unsigned max_dynamic_shared;
   /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: fixed when the module loads. */
   unsigned static_shared;
+  /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the product of the PTX's
+   * `.maxntid` for the kernel (OpenMP kernels say 128 unless a thread_limit
+   * says otherwise), else the device's limit. */
+  unsigned max_threads;
 };
 
 struct sim_module {
@@ -983,6 +993,9 @@ struct launch {
   unsigned char *smem;
   /* How long it waits before it runs: the kernel delay when launched. */
   unsigned delay_us;
+  /* The running block's partial sum (omp_sum keeps it in static shared
+   * memory): undefined at the start of every block. */
+  double acc;
 };
 
 /* A checked view of `len` bytes of device memory at `addr`, or NULL (and a
@@ -1098,6 +1111,91 @@ static void k_shared_reverse(struct launch *l, const struct thread_index *t) {
   }
 }
 
+/* omp_saxpy.c (clang-19's OpenMP code, SPMD): parameters dyn_ptr, n, x, y,
+ * 8 bytes each. Team b takes the chunks of 128 iterations at b*128,
+ * (b + teams)*128, ...; its threads take every blockDim-th iteration of a
+ * chunk. dyn_ptr is never read: the region has no reductions. */
+static void k_omp_saxpy(struct launch *l, const struct thread_index *t) {
+  int64_t n = PARAM(l, 1, int64_t);
+  uint64_t x = PARAM(l, 2, uint64_t), y = PARAM(l, 3, uint64_t);
+  for (int64_t c = (int64_t)t->bid[0] * 128; c < n;
+       c += (int64_t)t->gdim[0] * 128)
+    for (int64_t i = c + t->tid[0]; i < n && i < c + 128; i += t->bdim[0]) {
+      float *px = dev(l, x + 4 * (uint64_t)i, 4);
+      float *py = dev(l, y + 4 * (uint64_t)i, 4);
+      if (!px || !py)
+        return;
+      *py = 2.0f * *px + *py;
+    }
+}
+
+/* omp_sum.c: *sum += x[0] + ... + x[n-1] (parameters dyn_ptr, n, sum, x).
+ * Phase 0: each thread adds its iterations (chunked as omp_saxpy) to the
+ * block's partial sum. Phase 1, thread 0, as the device runtime's
+ * __kmpc_nvptx_teams_reduce_nowait_v2 does: the kernel launch environment
+ * at dyn_ptr is {u32 ReductionCnt, u32 ReductionIterCnt, void
+ * *ReductionBuffer}; the team stores its partial in buffer slot team % 1024
+ * (adding to it from team 1024 on), counts itself (atomic increment
+ * wrapping after 1023; the team that wraps it adds 1024 to
+ * ReductionIterCnt), and the team that counts itself last adds the slots
+ * of the first min(teams, 1024) teams to *sum and zeroes both counters.
+ * The environment must be in device memory: a dyn_ptr of ~0 or anywhere
+ * else unmapped faults, as on a device. */
+static void k_omp_sum(struct launch *l, const struct thread_index *t) {
+  uint64_t env = PARAM(l, 0, uint64_t);
+  int64_t n = PARAM(l, 1, int64_t);
+  uint64_t sum = PARAM(l, 2, uint64_t), x = PARAM(l, 3, uint64_t);
+  int first = !t->tid[0] && !t->tid[1] && !t->tid[2];
+  if (t->phase == 0) {
+    if (first)
+      l->acc = 0;
+    for (int64_t c = (int64_t)t->bid[0] * 128; c < n;
+         c += (int64_t)t->gdim[0] * 128)
+      for (int64_t i = c + t->tid[0]; i < n && i < c + 128;
+           i += t->bdim[0]) {
+        double *px = dev(l, x + 8 * (uint64_t)i, 8);
+        if (!px)
+          return;
+        l->acc += *px;
+      }
+    return;
+  }
+  if (!first)
+    return;
+  struct {
+    uint32_t cnt, iter;
+    uint64_t buffer;
+  } *kle = dev(l, env, 16);
+  if (!kle)
+    return;
+  unsigned team = t->bid[0], teams = t->gdim[0];
+  uint32_t bound = kle->iter;
+  double *slot = dev(l, kle->buffer + 8 * (uint64_t)(team % 1024), 8);
+  if (!slot)
+    return;
+  *slot = team < 1024 ? l->acc : *slot + l->acc;
+  uint32_t counted = kle->cnt;
+  kle->cnt = counted >= 1023 ? 0 : counted + 1;
+  if (counted != teams - bound - 1) {
+    if (counted == 1023)
+      kle->iter += 1024;
+    return;
+  }
+  unsigned slots = teams < 1024 ? teams : 1024;
+  double total = 0;
+  for (unsigned i = 0; i < slots; i++) {
+    double *p = dev(l, kle->buffer + 8 * (uint64_t)i, 8);
+    if (!p)
+      return;
+    total += *p;
+  }
+  double *psum = dev(l, sum, 8);
+  if (!psum)
+    return;
+  kle->cnt = kle->iter = 0;
+  *psum += total;
+}
+
 static const float BIAS_INIT = 0.5f;
 static const unsigned SCALE_INIT[2] = {1000, 1};
 
@@ -1124,6 +1222,19 @@ static const struct kernel_def KERNELS[] = {
      3,
      {{0, 8}, {8, 4}, {12, 4}},
      k_shared_reverse,
+     0,
+     {{0}},
+     2},
+    {"__omp_offloading_fe00_1_omp_saxpy_l6",
+     4,
+     {{0, 8}, {8, 8}, {16, 8}, {24, 8}},
+     k_omp_saxpy,
+     0,
+     {{0}}},
+    {"__omp_offloading_fe00_1_omp_sum_l8",
+     4,
+     {{0, 8}, {8, 8}, {16, 8}, {24, 8}},
+     k_omp_sum,
      0,
      {{0}},
      2},
@@ -1155,7 +1266,7 @@ static size_t image_len(const unsigned char *p) {
  * a whole string in a binary's string tables. */
 static int defines(const unsigned char *image, size_t len, int ptx,
                    const char *name) {
-  char pat[64];
+  char pat[128];
   size_t n;
   if (ptx) {
     n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
@@ -1165,6 +1276,73 @@ static int defines(const unsigned char *image, size_t len, int ptx,
     n = strlen(name) + 2;
   }
   return memmem(image, len, pat, n) != NULL;
+}
+
+/* The most threads per block the PTX allows kernel `name`: the product of
+ * its `.maxntid` (between the parameter list and the body), else the
+ * device's limit; for binaries, the device's limit. */
+static unsigned max_threads_of(const unsigned char *image, size_t len,
+                               int ptx, const char *name) {
+  if (!ptx)
+    return MAX_THREADS_PER_BLOCK;
+  char pat[96];
+  size_t n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
+  const char *at = memmem(image, len, pat, n);
+  if (!at)
+    return MAX_THREADS_PER_BLOCK;
+  const char *end = (const char *)image + len;
+  const char *body = memchr(at, '{', (size_t)(end - at));
+  const char *m = memmem(at, (size_t)((body ? body : end) - at), ".maxntid", 8);
+  if (!m)
+    return MAX_THREADS_PER_BLOCK;
+  unsigned long long threads = 1;
+  const char *p = m + 8;
+  for (int d = 0; d < 3; d++) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+      p++;
+    if (p >= end || *p < '0' || *p > '9')
+      break;
+    threads *= strtoull(p, (char **)&p, 10);
+  }
+  return threads && threads < MAX_THREADS_PER_BLOCK ? (unsigned)threads
+                                                    : MAX_THREADS_PER_BLOCK;
+}
+
+/* Whether the PTX declares a function it does not define, other than the
+ * ones the driver's compiler provides: loading it fails, as it does on a
+ * driver (cuModuleLoadData links nothing; OpenMP device code must be linked
+ * with the device runtime first). */
+static int unresolved_extern(const unsigned char *image, size_t len) {
+  static const char *const PROVIDED[] = {"vprintf", "malloc", "free",
+                                         "__assertfail"};
+  const char *p = (const char *)image, *end = p + len;
+  while ((p = memmem(p, (size_t)(end - p), ".extern .func", 13))) {
+    p += 13;
+    /* The name: the identifier before the parameter list's '(' that
+     * follows any return value's. */
+    const char *q = p;
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    if (q < end && *q == '(') {
+      const char *close = memchr(q, ')', (size_t)(end - q));
+      if (!close)
+        return 1;
+      q = close + 1;
+    }
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    const char *name = q;
+    while (q < end && (isalnum((unsigned char)*q) || *q == '_' || *q == '$'))
+      q++;
+    size_t n = (size_t)(q - name);
+    int provided = 0;
+    for (size_t i = 0; i < sizeof PROVIDED / sizeof PROVIDED[0]; i++)
+      if (strlen(PROVIDED[i]) == n && memcmp(PROVIDED[i], name, n) == 0)
+        provided = 1;
+    if (!provided)
+      return 1;
+  }
+  return 0;
 }
 
 static int g_nmodules;
@@ -1230,6 +1408,8 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   r = image_fits(p, len, ptx);
   if (r)
     return r;
+  if (ptx && unresolved_extern(p, len))
+    return CUDA_ERROR_INVALID_PTX;
   unsigned static_shared =
       __atomic_load_n(&g_static_shared, __ATOMIC_RELAXED);
   if (static_shared > SHARED_DEFAULT)
@@ -1243,7 +1423,8 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
       continue;
     /* By default a function may have 48 KiB of shared memory in all. */
     m->functions[m->nkernels++] = (struct sim_function){
-        def, m, SHARED_DEFAULT - static_shared, static_shared};
+        def, m, SHARED_DEFAULT - static_shared, static_shared,
+        max_threads_of(p, len, ptx, def->name)};
     for (int g = 0; g < def->nglobals; g++) {
       const struct global_def *gd = &def->globals[g];
       unsigned char *data = calloc(1, gd->size);
@@ -1347,7 +1528,7 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
     return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {
   case FUNC_ATTR_MAX_THREADS_PER_BLOCK:
-    *value = MAX_THREADS_PER_BLOCK;
+    *value = (int)f->max_threads;
     return CUDA_SUCCESS;
   case FUNC_ATTR_SHARED_SIZE:
     *value = (int)f->static_shared;
@@ -1792,7 +1973,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
    * and static plus dynamic within the opt-in limit. */
   unsigned max_shared =
       __atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
-  if ((unsigned long long)bx * by * bz > MAX_THREADS_PER_BLOCK ||
+  if ((unsigned long long)bx * by * bz > f->max_threads ||
       shared > max_shared ||
       (unsigned long long)f->static_shared + shared > SHARED_OPTIN || extra ||
       (f->def->nparams && !params))
