@@ -131,7 +131,7 @@ pub fn describe_with(path: &Path, options: OpenOptions) -> Result<Description> {
     } else {
         Hashing::None
     };
-    let a = assess(&record, &paths, &options, hashing);
+    let a = assess(&record, &paths, &options, base_origin, hashing);
     let globals = match (&a.globals, a.state("globals")) {
         (Some(bytes), _) => globals::decode(globals_layout(record.generation), bytes)
             .map_err(|e| e.to_string())

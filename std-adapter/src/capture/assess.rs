@@ -16,6 +16,7 @@ use reprise_core::globals;
 use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{Generation, KernelRecord};
 
+use super::base::BaseOrigin;
 use super::files::{
     FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, file_checksum, not_regular,
     open_regular, read_bounded,
@@ -160,7 +161,8 @@ pub fn output_problem(
 }
 
 /// Assesses the capture whose descriptor `record` was read from
-/// `paths.descriptor`, as a replay opened with `options` would see it
+/// `paths.descriptor` (its region base from `base_origin`, as
+/// [`super::resolve_base`] settled it), as a replay opened with `options` would see it
 /// (`options.allow_missing_globals` makes a missing globals file a warning
 /// only; `options.verify_checksums` off skips the descriptor's checksum
 /// map), hashing the files `hashing` says. Reads the image and the globals
@@ -170,6 +172,7 @@ pub fn assess(
     record: &KernelRecord,
     paths: &CapturePaths,
     options: &OpenOptions,
+    base_origin: Option<BaseOrigin>,
     hashing: Hashing,
 ) -> Assessment {
     let mut a = Assessment {
@@ -325,6 +328,9 @@ pub fn assess(
                 path: paths.descriptor.clone(),
             },
         );
+    }
+    for e in super::launch_env::check(record, paths, base_origin) {
+        problem(&mut a, e);
     }
     check_checksum_map(&mut a, record, paths, options);
     if hashing != Hashing::None {

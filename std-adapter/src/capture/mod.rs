@@ -22,6 +22,7 @@
 mod assess;
 pub mod base;
 mod files;
+mod launch_env;
 pub mod offload;
 mod paths;
 
@@ -194,7 +195,7 @@ impl Capture {
         } else {
             Hashing::None
         };
-        let mut a = assess(&record, &paths, &options, hashing);
+        let mut a = assess(&record, &paths, &options, base_origin, hashing);
         if let Some(e) = a.take_replay_blocker(&options) {
             return Err(e);
         }

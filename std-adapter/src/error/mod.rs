@@ -118,6 +118,30 @@ pub enum Error {
         /// The descriptor.
         path: PathBuf,
     },
+    /// The descriptor's `ArgPtrs` are not the kernel's arguments but the
+    /// addresses of the recording runtime's own array of them, 8 bytes
+    /// apart and outside the region: LLVM 19 to 22.1 record them so
+    /// (`saveKernelDescr` writes `LaunchParams.Ptrs[I]`, which is
+    /// `&Args[I]`), and the values are nowhere in the capture.
+    ArgumentsNotRecorded {
+        /// The descriptor.
+        path: PathBuf,
+        /// The first address recorded.
+        first: u64,
+        /// How many arguments the descriptor has.
+        count: usize,
+    },
+    /// The launch environment that an LLVM 18+ capture passes as argument 0
+    /// holds, in the memory snapshot, a reduction buffer outside the region:
+    /// the snapshot was taken before LLVM's copy of the environment landed.
+    LaunchEnvironment {
+        /// The memory snapshot.
+        path: PathBuf,
+        /// The environment's address (argument 0).
+        at: u64,
+        /// The `ReductionBuffer` found there.
+        buffer: u64,
+    },
     /// A reprise descriptor's `Checksums` map is damaged, so files would go
     /// unchecked without anyone knowing ([`Setting::VerifyChecksums`] off
     /// replays it anyway).
@@ -412,6 +436,26 @@ impl Error {
                  base with {}",
                 path.display(),
                 (names.given)(Setting::RegionBase)
+            ),
+            Error::ArgumentsNotRecorded { path, first, count } => write!(
+                f,
+                "{}: ArgPtrs holds no argument values: its {count} entries are the addresses \
+                 {first:#x}, {:#x}, ... 8 bytes apart, outside the recorded region, which is \
+                 how LLVM 19 to 22.1 record a launch (the addresses of the runtime's own \
+                 argument array, not what it held), so the arguments are lost and no replay \
+                 can pass them; record the launch with LLVM 18, with an LLVM that records \
+                 VAllocAddr, or with reprise",
+                path.display(),
+                first.wrapping_add(8)
+            ),
+            Error::LaunchEnvironment { path, at, buffer } => write!(
+                f,
+                "{}: the kernel's launch environment (argument 0, at {at:#x}) points its \
+                 reduction buffer at {buffer:#x}, outside the recorded region, so the kernel's \
+                 reduction would write through a stale pointer: LLVM copies the environment to \
+                 the device without waiting and took this snapshot before the copy landed; \
+                 record the launch again",
+                path.display()
             ),
             Error::ChecksumMap { path, problem } => {
                 let off = (names.given)(Setting::VerifyChecksums);
