@@ -20,21 +20,6 @@ const MIXED: &[u8] = include_bytes!("../../backends/cuda/fixtures/mixed.ptx");
 const GRID2D: &[u8] = include_bytes!("../../backends/cuda/fixtures/grid2d.ptx");
 const SHARED_REVERSE: &[u8] = include_bytes!("../../backends/cuda/fixtures/shared_reverse.ptx");
 
-/// The executor for device 0: the real driver with `REPRISE_GPU_TESTS=1`,
-/// else the simulated one (which the replaying `reprise` process then finds
-/// too); `None` after saying why when the tests skip.
-fn gpu() -> Option<CudaExecutor> {
-    match sim::driver() {
-        Ok(sim::Driver::Real) => {}
-        Ok(sim::Driver::Simulated) => eprintln!("on the simulated CUDA driver"),
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return None;
-        }
-    }
-    Some(CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}")))
-}
-
 fn config(dir: &std::path::Path) -> RecordConfig {
     RecordConfig::default()
         .enabled(true)

@@ -259,6 +259,21 @@ pub fn llvm_fixture(dir: &Path, generation: Generation, base: u64, n: usize) -> 
     }
 }
 
+/// The executor for device 0: the real driver with `REPRISE_GPU_TESTS=1`,
+/// else the simulated one (which the replaying `reprise` process then finds
+/// too); `None` after saying why when the tests skip.
+pub fn gpu() -> Option<reprise::CudaExecutor> {
+    match sim::driver() {
+        Ok(sim::Driver::Real) => {}
+        Ok(sim::Driver::Simulated) => eprintln!("on the simulated CUDA driver"),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+    }
+    Some(reprise::CudaExecutor::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}")))
+}
+
 /// Rewrites a descriptor through `edit` (keeping its generation).
 pub fn edit_descriptor(path: &Path, edit: impl FnOnce(&mut KernelRecord)) {
     let mut rec = KernelRecord::from_json(&std::fs::read(path).unwrap()).unwrap();
