@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("image_kind", image_kind),
     ("host_elf", host_elf),
     ("cuda_image", cuda_image),
+    ("offload", offload),
 ];
 
 /// A descriptor of any generation: read; when it reads, written in each key
@@ -106,6 +107,7 @@ pub fn host_elf(data: &[u8]) {
         let _ = (s.functions.len(), s.data.len());
     }
     let _ = reprise_host::elf::executable_segments(data);
+    let _ = reprise_host::elf::dynamic_symbol_names(data);
 }
 
 /// The CUDA executor's image readers: cubin and fat binary globals, fat
@@ -115,8 +117,53 @@ pub fn cuda_image(data: &[u8]) {
     let _ = reprise_cuda::cubin::fatbin_globals(data);
     let _ = reprise_cuda::cubin::fatbin_globals_unreadable(data);
     let _ = reprise_cuda::cubin::fatbin_entry_list(data);
-    let _ = reprise_cuda::ptx::globals(&String::from_utf8_lossy(data));
+    let _ = reprise_cuda::cubin::elf_kernels(data);
+    let text = String::from_utf8_lossy(data);
+    let _ = reprise_cuda::ptx::globals(&text);
+    let _ = reprise_cuda::ptx::entries(&text);
     for t in reprise_cuda::targets::targets(data) {
         let _ = t.to_string();
     }
+}
+
+/// The offload binary reader (the images clang embeds in an application):
+/// every entry of the bytes read as a `.llvm.offloading` section, and of
+/// that section when the bytes are an ELF file, with each entry's strings
+/// and an image inside its input; and what `write_one` writes (fields cut
+/// from the input) reads back as the one entry written.
+pub fn offload(data: &[u8]) {
+    use reprise_core::offload::{self, ImageFormat};
+    let walk = |section: &[u8]| {
+        for entry in offload::entries(section) {
+            let Ok(entry) = entry else { break };
+            let _ = (entry.triple(), entry.arch(), entry.strings().count());
+            assert!(
+                entry.offset + entry.image.len() <= section.len(),
+                "an image outside its section"
+            );
+        }
+    };
+    walk(data);
+    if let Ok(Some(section)) = offload::elf_section(data, ".llvm.offloading") {
+        walk(section);
+    }
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let cut = usize::from(first).min(rest.len());
+    let triple = String::from_utf8_lossy(&rest[..cut]).replace('\0', "");
+    let image = &rest[cut..];
+    let format = ImageFormat::from_code(u16::from(first % 8));
+    let written = offload::write_one(format, &triple, "sm_90", image);
+    let read: Vec<_> = offload::entries(&written)
+        .collect::<Result<_, _>>()
+        .expect("what write_one wrote reads back");
+    assert_eq!(read.len(), 1, "one entry written");
+    assert_eq!(read[0].image, image, "the image changed");
+    assert_eq!(
+        read[0].triple(),
+        Some(triple.as_str()),
+        "the triple changed"
+    );
+    assert_eq!(read[0].arch(), Some("sm_90"), "the arch changed");
 }

@@ -3,7 +3,7 @@
 # with `cargo install cargo-fuzz`) and keeps what they reach:
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (default 60 s)
 #   scripts/fuzz.sh all [SECONDS]      every target in turn
-# Targets: descriptor, globals, image_kind, host_elf, cuda_image.
+# Targets: descriptor, globals, image_kind, host_elf, cuda_image, offload.
 # The kept corpus of a target is one file, fuzz/corpus/TARGET.pack (each
 # input as a little-endian u64 length and its bytes), which
 # tests/fuzz_regressions.rs replays on the stable toolchain. A run unpacks
@@ -13,7 +13,7 @@
 # stable test keeps replaying it.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
-targets=(descriptor globals image_kind host_elf cuda_image)
+targets=(descriptor globals image_kind host_elf cuda_image offload)
 pack() { # dir file
     python3 - "$1" "$2" <<'PY'
 import os, struct, sys
@@ -52,6 +52,7 @@ fuzz_one() { # target seconds
 }
 case "${1:-}" in
     all) for t in "${targets[@]}"; do fuzz_one "$t" "${2:-60}"; done ;;
-    descriptor | globals | image_kind | host_elf | cuda_image) fuzz_one "$1" "${2:-60}" ;;
-    *) echo "usage: $0 TARGET|all [SECONDS]  (targets: ${targets[*]})" >&2; exit 2 ;;
+    *" "*) echo "usage: $0 TARGET|all [SECONDS]" >&2; exit 2 ;;
+    *) if [[ " ${targets[*]} " == *" ${1:-} "* ]]; then fuzz_one "$1" "${2:-60}"; exit; fi
+       echo "usage: $0 TARGET|all [SECONDS]  (targets: ${targets[*]})" >&2; exit 2 ;;
 esac
