@@ -18,14 +18,21 @@ done
 echo "generated backends/cuda/fixtures/saxpy.sm_52.ptx"
 # OpenMP target regions as clang compiles them for a GPU since LLVM 18, with
 # the implicit dyn_ptr parameter: device code linked with LLVM's OpenMP
-# device runtime (Debian's libomp-19-dev) into one self-contained PTX, which
-# a driver can load with no link step (apt-get install clang-19 llvm-19
-# libomp-19-dev). clang names each kernel after the source file's device
-# and inode (__omp_offloading_<dev>_<inode>_<function>_l<line>), which
-# change from checkout to checkout; the ids are renamed fe00_1 so the names
-# stay put.
+# device runtime into one self-contained PTX, which a driver can load with
+# no link step (apt-get install clang-19 llvm-19). The runtime comes from
+# Debian's libomp-19-dev, which conflicts with the libomp-16-dev the tests
+# use, so it is unpacked rather than installed:
+#   (cd /tmp && apt-get download libomp-19-dev && dpkg -x libomp-19-dev_*.deb omp19)
+#   DEVICE_RTL=/tmp/omp19/usr/lib/llvm-19/lib/libomptarget-nvptx-sm_80.bc scripts/gen-ptx-fixtures.sh
+# clang names each kernel after the source file's device and inode
+# (__omp_offloading_<dev>_<inode>_<function>_l<line>), which change from
+# checkout to checkout; the ids are renamed fe00_1 so the names stay put.
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-19/bin}
 DEVICE_RTL=${DEVICE_RTL:-/usr/lib/llvm-19/lib/libomptarget-nvptx-sm_80.bc}
+if [ ! -f "$DEVICE_RTL" ]; then
+    echo "no OpenMP device runtime at $DEVICE_RTL (see the comment above)" >&2
+    exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for src in omp_*.c; do
