@@ -34,5 +34,7 @@ stage_test() { # package test-name output-name
 }
 stage_test reprise-cuda gpu cuda-executor
 stage_test reprise-cuda gpu_fault cuda-fault
+stage_test reprise-cuda openmp cuda-openmp
 stage_test reprise-cli gpu_cuda end-to-end
+stage_test reprise-cli llvm_openmp_gpu llvm-openmp
 ls -la "$dest"

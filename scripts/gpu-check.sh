@@ -3,14 +3,17 @@
 # scripts/build-gpu-check.sh staged in .device/ (or in $1):
 #   1. the CUDA executor's device tests (regions, images, globals, launches,
 #      record/replay schedules, synchronize counts, a faulting kernel);
-#   2. the end-to-end suite: record through the library -> files ->
+#   2. clang's OpenMP kernels (PTX linked with LLVM's device runtime): their
+#      thread limit, a reduction through the launch environment;
+#   3. the end-to-end suite: record through the library -> files ->
 #      `reprise replay --verify` in a second process, geometry overrides,
-#      native parameter sizes, a 2-D grid, many launches;
-#   3. `reprise bench --backend cuda --quick --json`: sync vs async recording,
+#      native parameter sizes, a 2-D grid, many launches; LLVM 18 captures
+#      of the OpenMP kernels;
+#   4. `reprise bench --backend cuda --quick --json`: sync vs async recording,
 #      and async with device-side staging (small sizes, then 256 MiB on its
 #      own).
 # scripts/rehearse-gpu-check.sh runs this script here first, on the
-# simulated driver. Every step has its own time limit (465 s in all at
+# simulated driver. Every step has its own time limit (540 s in all at
 # worst, so one call of at most 600 s holds the whole check); the script
 # goes on after a failure and exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
 set -u
@@ -33,7 +36,9 @@ step() { # name limit command...
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 step cuda-executor 90 "$B/cuda-executor" --test-threads=1 --nocapture
 step cuda-fault 45 "$B/cuda-fault" --nocapture
+step cuda-openmp 30 "$B/cuda-openmp" --test-threads=1 --nocapture
 step end-to-end 120 "$B/end-to-end" --test-threads=1 --nocapture
+step llvm-openmp 45 "$B/llvm-openmp" --test-threads=1 --nocapture
 step bench-cuda 90 "$B/reprise" bench --backend cuda --quick --json --sizes 64K,1M,16M
 step bench-cuda-256m 120 "$B/reprise" bench --backend cuda --quick --json --sizes 256M
 exit $failed

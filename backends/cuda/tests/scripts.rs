@@ -86,12 +86,19 @@ fn build_gpu_check_takes_binaries_from_cargo_target_dir() {
     assert!(out.status.success(), "{stderr}");
     let target = tmp.join("elsewhere").canonicalize().unwrap();
     let seen = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(seen.lines().count(), 4, "{seen}");
+    assert_eq!(seen.lines().count(), 6, "{seen}");
     for dir in seen.lines() {
         assert_eq!(Path::new(dir), target, "cargo was given another target");
     }
     let staged = tmp.join("staged");
-    let names = ["reprise", "cuda-executor", "cuda-fault", "end-to-end"];
+    let names = [
+        "reprise",
+        "cuda-executor",
+        "cuda-fault",
+        "cuda-openmp",
+        "end-to-end",
+        "llvm-openmp",
+    ];
     let bytes: Vec<Vec<u8>> = names
         .iter()
         .map(|n| std::fs::read(staged.join(n)).unwrap_or_else(|e| panic!("{n}: {e}")))
