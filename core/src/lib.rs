@@ -6,6 +6,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod compare;
 pub mod completion;
 pub mod exec;
 pub mod globals;
@@ -23,7 +24,7 @@ pub use exec::{
 pub use globals::Layout;
 pub use record::{BackendKind, Generation, KernelRecord};
 pub use region::BumpRegion;
-pub use schedule::{Buffers, Mode, RecordPlan, ReplayPlan, ScheduleError, Upload};
+pub use schedule::{Buffers, Mode, RecordPlan, ReplayPlan, Restore, ScheduleError, Upload};
 
 #[cfg(feature = "alloc")]
 impl record::KernelRecord {
