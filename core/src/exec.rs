@@ -293,6 +293,14 @@ pub trait Executor: ErrorType {
 
     /// A new queue.
     fn queue(&self) -> Result<Self::Queue, Self::Error>;
+
+    /// Whether this executor's queues copy between device addresses
+    /// themselves ([`Queue::copy_on_device`]). A GPU's do, faster than any
+    /// upload; the host's need not (its memory is the host's, and a replay
+    /// restores from the mapped snapshot file).
+    fn copies_on_device(&self) -> bool {
+        false
+    }
 }
 
 /// An in-order stream of copies and launches with an awaitable synchronize.
@@ -333,5 +341,15 @@ pub trait Queue: ErrorType {
     /// the executor measures it.
     fn last_kernel_time(&self) -> Option<Duration> {
         None
+    }
+
+    /// Enqueues a copy of `len` bytes from device address `src` to `dst`
+    /// (both in this executor's regions) made by the device, where the
+    /// queue can ([`Executor::copies_on_device`]): `Ok(true)` once
+    /// enqueued, `Ok(false)` (the default) when it cannot, and the caller
+    /// copies through the host instead.
+    fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, Self::Error> {
+        let _ = (dst, src, len);
+        Ok(false)
     }
 }

@@ -10,7 +10,9 @@ use std::task::{Context, Poll, Waker};
 
 use fake::{Fake, FakeError, KernelFn, Op};
 use reprise_core::exec::*;
-use reprise_core::schedule::{self, Buffers, Mode, RecordPlan, ReplayPlan, ScheduleError, Upload};
+use reprise_core::schedule::{
+    self, Buffers, Mode, RecordPlan, ReplayPlan, Restore, ScheduleError, Upload,
+};
 
 const BASE: u64 = 0x1000;
 
@@ -183,7 +185,7 @@ fn replay_restores_globals_then_memory_launches_and_synchronizes_once() {
         memory: s.snapshot,
         globals: &s.globals,
         save_output: true,
-        restore_memory: true,
+        restore: Restore::Upload,
     };
     let bufs = Buffers {
         input: vec![1, 2, 3, 4],
@@ -296,7 +298,7 @@ fn dropping_a_record_mid_flight_leaves_buffers_with_the_queue() {
         memory: s.snapshot,
         globals: &[],
         save_output: false,
-        restore_memory: true,
+        restore: Restore::Upload,
     };
     let mut stale = Vec::new();
     let out = run(schedule::replay(
@@ -378,7 +380,7 @@ fn replay_without_restoring_memory_still_copies_the_output() {
         memory: s.snapshot,
         globals: &[],
         save_output: true,
-        restore_memory: false,
+        restore: Restore::Nothing,
     };
     let bufs = Buffers {
         input: vec![1, 2, 3, 4],
@@ -400,4 +402,61 @@ fn replay_without_restoring_memory_still_copies_the_output() {
     // The region's own contents were used, not the input buffer's.
     assert_eq!(out.output.unwrap(), [11, 13, 15, 17]);
     assert_eq!(out.input, [1, 2, 3, 4]);
+}
+
+#[test]
+fn replay_restores_from_a_pristine_device_copy_without_uploading_it() {
+    let s = setup();
+    // The pristine copy of the snapshot, at BASE + 0x80.
+    s.fake
+        .0
+        .borrow_mut()
+        .device
+        .slice(BASE + 0x80, 4)
+        .copy_from_slice(&[1, 2, 3, 4]);
+    let mut q = s.fake.queue().unwrap();
+    let args = [BASE, 4];
+    let plan = ReplayPlan {
+        kernel: &s.kernel,
+        launch: launch(&args),
+        memory: s.snapshot,
+        globals: &s.globals,
+        save_output: true,
+        restore: Restore::FromDevice(BASE + 0x80),
+    };
+    let bufs = || Buffers {
+        input: vec![9, 9, 9, 9],
+        globals: Some(vec![1]),
+        output: Some(vec![0; 4]),
+    };
+    // A queue that cannot copy on the device says so.
+    let e = run(schedule::replay(&mut q, plan, bufs(), drop)).unwrap_err();
+    assert_eq!(e, ScheduleError::NoDeviceCopy);
+    let mut q = s.fake.queue().unwrap();
+    s.fake.0.borrow_mut().device_copies = true;
+    s.fake.0.borrow_mut().log.clear();
+    for _ in 0..2 {
+        let out = run(schedule::replay(&mut q, plan, bufs(), drop)).unwrap();
+        // The kernel ran on the pristine bytes each time, not on the input
+        // buffer's, nor on the previous repetition's output.
+        assert_eq!(out.output.unwrap(), [3, 5, 7, 9]);
+    }
+    let log = s.fake.log();
+    assert_eq!(
+        log[..4],
+        [
+            Op::Upload(vec![s.globals[0]]),
+            Op::DeviceCopy {
+                dst: BASE,
+                src: BASE + 0x80,
+                len: 4
+            },
+            Op::Launch {
+                grid: [2, 1, 1],
+                args: vec![BASE, 4]
+            },
+            Op::Download(vec![s.snapshot]),
+        ]
+    );
+    assert!(!log.contains(&Op::Upload(vec![s.snapshot])), "{log:?}");
 }

@@ -173,4 +173,10 @@ impl Executor for CudaExecutor {
     fn queue(&self) -> Result<CudaQueue, CudaError> {
         CudaQueue::new(&self.dev, self.device_staging())
     }
+
+    /// Where the driver has `cuMemcpyDtoDAsync` (every driver of the last
+    /// decade; the staging symbols are checked together).
+    fn copies_on_device(&self) -> bool {
+        self.dev.lib.staging
+    }
 }

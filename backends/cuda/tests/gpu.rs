@@ -13,7 +13,7 @@ use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
 use reprise_core::region::BumpRegion;
-use reprise_core::schedule::{self, Buffers, Mode, RecordPlan, ReplayPlan, Upload};
+use reprise_core::schedule::{self, Buffers, Mode, RecordPlan, ReplayPlan, Restore, Upload};
 use reprise_cuda::{
     CudaBuffer, CudaError, CudaExecutor, CudaImage, CudaQueue, CudaRegion, FRESH_ALIGN,
     SUGGESTED_BASE,
@@ -369,7 +369,7 @@ fn records_saxpy_with_one_synchronize_and_replays_it_in_a_fresh_region() {
         memory,
         globals: &gsegs,
         save_output: true,
-        restore_memory: true,
+        restore: Restore::Upload,
     };
     let buffers = Buffers {
         input: rec.input,

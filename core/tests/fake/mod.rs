@@ -17,6 +17,7 @@ pub enum Op {
     Upload(Vec<Segment>),
     Download(Vec<Segment>),
     Launch { grid: [u32; 3], args: Vec<u64> },
+    DeviceCopy { dst: u64, src: u64, len: usize },
     Sync,
 }
 
@@ -55,6 +56,8 @@ pub struct Shared {
     pub busy_polls: usize,
     /// Fail the next synchronize with this error.
     pub fail_sync: Option<FakeError>,
+    /// Whether queues copy on the device.
+    pub device_copies: bool,
 }
 
 #[derive(Clone)]
@@ -71,6 +74,7 @@ impl Fake {
             buffers_in_flight: 0,
             busy_polls: 0,
             fail_sync: None,
+            device_copies: false,
         })))
     }
     pub fn log(&self) -> Vec<Op> {
@@ -95,6 +99,7 @@ enum Work {
     Up(Vec<u8>, Vec<Segment>, Ticket),
     Down(Vec<u8>, Vec<Segment>, Ticket),
     Run(KernelFn, Vec<u64>),
+    Copy(u64, u64, usize),
 }
 
 pub struct FakeQueue {
@@ -138,6 +143,9 @@ impl Executor for Fake {
     fn buffer(&self, len: usize) -> Result<Vec<u8>, FakeError> {
         Ok(vec![0; len])
     }
+    fn copies_on_device(&self) -> bool {
+        self.0.borrow().device_copies
+    }
     fn queue(&self) -> Result<FakeQueue, FakeError> {
         Ok(FakeQueue {
             fake: self.clone(),
@@ -157,7 +165,7 @@ impl FakeQueue {
     pub fn owned_buffers(&self) -> usize {
         self.pending
             .iter()
-            .filter(|w| !matches!(w, Work::Run(..)))
+            .filter(|w| matches!(w, Work::Up(..) | Work::Down(..)))
             .count()
             + self.done.len()
     }
@@ -192,6 +200,15 @@ impl Queue for FakeQueue {
             .push_back(Work::Run(k.clone(), l.args.values.to_vec()));
         Ok(())
     }
+    fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, FakeError> {
+        let mut s = self.fake.0.borrow_mut();
+        if !s.device_copies {
+            return Ok(false);
+        }
+        s.log.push(Op::DeviceCopy { dst, src, len });
+        self.pending.push_back(Work::Copy(dst, src, len));
+        Ok(true)
+    }
     fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), FakeError>> {
         let busy = self.fake.0.borrow().busy_polls;
         if self.polls < busy {
@@ -223,6 +240,10 @@ impl Queue for FakeQueue {
                     self.done.push_back((t, buf));
                 }
                 Work::Run(k, args) => k(&mut s.device, &args),
+                Work::Copy(dst, src, len) => {
+                    let from = s.device.slice(src, len).to_vec();
+                    s.device.slice(dst, len).copy_from_slice(&from);
+                }
             }
         }
         Poll::Ready(Ok(()))

@@ -256,6 +256,32 @@ impl CudaQueue {
         result
     }
 
+    /// Enqueues `cuMemcpyDtoDAsync` of `len` bytes from `src` to `dst`.
+    fn enqueue_device_copy(&mut self, dst: u64, src: u64, len: usize) -> Result<(), CudaError> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.dev.bind()?;
+        // A global either side keeps its module loaded until a synchronize
+        // covers the copy.
+        let touched = self
+            .dev
+            .state
+            .modules_in([(dst, len), (src, len)].into_iter());
+        for module in touched {
+            self.modules.push_back((self.seq + 1, module));
+        }
+        // The copy is ordered with everything on this queue's stream, so it
+        // counts as work a synchronize covers.
+        self.next_seq();
+        // SAFETY: the context is bound and the stream is live; the library
+        // has the staging symbols (checked by the caller); the device ranges
+        // are the caller's, and the driver fails the copy if one is not
+        // mapped.
+        unsafe { raw::memcpy_dtod_async(dst, src, len, self.stream.handle()) }?;
+        Ok(())
+    }
+
     /// Enqueues the host function that raises the next mark.
     fn enqueue_signal(&mut self) -> Result<u64, CudaError> {
         let mark = self.mark + 1;
@@ -339,6 +365,14 @@ impl Queue for CudaQueue {
     fn launch(&mut self, kernel: &CudaKernel, launch: &Launch<'_>) -> Result<(), CudaError> {
         let r = self.enqueue_launch(kernel, launch);
         r.map_err(|e| self.blame(e))
+    }
+
+    fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, CudaError> {
+        if !self.dev.lib.staging {
+            return Ok(false);
+        }
+        let r = self.enqueue_device_copy(dst, src, len);
+        r.map(|()| true).map_err(|e| self.blame(e))
     }
 
     fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
