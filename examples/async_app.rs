@@ -46,12 +46,9 @@ async fn main() -> reprise::Result<()> {
         .verify(true)
         .repetitions(3)
         .await?;
-    println!(
-        "{}: {:?}, times {:?}",
-        path.display(),
-        outcome.verification,
-        outcome.times
-    );
+    if let Some(v) = &outcome.verification {
+        println!("{}: {v}, times {:?}", path.display(), outcome.times);
+    }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(())
 }

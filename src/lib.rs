@@ -68,11 +68,30 @@ pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};
 pub use reprise_host::{FaultKind, FaultPlace, HostError, HostExecutor, KernelFault};
+pub use reprise_std::replayer::{self, CompareSpec, OutputRange, compare_files};
 pub use reprise_std::{
     Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,
     RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification, WriterKind, block_on,
 };
 pub use reprise_std::{capture, executors, offload};
+
+/// Comparing outputs: byte for byte, or element by element within a
+/// tolerance (`f16` to `f64`, integers; relative, absolute and ULP
+/// tolerances; NaN, infinities and signed zeros as documented), usable on
+/// any two byte strings. [`compare_files`] compares two output files;
+/// [`ReplayBuilder::compare`] makes a replay's verification use it.
+///
+/// ```
+/// use reprise::compare::{Comparer, DType, Tolerance};
+/// let recorded = 1.0f32.to_le_bytes();
+/// let replayed = f32::from_bits(1.0f32.to_bits() + 1).to_le_bytes();
+/// let mut c = Comparer::new(Tolerance::elements(DType::F32).ulps(1));
+/// c.feed(&recorded, &replayed);
+/// assert!(c.finish().is_match());
+/// ```
+pub mod compare {
+    pub use reprise_core::compare::*;
+}
 
 use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors};
 
@@ -135,6 +154,11 @@ impl<'a> ReplayBuilder<'a> {
     /// Compares the output with the recorded one.
     pub fn verify(mut self, on: bool) -> Self {
         self.options.verify = on;
+        self
+    }
+    /// How to compare (byte for byte over the whole region by default).
+    pub fn compare(mut self, spec: CompareSpec) -> Self {
+        self.options.compare = spec;
         self
     }
     /// Writes the output next to the capture.

@@ -22,6 +22,8 @@ fn flag(s: Setting) -> &'static str {
         Setting::Image => "--image",
         Setting::RegionBase => "--region-base",
         Setting::Backend => "--backend",
+        Setting::CompareRange => "--range",
+        Setting::CompareArg => "--arg",
         other => other.library_name(),
     }
 }

@@ -6,7 +6,9 @@ mod ui;
 
 mod backend;
 mod bench;
+mod compare_args;
 mod demo;
+mod diff;
 mod error;
 mod extract;
 mod inspect;
@@ -50,6 +52,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Bench(bench::BenchArgs),
     Extract(extract::ExtractArgs),
+    Diff(diff::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Extract(a) => extract::run(a),
+        Command::Diff(a) => diff::run(a),
     };
     match result {
         Ok(code) => code,

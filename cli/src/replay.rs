@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use reprise::{BackendKind, Capture, Verification};
+use reprise::{BackendKind, Capture};
 
 use crate::backend::BackendArg;
+use crate::compare_args::CompareArgs;
 use crate::error::Result;
 use crate::isolate;
 use crate::open_args::OpenArgs;
@@ -29,8 +30,9 @@ pub struct ReplayArgs {
     /// The capture's descriptor (`NAME.json`); its other files are found
     /// beside it.
     pub file: PathBuf,
-    /// Compare the output with the recorded output byte for byte (exit 1 on
-    /// a difference). `--verify=false` is accepted, as LLVM's tool does.
+    /// Compare the output with the recorded output (exit 1 on a
+    /// difference): byte for byte, or as the comparison options below say
+    /// (which imply it). `--verify=false` is accepted, as LLVM's tool does.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     pub verify: bool,
     /// Save the output next to the capture (`.replay_output`, or
@@ -47,7 +49,10 @@ pub struct ReplayArgs {
     /// The host executor has no devices to choose from.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     pub device_id: Option<i32>,
-    /// Replay N times, restoring memory before each, and print each time.
+    /// Replay N times, restoring memory and globals before each, and print
+    /// each time; the last repetition's output is the one verified and
+    /// saved. On a GPU the region is restored from a copy of the snapshot
+    /// kept on the device (a device-to-device copy instead of an upload).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
     /// The executor to use.
@@ -62,6 +67,8 @@ pub struct ReplayArgs {
     pub no_checksums: bool,
     #[command(flatten)]
     pub open: OpenArgs,
+    #[command(flatten)]
+    pub compare: CompareArgs,
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
@@ -75,8 +82,10 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     }
     let capture = Capture::open_with(&a.file, options)?;
     let rec = &capture.record;
+    let verify = a.verify || a.compare.given();
     let mut builder = reprise::replay(&capture)
-        .verify(a.verify)
+        .verify(verify)
+        .compare(a.compare.spec())
         .save_output(a.save_output)
         .repetitions(a.repetitions);
     if let Some(b) = a.backend.kind() {
@@ -153,26 +162,23 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
     if let Some(p) = &outcome.output_path {
         out!("output saved to {}", p.display());
     }
-    match outcome.verification {
+    if a.repetitions > 1 && outcome.restore == reprise::replayer::RestoreWay::DeviceCopy {
+        out!("repetitions after the first restored the region from a copy kept on the device");
+    }
+    match &outcome.verification {
         None => Ok(ExitCode::SUCCESS),
-        Some(Verification::Match { bytes }) => {
-            out!(
-                "verification: PASS ({} compared, all equal)",
-                human_bytes(bytes)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Verification::Mismatch {
-            first_offset,
-            differing,
-            bytes,
-        }) => {
-            out!(
-                "verification: FAIL: {differing} of {bytes} bytes differ; first difference at offset {first_offset:#x} \
-                 (address {:#x})",
-                rec.region_base.unwrap_or(0) + first_offset
-            );
-            Ok(ExitCode::from(1))
+        Some(v) => {
+            for line in a
+                .compare
+                .report("verification", &v.comparison, &v.ranges, rec.region_base)
+            {
+                out!("{line}");
+            }
+            Ok(if v.is_match() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

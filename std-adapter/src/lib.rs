@@ -24,5 +24,5 @@ pub use error::{
 };
 pub use exec::block_on;
 pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};
-pub use replayer::{Outcome, ReplayOptions, Verification, replay_on};
+pub use replayer::{CompareSpec, Outcome, OutputRange, ReplayOptions, Verification, replay_on};
 pub use store::{CaptureData, CaptureStore};

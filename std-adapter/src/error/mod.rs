@@ -188,6 +188,9 @@ pub enum Error {
         /// What it cannot do.
         feature: &'static str,
     },
+    /// A sweep of launch geometries on an executor whose launches take none
+    /// (the host's).
+    NoGeometry,
     /// The launch's team or thread count is unknown (LLVM recorded none)
     /// and the replay's options give none.
     UnknownGeometry {
@@ -302,6 +305,44 @@ impl Error {
             context: context.into(),
             source: Box::new(e),
         }
+    }
+
+    /// Whether the executor says its device is unusable after this error (a
+    /// GPU context lost to a kernel fault): nothing more runs on it in this
+    /// process.
+    pub fn device_lost(&self) -> bool {
+        self.cuda().is_some_and(reprise_cuda::CudaError::context_lost)
+    }
+
+    /// Whether the executor refused a launch before it ran: a block, grid
+    /// or shared memory beyond the kernel's or the device's limit.
+    pub fn launch_refused(&self) -> bool {
+        use reprise_cuda::CudaError as C;
+        matches!(
+            self.cuda(),
+            Some(
+                C::ThreadsPerBlock { .. }
+                    | C::KernelThreadsPerBlock { .. }
+                    | C::LaunchDimension { .. }
+                    | C::ZeroDimension { .. }
+                    | C::SharedMemory { .. }
+            )
+        )
+    }
+
+    /// The CUDA executor's error underneath, if there is one.
+    fn cuda(&self) -> Option<&reprise_cuda::CudaError> {
+        let Error::Executor { source, .. } = self else {
+            return None;
+        };
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+        while let Some(err) = e {
+            if let Some(c) = err.downcast_ref::<reprise_cuda::CudaError>() {
+                return Some(c);
+            }
+            e = err.source();
+        }
+        None
     }
 
     /// The error as met while working on `file`: an executor failure, and
@@ -493,6 +534,12 @@ impl Error {
             Error::Unsupported { backend, feature } => {
                 write!(f, "the {backend} executor does not offer {feature}")
             }
+            Error::NoGeometry => f.write_str(
+                "the host executor calls a kernel with its arguments only (no grid, block or \
+                 shared memory), so every configuration of a sweep runs the same code; an LLVM \
+                 OpenMP host image's runtime chooses its own threads: try thread counts with \
+                 OMP_NUM_THREADS=N in the environment of a replay, one replay per count",
+            ),
             Error::UnknownGeometry { path, geometry } => {
                 at(f, path)?;
                 geometry.fmt_named(f, names)

@@ -22,6 +22,10 @@ pub enum Setting {
     RegionBase,
     /// [`crate::OpenOptions::backend`].
     Backend,
+    /// A byte range of [`crate::replayer::CompareSpec::ranges`].
+    CompareRange,
+    /// An argument's buffer in [`crate::replayer::CompareSpec::ranges`].
+    CompareArg,
 }
 
 impl Setting {
@@ -35,6 +39,8 @@ impl Setting {
             Setting::Image => "OpenOptions::image",
             Setting::RegionBase => "OpenOptions::region_base",
             Setting::Backend => "OpenOptions::backend",
+            Setting::CompareRange => "CompareSpec::ranges (OutputRange::Bytes)",
+            Setting::CompareArg => "CompareSpec::ranges (OutputRange::Arg)",
         }
     }
 }

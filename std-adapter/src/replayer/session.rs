@@ -1,0 +1,346 @@
+//! A replay's set-up, made once and run many times: the region at its
+//! recorded address, the image and kernel, the globals and the snapshot
+//! in host buffers, a queue. Each [`Session::run`] then restores the region
+//! and globals, launches with a geometry of its own and waits once, so a
+//! repetition costs the kernel and the restore, not the set-up.
+//!
+//! The restore is as cheap as the executor allows: on the host the region
+//! is a mapping of the snapshot file before the first kernel (nothing to
+//! copy), and later restores copy from the mapped file (no read); on a
+//! GPU a session that will run more than once keeps a pristine copy of
+//! the snapshot on the device and restores the region from it with a
+//! device-to-device copy ([`Restore::FromDevice`]), a fraction of an
+//! upload's time; where that second copy cannot be had, it uploads.
+
+use std::time::{Duration, Instant};
+
+use reprise_core::exec::{
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+};
+use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
+
+use crate::capture::Capture;
+use crate::error::{Error, Result};
+use crate::layout::globals_segments;
+
+/// Reservations start on a page boundary.
+const PAGE: u64 = 4096;
+
+/// How a session restores the region before each kernel after the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreWay {
+    /// Uploads the snapshot from a host buffer (on the host: from the mapped
+    /// snapshot file).
+    Upload,
+    /// Copies a pristine copy of the snapshot on the device.
+    DeviceCopy,
+}
+
+/// One run of a [`Session`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// Wall time: restore, launch, output copy (when asked), wait.
+    pub time: Duration,
+    /// Device time of the kernel, where the executor measures it.
+    pub kernel_time: Option<Duration>,
+}
+
+/// A capture set up on an executor, ready to run again and again.
+pub struct Session<'c, E: Executor> {
+    exec: &'c E,
+    capture: &'c Capture,
+    // Dropped after the queue (fields drop in order): nothing in flight may
+    // outlive the region, the pristine copy or the image.
+    queue: E::Queue,
+    kernel: E::Kernel,
+    _image: E::Image,
+    pristine: Option<E::Region>,
+    _region: E::Region,
+    global_segs: Vec<Segment>,
+    buffers: Option<Buffers<E::Buffer>>,
+    values: Vec<u64>,
+    base: u64,
+    len: usize,
+    /// The region holds the snapshot and no kernel has run on it yet.
+    fresh: bool,
+    /// Whether the last run copied the output back.
+    has_output: bool,
+}
+
+impl<'c, E: Executor> Session<'c, E> {
+    /// Sets `capture` up on `exec`: reserves the region at the recorded
+    /// address, loads the image, finds the kernel, checks the recorded
+    /// globals against the image's, and stages the snapshot. `runs` says
+    /// how many runs are expected: more than one, on an executor that
+    /// copies on the device, makes the pristine device copy.
+    pub async fn new(exec: &'c E, capture: &'c Capture, runs: u32) -> Result<Self> {
+        let record = &capture.record;
+        let name = record.name.as_str();
+        let base = capture.region_base()?;
+        let len = usize::try_from(capture.snapshot_len()).map_err(|_| {
+            Error::capture(
+                &capture.input.path,
+                "snapshot larger than the address space",
+            )
+        })?;
+        let (region, fresh) = reserve_region(exec, capture, base, len)?;
+        let image = exec.load_image(&capture.image).map_err(|e| {
+            Error::executor(format!("loading {}", capture.image_path().display()), e)
+        })?;
+        let kernel = exec.kernel(&image, name).map_err(|e| {
+            Error::executor(
+                format!(
+                    "finding kernel {name} in {}",
+                    capture.image_path().display()
+                ),
+                e,
+            )
+        })?;
+        let (global_segs, globals) = stage_globals(exec, capture, &image)?;
+        let input = capture.input.read_into(exec, len)?;
+        capture.check_input(&input.as_ref()[..len])?;
+        let mut queue = exec
+            .queue()
+            .map_err(|e| Error::executor("creating a queue", e))?;
+        let mut buffers = Buffers {
+            input,
+            globals,
+            output: None,
+        };
+        let pristine = if runs > 1 && exec.copies_on_device() && len > 0 {
+            match exec.reserve(RegionRequest::new(None, len as u64)) {
+                Ok(p) => {
+                    let seg = [Segment {
+                        device: p.base(),
+                        host_offset: 0,
+                        len,
+                    }];
+                    let input = buffers.input;
+                    queue
+                        .upload(input, &seg)
+                        .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
+                    std::future::poll_fn(|cx| queue.poll_synchronize(cx))
+                        .await
+                        .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
+                    buffers.input = queue
+                        .reclaim()
+                        .map(|(_, b)| b)
+                        .ok_or(Error::Internal("the snapshot buffer did not come back"))?;
+                    Some(p)
+                }
+                Err(e) => {
+                    log::info!(
+                        "no room for a second copy of the {len}-byte snapshot on the device \
+                         ({e}); each repetition uploads it"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Session {
+            exec,
+            capture,
+            queue,
+            kernel,
+            _image: image,
+            pristine,
+            _region: region,
+            global_segs,
+            buffers: Some(buffers),
+            values: record.arg_values().to_vec(),
+            base,
+            len,
+            fresh,
+            has_output: false,
+        })
+    }
+
+    /// How runs after the first restore the region.
+    pub fn restore_way(&self) -> RestoreWay {
+        if self.pristine.is_some() {
+            RestoreWay::DeviceCopy
+        } else {
+            RestoreWay::Upload
+        }
+    }
+
+    /// The snapshot's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the snapshot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Restores the region and globals, launches with `config`, copies the
+    /// region back when `output` says, and waits once.
+    pub async fn run(&mut self, config: LaunchConfig, output: bool) -> Result<Run> {
+        let record = &self.capture.record;
+        let args = KernelArgs {
+            values: &self.values,
+            sizes: &record.arg_sizes,
+            data: &record.arg_data,
+        };
+        let restore = match (&self.pristine, self.fresh) {
+            (_, true) => Restore::Nothing,
+            (Some(p), false) => Restore::FromDevice(p.base()),
+            (None, false) => Restore::Upload,
+        };
+        let plan = ReplayPlan {
+            kernel: &self.kernel,
+            launch: Launch { config, args },
+            memory: Segment {
+                device: self.base,
+                host_offset: 0,
+                len: self.len,
+            },
+            globals: &self.global_segs,
+            save_output: output,
+            restore,
+        };
+        let mut buffers = self
+            .buffers
+            .take()
+            .ok_or(Error::Internal("a failed run lost the session's buffers"))?;
+        if output && buffers.output.is_none() {
+            match self.exec.buffer(self.len) {
+                Ok(b) => buffers.output = Some(b),
+                Err(e) => {
+                    self.buffers = Some(buffers);
+                    return Err(Error::executor("allocating the output buffer", e));
+                }
+            }
+        }
+        let start = Instant::now();
+        // Whatever happens now, the region no longer holds the snapshot.
+        self.fresh = false;
+        self.has_output = false;
+        let buffers = schedule::replay(&mut self.queue, plan, buffers, drop)
+            .await
+            .map_err(|e| Error::schedule(format!("replaying {}", record.name), e))?;
+        let time = start.elapsed();
+        self.buffers = Some(buffers);
+        self.has_output = output;
+        Ok(Run {
+            time,
+            kernel_time: self.queue.last_kernel_time(),
+        })
+    }
+
+    /// The region's bytes after the last run, when it copied them back.
+    pub fn output(&self) -> Option<&[u8]> {
+        if !self.has_output {
+            return None;
+        }
+        let out = self.buffers.as_ref()?.output.as_ref()?;
+        Some(&out.as_ref()[..self.len])
+    }
+}
+
+/// Reserves the address space the recording reserved, where known (a
+/// driver that places reservations itself then most likely repeats the
+/// recording's address), with memory behind the snapshot only (LLVM records
+/// 64 GiB regions); and just the snapshot when that much address space
+/// cannot be had. Where the executor can map the snapshot file as the
+/// region, it does (`true`: the region holds the snapshot already).
+///
+/// A base that is not page-aligned (LLVM 16's region is a `malloc`: a page
+/// + 16 bytes) is reserved from its page, and the snapshot lands at the
+/// recorded byte address.
+fn reserve_region<E: Executor>(
+    exec: &E,
+    capture: &Capture,
+    base: u64,
+    len: usize,
+) -> Result<(E::Region, bool)> {
+    let start = base / PAGE * PAGE;
+    let lead = base - start;
+    let snapshot_request = RegionRequest::new(Some(start), (lead + len as u64).max(PAGE));
+    let recorded_request = capture
+        .record
+        .region_size
+        .map(|size| size.saturating_add(lead))
+        .filter(|&size| size > snapshot_request.capacity)
+        .map(|capacity| {
+            RegionRequest::new(Some(start), capacity).backed(snapshot_request.capacity)
+        });
+    for request in recorded_request.into_iter().chain([snapshot_request]) {
+        // (A file maps only from a page boundary.)
+        if let Some(r) = (lead == 0)
+            .then(|| exec.reserve_mapped(request, capture.input.map(len as u64)))
+            .transpose()
+            .map(Option::flatten)
+            .map_err(|e| {
+                Error::executor(
+                    format!("mapping {} as the region", capture.input.path.display()),
+                    e,
+                )
+            })?
+        {
+            return Ok((r, true));
+        }
+        match exec.reserve(request) {
+            Ok(r) => return Ok((r, false)),
+            Err(e) if request == snapshot_request => {
+                return Err(Error::executor(
+                    format!("reserving the recorded region at {base:#x} ({len} bytes)"),
+                    e,
+                ));
+            }
+            Err(e) => log::debug!(
+                "reserving the recorded {} bytes failed ({e}); trying the snapshot's",
+                request.capacity
+            ),
+        }
+    }
+    Err(Error::Internal("no region was reserved"))
+}
+
+/// The recorded globals, each checked against the image's (present, same
+/// size), laid out in one host buffer: its segments and the buffer (none
+/// without globals).
+fn stage_globals<E: Executor>(
+    exec: &E,
+    capture: &Capture,
+    image: &E::Image,
+) -> Result<(Vec<Segment>, Option<E::Buffer>)> {
+    let mut recorded = Vec::new();
+    for g in capture.globals() {
+        let info = exec
+            .global(image, g.name)
+            .map_err(|e| Error::executor(format!("looking up global {}", g.name), e))?
+            .ok_or_else(|| {
+                Error::capture(
+                    &capture.paths.globals,
+                    format!("recorded global `{}` is absent from the image", g.name),
+                )
+            })?;
+        if info.size != g.bytes.len() as u64 {
+            return Err(Error::capture(
+                &capture.paths.globals,
+                format!(
+                    "recorded global `{}` has {} bytes, the image's has {}",
+                    g.name,
+                    g.bytes.len(),
+                    info.size
+                ),
+            ));
+        }
+        recorded.push((info.addr, g.bytes));
+    }
+    let (segs, len) = globals_segments(recorded.iter().map(|(a, b)| (*a, b.len() as u64)))?;
+    if segs.is_empty() {
+        return Ok((segs, None));
+    }
+    let mut b = exec
+        .buffer(len)
+        .map_err(|e| Error::executor("allocating the globals buffer", e))?;
+    for (seg, (_, bytes)) in segs.iter().zip(&recorded) {
+        b.as_mut()[seg.host_offset..seg.host_offset + seg.len].copy_from_slice(bytes);
+    }
+    Ok((segs, Some(b)))
+}

@@ -1,0 +1,311 @@
+//! Verifying a replay: its output against the recorded output, byte for
+//! byte or within a tolerance ([`reprise_core::compare`]), over the whole
+//! region or the ranges that matter; and the same comparison between any
+//! two output files ([`compare_files`]).
+
+use std::path::Path;
+
+use reprise_core::compare::{Comparer, Comparison, Tolerance};
+use reprise_core::record::KernelRecord;
+
+use crate::capture::{SnapshotFile, checksum_mismatch};
+use crate::error::{Error, Result, Setting};
+
+/// Which bytes of an output a verification compares, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareSpec {
+    /// What counts as equal (byte for byte by default).
+    pub tolerance: Tolerance,
+    /// The parts of the region compared; empty: all of it.
+    pub ranges: Vec<OutputRange>,
+}
+
+impl Default for CompareSpec {
+    fn default() -> Self {
+        CompareSpec {
+            tolerance: Tolerance::EXACT,
+            ranges: Vec::new(),
+        }
+    }
+}
+
+/// A part of the region to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputRange {
+    /// `len` bytes from `offset` (from the region base).
+    Bytes {
+        /// Where it starts, from the region base.
+        offset: u64,
+        /// How long it is.
+        len: u64,
+    },
+    /// The buffer argument `index` points to: from its address to the next
+    /// higher address another argument points to inside the region, or to
+    /// the end of the snapshot (buffers of a recording are bump-allocated
+    /// one after another).
+    Arg(usize),
+}
+
+/// The result of comparing a replay's output with the recorded output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification {
+    /// What the comparison found (offsets from the region base).
+    pub comparison: Comparison,
+    /// What counted as equal.
+    pub tolerance: Tolerance,
+    /// The ranges compared, `(offset, len)` from the region base, in order.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+impl Verification {
+    /// Whether the output matched.
+    pub fn is_match(&self) -> bool {
+        self.comparison.is_match()
+    }
+}
+
+/// `all 32768 bytes equal`, `3 of 8192 f32 elements differ beyond the
+/// tolerance, the first at offset 0x40`.
+impl std::fmt::Display for Verification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.comparison;
+        let what = match c.dtype {
+            None => "bytes".to_string(),
+            Some(t) => format!("{t} elements"),
+        };
+        let how = if self.tolerance.is_exact() {
+            ""
+        } else {
+            " within the tolerance"
+        };
+        match c.first.first() {
+            None if c.is_match() => write!(f, "all {} {what} equal{how}", c.elements),
+            first => {
+                write!(f, "{} of {} {what} differ", c.mismatches, c.elements)?;
+                if !self.tolerance.is_exact() {
+                    f.write_str(" beyond the tolerance")?;
+                }
+                if let Some(m) = first {
+                    write!(f, ", the first at offset {:#x}", m.offset)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The byte ranges `ranges` name in a region at `base` whose snapshot is
+/// `len` bytes, as `(offset, len)` pairs, sorted and merged; the whole
+/// snapshot when `ranges` is empty. A range outside the snapshot, or an
+/// argument that points nowhere into it, is an error naming it.
+pub fn resolve_ranges(
+    ranges: &[OutputRange],
+    record: &KernelRecord,
+    base: u64,
+    len: u64,
+) -> Result<Vec<(u64, u64)>> {
+    if ranges.is_empty() {
+        return Ok(vec![(0, len)]);
+    }
+    let inside = |v: u64| v.checked_sub(base).filter(|&o| o < len);
+    let pointers: Vec<u64> = record.arg_values().into_iter().filter_map(inside).collect();
+    let mut out = Vec::new();
+    for r in ranges {
+        match *r {
+            OutputRange::Bytes { offset, len: n } => {
+                if n == 0 || offset.checked_add(n).is_none_or(|end| end > len) {
+                    return Err(Error::BadOption {
+                        setting: Setting::CompareRange,
+                        value: format!("{offset}:{n}"),
+                        problem: format!("must be a nonempty range inside the {len}-byte snapshot"),
+                    });
+                }
+                out.push((offset, n));
+            }
+            OutputRange::Arg(i) => {
+                let values = record.arg_values();
+                let Some(&v) = values.get(i) else {
+                    return Err(Error::BadOption {
+                        setting: Setting::CompareArg,
+                        value: i.to_string(),
+                        problem: format!("the kernel has {} arguments", values.len()),
+                    });
+                };
+                let Some(start) = inside(v) else {
+                    return Err(Error::BadOption {
+                        setting: Setting::CompareArg,
+                        value: i.to_string(),
+                        problem: format!(
+                            "argument {i} is {v:#x}, which points nowhere into the region \
+                             ({base:#x}, {len} bytes)"
+                        ),
+                    });
+                };
+                let end = pointers
+                    .iter()
+                    .copied()
+                    .filter(|&p| p > start)
+                    .min()
+                    .unwrap_or(len);
+                out.push((start, end - start));
+            }
+        }
+    }
+    out.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (o, n) in out {
+        match merged.last_mut() {
+            Some((mo, mn)) if o <= *mo + *mn => *mn = (*mn).max(o + n - *mo),
+            _ => merged.push((o, n)),
+        }
+    }
+    Ok(merged)
+}
+
+/// Compares `replayed` (the region's bytes from its base) with the
+/// recorded output file over `ranges` (from [`resolve_ranges`]), streaming
+/// the file, and checking its checksum on the way when `checksum` is given.
+pub fn verify(
+    replayed: &[u8],
+    recorded: &SnapshotFile,
+    checksum: Option<u64>,
+    tolerance: Tolerance,
+    ranges: Vec<(u64, u64)>,
+) -> Result<Verification> {
+    if replayed.len() as u64 != recorded.len {
+        return Err(Error::capture(
+            &recorded.path,
+            format!(
+                "recorded output is {} bytes, the replay produced {}",
+                recorded.len,
+                replayed.len()
+            ),
+        ));
+    }
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut feeder = RangeFeeder::new(tolerance, &ranges);
+    let mut at = 0u64;
+    recorded.for_each_chunk(1 << 20, |chunk| {
+        if checksum.is_some() {
+            hasher.update(chunk);
+        }
+        let mine = &replayed[at as usize..at as usize + chunk.len()];
+        feeder.feed(at, chunk, mine);
+        at += chunk.len() as u64;
+    })?;
+    if let Some(want) = checksum {
+        let got = hasher.digest();
+        if got != want {
+            return Err(checksum_mismatch(&recorded.path, want, got));
+        }
+    }
+    Ok(Verification {
+        comparison: feeder.finish(),
+        tolerance,
+        ranges,
+    })
+}
+
+/// Compares the file `actual` with the file `expected` (two outputs) over
+/// `ranges` (`(offset, len)`, sorted; empty: all of them), streaming both.
+/// Files of different lengths are an error naming both.
+pub fn compare_files(
+    expected: &Path,
+    actual: &Path,
+    tolerance: Tolerance,
+    ranges: &[(u64, u64)],
+) -> Result<Comparison> {
+    use std::os::unix::fs::FileExt;
+    let open = |p: &Path| {
+        SnapshotFile::open(p)?.ok_or_else(|| {
+            Error::io(
+                p,
+                "open",
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+        })
+    };
+    let (e, a) = (open(expected)?, open(actual)?);
+    if e.len != a.len {
+        return Err(Error::capture(
+            actual,
+            format!(
+                "is {} bytes, {} is {} bytes: they are not outputs of one region",
+                a.len,
+                expected.display(),
+                e.len
+            ),
+        ));
+    }
+    let whole = [(0, e.len)];
+    let ranges = if ranges.is_empty() {
+        &whole[..]
+    } else {
+        ranges
+    };
+    if let Some(&(o, n)) = ranges
+        .iter()
+        .find(|(o, n)| o.checked_add(*n).is_none_or(|end| end > e.len))
+    {
+        return Err(Error::BadOption {
+            setting: Setting::CompareRange,
+            value: format!("{o}:{n}"),
+            problem: format!("must lie inside the {}-byte files", e.len),
+        });
+    }
+    let mut feeder = RangeFeeder::new(tolerance, ranges);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut theirs = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < e.len {
+        let n = ((e.len - at) as usize).min(buf.len());
+        e.file
+            .read_exact_at(&mut buf[..n], at)
+            .map_err(|err| Error::io(expected, "read", err))?;
+        a.file
+            .read_exact_at(&mut theirs[..n], at)
+            .map_err(|err| Error::io(actual, "read", err))?;
+        feeder.feed(at, &buf[..n], &theirs[..n]);
+        at += n as u64;
+    }
+    Ok(feeder.finish())
+}
+
+/// Feeds a [`Comparer`] the parts of a stream that lie in sorted ranges.
+struct RangeFeeder<'r> {
+    comparer: Comparer,
+    ranges: &'r [(u64, u64)],
+    /// The range being fed, when one has begun.
+    current: Option<usize>,
+}
+
+impl<'r> RangeFeeder<'r> {
+    fn new(tolerance: Tolerance, ranges: &'r [(u64, u64)]) -> Self {
+        RangeFeeder {
+            comparer: Comparer::new(tolerance),
+            ranges,
+            current: None,
+        }
+    }
+
+    /// The stream's bytes `at..at + expected.len()`.
+    fn feed(&mut self, at: u64, expected: &[u8], actual: &[u8]) {
+        let end = at + expected.len() as u64;
+        for (i, &(o, n)) in self.ranges.iter().enumerate() {
+            let (from, to) = (o.max(at), (o + n).min(end));
+            if from >= to {
+                continue;
+            }
+            if self.current != Some(i) {
+                self.comparer.range(o);
+                self.current = Some(i);
+            }
+            let (f, t) = ((from - at) as usize, (to - at) as usize);
+            self.comparer.feed(&expected[f..t], &actual[f..t]);
+        }
+    }
+
+    fn finish(self) -> Comparison {
+        self.comparer.finish()
+    }
+}
