@@ -185,21 +185,7 @@ impl<'a> ReplayBuilder<'a> {
     /// The executor this replay will use: an error when the image calls for
     /// none, or for one this build does not include.
     pub fn resolved_backend(&self) -> Result<BackendKind> {
-        let backend = match self.backend {
-            Some(b) => b,
-            None => self
-                .capture
-                .image_kind
-                .backend()
-                .map_err(|e| Error::capture(&self.capture.paths.image, e.to_string()))?,
-        };
-        if !executors::in_build(backend) {
-            return Err(Error::NotInBuild {
-                path: Some(self.capture.paths.descriptor.clone()),
-                backend,
-            });
-        }
-        Ok(backend)
+        resolve_backend(self.capture, self.backend)
     }
 
     async fn run(self) -> Result<Outcome> {
@@ -210,6 +196,25 @@ impl<'a> ReplayBuilder<'a> {
             executors::with_executor(spec, ReplayJob(self)).map_err(|e| e.in_file(&descriptor))?;
         replay.await.map_err(|e| e.in_file(&descriptor))
     }
+}
+
+/// The executor `backend` names, or the one `capture`'s image calls for: an
+/// error when it calls for none, or for one this build does not include.
+fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<BackendKind> {
+    let backend = match backend {
+        Some(b) => b,
+        None => capture
+            .image_kind
+            .backend()
+            .map_err(|e| Error::capture(&capture.paths.image, e.to_string()))?,
+    };
+    if !executors::in_build(backend) {
+        return Err(Error::NotInBuild {
+            path: Some(capture.paths.descriptor.clone()),
+            backend,
+        });
+    }
+    Ok(backend)
 }
 
 /// A boxed replay future.
@@ -243,6 +248,133 @@ impl<'a> ExecutorJob for ReplayJob<'a> {
 impl<'a> IntoFuture for ReplayBuilder<'a> {
     type Output = Result<Outcome>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+/// Starts building a sweep of launch geometries over `capture` (see
+/// [`tune::TuneOptions`]); `.await` it to run. GPU executors only: the
+/// host executor's kernels take no geometry ([`Error::NoGeometry`]).
+///
+/// ```no_run
+/// # async fn run() -> reprise::Result<()> {
+/// use reprise::LaunchConfig;
+/// let capture = reprise::Capture::open("captures/saxpy-4242-0.json")?;
+/// let configs = [64, 128, 256, 512].map(|threads| LaunchConfig {
+///     grid: [4096 / threads, 1, 1],
+///     block: [threads, 1, 1],
+///     shared_mem: 0,
+/// });
+/// let report = reprise::tune(&capture).configs(configs).await?;
+/// if let Some(best) = report.best() {
+///     println!("fastest: {:?}, {:?}", best.config, best.median());
+/// }
+/// # Ok(()) }
+/// ```
+pub fn tune(capture: &Capture) -> TuneBuilder<'_> {
+    TuneBuilder {
+        capture,
+        backend: None,
+        device_id: None,
+        options: tune::TuneOptions::default(),
+        progress: None,
+    }
+}
+
+pub use reprise_std::tune;
+
+/// The progress callback of a sweep: configuration index, count, what was
+/// measured; `false` stops the sweep.
+type TuneProgress<'a> = Box<dyn FnMut(usize, usize, &tune::Measured) -> bool + Send + 'a>;
+
+/// A sweep being configured. Awaiting it runs the sweep.
+pub struct TuneBuilder<'a> {
+    capture: &'a Capture,
+    backend: Option<BackendKind>,
+    device_id: Option<i32>,
+    options: tune::TuneOptions,
+    progress: Option<TuneProgress<'a>>,
+}
+
+impl<'a> TuneBuilder<'a> {
+    /// Runs on this executor instead of the one the image calls for.
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+    /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
+    pub fn device_id(mut self, id: i32) -> Self {
+        self.device_id = Some(id);
+        self
+    }
+    /// The configurations to measure (the recorded one is measured too).
+    pub fn configs(mut self, configs: impl IntoIterator<Item = LaunchConfig>) -> Self {
+        self.options.configs = configs.into_iter().collect();
+        self
+    }
+    /// All options at once.
+    pub fn options(mut self, options: tune::TuneOptions) -> Self {
+        self.options = options;
+        self
+    }
+    /// Calls `f` after each configuration with its index, the number of
+    /// configurations and what it measured; `false` stops the sweep.
+    pub fn on_config(
+        mut self,
+        f: impl FnMut(usize, usize, &tune::Measured) -> bool + Send + 'a,
+    ) -> Self {
+        self.progress = Some(Box::new(f));
+        self
+    }
+    /// The executor this sweep will use.
+    pub fn resolved_backend(&self) -> Result<BackendKind> {
+        resolve_backend(self.capture, self.backend)
+    }
+
+    async fn run(self) -> Result<tune::TuneReport> {
+        let descriptor = self.capture.paths.descriptor.clone();
+        let spec = ExecutorSpec::new(self.resolved_backend()?)
+            .device(self.device_id.unwrap_or(self.capture.record.device_id));
+        let sweep =
+            executors::with_executor(spec, TuneJob(self)).map_err(|e| e.in_file(&descriptor))?;
+        sweep.await.map_err(|e| e.in_file(&descriptor))
+    }
+}
+
+/// A boxed sweep future.
+type Tuning<'a> = Pin<Box<dyn Future<Output = Result<tune::TuneReport>> + Send + 'a>>;
+
+/// Sweeping on whatever executor [`executors::with_executor`] opens.
+struct TuneJob<'a>(TuneBuilder<'a>);
+
+impl<'a> ExecutorJob for TuneJob<'a> {
+    type Output = Tuning<'a>;
+
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Tuning<'a>> {
+        let exec = executors.open()?;
+        let TuneBuilder {
+            capture,
+            options,
+            mut progress,
+            ..
+        } = self.0;
+        Ok(Box::pin(async move {
+            let mut all = |_: usize, _: usize, _: &tune::Measured| true;
+            let progress: &mut (dyn FnMut(usize, usize, &tune::Measured) -> bool + Send) =
+                match &mut progress {
+                    Some(p) => p.as_mut(),
+                    None => &mut all,
+                };
+            tune::tune_on(&exec, capture, &options, progress).await
+        }))
+    }
+}
+
+impl<'a> IntoFuture for TuneBuilder<'a> {
+    type Output = Result<tune::TuneReport>;
+    type IntoFuture = Tuning<'a>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.run())

@@ -16,6 +16,7 @@ mod isolate;
 mod list;
 mod open_args;
 mod replay;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -53,6 +54,7 @@ enum Command {
     Bench(bench::BenchArgs),
     Extract(extract::ExtractArgs),
     Diff(diff::DiffArgs),
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::Extract(a) => extract::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Tune(a) => tune::run(a),
     };
     match result {
         Ok(code) => code,

@@ -67,7 +67,7 @@ pub fn human_time(d: Duration) -> String {
 /// A progress bar that appears only once work has taken about a second.
 pub struct LazyProgress {
     total: u64,
-    what: &'static str,
+    what: String,
     start: Instant,
     bar: Option<ProgressBar>,
 }
@@ -77,10 +77,18 @@ impl LazyProgress {
     pub fn new(total: u64, what: &'static str) -> Self {
         LazyProgress {
             total,
-            what,
+            what: what.to_string(),
             start: Instant::now(),
             bar: None,
         }
+    }
+
+    /// Says what the current step is.
+    pub fn set_message(&mut self, what: String) {
+        if let Some(b) = &self.bar {
+            b.set_message(what.clone());
+        }
+        self.what = what;
     }
 
     /// Marks `done` steps complete.
@@ -93,7 +101,7 @@ impl LazyProgress {
                     .expect("a valid template")
                     .progress_chars("=> "),
             );
-            bar.set_message(self.what);
+            bar.set_message(self.what.clone());
             self.bar = Some(bar);
         }
         if let Some(b) = &self.bar {

@@ -311,7 +311,8 @@ impl Error {
     /// GPU context lost to a kernel fault): nothing more runs on it in this
     /// process.
     pub fn device_lost(&self) -> bool {
-        self.cuda().is_some_and(reprise_cuda::CudaError::context_lost)
+        self.cuda()
+            .is_some_and(reprise_cuda::CudaError::context_lost)
     }
 
     /// Whether the executor refused a launch before it ran: a block, grid

@@ -53,7 +53,7 @@ pub struct Session<'c, E: Executor> {
     // outlive the region, the pristine copy or the image.
     queue: E::Queue,
     kernel: E::Kernel,
-    _image: E::Image,
+    image: E::Image,
     pristine: Option<E::Region>,
     _region: E::Region,
     global_segs: Vec<Segment>,
@@ -144,7 +144,7 @@ impl<'c, E: Executor> Session<'c, E> {
             capture,
             queue,
             kernel,
-            _image: image,
+            image,
             pristine,
             _region: region,
             global_segs,
@@ -219,9 +219,17 @@ impl<'c, E: Executor> Session<'c, E> {
         // Whatever happens now, the region no longer holds the snapshot.
         self.fresh = false;
         self.has_output = false;
-        let buffers = schedule::replay(&mut self.queue, plan, buffers, drop)
-            .await
-            .map_err(|e| Error::schedule(format!("replaying {}", record.name), e))?;
+        let buffers = match schedule::replay(&mut self.queue, plan, buffers, drop).await {
+            Ok(b) => b,
+            Err(e) => {
+                let e = Error::schedule(format!("replaying {}", record.name), e);
+                // The schedule's buffers went into the queue or with it: a
+                // session goes on (a sweep's next configuration) with new
+                // ones, once the queue has let go of the old.
+                self.recover().await?;
+                return Err(e);
+            }
+        };
         let time = start.elapsed();
         self.buffers = Some(buffers);
         self.has_output = output;
@@ -229,6 +237,22 @@ impl<'c, E: Executor> Session<'c, E> {
             time,
             kernel_time: self.queue.last_kernel_time(),
         })
+    }
+
+    /// After a failed run: waits for what was queued (an error it reports is
+    /// the failure's own), drops the buffers that come back, and stages the
+    /// snapshot and globals in new ones.
+    async fn recover(&mut self) -> Result<()> {
+        let _ = std::future::poll_fn(|cx| self.queue.poll_synchronize(cx)).await;
+        while self.queue.reclaim().is_some() {}
+        let input = self.capture.input.read_into(self.exec, self.len)?;
+        let (_, globals) = stage_globals(self.exec, self.capture, &self.image)?;
+        self.buffers = Some(Buffers {
+            input,
+            globals,
+            output: None,
+        });
+        Ok(())
     }
 
     /// The region's bytes after the last run, when it copied them back.
@@ -248,9 +272,9 @@ impl<'c, E: Executor> Session<'c, E> {
 /// cannot be had. Where the executor can map the snapshot file as the
 /// region, it does (`true`: the region holds the snapshot already).
 ///
-/// A base that is not page-aligned (LLVM 16's region is a `malloc`: a page
-/// + 16 bytes) is reserved from its page, and the snapshot lands at the
-/// recorded byte address.
+/// A base that is not page-aligned (LLVM 16's region is a `malloc`: a
+/// page and 16 bytes) is reserved from its page, and the snapshot lands at
+/// the recorded byte address.
 fn reserve_region<E: Executor>(
     exec: &E,
     capture: &Capture,

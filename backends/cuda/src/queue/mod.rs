@@ -264,10 +264,7 @@ impl CudaQueue {
         self.dev.bind()?;
         // A global either side keeps its module loaded until a synchronize
         // covers the copy.
-        let touched = self
-            .dev
-            .state
-            .modules_in([(dst, len), (src, len)].into_iter());
+        let touched = self.dev.state.modules_in([(dst, len), (src, len)]);
         for module in touched {
             self.modules.push_back((self.seq + 1, module));
         }

@@ -1,0 +1,161 @@
+//! The value lists of `reprise tune`: `a,b,c`, `a..b` (doubling from a to
+//! b), `a..b:step`, and 3-D items `XxYxZ` for grids and blocks.
+
+/// The most configurations one sweep may have.
+pub const MAX_CONFIGS: usize = 4096;
+
+/// A parsed grid or block list (one argument, many values).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DimList(pub Vec<[u32; 3]>);
+
+/// A parsed list of sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueList(pub Vec<u32>);
+
+/// [`dims`] for an argument.
+pub fn dim_list(list: &str) -> Result<DimList, String> {
+    dims(list).map(DimList)
+}
+
+/// [`values`] for an argument.
+pub fn value_list(list: &str) -> Result<ValueList, String> {
+    values(list).map(ValueList)
+}
+
+/// The values of a 1-D list (`--shared-mem`): items are numbers (with
+/// K/M suffixes) or ranges.
+pub fn values(list: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!("{list:?}: an empty item"));
+        }
+        if let Some((a, b)) = item.split_once("..") {
+            out.extend(range(item, a, b)?);
+        } else {
+            out.push(number(item)?);
+        }
+        if out.len() > MAX_CONFIGS {
+            return Err(format!("{list:?}: more than {MAX_CONFIGS} values"));
+        }
+    }
+    Ok(out)
+}
+
+/// The dimensions of a grid or block list (`--num-teams`,
+/// `--num-threads`): each item a range of x (y = z = 1), or `X`, `XxY` or
+/// `XxYxZ`.
+pub fn dims(list: &str) -> Result<Vec<[u32; 3]>, String> {
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!("{list:?}: an empty item"));
+        }
+        if let Some((a, b)) = item.split_once("..") {
+            out.extend(range(item, a, b)?.into_iter().map(|x| [x, 1, 1]));
+        } else {
+            let parts: Vec<&str> = item.split('x').collect();
+            if parts.len() > 3 {
+                return Err(format!("{item:?}: at most three dimensions (XxYxZ)"));
+            }
+            let mut d = [1u32; 3];
+            for (i, p) in parts.iter().enumerate() {
+                d[i] = number(p)?;
+            }
+            out.push(d);
+        }
+        if out.len() > MAX_CONFIGS {
+            return Err(format!("{list:?}: more than {MAX_CONFIGS} values"));
+        }
+    }
+    Ok(out)
+}
+
+/// `a..b` (a, 2a, 4a, ... up to b) or `a..b:step` (a, a + step, ...).
+fn range(item: &str, a: &str, b: &str) -> Result<Vec<u32>, String> {
+    let (b, step) = match b.split_once(':') {
+        Some((b, s)) => (b, Some(number(s)?)),
+        None => (b, None),
+    };
+    let (a, b) = (number(a)?, number(b)?);
+    if a > b {
+        return Err(format!("{item:?}: the range ends before it starts"));
+    }
+    let mut out = Vec::new();
+    let mut v = u64::from(a);
+    while v <= u64::from(b) {
+        out.push(v as u32);
+        if out.len() > MAX_CONFIGS {
+            return Err(format!("{item:?}: more than {MAX_CONFIGS} values"));
+        }
+        v = match step {
+            Some(s) => v + u64::from(s),
+            None => v * 2,
+        };
+    }
+    Ok(out)
+}
+
+/// A count of at least 1: decimal, with K (1024) or M suffixes.
+fn number(s: &str) -> Result<u32, String> {
+    let s = s.trim();
+    let (digits, scale) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1024u64),
+        Some((i, 'M' | 'm')) => (&s[..i], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let v: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    let v = v
+        .checked_mul(scale)
+        .filter(|&v| v <= u64::from(u32::MAX))
+        .ok_or_else(|| format!("{s}: too large"))?;
+    if v == 0 {
+        return Err(format!("{s}: must be at least 1"));
+    }
+    Ok(v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_ranges_and_dimensions() {
+        assert_eq!(values("1,2,5").unwrap(), [1, 2, 5]);
+        assert_eq!(values("32..256").unwrap(), [32, 64, 128, 256]);
+        assert_eq!(values("32..300").unwrap(), [32, 64, 128, 256]);
+        assert_eq!(values("48..200").unwrap(), [48, 96, 192]);
+        assert_eq!(values("64..256:64").unwrap(), [64, 128, 192, 256]);
+        assert_eq!(values("1K,2k..4K").unwrap(), [1024, 2048, 4096]);
+        assert_eq!(values("7..7").unwrap(), [7]);
+        assert_eq!(
+            dims("128,32x4,8x8x2,64..128").unwrap(),
+            [[128, 1, 1], [32, 4, 1], [8, 8, 2], [64, 1, 1], [128, 1, 1]]
+        );
+    }
+
+    #[test]
+    fn bad_lists_say_what_is_wrong() {
+        for (list, want) in [
+            ("", "an empty item"),
+            ("1,,2", "an empty item"),
+            ("0", "must be at least 1"),
+            ("64..32", "ends before it starts"),
+            ("a", "is not a number"),
+            ("1..8:0", "must be at least 1"),
+            ("5000000M", "too large"),
+            ("1..100000:1", "more than 4096"),
+        ] {
+            let e = values(list).unwrap_err();
+            assert!(e.contains(want), "{list}: {e}");
+        }
+        assert!(dims("1x2x3x4").unwrap_err().contains("at most three"));
+        assert!(dims("4x0").unwrap_err().contains("at least 1"));
+        // A range of doublings ends; so does the largest u32 range.
+        assert_eq!(values("1..4294967295").unwrap().len(), 32);
+    }
+}

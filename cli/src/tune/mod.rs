@@ -1,0 +1,253 @@
+//! `reprise tune`: sweep a capture's launch geometry, verify and time each
+//! configuration, and report the fastest.
+
+mod lists;
+mod plot;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use clap::Args;
+use reprise::tune::{Measured, TuneOptions};
+use reprise::{Capture, LaunchConfig};
+
+use crate::backend::BackendArg;
+use crate::compare_args::CompareArgs;
+use crate::error::{CliError, Result};
+use crate::open_args::OpenArgs;
+use crate::ui::LazyProgress;
+
+/// Sweep a capture's launch geometry and find the fastest configuration.
+///
+/// Every combination of the team counts (grid), thread counts (block) and
+/// dynamic shared memory sizes given is replayed on one set-up (region,
+/// image and queue are made once; between runs only the region and globals
+/// are restored, on a GPU from a copy kept on the device), verified
+/// against the recorded output (the comparison options apply), then run
+/// `--warmup` times untimed and `--repetitions` times timed. Times are the
+/// device's own (events) on GPU executors. The recorded configuration is
+/// always measured; speed-ups are over it. The result is a table sorted by
+/// median time; configurations whose output differs, refused launches
+/// (beyond the kernel's or the device's limits, or outside the capture's
+/// recorded limits without --force) and failures are marked. Ctrl-C stops
+/// the sweep and reports what was measured.
+///
+/// LIST: `a,b,c`; `a..b` (a, 2a, 4a, ... up to b: `32..1024` are the powers
+/// of two); `a..b:step`; grid and block items may be 3-D (`64x4`,
+/// `8x8x2`). The host executor's kernels take no geometry: tuning there is
+/// refused, with the reason.
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The capture's descriptor.
+    pub file: PathBuf,
+    /// Team counts (grid) to try [default: the recorded one].
+    #[arg(long, value_name = "LIST", value_parser = lists::dim_list)]
+    pub num_teams: Option<lists::DimList>,
+    /// Threads per team (block) to try [default: the recorded one].
+    #[arg(long, value_name = "LIST", value_parser = lists::dim_list)]
+    pub num_threads: Option<lists::DimList>,
+    /// Dynamic shared memory sizes in bytes (K/M suffixes) to try
+    /// [default: the recorded one].
+    #[arg(long, value_name = "LIST", value_parser = lists::value_list)]
+    pub shared_mem: Option<lists::ValueList>,
+    /// Timed runs per configuration.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repetitions: u32,
+    /// Untimed runs per configuration, after the verified one.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub warmup: u32,
+    /// Measure configurations outside the capture's recorded limits
+    /// (TeamsLimits/ThreadsLimits) instead of refusing them.
+    #[arg(long)]
+    pub force: bool,
+    /// Also write every configuration as a CSV row to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Print one JSON object instead of the table (times in seconds).
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw the median time of each configuration, with min/max bars,
+    /// as SVG to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// The executor to use.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Run on this device; default: the recorded device.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    pub device_id: Option<i32>,
+    /// Sweep a capture that has no globals file.
+    #[arg(long)]
+    pub allow_missing_globals: bool,
+    /// Skip checking the checksums a reprise capture carries.
+    #[arg(long)]
+    pub no_checksums: bool,
+    #[command(flatten)]
+    pub open: OpenArgs,
+    #[command(flatten)]
+    pub compare: CompareArgs,
+}
+
+/// Set by Ctrl-C: the sweep stops after the configuration under way.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn run(a: TuneArgs) -> Result<ExitCode> {
+    // Files are checked before anything is measured.
+    for (path, ext) in [(&a.plot, "svg"), (&a.csv, "")] {
+        if let Some(p) = path {
+            report::check_writable(p, ext)?;
+        }
+    }
+    let options = a
+        .open
+        .options(a.backend.kind())
+        .allow_missing_globals(a.allow_missing_globals)
+        .verify_checksums(!a.no_checksums);
+    let capture = Capture::open_with(&a.file, options)?;
+    let rec = &capture.record;
+    let recorded = LaunchConfig {
+        grid: rec.grid,
+        block: rec.block,
+        shared_mem: rec.shared_mem,
+    };
+    let mut builder = reprise::tune(&capture);
+    if let Some(b) = a.backend.kind() {
+        builder = builder.backend(b);
+    }
+    if let Some(d) = a.device_id {
+        builder = builder.device_id(d);
+    }
+    let backend = builder.resolved_backend()?;
+    if backend == reprise::BackendKind::Host {
+        return Err(reprise::Error::NoGeometry.into());
+    }
+    let configs = configurations(&a, recorded)?;
+    let builder = builder.options(TuneOptions {
+        configs: configs.clone(),
+        repetitions: a.repetitions,
+        warmup: a.warmup,
+        verify: true,
+        compare: a.compare.spec(),
+        force: a.force,
+    });
+    let total = configs.len() + usize::from(!configs.contains(&recorded));
+    if !a.json {
+        out!(
+            "tuning {} ({} executor): {total} configurations, {} timed runs each after {} \
+             warm-up{}",
+            rec.name,
+            backend,
+            a.repetitions,
+            a.warmup,
+            if a.warmup == 1 { "" } else { "s" }
+        );
+        if capture.output.is_none() {
+            out!("the capture has no recorded output: configurations are timed, not verified");
+        }
+    }
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    let progress = Arc::new(Mutex::new(LazyProgress::new(total as u64, "tuning")));
+    let p = progress.clone();
+    let outcome = reprise::block_on(std::future::IntoFuture::into_future(builder.on_config(
+        move |i, n, m: &Measured| {
+            let mut bar = p.lock().unwrap_or_else(|e| e.into_inner());
+            bar.set_message(format!(
+                "{} of {n}: {}",
+                i + 1,
+                report::config_text(&m.config)
+            ));
+            bar.set(i as u64 + 1);
+            !INTERRUPTED.load(Ordering::SeqCst)
+        },
+    )));
+    drop(progress);
+    let report = outcome?;
+    if a.json {
+        out!("{}", report::json(&capture, &report, &a));
+    } else {
+        for line in report::table(&report) {
+            out!("{line}");
+        }
+    }
+    if let Some(path) = &a.csv {
+        report::write_csv(path, &report)?;
+        if !a.json {
+            out!("wrote {}", path.display());
+        }
+    }
+    if let Some(path) = &a.plot {
+        plot::draw(path, &capture, &report)?;
+        if !a.json {
+            out!("plotted {}", path.display());
+        }
+    }
+    Ok(match &report.stopped {
+        Some(why) if why != "interrupted" => ExitCode::from(2),
+        Some(_) => ExitCode::from(130),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// Every combination the lists give (the recorded value where a list is
+/// not given).
+fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConfig>> {
+    let unknown = |d: [u32; 3], given: bool, flag: &str, what: &str| {
+        if !given && d[0] == 0 {
+            return Err(CliError::Command(format!(
+                "the capture records no {what} (LLVM recorded none), so the sweep needs \
+                 {flag} LIST"
+            )));
+        }
+        Ok(())
+    };
+    unknown(
+        recorded.grid,
+        a.num_teams.is_some(),
+        "--num-teams",
+        "team count",
+    )?;
+    unknown(
+        recorded.block,
+        a.num_threads.is_some(),
+        "--num-threads",
+        "thread count",
+    )?;
+    let teams = a
+        .num_teams
+        .clone()
+        .map_or_else(|| vec![recorded.grid], |l| l.0);
+    let threads = a
+        .num_threads
+        .clone()
+        .map_or_else(|| vec![recorded.block], |l| l.0);
+    let shared = a
+        .shared_mem
+        .clone()
+        .map_or_else(|| vec![recorded.shared_mem], |l| l.0);
+    let n = teams.len() * threads.len() * shared.len();
+    if n > lists::MAX_CONFIGS {
+        return Err(CliError::Command(format!(
+            "{n} configurations: at most {} in one sweep",
+            lists::MAX_CONFIGS
+        )));
+    }
+    let mut out = Vec::with_capacity(n);
+    for &grid in &teams {
+        for &block in &threads {
+            for &shared_mem in &shared {
+                let c = LaunchConfig {
+                    grid,
+                    block,
+                    shared_mem,
+                };
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,131 @@
+//! `reprise tune --plot`: the median time of each configuration measured,
+//! with bars from its shortest to its longest time, fastest first; the
+//! recorded configuration in another colour.
+
+use std::path::Path;
+
+use reprise::Capture;
+use reprise::tune::{Status, TuneReport};
+
+use super::report::{in_order, label};
+use crate::error::{CliError, Result};
+
+/// Draws the plot of `r` as SVG to `path`.
+pub fn draw(path: &Path, capture: &Capture, r: &TuneReport) -> Result<()> {
+    use plotters::prelude::*;
+    let err =
+        |e: String| CliError::Command(format!("{}: drawing the plot failed: {e}", path.display()));
+    let shown: Vec<_> = in_order(r)
+        .into_iter()
+        .filter(|m| m.median().is_some())
+        .collect();
+    if shown.is_empty() {
+        return Err(CliError::Command(format!(
+            "{}: nothing to plot: no configuration was timed",
+            path.display()
+        )));
+    }
+    let slowest = shown
+        .iter()
+        .filter_map(|m| m.max())
+        .max()
+        .unwrap_or_default()
+        .as_secs_f64();
+    // Microseconds or milliseconds, whichever reads better.
+    let (unit, scale) = if slowest >= 2e-3 {
+        ("ms", 1e3)
+    } else {
+        ("us", 1e6)
+    };
+    let labels: Vec<String> = shown.iter().map(|m| label(&m.config)).collect();
+    let n = shown.len();
+    let width = (160 + 72 * n as u32).clamp(640, 4000);
+    let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let caption = format!(
+        "{}: median kernel time per configuration (bars: min to max)",
+        capture.record.name
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..slowest * scale * 1.15)
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_style(("sans-serif", 11))
+        .max_light_lines(1)
+        .x_desc("configuration (grid x by block x)")
+        .y_desc(format!("kernel time ({unit})"))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    // The recorded configuration red, usable ones blue, those whose output
+    // differs grey (timed, but no candidates).
+    let grey = RGBColor(150, 150, 150);
+    let colour = |m: &reprise::tune::Measured| match (&m.status, m.recorded) {
+        (Status::Differs(_), _) => grey,
+        (_, true) => RED,
+        _ => BLUE,
+    };
+    for (name, which) in [
+        ("recorded", 0),
+        ("output verified (or not checked)", 1),
+        ("output differs", 2),
+    ] {
+        let pick = |m: &&reprise::tune::Measured| {
+            let kind = match (&m.status, m.recorded) {
+                (Status::Differs(_), _) => 2,
+                (_, true) => 0,
+                _ => 1,
+            };
+            kind == which
+        };
+        if !shown.iter().any(pick) {
+            continue;
+        }
+        let c = match which {
+            0 => RED,
+            1 => BLUE,
+            _ => grey,
+        };
+        chart
+            .draw_series(
+                shown
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| pick(m))
+                    .map(|(i, m)| {
+                        let (lo, mid, hi) = (
+                            m.min().unwrap_or_default().as_secs_f64() * scale,
+                            m.median().unwrap_or_default().as_secs_f64() * scale,
+                            m.max().unwrap_or_default().as_secs_f64() * scale,
+                        );
+                        ErrorBar::new_vertical(i as f64, lo, mid, hi, colour(m).filled(), 10)
+                    }),
+            )
+            .map_err(|e| err(e.to_string()))?
+            .label(name)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
