@@ -115,6 +115,15 @@ pub struct SizeResult {
     pub replay: f64,
     /// Read that capture's files into a warm buffer.
     pub read_files: f64,
+    /// What one more repetition of a replay of that capture costs beyond
+    /// its kernel (restoring region and globals, launching, waiting):
+    /// median over repetitions after two warm ones (NaN when the replay
+    /// failed).
+    pub repetition_overhead: f64,
+    /// The yardstick for it: one snapshot-sized copy on the device where
+    /// the executor copies on the device (a GPU), else one memcpy on the
+    /// host at the measured bandwidth.
+    pub restore_bound: f64,
 }
 
 impl SizeResult {
@@ -129,6 +138,11 @@ impl SizeResult {
     /// reprise's way against the copy bound.
     pub fn background_vs_bound(&self) -> f64 {
         self.async_background / self.copy_bound
+    }
+    /// A repetition's cost beyond its kernel against one copy of the
+    /// snapshot.
+    pub fn repetition_vs_copy(&self) -> f64 {
+        self.repetition_overhead / self.restore_bound
     }
     /// Replay against reading the capture's files.
     pub fn replay_vs_read(&self) -> f64 {
@@ -416,6 +430,75 @@ fn replay_time<E: AnyExecutor>(make: &dyn Fn() -> Result<E>, descriptor: &Path) 
     Ok(median(times))
 }
 
+/// How many timed repetitions [`repetition_cost`] takes the median of.
+const REPETITIONS: usize = 9;
+
+/// What a repetition of a replay of `descriptor` costs beyond its kernel,
+/// and the copy it is measured against ([`SizeResult::restore_bound`]).
+fn repetition_cost<E: AnyExecutor>(
+    make: &dyn Fn() -> Result<E>,
+    descriptor: &Path,
+    bandwidth: f64,
+) -> Result<(f64, f64)> {
+    use reprise_std::replayer::{Session, launch_config_for};
+    let exec = make()?;
+    let capture = Capture::open(descriptor)?;
+    let config = launch_config_for(
+        exec.launch_geometry(),
+        &capture.record,
+        &reprise::ReplayOptions::default(),
+    )?;
+    let overhead = reprise::block_on(async {
+        let mut session = Session::new(&exec, &capture, REPETITIONS as u32 + 2).await?;
+        // The first run finds the snapshot in place (mapped); the second
+        // touches every page of the region for the first time.
+        for _ in 0..2 {
+            session.run(config, false).await?;
+        }
+        let mut times = Vec::new();
+        for _ in 0..REPETITIONS {
+            let run = session.run(config, false).await?;
+            let kernel = run.kernel_time.unwrap_or_default();
+            times.push(run.time.saturating_sub(kernel).as_secs_f64());
+        }
+        Ok::<f64, Error>(median(times))
+    })?;
+    let len = capture.snapshot_len() as usize;
+    let bound = if exec.copies_on_device() {
+        device_copy_time(&exec, len)?
+    } else {
+        len as f64 / bandwidth
+    };
+    Ok((overhead, bound))
+}
+
+/// One copy of `len` bytes between two regions on the device, enqueued and
+/// waited for (median of five).
+fn device_copy_time<E: AnyExecutor>(exec: &E, len: usize) -> Result<f64> {
+    use reprise::core::exec::{DeviceRegion, Queue, RegionRequest};
+    let fail = |e| Error::executor("timing a copy on the device", e);
+    let a = exec
+        .reserve(RegionRequest::new(None, len as u64))
+        .map_err(fail)?;
+    let b = exec
+        .reserve(RegionRequest::new(None, len as u64))
+        .map_err(fail)?;
+    let mut q = exec.queue().map_err(fail)?;
+    let mut times = Vec::new();
+    for _ in 0..6 {
+        let t = Instant::now();
+        if !q.copy_on_device(b.base(), a.base(), len).map_err(fail)? {
+            return Err(Error::Internal("the executor said it copies on the device"));
+        }
+        reprise::block_on(std::future::poll_fn(|cx| q.poll_synchronize(cx))).map_err(fail)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    // The first copy pays for mapping the fresh regions.
+    times.remove(0);
+    drop(q);
+    Ok(median(times))
+}
+
 /// Runs every measurement for every size on executors from `executors`,
 /// and reprise's way once more with device-side staging on (from 0 bytes,
 /// so the snapshot before the kernel is staged at every size) where the
@@ -471,6 +554,13 @@ pub fn run<E: AnyExecutor>(
             f64::NAN
         });
         let read = read_files(&descriptor)?;
+        let bandwidth = memcpy_bandwidth(size);
+        progress(&format!("{label}: repetitions of a replay"));
+        let (repetition_overhead, restore_bound) = repetition_cost(make, &descriptor, bandwidth)
+            .unwrap_or_else(|e| {
+                progress(&format!("{label}: repeated replay failed: {e}"));
+                (f64::NAN, f64::NAN)
+            });
         // Last: a new session clears the captures directory.
         let staged = match staged {
             Some(make_staged) => {
@@ -489,7 +579,6 @@ pub fn run<E: AnyExecutor>(
             }
             None => None,
         };
-        let bandwidth = memcpy_bandwidth(size);
         let d = |t: f64| (t - plain).max(0.0);
         out.push(SizeResult {
             size,
@@ -502,6 +591,8 @@ pub fn run<E: AnyExecutor>(
             memcpy_bandwidth: bandwidth,
             replay,
             read_files: read,
+            repetition_overhead,
+            restore_bound,
         });
         clear_dir(&cfg.dir.join("captures"))?;
     }

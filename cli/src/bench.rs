@@ -198,6 +198,9 @@ fn to_json(
             "replay_s": r.replay,
             "read_files_s": r.read_files,
             "replay_vs_read": r.replay_vs_read(),
+            "repetition_overhead_s": r.repetition_overhead,
+            "restore_bound_s": r.restore_bound,
+            "repetition_vs_copy": r.repetition_vs_copy(),
             "async_background_staged_s": r.staged,
             "staged_vs_background": r.staged_vs_background(),
         })).collect::<Vec<_>>(),
@@ -269,6 +272,26 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             ms(r.replay),
             ms(r.read_files),
             r.replay_vs_read()
+        );
+    }
+    let yardstick = if backend == reprise::BackendKind::Host {
+        "one memcpy of the snapshot"
+    } else {
+        "one copy of the snapshot on the device"
+    };
+    out!(
+        "\nrepeated replay: what one more repetition costs beyond its kernel (restore region \
+         and globals, launch, wait) against {yardstick}\n"
+    );
+    out!("| size | per repetition | {yardstick} | ratio |");
+    out!("| ---: | ---: | ---: | ---: |");
+    for r in results {
+        out!(
+            "| {} | {} | {} | {:.2} |",
+            bench::human(r.size),
+            ms(r.repetition_overhead),
+            ms(r.restore_bound),
+            r.repetition_vs_copy()
         );
     }
     out!(
