@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise_std::list::{Entry, scan};
+use reprise_std::list::{Entry, report_counts, scan};
 
 use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;
@@ -14,7 +14,10 @@ use crate::ui::human_bytes;
 /// executor, geometry, snapshot size and descriptor. Files of incomplete
 /// captures (an interrupted recording or write) are listed as ORPHAN.
 ///
-/// Every capture's checksums are checked (each file is read once).
+/// Every capture's checksums are checked (each file is read once). Where a
+/// recorder's report is in the directory (`REPRISE_RECORD_DEDUP`,
+/// `REPRISE_RECORD_REPORT`), each capture shows how many launches of its
+/// kernel and geometry there were.
 ///
 /// Exits 1 when a capture is unreadable (BROKEN) or incomplete (a file
 /// missing or not a regular file, a size or checksum that does not match),
@@ -31,6 +34,7 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
     let entries = scan(&a.dir, !a.no_checksums)?;
+    let counts = report_counts(&a.dir);
     let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
     for e in &entries {
         match e {
@@ -48,8 +52,16 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                     .unwrap_or_else(|| "?".into());
                 let problems = d.problems_named(FLAGS);
                 incomplete += usize::from(!problems.is_empty());
+                let launches = d
+                    .paths
+                    .descriptor
+                    .file_name()
+                    .and_then(|n| counts.get(n.to_string_lossy().as_ref()))
+                    .map_or_else(String::new, |(launches, recorded)| {
+                        format!("  [{launches} launches, {recorded} recorded]")
+                    });
                 out!(
-                    "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{}",
+                    "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{launches}{}",
                     r.name,
                     // Strings, so the widths apply.
                     r.generation.to_string(),

@@ -12,6 +12,8 @@
 //! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
 //! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
 //! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
+//! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
+//! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
 //!
 //! A value that cannot be used (including one that is not valid UTF-8) is an
 //! error naming the variable. [`RecordConfig::from_env`] also logs a warning
@@ -40,6 +42,8 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_MODE",
     "REPRISE_RECORD_WRITER",
     "REPRISE_RECORD_FSYNC",
+    "REPRISE_RECORD_DEDUP",
+    "REPRISE_RECORD_REPORT",
 ];
 
 /// The prefix of the variables reprise reads; any other variable with this
@@ -86,6 +90,14 @@ pub struct RecordConfig {
     pub writer: WriterKind,
     /// Flush every file to disk before renaming it into place.
     pub fsync: bool,
+    /// Record only the first launch of each (kernel, grid, block, shared
+    /// memory); later ones are counted (in the record report), not
+    /// recorded. Deduplicated launches count toward
+    /// [`RecordConfig::skip`] like any other matching launch.
+    pub dedup: bool,
+    /// Write a record report beside the captures; `None`: when
+    /// [`RecordConfig::dedup`] is on.
+    pub report: Option<bool>,
     /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
     /// that a region that cannot be reserved is reported against it.
     memsize_var: MemsizeOrigin,
@@ -116,6 +128,8 @@ impl Default for RecordConfig {
             mode: Mode::Async,
             writer: WriterKind::Background { depth: 4 },
             fsync: true,
+            dedup: false,
+            report: None,
             memsize_var: MemsizeOrigin::default(),
         }
     }
@@ -300,6 +314,12 @@ impl RecordConfig {
         if let Some(v) = get("REPRISE_RECORD_FSYNC") {
             c.fsync = parse_bool("REPRISE_RECORD_FSYNC", &v)?;
         }
+        if let Some(v) = get("REPRISE_RECORD_DEDUP") {
+            c.dedup = parse_bool("REPRISE_RECORD_DEDUP", &v)?;
+        }
+        if let Some(v) = get("REPRISE_RECORD_REPORT") {
+            c.report = Some(parse_bool("REPRISE_RECORD_REPORT", &v)?);
+        }
         Ok(c)
     }
 
@@ -355,6 +375,21 @@ impl RecordConfig {
     pub fn fsync(mut self, on: bool) -> Self {
         self.fsync = on;
         self
+    }
+    /// Records only the first launch of each (kernel, grid, block, shared
+    /// memory), and counts the rest.
+    pub fn dedup(mut self, on: bool) -> Self {
+        self.dedup = on;
+        self
+    }
+    /// Writes (or not) a record report beside the captures.
+    pub fn report(mut self, on: bool) -> Self {
+        self.report = Some(on);
+        self
+    }
+    /// Whether a record report is written.
+    pub fn writes_report(&self) -> bool {
+        self.enabled && self.report.unwrap_or(self.dedup)
     }
 
     /// The `REPRISE_RECORD_MEMSIZE` value the region size was read from,

@@ -218,6 +218,12 @@ fn split_known(name: &str) -> Option<(&str, &str)> {
     })
 }
 
+/// The launch counts the record reports in `dir` give, by descriptor file
+/// name: (launches of its kernel and geometry, how many were recorded).
+pub fn report_counts(dir: &Path) -> std::collections::HashMap<String, (u64, u64)> {
+    crate::recorder::report::counts_in(dir)
+}
+
 /// Lists every capture in `dir` (sorted by name), and every file that
 /// belongs to no whole capture: data files whose descriptor is missing (an
 /// interrupted recording) and temporary files of interrupted writes. With
@@ -232,6 +238,10 @@ pub fn scan(dir: &Path, verify: bool) -> Result<Vec<Entry>> {
     for e in names {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
+        // A recorder's report: read for its counts ([`report_counts`]).
+        if name.ends_with(crate::recorder::report::REPORT_SUFFIX) {
+            continue;
+        }
         if name.starts_with(TEMP_PREFIX) {
             out.push(Entry::Orphan {
                 path,

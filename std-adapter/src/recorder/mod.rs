@@ -39,6 +39,7 @@ use crate::store::{CaptureData, CaptureStore, TEMP_PREFIX, next_launch_seq};
 
 mod args;
 mod handles;
+pub mod report;
 
 pub use args::Args;
 pub use handles::{ImageId, Kernel, LaunchReport};
@@ -69,6 +70,8 @@ pub struct Recorder<E: Executor> {
     written: Vec<PathBuf>,
     matched: u64,
     recorded: u64,
+    /// Each (kernel, geometry)'s launches, for deduplication and the report.
+    occurrences: report::Occurrences,
     // Dropped last: in-flight work in `queue` may still use the region.
     queue: E::Queue,
     // Kept alive for the recorder's lifetime: the bump allocator hands out its addresses.
@@ -150,6 +153,7 @@ where
             written: Vec::new(),
             matched: 0,
             recorded: 0,
+            occurrences: report::Occurrences::default(),
             exec,
             config,
             backend,
@@ -459,7 +463,8 @@ where
         }
         self.check_params(kernel, args)?;
         let matches = self.config.enabled && self.config.matches(&kernel.name);
-        let selected = matches && self.config.selects(self.matched, self.recorded);
+        let repeat = matches && self.config.dedup && self.occurrences.seen(&kernel.name, &config);
+        let selected = matches && !repeat && self.config.selects(self.matched, self.recorded);
         let launch = Launch {
             config,
             args: args.as_kernel_args(),
@@ -470,6 +475,9 @@ where
                 .launch(&kernel.kernel, &launch)
                 .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
             self.matched += u64::from(matches);
+            if matches {
+                self.occurrences.count(&kernel.name, &config, None);
+            }
             return Ok(LaunchReport {
                 recorded: false,
                 seq: None,
@@ -525,6 +533,8 @@ where
         self.matched += 1;
         self.recorded += 1;
         let seq = next_launch_seq();
+        self.occurrences.count(&kernel.name, &config, Some(seq));
+        let names = self.occurrences.names();
         log::debug!(
             "recorded launch #{seq} of {}: {used} bytes snapshotted in {:?}",
             kernel.name,
@@ -552,6 +562,14 @@ where
                 image: &image_bytes,
             };
             let r = store.write(&mut record, data);
+            if let Ok(p) = &r
+                && let Some(n) = p.file_name()
+            {
+                names
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(seq, n.to_string_lossy().into_owned());
+            }
             pool.put(out.input);
             out.globals
                 .into_iter()
@@ -582,7 +600,22 @@ where
         if let Some(w) = &self.writer {
             written.extend(w.flush()?);
         }
+        self.write_report()?;
         Ok(written)
+    }
+
+    /// Writes the record report (when the configuration asks for one) as
+    /// `reprise-PID-N.report.txt` and `.report.json` in the capture
+    /// directory, `N` this recorder's number in its process.
+    fn write_report(&mut self) -> Result<()> {
+        if !self.config.writes_report() {
+            return Ok(());
+        }
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let stem = format!("reprise-{}-{}", std::process::id(), self.id);
+        self.occurrences.write(store.dir(), &stem)
     }
 }
 
