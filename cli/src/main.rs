@@ -7,6 +7,7 @@ mod ui;
 mod backend;
 mod bench;
 mod compare_args;
+mod completions;
 mod demo;
 mod diff;
 mod error;
@@ -40,7 +41,7 @@ use clap::{Parser, Subcommand};
     propagate_version = true,
     max_term_width = 100
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -55,6 +56,8 @@ enum Command {
     Extract(extract::ExtractArgs),
     Diff(diff::DiffArgs),
     Tune(tune::TuneArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,8 @@ fn main() -> ExitCode {
         Command::Extract(a) => extract::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Tune(a) => tune::run(a),
+        Command::Completions(a) => completions::completions(a),
+        Command::Man(a) => completions::man(a),
     };
     match result {
         Ok(code) => code,
