@@ -179,6 +179,10 @@ impl<'c, E: Executor> Session<'c, E> {
     /// Restores the region and globals, launches with `config`, copies the
     /// region back when `output` says, and waits once.
     pub async fn run(&mut self, config: LaunchConfig, output: bool) -> Result<Run> {
+        if self.buffers.is_none() {
+            // A failed run lost them.
+            self.recover().await?;
+        }
         let record = &self.capture.record;
         let args = KernelArgs {
             values: &self.values,
@@ -222,12 +226,10 @@ impl<'c, E: Executor> Session<'c, E> {
         let buffers = match schedule::replay(&mut self.queue, plan, buffers, drop).await {
             Ok(b) => b,
             Err(e) => {
-                let e = Error::schedule(format!("replaying {}", record.name), e);
                 // The schedule's buffers went into the queue or with it: a
-                // session goes on (a sweep's next configuration) with new
-                // ones, once the queue has let go of the old.
-                self.recover().await?;
-                return Err(e);
+                // session that goes on (a sweep's next configuration) gets
+                // new ones at its next run.
+                return Err(Error::schedule(format!("replaying {}", record.name), e));
             }
         };
         let time = start.elapsed();
