@@ -201,17 +201,26 @@ impl<'a> ReplayBuilder<'a> {
 /// The executor `backend` names, or the one `capture`'s image calls for: an
 /// error when it calls for none, or for one this build does not include.
 fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<BackendKind> {
+    let runs_on = capture.image_kind.backend();
     let backend = match backend {
         Some(b) => b,
-        None => capture
-            .image_kind
-            .backend()
-            .map_err(|e| Error::capture(&capture.paths.image, e.to_string()))?,
+        None => runs_on.map_err(|e| Error::capture(&capture.paths.image, e.to_string()))?,
     };
     if !executors::in_build(backend) {
         return Err(Error::NotInBuild {
             path: Some(capture.paths.descriptor.clone()),
             backend,
+        });
+    }
+    // Refused before an executor (a GPU driver, say) is opened for it.
+    if let Ok(runs_on) = runs_on
+        && runs_on != backend
+    {
+        return Err(Error::WrongBackend {
+            image: capture.image_path().to_path_buf(),
+            kind: capture.image_kind.to_string(),
+            runs_on,
+            asked: backend,
         });
     }
     Ok(backend)

@@ -80,6 +80,11 @@ fn ms(s: f64) -> String {
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
+    // Before anything is measured: a plot that could not be written would
+    // be found out only at the end.
+    if let Some(p) = &a.plot {
+        crate::ui::check_output_file(p, Some("svg"))?;
+    }
     // bench empties and removes its scratch directory, so it is always one
     // it makes itself: never the user's directory, only a fresh one inside it.
     let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);

@@ -159,6 +159,17 @@ fn demo<E: AnyExecutor>(
     let mut rec = Recorder::new(exec, backend, device, config)?;
     let input = rec.alloc(bytes as u64, 256)?;
     let output = rec.alloc(bytes as u64, 256)?;
+    // Large sizes take seconds: say what is happening meanwhile (on stderr,
+    // so the steps on stdout stay as they are).
+    let say = |what: &str| {
+        if bytes >= 16 << 20 {
+            eprintln!("      {what}");
+        }
+    };
+    say(&format!(
+        "filling {} of input...",
+        human_bytes(bytes as u64)
+    ));
     let mut data = host_buffer(bytes)?;
     data.extend((0..n).flat_map(|i| ((i as f32 * 0.01).sin() * 100.0).to_le_bytes()));
     rec.upload(input, &data)?;
@@ -170,6 +181,7 @@ fn demo<E: AnyExecutor>(
     let kernel = rec.kernel(image, k.name)?;
     let geometry = (k.geometry)(n as u64);
     let args = (k.args)(input, output, n as u64);
+    say("launching, snapshotting and writing the capture files...");
     let start = Instant::now();
     let written = reprise::block_on(async {
         rec.launch(&kernel, geometry, &args).await?;
@@ -207,7 +219,8 @@ fn demo<E: AnyExecutor>(
         3,
         format!(
             "replaying in a new process on the {backend} executor at the recorded address: \
-             reprise replay --verify {}",
+             {} replay --verify {}",
+            crate::ui::invocation(),
             descriptor.display()
         ),
     );
@@ -229,14 +242,15 @@ fn demo<E: AnyExecutor>(
                 4,
                 "verified: the replay's output equals the recorded output byte for byte",
             );
+            let me = crate::ui::invocation();
             out!(
-                "\nreplay it yourself:  reprise replay --verify {}",
+                "\nreplay it yourself:  {me} replay --verify {}",
                 descriptor.display()
             );
-            out!(
-                "look inside:         reprise inspect {}",
-                descriptor.display()
-            );
+            out!("look inside:         {me} inspect {}", descriptor.display());
+            if me != "reprise" {
+                out!("(to call it `reprise`: cargo install --path cli, from reprise's sources)");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(1) => {

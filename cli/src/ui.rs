@@ -117,3 +117,52 @@ impl Drop for LazyProgress {
         }
     }
 }
+
+/// Refuses an output file that cannot be written, before any work is done:
+/// a name that does not end in `.ext` (when `ext` is given: what is written
+/// is that format), or a directory that does not exist.
+pub fn check_output_file(path: &std::path::Path, ext: Option<&str>) -> Result<(), CliError> {
+    if let Some(ext) = ext
+        && path
+            .extension()
+            .is_none_or(|e| !e.eq_ignore_ascii_case(ext))
+    {
+        return Err(CliError::Command(format!(
+            "{}: what is written is {}, so the name must end in .{ext}",
+            path.display(),
+            ext.to_uppercase()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::Command(format!(
+            "{}: the directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// How to run this very `reprise` from a shell: `reprise` when that name on
+/// `PATH` is this executable, else its full path.
+pub fn invocation() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "reprise".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            d.join("reprise")
+                .canonicalize()
+                .is_ok_and(|found| found == me)
+        })
+    });
+    if on_path {
+        "reprise".into()
+    } else {
+        me.display().to_string()
+    }
+}

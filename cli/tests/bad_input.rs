@@ -186,9 +186,13 @@ fn images_no_executor_runs() {
             "auto",
         ),
         (&elf_header(183), &["machine 183"], "auto"),
+        // A cubin forced onto the host: refused before any executor opens.
         (
             &elf_header(190),
-            &["machine 190", "host executor runs x86-64 only"],
+            &[
+                "the image is CUDA cubin (ELF), which runs on the cuda executor, not on the host \
+                 executor that --backend asks for",
+            ],
             "host",
         ),
         (b"just some text", &["not an ELF shared object"], "host"),

@@ -202,8 +202,15 @@ fn replaying_on_cuda_without_a_driver_is_a_clean_error_naming_the_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let f = llvm_fixture(dir.path(), Generation::LlvmCurrent, 0x1539_4000_0000, 16);
+    // A CUDA image, so that the CUDA executor is the one to open.
+    let image = reprise::CapturePaths::new(&f.descriptor, Generation::LlvmCurrent).image;
+    std::fs::write(
+        &image,
+        include_bytes!("../../backends/cuda/fixtures/saxpy.ptx"),
+    )
+    .unwrap();
     let mut cmd = std::process::Command::new(reprise_bin());
-    cmd.args(["replay", "--backend", "cuda", s(&f.descriptor)])
+    cmd.args(["replay", s(&f.descriptor)])
         .env("RUST_BACKTRACE", "0");
     // No simulated driver either: leave out every directory that holds a
     // libcuda.so.

@@ -143,8 +143,12 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
 }
 
 /// Reads a descriptor, refusing what is not a regular file and files larger
-/// than [`DESCRIPTOR_LIMIT`].
+/// than [`DESCRIPTOR_LIMIT`], and one of a capture's other files, by name,
+/// with the descriptor to pass instead.
 pub fn read_descriptor(path: &Path) -> Result<Box<KernelRecord>> {
+    if let Some(e) = not_a_descriptor(path) {
+        return Err(e);
+    }
     let text = read_bounded(path, "descriptor", DESCRIPTOR_LIMIT)?.ok_or_else(|| {
         Error::io(
             path,
@@ -158,6 +162,40 @@ pub fn read_descriptor(path: &Path) -> Result<Box<KernelRecord>> {
             path: path.to_path_buf(),
             source,
         })
+}
+
+/// The error for a path that names one of a capture's data files (its
+/// snapshots, globals or image) where its descriptor belongs.
+fn not_a_descriptor(path: &Path) -> Option<Error> {
+    const ROLES: [(&str, &str); 9] = [
+        ("original.output", "recorded output"),
+        ("replay.output", "saved replay output"),
+        ("record_output", "recorded output"),
+        ("replay_output", "saved replay output"),
+        ("record_input", "memory snapshot"),
+        ("memory", "memory snapshot"),
+        ("globals", "globals file"),
+        ("image", "device image"),
+        ("bc", "device image (LLVM bitcode)"),
+    ];
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let (ext, role) = ROLES
+        .iter()
+        .find(|(ext, _)| name.len() > ext.len() + 1 && name.ends_with(&format!(".{ext}")))?;
+    let stem = &name[..name.len() - ext.len() - 1];
+    let descriptor = path.with_file_name(format!("{stem}.json"));
+    let hint = if descriptor.exists() {
+        format!("pass its descriptor, {}", descriptor.display())
+    } else {
+        format!(
+            "pass its descriptor ({} is not there)",
+            descriptor.display()
+        )
+    };
+    Some(Error::capture(
+        path,
+        format!("is a capture's {role}, not its descriptor: {hint}"),
+    ))
 }
 
 /// The first `max` bytes of the regular file at `path` (fewer if it is

@@ -191,6 +191,18 @@ pub enum Error {
     /// A sweep of launch geometries on an executor whose launches take none
     /// (the host's).
     NoGeometry,
+    /// The executor asked for ([`Setting::Backend`]) cannot run the
+    /// capture's image.
+    WrongBackend {
+        /// The image.
+        image: PathBuf,
+        /// What it is.
+        kind: String,
+        /// The executor it runs on.
+        runs_on: BackendKind,
+        /// The executor asked for.
+        asked: BackendKind,
+    },
     /// The launch's team or thread count is unknown (LLVM recorded none)
     /// and the replay's options give none.
     UnknownGeometry {
@@ -535,6 +547,18 @@ impl Error {
             Error::Unsupported { backend, feature } => {
                 write!(f, "the {backend} executor does not offer {feature}")
             }
+            Error::WrongBackend {
+                image,
+                kind,
+                runs_on,
+                asked,
+            } => write!(
+                f,
+                "{}: the image is {kind}, which runs on the {runs_on} executor, not on the \
+                 {asked} executor that {} asks for",
+                image.display(),
+                (names.name)(Setting::Backend)
+            ),
             Error::NoGeometry => f.write_str(
                 "the host executor calls a kernel with its arguments only (no grid, block or \
                  shared memory), so every configuration of a sweep runs the same code; an LLVM \
