@@ -1,50 +1,46 @@
-//! Tuning a kernel's launch geometry in isolation: replay one capture with
-//! several thread counts and report the fastest.
+//! Tuning a kernel's launch geometry in isolation: sweep thread counts over
+//! one capture with `reprise::tune` and report the fastest configuration
+//! whose output matches the recorded one.
 //!
 //! Run: `cargo run --release --example tuning_sweep -- path/to/capture.json`
-//! On the host executor geometry does not change the work (host kernels get
-//! no geometry); on GPU executors it is the point of the exercise.
+//! (a GPU capture: `reprise demo --backend cuda` makes one). The host
+//! executor's kernels take no geometry, so there the sweep is refused, with
+//! the reason.
 
-use reprise::Capture;
+use reprise::{Capture, LaunchConfig};
 
 fn main() -> reprise::Result<()> {
     let Some(path) = std::env::args().nth(1) else {
-        eprintln!("usage: tuning_sweep CAPTURE.json   (try `reprise demo` for one)");
+        eprintln!("usage: tuning_sweep CAPTURE.json   (try `reprise demo --backend cuda` for one)");
         std::process::exit(2);
     };
     let capture = Capture::open(&path)?;
-    let recorded = capture.record.num_threads();
-    let mut best = None;
-    for threads in [32, 64, 128, 256, 512, 1024] {
-        let run = reprise::replay(&capture)
-            .num_threads(threads)
-            .repetitions(5)
-            .verify(true);
-        let outcome = match reprise::block_on(std::future::IntoFuture::into_future(run)) {
-            Ok(o) => o,
-            Err(e) => {
-                println!("{threads:>5} threads: {e}");
-                continue;
-            }
-        };
-        let t = outcome
-            .kernel_times
-            .iter()
-            .flatten()
-            .min()
-            .copied()
-            .unwrap_or_else(|| outcome.times.iter().min().copied().unwrap_or_default());
-        let ok = outcome.verification.is_some_and(|v| v.is_match());
+    let r = &capture.record;
+    // The same total number of threads, shaped differently.
+    let total = u64::from(r.num_teams()) * u64::from(r.num_threads());
+    let configs = [32u32, 64, 128, 256, 512, 1024].map(|threads| LaunchConfig {
+        grid: [(total.div_ceil(u64::from(threads))).max(1) as u32, 1, 1],
+        block: [threads, 1, 1],
+        shared_mem: r.shared_mem,
+    });
+    let report = reprise::block_on(std::future::IntoFuture::into_future(
+        reprise::tune(&capture).configs(configs),
+    ))?;
+    for m in &report.measured {
         println!(
-            "{threads:>5} threads: {t:?}{}",
-            if ok { "" } else { "  (output differs!)" }
+            "{:>5} threads: {:?} median, {:?}",
+            m.config.block[0],
+            m.median(),
+            m.status
         );
-        if ok && best.is_none_or(|(bt, _)| t < bt) {
-            best = Some((t, threads));
-        }
     }
-    if let Some((t, threads)) = best {
-        println!("fastest: {threads} threads ({t:?}); recorded with {recorded}");
+    if let Some(best) = report.best() {
+        println!(
+            "fastest: {} threads ({:?}); {:.2}x the recorded configuration",
+            best.config.block[0],
+            best.median(),
+            report.speedup(best).unwrap_or(1.0)
+        );
     }
     Ok(())
 }

@@ -96,9 +96,9 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub fn run(a: TuneArgs) -> Result<ExitCode> {
     // Files are checked before anything is measured.
-    for (path, ext) in [(&a.plot, "svg"), (&a.csv, "")] {
+    for (path, ext) in [(&a.plot, Some("svg")), (&a.csv, None)] {
         if let Some(p) = path {
-            report::check_writable(p, ext)?;
+            crate::ui::check_output_file(p, ext)?;
         }
     }
     let options = a

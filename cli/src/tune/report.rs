@@ -9,7 +9,7 @@ use reprise::{Capture, LaunchConfig};
 use serde_json::json;
 
 use super::TuneArgs;
-use crate::error::{CliError, Result};
+use crate::error::Result;
 use crate::ui::human_time;
 
 /// `grid 128x1x1, block 256x1x1` (and the shared memory when there is any).
@@ -124,6 +124,11 @@ pub fn table(r: &TuneReport) -> Vec<String> {
         "(* the recorded configuration; grid x block; times: {timing})"
     ));
     match (r.best(), r.recorded()) {
+        (Some(b), _) if b.recorded => lines.push(format!(
+            "fastest: the recorded configuration, {}: {} median",
+            config_text(&b.config),
+            time(b.median())
+        )),
         (Some(b), Some(rec)) => lines.push(format!(
             "fastest: {}: {} median, {:.2}x the recorded configuration ({}, {})",
             config_text(&b.config),
@@ -230,31 +235,4 @@ pub fn json(capture: &Capture, r: &TuneReport, a: &TuneArgs) -> String {
         "results": in_order(r).into_iter().map(entry).collect::<Vec<_>>(),
     })
     .to_string()
-}
-
-/// Refuses a file that cannot be written, before anything is measured: its
-/// directory missing, or (for `ext`) a name that does not end in it.
-pub fn check_writable(path: &Path, ext: &str) -> Result<()> {
-    if !ext.is_empty()
-        && path
-            .extension()
-            .is_none_or(|e| !e.eq_ignore_ascii_case(ext))
-    {
-        return Err(CliError::Command(format!(
-            "{}: the plot is SVG, so its name must end in .{ext}",
-            path.display()
-        )));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(CliError::Command(format!(
-            "{}: the directory {} does not exist",
-            path.display(),
-            dir.display()
-        )));
-    }
-    Ok(())
 }
