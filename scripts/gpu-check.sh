@@ -11,11 +11,14 @@
 #      of the OpenMP kernels;
 #   4. `reprise bench --backend cuda --quick --json`: sync vs async recording,
 #      and async with device-side staging (small sizes, then 256 MiB on its
-#      own).
+#      own); its repetition row is the device-to-device restore;
+#   5. `reprise tune` of the demo's saxpy capture (16 MiB) over 24 grid and
+#      block configurations, with CSV and SVG.
 # scripts/rehearse-gpu-check.sh runs this script here first, on the
-# simulated driver. Every step has its own time limit (540 s in all at
+# simulated driver. Every step has its own time limit (585 s in all at
 # worst, so one call of at most 600 s holds the whole check); the script
-# goes on after a failure and exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
+# goes on after a failure (LIMIT_SCALE=N multiplies every limit: the
+# rehearsal's simulated driver runs kernels on the CPU) and exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
 set -u
 B=${1:-.device}
 OUT=${OUT:-gpu-check-out}
@@ -27,7 +30,7 @@ step() { # name limit command...
     shift 2
     echo "=== $name"
     local t0=$SECONDS
-    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    timeout "$((limit * ${LIMIT_SCALE:-1}))" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
     tail -n 40 "$OUT/$name.log"
     echo "=== $name: exit $rc after $((SECONDS - t0)) s"
@@ -41,4 +44,13 @@ step end-to-end 120 "$B/end-to-end" --test-threads=1 --nocapture
 step llvm-openmp 45 "$B/llvm-openmp" --test-threads=1 --nocapture
 step bench-cuda 90 "$B/reprise" bench --backend cuda --quick --json --sizes 64K,1M,16M
 step bench-cuda-256m 120 "$B/reprise" bench --backend cuda --quick --json --sizes 256M
+tune_saxpy() {
+    "$B/reprise" demo --backend cuda --size 16M --dir "$OUT/tune-demo" || return
+    local capture
+    capture=$(ls "$OUT"/tune-demo/*.json | grep -v "\.report\.json$" | head -n 1)
+    "$B/reprise" tune "$capture" --num-teams 64..8192 --num-threads 64..1024 \
+        --repetitions 10 --csv "$OUT/tune-saxpy.csv" --plot "$OUT/tune-saxpy.svg"
+}
+export B OUT
+step cuda-tune 45 bash -c "$(declare -f tune_saxpy); tune_saxpy"
 exit $failed
