@@ -248,3 +248,47 @@ fn every_repetition_starts_from_the_recorded_region_and_globals() {
     );
     assert!(stdout.contains("verification: PASS"), "{stdout}");
 }
+
+/// Runs `capture` `runs` times on one session, each run copying its output
+/// back, and asserts that every run's output is the recorded one: a run
+/// that started from what the one before it left would differ.
+fn every_run_matches_the_recording<E: reprise::core::Executor>(
+    exec: &E,
+    descriptor: &Path,
+    runs: u32,
+) -> reprise::replayer::RestoreWay {
+    let capture = reprise::Capture::open(descriptor).unwrap();
+    let recorded = std::fs::read(&capture.paths.output).unwrap();
+    let config =
+        reprise::replayer::launch_config(&capture.record, &reprise::ReplayOptions::default())
+            .unwrap();
+    reprise::block_on(async {
+        let mut session = reprise::replayer::Session::new(exec, &capture, runs)
+            .await
+            .unwrap();
+        for run in 0..runs {
+            session.run(config, true).await.unwrap();
+            let output = session.output().expect("the run copied its output back");
+            assert!(
+                output == &recorded[..],
+                "run {run} of {runs}: the output differs from the recording"
+            );
+        }
+        session.restore_way()
+    })
+}
+
+#[test]
+fn every_run_of_a_session_starts_from_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RecordConfig::default().enabled(true).dir(dir.path());
+    let host_capture = record_axpy(config, 4096, 1).remove(0);
+    let host = reprise::HostExecutor::new().unwrap();
+    every_run_matches_the_recording(&host, &host_capture, 6);
+    let Some(gpu_capture) = record_saxpy(dir.path(), 32768) else {
+        return;
+    };
+    let gpu = gpu().unwrap();
+    let way = every_run_matches_the_recording(&gpu, &gpu_capture, 6);
+    assert_eq!(way, reprise::replayer::RestoreWay::DeviceCopy, "{way:?}");
+}
