@@ -21,6 +21,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("host_elf", host_elf),
     ("cuda_image", cuda_image),
     ("offload", offload),
+    ("amdgpu_code_object", amdgpu_code_object),
 ];
 
 /// A descriptor of any generation: read; when it reads, written in each key
@@ -166,4 +167,59 @@ pub fn offload(data: &[u8]) {
         "the triple changed"
     );
     assert_eq!(read[0].arch(), Some("sm_90"), "the arch changed");
+}
+
+/// The AMDGPU code object reader: the bytes as a whole code object, and as
+/// the MessagePack metadata alone (which mutated ELF files rarely reach
+/// intact). What reads must hold up: its target prints as a target-id that
+/// reads back and runs on an agent of that very ISA name, each kernel is
+/// found by its name and has its arguments split into explicit and hidden
+/// ones, and the variables are each named once and are no kernel
+/// descriptors.
+pub fn amdgpu_code_object(data: &[u8]) {
+    use reprise_amdgpu::code_object::{self, Target};
+    match code_object::parse(data) {
+        Ok(object) => {
+            let target = object.target();
+            let id = target.to_string();
+            let back = Target::parse(&id).expect("a printed target-id reads back");
+            assert_eq!(back.processor, target.processor, "the processor changed");
+            assert!(
+                target.runs_on(&format!("amdgcn-amd-amdhsa--{id}")),
+                "{id} does not run on its own ISA"
+            );
+            let _ = (object.code_object_version(), object.metadata_version());
+            for kernel in object.kernels() {
+                let found = object.kernel(&kernel.name).expect("a kernel found by name");
+                assert_eq!(found.name, kernel.name);
+                assert_eq!(
+                    kernel.explicit_args().count() + kernel.hidden_args().count(),
+                    kernel.args.len(),
+                    "an argument neither explicit nor hidden"
+                );
+            }
+            let mut names = std::collections::HashSet::new();
+            for v in object.variables() {
+                assert!(
+                    !v.name.ends_with(".kd"),
+                    "a kernel descriptor as a variable"
+                );
+                assert!(names.insert(v.name.as_str()), "{} listed twice", v.name);
+            }
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+    match code_object::parse_metadata(data) {
+        Ok(metadata) => {
+            assert!(
+                metadata.kernels.iter().all(|k| k.descriptor.is_none()),
+                "a descriptor without an ELF file"
+            );
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
 }

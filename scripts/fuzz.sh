@@ -3,7 +3,8 @@
 # with `cargo install cargo-fuzz`) and keeps what they reach:
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (default 60 s)
 #   scripts/fuzz.sh all [SECONDS]      every target in turn
-# Targets: descriptor, globals, image_kind, host_elf, cuda_image, offload.
+# Targets: descriptor, globals, image_kind, host_elf, cuda_image, offload,
+# amdgpu_code_object.
 # The kept corpus of a target is one file, fuzz/corpus/TARGET.pack (each
 # input as a little-endian u64 length and its bytes), which
 # tests/fuzz_regressions.rs replays on the stable toolchain. A run unpacks
@@ -13,7 +14,7 @@
 # stable test keeps replaying it.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
-targets=(descriptor globals image_kind host_elf cuda_image offload)
+targets=(descriptor globals image_kind host_elf cuda_image offload amdgpu_code_object)
 pack() { # dir file
     python3 - "$1" "$2" <<'PY'
 import os, struct, sys
