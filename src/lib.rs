@@ -64,6 +64,7 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+pub use reprise_amdgpu::{AmdError, AmdExecutor};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};

@@ -48,6 +48,16 @@ pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
                 shared_mem: 0,
             },
         }),
+        BackendKind::Amdgpu => Some(BuiltinKernel {
+            image: SAXPY_HSACO,
+            name: "saxpy",
+            args: |input, output, n| Args::new().f32(2.0).ptr(input).ptr(output).i32(n as i32),
+            geometry: |n| LaunchConfig {
+                grid: [(n as u32).div_ceil(256), 1, 1],
+                block: [256, 1, 1],
+                shared_mem: 0,
+            },
+        }),
         _ => None,
     }
 }
@@ -85,9 +95,20 @@ pub fn bench_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
                 shared_mem: 0,
             },
         }),
+        BackendKind::Amdgpu => Some(BuiltinKernel {
+            image: SAXPY_HSACO,
+            ..bench_kernel(BackendKind::Cuda).expect("the CUDA bench kernel")
+        }),
         _ => None,
     }
 }
+
+/// The AMDGPU code object of the AMD demo's and benchmark's kernel: the
+/// same `saxpy(float a, float *x, float *y, int n)` built for gfx90a (MI200)
+/// from the AMD executor's fixtures; other GPUs refuse it, naming both
+/// targets.
+pub const SAXPY_HSACO: &[u8] =
+    include_bytes!("../../backends/amdgpu/fixtures/saxpy_mixed.gfx90a.hsaco");
 
 /// The PTX of the CUDA benchmark's (and demo's) kernel: `saxpy(float a,
 /// float *x, float *y, int n)` from the CUDA executor's fixtures, compiled

@@ -13,7 +13,7 @@ pub enum BackendArg {
     Host,
     /// NVIDIA GPUs (PTX, cubin, fatbin), through the CUDA driver.
     Cuda,
-    /// AMD GPUs (code objects): not in this build yet, so refused.
+    /// AMD GPUs (AMDGPU code objects), through the HSA runtime.
     Amdgpu,
 }
 
@@ -29,9 +29,9 @@ impl BackendArg {
     }
 
     /// The parser of `--backend` for commands that run built-in kernels,
-    /// which exist for the host and CUDA only.
+    /// exist for every executor (`auto` means nothing there).
     pub fn builtin_kernels() -> impl TypedValueParser<Value = BackendArg> {
-        PossibleValuesParser::new(["host", "cuda"])
+        PossibleValuesParser::new(["host", "cuda", "amdgpu"])
             .map(|s| BackendArg::from_str(&s, false).expect("one of the possible values"))
     }
 }

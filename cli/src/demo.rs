@@ -91,7 +91,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let kind = a.backend.kind().unwrap_or(BackendKind::Host);
     if let (BackendKind::Host, Some(d)) = (kind, a.device_id) {
         return Err(CliError::Command(format!(
-            "--device-id {d} chooses a GPU: use it with --backend cuda"
+            "--device-id {d} chooses a GPU: use it with --backend cuda or amdgpu"
         )));
     }
     let spec = ExecutorSpec::new(kind).device(a.device_id.unwrap_or(0));

@@ -53,7 +53,16 @@ fn checksum_text(c: ChecksumStatus) -> String {
 /// What GPU code the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`),
 /// for CUDA images.
 fn gpu_targets(d: &Description) -> Vec<String> {
-    use reprise::core::image::{EM_CUDA, ImageKind};
+    use reprise::core::image::{EM_AMDGPU, EM_CUDA, ImageKind};
+    if let Some(ImageKind::Elf {
+        machine: EM_AMDGPU, ..
+    }) = d.image_kind
+    {
+        return match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {
+            Ok(Some(image)) => amdgpu_description(&image),
+            _ => Vec::new(),
+        };
+    }
     let cuda = matches!(
         d.image_kind,
         Some(
@@ -74,6 +83,35 @@ fn gpu_targets(d: &Description) -> Vec<String> {
             .map(ToString::to_string)
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// An AMDGPU code object's target (LLVM target id: processor and
+/// features) and its kernels with their kernarg segment sizes, from its
+/// ELF header and metadata note.
+fn amdgpu_description(image: &[u8]) -> Vec<String> {
+    match reprise_amdgpu::code_object::parse(image) {
+        Ok(c) => {
+            let kernels: Vec<String> = c
+                .kernels()
+                .iter()
+                .map(|k| format!("{} ({} kernarg bytes)", k.name, k.kernarg_segment_size))
+                .collect();
+            // "amdgpu " is the kind, which the text rendering drops.
+            vec![format!(
+                "amdgpu {}{}: {}",
+                c.target(),
+                c.code_object_version()
+                    .map(|v| format!(" (code object v{v})"))
+                    .unwrap_or_default(),
+                if kernels.is_empty() {
+                    "no kernels".to_string()
+                } else {
+                    kernels.join(", ")
+                }
+            )]
+        }
+        Err(e) => vec![format!("unreadable AMDGPU code object: {e}")],
     }
 }
 

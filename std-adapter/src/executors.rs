@@ -31,6 +31,7 @@
 //! # Ok::<(), reprise_std::Error>(())
 //! ```
 
+use reprise_amdgpu::AmdExecutor;
 use reprise_core::exec::Executor;
 use reprise_core::record::BackendKind;
 use reprise_cuda::CudaExecutor;
@@ -145,7 +146,10 @@ pub trait ExecutorJob {
 
 /// Whether this build of reprise includes the executor of `kind`.
 pub fn in_build(kind: BackendKind) -> bool {
-    matches!(kind, BackendKind::Host | BackendKind::Cuda)
+    matches!(
+        kind,
+        BackendKind::Host | BackendKind::Cuda | BackendKind::Amdgpu
+    )
 }
 
 /// Runs `job` on executors of the kind `spec` names: the one function that
@@ -165,6 +169,10 @@ pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Ou
         BackendKind::Cuda => job.run(Executors {
             spec,
             open: open_cuda,
+        }),
+        BackendKind::Amdgpu => job.run(Executors {
+            spec,
+            open: open_amdgpu,
         }),
         other => Err(Error::NotInBuild {
             path: None,
@@ -194,4 +202,15 @@ fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
         });
     }
     Ok(exec)
+}
+
+fn open_amdgpu(spec: &ExecutorSpec) -> Result<AmdExecutor> {
+    if spec.device_staging.is_some() {
+        return Err(Error::Unsupported {
+            backend: BackendKind::Amdgpu,
+            feature: "device-side staging (it is a CUDA executor option)",
+        });
+    }
+    AmdExecutor::new(spec.device)
+        .map_err(|e| Error::executor(format!("opening AMD GPU {}", spec.device), e))
 }

@@ -90,11 +90,9 @@ pub fn kernels_of(image: &[u8]) -> Vec<String> {
         } => reprise_cuda::cubin::elf_kernels(image),
         ImageKind::Elf {
             machine: EM_AMDGPU, ..
-        } => reprise_host::elf::dynamic_symbol_names(image)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|n| n.strip_suffix(".kd").map(str::to_owned))
-            .collect(),
+        } => reprise_amdgpu::code_object::parse(image)
+            .map(|c| c.kernels().iter().map(|k| k.name.clone()).collect())
+            .unwrap_or_default(),
         ImageKind::Ptx => reprise_cuda::ptx::entries(&String::from_utf8_lossy(image)),
         ImageKind::Fatbin => {
             let mut all: Vec<String> = reprise_cuda::cubin::fatbin_entries(image)

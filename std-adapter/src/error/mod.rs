@@ -323,8 +323,13 @@ impl Error {
     /// GPU context lost to a kernel fault): nothing more runs on it in this
     /// process.
     pub fn device_lost(&self) -> bool {
+        use reprise_amdgpu::AmdError as A;
         self.cuda()
             .is_some_and(reprise_cuda::CudaError::context_lost)
+            || matches!(
+                self.source_of::<A>(),
+                Some(A::KernelFault { .. } | A::QueueLost(_))
+            )
     }
 
     /// Whether the executor refused a launch before it ran: a block, grid
@@ -340,17 +345,25 @@ impl Error {
                     | C::ZeroDimension { .. }
                     | C::SharedMemory { .. }
             )
+        ) || matches!(
+            self.source_of::<reprise_amdgpu::AmdError>(),
+            Some(reprise_amdgpu::AmdError::Geometry(_))
         )
     }
 
     /// The CUDA executor's error underneath, if there is one.
     fn cuda(&self) -> Option<&reprise_cuda::CudaError> {
+        self.source_of()
+    }
+
+    /// The executor error of type `T` underneath, if there is one.
+    fn source_of<T: std::error::Error + 'static>(&self) -> Option<&T> {
         let Error::Executor { source, .. } = self else {
             return None;
         };
         let mut e: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
         while let Some(err) = e {
-            if let Some(c) = err.downcast_ref::<reprise_cuda::CudaError>() {
+            if let Some(c) = err.downcast_ref::<T>() {
                 return Some(c);
             }
             e = err.source();

@@ -1,0 +1,536 @@
+//! A queue: one AQL queue for kernels, the runtime's asynchronous copies
+//! for transfers, every operation chained to the one before by its
+//! completion signal, and one asynchronous signal handler per synchronize.
+//!
+//! A copy waits for the previous operation's signal (a dependency signal of
+//! `hsa_amd_memory_async_copy`); a kernel after a copy waits behind a
+//! barrier-AND packet on the copy's signal, and every packet has the
+//! barrier bit, so the whole schedule runs in submission order and is
+//! waited on once: [`Queue::poll_synchronize`] registers
+//! `hsa_amd_signal_async_handler` on the last operation's signal, whose
+//! callback only raises the queue's [`Completion`] mark. A kernel fault is
+//! reported by the runtime to the queue's error callback, which records the
+//! status and wakes the waiting synchronize.
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll};
+
+use hsa_sys::*;
+use reprise_core::completion::Completion;
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+
+use crate::args;
+use crate::error::{AmdError, check};
+use crate::image::AmdKernel;
+use crate::memory::AmdBuffer;
+use crate::runtime::{Runtime, agent_info_of};
+
+/// What the runtime's callbacks reach: the completion mark and a fault.
+#[derive(Debug, Default)]
+struct Shared {
+    completion: Completion,
+    /// The status the queue's error callback was given (0: none).
+    fault: AtomicU32,
+}
+
+/// The queue's error callback: records the status and wakes the waiter.
+unsafe extern "C" fn on_queue_error(
+    status: hsa_status_t,
+    _queue: *mut hsa_queue_t,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the `Shared` the queue registered, kept alive until
+    // after `hsa_queue_destroy`.
+    let shared = unsafe { &*(data as *const Shared) };
+    let _ = shared
+        .fault
+        .compare_exchange(0, status.max(1), Ordering::AcqRel, Ordering::Acquire);
+    shared.completion.signal(u64::MAX);
+}
+
+/// What one synchronize's handler needs.
+struct Wake {
+    shared: Arc<Shared>,
+    mark: u64,
+}
+
+/// The signal handler: raises the mark and unregisters itself.
+unsafe extern "C" fn on_signal(_value: hsa_signal_value_t, arg: *mut c_void) -> bool {
+    // SAFETY: `arg` is the boxed `Wake` `poll_synchronize` leaked for this
+    // handler, which runs once (it returns false).
+    let wake = unsafe { Box::from_raw(arg as *mut Wake) };
+    wake.shared.completion.signal(wake.mark);
+    false
+}
+
+/// What a synchronize frees once it has seen everything complete.
+#[derive(Debug, Default)]
+struct Pending {
+    signals: Vec<hsa_signal_t>,
+    kernargs: Vec<*mut c_void>,
+    buffers: Vec<(Ticket, AmdBuffer)>,
+    kernels: Vec<AmdKernel>,
+}
+
+/// A queue of copies and launches on one AMD GPU.
+#[derive(Debug)]
+pub struct AmdQueue {
+    rt: Arc<Runtime>,
+    queue: *mut hsa_queue_t,
+    shared: Arc<Shared>,
+    /// The last operation's completion signal, and whether it is a packet
+    /// of the AQL queue (else a copy).
+    last: Option<(hsa_signal_t, bool)>,
+    pending: Pending,
+    done: VecDeque<(Ticket, AmdBuffer)>,
+    tickets: u64,
+    marks: u64,
+    /// The mark of the synchronize under way.
+    waiting: Option<u64>,
+    /// Whether the fault was reported once (naming the kernels).
+    fault_reported: bool,
+}
+
+// SAFETY: the AQL queue is written only through `&mut self`; the runtime's
+// handles may be used from any thread; the kernarg pointers are owned.
+unsafe impl Send for AmdQueue {}
+
+impl ErrorType for AmdQueue {
+    type Error = AmdError;
+}
+
+impl AmdQueue {
+    pub(crate) fn new(rt: &Arc<Runtime>) -> Result<AmdQueue, AmdError> {
+        let max: u32 = agent_info_of(rt.hsa, rt.gpu, agent_info::QUEUE_MAX_SIZE)?;
+        let size = max.clamp(16, 1024).next_power_of_two().min(max.max(16));
+        let shared = Arc::new(Shared::default());
+        let mut queue = std::ptr::null_mut();
+        // SAFETY: the callback data is `shared`, which the queue keeps until
+        // after `hsa_queue_destroy`; no private or group segment limits.
+        let rc = unsafe {
+            (rt.hsa.fns.hsa_queue_create)(
+                rt.gpu,
+                size,
+                queue_type::MULTI,
+                Some(on_queue_error),
+                Arc::as_ptr(&shared) as *mut c_void,
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            )
+        };
+        check("hsa_queue_create", rc)?;
+        Ok(AmdQueue {
+            rt: rt.clone(),
+            queue,
+            shared,
+            last: None,
+            pending: Pending::default(),
+            done: VecDeque::new(),
+            tickets: 0,
+            marks: 0,
+            waiting: None,
+            fault_reported: false,
+        })
+    }
+
+    fn fault(&self) -> Option<u32> {
+        match self.shared.fault.load(Ordering::Acquire) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    /// The error a faulted queue gives: the kernels named once, then lost.
+    fn fault_error(&mut self, status: u32) -> AmdError {
+        if self.fault_reported {
+            return AmdError::QueueLost(status);
+        }
+        self.fault_reported = true;
+        let mut kernels: Vec<String> = self
+            .pending
+            .kernels
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        kernels.dedup();
+        AmdError::KernelFault { kernels, status }
+    }
+
+    fn check_usable(&mut self) -> Result<(), AmdError> {
+        match self.fault() {
+            Some(s) => Err(self.fault_error(s)),
+            None => Ok(()),
+        }
+    }
+
+    fn signal(&mut self) -> Result<hsa_signal_t, AmdError> {
+        let mut s = hsa_signal_t::default();
+        // SAFETY: valid out-pointer; no consumer list.
+        let rc = unsafe { (self.rt.hsa.fns.hsa_signal_create)(1, 0, std::ptr::null(), &mut s) };
+        check("hsa_signal_create", rc)?;
+        self.pending.signals.push(s);
+        Ok(s)
+    }
+
+    /// One asynchronous copy after everything before it.
+    fn copy(
+        &mut self,
+        dst: u64,
+        dst_agent: hsa_agent_t,
+        src: u64,
+        src_agent: hsa_agent_t,
+        len: usize,
+    ) -> Result<(), AmdError> {
+        let done = self.signal()?;
+        let deps: Vec<hsa_signal_t> = self.last.map(|(s, _)| s).into_iter().collect();
+        // SAFETY: both ranges are device or host pool memory the caller
+        // checked; the dependency and completion signals live until a
+        // synchronize covered the copy.
+        let rc = unsafe {
+            (self.rt.hsa.fns.hsa_amd_memory_async_copy)(
+                dst as *mut c_void,
+                dst_agent,
+                src as *const c_void,
+                src_agent,
+                len,
+                deps.len() as u32,
+                deps.as_ptr(),
+                done,
+            )
+        };
+        check("hsa_amd_memory_async_copy", rc)?;
+        self.last = Some((done, false));
+        Ok(())
+    }
+
+    fn transfer(
+        &mut self,
+        buffer: AmdBuffer,
+        segments: &[Segment],
+        upload: bool,
+    ) -> Result<Ticket, AmdError> {
+        self.check_usable()?;
+        for s in segments {
+            let end = s.host_offset.checked_add(s.len);
+            if end.is_none_or(|e| e > buffer.as_ref().len()) {
+                return Err(AmdError::Invalid(format!(
+                    "a copy of {} bytes at offset {} of a {}-byte buffer",
+                    s.len,
+                    s.host_offset,
+                    buffer.as_ref().len()
+                )));
+            }
+        }
+        let (gpu, cpu) = (self.rt.gpu, self.rt.cpu);
+        for s in segments.iter().filter(|s| s.len > 0) {
+            let host = buffer.addr() + s.host_offset as u64;
+            if upload {
+                self.copy(s.device, gpu, host, cpu, s.len)?;
+            } else {
+                self.copy(host, cpu, s.device, gpu, s.len)?;
+            }
+        }
+        self.tickets += 1;
+        let t = Ticket(self.tickets);
+        self.pending.buffers.push((t, buffer));
+        Ok(t)
+    }
+
+    /// Writes one 64-byte packet whose first 32 bits (`header | rest << 16`)
+    /// are published last, with a release store, then rings the doorbell.
+    fn submit(&mut self, packet: &[u8; 64]) {
+        let f = &self.rt.hsa.fns;
+        // SAFETY: `queue` is this queue's live AQL queue.
+        let q = unsafe { &*self.queue };
+        // SAFETY: as above; reserves one slot.
+        let index = unsafe { (f.hsa_queue_add_write_index_screlease)(self.queue, 1) };
+        // Wait for the slot to be free (the ring holds `size` packets).
+        // SAFETY: as above.
+        while index - unsafe { (f.hsa_queue_load_read_index_scacquire)(self.queue) }
+            >= u64::from(q.size)
+        {
+            std::thread::yield_now();
+        }
+        let slot = (index % u64::from(q.size)) as usize;
+        // SAFETY: slot `slot` of the ring is ours until the packet processor
+        // consumes it; its header is still INVALID, so the processor does not
+        // read the body while it is written.
+        unsafe {
+            let at = (q.base_address as *mut u8).add(slot * 64);
+            std::ptr::copy_nonoverlapping(packet.as_ptr().add(4), at.add(4), 60);
+            let first = u32::from_le_bytes(packet[..4].try_into().expect("4 bytes"));
+            (*(at as *const std::sync::atomic::AtomicU32)).store(first, Ordering::Release);
+            (f.hsa_signal_store_screlease)(q.doorbell_signal, index as i64);
+        }
+    }
+
+    fn barrier_on(&mut self, dep: hsa_signal_t) {
+        let p = hsa_barrier_and_packet_t {
+            header: packet::header(packet::TYPE_BARRIER_AND),
+            dep_signal: [
+                dep,
+                Default::default(),
+                Default::default(),
+                Default::default(),
+                Default::default(),
+            ],
+            ..Default::default()
+        };
+        self.submit(&as_bytes(&p));
+    }
+
+    fn dispatch(&mut self, kernel: &AmdKernel, launch: &Launch<'_>) -> Result<(), AmdError> {
+        self.check_usable()?;
+        let c = &launch.config;
+        self.check_geometry(kernel, c.grid, c.block, c.shared_mem)?;
+        let bytes = args::pack(kernel, launch)?;
+        let kernarg = self
+            .rt
+            .allocate(self.rt.kernarg_pool, bytes.len().max(16))?;
+        self.pending.kernargs.push(kernarg);
+        if !(kernarg as u64).is_multiple_of(u64::from(kernel.kernarg_align)) {
+            return Err(AmdError::Invalid(format!(
+                "the kernarg pool gave {kernarg:p}, not aligned to the {} bytes `{}` needs",
+                kernel.kernarg_align,
+                kernel.name()
+            )));
+        }
+        self.rt.allow_gpu(kernarg)?;
+        // SAFETY: the kernarg allocation holds at least `bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), kernarg as *mut u8, bytes.len()) };
+        let done = self.signal()?;
+        if let Some((dep, false)) = self.last {
+            self.barrier_on(dep);
+        }
+        let dims: u16 = if c.grid[2] > 1 || c.block[2] > 1 {
+            3
+        } else if c.grid[1] > 1 || c.block[1] > 1 {
+            2
+        } else {
+            1
+        };
+        let p = hsa_kernel_dispatch_packet_t {
+            header: packet::header(packet::TYPE_KERNEL_DISPATCH),
+            setup: dims << packet::SETUP_DIMENSIONS,
+            workgroup_size_x: c.block[0] as u16,
+            workgroup_size_y: c.block[1] as u16,
+            workgroup_size_z: c.block[2] as u16,
+            grid_size_x: c.grid[0] * c.block[0],
+            grid_size_y: c.grid[1] * c.block[1],
+            grid_size_z: c.grid[2] * c.block[2],
+            private_segment_size: kernel.private_size,
+            group_segment_size: kernel.group_size + c.shared_mem,
+            kernel_object: kernel.object,
+            kernarg_address: kernarg as u64,
+            completion_signal: done,
+            ..Default::default()
+        };
+        self.submit(&as_bytes(&p));
+        self.pending.kernels.push(kernel.clone());
+        self.last = Some((done, true));
+        Ok(())
+    }
+
+    fn check_geometry(
+        &self,
+        kernel: &AmdKernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+    ) -> Result<(), AmdError> {
+        let rt = &self.rt;
+        let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
+        if grid.contains(&0) || block.contains(&0) {
+            return Err(AmdError::Geometry(format!(
+                "grid {}x{}x{} x block {}x{}x{}: a dimension of 0",
+                grid[0], grid[1], grid[2], block[0], block[1], block[2]
+            )));
+        }
+        if threads > u64::from(rt.workgroup_max) {
+            return Err(AmdError::Geometry(format!(
+                "block {}x{}x{} ({threads} work-items) exceeds this device's limit of {} work-items per work-group",
+                block[0], block[1], block[2], rt.workgroup_max
+            )));
+        }
+        for d in 0..3 {
+            if block[d] > u32::from(rt.workgroup_max_dim[d]) {
+                return Err(AmdError::Geometry(format!(
+                    "block dimension {} of {} exceeds this device's limit of {}",
+                    "xyz".as_bytes()[d] as char,
+                    block[d],
+                    rt.workgroup_max_dim[d]
+                )));
+            }
+            let items = u64::from(grid[d]) * u64::from(block[d]);
+            if items > u64::from(rt.grid_max_dim[d]) {
+                return Err(AmdError::Geometry(format!(
+                    "grid {} x block {} in {} is {items} work-items, beyond this device's limit of {}",
+                    grid[d],
+                    block[d],
+                    "xyz".as_bytes()[d] as char,
+                    rt.grid_max_dim[d]
+                )));
+            }
+        }
+        if u64::from(kernel.group_size) + u64::from(shared) > 65536 {
+            return Err(AmdError::Geometry(format!(
+                "{} bytes of dynamic shared memory with the kernel's {} static exceed the 65536 bytes of LDS a work-group may use",
+                shared, kernel.group_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Frees what the completed operations used.
+    fn retire(&mut self) {
+        let p = std::mem::take(&mut self.pending);
+        for s in p.signals {
+            // SAFETY: every operation using the signal has completed and
+            // its handler (if any) has run.
+            unsafe { (self.rt.hsa.fns.hsa_signal_destroy)(s) };
+        }
+        for k in p.kernargs {
+            self.rt.free(k);
+        }
+        self.done.extend(p.buffers);
+        self.last = None;
+    }
+}
+
+fn as_bytes<T: Copy>(p: &T) -> [u8; 64] {
+    assert_eq!(std::mem::size_of::<T>(), 64, "AQL packets are 64 bytes");
+    let mut out = [0u8; 64];
+    // SAFETY: `T` is a 64-byte `#[repr(C)]` packet without padding (its
+    // layout is checked against the header's by hsa-sys's tests).
+    unsafe { std::ptr::copy_nonoverlapping(p as *const T as *const u8, out.as_mut_ptr(), 64) };
+    out
+}
+
+impl Queue for AmdQueue {
+    type Buffer = AmdBuffer;
+    type Kernel = AmdKernel;
+
+    fn upload(&mut self, buffer: AmdBuffer, segments: &[Segment]) -> Result<Ticket, AmdError> {
+        self.transfer(buffer, segments, true)
+    }
+
+    fn download(&mut self, buffer: AmdBuffer, segments: &[Segment]) -> Result<Ticket, AmdError> {
+        self.transfer(buffer, segments, false)
+    }
+
+    fn launch(&mut self, kernel: &AmdKernel, launch: &Launch<'_>) -> Result<(), AmdError> {
+        self.dispatch(kernel, launch)
+    }
+
+    fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, AmdError> {
+        self.check_usable()?;
+        if len > 0 {
+            let gpu = self.rt.gpu;
+            self.copy(dst, gpu, src, gpu, len)?;
+        }
+        Ok(true)
+    }
+
+    fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), AmdError>> {
+        if let Some(s) = self.fault() {
+            return Poll::Ready(Err(self.fault_error(s)));
+        }
+        let Some((last, _)) = self.last else {
+            self.retire();
+            return Poll::Ready(Ok(()));
+        };
+        let mark = match self.waiting {
+            Some(m) => m,
+            None => {
+                self.marks += 1;
+                let wake = Box::into_raw(Box::new(Wake {
+                    shared: self.shared.clone(),
+                    mark: self.marks,
+                }));
+                // SAFETY: the handler gets the boxed `Wake` and frees it when
+                // it runs; the signal lives until `retire`, after it ran.
+                let rc = unsafe {
+                    (self.rt.hsa.fns.hsa_amd_signal_async_handler)(
+                        last,
+                        condition::LT,
+                        1,
+                        on_signal,
+                        wake as *mut c_void,
+                    )
+                };
+                if rc != status::SUCCESS {
+                    // SAFETY: not registered: still ours.
+                    drop(unsafe { Box::from_raw(wake) });
+                    return Poll::Ready(Err(AmdError::call("hsa_amd_signal_async_handler", rc)));
+                }
+                self.waiting = Some(self.marks);
+                self.marks
+            }
+        };
+        if self.shared.completion.poll_reached(mark, cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.waiting = None;
+        if let Some(s) = self.fault() {
+            return Poll::Ready(Err(self.fault_error(s)));
+        }
+        self.retire();
+        Poll::Ready(Ok(()))
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, AmdBuffer)> {
+        self.done.pop_front()
+    }
+}
+
+impl Drop for AmdQueue {
+    fn drop(&mut self) {
+        let f = &self.rt.hsa.fns;
+        if self.fault().is_none() {
+            if let Some((last, _)) = self.last {
+                // SAFETY: a live signal of this queue; waits for the work
+                // before freeing what it uses.
+                unsafe {
+                    (f.hsa_signal_wait_scacquire)(
+                        last,
+                        condition::LT,
+                        1,
+                        u64::MAX,
+                        wait_state::BLOCKED,
+                    )
+                };
+                // A handler registered by an abandoned synchronize runs on
+                // the runtime's thread now; let it finish before its signal
+                // goes.
+                if let Some(m) = self.waiting {
+                    while self.shared.completion.reached() < m {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            self.retire();
+        } else {
+            // After a fault the queue's work never completes: its signals
+            // (a handler may still be registered on one) and kernel
+            // arguments are left to the process; host buffers go, as no
+            // copy after the fault will run.
+            let p = std::mem::take(&mut self.pending);
+            std::mem::forget(p.signals);
+            std::mem::forget(p.kernargs);
+            drop(p.buffers);
+            std::mem::forget(p.kernels);
+        }
+        // SAFETY: nothing is submitted to the queue any more.
+        let rc = unsafe { (f.hsa_queue_destroy)(self.queue) };
+        if rc != status::SUCCESS {
+            eprintln!(
+                "warning: hsa_queue_destroy: {}",
+                crate::error::status_name(rc)
+            );
+        }
+    }
+}
