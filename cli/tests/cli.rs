@@ -125,11 +125,14 @@ fn help_and_usage_errors() {
 }
 
 #[test]
-fn forcing_an_executor_not_in_this_build_is_a_clear_error() {
+fn forcing_an_executor_the_image_does_not_run_on_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, 0x1539_4000_0000, 16);
     let out = reprise(&["replay", "--backend", "amdgpu", s(&f.descriptor)]);
-    assert_error(&out, &["amdgpu executor is not part of this build"]);
+    assert_error(
+        &out,
+        &["which runs on the host executor, not on the amdgpu executor that --backend asks for"],
+    );
     // Said before anything else, not after announcing the replay.
     assert!(text(&out).0.is_empty(), "{}", text(&out).0);
 }
