@@ -242,13 +242,21 @@ fn demo<E: AnyExecutor>(
                 4,
                 "verified: the replay's output equals the recorded output byte for byte",
             );
-            let me = crate::ui::invocation();
+            let mut me = crate::ui::invocation();
+            let on_path = me == "reprise";
+            // A runtime chosen by REPRISE_HSA_LIBRARY (the simulated one,
+            // say) is part of the command that works.
+            if let (BackendKind::Amdgpu, Some(lib)) =
+                (backend, std::env::var_os("REPRISE_HSA_LIBRARY"))
+            {
+                me = format!("REPRISE_HSA_LIBRARY={} {me}", lib.to_string_lossy());
+            }
             out!(
                 "\nreplay it yourself:  {me} replay --verify {}",
                 descriptor.display()
             );
             out!("look inside:         {me} inspect {}", descriptor.display());
-            if me != "reprise" {
+            if !on_path {
                 out!("(to call it `reprise`: cargo install --path cli, from reprise's sources)");
             }
             Ok(ExitCode::SUCCESS)

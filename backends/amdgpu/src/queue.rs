@@ -225,18 +225,21 @@ impl AmdQueue {
                 )));
             }
         }
+        // The buffer is the queue's from here on, even when a later
+        // segment fails to enqueue: earlier ones may already use it.
+        self.tickets += 1;
+        let t = Ticket(self.tickets);
+        let host_base = buffer.addr();
+        self.pending.buffers.push((t, buffer));
         let (gpu, cpu) = (self.rt.gpu, self.rt.cpu);
         for s in segments.iter().filter(|s| s.len > 0) {
-            let host = buffer.addr() + s.host_offset as u64;
+            let host = host_base + s.host_offset as u64;
             if upload {
                 self.copy(s.device, gpu, host, cpu, s.len)?;
             } else {
                 self.copy(host, cpu, s.device, gpu, s.len)?;
             }
         }
-        self.tickets += 1;
-        let t = Ticket(self.tickets);
-        self.pending.buffers.push((t, buffer));
         Ok(t)
     }
 

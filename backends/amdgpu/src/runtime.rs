@@ -102,12 +102,17 @@ impl Runtime {
             .find(|(_, kind)| *kind == device_type::CPU)
             .map(|(a, _)| *a)
             .ok_or(AmdError::NoPool("CPU agent (host)"))?;
-        let device_pool = find_pool(hsa, gpu, global_flag::COARSE_GRAINED)?
+        let device_pool = find_pool(hsa, gpu, global_flag::COARSE_GRAINED, 0)?
             .ok_or(AmdError::NoPool("coarse-grained global"))?;
-        let kernarg_pool = find_pool(hsa, cpu, global_flag::KERNARG_INIT)?
+        let kernarg_pool = find_pool(hsa, cpu, global_flag::KERNARG_INIT, 0)?
             .ok_or(AmdError::NoPool("kernarg (on the CPU agent)"))?;
-        let host_pool = find_pool(hsa, cpu, global_flag::FINE_GRAINED)?
-            .ok_or(AmdError::NoPool("fine-grained host"))?;
+        let host_pool = find_pool(
+            hsa,
+            cpu,
+            global_flag::FINE_GRAINED,
+            global_flag::KERNARG_INIT,
+        )?
+        .ok_or(AmdError::NoPool("fine-grained host"))?;
         let granule: usize = pool_info_of(hsa, device_pool, pool_info::RUNTIME_ALLOC_GRANULE)?;
         let name = agent_name(hsa, gpu)?;
         let isa = isa_name(hsa, gpu)?.unwrap_or_else(|| format!("amdgcn-amd-amdhsa--{name}"));
@@ -282,11 +287,14 @@ pub(crate) fn pool_info_of<T: Default>(
     Ok(v)
 }
 
-/// The agent's first global pool that allows allocation and has `flag`.
+/// The agent's first global pool that allows allocation, has `flag` and
+/// none of `without` (the host staging pool is fine-grained but not the
+/// kernarg pool, which is fine-grained too and listed first).
 fn find_pool(
     hsa: &Hsa,
     agent: hsa_agent_t,
     flag: u32,
+    without: u32,
 ) -> Result<Option<hsa_amd_memory_pool_t>, AmdError> {
     unsafe extern "C" fn each(pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
         // SAFETY: `data` is the `Vec` handed over below, alive for the call.
@@ -311,7 +319,7 @@ fn find_pool(
         }
         let allowed: bool = pool_info_of(hsa, pool, pool_info::RUNTIME_ALLOC_ALLOWED)?;
         let flags: u32 = pool_info_of(hsa, pool, pool_info::GLOBAL_FLAGS)?;
-        if allowed && flags & flag != 0 {
+        if allowed && flags & flag != 0 && flags & without == 0 {
             return Ok(Some(pool));
         }
     }

@@ -32,10 +32,14 @@ pub fn reprise(args: &[&str]) -> Output {
 }
 
 /// Runs the `reprise` binary with extra environment variables. A process
-/// that loaded the simulated CUDA driver hands it on.
+/// that loaded the simulated CUDA driver hands it on; the simulated HSA
+/// runtime a test loaded in this process (`REPRISE_HSA_LIBRARY`) goes to a
+/// child only when the test passes it.
 pub fn reprise_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(reprise_bin());
-    cmd.args(args).env("RUST_BACKTRACE", "0");
+    cmd.args(args)
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("REPRISE_HSA_LIBRARY");
     if let Some((k, v)) = sim::child_env() {
         cmd.env(k, v);
     }
