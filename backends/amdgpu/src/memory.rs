@@ -89,16 +89,9 @@ impl AmdRegion {
         // SAFETY: `va` is a valid out-pointer; the runtime only reserves
         // address space.
         let rc = unsafe { (vmem.hsa_amd_vmem_address_reserve)(&mut va, size, hint, 0) };
-        if rc != status::SUCCESS {
-            return match request.base {
-                Some(wanted) => Err(AmdError::AddressUnavailable {
-                    wanted,
-                    len: capacity,
-                    offered: 0,
-                }),
-                None => Err(AmdError::call("hsa_amd_vmem_address_reserve", rc)),
-            };
-        }
+        // A hint the runtime cannot honour gives another address (checked
+        // below); a failure is the runtime's own.
+        check("hsa_amd_vmem_address_reserve", rc)?;
         let got = va as u64;
         let free_reservation = || {
             // SAFETY: `va` is the reservation just made, with nothing mapped.

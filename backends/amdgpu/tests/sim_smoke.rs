@@ -266,6 +266,57 @@ fn saxpy_round(exec: &AmdExecutor, base: u64) {
     }
 }
 
+/// The calls of one recorded round (open, reserve, load, find, buffers,
+/// queue, copies, a launch, a synchronize) that can fail, each made to fail
+/// in turn by the `fail_step` scenario.
+const STEPS: [&str; 16] = [
+    "hsa_iterate_agents",
+    "hsa_amd_agent_iterate_memory_pools",
+    "hsa_amd_vmem_address_reserve",
+    "hsa_amd_vmem_handle_create",
+    "hsa_amd_vmem_map",
+    "hsa_amd_vmem_set_access",
+    "hsa_code_object_reader_create_from_memory",
+    "hsa_executable_create_alt",
+    "hsa_executable_load_agent_code_object",
+    "hsa_executable_freeze",
+    "hsa_amd_memory_pool_allocate",
+    "hsa_amd_agents_allow_access",
+    "hsa_queue_create",
+    "hsa_signal_create",
+    "hsa_amd_memory_async_copy",
+    "hsa_amd_signal_async_handler",
+];
+
+/// [`saxpy_round`] with every step fallible.
+fn try_round(exec: &AmdExecutor, base: u64) -> Result<(), AmdError> {
+    let image = exec.load_image(&fixture("saxpy_mixed.gfx90a.hsaco"))?;
+    let kernel = exec.kernel(&image, "saxpy")?;
+    let n = 1000usize;
+    let mut q = exec.queue()?;
+    let mut x = exec.buffer(n * 4)?;
+    x.as_mut().fill(1);
+    q.upload(x, &whole(base, n * 4))?;
+    q.upload(exec.buffer(n * 4)?, &whole(base + 0x1000, n * 4))?;
+    saxpy(&mut q, &kernel, 3.0, base, base + 0x1000, n as u32)?;
+    q.download(exec.buffer(n * 4)?, &whole(base + 0x1000, n * 4))?;
+    synchronize(&mut q)
+}
+
+#[test]
+fn a_failed_step_undoes_the_earlier_ones() {
+    if let Err(why) = sim::available() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    for call in STEPS {
+        child(
+            "fail_step",
+            &[("REPRISE_SIM_HSA_FAIL", &format!("{call}:1"))],
+        );
+    }
+}
+
 /// One scenario in a child process (the runtime is loaded once per
 /// process, and the simulator reads its switches at the first `hsa_init`).
 fn child(scenario: &str, env: &[(&str, &str)]) {
@@ -362,6 +413,27 @@ fn scenario() {
             let exec = AmdExecutor::new(0).unwrap();
             let region = exec.reserve(fresh()).unwrap();
             saxpy_round(&exec, region.base());
+        }
+        "fail_step" => {
+            let call = std::env::var("REPRISE_SIM_HSA_FAIL").unwrap();
+            let probe = sim::Probe::open().unwrap();
+            let result = (|| {
+                let exec = AmdExecutor::new(0)?;
+                let region = exec.reserve(fresh())?;
+                try_round(&exec, region.base())
+            })();
+            let err = result.expect_err(&format!("failing {call} went unnoticed"));
+            // The injected status surfaces (the call that failed may be
+            // one the simulator makes inside another).
+            assert!(
+                err.to_string()
+                    .contains("HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
+                "{call}: {err}"
+            );
+            for what in KINDS {
+                assert_eq!(probe.live(what), 0, "{call}: live {what}");
+            }
+            assert_eq!(probe.init_count(), 0, "{call}: hsa_init not balanced");
         }
         other => panic!("unknown scenario {other}"),
     }

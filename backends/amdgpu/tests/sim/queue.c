@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define QUEUE_MAGIC 0x5155455545534d51ull
 
@@ -40,6 +41,13 @@ long sim_queue_count(void) {
   long n = live_queues;
   pthread_mutex_unlock(&q_mu);
   return n;
+}
+
+/* Packets whose body changed after their header was published. */
+static long late_bodies;
+
+EXPORT long sim_hsa_late_bodies(void) {
+  return __atomic_load_n(&late_bodies, __ATOMIC_RELAXED);
 }
 
 EXPORT long sim_hsa_packets(void) {
@@ -180,7 +188,24 @@ static void *processor(void *arg) {
     }
     pthread_mutex_unlock(&sim_sig_mu);
     hsa_status_t rc = HSA_STATUS_SUCCESS;
-    if (type == HSA_PACKET_TYPE_BARRIER_AND) {
+    /* The producer owns the body until it publishes the header (last, with
+     * a release store): a body that still changes after the header became
+     * valid was written too late, and a packet processor may already have
+     * read garbage. Look twice, a little apart. */
+    uint8_t body[60];
+    memcpy(body, slot + 4, 60);
+    usleep(100);
+    if (memcmp(body, slot + 4, 60) != 0) {
+      __atomic_add_fetch(&late_bodies, 1, __ATOMIC_RELAXED);
+      fprintf(stderr,
+              "simulated HSA runtime: queue %llu: packet %llu changed after "
+              "its header was published\n",
+              (unsigned long long)s->q.id, (unsigned long long)r);
+      rc = HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+      type = HSA_PACKET_TYPE_INVALID;
+    }
+    if (rc != HSA_STATUS_SUCCESS) {
+    } else if (type == HSA_PACKET_TYPE_BARRIER_AND) {
       if (!barrier(s, slot)) {
         pthread_mutex_lock(&sim_sig_mu);
         break;
@@ -207,6 +232,9 @@ static void *processor(void *arg) {
       continue;
     }
     hsa_signal_t done = {u64_at(slot + 56)};
+    /* Poison the consumed body, so a producer that publishes a header
+     * before its body leaves this garbage for the processor to find. */
+    memset(slot + 4, 0xa5, 60);
     __atomic_store_n((uint32_t *)slot, HSA_PACKET_TYPE_INVALID, __ATOMIC_RELEASE);
     __atomic_store_n(&s->read, r + 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&packets, 1, __ATOMIC_RELAXED);
