@@ -93,7 +93,10 @@ fn bench_offers_only_the_executors_it_can_measure() {
     let out = reprise(&["bench", "--quick", "--backend", "auto"]);
     assert_exit(&out, 2);
     let (_, stderr) = text(&out);
-    assert!(stderr.contains("possible values: host, cuda, amdgpu"), "{stderr}");
+    assert!(
+        stderr.contains("possible values: host, cuda, amdgpu"),
+        "{stderr}"
+    );
 }
 
 #[test]
