@@ -212,8 +212,15 @@ fn recordings_through_the_library_replay_in_another_process() {
         block: [256, 1, 1],
         shared_mem: 0,
     };
+    let probe = sim::Probe::open().unwrap();
     let written = reprise::block_on(async {
+        let (waits, handlers) = (probe.waits(), probe.handlers());
         rec.launch(&k, geometry, &args).await.unwrap();
+        // The whole record schedule (H2D, D2H info, kernel, D2H output)
+        // is waited on once, by one asynchronous signal handler: no
+        // blocking wait.
+        assert_eq!(probe.handlers() - handlers, 1, "one handler per recorded launch");
+        assert_eq!(probe.waits(), waits, "no blocking signal wait");
         let out = rec.download(y, n * 4).await.unwrap();
         // y = 3 * 1.5 + 2 + bias (0.5)
         assert_eq!(f32::from_le_bytes(out[8..12].try_into().unwrap()), 7.0);
