@@ -219,7 +219,11 @@ fn recordings_through_the_library_replay_in_another_process() {
         // The whole record schedule (H2D, D2H info, kernel, D2H output)
         // is waited on once, by one asynchronous signal handler: no
         // blocking wait.
-        assert_eq!(probe.handlers() - handlers, 1, "one handler per recorded launch");
+        assert_eq!(
+            probe.handlers() - handlers,
+            1,
+            "one handler per recorded launch"
+        );
         assert_eq!(probe.waits(), waits, "no blocking signal wait");
         let out = rec.download(y, n * 4).await.unwrap();
         // y = 3 * 1.5 + 2 + bias (0.5)

@@ -24,7 +24,7 @@ pub mod types;
 
 pub use library::{
     AgentCallback, DEFAULT_NAMES, Functions, Hsa, IsaCallback, LIBRARY_VARIABLE, LoadError,
-    PoolCallback, QueueErrorCallback, SignalHandler, SymbolCallback, Vmem,
+    PoolCallback, QueueErrorCallback, SignalHandler, Vmem,
 };
 pub use types::*;
 

@@ -99,13 +99,6 @@ pub type AgentCallback = unsafe extern "C" fn(hsa_agent_t, *mut c_void) -> hsa_s
 pub type PoolCallback = unsafe extern "C" fn(hsa_amd_memory_pool_t, *mut c_void) -> hsa_status_t;
 /// An iteration callback over ISAs.
 pub type IsaCallback = unsafe extern "C" fn(hsa_isa_t, *mut c_void) -> hsa_status_t;
-/// An iteration callback over an executable's symbols for an agent.
-pub type SymbolCallback = unsafe extern "C" fn(
-    hsa_executable_t,
-    hsa_agent_t,
-    hsa_executable_symbol_t,
-    *mut c_void,
-) -> hsa_status_t;
 /// A queue's error callback (`hsa_queue_create`).
 pub type QueueErrorCallback = unsafe extern "C" fn(hsa_status_t, *mut hsa_queue_t, *mut c_void);
 /// A signal handler (`hsa_amd_signal_async_handler`): returning `true` keeps
@@ -130,16 +123,12 @@ entry_points! {
         hsa_amd_agents_allow_access: fn(u32, *const hsa_agent_t, *const u32, *const c_void) -> hsa_status_t;
         hsa_signal_create: fn(hsa_signal_value_t, u32, *const hsa_agent_t, *mut hsa_signal_t) -> hsa_status_t;
         hsa_signal_destroy: fn(hsa_signal_t) -> hsa_status_t;
-        hsa_signal_load_scacquire: fn(hsa_signal_t) -> hsa_signal_value_t;
-        hsa_signal_load_relaxed: fn(hsa_signal_t) -> hsa_signal_value_t;
-        hsa_signal_store_relaxed: fn(hsa_signal_t, hsa_signal_value_t);
         hsa_signal_store_screlease: fn(hsa_signal_t, hsa_signal_value_t);
         hsa_signal_wait_scacquire: fn(hsa_signal_t, u32, hsa_signal_value_t, u64, u32) -> hsa_signal_value_t;
         hsa_amd_signal_async_handler: fn(hsa_signal_t, u32, hsa_signal_value_t, SignalHandler, *mut c_void) -> hsa_status_t;
         hsa_queue_create: fn(hsa_agent_t, u32, u32, Option<QueueErrorCallback>, *mut c_void, u32, u32, *mut *mut hsa_queue_t) -> hsa_status_t;
         hsa_queue_destroy: fn(*mut hsa_queue_t) -> hsa_status_t;
         hsa_queue_load_read_index_scacquire: fn(*const hsa_queue_t) -> u64;
-        hsa_queue_load_write_index_relaxed: fn(*const hsa_queue_t) -> u64;
         hsa_queue_add_write_index_screlease: fn(*const hsa_queue_t, u64) -> u64;
         hsa_amd_memory_async_copy: fn(*mut c_void, hsa_agent_t, *const c_void, hsa_agent_t, usize, u32, *const hsa_signal_t, hsa_signal_t) -> hsa_status_t;
         hsa_code_object_reader_create_from_memory: fn(*const c_void, usize, *mut hsa_code_object_reader_t) -> hsa_status_t;
@@ -150,7 +139,6 @@ entry_points! {
         hsa_executable_destroy: fn(hsa_executable_t) -> hsa_status_t;
         hsa_executable_get_symbol_by_name: fn(hsa_executable_t, *const c_char, *const hsa_agent_t, *mut hsa_executable_symbol_t) -> hsa_status_t;
         hsa_executable_symbol_get_info: fn(hsa_executable_symbol_t, u32, *mut c_void) -> hsa_status_t;
-        hsa_executable_iterate_agent_symbols: fn(hsa_executable_t, hsa_agent_t, SymbolCallback, *mut c_void) -> hsa_status_t;
     }
 }
 
