@@ -48,15 +48,10 @@ pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
                 shared_mem: 0,
             },
         }),
+        // The same saxpy, built for AMD GPUs.
         BackendKind::Amdgpu => Some(BuiltinKernel {
             image: SAXPY_HSACO,
-            name: "saxpy",
-            args: |input, output, n| Args::new().f32(2.0).ptr(input).ptr(output).i32(n as i32),
-            geometry: |n| LaunchConfig {
-                grid: [(n as u32).div_ceil(256), 1, 1],
-                block: [256, 1, 1],
-                shared_mem: 0,
-            },
+            ..demo_kernel(BackendKind::Cuda).expect("the CUDA demo kernel")
         }),
         _ => None,
     }

@@ -13,66 +13,16 @@ mod sim;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::core::globals::{self, Layout};
-use reprise::core::record::{Generation, KernelRecord};
+use reprise::core::record::Generation;
 
 const GFX90A: &[u8] = include_bytes!("../../backends/amdgpu/fixtures/saxpy_mixed.gfx90a.hsaco");
 
 /// An LLVM (current format) capture of `saxpy(2, x, y, n)` of the gfx90a
 /// code object at `base`, as LLVM's AMDGPU plugin records one: every
 /// argument in an 8-byte slot, teams as work-groups, threads as the
-/// work-group size. Returns the descriptor and the expected output.
-pub fn amd_saxpy_capture(dir: &Path, base: u64, n: usize) -> (PathBuf, Vec<u8>) {
-    let xs: Vec<f32> = (0..n).map(|i| (i % 31) as f32).collect();
-    let ys: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
-    let y_off = (4 * n).next_multiple_of(256);
-    let used = y_off + (4 * n).next_multiple_of(256);
-    let mut memory = vec![0u8; used];
-    memory[..4 * n].copy_from_slice(&floats(&xs));
-    memory[y_off..y_off + 4 * n].copy_from_slice(&floats(&ys));
-    let mut expected = memory.clone();
-    let y_new: Vec<f32> = xs
-        .iter()
-        .zip(&ys)
-        .map(|(x, y)| 2.0 * x + y + 0.25)
-        .collect();
-    expected[y_off..y_off + 4 * n].copy_from_slice(&floats(&y_new));
-    let mut rec = KernelRecord::new("saxpy").unwrap();
-    rec.generation = Generation::LlvmCurrent;
-    rec.format_version = None;
-    for v in [
-        u64::from(2.0f32.to_bits()),
-        base,
-        base + y_off as u64,
-        n as u64,
-    ] {
-        rec.push_arg(v).unwrap();
-    }
-    rec.grid = [(n as u32).div_ceil(256), 1, 1];
-    rec.block = [256, 1, 1];
-    rec.loop_trip_count = n as u64;
-    rec.region_base = Some(base);
-    rec.memory_size = Some(used as u64);
-    rec.region_size = Some(1 << 30);
-    rec.teams_limits = Some([0, 0]);
-    rec.threads_limits = Some([1, 1024]);
-    let path = |ext: &str| dir.join(format!("4321_8765.{ext}"));
-    std::fs::write(
-        path("json"),
-        rec.to_json_string(Generation::LlvmCurrent).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(path("record_input"), &memory).unwrap();
-    std::fs::write(path("record_output"), &expected).unwrap();
-    std::fs::write(path("image"), GFX90A).unwrap();
-    let g = [
-        ("bias", &0.25f32.to_le_bytes()[..]),
-        ("launches", &41u32.to_le_bytes()[..]),
-    ];
-    let mut blob = vec![0u8; globals::encoded_len(Layout::Current, g).unwrap()];
-    globals::encode_into(Layout::Current, g, &mut blob).unwrap();
-    std::fs::write(path("globals"), &blob).unwrap();
-    (path("json"), expected)
+/// work-group size (256). Returns the descriptor and the expected output.
+fn amd_saxpy_capture(dir: &Path, base: u64, n: usize) -> (PathBuf, Vec<u8>) {
+    llvm_saxpy_capture(dir, Generation::LlvmCurrent, GFX90A, base, n, 256)
 }
 
 #[test]
@@ -265,7 +215,7 @@ fn llvm_captures_replay_with_their_implicit_arguments() {
     assert_exit(&out, 0);
     assert!(stdout.contains("amdgpu executor"), "{stdout}{stderr}");
     assert!(stdout.contains("verification: PASS"), "{stdout}");
-    let saved = std::fs::read(dir.path().join("4321_8765.replay_output")).unwrap();
+    let saved = std::fs::read(dir.path().join("1234_5678.replay_output")).unwrap();
     assert_eq!(saved, expected);
     // A sweep on the simulator: 3 x 2 configurations.
     let out = replay_on_sim(

@@ -630,81 +630,6 @@ fn drivers_without_stream_callbacks_or_parameter_info_still_replay() {
     }
 }
 
-/// Writes a saxpy capture as LLVM's runtime would (from FORMATS.md alone):
-/// 8-byte argument slots, teams and threads, the region at `base`, globals
-/// `bias` = 0.25 and `launches` = 41 (the image says 0.5 and 0, so a replay
-/// that did not restore them would compute something else). Returns the
-/// descriptor and the expected memory after the kernel, computed here.
-fn llvm_saxpy_capture(
-    dir: &std::path::Path,
-    generation: reprise::core::record::Generation,
-    image: &[u8],
-    base: u64,
-    n: usize,
-) -> (PathBuf, Vec<u8>) {
-    use reprise::core::globals::{self, Layout};
-    use reprise::core::record::{Generation, KernelRecord};
-    let xs: Vec<f32> = (0..n).map(|i| (i % 31) as f32).collect();
-    let ys: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
-    let y_off = (4 * n).next_multiple_of(256);
-    let used = y_off + (4 * n).next_multiple_of(256);
-    let mut memory = vec![0u8; used];
-    memory[..4 * n].copy_from_slice(&floats(&xs));
-    memory[y_off..y_off + 4 * n].copy_from_slice(&floats(&ys));
-    let mut expected = memory.clone();
-    let y_new: Vec<f32> = xs
-        .iter()
-        .zip(&ys)
-        .map(|(x, y)| 2.0 * x + y + 0.25)
-        .collect();
-    expected[y_off..y_off + 4 * n].copy_from_slice(&floats(&y_new));
-
-    let mut rec = KernelRecord::new("saxpy").unwrap();
-    rec.generation = generation;
-    rec.format_version = None;
-    // `float a` travels in an 8-byte slot, as LLVM passes every argument.
-    for v in [
-        u64::from(2.0f32.to_bits()),
-        base,
-        base + y_off as u64,
-        n as u64,
-    ] {
-        rec.push_arg(v).unwrap();
-    }
-    rec.grid = [(n as u32).div_ceil(128), 1, 1];
-    rec.block = [128, 1, 1];
-    rec.loop_trip_count = n as u64;
-    rec.region_base = Some(base);
-    rec.memory_size = Some(used as u64);
-    let (stem, layout, input_ext, output_ext) = match generation {
-        Generation::LlvmLegacy => ("saxpy", Layout::Seed, "memory", "original.output"),
-        _ => {
-            rec.region_size = Some(1 << 30);
-            rec.teams_limits = Some([0, 0]);
-            rec.threads_limits = Some([1, 1024]);
-            (
-                "1234_5678",
-                Layout::Current,
-                "record_input",
-                "record_output",
-            )
-        }
-    };
-    let path = |ext: &str| dir.join(format!("{stem}.{ext}"));
-    std::fs::write(path("json"), rec.to_json_string(generation).unwrap()).unwrap();
-    std::fs::write(path(input_ext), &memory).unwrap();
-    std::fs::write(path(output_ext), &expected).unwrap();
-    std::fs::write(path("image"), image).unwrap();
-    let g = [
-        ("bias", &0.25f32.to_le_bytes()[..]),
-        ("launches", &41u32.to_le_bytes()[..]),
-    ];
-    let mut blob = vec![0u8; globals::encoded_len(layout, g).unwrap()];
-    globals::encode_into(layout, g, &mut blob).unwrap();
-    std::fs::write(path("globals"), &blob).unwrap();
-    (path("json"), expected)
-}
-
 #[test]
 fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
     let Some(_gpu) = gpu() else { return };
@@ -715,7 +640,8 @@ fn llvm_captures_of_a_cuda_kernel_replay_and_verify() {
         (Generation::LlvmCurrent, FATBIN, 0x1539_8000_0000u64),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let (descriptor, expected) = llvm_saxpy_capture(dir.path(), generation, image, base, 5000);
+        let (descriptor, expected) =
+            llvm_saxpy_capture(dir.path(), generation, image, base, 5000, 128);
         if generation == Generation::LlvmCurrent {
             let out = reprise(&["inspect", s(&descriptor)]);
             let want = "image     CUDA fat binary: cubin sm_90, PTX sm_80";
@@ -767,7 +693,7 @@ fn llvm_captures_without_teams_or_threads_need_them_on_a_gpu() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let (descriptor, _) =
-            llvm_saxpy_capture(dir.path(), generation, SAXPY, 0x1539_4000_0000, 5000);
+            llvm_saxpy_capture(dir.path(), generation, SAXPY, 0x1539_4000_0000, 5000, 128);
         edit_descriptor(&descriptor, |r| {
             r.grid[0] = 0;
             r.block[0] = 0;

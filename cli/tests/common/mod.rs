@@ -288,3 +288,79 @@ pub fn edit_descriptor(path: &Path, edit: impl FnOnce(&mut KernelRecord)) {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Writes a saxpy capture as LLVM's runtime would (from FORMATS.md alone):
+/// 8-byte argument slots, teams of `block` threads, the region at `base`, globals
+/// `bias` = 0.25 and `launches` = 41 (the image says 0.5 and 0, so a replay
+/// that did not restore them would compute something else). Returns the
+/// descriptor and the expected memory after the kernel, computed here.
+pub fn llvm_saxpy_capture(
+    dir: &std::path::Path,
+    generation: reprise::core::record::Generation,
+    image: &[u8],
+    base: u64,
+    n: usize,
+    block: u32,
+) -> (PathBuf, Vec<u8>) {
+    use reprise::core::globals::{self, Layout};
+    use reprise::core::record::{Generation, KernelRecord};
+    let xs: Vec<f32> = (0..n).map(|i| (i % 31) as f32).collect();
+    let ys: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let y_off = (4 * n).next_multiple_of(256);
+    let used = y_off + (4 * n).next_multiple_of(256);
+    let mut memory = vec![0u8; used];
+    memory[..4 * n].copy_from_slice(&floats(&xs));
+    memory[y_off..y_off + 4 * n].copy_from_slice(&floats(&ys));
+    let mut expected = memory.clone();
+    let y_new: Vec<f32> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| 2.0 * x + y + 0.25)
+        .collect();
+    expected[y_off..y_off + 4 * n].copy_from_slice(&floats(&y_new));
+
+    let mut rec = KernelRecord::new("saxpy").unwrap();
+    rec.generation = generation;
+    rec.format_version = None;
+    // `float a` travels in an 8-byte slot, as LLVM passes every argument.
+    for v in [
+        u64::from(2.0f32.to_bits()),
+        base,
+        base + y_off as u64,
+        n as u64,
+    ] {
+        rec.push_arg(v).unwrap();
+    }
+    rec.grid = [(n as u32).div_ceil(block), 1, 1];
+    rec.block = [block, 1, 1];
+    rec.loop_trip_count = n as u64;
+    rec.region_base = Some(base);
+    rec.memory_size = Some(used as u64);
+    let (stem, layout, input_ext, output_ext) = match generation {
+        Generation::LlvmLegacy => ("saxpy", Layout::Seed, "memory", "original.output"),
+        _ => {
+            rec.region_size = Some(1 << 30);
+            rec.teams_limits = Some([0, 0]);
+            rec.threads_limits = Some([1, 1024]);
+            (
+                "1234_5678",
+                Layout::Current,
+                "record_input",
+                "record_output",
+            )
+        }
+    };
+    let path = |ext: &str| dir.join(format!("{stem}.{ext}"));
+    std::fs::write(path("json"), rec.to_json_string(generation).unwrap()).unwrap();
+    std::fs::write(path(input_ext), &memory).unwrap();
+    std::fs::write(path(output_ext), &expected).unwrap();
+    std::fs::write(path("image"), image).unwrap();
+    let g = [
+        ("bias", &0.25f32.to_le_bytes()[..]),
+        ("launches", &41u32.to_le_bytes()[..]),
+    ];
+    let mut blob = vec![0u8; globals::encoded_len(layout, g).unwrap()];
+    globals::encode_into(layout, g, &mut blob).unwrap();
+    std::fs::write(path("globals"), &blob).unwrap();
+    (path("json"), expected)
+}
