@@ -306,3 +306,39 @@ fn a_faulting_kernel_is_an_error_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn damaged_code_objects_are_errors_never_signals() {
+    let Some(lib) = sim_library() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (capture, _) = amd_saxpy_capture(dir.path(), 0x1534_f7e0_0000, 256);
+    let image = dir.path().join("1234_5678.image");
+    let mut exits = [0usize; 3];
+    // Cut at every 97th byte and one byte changed at every 61st: LLVM
+    // captures have no checksums, so every damaged image is read.
+    let cuts = (0..GFX90A.len())
+        .step_by(97)
+        .map(|at| GFX90A[..at].to_vec());
+    let flips = (0..GFX90A.len()).step_by(61).map(|at| {
+        let mut b = GFX90A.to_vec();
+        b[at] ^= 0x5a;
+        b
+    });
+    for damaged in cuts.chain(flips) {
+        std::fs::write(&image, &damaged).unwrap();
+        let out = replay_on_sim(&lib, &["replay", "--verify", s(&capture)], &[]);
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0..=2)),
+            "{:?}: {}",
+            out.status,
+            text(&out).1
+        );
+        exits[code.unwrap() as usize] += 1;
+        if code == Some(2) {
+            assert!(text(&out).1.contains("1234_5678"), "{}", text(&out).1);
+        }
+    }
+    eprintln!("exit 0/1/2: {exits:?}");
+    assert!(exits[2] > 0, "no damage was noticed: {exits:?}");
+}
