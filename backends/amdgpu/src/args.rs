@@ -15,9 +15,22 @@ use crate::code_object::KernelArgMeta;
 use crate::error::AmdError;
 use crate::image::AmdKernel;
 
+/// The largest kernarg segment a launch may have (AMD's compilers stay far
+/// below it; a larger one is a damaged or hostile code object).
+const MAX_KERNARG: u32 = 1 << 20;
+
 /// The kernarg segment for `launch` of `kernel`.
 pub(crate) fn pack(kernel: &AmdKernel, launch: &Launch<'_>) -> Result<Vec<u8>, AmdError> {
     let meta = kernel.meta();
+    // The segment's size comes from the code object: bounded before it
+    // sizes an allocation.
+    if kernel.kernarg_size > MAX_KERNARG {
+        return Err(AmdError::Arguments(format!(
+            "the kernel `{}` asks for a {}-byte kernarg segment, more than the {MAX_KERNARG} bytes reprise allows",
+            kernel.name(),
+            kernel.kernarg_size
+        )));
+    }
     let mut out = vec![0u8; kernel.kernarg_size as usize];
     let explicit: Vec<&KernelArgMeta> = meta.explicit_args().collect();
     let args = &launch.args;
