@@ -52,7 +52,7 @@ pub enum AmdError {
         /// GPU agents found.
         count: usize,
     },
-    /// The GPU agent lacks a memory pool the executor needs.
+    /// The runtime lacks an agent or memory pool the executor needs (named).
     NoPool(&'static str),
     /// An HSA call failed.
     Hsa(HsaError),
@@ -102,6 +102,8 @@ pub enum AmdError {
         kernels: Vec<String>,
         /// The status the runtime reported.
         status: u32,
+        /// The address a memory fault hit, when the runtime said.
+        address: Option<u64>,
     },
     /// An earlier fault made the queue unusable.
     QueueLost(u32),
@@ -127,7 +129,7 @@ impl fmt::Display for AmdError {
                 f,
                 "no AMD GPU {ordinal}: this machine has {count} (numbered from 0)"
             ),
-            AmdError::NoPool(what) => write!(f, "the GPU agent has no {what} memory pool"),
+            AmdError::NoPool(what) => write!(f, "the HSA runtime reports no {what}"),
             AmdError::Hsa(e) => e.fmt(f),
             AmdError::CodeObject(e) => {
                 write!(f, "the image is not a usable AMDGPU code object: {e}")
@@ -168,13 +170,21 @@ impl fmt::Display for AmdError {
                 )
             }
             AmdError::Geometry(m) | AmdError::Arguments(m) | AmdError::Invalid(m) => f.write_str(m),
-            AmdError::KernelFault { kernels, status } => {
+            AmdError::KernelFault {
+                kernels,
+                status,
+                address,
+            } => {
                 match kernels.as_slice() {
                     [one] => write!(f, "the kernel `{one}` faulted")?,
                     [] => f.write_str("a kernel faulted")?,
                     many => write!(f, "one of the kernels `{}` faulted", many.join("`, `"))?,
                 }
-                write!(f, ": {}; the queue is unusable", status_name(*status))
+                write!(f, ": {}", status_name(*status))?;
+                if let Some(a) = address {
+                    write!(f, " (an access at {a:#x})")?;
+                }
+                f.write_str("; the queue is unusable")
             }
             AmdError::QueueLost(s) => write!(
                 f,

@@ -30,12 +30,6 @@ pub(crate) struct Loaded {
     pub(crate) meta: CodeObject,
 }
 
-// SAFETY: the handles are numbers the runtime accepts from any thread; the
-// bytes and metadata are immutable.
-unsafe impl Send for Loaded {}
-// SAFETY: as above.
-unsafe impl Sync for Loaded {}
-
 impl Drop for Loaded {
     fn drop(&mut self) {
         let f = &self.rt.hsa.fns;
@@ -81,6 +75,33 @@ impl AmdKernel {
     pub(crate) fn meta(&self) -> &KernelMeta {
         &self.image.meta.kernels()[self.meta]
     }
+}
+
+/// Scratch bytes per work-item a kernel gets beyond its fixed private
+/// segment when it uses a dynamic call stack (recursion, indirect calls):
+/// LLVM's AMDGPU plugin gives such kernels its device stack size instead
+/// of the fixed size (`usesDynamicStack() ? StackSize : getPrivateSize()`
+/// in `AMDGPUQueueTy::pushKernelLaunch`), which a capture does not record.
+pub const DYNAMIC_STACK: u32 = 16 << 10;
+
+/// The private segment size a dispatch of the kernel needs.
+fn private_size(hsa: &Hsa, sym: hsa_executable_symbol_t) -> Result<u32, AmdError> {
+    let fixed = symbol_u32(hsa, sym, symbol_info::KERNEL_PRIVATE_SEGMENT_SIZE)?;
+    let mut dynamic: u8 = 0;
+    // SAFETY: the attribute is a `bool` (one byte).
+    let rc = unsafe {
+        (hsa.fns.hsa_executable_symbol_get_info)(
+            sym,
+            symbol_info::KERNEL_DYNAMIC_CALLSTACK,
+            &mut dynamic as *mut u8 as *mut c_void,
+        )
+    };
+    check("hsa_executable_symbol_get_info", rc)?;
+    Ok(if dynamic != 0 {
+        fixed.max(DYNAMIC_STACK)
+    } else {
+        fixed
+    })
 }
 
 fn symbol_u32(hsa: &Hsa, s: hsa_executable_symbol_t, attr: u32) -> Result<u32, AmdError> {
@@ -216,7 +237,7 @@ impl AmdImage {
             kernarg_align: symbol_u32(hsa, sym, symbol_info::KERNEL_KERNARG_SEGMENT_ALIGNMENT)?
                 .max(16),
             group_size: symbol_u32(hsa, sym, symbol_info::KERNEL_GROUP_SEGMENT_SIZE)?,
-            private_size: symbol_u32(hsa, sym, symbol_info::KERNEL_PRIVATE_SEGMENT_SIZE)?,
+            private_size: private_size(hsa, sym)?,
             meta,
         })
     }

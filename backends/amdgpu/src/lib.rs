@@ -15,6 +15,7 @@ mod args;
 pub mod code_object;
 mod error;
 mod executor;
+mod fault;
 mod image;
 mod memory;
 mod queue;

@@ -83,6 +83,14 @@ impl AmdRegion {
                 backing: Backing::Pool,
             });
         };
+        if let Some(base) = request.base
+            && base % g != 0
+        {
+            return Err(AmdError::Invalid(format!(
+                "the region base {base:#x} is not a multiple of the runtime's allocation granule \
+                 ({g} bytes), so no reservation can start there"
+            )));
+        }
         let hint = request.base.unwrap_or(FRESH_BASE);
         let size = usize::try_from(capacity).map_err(|_| too_big())?;
         let mut va: *mut c_void = std::ptr::null_mut();

@@ -15,26 +15,18 @@
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use hsa_sys::*;
-use reprise_core::completion::Completion;
 use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
 
 use crate::args;
 use crate::error::{AmdError, check};
+use crate::fault::Shared;
 use crate::image::AmdKernel;
 use crate::memory::AmdBuffer;
 use crate::runtime::{Runtime, agent_info_of};
-
-/// What the runtime's callbacks reach: the completion mark and a fault.
-#[derive(Debug, Default)]
-struct Shared {
-    completion: Completion,
-    /// The status the queue's error callback was given (0: none).
-    fault: AtomicU32,
-}
 
 /// The queue's error callback: records the status and wakes the waiter.
 unsafe extern "C" fn on_queue_error(
@@ -88,8 +80,10 @@ pub struct AmdQueue {
     done: VecDeque<(Ticket, AmdBuffer)>,
     tickets: u64,
     marks: u64,
-    /// The mark of the synchronize under way.
-    waiting: Option<u64>,
+    /// The mark of the synchronize under way, and the signal its handler
+    /// waits on (work enqueued after an abandoned synchronize ends in
+    /// another signal).
+    waiting: Option<(u64, hsa_signal_t)>,
     /// Whether the fault was reported once (naming the kernels).
     fault_reported: bool,
 }
@@ -106,7 +100,7 @@ impl AmdQueue {
     pub(crate) fn new(rt: &Arc<Runtime>) -> Result<AmdQueue, AmdError> {
         let max: u32 = agent_info_of(rt.hsa, rt.gpu, agent_info::QUEUE_MAX_SIZE)?;
         let size = max.clamp(16, 1024).next_power_of_two().min(max.max(16));
-        let shared = Arc::new(Shared::default());
+        let shared = Shared::new(rt.gpu);
         let mut queue = std::ptr::null_mut();
         // SAFETY: the callback data is `shared`, which the queue keeps until
         // after `hsa_queue_destroy`; no private or group segment limits.
@@ -157,7 +151,15 @@ impl AmdQueue {
             .map(|k| k.name().to_string())
             .collect();
         kernels.dedup();
-        AmdError::KernelFault { kernels, status }
+        let address = match self.shared.address.load(Ordering::Acquire) {
+            0 => None,
+            a => Some(a),
+        };
+        AmdError::KernelFault {
+            kernels,
+            status,
+            address,
+        }
     }
 
     fn check_usable(&mut self) -> Result<(), AmdError> {
@@ -198,7 +200,12 @@ impl AmdQueue {
                 src_agent,
                 len,
                 deps.len() as u32,
-                deps.as_ptr(),
+                // ROCr refuses a non-null list of no signals.
+                if deps.is_empty() {
+                    std::ptr::null()
+                } else {
+                    deps.as_ptr()
+                },
                 done,
             )
         };
@@ -447,8 +454,15 @@ impl Queue for AmdQueue {
             return Poll::Ready(Ok(()));
         };
         let mark = match self.waiting {
-            Some(m) => m,
-            None => {
+            // A synchronize abandoned before more work came: its handler
+            // still covers everything.
+            Some((m, signal)) if signal == last => m,
+            // Its handler covers only part of the work: wait for it to run
+            // (its signal goes at `retire`), then for the rest.
+            Some((m, _)) if self.shared.completion.poll_reached(m, cx).is_pending() => {
+                return Poll::Pending;
+            }
+            _ => {
                 self.marks += 1;
                 let wake = Box::into_raw(Box::new(Wake {
                     shared: self.shared.clone(),
@@ -470,7 +484,7 @@ impl Queue for AmdQueue {
                     drop(unsafe { Box::from_raw(wake) });
                     return Poll::Ready(Err(AmdError::call("hsa_amd_signal_async_handler", rc)));
                 }
-                self.waiting = Some(self.marks);
+                self.waiting = Some((self.marks, last));
                 self.marks
             }
         };
@@ -493,28 +507,36 @@ impl Queue for AmdQueue {
 impl Drop for AmdQueue {
     fn drop(&mut self) {
         let f = &self.rt.hsa.fns;
-        if self.fault().is_none() {
-            if let Some((last, _)) = self.last {
-                // SAFETY: a live signal of this queue; waits for the work
-                // before freeing what it uses.
-                unsafe {
+        if self.fault().is_none()
+            && let Some((last, _)) = self.last
+        {
+            // Waits for the work before freeing what it uses, in rounds (a
+            // wait may return early, and a fault meanwhile means the signal
+            // never completes).
+            loop {
+                // SAFETY: a live signal of this queue.
+                let v = unsafe {
                     (f.hsa_signal_wait_scacquire)(
                         last,
                         condition::LT,
                         1,
-                        u64::MAX,
+                        10_000_000,
                         wait_state::BLOCKED,
                     )
                 };
-                // A handler registered by an abandoned synchronize runs on
-                // the runtime's thread now; let it finish before its signal
-                // goes.
-                if let Some(m) = self.waiting {
-                    while self.shared.completion.reached() < m {
-                        std::thread::yield_now();
-                    }
+                if v < 1 || self.fault().is_some() {
+                    break;
                 }
             }
+            // A handler registered by an abandoned synchronize runs on the
+            // runtime's thread now; let it finish before its signal goes.
+            if let Some((m, _)) = self.waiting {
+                while self.shared.completion.reached() < m && self.fault().is_none() {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        if self.fault().is_none() {
             self.retire();
         } else {
             // After a fault the queue's work never completes: its signals

@@ -48,12 +48,6 @@ pub struct Runtime {
     pub grid_max_dim: [u32; 3],
 }
 
-// SAFETY: the handles are plain numbers the runtime accepts from any
-// thread; the entry point table is immutable.
-unsafe impl Send for Runtime {}
-// SAFETY: as above; nothing in `Runtime` is mutated after it is made.
-unsafe impl Sync for Runtime {}
-
 impl Drop for Runtime {
     fn drop(&mut self) {
         // SAFETY: balances the `hsa_init` of `Runtime::open`; every object
@@ -80,6 +74,7 @@ impl Runtime {
         }
         // From here on a failure must shut the runtime down again.
         let guard = InitGuard(hsa);
+        crate::fault::watch(hsa)?;
         let agents = agents(hsa)?;
         let gpus: Vec<hsa_agent_t> = agents
             .iter()
@@ -101,18 +96,21 @@ impl Runtime {
             .iter()
             .find(|(_, kind)| *kind == device_type::CPU)
             .map(|(a, _)| *a)
-            .ok_or(AmdError::NoPool("CPU agent (host)"))?;
-        let device_pool = find_pool(hsa, gpu, global_flag::COARSE_GRAINED, 0)?
-            .ok_or(AmdError::NoPool("coarse-grained global"))?;
+            .ok_or(AmdError::NoPool("CPU agent"))?;
+        let device_pool = find_pool(hsa, gpu, global_flag::COARSE_GRAINED, 0)?.ok_or(
+            AmdError::NoPool("coarse-grained global memory pool on the GPU agent"),
+        )?;
         let kernarg_pool = find_pool(hsa, cpu, global_flag::KERNARG_INIT, 0)?
-            .ok_or(AmdError::NoPool("kernarg (on the CPU agent)"))?;
+            .ok_or(AmdError::NoPool("kernarg memory pool on the CPU agent"))?;
         let host_pool = find_pool(
             hsa,
             cpu,
             global_flag::FINE_GRAINED,
             global_flag::KERNARG_INIT,
         )?
-        .ok_or(AmdError::NoPool("fine-grained host"))?;
+        // A runtime whose only fine-grained host pool is the kernarg pool
+        // stages through that.
+        .unwrap_or(kernarg_pool);
         let granule: usize = pool_info_of(hsa, device_pool, pool_info::RUNTIME_ALLOC_GRANULE)?;
         let name = agent_name(hsa, gpu)?;
         let isa = isa_name(hsa, gpu)?.unwrap_or_else(|| format!("amdgcn-amd-amdhsa--{name}"));
@@ -289,7 +287,7 @@ pub(crate) fn pool_info_of<T: Default>(
 
 /// The agent's first global pool that allows allocation, has `flag` and
 /// none of `without` (the host staging pool is fine-grained but not the
-/// kernarg pool, which is fine-grained too and listed first).
+/// kernarg pool, which is fine-grained too).
 fn find_pool(
     hsa: &Hsa,
     agent: hsa_agent_t,

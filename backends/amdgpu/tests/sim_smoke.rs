@@ -269,8 +269,9 @@ fn saxpy_round(exec: &AmdExecutor, base: u64) {
 /// The calls of one recorded round (open, reserve, load, find, buffers,
 /// queue, copies, a launch, a synchronize) that can fail, each made to fail
 /// in turn by the `fail_step` scenario.
-const STEPS: [&str; 16] = [
+const STEPS: [&str; 17] = [
     "hsa_iterate_agents",
+    "hsa_amd_register_system_event_handler",
     "hsa_amd_agent_iterate_memory_pools",
     "hsa_amd_vmem_address_reserve",
     "hsa_amd_vmem_handle_create",
@@ -354,6 +355,7 @@ fn switches() {
         &[("REPRISE_SIM_HSA_FAIL", "hsa_queue_create:1")],
     );
     child("copy_delay", &[("REPRISE_SIM_HSA_COPY_DELAY_US", "300")]);
+    child("abandoned_sync", &[("REPRISE_SIM_HSA_COPY_DELAY_US", "20000")]);
 }
 
 /// The child's side of [`switches`]: nothing unless
@@ -434,6 +436,24 @@ fn scenario() {
                 assert_eq!(probe.live(what), 0, "{call}: live {what}");
             }
             assert_eq!(probe.init_count(), 0, "{call}: hsa_init not balanced");
+        }
+        "abandoned_sync" => {
+            // A synchronize polled once and dropped, then more work: the
+            // next synchronize must cover all of it, not only what the
+            // first one saw.
+            let exec = AmdExecutor::new(0).unwrap();
+            let region = exec.reserve(fresh()).unwrap();
+            let base = region.base();
+            let n = 4096usize;
+            let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let mut q = exec.queue().unwrap();
+            q.upload(buffer_of(&exec, &xs), &whole(base, n * 4)).unwrap();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            assert!(q.poll_synchronize(&mut cx).is_pending(), "the delayed copy is still running");
+            let t = q.download(exec.buffer(n * 4).unwrap(), &whole(base, n * 4)).unwrap();
+            synchronize(&mut q).unwrap();
+            let mut bufs = reclaim_all(&mut q);
+            assert_eq!(floats(take(&mut bufs, t).as_ref()), xs);
         }
         other => panic!("unknown scenario {other}"),
     }

@@ -24,7 +24,7 @@ pub mod types;
 
 pub use library::{
     AgentCallback, DEFAULT_NAMES, Functions, Hsa, IsaCallback, LIBRARY_VARIABLE, LoadError,
-    PoolCallback, QueueErrorCallback, SignalHandler, Vmem,
+    PoolCallback, QueueErrorCallback, SignalHandler, SystemEventCallback, Vmem,
 };
 pub use types::*;
 

@@ -101,6 +101,11 @@ pub type PoolCallback = unsafe extern "C" fn(hsa_amd_memory_pool_t, *mut c_void)
 pub type IsaCallback = unsafe extern "C" fn(hsa_isa_t, *mut c_void) -> hsa_status_t;
 /// A queue's error callback (`hsa_queue_create`).
 pub type QueueErrorCallback = unsafe extern "C" fn(hsa_status_t, *mut hsa_queue_t, *mut c_void);
+/// A system event handler (`hsa_amd_register_system_event_handler`):
+/// returning `HSA_STATUS_SUCCESS` for a memory fault keeps ROCr from
+/// ending the process.
+pub type SystemEventCallback =
+    unsafe extern "C" fn(*const hsa_amd_event_t, *mut c_void) -> hsa_status_t;
 /// A signal handler (`hsa_amd_signal_async_handler`): returning `true` keeps
 /// it registered.
 pub type SignalHandler = unsafe extern "C" fn(hsa_signal_value_t, *mut c_void) -> bool;
@@ -125,6 +130,7 @@ entry_points! {
         hsa_signal_destroy: fn(hsa_signal_t) -> hsa_status_t;
         hsa_signal_store_screlease: fn(hsa_signal_t, hsa_signal_value_t);
         hsa_signal_wait_scacquire: fn(hsa_signal_t, u32, hsa_signal_value_t, u64, u32) -> hsa_signal_value_t;
+        hsa_amd_register_system_event_handler: fn(SystemEventCallback, *mut c_void) -> hsa_status_t;
         hsa_amd_signal_async_handler: fn(hsa_signal_t, u32, hsa_signal_value_t, SignalHandler, *mut c_void) -> hsa_status_t;
         hsa_queue_create: fn(hsa_agent_t, u32, u32, Option<QueueErrorCallback>, *mut c_void, u32, u32, *mut *mut hsa_queue_t) -> hsa_status_t;
         hsa_queue_destroy: fn(*mut hsa_queue_t) -> hsa_status_t;

@@ -141,6 +141,36 @@ pub struct hsa_amd_memory_access_desc_t {
     pub agent_handle: hsa_agent_t,
 }
 
+/// `hsa_amd_gpu_memory_fault_info_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct hsa_amd_gpu_memory_fault_info_t {
+    /// The agent where the fault occurred.
+    pub agent: hsa_agent_t,
+    /// The virtual address accessed.
+    pub virtual_address: u64,
+    /// `hsa_amd_memory_fault_reason_t` bits.
+    pub fault_reason_mask: u32,
+}
+
+/// `hsa_amd_event_t`: an event type and, for
+/// `HSA_AMD_GPU_MEMORY_FAULT_EVENT` (0), the fault (the only member of the
+/// header's union in the runtimes reprise knows).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct hsa_amd_event_t {
+    /// `hsa_amd_event_type_t`.
+    pub event_type: u32,
+    /// Valid for a memory fault event.
+    pub memory_fault: hsa_amd_gpu_memory_fault_info_t,
+}
+
+/// `hsa_amd_event_type_t`.
+pub mod event_type {
+    /// `HSA_AMD_GPU_MEMORY_FAULT_EVENT`.
+    pub const GPU_MEMORY_FAULT: u32 = 0;
+}
+
 /// `hsa_status_t` values.
 pub mod status {
     /// `HSA_STATUS_SUCCESS`.
@@ -517,6 +547,8 @@ pub mod symbol_info {
     pub const KERNEL_GROUP_SEGMENT_SIZE: u32 = 13;
     /// `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE`: `u32`.
     pub const KERNEL_PRIVATE_SEGMENT_SIZE: u32 = 14;
+    /// `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK`: `bool`.
+    pub const KERNEL_DYNAMIC_CALLSTACK: u32 = 15;
     /// `HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE`: `u32`.
     pub const VARIABLE_SIZE: u32 = 9;
     /// `HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS`: `u64`.

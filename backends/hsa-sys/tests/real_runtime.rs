@@ -53,6 +53,11 @@ fn c_program() -> String {
     checks.push("O(hsa_barrier_and_packet_t, dep_signal)".into());
     checks.push("O(hsa_barrier_and_packet_t, completion_signal)".into());
     checks.push("Z(hsa_dim3_t)".into());
+    checks.push("Z(hsa_amd_event_t)".into());
+    checks.push("O(hsa_amd_event_t, memory_fault)".into());
+    checks.push("O(hsa_amd_gpu_memory_fault_info_t, virtual_address)".into());
+    checks.push("O(hsa_amd_gpu_memory_fault_info_t, fault_reason_mask)".into());
+    checks.push("V(HSA_AMD_GPU_MEMORY_FAULT_EVENT)".into());
     for (_, name) in status::NAMES {
         checks.push(format!("V({name})"));
     }
@@ -103,6 +108,7 @@ fn c_program() -> String {
         "HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE",
         "HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS",
         "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT",
+        "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK",
         "HSA_PROFILE_FULL",
         "HSA_ACCESS_PERMISSION_RW",
     ] {
@@ -137,6 +143,7 @@ fn ours(line: &str) -> Option<u64> {
         }
         ("sizeof", "hsa_barrier_and_packet_t") => size_of::<hsa_barrier_and_packet_t>() as u64,
         ("sizeof", "hsa_dim3_t") => size_of::<hsa_dim3_t>() as u64,
+        ("sizeof", "hsa_amd_event_t") => size_of::<hsa_amd_event_t>() as u64,
         ("offsetof", f) => {
             let (t, f) = f.split_once('.')?;
             (match (t, f) {
@@ -151,6 +158,13 @@ fn ours(line: &str) -> Option<u64> {
                     offset_of!(hsa_barrier_and_packet_t, completion_signal)
                 }
                 ("hsa_kernel_dispatch_packet_t", f) => dispatch_offset(f)?,
+                ("hsa_amd_event_t", "memory_fault") => offset_of!(hsa_amd_event_t, memory_fault),
+                ("hsa_amd_gpu_memory_fault_info_t", "virtual_address") => {
+                    offset_of!(hsa_amd_gpu_memory_fault_info_t, virtual_address)
+                }
+                ("hsa_amd_gpu_memory_fault_info_t", "fault_reason_mask") => {
+                    offset_of!(hsa_amd_gpu_memory_fault_info_t, fault_reason_mask)
+                }
                 _ => return None,
             }) as u64
         }
@@ -238,8 +252,12 @@ fn value(c: &str) -> Option<u64> {
         "HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE" => symbol_info::VARIABLE_SIZE,
         "HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS" => symbol_info::VARIABLE_ADDRESS,
         "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT" => symbol_info::KERNEL_OBJECT,
+        "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK" => {
+            symbol_info::KERNEL_DYNAMIC_CALLSTACK
+        }
         "HSA_PROFILE_FULL" => profile::FULL,
         "HSA_ACCESS_PERMISSION_RW" => access::RW,
+        "HSA_AMD_GPU_MEMORY_FAULT_EVENT" => event_type::GPU_MEMORY_FAULT,
         _ => return None,
     };
     Some(u64::from(v))

@@ -90,7 +90,8 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(
   SIM_ENTER("hsa_amd_memory_async_copy");
   if (!sim_agent_valid(dst_agent) || !sim_agent_valid(src_agent))
     return HSA_STATUS_ERROR_INVALID_AGENT;
-  if (!dst || !src || (num_dep_signals && !dep_signals) ||
+  /* ROCr: a count of 0 with a non-null list is INVALID_ARGUMENT too. */
+  if (!dst || !src || (num_dep_signals && !dep_signals) || (!num_dep_signals && dep_signals) ||
       !completion_signal.handle)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (size && (!sim_gpu_can((uint64_t)dst, size, true) ||

@@ -2,21 +2,25 @@
  * The fixtures' kernels (backends/amdgpu/fixtures/saxpy_mixed.hip) as C,
  * one call per work-item, found by the code object's kernel symbol name.
  * Every load and store goes through a check against the memory the GPU
- * may reach (memory.c); a bad one is the kernel's fault,
- * HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, with a line on stderr.
+ * may reach (memory.c); a bad one is a GPU memory fault
+ * (HSA_STATUS_ERROR_MEMORY_FAULT, its address in sim_fault_address), which
+ * queue.c reports as ROCr does: to the system event handlers.
  */
 #include "sim.h"
 
 #include <stdio.h>
 #include <string.h>
 
+uint64_t sim_fault_address;
+
 static hsa_status_t fault(const char *kernel, uint64_t addr, unsigned len,
                           bool write) {
+  __atomic_store_n(&sim_fault_address, addr, __ATOMIC_RELAXED);
   fprintf(stderr,
           "simulated HSA runtime: memory access fault by the GPU in `%s`: %s "
           "of %u bytes at 0x%llx\n",
           kernel, write ? "a write" : "a read", len, (unsigned long long)addr);
-  return HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION;
+  return HSA_STATUS_ERROR_MEMORY_FAULT;
 }
 
 #define LOAD(kernel, addr, var)                                            \

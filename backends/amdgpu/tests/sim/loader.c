@@ -375,6 +375,10 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
       *(uint32_t *)value = s.private_size;
       return HSA_STATUS_SUCCESS;
+    case 15: /* HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK: the
+                fixtures' kernels use none. */
+      *(bool *)value = false;
+      return HSA_STATUS_SUCCESS;
   } else switch (attribute) {
     case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
       *(uint64_t *)value = s.addr;

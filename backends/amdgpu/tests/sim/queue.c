@@ -174,6 +174,59 @@ static hsa_status_t dispatch(struct sim_queue *s, const uint8_t *slot) {
   return rc;
 }
 
+/* hsa_amd_register_system_event_handler's list. */
+typedef hsa_status_t (*system_event_handler)(const void *event, void *data);
+static struct {
+  system_event_handler fn;
+  void *data;
+} system_handlers[64];
+static int n_system_handlers;
+static pthread_mutex_t system_mu = PTHREAD_MUTEX_INITIALIZER;
+
+EXPORT hsa_status_t hsa_amd_register_system_event_handler(
+    system_event_handler callback, void *data) {
+  SIM_ENTER("hsa_amd_register_system_event_handler");
+  if (!callback) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&system_mu);
+  hsa_status_t rc = HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  if (n_system_handlers < 64) {
+    system_handlers[n_system_handlers].fn = callback;
+    system_handlers[n_system_handlers++].data = data;
+    rc = HSA_STATUS_SUCCESS;
+  }
+  pthread_mutex_unlock(&system_mu);
+  return rc;
+}
+
+/* hsa_amd_event_t for HSA_AMD_GPU_MEMORY_FAULT_EVENT (hsa_ext_amd.h):
+ * event type, then the fault info (agent, address, reason mask). */
+struct memory_fault_event {
+  uint32_t event_type;
+  uint32_t pad;
+  uint64_t agent;
+  uint64_t virtual_address;
+  uint32_t fault_reason_mask;
+};
+
+static void memory_fault(struct sim_queue *s, uint64_t addr) {
+  struct memory_fault_event e = {0, 0, SIM_GPU_AGENT, addr, 1 /* PAGE_NOT_PRESENT */};
+  bool handled = false;
+  pthread_mutex_lock(&system_mu);
+  int n = n_system_handlers;
+  pthread_mutex_unlock(&system_mu);
+  for (int i = 0; i < n; i++)
+    if (system_handlers[i].fn(&e, system_handlers[i].data) == HSA_STATUS_SUCCESS)
+      handled = true;
+  if (!handled) {
+    fprintf(stderr,
+            "simulated HSA runtime: Memory access fault by GPU (queue %llu) on "
+            "address 0x%llx. Reason: Page not present or supervisor "
+            "privilege.\n",
+            (unsigned long long)s->q.id, (unsigned long long)addr);
+    abort();
+  }
+}
+
 static void *processor(void *arg) {
   struct sim_queue *s = arg;
   pthread_mutex_lock(&sim_sig_mu);
@@ -223,7 +276,12 @@ static void *processor(void *arg) {
       pthread_mutex_lock(&sim_sig_mu);
       s->failed = true;
       pthread_mutex_unlock(&sim_sig_mu);
-      if (s->callback)
+      if (rc == HSA_STATUS_ERROR_MEMORY_FAULT) {
+        /* As ROCr: a GPU memory fault is not reported to the queue's
+         * callback but to the system event handlers; when none takes it,
+         * the runtime ends the process. */
+        memory_fault(s, __atomic_load_n(&sim_fault_address, __ATOMIC_RELAXED));
+      } else if (s->callback)
         s->callback(rc, &s->q, s->data);
       else
         fprintf(stderr, "simulated HSA runtime: queue %llu failed (0x%x)\n",

@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* The address of the last GPU memory fault (kernels.c). */
+extern uint64_t sim_fault_address;
 
 /* ---- HSA types (hsa.h / hsa_ext_amd.h) ---- */
 
@@ -75,6 +77,9 @@ typedef void (*sim_queue_callback)(hsa_status_t, hsa_queue_t *, void *);
 #define HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER 0x1021
 #define HSA_STATUS_ERROR_INVALID_MEMORY_POOL 40
 #define HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION 41
+#ifndef HSA_STATUS_ERROR_MEMORY_FAULT
+#define HSA_STATUS_ERROR_MEMORY_FAULT 43
+#endif
 #define HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION 42
 
 /* ---- attributes ---- */
