@@ -1,7 +1,9 @@
 /*
  * A simulated CUDA driver for testing reprise's CUDA executor on machines
- * without an NVIDIA GPU. Built by the tests as `libcuda.so` (the name the
- * executor loads) and never shipped.
+ * without an NVIDIA GPU. Built by the tests as `libcuda.so.1` (soname
+ * `libcuda.so.1`, the name programs linked with -lcuda and CUDA's runtime
+ * load) with a `libcuda.so` link next to it (the name the executor loads),
+ * and never shipped.
  *
  * It implements the driver API functions the executor calls, with the
  * semantics the executor relies on, on host memory:
@@ -39,7 +41,22 @@
  *    REPRISE_SIM_CUDA_SHARED_OPTIN says otherwise); cuFuncGetAttribute
  *    reports both; cuLaunchKernel refuses more dynamic shared memory than
  *    the function's maximum, or static plus dynamic over the opt-in limit;
- *  - parameter sizes from `cuFuncGetParamInfo`.
+ *  - parameter sizes from `cuFuncGetParamInfo`;
+ *  - what unmodified CUDA programs use beyond that: cuDriverGetVersion
+ *    (12040), cuGetProcAddress[_v2] (base names resolved to the versioned
+ *    exports by ABI version and flags, as the driver does: see PROCS),
+ *    the default streams (stream 0 and CU_STREAM_LEGACY are the legacy
+ *    default stream, which waits for earlier work on every blocking stream
+ *    and makes later work on them wait for it; CU_STREAM_PER_THREAD, and 0
+ *    in a _ptsz/_ptds call, the per-thread one; one simulated stream serves
+ *    both), the _ptsz/_ptds variants, cuLaunchKernelEx, synchronous copies,
+ *    cuMemAllocAsync/cuMemFreeAsync (allocated at the call, freed when the
+ *    stream reaches the free), cuMemGetAddressRange_v2, cuMemGetInfo_v2,
+ *    cuStreamIsCapturing (never capturing), cuModuleLoadDataEx (options
+ *    ignored), cuModuleLoadFatBinary, and CUDA 12's libraries
+ *    (cuLibraryLoadData and friends over the same module machinery; a
+ *    CUkernel may be passed where a CUfunction is expected, as the driver
+ *    allows).
  *
  * Knobs (environment, read by cuInit):
  *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1; 0 makes cuInit
@@ -95,6 +112,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -122,6 +140,54 @@ typedef struct sim_stream *CUstream;
 typedef struct sim_event *CUevent;
 typedef void (*CUstreamCallback)(CUstream, CUresult, void *);
 typedef void (*CUhostFn)(void *);
+typedef struct sim_library *CUlibrary;
+typedef struct sim_kernel *CUkernel;
+typedef unsigned long long cuuint64_t;
+
+/* As cuda.h (CUDA 12) lays them out: CUlaunchAttribute is the attribute's
+ * id padded to 8 bytes, then a 64-byte value union; CUlaunchConfig as
+ * below. */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    int cooperative;
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+    int priority;
+  } value;
+} CUlaunchAttribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+/* CUlaunchAttributeID values the simulator accepts. */
+#define LAUNCH_ATTR_IGNORE 0
+#define LAUNCH_ATTR_COOPERATIVE 2
+#define LAUNCH_ATTR_CLUSTER_DIMENSION 4
+#define LAUNCH_ATTR_PRIORITY 8
+
+/* The driver's version as cuDriverGetVersion reports it (CUDA 12.4). */
+#define DRIVER_VERSION 12040
+/* CUdriverProcAddress_flags and CUdriverProcAddressQueryResult. */
+#define PROC_DEFAULT 0
+#define PROC_LEGACY_STREAM 1
+#define PROC_PER_THREAD_DEFAULT_STREAM 2
+#define PROC_SUCCESS 0
+#define PROC_SYMBOL_NOT_FOUND 1
+#define PROC_VERSION_NOT_SUFFICIENT 2
+/* The default-stream handles of cuda.h. */
+#define STREAM_LEGACY ((CUstream)(uintptr_t)0x1)
+#define STREAM_PER_THREAD ((CUstream)(uintptr_t)0x2)
+#define STREAM_NON_BLOCKING 0x1
+/* What the simulated device reports as its memory (80 GiB). */
+#define TOTAL_MEMORY ((size_t)80 << 30)
 
 enum {
   CUDA_SUCCESS = 0,
@@ -679,6 +745,10 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
                                     unsigned long long flags) {
   INJECT();
   CUresult r = usable();
+  /* A device without virtual memory management refuses it, as the
+   * driver does. */
+  if (!r && !g_vmm)
+    r = CUDA_ERROR_NOT_SUPPORTED;
   if (r)
     return r;
   if (!ptr || size == 0 || size % GRANULARITY || flags ||
@@ -734,6 +804,10 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                             const void *prop, unsigned long long flags) {
   INJECT();
   CUresult r = usable();
+  /* A device without virtual memory management refuses it, as the
+   * driver does. */
+  if (!r && !g_vmm)
+    r = CUDA_ERROR_NOT_SUPPORTED;
   if (r)
     return r;
   if (!handle || !prop || size == 0 || size % GRANULARITY || flags)
@@ -835,11 +909,14 @@ static int g_nhost;
 static struct range g_allocs[MAX_RANGES];
 static int g_nallocs;
 
-EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
-  INJECT();
-  CUresult r = usable();
-  if (r)
-    return r;
+/* cuMemFreeAsync'd ranges the stream has not reached yet (still in
+ * g_allocs). */
+static struct range g_freeing[MAX_RANGES];
+static int g_nfreeing;
+/* Bytes of cuMemAlloc'd memory live (for cuMemGetInfo). */
+static size_t g_alloc_bytes;
+
+static CUresult alloc_device(CUdeviceptr *out, size_t size) {
   if (!out || size == 0)
     return CUDA_ERROR_INVALID_VALUE;
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -857,7 +934,49 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
     munmap(p, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  __atomic_add_fetch(&g_alloc_bytes, size, __ATOMIC_RELAXED);
   *out = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return alloc_device(out, size);
+}
+
+/* The size of the allocation at `ptr` (0 when there is none, or when
+ * cuMemFreeAsync already freed it unless `freeing` says that is fine). */
+static size_t allocation_at(CUdeviceptr ptr, int freeing) {
+  pthread_mutex_lock(&g_mem);
+  size_t size = 0;
+  for (int i = 0; i < g_nallocs; i++)
+    if (g_allocs[i].base == ptr)
+      size = g_allocs[i].size;
+  if (size && !freeing && inside(g_freeing, g_nfreeing, ptr, size))
+    size = 0;
+  pthread_mutex_unlock(&g_mem);
+  return size;
+}
+
+/* Frees the allocation at `ptr`; `call` names the caller in an abort. */
+static CUresult free_device(const char *call, CUdeviceptr ptr, int freeing) {
+  size_t size = allocation_at(ptr, freeing);
+  if (size)
+    check_unused(call, ptr, size, 0);
+  pthread_mutex_lock(&g_mem);
+  if (size) {
+    remove_range(g_allocs, &g_nallocs, ptr, size);
+    remove_range(g_access, &g_naccess, ptr, size);
+    remove_range(g_freeing, &g_nfreeing, ptr, size);
+  }
+  pthread_mutex_unlock(&g_mem);
+  if (!size)
+    return CUDA_ERROR_INVALID_VALUE;
+  __atomic_sub_fetch(&g_alloc_bytes, size, __ATOMIC_RELAXED);
+  munmap((void *)(uintptr_t)ptr, size);
   return CUDA_SUCCESS;
 }
 
@@ -865,24 +984,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&g_mem);
-  size_t size = 0;
-  for (int i = 0; i < g_nallocs; i++)
-    if (g_allocs[i].base == ptr)
-      size = g_allocs[i].size;
-  pthread_mutex_unlock(&g_mem);
-  if (size)
-    check_unused("cuMemFree", ptr, size, 0);
-  pthread_mutex_lock(&g_mem);
-  if (size) {
-    remove_range(g_allocs, &g_nallocs, ptr, size);
-    remove_range(g_access, &g_naccess, ptr, size);
-  }
-  pthread_mutex_unlock(&g_mem);
-  if (!size)
-    return CUDA_ERROR_INVALID_VALUE;
-  munmap((void *)(uintptr_t)ptr, size);
-  return CUDA_SUCCESS;
+  return free_device("cuMemFree", ptr, 0);
 }
 
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
@@ -1346,12 +1448,18 @@ static int unresolved_extern(const unsigned char *image, size_t len) {
 }
 
 static int g_nmodules;
+/* Every module global's range (for cuMemGetAddressRange). */
+static struct range g_globals[MAX_RANGES];
+static int g_nglobals;
 
 static void free_module(struct sim_module *m) {
   pthread_mutex_lock(&g_mem);
-  for (int i = 0; i < m->nglobals; i++)
+  for (int i = 0; i < m->nglobals; i++) {
     remove_range(g_access, &g_naccess, (uintptr_t)m->globals[i].data,
                  m->globals[i].size);
+    remove_range(g_globals, &g_nglobals, (uintptr_t)m->globals[i].data,
+                 m->globals[i].size);
+  }
   pthread_mutex_unlock(&g_mem);
   for (int i = 0; i < m->nglobals; i++)
     free(m->globals[i].data);
@@ -1393,13 +1501,20 @@ static CUresult image_fits(const unsigned char *p, size_t len, int ptx) {
   return CUDA_ERROR_NO_BINARY_FOR_GPU;
 }
 
-EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
-  INJECT();
-  CUresult r = usable();
-  if (r)
-    return r;
+/* Loads an image: PTX, a cubin, a fat binary, or a fat binary wrapped as
+ * CUDA's runtime registers it (__fatBinC_Wrapper_t: magic 0x466243b1,
+ * version, then the fat binary's address at offset 8). */
+static CUresult load_module(CUmodule *out, const void *image) {
+  CUresult r;
   if (!out || !image)
     return CUDA_ERROR_INVALID_VALUE;
+  uint32_t wrapper;
+  memcpy(&wrapper, image, 4);
+  if (wrapper == 0x466243b1u) {
+    memcpy(&image, (const unsigned char *)image + 8, sizeof image);
+    if (!image)
+      return CUDA_ERROR_INVALID_IMAGE;
+  }
   const unsigned char *p = image;
   size_t len = image_len(p);
   int ptx = len == 0;
@@ -1440,6 +1555,7 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
       m->nglobals++;
       pthread_mutex_lock(&g_mem);
       add_range(g_access, &g_naccess, (uintptr_t)data, gd->size);
+      add_range(g_globals, &g_nglobals, (uintptr_t)data, gd->size);
       pthread_mutex_unlock(&g_mem);
     }
   }
@@ -1452,17 +1568,268 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return load_module(out, image);
+}
+
+/* JIT options change nothing the simulator does. */
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
+                                   unsigned nopts, int *opts, void **values) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (nopts && (!opts || !values))
+    return CUDA_ERROR_INVALID_VALUE;
+  return load_module(out, image);
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *out, const void *image) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return load_module(out, image);
+}
+
+static void unload_module(const char *call, CUmodule m) {
+  check_unused(call, (uintptr_t)m, 0, 2);
+  /* Nor may a queued copy still read or write one of its globals. */
+  for (int i = 0; i < m->nglobals; i++)
+    check_unused(call, (uintptr_t)m->globals[i].data, m->globals[i].size, 0);
+  __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
+  free_module(m);
+}
+
 EXPORT CUresult cuModuleUnload(CUmodule m) {
   INJECT();
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
-  check_unused("cuModuleUnload", (uintptr_t)m, 0, 2);
-  /* Nor may a queued copy still read or write one of its globals. */
+  unload_module("cuModuleUnload", m);
+  return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------ libraries (CUDA 12) */
+
+/* A library wraps one module; its kernels are handles of their own, each
+ * standing for one of the module's functions. */
+struct sim_kernel {
+  struct sim_library *library;
+  struct sim_function *function;
+};
+
+struct sim_library {
+  CUmodule module;
+  struct sim_kernel kernels[4];
+  struct sim_library *next; /* in g_libraries */
+};
+
+static pthread_mutex_t g_libraries_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_library *g_libraries;
+
+/* Whether `lib` is a live library (g_libraries_lock held). */
+static int library_live(const struct sim_library *lib) {
+  for (struct sim_library *l = g_libraries; l; l = l->next)
+    if (l == lib)
+      return 1;
+  return 0;
+}
+
+/* The library kernel at `p`, or NULL when `p` is none. */
+static struct sim_kernel *kernel_at(const void *p) {
+  struct sim_kernel *k = NULL;
+  pthread_mutex_lock(&g_libraries_lock);
+  for (struct sim_library *l = g_libraries; l && !k; l = l->next)
+    for (int i = 0; i < l->module->nkernels; i++)
+      if ((const void *)&l->kernels[i] == p)
+        k = &l->kernels[i];
+  pthread_mutex_unlock(&g_libraries_lock);
+  return k;
+}
+
+/* The function a handle names: a CUfunction, or a CUkernel passed as one
+ * (which the driver accepts wherever a CUfunction goes). */
+static CUfunction fn_of(CUfunction f) {
+  struct sim_kernel *k = f ? kernel_at(f) : NULL;
+  return k ? k->function : f;
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
+                                  int *jit_opts, void **jit_values,
+                                  unsigned njit, int *lib_opts,
+                                  void **lib_values, unsigned nlib) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = sticky();
+  if (r)
+    return r;
+  if (!out || (njit && (!jit_opts || !jit_values)) ||
+      (nlib && (!lib_opts || !lib_values)))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct sim_library *lib = calloc(1, sizeof *lib);
+  if (!lib)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  r = load_module(&lib->module, code);
+  if (r) {
+    free(lib);
+    return r;
+  }
+  for (int i = 0; i < lib->module->nkernels; i++)
+    lib->kernels[i] = (struct sim_kernel){lib, &lib->module->functions[i]};
+  pthread_mutex_lock(&g_libraries_lock);
+  lib->next = g_libraries;
+  g_libraries = lib;
+  pthread_mutex_unlock(&g_libraries_lock);
+  *out = lib;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryUnload(CUlibrary lib) {
+  INJECT();
+  pthread_mutex_lock(&g_libraries_lock);
+  int live = lib && library_live(lib);
+  pthread_mutex_unlock(&g_libraries_lock);
+  if (!live)
+    return CUDA_ERROR_INVALID_HANDLE;
+  unload_module("cuLibraryUnload", lib->module);
+  pthread_mutex_lock(&g_libraries_lock);
+  for (struct sim_library **p = &g_libraries; *p; p = &(*p)->next)
+    if (*p == lib) {
+      *p = lib->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_libraries_lock);
+  free(lib);
+  return CUDA_SUCCESS;
+}
+
+/* The live library `lib` (checked), or NULL. */
+static struct sim_library *library_of(CUlibrary lib) {
+  pthread_mutex_lock(&g_libraries_lock);
+  int live = lib && library_live(lib);
+  pthread_mutex_unlock(&g_libraries_lock);
+  return live ? lib : NULL;
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib,
+                                   const char *name) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!library_of(lib))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!out || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < lib->module->nkernels; i++)
+    if (strcmp(lib->module->functions[i].def->name, name) == 0) {
+      *out = &lib->kernels[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary lib) {
+  INJECT();
+  if (!library_of(lib))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  *count = (unsigned)lib->module->nkernels;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned n,
+                                          CUlibrary lib) {
+  INJECT();
+  if (!library_of(lib))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!kernels || n != (unsigned)lib->module->nkernels)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++)
+    kernels[i] = &lib->kernels[i];
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryGetModule(CUmodule *out, CUlibrary lib) {
+  INJECT();
+  if (!library_of(lib))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = lib->module;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *addr, size_t *size,
+                                   CUlibrary lib, const char *name) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!library_of(lib))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUmodule m = lib->module;
   for (int i = 0; i < m->nglobals; i++)
-    check_unused("cuModuleUnload", (uintptr_t)m->globals[i].data,
-                 m->globals[i].size, 0);
-  __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
-  free_module(m);
+    if (strcmp(m->globals[i].name, name) == 0) {
+      if (addr)
+        *addr = (CUdeviceptr)(uintptr_t)m->globals[i].data;
+      if (size)
+        *size = m->globals[i].size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel kernel) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  struct sim_kernel *k = kernel ? kernel_at(kernel) : NULL;
+  if (!k)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = k->function;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel) {
+  INJECT();
+  struct sim_kernel *k = kernel ? kernel_at(kernel) : NULL;
+  if (!k)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  *name = k->function->def->name;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f) {
+  INJECT();
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  *name = f->def->name;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetModule(CUmodule *out, CUfunction f) {
+  INJECT();
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = f->module;
   return CUDA_SUCCESS;
 }
 
@@ -1506,6 +1873,7 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
   CUresult r = usable();
   if (r)
     return r;
+  f = fn_of(f);
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
@@ -1522,6 +1890,7 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
   CUresult r = usable();
   if (r)
     return r;
+  f = fn_of(f);
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   if (!value)
@@ -1545,6 +1914,7 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
                                    size_t *size) {
   INJECT();
+  f = fn_of(f);
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   if (index >= (size_t)f->def->nparams)
@@ -1573,7 +1943,8 @@ enum op_kind {
   OP_EVENT,
   OP_WAIT,
   OP_CALLBACK,
-  OP_HOSTFN
+  OP_HOSTFN,
+  OP_FREE /* cuMemFreeAsync: u.copy.dst */
 };
 
 struct op {
@@ -1588,6 +1959,7 @@ struct op {
     struct {
       CUevent event;
       unsigned long generation;
+      int owned; /* an OP_WAIT frees the simulator's own event */
     } event;
     struct {
       CUstreamCallback fn;
@@ -1607,6 +1979,7 @@ struct sim_stream {
   struct op *running;
   int pending; /* queued or running */
   int stop;
+  unsigned flags; /* cuStreamCreate's (CU_STREAM_NON_BLOCKING) */
   pthread_t worker;
   struct sim_stream *next; /* in g_streams */
 };
@@ -1762,6 +2135,11 @@ static void run_op(CUstream s, struct op *op) {
     while (op->u.event.event->reached < op->u.event.generation)
       pthread_cond_wait(&g_reached, &g_events);
     pthread_mutex_unlock(&g_events);
+    if (op->u.event.owned)
+      free(op->u.event.event);
+    break;
+  case OP_FREE:
+    free_device("cuMemFreeAsync", (CUdeviceptr)op->u.copy.dst, 1);
     break;
   case OP_CALLBACK: {
     /* Stream callbacks run after a fault too, and are told of it. */
@@ -1816,11 +2194,8 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static CUresult enqueue(CUstream s, struct op *op) {
-  if (!s) {
-    free(op);
-    return CUDA_ERROR_INVALID_HANDLE; /* the legacy stream is not simulated */
-  }
+/* Queues `op` on stream `s` as it is. */
+static void enqueue_raw(CUstream s, struct op *op) {
   op->next = NULL;
   pthread_mutex_lock(&s->lock);
   if (s->tail)
@@ -1834,7 +2209,6 @@ static CUresult enqueue(CUstream s, struct op *op) {
   pthread_mutex_unlock(&g_ctx.lock);
   pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->lock);
-  return CUDA_SUCCESS;
 }
 
 static struct op *new_op(enum op_kind kind) {
@@ -1844,28 +2218,126 @@ static struct op *new_op(enum op_kind kind) {
   return op;
 }
 
-EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
-  INJECT();
-  (void)flags;
-  CUresult r = usable();
-  if (r)
-    return r;
-  if (!out)
-    return CUDA_ERROR_INVALID_VALUE;
+static CUstream new_stream(unsigned flags) {
   CUstream s = calloc(1, sizeof *s);
   if (!s)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return NULL;
+  s->flags = flags;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->idle, NULL);
   if (pthread_create(&s->worker, NULL, worker, s) != 0) {
     free(s);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return NULL;
   }
   pthread_mutex_lock(&g_streams_lock);
   s->next = g_streams;
   g_streams = s;
   pthread_mutex_unlock(&g_streams_lock);
+  return s;
+}
+
+/* The default stream (legacy and per-thread alike), made at first use. */
+static pthread_mutex_t g_default_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUstream g_default;
+
+static CUstream default_stream(void) {
+  pthread_mutex_lock(&g_default_lock);
+  if (!g_default)
+    __atomic_store_n(&g_default, new_stream(0), __ATOMIC_RELEASE);
+  CUstream s = g_default;
+  pthread_mutex_unlock(&g_default_lock);
+  return s;
+}
+
+static int is_default_handle(CUstream h) {
+  return !h || h == STREAM_LEGACY || h == STREAM_PER_THREAD ||
+         h == __atomic_load_n(&g_default, __ATOMIC_ACQUIRE);
+}
+
+/* The stream a handle names: 0 the legacy default stream (the per-thread
+ * one in a _ptsz/_ptds call), CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+ * those whatever the call; *legacy tells whether the legacy stream's
+ * synchronisation with the blocking streams applies. NULL when the
+ * default stream cannot be made. */
+static CUstream stream_of(CUstream h, int per_thread, int *legacy) {
+  if (legacy)
+    *legacy = h == STREAM_LEGACY || (!h && !per_thread);
+  if (!h || h == STREAM_LEGACY || h == STREAM_PER_THREAD)
+    return default_stream();
+  return h;
+}
+
+static int pending_of(CUstream s) {
+  pthread_mutex_lock(&s->lock);
+  int n = s->pending;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+/* Makes `waiter` wait, in order, for everything queued on `s` so far,
+ * through an event of the simulator's own (freed by the wait). */
+static int order_after(CUstream waiter, CUstream s) {
+  struct sim_event *e = calloc(1, sizeof *e);
+  struct op *rec = new_op(OP_EVENT), *wait = new_op(OP_WAIT);
+  if (!e || !rec || !wait) {
+    free(e);
+    free(rec);
+    free(wait);
+    return 0;
+  }
+  e->recorded = 1;
+  rec->u.event.event = wait->u.event.event = e;
+  rec->u.event.generation = wait->u.event.generation = 1;
+  wait->u.event.owned = 1;
+  enqueue_raw(s, rec);
+  enqueue_raw(waiter, wait);
+  return 1;
+}
+
+/* Queues `op` on the stream handle `h` names (see stream_of), with the
+ * legacy default stream's implicit synchronisation: work on it waits for
+ * what every blocking stream has queued, and work on a blocking stream
+ * waits for what it has queued. */
+static CUresult enqueue(CUstream h, struct op *op, int per_thread) {
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  int legacy;
+  CUstream s = stream_of(h, per_thread, &legacy);
+  if (!s) {
+    free(op);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUstream def = __atomic_load_n(&g_default, __ATOMIC_ACQUIRE);
+  int ok = 1;
+  if (s == def && legacy) {
+    pthread_mutex_lock(&g_streams_lock);
+    for (struct sim_stream *t = g_streams; t && ok; t = t->next)
+      if (t != s && !(t->flags & STREAM_NON_BLOCKING) && pending_of(t))
+        ok = order_after(s, t);
+    pthread_mutex_unlock(&g_streams_lock);
+  } else if (def && s != def && !(s->flags & STREAM_NON_BLOCKING) &&
+             pending_of(def)) {
+    ok = order_after(s, def);
+  }
+  if (!ok) {
+    free(op);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  enqueue_raw(s, op);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = new_stream(flags);
+  if (!s)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   *out = s;
   return CUDA_SUCCESS;
 }
@@ -1879,7 +2351,7 @@ static void wait_idle(CUstream s) {
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   INJECT();
-  if (!s)
+  if (is_default_handle(s))
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&s->lock);
   s->stop = 1; /* the worker finishes what is queued first */
@@ -1897,10 +2369,10 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamQuery(CUstream s) {
-  INJECT();
+static CUresult stream_query(CUstream h, int per_thread) {
+  CUstream s = stream_of(h, per_thread, NULL);
   if (!s)
-    return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = sticky();
   if (r)
     return r;
@@ -1910,16 +2382,58 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
   return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamSynchronize(CUstream s) {
+EXPORT CUresult cuStreamQuery(CUstream s) {
   INJECT();
+  return stream_query(s, 0);
+}
+
+EXPORT CUresult cuStreamQuery_ptsz(CUstream s) {
+  INJECT();
+  return stream_query(s, 1);
+}
+
+static CUresult stream_synchronize(CUstream h, int per_thread) {
+  CUstream s = stream_of(h, per_thread, NULL);
   if (!s)
-    return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_ERROR_OUT_OF_MEMORY;
   wait_idle(s);
   return sticky();
 }
 
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  INJECT();
+  return stream_synchronize(s, 0);
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
+  INJECT();
+  return stream_synchronize(s, 1);
+}
+
+/* CU_STREAM_CAPTURE_STATUS_NONE: the simulator never captures. */
+static CUresult stream_is_capturing(CUstream h, int *status) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!status)
+    return CUDA_ERROR_INVALID_VALUE;
+  (void)h;
+  *status = 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status) {
+  INJECT();
+  return stream_is_capturing(s, status);
+}
+
+EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, int *status) {
+  INJECT();
+  return stream_is_capturing(s, status);
+}
+
 static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
-                           size_t len, CUstream s) {
+                           size_t len, CUstream s, int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
@@ -1932,35 +2446,100 @@ static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.len = len;
-  return enqueue(s, op);
+  return enqueue(s, op, per_thread);
+}
+
+/* A synchronous copy: on the default stream (the legacy one unless
+ * `per_thread`), done before it returns. */
+static CUresult copy_sync(enum op_kind kind, uintptr_t dst, uintptr_t src,
+                          size_t len, int per_thread) {
+  CUresult r = copy_async(kind, dst, src, len, NULL, per_thread);
+  if (r)
+    return r;
+  CUstream s = stream_of(NULL, per_thread, NULL);
+  wait_idle(s);
+  return sticky();
 }
 
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
                                      size_t len, CUstream s) {
   INJECT();
-  return copy_async(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
+  return copy_async(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, s, 0);
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t len,
                                      CUstream s) {
   INJECT();
-  return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s);
+  return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s, 0);
 }
 
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
                                      size_t len, CUstream s) {
   INJECT();
-  return copy_async(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, s);
+  return copy_async(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, s, 0);
 }
 
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
-                               unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned shared, CUstream s,
-                               void **params, void **extra) {
+EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src,
+                                          size_t len, CUstream s) {
   INJECT();
+  return copy_async(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, s, 1);
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
+                                          size_t len, CUstream s) {
+  INJECT();
+  return copy_async(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, s, 1);
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src,
+                                          size_t len, CUstream s) {
+  INJECT();
+  return copy_async(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, s, 1);
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
+                                size_t len) {
+  INJECT();
+  return copy_sync(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, 0);
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len) {
+  INJECT();
+  return copy_sync(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, 0);
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src,
+                                size_t len) {
+  INJECT();
+  return copy_sync(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, 0);
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src,
+                                     size_t len) {
+  INJECT();
+  return copy_sync(OP_HTOD, (uintptr_t)dst, (uintptr_t)src, len, 1);
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src,
+                                     size_t len) {
+  INJECT();
+  return copy_sync(OP_DTOH, (uintptr_t)dst, (uintptr_t)src, len, 1);
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src,
+                                     size_t len) {
+  INJECT();
+  return copy_sync(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, 1);
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz,
+                       unsigned shared, CUstream s, void **params,
+                       void **extra, int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
+  f = fn_of(f);
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
@@ -1992,11 +2571,130 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   for (int i = 0; i < f->def->nparams; i++)
     memcpy(l->params + f->def->params[i].offset, params[i],
            f->def->params[i].size);
-  r = enqueue(s, op);
+  r = enqueue(s, op, per_thread);
   unsigned delay = __atomic_load_n(&g_launch_return_delay_us, __ATOMIC_RELAXED);
   if (delay)
     usleep(delay);
   return r;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s,
+                               void **params, void **extra) {
+  INJECT();
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 0);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream s,
+                                    void **params, void **extra) {
+  INJECT();
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 1);
+}
+
+/* cuLaunchKernelEx: the attributes the simulator takes are ignore,
+ * cooperative (it runs the grid as any other; blocks never wait for each
+ * other), a cluster shape that divides the grid, and a priority; any
+ * other is CUDA_ERROR_NOT_SUPPORTED. */
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
+                          void **params, void **extra, int per_thread) {
+  if (!c || (c->numAttrs && !c->attrs))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < c->numAttrs; i++) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    switch (a->id) {
+    case LAUNCH_ATTR_IGNORE:
+    case LAUNCH_ATTR_COOPERATIVE:
+    case LAUNCH_ATTR_PRIORITY:
+      break;
+    case LAUNCH_ATTR_CLUSTER_DIMENSION: {
+      unsigned x = a->value.clusterDim.x, y = a->value.clusterDim.y,
+               z = a->value.clusterDim.z;
+      if (!x || !y || !z || c->gridDimX % x || c->gridDimY % y ||
+          c->gridDimZ % z)
+        return CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
+                params, extra, per_thread);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                 void **params, void **extra) {
+  INJECT();
+  return launch_ex(config, f, params, extra, 0);
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config,
+                                      CUfunction f, void **params,
+                                      void **extra) {
+  INJECT();
+  return launch_ex(config, f, params, extra, 1);
+}
+
+/* Stream-ordered allocation: the memory is allocated at the call (so it is
+ * ready for work the stream runs after it) and freed when the stream
+ * reaches the free. */
+static CUresult mem_alloc_async(CUdeviceptr *out, size_t size, CUstream h) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  (void)h;
+  return alloc_device(out, size);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
+  INJECT();
+  return mem_alloc_async(out, size, s);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *out, size_t size,
+                                     CUstream s) {
+  INJECT();
+  return mem_alloc_async(out, size, s);
+}
+
+static CUresult mem_free_async(CUdeviceptr ptr, CUstream s, int per_thread) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  pthread_mutex_lock(&g_mem);
+  size_t size = 0;
+  for (int i = 0; i < g_nallocs; i++)
+    if (g_allocs[i].base == ptr)
+      size = g_allocs[i].size;
+  int ok = size && !inside(g_freeing, g_nfreeing, ptr, size) &&
+           add_range(g_freeing, &g_nfreeing, ptr, size);
+  pthread_mutex_unlock(&g_mem);
+  if (!ok)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct op *op = new_op(OP_FREE);
+  if (op)
+    op->u.copy.dst = (uintptr_t)ptr;
+  r = enqueue(s, op, per_thread);
+  if (r) {
+    pthread_mutex_lock(&g_mem);
+    remove_range(g_freeing, &g_nfreeing, ptr, size);
+    pthread_mutex_unlock(&g_mem);
+  }
+  return r;
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream s) {
+  INJECT();
+  return mem_free_async(ptr, s, 0);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) {
+  INJECT();
+  return mem_free_async(ptr, s, 1);
 }
 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
@@ -2028,8 +2726,7 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
-  INJECT();
+static CUresult event_record(CUevent e, CUstream s, int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
@@ -2039,19 +2736,32 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   if (!op)
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.event.event = e;
-  if (!s) {
-    free(op);
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
   /* Each recording has its own generation; a wait waits for the latest. */
   pthread_mutex_lock(&g_events);
   op->u.event.generation = ++e->recorded;
   pthread_mutex_unlock(&g_events);
-  return enqueue(s, op);
+  r = enqueue(s, op, per_thread);
+  if (r) {
+    /* Never to be reached: take the recording back. */
+    pthread_mutex_lock(&g_events);
+    e->recorded--;
+    pthread_mutex_unlock(&g_events);
+  }
+  return r;
 }
 
-EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   INJECT();
+  return event_record(e, s, 0);
+}
+
+EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+  INJECT();
+  return event_record(e, s, 1);
+}
+
+static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags,
+                                  int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
@@ -2064,7 +2774,18 @@ EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   pthread_mutex_lock(&g_events);
   op->u.event.generation = e->recorded; /* its latest recording */
   pthread_mutex_unlock(&g_events);
-  return enqueue(s, op);
+  return enqueue(s, op, per_thread);
+}
+
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  INJECT();
+  return stream_wait_event(s, e, flags, 0);
+}
+
+EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e,
+                                       unsigned flags) {
+  INJECT();
+  return stream_wait_event(s, e, flags, 1);
 }
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
@@ -2085,9 +2806,9 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 }
 
 #ifndef SIM_NO_STREAM_CALLBACK
-EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
-                                    void *data, unsigned flags) {
-  INJECT();
+static CUresult stream_add_callback(CUstream s, CUstreamCallback fn,
+                                    void *data, unsigned flags,
+                                    int per_thread) {
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!fn || flags)
@@ -2097,12 +2818,24 @@ EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.callback.fn = fn;
   op->u.callback.data = data;
-  return enqueue(s, op);
+  return enqueue(s, op, per_thread);
+}
+
+EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback fn,
+                                    void *data, unsigned flags) {
+  INJECT();
+  return stream_add_callback(s, fn, data, flags, 0);
+}
+
+EXPORT CUresult cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback fn,
+                                         void *data, unsigned flags) {
+  INJECT();
+  return stream_add_callback(s, fn, data, flags, 1);
 }
 #endif
 
-EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
-  INJECT();
+static CUresult launch_host_func(CUstream s, CUhostFn fn, void *data,
+                                 int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
@@ -2113,7 +2846,17 @@ EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.hostfn.fn = fn;
   op->u.hostfn.data = data;
-  return enqueue(s, op);
+  return enqueue(s, op, per_thread);
+}
+
+EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
+  INJECT();
+  return launch_host_func(s, fn, data, 0);
+}
+
+EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data) {
+  INJECT();
+  return launch_host_func(s, fn, data, 1);
 }
 
 /* Simulator only: what is live, for tests that check every step of a
@@ -2132,10 +2875,235 @@ EXPORT void reprise_sim_counts(int out[9]) {
   int streams = 0;
   pthread_mutex_lock(&g_streams_lock);
   for (struct sim_stream *st = g_streams; st; st = st->next)
-    streams++;
+    streams += st != g_default; /* the default stream is the driver's */
   pthread_mutex_unlock(&g_streams_lock);
   out[5] = streams;
   out[6] = __atomic_load_n(&g_nevents, __ATOMIC_RELAXED);
   out[7] = __atomic_load_n(&g_nmodules, __ATOMIC_RELAXED);
   out[8] = (int)(__atomic_load_n(&g_physical_bytes, __ATOMIC_RELAXED) >> 20);
+}
+
+/* ------------------------------------------ memory figures, driver info */
+
+/* The allocation containing `ptr`: a cuMemAlloc'd (or cuMemAllocAsync'd)
+ * one, a module global, or, for virtual memory, the range one cuMemMap
+ * mapped (the driver reports the containing VMM allocation). */
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
+                                        CUdeviceptr ptr) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  const struct range *sets[] = {g_allocs, g_globals, g_mapped};
+  const int *counts[] = {&g_nallocs, &g_nglobals, &g_nmapped};
+  struct range found = {0, 0};
+  pthread_mutex_lock(&g_mem);
+  for (int s = 0; s < 3 && !found.size; s++)
+    for (int i = 0; i < *counts[s]; i++)
+      if (ptr >= sets[s][i].base && ptr - sets[s][i].base < sets[s][i].size) {
+        found = sets[s][i];
+        break;
+      }
+  pthread_mutex_unlock(&g_mem);
+  if (!found.size)
+    return CUDA_ERROR_NOT_FOUND;
+  if (base)
+    *base = (CUdeviceptr)found.base;
+  if (size)
+    *size = found.size;
+  return CUDA_SUCCESS;
+}
+
+/* Free and total device memory: TOTAL_MEMORY less what cuMemAlloc and
+ * cuMemCreate hold. */
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!free_bytes || !total)
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t used = __atomic_load_n(&g_alloc_bytes, __ATOMIC_RELAXED) +
+                __atomic_load_n(&g_physical_bytes, __ATOMIC_RELAXED);
+  *total = TOTAL_MEMORY;
+  *free_bytes = used < TOTAL_MEMORY ? TOTAL_MEMORY - used : 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!bytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = TOTAL_MEMORY;
+  return CUDA_SUCCESS;
+}
+
+/* Needs no cuInit, as on the driver. */
+EXPORT CUresult cuDriverGetVersion(int *version) {
+  INJECT();
+  if (!version)
+    return CUDA_ERROR_INVALID_VALUE;
+  *version = DRIVER_VERSION;
+  return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------- driver entry points */
+
+/* How cuGetProcAddress resolves a base name, as cuda.h and cudaTypedefs.h
+ * version the driver's functions (PFN_<name>_v<version> there): the entry
+ * for `name` with the highest `version` at most the one asked for names
+ * the export; with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM and a
+ * version of at least 7000, an entry with `per_thread` set names its
+ * per-thread variant (the export with `_ptsz`, or `_ptds` for synchronous
+ * copies, appended). A name with no entry is its own export, from any
+ * version, and never has a per-thread variant. A name that has entries
+ * but none at most the version asked for is too new for it. */
+struct proc_entry {
+  const char *name;
+  int version;
+  const char *symbol;
+  char per_thread; /* 0, 'z' (_ptsz) or 'd' (_ptds) */
+};
+
+static const struct proc_entry PROCS[] = {
+    {"cuGetProcAddress", 11030, "cuGetProcAddress", 0},
+    {"cuGetProcAddress", 12000, "cuGetProcAddress_v2", 0},
+    {"cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2", 0},
+    {"cuDevicePrimaryCtxRetain", 7000, "cuDevicePrimaryCtxRetain", 0},
+    {"cuDevicePrimaryCtxRelease", 7000, "cuDevicePrimaryCtxRelease", 0},
+    {"cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2", 0},
+    {"cuModuleLoadDataEx", 2010, "cuModuleLoadDataEx", 0},
+    {"cuModuleGetGlobal", 3020, "cuModuleGetGlobal_v2", 0},
+    {"cuMemGetInfo", 3020, "cuMemGetInfo_v2", 0},
+    {"cuMemAlloc", 3020, "cuMemAlloc_v2", 0},
+    {"cuMemFree", 3020, "cuMemFree_v2", 0},
+    {"cuMemGetAddressRange", 3020, "cuMemGetAddressRange_v2", 0},
+    {"cuMemHostAlloc", 2020, "cuMemHostAlloc", 0},
+    {"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", 'd'},
+    {"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", 'd'},
+    {"cuMemcpyDtoD", 3020, "cuMemcpyDtoD_v2", 'd'},
+    {"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2", 'z'},
+    {"cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2", 'z'},
+    {"cuMemcpyDtoDAsync", 3020, "cuMemcpyDtoDAsync_v2", 'z'},
+    {"cuMemAddressReserve", 10020, "cuMemAddressReserve", 0},
+    {"cuMemAddressFree", 10020, "cuMemAddressFree", 0},
+    {"cuMemCreate", 10020, "cuMemCreate", 0},
+    {"cuMemRelease", 10020, "cuMemRelease", 0},
+    {"cuMemMap", 10020, "cuMemMap", 0},
+    {"cuMemUnmap", 10020, "cuMemUnmap", 0},
+    {"cuMemSetAccess", 10020, "cuMemSetAccess", 0},
+    {"cuMemGetAllocationGranularity", 10020, "cuMemGetAllocationGranularity",
+     0},
+    {"cuMemAllocAsync", 11020, "cuMemAllocAsync", 'z'},
+    {"cuMemFreeAsync", 11020, "cuMemFreeAsync", 'z'},
+    {"cuStreamDestroy", 4000, "cuStreamDestroy_v2", 0},
+    {"cuStreamQuery", 2000, "cuStreamQuery", 'z'},
+    {"cuStreamSynchronize", 2000, "cuStreamSynchronize", 'z'},
+    {"cuStreamWaitEvent", 3020, "cuStreamWaitEvent", 'z'},
+    {"cuStreamAddCallback", 5000, "cuStreamAddCallback", 'z'},
+    {"cuStreamIsCapturing", 10000, "cuStreamIsCapturing", 'z'},
+    {"cuEventRecord", 2000, "cuEventRecord", 'z'},
+    {"cuEventDestroy", 4000, "cuEventDestroy_v2", 0},
+    {"cuFuncSetAttribute", 9000, "cuFuncSetAttribute", 0},
+    {"cuLaunchKernel", 4000, "cuLaunchKernel", 'z'},
+    {"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", 'z'},
+    {"cuLaunchHostFunc", 10000, "cuLaunchHostFunc", 'z'},
+    {"cuLibraryLoadData", 12000, "cuLibraryLoadData", 0},
+    {"cuLibraryUnload", 12000, "cuLibraryUnload", 0},
+    {"cuLibraryGetKernel", 12000, "cuLibraryGetKernel", 0},
+    {"cuLibraryGetModule", 12000, "cuLibraryGetModule", 0},
+    {"cuLibraryGetGlobal", 12000, "cuLibraryGetGlobal", 0},
+    {"cuKernelGetFunction", 12000, "cuKernelGetFunction", 0},
+    {"cuLibraryGetKernelCount", 12040, "cuLibraryGetKernelCount", 0},
+    {"cuLibraryEnumerateKernels", 12040, "cuLibraryEnumerateKernels", 0},
+    {"cuFuncGetName", 12030, "cuFuncGetName", 0},
+    {"cuKernelGetName", 12030, "cuKernelGetName", 0},
+    {"cuFuncGetParamInfo", 12040, "cuFuncGetParamInfo", 0},
+};
+
+/* A local symbol, so dladdr finds this library, not an interposer's. */
+static const char g_self_marker;
+static pthread_once_t g_self_once = PTHREAD_ONCE_INIT;
+static void *g_self;
+
+static void find_self(void) {
+  Dl_info info;
+  if (dladdr(&g_self_marker, &info) && info.dli_fname)
+    g_self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+}
+
+/* Whether `name` carries an ABI suffix (_v2, _ptsz, _ptds): the driver is
+ * asked for base names only. */
+static int suffixed(const char *name) {
+  size_t n = strlen(name);
+  if (n > 5 && (strcmp(name + n - 5, "_ptsz") == 0 ||
+                strcmp(name + n - 5, "_ptds") == 0))
+    return 1;
+  const char *v = strrchr(name, '_');
+  return v && v[1] == 'v' && isdigit((unsigned char)v[2]);
+}
+
+static CUresult get_proc_address(const char *name, void **pfn, int version,
+                                 cuuint64_t flags, int *status) {
+  int st = PROC_SYMBOL_NOT_FOUND;
+  if (status)
+    *status = st;
+  if (!name || !pfn || flags > PROC_PER_THREAD_DEFAULT_STREAM ||
+      version > DRIVER_VERSION)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pfn = NULL;
+  const struct proc_entry *best = NULL;
+  int known = 0;
+  for (size_t i = 0; i < sizeof PROCS / sizeof PROCS[0]; i++)
+    if (strcmp(PROCS[i].name, name) == 0) {
+      known = 1;
+      if (PROCS[i].version <= version &&
+          (!best || PROCS[i].version > best->version))
+        best = &PROCS[i];
+    }
+  if (known && !best) {
+    if (status)
+      *status = PROC_VERSION_NOT_SUFFICIENT;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (strncmp(name, "cu", 2) != 0 || suffixed(name))
+    return CUDA_ERROR_NOT_FOUND;
+  char symbol[128];
+  const char *suffix = "";
+  if (best && best->per_thread && version >= 7000 &&
+      flags == PROC_PER_THREAD_DEFAULT_STREAM)
+    suffix = best->per_thread == 'z' ? "_ptsz" : "_ptds";
+  if ((size_t)snprintf(symbol, sizeof symbol, "%s%s",
+                       best ? best->symbol : name, suffix) >= sizeof symbol)
+    return CUDA_ERROR_NOT_FOUND;
+  pthread_once(&g_self_once, find_self);
+  void *p = g_self ? dlsym(g_self, symbol) : NULL;
+  if (!p)
+    return CUDA_ERROR_NOT_FOUND;
+  *pfn = p;
+  if (status)
+    *status = PROC_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+/* CUDA 12's resolver (cuda.h: cuGetProcAddress_v2(const char *symbol,
+ * void **pfn, int cudaVersion, cuuint64_t flags,
+ * CUdriverProcAddressQueryResult *symbolStatus)). An unknown name, or one
+ * too new for the version asked for, is CUDA_ERROR_NOT_FOUND with *pfn
+ * NULL and the status saying which. */
+EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int version,
+                                    cuuint64_t flags, int *status) {
+  INJECT();
+  return get_proc_address(name, pfn, version, flags, status);
+}
+
+/* CUDA 11.3's, without the status. */
+EXPORT CUresult cuGetProcAddress(const char *name, void **pfn, int version,
+                                 cuuint64_t flags) {
+  INJECT();
+  return get_proc_address(name, pfn, version, flags, NULL);
 }

@@ -4,6 +4,17 @@
 //! `libcuda.so` lookup finds the simulator) or handed to a child process
 //! through `LD_LIBRARY_PATH`.
 //!
+//! The directory [`library_dir`] names holds `libcuda.so.1` (soname
+//! `libcuda.so.1`, as the NVIDIA driver's) and a `libcuda.so` link to it, so
+//! that a C program links against it with `-L<dir> -lcuda` (and records
+//! `NEEDED libcuda.so.1`), finds it at run time through `LD_LIBRARY_PATH`, or
+//! `dlopen`s `libcuda.so.1` as CUDA's runtime does; any of those names loads
+//! the one copy. The copy [`load`] loads into the test process is a second
+//! build, with soname `libcuda.so`, in `inproc/` below it: the executor asks
+//! for `libcuda.so` first, and the dynamic loader matches that name against
+//! the sonames of what is already loaded before it searches the system (which
+//! may have the real driver).
+//!
 //! Which driver a GPU test uses: `REPRISE_GPU_TESTS=1` means the real one
 //! (on a machine with an NVIDIA GPU), `REPRISE_GPU_TESTS=0` skips the GPU
 //! tests, and anything else means the simulator. Without a C compiler the
@@ -46,13 +57,19 @@ pub fn driver() -> Result<Driver, String> {
 /// FNV-1a of the source and the build's defines, so an edited simulator is
 /// rebuilt.
 fn source_hash(defines: &[&str]) -> u64 {
-    let bytes = SOURCE.bytes().chain(defines.iter().flat_map(|d| d.bytes()));
+    // The recipe's version too: what `build` makes from the source.
+    let recipe = "libcuda.so.1+libcuda.so+inproc";
+    let bytes = SOURCE
+        .bytes()
+        .chain(recipe.bytes())
+        .chain(defines.iter().flat_map(|d| d.bytes()));
     bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
 
-/// The directory holding the built `libcuda.so` (for `LD_LIBRARY_PATH`).
+/// The directory holding the built `libcuda.so.1` and its `libcuda.so` link
+/// (for `LD_LIBRARY_PATH`, and `-L` when linking a program with `-lcuda`).
 pub fn library_dir() -> Result<&'static Path, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| build(&[]))
@@ -70,19 +87,42 @@ pub fn variant_dir(defines: &[&str]) -> Result<PathBuf, String> {
 fn build(defines: &[&str]) -> Result<PathBuf, String> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("sim-cuda-{:016x}", source_hash(defines)));
-    let lib = dir.join("libcuda.so");
-    if lib.exists() {
+    // Made last, so its presence means the directory is complete.
+    let link = dir.join("libcuda.so");
+    if link.exists() {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // Unique per build, so concurrent builds (threads or processes) of one
-    // variant never share a temporary file.
+    compile(&dir, "libcuda.so.1", defines)?;
+    // The link `-lcuda` and the executor's lookup find; made aside and
+    // renamed over, as two builds may race.
+    let tmp = dir.join(format!("libcuda.so-{}", unique()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink("libcuda.so.1", &tmp)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &link).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    Ok(dir)
+}
+
+/// A name for temporary files unique to this build, so concurrent builds
+/// (threads or processes) of one variant never share one.
+fn unique() -> String {
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
-    let unique = format!(
+    format!(
         "{}-{}",
         std::process::id(),
         BUILDS.fetch_add(1, Ordering::Relaxed)
-    );
+    )
+}
+
+/// Builds the simulator into `dir/soname` (with that soname) unless it is
+/// there.
+fn compile(dir: &Path, soname: &str, defines: &[&str]) -> Result<(), String> {
+    let lib = dir.join(soname);
+    if lib.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let unique = unique();
     let src = dir.join(format!("libcuda-{unique}.c"));
     let tmp = dir.join(format!("libcuda-{unique}.so"));
     std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
@@ -94,10 +134,13 @@ fn build(defines: &[&str]) -> Result<PathBuf, String> {
         .args(words)
         .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread"])
         .args(defines)
-        .arg("-Wl,-soname,libcuda.so")
+        .arg(format!("-Wl,-soname,{soname}"))
         .arg("-o")
         .arg(&tmp)
         .arg(&src)
+        // dladdr/dlopen/dlsym (cuGetProcAddress) live in libdl before glibc
+        // 2.34.
+        .arg("-ldl")
         .output()
         .map_err(|e| format!("no C compiler to build the simulated CUDA driver ({cc}: {e})"))?;
     let _ = std::fs::remove_file(&src);
@@ -109,7 +152,7 @@ fn build(defines: &[&str]) -> Result<PathBuf, String> {
     );
     // Another test process may have won the race; either copy is the same.
     std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    Ok(dir)
+    Ok(())
 }
 
 /// The simulator as [`load`] loaded it into this process (or why not).
@@ -121,7 +164,9 @@ static LOADED: OnceLock<Result<libloading::Library, String>> = OnceLock::new();
 pub fn load() -> Result<(), String> {
     LOADED
         .get_or_init(|| {
-            let lib = library_dir()?.join("libcuda.so");
+            let inproc = library_dir()?.join("inproc");
+            compile(&inproc, "libcuda.so", &[])?;
+            let lib = inproc.join("libcuda.so");
             // SAFETY: the simulator's initialisers are the C runtime's own;
             // the handle lives in a static, so the library stays loaded for
             // the life of the process.
