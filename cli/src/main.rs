@@ -16,6 +16,7 @@ mod inspect;
 mod isolate;
 mod list;
 mod open_args;
+mod record;
 mod replay;
 mod tune;
 
@@ -49,6 +50,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Replay(replay::ReplayArgs),
+    Record(record::RecordArgs),
     Inspect(inspect::InspectArgs),
     List(list::ListArgs),
     Demo(demo::DemoArgs),
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Replay(a) => replay::run(a),
+        Command::Record(a) => record::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::List(a) => list::run(a),
         Command::Demo(a) => demo::run(a),

@@ -34,6 +34,11 @@ impl<E: Executor> Kernel<E> {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The executor's kernel (for asking the executor about it).
+    pub fn handle(&self) -> &E::Kernel {
+        &self.kernel
+    }
 }
 
 pub(super) struct LoadedImage<E: Executor> {

@@ -1,0 +1,481 @@
+//! An executor over the program's own driver objects: its context (current
+//! on the calling thread), its modules and functions, and the stream of the
+//! launch being recorded. The recorder runs its record schedule on it, so a
+//! recorded launch is the program's own kernel on the program's own stream.
+
+use std::ffi::{CString, c_void};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use reprise_core::exec::{
+    DeviceRegion, ErrorType, Executor, GlobalInfo, KernelArgs, Launch, Queue, RegionRequest,
+    Segment, Ticket,
+};
+use reprise_core::image::{ImageKind, sniff};
+
+use crate::real::*;
+
+/// A failed driver call made by the interposer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError {
+    /// What was being done.
+    pub what: String,
+    /// The driver's result.
+    pub code: CuResult,
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.what, error_name(self.code))
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+fn check(what: impl Into<String>, code: CuResult) -> Result<(), DriverError> {
+    if code == SUCCESS {
+        Ok(())
+    } else {
+        Err(DriverError {
+            what: what.into(),
+            code,
+        })
+    }
+}
+
+fn driver() -> Result<&'static Real, DriverError> {
+    real().map_err(|name| DriverError {
+        what: format!("finding the driver's {name}"),
+        code: ERROR_NOT_FOUND,
+    })
+}
+
+/// Handles are the driver's; the interposer only passes them back to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Raw(pub usize);
+
+impl Raw {
+    pub(crate) fn ptr(self) -> Handle {
+        self.0 as Handle
+    }
+}
+
+/// The executor. `adopt` is the module the next `load_image` stands for
+/// (the program loaded it; the recorder only learns of it), `stream` the
+/// stream of the launch being recorded.
+#[derive(Debug, Default)]
+pub struct Interposed {
+    pub(crate) adopt: Mutex<Option<Raw>>,
+    pub(crate) stream: Arc<Mutex<Raw>>,
+    /// Set at exit: the driver may be gone, and every recorded launch was
+    /// synchronized already, so queues make no more driver calls.
+    pub(crate) exiting: Arc<std::sync::atomic::AtomicBool>,
+    device: i32,
+}
+
+impl Interposed {
+    pub(crate) fn new(device: i32) -> Interposed {
+        Interposed {
+            adopt: Mutex::new(None),
+            stream: Arc::new(Mutex::new(Raw(0))),
+            exiting: Arc::default(),
+            device,
+        }
+    }
+}
+
+/// The recording region: reserved and mapped through the driver's virtual
+/// memory management.
+#[derive(Debug)]
+pub struct Region {
+    base: u64,
+    reserved: usize,
+    mapped: usize,
+    handle: u64,
+}
+
+impl DeviceRegion for Region {
+    fn base(&self) -> u64 {
+        self.base
+    }
+    fn capacity(&self) -> u64 {
+        self.mapped as u64
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if let Ok(r) = driver() {
+            // SAFETY: undoes the reservation below; the program's work on
+            // it is over (the region goes at exit or when recording stops).
+            unsafe {
+                (r.cuMemUnmap)(self.base, self.mapped);
+                (r.cuMemRelease)(self.handle);
+                (r.cuMemAddressFree)(self.base, self.reserved);
+            }
+        }
+    }
+}
+
+/// The program's module, as the recorder holds it.
+#[derive(Debug)]
+pub struct Image {
+    module: Raw,
+    /// Which globals it has (the driver cannot list them).
+    names: Vec<String>,
+}
+
+/// The program's function.
+#[derive(Debug, Clone, Copy)]
+pub struct Function(pub(crate) Raw);
+
+impl ErrorType for Interposed {
+    type Error = DriverError;
+}
+
+/// Where a fresh region goes: the address the CUDA executor suggests, so
+/// that a replay finds it free in a new process.
+pub const SUGGESTED_BASE: u64 = reprise_cuda::SUGGESTED_BASE;
+
+impl Executor for Interposed {
+    type Region = Region;
+    type Image = Image;
+    type Kernel = Function;
+    type Buffer = Vec<u8>;
+    type Queue = InterposedQueue;
+
+    fn reserve(&self, request: RegionRequest) -> Result<Region, DriverError> {
+        let r = driver()?;
+        let prop = MemAllocationProp {
+            kind: 1,
+            handle_types: 0,
+            location: MemLocation {
+                kind: 1,
+                id: self.device,
+            },
+            win32: std::ptr::null_mut(),
+            flags: [0; 8],
+        };
+        let mut gran = 0usize;
+        // SAFETY: valid pointers; option 0 = minimum granularity.
+        check("cuMemGetAllocationGranularity", unsafe {
+            (r.cuMemGetAllocationGranularity)(&mut gran, &prop, 0)
+        })?;
+        let gran = gran.max(1 << 16) as u64;
+        let round = |v: u64| v.div_ceil(gran) * gran;
+        let reserved = round(request.capacity) as usize;
+        let mapped = round(request.backed.max(1)) as usize;
+        let hint = request.base.unwrap_or(SUGGESTED_BASE);
+        let mut base = 0u64;
+        // SAFETY: valid out-pointer; reserves address space only.
+        check("cuMemAddressReserve", unsafe {
+            (r.cuMemAddressReserve)(&mut base, reserved, 0, hint, 0)
+        })?;
+        let mut handle = 0u64;
+        // SAFETY: valid out-pointer and properties.
+        let rc = unsafe { (r.cuMemCreate)(&mut handle, mapped, &prop, 0) };
+        if rc != SUCCESS {
+            // SAFETY: the reservation just made, nothing mapped.
+            unsafe { (r.cuMemAddressFree)(base, reserved) };
+            return Err(DriverError {
+                what: "cuMemCreate".into(),
+                code: rc,
+            });
+        }
+        let region = Region {
+            base,
+            reserved,
+            mapped,
+            handle,
+        };
+        // SAFETY: maps the handle at the reservation's start, inside it.
+        check("cuMemMap", unsafe {
+            (r.cuMemMap)(base, mapped, 0, handle, 0)
+        })?;
+        let access = MemAccessDesc {
+            location: prop.location,
+            flags: 3,
+        };
+        // SAFETY: one descriptor over the mapped range.
+        check("cuMemSetAccess", unsafe {
+            (r.cuMemSetAccess)(base, mapped, &access, 1)
+        })?;
+        Ok(region)
+    }
+
+    fn load_image(&self, image: &[u8]) -> Result<Image, DriverError> {
+        let module = self
+            .adopt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| DriverError {
+                what: "adopting the program's module (none was loaded)".into(),
+                code: ERROR_NOT_FOUND,
+            })?;
+        Ok(Image {
+            module,
+            names: global_names(image),
+        })
+    }
+
+    fn kernel(&self, image: &Image, name: &str) -> Result<Function, DriverError> {
+        let r = driver()?;
+        let c = CString::new(name).map_err(|_| DriverError {
+            what: format!("the kernel name {name:?}"),
+            code: ERROR_NOT_FOUND,
+        })?;
+        let mut f: Handle = std::ptr::null_mut();
+        // SAFETY: the program's module and a NUL-terminated name.
+        check(format!("cuModuleGetFunction({name})"), unsafe {
+            (r.cuModuleGetFunction)(&mut f, image.module.ptr(), c.as_ptr())
+        })?;
+        Ok(Function(Raw(f as usize)))
+    }
+
+    fn global<'n>(
+        &self,
+        image: &Image,
+        name: &'n str,
+    ) -> Result<Option<GlobalInfo<'n>>, DriverError> {
+        let r = driver()?;
+        let Ok(c) = CString::new(name) else {
+            return Ok(None);
+        };
+        let (mut addr, mut size) = (0u64, 0usize);
+        // SAFETY: valid out-pointers, the program's module.
+        let rc = unsafe {
+            (r.cuModuleGetGlobal_v2)(&mut addr, &mut size, image.module.ptr(), c.as_ptr())
+        };
+        if rc != SUCCESS {
+            return Ok(None);
+        }
+        Ok(Some(GlobalInfo {
+            name,
+            addr,
+            size: size as u64,
+        }))
+    }
+
+    fn for_each_global(
+        &self,
+        image: &Image,
+        f: &mut dyn FnMut(GlobalInfo<'_>),
+    ) -> Result<(), DriverError> {
+        for name in &image.names {
+            if let Some(g) = self.global(image, name)? {
+                f(g);
+            }
+        }
+        Ok(())
+    }
+
+    fn param_sizes(
+        &self,
+        kernel: &Function,
+        out: &mut [u32],
+    ) -> Result<Option<usize>, DriverError> {
+        let r = driver()?;
+        let mut n = 0;
+        loop {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: valid out-pointers; an index past the last parameter
+            // is an error, which ends the loop.
+            let rc = unsafe { (r.cuFuncGetParamInfo)(kernel.0.ptr(), n, &mut offset, &mut size) };
+            if rc != SUCCESS {
+                break;
+            }
+            if let Some(slot) = out.get_mut(n) {
+                *slot = size as u32;
+            }
+            n += 1;
+            if n > 4096 {
+                break;
+            }
+        }
+        Ok(Some(n))
+    }
+
+    fn buffer(&self, len: usize) -> Result<Vec<u8>, DriverError> {
+        Ok(vec![0; len])
+    }
+
+    fn queue(&self) -> Result<InterposedQueue, DriverError> {
+        Ok(InterposedQueue {
+            stream: self.stream.clone(),
+            exiting: self.exiting.clone(),
+            pending: Vec::new(),
+            done: std::collections::VecDeque::new(),
+            tickets: 0,
+        })
+    }
+
+    fn copies_on_device(&self) -> bool {
+        true
+    }
+}
+
+/// The globals an image defines, by name.
+fn global_names(image: &[u8]) -> Vec<String> {
+    use reprise_cuda::{cubin, ptx};
+    match sniff(image) {
+        ImageKind::Ptx => ptx::globals(&String::from_utf8_lossy(image))
+            .into_iter()
+            .map(|g| g.name)
+            .collect(),
+        ImageKind::Elf { .. } => cubin::elf_globals(image),
+        ImageKind::Fatbin => cubin::fatbin_globals(image),
+        _ => Vec::new(),
+    }
+}
+
+/// Copies and launches on the stream of the launch being recorded; a
+/// synchronize waits for that stream.
+#[derive(Debug)]
+pub struct InterposedQueue {
+    stream: Arc<Mutex<Raw>>,
+    exiting: Arc<std::sync::atomic::AtomicBool>,
+    pending: Vec<(Ticket, Vec<u8>)>,
+    done: std::collections::VecDeque<(Ticket, Vec<u8>)>,
+    tickets: u64,
+}
+
+impl ErrorType for InterposedQueue {
+    type Error = DriverError;
+}
+
+impl InterposedQueue {
+    fn stream(&self) -> Handle {
+        self.stream.lock().unwrap_or_else(|e| e.into_inner()).ptr()
+    }
+
+    fn ticket(&mut self, buffer: Vec<u8>) -> Ticket {
+        self.tickets += 1;
+        let t = Ticket(self.tickets);
+        self.pending.push((t, buffer));
+        t
+    }
+}
+
+/// Parameter storage and the pointer array `cuLaunchKernel` takes.
+fn pack(args: &KernelArgs<'_>) -> Result<Vec<Vec<u8>>, DriverError> {
+    let mut scratch = [0u8; 8];
+    (0..args.len())
+        .map(|i| {
+            args.bytes(i, &mut scratch)
+                .map(<[u8]>::to_vec)
+                .ok_or(DriverError {
+                    what: format!("argument {i}: outside the recorded argument data"),
+                    code: ERROR_NOT_FOUND,
+                })
+        })
+        .collect()
+}
+
+impl Queue for InterposedQueue {
+    type Buffer = Vec<u8>;
+    type Kernel = Function;
+
+    fn upload(&mut self, buffer: Vec<u8>, segments: &[Segment]) -> Result<Ticket, DriverError> {
+        let r = driver()?;
+        let stream = self.stream();
+        for s in segments.iter().filter(|s| s.len > 0) {
+            let src = buffer
+                .get(s.host_offset..s.host_offset + s.len)
+                .ok_or_else(|| DriverError {
+                    what: "a copy outside its buffer".into(),
+                    code: ERROR_NOT_FOUND,
+                })?;
+            // SAFETY: the buffer is kept in `pending` until a synchronize.
+            check("cuMemcpyHtoDAsync", unsafe {
+                (r.cuMemcpyHtoDAsync_v2)(s.device, src.as_ptr() as *const c_void, s.len, stream)
+            })?;
+        }
+        Ok(self.ticket(buffer))
+    }
+
+    fn download(
+        &mut self,
+        mut buffer: Vec<u8>,
+        segments: &[Segment],
+    ) -> Result<Ticket, DriverError> {
+        let r = driver()?;
+        let stream = self.stream();
+        for s in segments.iter().filter(|s| s.len > 0) {
+            let len = buffer.len();
+            let dst = buffer
+                .get_mut(s.host_offset..s.host_offset + s.len)
+                .ok_or_else(|| DriverError {
+                    what: format!("a copy outside its {len}-byte buffer"),
+                    code: ERROR_NOT_FOUND,
+                })?;
+            // SAFETY: the buffer (its heap allocation does not move) is kept
+            // in `pending` until a synchronize.
+            check("cuMemcpyDtoHAsync", unsafe {
+                (r.cuMemcpyDtoHAsync_v2)(dst.as_mut_ptr() as *mut c_void, s.device, s.len, stream)
+            })?;
+        }
+        Ok(self.ticket(buffer))
+    }
+
+    fn launch(&mut self, kernel: &Function, launch: &Launch<'_>) -> Result<(), DriverError> {
+        let r = driver()?;
+        let mut storage = pack(&launch.args)?;
+        let mut params: Vec<*mut c_void> = storage
+            .iter_mut()
+            .map(|v| v.as_mut_ptr() as *mut c_void)
+            .collect();
+        let c = &launch.config;
+        // SAFETY: the program's function; `params` points at one value per
+        // parameter, alive for the call (the driver copies them at launch).
+        check("cuLaunchKernel", unsafe {
+            (r.cuLaunchKernel)(
+                kernel.0.ptr(),
+                c.grid[0],
+                c.grid[1],
+                c.grid[2],
+                c.block[0],
+                c.block[1],
+                c.block[2],
+                c.shared_mem,
+                self.stream(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    fn poll_synchronize(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), DriverError>> {
+        if self.exiting.load(std::sync::atomic::Ordering::Acquire) {
+            self.done.extend(self.pending.drain(..));
+            return Poll::Ready(Ok(()));
+        }
+        let r = match driver() {
+            Ok(r) => r,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        // The program's thread is inside the driver call being recorded:
+        // waiting here is what the program would see of a synchronous call.
+        // SAFETY: the program's stream.
+        let rc = unsafe { (r.cuStreamSynchronize)(self.stream()) };
+        if let Err(e) = check("cuStreamSynchronize", rc) {
+            return Poll::Ready(Err(e));
+        }
+        self.done.extend(self.pending.drain(..));
+        Poll::Ready(Ok(()))
+    }
+
+    fn reclaim(&mut self) -> Option<(Ticket, Vec<u8>)> {
+        self.done.pop_front()
+    }
+
+    fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, DriverError> {
+        let r = driver()?;
+        // SAFETY: both ranges are device memory of the region.
+        check("cuMemcpyDtoDAsync", unsafe {
+            (r.cuMemcpyDtoDAsync_v2)(dst, src, len, self.stream())
+        })?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,157 @@
+//! The driver entry points the interposer exports. Each calls the driver's
+//! own function first, as the program would have, and records alongside;
+//! a failure of the recording turns recording off for the rest of the run
+//! (one line on stderr) and never changes what the program's call returns.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use crate::real::*;
+use crate::state::{self, Launch};
+
+/// `cuMemAlloc_v2`: served from the recording region while it has room.
+///
+/// # Safety
+/// As the driver's: `dptr` must be valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut DevPtr, size: usize) -> CuResult {
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(size as u64)
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    match real() {
+        // SAFETY: forwarded unchanged.
+        Ok(r) => unsafe { (r.cuMemAlloc_v2)(dptr, size) },
+        Err(_) => ERROR_NOT_FOUND,
+    }
+}
+
+/// `cuMemFree_v2`: memory of the region is not handed out again (it is a
+/// bump allocator), the rest goes to the driver.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFree_v2(dptr: DevPtr) -> CuResult {
+    if state::in_region(dptr) {
+        return SUCCESS;
+    }
+    match real() {
+        // SAFETY: forwarded unchanged.
+        Ok(r) => unsafe { (r.cuMemFree_v2)(dptr) },
+        Err(_) => ERROR_NOT_FOUND,
+    }
+}
+
+/// `cuModuleLoadData`.
+///
+/// # Safety
+/// As the driver's: `image` points at a whole PTX, cubin or fat binary.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CuResult {
+    let Ok(r) = real() else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { (r.cuModuleLoadData)(module, image) };
+    if rc == SUCCESS {
+        // SAFETY: the driver accepted it: a valid image, and `module` holds
+        // the new module.
+        unsafe { state::loaded(*module, image as *const u8) };
+    }
+    rc
+}
+
+/// `cuModuleLoadDataEx` (its JIT options do not change the image).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut Handle,
+    image: *const c_void,
+    n: c_uint,
+    options: *mut c_int,
+    values: *mut *mut c_void,
+) -> CuResult {
+    let Some(load) = optional::<ModuleLoadDataEx>("cuModuleLoadDataEx") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { load(module, image, n, options, values) };
+    if rc == SUCCESS {
+        // SAFETY: as for cuModuleLoadData.
+        unsafe { state::loaded(*module, image as *const u8) };
+    }
+    rc
+}
+
+/// `cuModuleGetFunction`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    f: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    let Ok(r) = real() else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { (r.cuModuleGetFunction)(f, module, name) };
+    if rc == SUCCESS {
+        // SAFETY: the driver read `name` as a C string and wrote `*f`.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: as above.
+        state::function(unsafe { *f }, module, &name);
+    }
+    rc
+}
+
+/// `cuLaunchKernel`: a launch the configuration selects is recorded (the
+/// recorder runs it, with its snapshots, on the program's stream); every
+/// other goes straight to the driver.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: Handle,
+    gx: c_uint,
+    gy: c_uint,
+    gz: c_uint,
+    bx: c_uint,
+    by: c_uint,
+    bz: c_uint,
+    shared: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    let Ok(r) = real() else {
+        return ERROR_NOT_FOUND;
+    };
+    if extra.is_null() && !params.is_null() {
+        let launch = Launch {
+            function: f,
+            grid: [gx, gy, gz],
+            block: [bx, by, bz],
+            shared,
+            stream,
+            params,
+        };
+        // SAFETY: `params` holds one pointer per parameter of `f`, as the
+        // driver requires of the caller.
+        if let Some(rc) = unsafe { state::launch(&launch) } {
+            return rc;
+        }
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { (r.cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) }
+}

@@ -1,0 +1,19 @@
+//! reprise's interposer on the CUDA driver API: preloaded into an
+//! unmodified program (`reprise record -- PROGRAM`, or `LD_PRELOAD`), it
+//! serves the program's `cuMemAlloc` from a recording region at a fixed
+//! address and records the launches the `REPRISE_RECORD_*` variables
+//! select, on the program's own stream, in reprise's capture format.
+//!
+//! - [`real`]: the driver's own entry points (`dlsym(RTLD_NEXT, ...)`);
+//! - `executor`: an executor over the program's context, modules,
+//!   functions and streams, which the std adapter's `Recorder` runs on;
+//! - `state`: the process's recorder and what the program's handles are;
+//! - `hooks`: the exported `cu*` entry points.
+//!
+//! Programs linked with `-lcuda` are caught by the exports; programs that
+//! reach the driver through `cuGetProcAddress` (CUDA's runtime) are not yet.
+
+mod executor;
+mod hooks;
+pub mod real;
+mod state;

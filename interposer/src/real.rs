@@ -1,0 +1,150 @@
+//! The driver's own entry points, found past the interposer
+//! (`dlsym(RTLD_NEXT, ...)`): every call the interposer makes goes to them,
+//! never back into its own hooks.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::OnceLock;
+
+/// `CUresult`.
+pub type CuResult = c_int;
+/// `CUdeviceptr`.
+pub type DevPtr = u64;
+/// `CUmodule`, `CUfunction`, `CUstream`, `CUcontext`: opaque pointers.
+pub type Handle = *mut c_void;
+
+/// `CUDA_SUCCESS`.
+pub const SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_NOT_FOUND`.
+pub const ERROR_NOT_FOUND: CuResult = 500;
+
+/// `CUmemLocation` (cuda.h): a device by ordinal.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemLocation {
+    /// `CU_MEM_LOCATION_TYPE_DEVICE` = 1.
+    pub kind: c_uint,
+    /// The device ordinal.
+    pub id: c_int,
+}
+
+/// `CUmemAllocationProp` (cuda.h, 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemAllocationProp {
+    /// `CU_MEM_ALLOCATION_TYPE_PINNED` = 1.
+    pub kind: c_uint,
+    /// `CU_MEM_HANDLE_TYPE_NONE` = 0.
+    pub handle_types: c_uint,
+    /// Where the memory lives.
+    pub location: MemLocation,
+    /// Windows only.
+    pub win32: *mut c_void,
+    /// `allocFlags`: compression, RDMA, usage, reserved.
+    pub flags: [u8; 8],
+}
+
+/// `CUmemAccessDesc` (cuda.h).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemAccessDesc {
+    /// The device given access.
+    pub location: MemLocation,
+    /// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE` = 3.
+    pub flags: c_uint,
+}
+
+macro_rules! real {
+    ($($name:ident: fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// The driver's entry points, named as the driver exports them.
+        #[allow(non_snake_case, missing_docs)]
+        pub struct Real {
+            $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
+        }
+
+        impl Real {
+            fn resolve() -> Result<Real, &'static str> {
+                Ok(Real {
+                    $($name: {
+                        let name = concat!(stringify!($name), "\0");
+                        // SAFETY: a NUL-terminated name; RTLD_NEXT searches
+                        // the objects loaded after this one.
+                        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) };
+                        if p.is_null() {
+                            return Err(stringify!($name));
+                        }
+                        // SAFETY: the symbol is the driver's function of the
+                        // signature cuda.h declares, restated here.
+                        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> $ret>(p) }
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+real! {
+    cuMemAlloc_v2: fn(*mut DevPtr, usize) -> CuResult;
+    cuMemFree_v2: fn(DevPtr) -> CuResult;
+    cuModuleLoadData: fn(*mut Handle, *const c_void) -> CuResult;
+    cuModuleGetFunction: fn(*mut Handle, Handle, *const c_char) -> CuResult;
+    cuModuleGetGlobal_v2: fn(*mut DevPtr, *mut usize, Handle, *const c_char) -> CuResult;
+    cuFuncGetParamInfo: fn(Handle, usize, *mut usize, *mut usize) -> CuResult;
+    cuLaunchKernel: fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+    cuMemcpyHtoDAsync_v2: fn(DevPtr, *const c_void, usize, Handle) -> CuResult;
+    cuMemcpyDtoHAsync_v2: fn(*mut c_void, DevPtr, usize, Handle) -> CuResult;
+    cuMemcpyDtoDAsync_v2: fn(DevPtr, DevPtr, usize, Handle) -> CuResult;
+    cuStreamSynchronize: fn(Handle) -> CuResult;
+    cuMemGetAllocationGranularity: fn(*mut usize, *const MemAllocationProp, c_int) -> CuResult;
+    cuMemAddressReserve: fn(*mut DevPtr, usize, usize, DevPtr, u64) -> CuResult;
+    cuMemAddressFree: fn(DevPtr, usize) -> CuResult;
+    cuMemCreate: fn(*mut u64, usize, *const MemAllocationProp, u64) -> CuResult;
+    cuMemRelease: fn(u64) -> CuResult;
+    cuMemMap: fn(DevPtr, usize, usize, u64, u64) -> CuResult;
+    cuMemUnmap: fn(DevPtr, usize) -> CuResult;
+    cuMemSetAccess: fn(DevPtr, usize, *const MemAccessDesc, usize) -> CuResult;
+    cuGetErrorName: fn(CuResult, *mut *const c_char) -> CuResult;
+}
+
+/// The driver's entry points, or the first one missing.
+pub fn real() -> Result<&'static Real, &'static str> {
+    static REAL: OnceLock<Result<Real, &'static str>> = OnceLock::new();
+    REAL.get_or_init(Real::resolve).as_ref().map_err(|e| *e)
+}
+
+/// The driver's name of `rc` ("CUDA_ERROR_INVALID_VALUE"), or its number.
+pub fn error_name(rc: CuResult) -> String {
+    if let Ok(r) = real() {
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: a valid out-pointer; the driver writes a static string.
+        if unsafe { (r.cuGetErrorName)(rc, &mut p) } == SUCCESS && !p.is_null() {
+            // SAFETY: NUL-terminated static string owned by the driver.
+            return unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    format!("CUresult {rc}")
+}
+
+/// `cuCtxGetDevice` (`CUresult cuCtxGetDevice(CUdevice *)`).
+pub type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;
+/// `cuModuleLoadDataEx`.
+pub type ModuleLoadDataEx = unsafe extern "C" fn(
+    *mut Handle,
+    *const c_void,
+    c_uint,
+    *mut c_int,
+    *mut *mut c_void,
+) -> CuResult;
+
+/// An entry point a driver may lack, looked up past the interposer.
+pub fn optional<F: Copy>(name: &'static str) -> Option<F> {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated name; RTLD_NEXT searches the objects loaded
+    // after this one.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c.as_ptr()) };
+    // SAFETY: `F` is the function pointer type of `name` as cuda.h declares
+    // it (the callers pass matching pairs), of a pointer's size.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+}
