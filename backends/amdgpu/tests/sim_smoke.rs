@@ -355,7 +355,10 @@ fn switches() {
         &[("REPRISE_SIM_HSA_FAIL", "hsa_queue_create:1")],
     );
     child("copy_delay", &[("REPRISE_SIM_HSA_COPY_DELAY_US", "300")]);
-    child("abandoned_sync", &[("REPRISE_SIM_HSA_COPY_DELAY_US", "20000")]);
+    child(
+        "abandoned_sync",
+        &[("REPRISE_SIM_HSA_COPY_DELAY_US", "20000")],
+    );
 }
 
 /// The child's side of [`switches`]: nothing unless
@@ -447,10 +450,16 @@ fn scenario() {
             let n = 4096usize;
             let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
             let mut q = exec.queue().unwrap();
-            q.upload(buffer_of(&exec, &xs), &whole(base, n * 4)).unwrap();
+            q.upload(buffer_of(&exec, &xs), &whole(base, n * 4))
+                .unwrap();
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            assert!(q.poll_synchronize(&mut cx).is_pending(), "the delayed copy is still running");
-            let t = q.download(exec.buffer(n * 4).unwrap(), &whole(base, n * 4)).unwrap();
+            assert!(
+                q.poll_synchronize(&mut cx).is_pending(),
+                "the delayed copy is still running"
+            );
+            let t = q
+                .download(exec.buffer(n * 4).unwrap(), &whole(base, n * 4))
+                .unwrap();
             synchronize(&mut q).unwrap();
             let mut bufs = reclaim_all(&mut q);
             assert_eq!(floats(take(&mut bufs, t).as_ref()), xs);
