@@ -1,0 +1,45 @@
+//! The interposer library the workspace builds exports the driver entry
+//! points it hooks (and building this test makes cargo build the library,
+//! which the `reprise record` tests preload).
+
+use std::path::PathBuf;
+
+/// The built library: next to this test's executable's directory.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [
+        deps.join("libreprise_interposer.so"),
+        deps.join("../libreprise_interposer.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("cargo builds the interposer before its tests")
+}
+
+#[test]
+fn the_library_exports_the_hooked_entry_points() {
+    let out = std::process::Command::new("nm")
+        .arg("-D")
+        .arg("--defined-only")
+        .arg(library())
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: no nm");
+        return;
+    };
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "cuMemAlloc_v2",
+        "cuMemFree_v2",
+        "cuModuleLoadData",
+        "cuModuleLoadDataEx",
+        "cuModuleGetFunction",
+        "cuLaunchKernel",
+    ] {
+        assert!(
+            symbols.lines().any(|l| l.ends_with(&format!(" T {name}"))),
+            "{name} is not exported:\n{symbols}"
+        );
+    }
+}
