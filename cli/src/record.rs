@@ -29,9 +29,11 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 /// The `REPRISE_RECORD_*` variables work as for the library's `Recorder`;
 /// the options here override them.
 ///
-/// Programs linked with `-lcuda` are recorded; programs that reach the
-/// driver only through `cuGetProcAddress` (CUDA's runtime library) are not
-/// yet. The exit status is the program's (128 + N when signal N ended it).
+/// Programs linked with `-lcuda` are recorded, and so are programs that
+/// resolve the driver through `dlopen` and `cuGetProcAddress` as CUDA's
+/// runtime library does. Kernels of `cuLibraryLoadData` and launches through
+/// `cuLaunchKernelEx` are not recorded yet. The exit status is the
+/// program's (128 + N when signal N ended it).
 #[derive(Args, Debug)]
 pub struct RecordArgs {
     /// Where the captures go.

@@ -114,6 +114,39 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     rc
 }
 
+/// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle any
+/// entry point takes.
+const STREAM_PER_THREAD: usize = 0x2;
+
+/// Records `launch` if selected: `Some(result)` when the recorder ran it.
+///
+/// # Safety
+/// `params` holds one pointer per parameter of `f`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn try_record(
+    f: Handle,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Option<CuResult> {
+    if !extra.is_null() || params.is_null() {
+        return None;
+    }
+    let launch = Launch {
+        function: f,
+        grid,
+        block,
+        shared,
+        stream,
+        params,
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { state::launch(&launch) }
+}
+
 /// `cuLaunchKernel`: a launch the configuration selects is recorded (the
 /// recorder runs it, with its snapshots, on the program's stream); every
 /// other goes straight to the driver.
@@ -137,21 +170,71 @@ pub unsafe extern "C" fn cuLaunchKernel(
     let Ok(r) = real() else {
         return ERROR_NOT_FOUND;
     };
-    if extra.is_null() && !params.is_null() {
-        let launch = Launch {
-            function: f,
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            shared,
-            stream,
-            params,
-        };
-        // SAFETY: `params` holds one pointer per parameter of `f`, as the
-        // driver requires of the caller.
-        if let Some(rc) = unsafe { state::launch(&launch) } {
-            return rc;
-        }
+    // SAFETY: the driver's own requirement on `params`.
+    if let Some(rc) =
+        unsafe { try_record(f, [gx, gy, gz], [bx, by, bz], shared, stream, params, extra) }
+    {
+        return rc;
     }
     // SAFETY: forwarded unchanged.
     unsafe { (r.cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) }
+}
+
+/// `cuLaunchKernel_ptsz` (what `cuGetProcAddress` hands out for the
+/// per-thread default stream): as [`cuLaunchKernel`], its stream 0 being
+/// the thread's default stream.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernel_ptsz(
+    f: Handle,
+    gx: c_uint,
+    gy: c_uint,
+    gz: c_uint,
+    bx: c_uint,
+    by: c_uint,
+    bz: c_uint,
+    shared: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    type LaunchFn = unsafe extern "C" fn(
+        Handle,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        Handle,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CuResult;
+    let Some(real) = optional::<LaunchFn>("cuLaunchKernel_ptsz") else {
+        return ERROR_NOT_FOUND;
+    };
+    let recorded_on = if stream.is_null() {
+        STREAM_PER_THREAD as Handle
+    } else {
+        stream
+    };
+    // SAFETY: the driver's own requirement on `params`.
+    if let Some(rc) = unsafe {
+        try_record(
+            f,
+            [gx, gy, gz],
+            [bx, by, bz],
+            shared,
+            recorded_on,
+            params,
+            extra,
+        )
+    } {
+        return rc;
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) }
 }

@@ -11,9 +11,11 @@
 //! - `hooks`: the exported `cu*` entry points.
 //!
 //! Programs linked with `-lcuda` are caught by the exports; programs that
-//! reach the driver through `cuGetProcAddress` (CUDA's runtime) are not yet.
+//! reach the driver through `dlopen` + `cuGetProcAddress` (CUDA's runtime)
+//! by the exported `dlsym` and `cuGetProcAddress[_v2]` (`resolve`).
 
 mod executor;
 mod hooks;
 pub mod real;
+mod resolve;
 mod state;

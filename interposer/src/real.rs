@@ -65,10 +65,7 @@ macro_rules! real {
             fn resolve() -> Result<Real, &'static str> {
                 Ok(Real {
                     $($name: {
-                        let name = concat!(stringify!($name), "\0");
-                        // SAFETY: a NUL-terminated name; RTLD_NEXT searches
-                        // the objects loaded after this one.
-                        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) };
+                        let p = lookup(concat!(stringify!($name), "\0"));
                         if p.is_null() {
                             return Err(stringify!($name));
                         }
@@ -141,10 +138,61 @@ pub type ModuleLoadDataEx = unsafe extern "C" fn(
 pub fn optional<F: Copy>(name: &'static str) -> Option<F> {
     assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
     let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: a NUL-terminated name; RTLD_NEXT searches the objects loaded
-    // after this one.
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c.as_ptr()) };
+    let p = lookup(c.to_str().ok()?);
     // SAFETY: `F` is the function pointer type of `name` as cuda.h declares
     // it (the callers pass matching pairs), of a pointer's size.
     (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+}
+
+type Dlsym = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+
+/// The C library's `dlsym`, past the interposer's own (which hands out
+/// hooks).
+pub fn real_dlsym() -> Option<Dlsym> {
+    static REAL: OnceLock<Option<usize>> = OnceLock::new();
+    let p = *REAL.get_or_init(|| {
+        [c"GLIBC_2.34", c"GLIBC_2.2.5"].iter().find_map(|v| {
+            // SAFETY: NUL-terminated names; `dlvsym` is not interposed.
+            let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), v.as_ptr()) };
+            (!p.is_null()).then_some(p as usize)
+        })
+    });
+    // SAFETY: the C library's `dlsym`, of this signature.
+    p.map(|p| unsafe { std::mem::transmute::<usize, Dlsym>(p) })
+}
+
+/// The driver's function `name` (NUL-terminated or not): past the
+/// interposer in the global scope (a program linked with `-lcuda`), else in
+/// the `libcuda.so.1` the program opened itself (`dlopen`, local to it, as
+/// CUDA's runtime does). Null when neither has it.
+pub fn lookup(name: &str) -> *mut c_void {
+    let Some(dlsym) = real_dlsym() else {
+        return std::ptr::null_mut();
+    };
+    let Ok(c) = std::ffi::CString::new(name.trim_end_matches('\0')) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: a NUL-terminated name; RTLD_NEXT searches the objects loaded
+    // after this one.
+    let p = unsafe { dlsym(libc::RTLD_NEXT, c.as_ptr()) };
+    if !p.is_null() {
+        return p;
+    }
+    // SAFETY: RTLD_NOLOAD only finds a library already loaded.
+    let handle = unsafe {
+        libc::dlopen(
+            c"libcuda.so.1".as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+        )
+    };
+    if handle.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a handle of a loaded library and a NUL-terminated name; the
+    // reference NOLOAD took is dropped at once (the program keeps its own).
+    unsafe {
+        let p = dlsym(handle, c.as_ptr());
+        libc::dlclose(handle);
+        p
+    }
 }
