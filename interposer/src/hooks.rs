@@ -114,6 +114,143 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     rc
 }
 
+/// `cuMemAllocAsync`: served from the recording region while it has room
+/// (a bump allocation is usable at once, so stream order holds).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut DevPtr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(size as u64)
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    match optional::<MemAllocAsync>("cuMemAllocAsync") {
+        // SAFETY: forwarded unchanged.
+        Some(f) => unsafe { f(dptr, size, stream) },
+        None => ERROR_NOT_FOUND,
+    }
+}
+
+/// `cuMemFreeAsync`: region memory is not handed out again.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: DevPtr, stream: Handle) -> CuResult {
+    if state::in_region(dptr) {
+        return SUCCESS;
+    }
+    match optional::<MemFreeAsync>("cuMemFreeAsync") {
+        // SAFETY: forwarded unchanged.
+        Some(f) => unsafe { f(dptr, stream) },
+        None => ERROR_NOT_FOUND,
+    }
+}
+
+/// The module inside a library.
+fn library_module(library: Handle) -> Option<Handle> {
+    let get = optional::<LibraryGetModule>("cuLibraryGetModule")?;
+    let mut module: Handle = std::ptr::null_mut();
+    // SAFETY: a library the driver just handed out, and a valid out-pointer.
+    (unsafe { get(&mut module, library) } == SUCCESS).then_some(module)
+}
+
+/// `cuLibraryLoadData` (CUDA 12's runtime loads its kernels so).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLibraryLoadData(
+    library: *mut Handle,
+    code: *const c_void,
+    jit_options: *mut c_int,
+    jit_values: *mut *mut c_void,
+    n_jit: c_uint,
+    lib_options: *mut c_int,
+    lib_values: *mut *mut c_void,
+    n_lib: c_uint,
+) -> CuResult {
+    let Some(load) = optional::<LibraryLoadData>("cuLibraryLoadData") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe {
+        load(
+            library,
+            code,
+            jit_options,
+            jit_values,
+            n_jit,
+            lib_options,
+            lib_values,
+            n_lib,
+        )
+    };
+    if rc == SUCCESS
+        // SAFETY: the driver wrote the new library.
+        && let Some(module) = library_module(unsafe { *library })
+    {
+        // SAFETY: the driver accepted `code` as an image.
+        unsafe { state::loaded(module, code as *const u8) };
+    }
+    rc
+}
+
+/// `cuLibraryGetKernel`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetKernel(
+    kernel: *mut Handle,
+    library: Handle,
+    name: *const c_char,
+) -> CuResult {
+    let Some(get) = optional::<LibraryGetKernel>("cuLibraryGetKernel") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { get(kernel, library, name) };
+    if rc == SUCCESS
+        && let Some(module) = library_module(library)
+    {
+        // SAFETY: the driver read `name` as a C string and wrote `*kernel`.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: as above.
+        state::function(unsafe { *kernel }, module, &name);
+    }
+    rc
+}
+
+/// `cuKernelGetFunction`: the function is the kernel's other handle.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetFunction(f: *mut Handle, kernel: Handle) -> CuResult {
+    let Some(get) = optional::<KernelGetFunction>("cuKernelGetFunction") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { get(f, kernel) };
+    if rc == SUCCESS {
+        // SAFETY: the driver wrote `*f`.
+        state::alias(unsafe { *f }, kernel);
+    }
+    rc
+}
+
 /// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle any
 /// entry point takes.
 const STREAM_PER_THREAD: usize = 0x2;

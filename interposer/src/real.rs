@@ -196,3 +196,25 @@ pub fn lookup(name: &str) -> *mut c_void {
         p
     }
 }
+
+/// `cuLibraryLoadData` (CUDA 12).
+pub type LibraryLoadData = unsafe extern "C" fn(
+    *mut Handle,
+    *const c_void,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+) -> CuResult;
+/// `cuLibraryGetModule`.
+pub type LibraryGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
+/// `cuLibraryGetKernel`.
+pub type LibraryGetKernel = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
+/// `cuKernelGetFunction`.
+pub type KernelGetFunction = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
+/// `cuMemAllocAsync`.
+pub type MemAllocAsync = unsafe extern "C" fn(*mut DevPtr, usize, Handle) -> CuResult;
+/// `cuMemFreeAsync`.
+pub type MemFreeAsync = unsafe extern "C" fn(DevPtr, Handle) -> CuResult;

@@ -24,12 +24,17 @@ fn hook(name: &[u8]) -> Option<*mut c_void> {
         b"cuModuleGetFunction" => hooks::cuModuleGetFunction as *mut c_void,
         b"cuLaunchKernel" => hooks::cuLaunchKernel as *mut c_void,
         b"cuLaunchKernel_ptsz" => hooks::cuLaunchKernel_ptsz as *mut c_void,
+        b"cuMemAllocAsync" => hooks::cuMemAllocAsync as *mut c_void,
+        b"cuMemFreeAsync" => hooks::cuMemFreeAsync as *mut c_void,
+        b"cuLibraryLoadData" => hooks::cuLibraryLoadData as *mut c_void,
+        b"cuLibraryGetKernel" => hooks::cuLibraryGetKernel as *mut c_void,
+        b"cuKernelGetFunction" => hooks::cuKernelGetFunction as *mut c_void,
         _ => return None,
     })
 }
 
 /// Names of the driver's functions the hooks stand for.
-const HOOKED: [&CStr; 9] = [
+const HOOKED: [&CStr; 14] = [
     c"cuGetProcAddress_v2",
     c"cuGetProcAddress",
     c"cuMemAlloc_v2",
@@ -39,6 +44,11 @@ const HOOKED: [&CStr; 9] = [
     c"cuModuleGetFunction",
     c"cuLaunchKernel",
     c"cuLaunchKernel_ptsz",
+    c"cuMemAllocAsync",
+    c"cuMemFreeAsync",
+    c"cuLibraryLoadData",
+    c"cuLibraryGetKernel",
+    c"cuKernelGetFunction",
 ];
 
 /// The hook for a function pointer the driver handed out, if it is one of

@@ -27,6 +27,8 @@ struct State {
     rec: Recorder<Interposed>,
     images: HashMap<usize, ImageId>,
     kernels: HashMap<usize, Kernel<Interposed>>,
+    /// What each known function handle is: its image and name.
+    names: HashMap<usize, (ImageId, String)>,
     recorded: u64,
 }
 
@@ -95,6 +97,7 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
                     rec,
                     images: HashMap::new(),
                     kernels: HashMap::new(),
+                    names: HashMap::new(),
                     recorded: 0,
                 }));
             }
@@ -200,6 +203,24 @@ pub fn function(function: Handle, module: Handle, name: &str) {
     match s.rec.kernel(image, name) {
         Ok(k) => {
             s.kernels.insert(function as usize, k);
+            s.names.insert(function as usize, (image, name.to_string()));
+        }
+        Err(e) => give_up(&mut phase, e),
+    }
+}
+
+/// `new` is another handle of the function `old` (a `CUfunction` of a
+/// library's `CUkernel`).
+pub fn alias(new: Handle, old: Handle) {
+    let mut phase = lock();
+    let Some(s) = state(&mut phase) else { return };
+    let Some((image, name)) = s.names.get(&(old as usize)).cloned() else {
+        return;
+    };
+    match s.rec.kernel(image, &name) {
+        Ok(k) => {
+            s.kernels.insert(new as usize, k);
+            s.names.insert(new as usize, (image, name));
         }
         Err(e) => give_up(&mut phase, e),
     }
