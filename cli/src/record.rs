@@ -32,7 +32,8 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 /// Programs linked with `-lcuda` are recorded, and so are programs that
 /// resolve the driver through `dlopen` and `cuGetProcAddress` as CUDA's
 /// runtime library does, `cuLibraryLoadData` kernels included. Launches
-/// through `cuLaunchKernelEx` are not recorded yet. The exit status is the
+/// with attributes (`cuLaunchKernelEx`: cooperative, clusters) are not
+/// recorded yet. The exit status is the
 /// program's (128 + N when signal N ended it).
 #[derive(Args, Debug)]
 pub struct RecordArgs {

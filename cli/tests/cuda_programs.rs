@@ -318,12 +318,12 @@ fn a_program_resolving_the_driver_records_unchanged_and_every_capture_replays() 
     records_unchanged_and_replays("resolver", 3);
 }
 
-/// CUDA 12's way: a library's kernel, launched as its `CUfunction` and as
-/// the `CUkernel` itself, on `cuMemAllocAsync` memory; its third launch,
-/// through `cuLaunchKernelEx`, is not recorded yet (it runs as usual).
+/// CUDA 12's way: a library's kernel, launched as its `CUfunction`, as the
+/// `CUkernel` itself and through `cuLaunchKernelEx`, on `cuMemAllocAsync`
+/// memory.
 #[test]
 fn a_library_program_records_unchanged_and_every_capture_replays() {
-    records_unchanged_and_replays("library", 2);
+    records_unchanged_and_replays("library", 3);
 }
 
 #[test]

@@ -375,3 +375,94 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
     // SAFETY: forwarded unchanged.
     unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) }
 }
+
+/// `CUlaunchConfig` (cuda.h): grid, block, dynamic shared memory, stream
+/// and launch attributes.
+#[repr(C)]
+pub struct LaunchConfig {
+    /// Grid in x, y, z.
+    pub grid: [c_uint; 3],
+    /// Block in x, y, z.
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory.
+    pub shared: c_uint,
+    /// The stream.
+    pub stream: Handle,
+    /// Launch attributes (`CUlaunchAttribute`, 72 bytes each).
+    pub attrs: *mut c_void,
+    /// How many.
+    pub num_attrs: c_uint,
+}
+
+type LaunchExFn = unsafe extern "C" fn(
+    *const LaunchConfig,
+    Handle,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CuResult;
+
+/// [`cuLaunchKernelEx`] and its `_ptsz` variant: launches without
+/// attributes are recorded as `cuLaunchKernel`'s; launches with attributes
+/// (cooperative, clusters, priorities) run unrecorded.
+///
+/// # Safety
+/// As the driver's.
+unsafe fn launch_ex(
+    real: &'static str,
+    config: *const LaunchConfig,
+    f: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    per_thread: bool,
+) -> CuResult {
+    let Some(launch) = optional::<LaunchExFn>(real) else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: the caller's config, valid for the call.
+    if let Some(c) = unsafe { config.as_ref() }
+        && c.num_attrs == 0
+    {
+        let stream = if per_thread && c.stream.is_null() {
+            STREAM_PER_THREAD as Handle
+        } else {
+            c.stream
+        };
+        // SAFETY: the driver's own requirement on `params`.
+        if let Some(rc) = unsafe { try_record(f, c.grid, c.block, c.shared, stream, params, extra) }
+        {
+            return rc;
+        }
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { launch(config, f, params, extra) }
+}
+
+/// `cuLaunchKernelEx` (CUDA 12).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const LaunchConfig,
+    f: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    // SAFETY: as the driver's.
+    unsafe { launch_ex("cuLaunchKernelEx", config, f, params, extra, false) }
+}
+
+/// `cuLaunchKernelEx_ptsz`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
+    config: *const LaunchConfig,
+    f: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    // SAFETY: as the driver's.
+    unsafe { launch_ex("cuLaunchKernelEx_ptsz", config, f, params, extra, true) }
+}

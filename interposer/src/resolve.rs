@@ -29,12 +29,14 @@ fn hook(name: &[u8]) -> Option<*mut c_void> {
         b"cuLibraryLoadData" => hooks::cuLibraryLoadData as *mut c_void,
         b"cuLibraryGetKernel" => hooks::cuLibraryGetKernel as *mut c_void,
         b"cuKernelGetFunction" => hooks::cuKernelGetFunction as *mut c_void,
+        b"cuLaunchKernelEx" => hooks::cuLaunchKernelEx as *mut c_void,
+        b"cuLaunchKernelEx_ptsz" => hooks::cuLaunchKernelEx_ptsz as *mut c_void,
         _ => return None,
     })
 }
 
 /// Names of the driver's functions the hooks stand for.
-const HOOKED: [&CStr; 14] = [
+const HOOKED: [&CStr; 16] = [
     c"cuGetProcAddress_v2",
     c"cuGetProcAddress",
     c"cuMemAlloc_v2",
@@ -49,6 +51,8 @@ const HOOKED: [&CStr; 14] = [
     c"cuLibraryLoadData",
     c"cuLibraryGetKernel",
     c"cuKernelGetFunction",
+    c"cuLaunchKernelEx",
+    c"cuLaunchKernelEx_ptsz",
 ];
 
 /// The hook for a function pointer the driver handed out, if it is one of

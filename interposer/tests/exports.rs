@@ -36,6 +36,17 @@ fn the_library_exports_the_hooked_entry_points() {
         "cuModuleLoadDataEx",
         "cuModuleGetFunction",
         "cuLaunchKernel",
+        "cuLaunchKernel_ptsz",
+        "cuLaunchKernelEx",
+        "cuLaunchKernelEx_ptsz",
+        "cuLibraryLoadData",
+        "cuLibraryGetKernel",
+        "cuKernelGetFunction",
+        "cuMemAllocAsync",
+        "cuMemFreeAsync",
+        "cuGetProcAddress",
+        "cuGetProcAddress_v2",
+        "dlsym",
     ] {
         assert!(
             symbols.lines().any(|l| l.ends_with(&format!(" T {name}"))),
