@@ -101,6 +101,9 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         builder = builder.num_threads(n);
     }
     let backend = builder.resolved_backend()?;
+    for m in reprise_std::list::marked_args(rec) {
+        eprintln!("warning: {}: {m}", a.file.display());
+    }
     if let (BackendKind::Host, Some(d)) = (backend, a.device_id) {
         eprintln!(
             "warning: --device-id {d} is ignored: the host executor has no devices to choose from"

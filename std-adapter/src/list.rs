@@ -97,6 +97,7 @@ impl Description {
         {
             out.push(why.named(names).to_string());
         }
+        out.extend(marked_args(&self.record));
         for f in self.findings.iter().filter(|f| !f.incomplete) {
             match &f.error {
                 Error::MissingGlobals { path, .. } => out.push(format!(
@@ -291,4 +292,27 @@ pub fn scan(dir: &Path, verify: bool) -> Result<Vec<Entry>> {
         }
     }
     Ok(out)
+}
+
+/// What a recording marked about the arguments of `record` (`ArgsOutside`,
+/// `ArgsInGlobals`): one line per marked argument, saying why a replay may
+/// not reproduce the launch. `inspect` and `list` show them as notes, and
+/// a replay warns with them.
+pub fn marked_args(record: &KernelRecord) -> Vec<String> {
+    let outside = record.args_outside.iter().map(|&i| {
+        format!(
+            "argument {i} held {:#x}, outside the recording region (memory the recorder could not \
+             place there: managed, host-mapped, or allocated once the region was full); the capture \
+             does not hold it, so a replay may read other data there or fault",
+            record.arg_value(usize::from(i))
+        )
+    });
+    let globals = record.args_in_globals.iter().map(|&i| {
+        format!(
+            "argument {i} held {:#x}, the address of a device global; a replay loads the image \
+             anew, and the global may be elsewhere",
+            record.arg_value(usize::from(i))
+        )
+    });
+    outside.chain(globals).collect()
 }

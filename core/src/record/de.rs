@@ -267,6 +267,8 @@ struct Raw {
     format_version: Option<u64>,
     launch_seq: Option<u64>,
     checksums: Option<RawChecksums>,
+    args_outside: Option<CappedVec<u64, MAX_ARGS>>,
+    args_in_globals: Option<CappedVec<u64, MAX_ARGS>>,
     /// Whether the top-level value was an object.
     in_object: bool,
     /// How many descriptor keys it held.
@@ -312,6 +314,8 @@ const KEYS: &[&str] = &[
     "RepriseFormat",
     "LaunchSeq",
     "Checksums",
+    "ArgsOutside",
+    "ArgsInGlobals",
 ];
 
 impl<'de> Visitor<'de> for RawSeed<'_> {
@@ -360,11 +364,45 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
                 "Backend" => r.backend = Some(map.next_value()?),
                 "RepriseFormat" => r.format_version = Some(map.next_value()?),
                 "LaunchSeq" => r.launch_seq = Some(map.next_value()?),
+                "ArgsOutside" => r.args_outside = Some(map.next_value()?),
+                "ArgsInGlobals" => r.args_in_globals = Some(map.next_value()?),
                 _ => r.checksums = Some(map.next_value()?),
             }
         }
         Ok(())
     }
+}
+
+/// A list of argument indices (`ArgsOutside`, `ArgsInGlobals`): each must
+/// name one of the `num_args` arguments.
+fn arg_indices(
+    v: Option<CappedVec<u64, MAX_ARGS>>,
+    key: &'static str,
+    num_args: u64,
+) -> Result<Vec<u8, MAX_ARGS>, RecordError> {
+    let Some(c) = v else {
+        return Ok(Vec::new());
+    };
+    if c.len > MAX_ARGS as u64 {
+        return Err(RecordError::TooManyArgs {
+            count: c.len,
+            max: MAX_ARGS,
+        });
+    }
+    let mut out = Vec::new();
+    for &index in &c.v {
+        if index >= num_args {
+            return Err(RecordError::BadArgIndex {
+                key,
+                index,
+                num_args,
+            });
+        }
+        // Both fit: `index < num_args <= MAX_ARGS`, one entry per slot.
+        out.push(index as u8)
+            .map_err(|_| RecordError::OutOfRange(key))?;
+    }
+    Ok(out)
 }
 
 fn to_u32(v: u64, key: &'static str) -> Result<u32, RecordError> {
@@ -585,6 +623,8 @@ impl Raw {
                 .transpose()?,
             launch_seq: self.launch_seq,
             checksums,
+            args_outside: arg_indices(self.args_outside, "ArgsOutside", num_args)?,
+            args_in_globals: arg_indices(self.args_in_globals, "ArgsInGlobals", num_args)?,
         })
     }
 }

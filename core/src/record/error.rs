@@ -136,6 +136,16 @@ pub enum RecordError {
         /// Why it cannot be right.
         problem: ArgSizeProblem,
     },
+    /// An argument index list (`ArgsOutside`, `ArgsInGlobals`) names an
+    /// argument the launch does not have.
+    BadArgIndex {
+        /// The key.
+        key: &'static str,
+        /// The index as written.
+        index: u64,
+        /// `NumArgs`.
+        num_args: u64,
+    },
     /// The region base (`VAllocAddr`, `BumpAllocVAStart`) is 0.
     NullRegionBase(&'static str),
     /// `VAllocSize` is larger than [`MAX_REGION_SIZE`](super::MAX_REGION_SIZE).
@@ -259,6 +269,14 @@ impl fmt::Display for RecordError {
                 "{key} {} disagrees with {count_key} {count}: the first (x) dimension of {key} \
                  must equal {count_key}",
                 Dims(value)
+            ),
+            RecordError::BadArgIndex {
+                key,
+                index,
+                num_args,
+            } => write!(
+                f,
+                "{key} names argument {index}, but the launch has {num_args} arguments"
             ),
             RecordError::ArgSizesCount { num_args, sizes } => {
                 write!(f, "NumArgs is {num_args} but ArgSizes has {sizes} entries")

@@ -10,7 +10,8 @@
 //!   `VAllocAddr`, `VAllocSize`, `TeamsLimits`, `ThreadsLimits`;
 //! - **reprise**: the current set plus `RepriseFormat` (format version),
 //!   `Backend`, `Grid`, `Block` (3-D geometry), `ArgSizes`, `ArgData`,
-//!   `DeviceMemorySize` (snapshot length), `LaunchSeq` and `Checksums`.
+//!   `DeviceMemorySize` (snapshot length), `LaunchSeq`, `Checksums`, and
+//!   `ArgsOutside`/`ArgsInGlobals` (arguments a replay may not reproduce).
 //!
 //! The generation is detected from the keys present; unknown keys are
 //! ignored. Reading also checks what the descriptor alone can tell: a
@@ -59,6 +60,8 @@ use heapless::{String, Vec};
 
 mod de;
 mod error;
+#[cfg(test)]
+mod marks_tests;
 mod ser;
 #[cfg(test)]
 mod tests;
@@ -302,6 +305,16 @@ pub struct KernelRecord {
     pub launch_seq: Option<u64>,
     /// `Checksums` (reprise).
     pub checksums: Checksums,
+    /// `ArgsOutside` (reprise): arguments that held a device address outside
+    /// the recording region, in memory the recorder could not place there
+    /// (managed or host-mapped memory, or an allocation made when the region
+    /// was full). The capture does not hold that memory: a replay passes
+    /// the old address, so it may read other data or fault.
+    pub args_outside: Vec<u8, MAX_ARGS>,
+    /// `ArgsInGlobals` (reprise): arguments that held the address of a
+    /// device global. A replay loads the image anew and its globals may land
+    /// elsewhere, so the old address may not be the global's.
+    pub args_in_globals: Vec<u8, MAX_ARGS>,
 }
 
 impl KernelRecord {
@@ -334,6 +347,8 @@ impl KernelRecord {
             format_version: Some(FORMAT_VERSION),
             launch_seq: None,
             checksums: Checksums::default(),
+            args_outside: Vec::new(),
+            args_in_globals: Vec::new(),
         })
     }
 

@@ -84,6 +84,12 @@ impl Serialize for JsonView<'_> {
         if reprise && !r.arg_sizes.is_empty() {
             m.serialize_entry("ArgSizes", r.arg_sizes.as_slice())?;
         }
+        if reprise && !r.args_in_globals.is_empty() {
+            m.serialize_entry("ArgsInGlobals", r.args_in_globals.as_slice())?;
+        }
+        if reprise && !r.args_outside.is_empty() {
+            m.serialize_entry("ArgsOutside", r.args_outside.as_slice())?;
+        }
         if reprise {
             if let Some(b) = r.backend {
                 m.serialize_entry("Backend", b.as_str())?;

@@ -16,6 +16,8 @@ pub struct Args {
     values: Vec<u64>,
     sizes: Vec<u32>,
     data: Vec<u8>,
+    outside: Vec<u8>,
+    in_globals: Vec<u8>,
 }
 
 impl Args {
@@ -57,6 +59,30 @@ impl Args {
             self.data.extend_from_slice(b);
         }
         self.sizes.push(b.len() as u32);
+        self
+    }
+
+    /// Marks argument `index` as a device address outside the recording
+    /// region (`ArgsOutside` in the capture): memory the capture does not
+    /// hold, so a replay may not reproduce the launch. Indices past the
+    /// last argument are ignored.
+    pub fn mark_outside(mut self, index: usize) -> Self {
+        if index < self.len()
+            && let Ok(i) = u8::try_from(index)
+        {
+            self.outside.push(i);
+        }
+        self
+    }
+
+    /// Marks argument `index` as the address of a device global
+    /// (`ArgsInGlobals`): a replay's globals may land elsewhere.
+    pub fn mark_in_global(mut self, index: usize) -> Self {
+        if index < self.len()
+            && let Ok(i) = u8::try_from(index)
+        {
+            self.in_globals.push(i);
+        }
         self
     }
 
@@ -114,6 +140,9 @@ impl Args {
                 max: MAX_ARG_DATA,
             })
         })?;
+        // Never more marks than a capture holds.
+        record.args_outside = self.outside.iter().copied().take(MAX_ARGS).collect();
+        record.args_in_globals = self.in_globals.iter().copied().take(MAX_ARGS).collect();
         Ok(())
     }
 }
