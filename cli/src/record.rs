@@ -72,7 +72,7 @@ pub enum ModeArg {
 }
 
 /// The interposer: `REPRISE_INTERPOSER`, else next to this executable.
-fn interposer() -> Result<PathBuf> {
+pub(crate) fn interposer() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(INTERPOSER_VARIABLE) {
         let p = PathBuf::from(p);
         return if p.is_file() {

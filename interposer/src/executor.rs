@@ -71,28 +71,26 @@ pub struct Interposed {
     /// Set at exit: the driver may be gone, and every recorded launch was
     /// synchronized already, so queues make no more driver calls.
     pub(crate) exiting: Arc<std::sync::atomic::AtomicBool>,
-    device: i32,
 }
 
 impl Interposed {
-    pub(crate) fn new(device: i32) -> Interposed {
+    pub(crate) fn new() -> Interposed {
         Interposed {
             adopt: Mutex::new(None),
             stream: Arc::new(Mutex::new(Raw(0))),
             exiting: Arc::default(),
-            device,
         }
     }
 }
 
-/// The recording region: reserved and mapped through the driver's virtual
-/// memory management.
+/// The recording region: address space reserved through the driver's
+/// virtual memory management, mapped as the program's allocations grow
+/// into it ([`crate::heap`]). It is never unmapped: the program may use
+/// its memory until it exits, also after recording stopped.
 #[derive(Debug)]
 pub struct Region {
     base: u64,
-    reserved: usize,
-    mapped: usize,
-    handle: u64,
+    reserved: u64,
 }
 
 impl DeviceRegion for Region {
@@ -100,21 +98,7 @@ impl DeviceRegion for Region {
         self.base
     }
     fn capacity(&self) -> u64 {
-        self.mapped as u64
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        if let Ok(r) = driver() {
-            // SAFETY: undoes the reservation below; the program's work on
-            // it is over (the region goes at exit or when recording stops).
-            unsafe {
-                (r.cuMemUnmap)(self.base, self.mapped);
-                (r.cuMemRelease)(self.handle);
-                (r.cuMemAddressFree)(self.base, self.reserved);
-            }
-        }
+        self.reserved
     }
 }
 
@@ -146,62 +130,14 @@ impl Executor for Interposed {
     type Queue = InterposedQueue;
 
     fn reserve(&self, request: RegionRequest) -> Result<Region, DriverError> {
-        let r = driver()?;
-        let prop = MemAllocationProp {
-            kind: 1,
-            handle_types: 0,
-            location: MemLocation {
-                kind: 1,
-                id: self.device,
-            },
-            win32: std::ptr::null_mut(),
-            flags: [0; 8],
-        };
-        let mut gran = 0usize;
-        // SAFETY: valid pointers; option 0 = minimum granularity.
-        check("cuMemGetAllocationGranularity", unsafe {
-            (r.cuMemGetAllocationGranularity)(&mut gran, &prop, 0)
-        })?;
-        let gran = gran.max(1 << 16) as u64;
-        let round = |v: u64| v.div_ceil(gran) * gran;
-        let reserved = round(request.capacity) as usize;
-        let mapped = round(request.backed.max(1)) as usize;
         let hint = request.base.unwrap_or(SUGGESTED_BASE);
-        let mut base = 0u64;
-        // SAFETY: valid out-pointer; reserves address space only.
-        check("cuMemAddressReserve", unsafe {
-            (r.cuMemAddressReserve)(&mut base, reserved, 0, hint, 0)
-        })?;
-        let mut handle = 0u64;
-        // SAFETY: valid out-pointer and properties.
-        let rc = unsafe { (r.cuMemCreate)(&mut handle, mapped, &prop, 0) };
-        if rc != SUCCESS {
-            // SAFETY: the reservation just made, nothing mapped.
-            unsafe { (r.cuMemAddressFree)(base, reserved) };
-            return Err(DriverError {
-                what: "cuMemCreate".into(),
-                code: rc,
-            });
-        }
-        let region = Region {
-            base,
-            reserved,
-            mapped,
-            handle,
-        };
-        // SAFETY: maps the handle at the reservation's start, inside it.
-        check("cuMemMap", unsafe {
-            (r.cuMemMap)(base, mapped, 0, handle, 0)
-        })?;
-        let access = MemAccessDesc {
-            location: prop.location,
-            flags: 3,
-        };
-        // SAFETY: one descriptor over the mapped range.
-        check("cuMemSetAccess", unsafe {
-            (r.cuMemSetAccess)(base, mapped, &access, 1)
-        })?;
-        Ok(region)
+        let (base, reserved) = crate::heap::heap()
+            .reserve(request.capacity, hint)
+            .map_err(|code| DriverError {
+                what: format!("cuMemAddressReserve of {} bytes", request.capacity),
+                code,
+            })?;
+        Ok(Region { base, reserved })
     }
 
     fn load_image(&self, image: &[u8]) -> Result<Image, DriverError> {
@@ -251,6 +187,7 @@ impl Executor for Interposed {
         if rc != SUCCESS {
             return Ok(None);
         }
+        crate::heap::heap().global(addr, size as u64);
         Ok(Some(GlobalInfo {
             name,
             addr,

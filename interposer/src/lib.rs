@@ -8,14 +8,20 @@
 //! - `executor`: an executor over the program's context, modules,
 //!   functions and streams, which the std adapter's `Recorder` runs on;
 //! - `state`: the process's recorder and what the program's handles are;
-//! - `hooks`: the exported `cu*` entry points.
+//! - `heap`: the region's memory, what the program holds of it, and the
+//!   memory the driver placed elsewhere;
+//! - `hooks`: the exported `cu*` entry points;
+//! - `summary`: what was not recorded, and why, said at exit.
 //!
 //! Programs linked with `-lcuda` are caught by the exports; programs that
 //! reach the driver through `dlopen` + `cuGetProcAddress` (CUDA's runtime)
 //! by the exported `dlsym` and `cuGetProcAddress[_v2]` (`resolve`).
 
 mod executor;
+mod heap;
 mod hooks;
+mod image_len;
 pub mod real;
 mod resolve;
 mod state;
+mod summary;

@@ -14,6 +14,8 @@ pub type Handle = *mut c_void;
 
 /// `CUDA_SUCCESS`.
 pub const SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`.
+pub const ERROR_INVALID_VALUE: CuResult = 1;
 /// `CUDA_ERROR_NOT_FOUND`.
 pub const ERROR_NOT_FOUND: CuResult = 500;
 
@@ -125,6 +127,8 @@ pub fn error_name(rc: CuResult) -> String {
 
 /// `cuCtxGetDevice` (`CUresult cuCtxGetDevice(CUdevice *)`).
 pub type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;
+/// `cuCtxGetCurrent`.
+pub type CtxGetCurrent = unsafe extern "C" fn(*mut Handle) -> CuResult;
 /// `cuModuleLoadDataEx`.
 pub type ModuleLoadDataEx = unsafe extern "C" fn(
     *mut Handle,
@@ -133,6 +137,20 @@ pub type ModuleLoadDataEx = unsafe extern "C" fn(
     *mut c_int,
     *mut *mut c_void,
 ) -> CuResult;
+
+/// The driver's function `$name` of type `$ty` (an `Option`), looked up
+/// past the interposer once and then kept (a miss is looked up again).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! driver_fn {
+    ($ty:ty, $name:literal) => {{
+        static F: std::sync::OnceLock<$ty> = std::sync::OnceLock::new();
+        match F.get() {
+            Some(f) => Some(*f),
+            None => $crate::real::optional::<$ty>($name).map(|f| *F.get_or_init(|| f)),
+        }
+    }};
+}
 
 /// An entry point a driver may lack, looked up past the interposer.
 pub fn optional<F: Copy>(name: &'static str) -> Option<F> {
@@ -218,3 +236,64 @@ pub type KernelGetFunction = unsafe extern "C" fn(*mut Handle, Handle) -> CuResu
 pub type MemAllocAsync = unsafe extern "C" fn(*mut DevPtr, usize, Handle) -> CuResult;
 /// `cuMemFreeAsync`.
 pub type MemFreeAsync = unsafe extern "C" fn(DevPtr, Handle) -> CuResult;
+/// `cuInit`.
+pub type Init = unsafe extern "C" fn(c_uint) -> CuResult;
+/// `cuCtxSetCurrent`, `cuCtxPushCurrent_v2`.
+pub type CtxSetCurrent = unsafe extern "C" fn(Handle) -> CuResult;
+/// `cuCtxCreate_v2`.
+pub type CtxCreate = unsafe extern "C" fn(*mut Handle, c_uint, c_int) -> CuResult;
+/// `cuStreamIsCapturing`.
+pub type StreamIsCapturing = unsafe extern "C" fn(Handle, *mut c_int) -> CuResult;
+/// `cuStreamBeginCapture_v2`.
+pub type StreamBeginCapture = unsafe extern "C" fn(Handle, c_int) -> CuResult;
+/// `cuStreamEndCapture`.
+pub type StreamEndCapture = unsafe extern "C" fn(Handle, *mut Handle) -> CuResult;
+/// `cuGraphLaunch`.
+pub type GraphLaunch = unsafe extern "C" fn(Handle, Handle) -> CuResult;
+/// `cuMemAllocPitch_v2`.
+pub type MemAllocPitch =
+    unsafe extern "C" fn(*mut DevPtr, *mut usize, usize, usize, c_uint) -> CuResult;
+/// `cuMemGetAddressRange_v2`.
+pub type MemGetAddressRange = unsafe extern "C" fn(*mut DevPtr, *mut usize, DevPtr) -> CuResult;
+/// `cuMemGetInfo_v2`.
+pub type MemGetInfo = unsafe extern "C" fn(*mut usize, *mut usize) -> CuResult;
+/// `cuMemAllocManaged`.
+pub type MemAllocManaged = unsafe extern "C" fn(*mut DevPtr, usize, c_uint) -> CuResult;
+/// `cuMemHostAlloc`.
+pub type MemHostAlloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> CuResult;
+/// `cuMemAllocHost_v2`.
+pub type MemAllocHost = unsafe extern "C" fn(*mut *mut c_void, usize) -> CuResult;
+/// `cuMemFreeHost`.
+pub type MemFreeHost = unsafe extern "C" fn(*mut c_void) -> CuResult;
+/// `cuModuleLoadFatBinary`.
+pub type ModuleLoadFatBinary = unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult;
+/// `cuModuleGetGlobal_v2`.
+pub type ModuleGetGlobal =
+    unsafe extern "C" fn(*mut DevPtr, *mut usize, Handle, *const c_char) -> CuResult;
+/// `cuLaunchKernel` and its `_ptsz` variant.
+pub type LaunchKernel = unsafe extern "C" fn(
+    Handle,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    Handle,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CuResult;
+/// `cuLaunchCooperativeKernel` and its `_ptsz` variant.
+pub type LaunchCooperative = unsafe extern "C" fn(
+    Handle,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    Handle,
+    *mut *mut c_void,
+) -> CuResult;

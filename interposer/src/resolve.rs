@@ -8,62 +8,99 @@
 //! (HAMi-core and vcuda-controller take the same way).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::OnceLock;
 
 use crate::hooks;
 use crate::real::*;
 
-/// The hook that stands for the driver's `name`.
-fn hook(name: &[u8]) -> Option<*mut c_void> {
-    Some(match name {
-        b"cuGetProcAddress_v2" => cuGetProcAddress_v2 as *mut c_void,
-        b"cuGetProcAddress" => cuGetProcAddress as *mut c_void,
-        b"cuMemAlloc_v2" => hooks::cuMemAlloc_v2 as *mut c_void,
-        b"cuMemFree_v2" => hooks::cuMemFree_v2 as *mut c_void,
-        b"cuModuleLoadData" => hooks::cuModuleLoadData as *mut c_void,
-        b"cuModuleLoadDataEx" => hooks::cuModuleLoadDataEx as *mut c_void,
-        b"cuModuleGetFunction" => hooks::cuModuleGetFunction as *mut c_void,
-        b"cuLaunchKernel" => hooks::cuLaunchKernel as *mut c_void,
-        b"cuLaunchKernel_ptsz" => hooks::cuLaunchKernel_ptsz as *mut c_void,
-        b"cuMemAllocAsync" => hooks::cuMemAllocAsync as *mut c_void,
-        b"cuMemFreeAsync" => hooks::cuMemFreeAsync as *mut c_void,
-        b"cuLibraryLoadData" => hooks::cuLibraryLoadData as *mut c_void,
-        b"cuLibraryGetKernel" => hooks::cuLibraryGetKernel as *mut c_void,
-        b"cuKernelGetFunction" => hooks::cuKernelGetFunction as *mut c_void,
-        b"cuLaunchKernelEx" => hooks::cuLaunchKernelEx as *mut c_void,
-        b"cuLaunchKernelEx_ptsz" => hooks::cuLaunchKernelEx_ptsz as *mut c_void,
-        _ => return None,
+/// The hooks, by the name of the driver function each stands for.
+fn hooks() -> &'static [(&'static CStr, usize)] {
+    macro_rules! table {
+        ($($name:ident => $f:path,)*) => {
+            [$((
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(c) => c,
+                    Err(_) => unreachable!(),
+                },
+                $f as *const () as usize,
+            ),)*]
+        };
+    }
+    static TABLE: OnceLock<Vec<(&'static CStr, usize)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        table! {
+            cuGetProcAddress_v2 => cuGetProcAddress_v2,
+            cuGetProcAddress => cuGetProcAddress,
+            cuInit => hooks::cuInit,
+            cuCtxSetCurrent => hooks::cuCtxSetCurrent,
+            cuCtxPushCurrent_v2 => hooks::cuCtxPushCurrent_v2,
+            cuCtxCreate_v2 => hooks::cuCtxCreate_v2,
+            cuMemAlloc_v2 => hooks::cuMemAlloc_v2,
+            cuMemAllocPitch_v2 => hooks::cuMemAllocPitch_v2,
+            cuMemFree_v2 => hooks::cuMemFree_v2,
+            cuMemAllocAsync => hooks::cuMemAllocAsync,
+            cuMemFreeAsync => hooks::cuMemFreeAsync,
+            cuMemGetAddressRange_v2 => hooks::cuMemGetAddressRange_v2,
+            cuMemGetInfo_v2 => hooks::cuMemGetInfo_v2,
+            cuMemAllocManaged => hooks::cuMemAllocManaged,
+            cuMemHostAlloc => hooks::cuMemHostAlloc,
+            cuMemAllocHost_v2 => hooks::cuMemAllocHost_v2,
+            cuMemFreeHost => hooks::cuMemFreeHost,
+            cuModuleLoadData => hooks::cuModuleLoadData,
+            cuModuleLoadDataEx => hooks::cuModuleLoadDataEx,
+            cuModuleLoadFatBinary => hooks::cuModuleLoadFatBinary,
+            cuModuleGetFunction => hooks::cuModuleGetFunction,
+            cuModuleGetGlobal_v2 => hooks::cuModuleGetGlobal_v2,
+            cuLibraryLoadData => hooks::cuLibraryLoadData,
+            cuLibraryGetKernel => hooks::cuLibraryGetKernel,
+            cuKernelGetFunction => hooks::cuKernelGetFunction,
+            cuLaunchKernel => hooks::cuLaunchKernel,
+            cuLaunchKernel_ptsz => hooks::cuLaunchKernel_ptsz,
+            cuLaunchKernelEx => hooks::cuLaunchKernelEx,
+            cuLaunchKernelEx_ptsz => hooks::cuLaunchKernelEx_ptsz,
+            cuLaunchCooperativeKernel => hooks::cuLaunchCooperativeKernel,
+            cuLaunchCooperativeKernel_ptsz => hooks::cuLaunchCooperativeKernel_ptsz,
+            cuGraphLaunch => hooks::cuGraphLaunch,
+            cuGraphLaunch_ptsz => hooks::cuGraphLaunch_ptsz,
+            cuStreamBeginCapture_v2 => hooks::cuStreamBeginCapture_v2,
+            cuStreamBeginCapture_v2_ptsz => hooks::cuStreamBeginCapture_v2_ptsz,
+            cuStreamEndCapture => hooks::cuStreamEndCapture,
+            cuStreamEndCapture_ptsz => hooks::cuStreamEndCapture_ptsz,
+        }
+        .to_vec()
     })
 }
 
-/// Names of the driver's functions the hooks stand for.
-const HOOKED: [&CStr; 16] = [
-    c"cuGetProcAddress_v2",
-    c"cuGetProcAddress",
-    c"cuMemAlloc_v2",
-    c"cuMemFree_v2",
-    c"cuModuleLoadData",
-    c"cuModuleLoadDataEx",
-    c"cuModuleGetFunction",
-    c"cuLaunchKernel",
-    c"cuLaunchKernel_ptsz",
-    c"cuMemAllocAsync",
-    c"cuMemFreeAsync",
-    c"cuLibraryLoadData",
-    c"cuLibraryGetKernel",
-    c"cuKernelGetFunction",
-    c"cuLaunchKernelEx",
-    c"cuLaunchKernelEx_ptsz",
-];
+/// The hook that stands for the driver's `name`.
+fn hook(name: &[u8]) -> Option<*mut c_void> {
+    hooks()
+        .iter()
+        .find(|(n, _)| n.to_bytes() == name)
+        .map(|&(_, f)| f as *mut c_void)
+}
+
+/// The driver's own function for each hook, looked up once (the first
+/// `cuGetProcAddress` comes after the program loaded the driver).
+fn drivers_own() -> &'static [(usize, usize)] {
+    static OWN: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        hooks()
+            .iter()
+            .filter_map(|&(name, hook)| {
+                let real = lookup(name.to_str().ok()?);
+                (!real.is_null()).then_some((real as usize, hook))
+            })
+            .collect()
+    })
+}
 
 /// The hook for a function pointer the driver handed out, if it is one of
 /// the driver's hooked functions.
 fn hook_for_pointer(p: *mut c_void) -> Option<*mut c_void> {
-    HOOKED.iter().find_map(|name| {
-        let real = lookup(name.to_str().ok()?);
-        (!real.is_null() && real == p)
-            .then(|| hook(name.to_bytes()))
-            .flatten()
-    })
+    drivers_own()
+        .iter()
+        .find(|&&(real, _)| real == p as usize)
+        .map(|&(_, hook)| hook as *mut c_void)
 }
 
 /// `dlsym`: for a driver entry point the interposer hooks, looked up in a

@@ -1,17 +1,21 @@
 //! The recording state of the process: one [`Recorder`] on the
-//! [`Interposed`] executor, made at the first call that needs it, and what
-//! the program's handles are to it.
+//! [`Interposed`] executor, made at the first call that needs it (with a
+//! context current), and what the program's handles are to it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use reprise_core::exec::{Executor, LaunchConfig};
 use reprise_core::record::BackendKind;
 use reprise_std::{Args, ImageId, Kernel, RecordConfig, Recorder};
 
-use crate::executor::{Interposed, Raw};
+use crate::executor::{Interposed, Raw, SUGGESTED_BASE};
+use crate::heap::{ALIGN, Outside, heap};
+use crate::image_len::image;
 use crate::real::*;
+use crate::summary::{self, Skipped};
 
 /// A launch as the program made it.
 pub struct Launch {
@@ -29,7 +33,7 @@ struct State {
     kernels: HashMap<usize, Kernel<Interposed>>,
     /// What each known function handle is: its image and name.
     names: HashMap<usize, (ImageId, String)>,
-    recorded: u64,
+    device: i32,
 }
 
 // SAFETY: the state is only reached through the mutex below; the driver's
@@ -37,7 +41,7 @@ struct State {
 unsafe impl Send for State {}
 
 enum Phase {
-    /// Not started yet (no call has needed it), or recording is off.
+    /// Not started yet (no call has needed it).
     Idle,
     Recording(Box<State>),
     /// Turned off by a failure or by the configuration: calls pass through.
@@ -49,14 +53,54 @@ fn cell() -> &'static Mutex<Phase> {
     CELL.get_or_init(|| Mutex::new(Phase::Idle))
 }
 
+/// The phase. Lock order: the phase, then the heap.
 fn lock() -> MutexGuard<'static, Phase> {
     cell().lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Turns recording off for the rest of the run, saying why once.
+/// Where the captures go, once a recorder was made.
+static DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Turns recording off for the rest of the run, saying why once. Memory the
+/// region served stays mapped: the program goes on using it.
 fn give_up(phase: &mut Phase, why: impl std::fmt::Display) {
     eprintln!("reprise: recording stopped: {why}; the program goes on unrecorded");
     *phase = Phase::Off;
+}
+
+/// The configuration, when it enables recording.
+fn enabled_config() -> Option<RecordConfig> {
+    RecordConfig::from_env().ok().filter(|c| c.enabled)
+}
+
+/// After the program's `cuInit`: reserves the region's address space now,
+/// before anything allocates, where the driver allows it without a context
+/// (else the first call with a context current does).
+pub fn initialized() {
+    if let Some(c) = enabled_config() {
+        let _ = heap().reserve(c.region_size, SUGGESTED_BASE);
+    }
+}
+
+/// After the program made a context current: the recorder (and the region)
+/// are made now, before the program allocates.
+pub fn context_current() {
+    let mut phase = lock();
+    let _ = state(&mut phase);
+}
+
+/// The device of the calling thread's context, `None` without one (a
+/// driver without `cuCtxGetDevice` has device 0 only).
+fn current_device() -> Option<i32> {
+    let mut device = 0;
+    if let Some(get) = crate::driver_fn!(CtxGetDevice, "cuCtxGetDevice") {
+        // SAFETY: a valid out-pointer.
+        return (unsafe { get(&mut device) } == SUCCESS).then_some(device);
+    }
+    let mut ctx: Handle = std::ptr::null_mut();
+    let get = crate::driver_fn!(CtxGetCurrent, "cuCtxGetCurrent")?;
+    // SAFETY: a valid out-pointer.
+    (unsafe { get(&mut ctx) } == SUCCESS && !ctx.is_null()).then_some(0)
 }
 
 /// The recorder, made on first use (with a context current) when the
@@ -81,24 +125,21 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
             );
             return None;
         }
-        let mut device = 0;
-        if let Some(get) = optional::<CtxGetDevice>("cuCtxGetDevice")
-            // SAFETY: a valid out-pointer.
-            && unsafe { get(&mut device) } != SUCCESS
-        {
-            // No context yet: try again at a later call.
-            return None;
-        }
-        match Recorder::new(Interposed::new(device), BackendKind::Cuda, device, config) {
+        // No context yet: try again at a later call.
+        let device = current_device()?;
+        let dir = config.dir.clone();
+        match Recorder::new(Interposed::new(), BackendKind::Cuda, device, config) {
             Ok(rec) => {
-                // SAFETY: registers a plain function, run once at exit.
-                unsafe { libc::atexit(at_exit) };
+                if DIR.set(dir).is_ok() {
+                    // SAFETY: registers a plain function, run once at exit.
+                    unsafe { libc::atexit(at_exit) };
+                }
                 *phase = Phase::Recording(Box::new(State {
                     rec,
                     images: HashMap::new(),
                     kernels: HashMap::new(),
                     names: HashMap::new(),
-                    recorded: 0,
+                    device,
                 }));
             }
             Err(e) => {
@@ -113,73 +154,85 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
     }
 }
 
-/// An allocation from the region, or `None` for the driver to make.
-pub fn alloc(size: u64) -> Option<u64> {
+/// An allocation of `size` bytes from the region (`stream`: a
+/// stream-ordered one, which may take a block freed on that stream), or
+/// `None` for the driver to make: recording is off, the size is 0 (the
+/// driver's error is the program's), or the region is full.
+pub fn alloc(size: u64, stream: Option<Handle>) -> Option<u64> {
+    if size == 0 {
+        return None;
+    }
     let mut phase = lock();
     let s = state(&mut phase)?;
-    s.rec.alloc(size.max(1), 256).ok()
+    let mut heap = heap();
+    if let Some(stream) = stream
+        && let Some(addr) = heap.reuse(size, stream as usize)
+    {
+        return Some(addr);
+    }
+    let addr = s.rec.alloc(size, ALIGN).ok()?;
+    if let Err(e) = heap.map_to(addr + size, s.device) {
+        drop(heap);
+        give_up(&mut phase, format!("mapping the recording region: {e}"));
+        return None;
+    }
+    heap.hold(addr, size);
+    Some(addr)
 }
 
-/// Whether `addr` is in the recording region.
-pub fn in_region(addr: u64) -> bool {
-    match &*lock() {
-        Phase::Recording(s) => {
-            let r = s.rec.region();
-            addr >= r.base() && addr < r.base() + r.capacity()
-        }
-        _ => false,
+/// The driver placed `size` bytes at `addr`, outside the region.
+pub fn placed_outside(addr: u64, size: u64, kind: Outside) {
+    heap().outside(addr, size, kind);
+}
+
+/// Streams capturing a graph, by handle.
+fn captures() -> MutexGuard<'static, HashSet<usize>> {
+    static CAPTURES: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    CAPTURES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// `stream` began capturing (`begin`) or ended its capture.
+pub fn capture(stream: Handle, begin: bool) {
+    let mut c = captures();
+    if begin {
+        c.insert(stream as usize);
+    } else {
+        c.remove(&(stream as usize));
     }
 }
 
-/// The length of the image at `p`, from its own header: PTX text up to its
-/// NUL, an ELF file to the end of its section or program headers, a fat
-/// binary by its header's size fields.
-///
-/// # Safety
-/// `p` must point at an image the driver accepted.
-unsafe fn image_len(p: *const u8) -> Option<usize> {
-    const MAX: usize = 1 << 30;
-    // SAFETY: every image kind is at least 16 bytes long.
-    let head = unsafe { std::slice::from_raw_parts(p, 16) };
-    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as usize;
-    if head.starts_with(b"\x7fELF") {
-        // SAFETY: a 64-bit ELF header is 64 bytes.
-        let h = unsafe { std::slice::from_raw_parts(p, 64) };
-        let u64_at =
-            |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes")) as usize;
-        let sections = u64_at(0x28) + u16_at(h, 0x3a) * u16_at(h, 0x3c);
-        let segments = u64_at(0x20) + u16_at(h, 0x36) * u16_at(h, 0x38);
-        return Some(sections.max(segments).max(64)).filter(|&n| n <= MAX);
+/// Whether a launch on `stream` must not be recorded because of a stream
+/// capture: one is under way (the interposer's synchronize could break it),
+/// or the driver says `stream` captures.
+fn capturing(stream: Handle) -> bool {
+    if !captures().is_empty() {
+        return true;
     }
-    if head[..4] == 0xBA55_ED50u32.to_le_bytes() {
-        let header = u16_at(head, 6);
-        // SAFETY: the fat binary header is 16 bytes: magic, version, size.
-        let size = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes")) as usize;
-        return header.checked_add(size).filter(|&n| n <= MAX);
-    }
-    // PTX: text up to its terminating NUL.
-    (0..MAX).find(|&i| {
-        // SAFETY: PTX is NUL-terminated; reading stops at the NUL.
-        unsafe { *p.add(i) == 0 }
-    })
+    let mut status = 0;
+    optional::<StreamIsCapturing>("cuStreamIsCapturing")
+        // SAFETY: the program's stream and a valid out-pointer.
+        .is_some_and(|f| unsafe { f(stream, &mut status) } == SUCCESS && status != 0)
 }
 
 /// The program loaded `module` from `image`.
 ///
 /// # Safety
-/// `image` is the image the driver just accepted.
-pub unsafe fn loaded(module: Handle, image: *const u8) {
+/// `code` is the image the driver just accepted.
+pub unsafe fn loaded(module: Handle, code: *const u8) {
     let mut phase = lock();
     let Some(s) = state(&mut phase) else { return };
     // SAFETY: the caller's guarantee.
-    let Some(len) = (unsafe { image_len(image) }) else {
+    let Some((start, len)) = (unsafe { image(code) }) else {
         return give_up(
             &mut phase,
             "an image whose length cannot be told from its header",
         );
     };
     // SAFETY: `len` bytes of the image, by its own header.
-    let bytes = unsafe { std::slice::from_raw_parts(image, len) }.to_vec();
+    let bytes = unsafe { std::slice::from_raw_parts(start, len) }.to_vec();
     *s.rec
         .executor()
         .adopt
@@ -226,32 +279,53 @@ pub fn alias(new: Handle, old: Handle) {
     }
 }
 
+/// A launch that cannot be recorded, counted for the summary while
+/// recording is on.
+pub fn not_recordable(why: Skipped) {
+    if let Phase::Recording(_) = &*lock() {
+        summary::skipped(why);
+    }
+}
+
 /// Records `launch` when the configuration selects it: `Some` with the
 /// launch's result when the recorder ran it, `None` for the driver to run
-/// it (not selected, not known, or recording is off).
+/// it (not selected, not recordable, or recording is off).
 ///
 /// # Safety
 /// `launch.params` holds one pointer per parameter of the function.
 pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
     let mut phase = lock();
     let s = state(&mut phase)?;
-    let kernel = s.kernels.remove(&(launch.function as usize))?;
+    if capturing(launch.stream) {
+        summary::skipped(Skipped::Capture);
+        return None;
+    }
+    let Some(kernel) = s.kernels.remove(&(launch.function as usize)) else {
+        summary::skipped(Skipped::Unknown);
+        return None;
+    };
     let result = launch_known(s, &kernel, launch);
     s.kernels.insert(launch.function as usize, kernel);
     match result {
         Some(Ok(recorded)) => {
-            s.recorded += u64::from(recorded);
+            if recorded {
+                summary::recorded();
+            }
             Some(SUCCESS)
         }
         Some(Err(e)) => {
             give_up(&mut phase, e);
             None
         }
-        None => None,
+        None => {
+            summary::skipped(Skipped::Unknown);
+            None
+        }
     }
 }
 
-/// [`launch`] of a function the recorder knows.
+/// [`launch`] of a function the recorder knows; `None` when the driver
+/// does not tell its parameter sizes.
 fn launch_known(
     s: &mut State,
     kernel: &Kernel<Interposed>,
@@ -264,13 +338,33 @@ fn launch_known(
         _ => return None,
     };
     let mut args = Args::new();
+    let heap = heap();
+    let mut outside = Vec::new();
+    let mut in_globals = Vec::new();
     for (i, &size) in sizes[..n].iter().enumerate() {
         // SAFETY: the caller of `launch` guarantees parameter i is `size`
         // bytes at `params[i]`.
         let bytes = unsafe {
             std::slice::from_raw_parts(*launch.params.add(i) as *const u8, size as usize)
         };
+        if let Ok(word) = <[u8; 8]>::try_from(bytes) {
+            let v = u64::from_le_bytes(word);
+            if !heap.in_region(v) {
+                if heap.outside_kind(v).is_some() {
+                    outside.push(i);
+                } else if heap.in_global(v) {
+                    in_globals.push(i);
+                }
+            }
+        }
         args = args.bytes(bytes);
+    }
+    drop(heap);
+    for i in outside {
+        args = args.mark_outside(i);
+    }
+    for i in in_globals {
+        args = args.mark_in_global(i);
     }
     *exec.stream.lock().unwrap_or_else(|e| e.into_inner()) = Raw(launch.stream as usize);
     let config = LaunchConfig {
@@ -281,26 +375,23 @@ fn launch_known(
     Some(reprise_core::block_on(s.rec.launch(kernel, config, &args)).map(|r| r.recorded))
 }
 
-/// Writes what is still in flight and says what was recorded.
+/// Writes what is still in flight and says what was recorded, and what
+/// was not.
 extern "C" fn at_exit() {
     let mut phase = lock();
-    let Phase::Recording(s) = std::mem::replace(&mut *phase, Phase::Off) else {
-        return;
-    };
-    let mut s = s;
-    s.rec
-        .executor()
-        .exiting
-        .store(true, std::sync::atomic::Ordering::Release);
-    let written = reprise_core::block_on(s.rec.finish());
-    match written {
-        Ok(files) => eprintln!(
-            "reprise: recorded {} launches to {}",
-            files.len(),
-            s.rec.config().dir.display()
-        ),
-        Err(e) => eprintln!("reprise: finishing the recording: {e}"),
+    if let Phase::Recording(s) = std::mem::replace(&mut *phase, Phase::Off) {
+        let mut s = s;
+        s.rec
+            .executor()
+            .exiting
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Err(e) = reprise_core::block_on(s.rec.finish()) {
+            eprintln!("reprise: finishing the recording: {e}");
+        }
+        // The driver may be shutting down: nothing of it is released.
+        std::mem::forget(s);
     }
-    // The driver may be shutting down: the region is left to the process.
-    std::mem::forget(s);
+    if let Some(dir) = DIR.get() {
+        summary::at_exit(dir);
+    }
 }

@@ -16,6 +16,7 @@ pub mod pool;
 pub mod recorder;
 pub mod replayer;
 pub mod store;
+pub mod summary;
 pub mod tune;
 
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};

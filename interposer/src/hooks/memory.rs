@@ -1,0 +1,273 @@
+//! Allocations: `cuMemAlloc`, `cuMemAllocPitch` and `cuMemAllocAsync` are
+//! served from the recording region while it has room (256-byte aligned,
+//! as the driver's); `cuMemGetAddressRange` and `cuMemGetInfo` answer for
+//! region memory as they would for the driver's. Managed and host memory,
+//! and allocations the region has no room for, are the driver's, and are
+//! kept track of: a launch that points into them is recorded with a mark
+//! (`ArgsOutside`).
+
+use std::ffi::{c_uint, c_void};
+
+use super::forward;
+use crate::heap::{Outside, heap};
+use crate::real::*;
+use crate::state;
+
+/// The driver's allocation `alloc()` made, tracked as outside the region.
+fn driver_alloc(
+    dptr: *mut DevPtr,
+    size: u64,
+    kind: Outside,
+    alloc: impl FnOnce() -> CuResult,
+) -> CuResult {
+    let rc = alloc();
+    if rc == SUCCESS && !dptr.is_null() {
+        // SAFETY: the driver wrote the allocation's address.
+        state::placed_outside(unsafe { *dptr }, size, kind);
+    }
+    rc
+}
+
+/// `cuMemAlloc_v2`.
+///
+/// # Safety
+/// As the driver's: `dptr` must be valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut DevPtr, size: usize) -> CuResult {
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(size as u64, None)
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    driver_alloc(dptr, size as u64, Outside::Driver, || {
+        forward!(MemAlloc, "cuMemAlloc_v2", dptr, size)
+    })
+}
+
+/// `cuMemAlloc_v2`'s type.
+type MemAlloc = unsafe extern "C" fn(*mut DevPtr, usize) -> CuResult;
+
+/// `cuMemAllocPitch_v2`: rows padded to 512 bytes (the driver's texture
+/// pitch alignment), from the region.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocPitch_v2(
+    dptr: *mut DevPtr,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    element: c_uint,
+) -> CuResult {
+    let valid = !dptr.is_null() && !pitch.is_null() && matches!(element, 4 | 8 | 16);
+    let row = (width as u64).div_ceil(512).saturating_mul(512);
+    if valid
+        && width > 0
+        && height > 0
+        && let Some(bytes) = row.checked_mul(height as u64)
+        && let Some(addr) = state::alloc(bytes, None)
+    {
+        // SAFETY: the caller's out-pointers, checked non-null.
+        unsafe {
+            *dptr = addr;
+            *pitch = row as usize;
+        }
+        return SUCCESS;
+    }
+    driver_alloc(
+        dptr,
+        row.saturating_mul(height as u64),
+        Outside::Driver,
+        || {
+            forward!(
+                MemAllocPitch,
+                "cuMemAllocPitch_v2",
+                dptr,
+                pitch,
+                width,
+                height,
+                element
+            )
+        },
+    )
+}
+
+/// `cuMemAllocAsync`: from the region (a block freed earlier on the same
+/// stream first), usable by work queued on `stream` after it.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut DevPtr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(size as u64, Some(stream))
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    driver_alloc(dptr, size as u64, Outside::Driver, || {
+        forward!(MemAllocAsync, "cuMemAllocAsync", dptr, size, stream)
+    })
+}
+
+/// `cuMemFree_v2`: a region block is not handed out again (the region is
+/// a bump allocator); the rest goes to the driver.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFree_v2(dptr: DevPtr) -> CuResult {
+    {
+        let mut heap = heap();
+        if heap.in_region(dptr) {
+            // Freeing what the region never handed out is the program's
+            // error, as the driver would say.
+            return if heap.free(dptr) {
+                SUCCESS
+            } else {
+                ERROR_INVALID_VALUE
+            };
+        }
+        heap.forget_outside(dptr);
+    }
+    forward!(MemFree, "cuMemFree_v2", dptr)
+}
+
+/// `cuMemFree_v2`'s type.
+type MemFree = unsafe extern "C" fn(DevPtr) -> CuResult;
+
+/// `cuMemFreeAsync`: a region block may serve a later `cuMemAllocAsync`
+/// on the same stream.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: DevPtr, stream: Handle) -> CuResult {
+    {
+        let mut heap = heap();
+        if heap.in_region(dptr) {
+            return if heap.free_async(dptr, stream as usize) {
+                SUCCESS
+            } else {
+                ERROR_INVALID_VALUE
+            };
+        }
+        heap.forget_outside(dptr);
+    }
+    forward!(MemFreeAsync, "cuMemFreeAsync", dptr, stream)
+}
+
+/// `cuMemGetAddressRange_v2`: for region memory, the allocation the
+/// program made (the driver would answer with the whole mapping behind it).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+    base: *mut DevPtr,
+    size: *mut usize,
+    dptr: DevPtr,
+) -> CuResult {
+    {
+        let heap = heap();
+        if heap.in_region(dptr) {
+            let Some((start, len)) = heap.allocation(dptr) else {
+                return ERROR_NOT_FOUND;
+            };
+            // SAFETY: the caller's out-pointers; either may be null.
+            unsafe {
+                if !base.is_null() {
+                    *base = start;
+                }
+                if !size.is_null() {
+                    *size = len as usize;
+                }
+            }
+            return SUCCESS;
+        }
+    }
+    forward!(
+        MemGetAddressRange,
+        "cuMemGetAddressRange_v2",
+        base,
+        size,
+        dptr
+    )
+}
+
+/// `cuMemGetInfo_v2`: the driver's figures, with the region's mapped but
+/// unallocated memory counted as free (the program's next allocations
+/// take it).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult {
+    let rc = forward!(MemGetInfo, "cuMemGetInfo_v2", free, total);
+    if rc == SUCCESS && !free.is_null() && !total.is_null() {
+        let spare = heap().mapped_unused() as usize;
+        // SAFETY: the driver wrote both.
+        unsafe { *free = (*free).saturating_add(spare).min(*total) };
+    }
+    rc
+}
+
+/// `cuMemAllocManaged`: the driver's (it chooses managed addresses), kept
+/// track of.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocManaged(
+    dptr: *mut DevPtr,
+    size: usize,
+    flags: c_uint,
+) -> CuResult {
+    driver_alloc(dptr, size as u64, Outside::Managed, || {
+        forward!(MemAllocManaged, "cuMemAllocManaged", dptr, size, flags)
+    })
+}
+
+/// `cuMemHostAlloc`: page-locked host memory, which kernels may reach.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostAlloc(
+    p: *mut *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> CuResult {
+    driver_alloc(p as *mut DevPtr, size as u64, Outside::Host, || {
+        forward!(MemHostAlloc, "cuMemHostAlloc", p, size, flags)
+    })
+}
+
+/// `cuMemAllocHost_v2`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocHost_v2(p: *mut *mut c_void, size: usize) -> CuResult {
+    driver_alloc(p as *mut DevPtr, size as u64, Outside::Host, || {
+        forward!(MemAllocHost, "cuMemAllocHost_v2", p, size)
+    })
+}
+
+/// `cuMemFreeHost`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
+    heap().forget_outside(p as u64);
+    forward!(MemFreeHost, "cuMemFreeHost", p)
+}
