@@ -171,6 +171,37 @@ fn linked_program_runs_on_the_driver() {
     check("linked");
 }
 
+/// `features.c`: pitched, managed and stream-ordered memory, a stream
+/// capture launched as a graph twice, a cooperative launch and
+/// `cuLaunchKernelEx` with and without a cluster attribute. It checks its
+/// own buffers against the host's computation (exit 1 and `FAIL:` lines when
+/// they differ), so its `result` differs from [`expected_result`]; it
+/// prints how many launches of each kind it made.
+#[test]
+fn features_program_runs_on_the_driver() {
+    let Some(target) = setup() else { return };
+    let program = build_program("features");
+    for (args, status) in [(&[][..], 0), (&["3"][..], 3)] {
+        let out = run(&target, &program, args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "features {args:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "features {args:?}: {stdout}{stderr}");
+        assert!(
+            lines[0].starts_with("result "),
+            "features {args:?}: {stdout}{stderr}"
+        );
+        assert_eq!(
+            lines[1], "launches plain=5 capture=1 graph=2 cooperative=1 attributes=1",
+            "features {args:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn resolver_program_runs_on_the_driver() {
     check("resolver");

@@ -36,6 +36,18 @@ typedef int CUdriverProcAddressQueryResult;
 #define CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND 1
 #define CU_STREAM_NON_BLOCKING 0x1
 
+/* For features.c: more of cuda.h's types and constants. */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define CU_MEM_ATTACH_GLOBAL 0x1
+#define CU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+
 /* cuda.h's CUlaunchAttribute (id padded to 8 bytes, a 64-byte value) and
  * CUlaunchConfig. */
 typedef struct {

@@ -51,12 +51,53 @@
  *    in a _ptsz/_ptds call, the per-thread one; one simulated stream serves
  *    both), the _ptsz/_ptds variants, cuLaunchKernelEx, synchronous copies,
  *    cuMemAllocAsync/cuMemFreeAsync (allocated at the call, freed when the
- *    stream reaches the free), cuMemGetAddressRange_v2, cuMemGetInfo_v2,
- *    cuStreamIsCapturing (never capturing), cuModuleLoadDataEx (options
- *    ignored), cuModuleLoadFatBinary, and CUDA 12's libraries
- *    (cuLibraryLoadData and friends over the same module machinery; a
- *    CUkernel may be passed where a CUfunction is expected, as the driver
- *    allows).
+ *    stream reaches the free), cuMemAllocPitch_v2 (elements of 4, 8 or 16
+ *    bytes; the pitch is the width rounded up to 512), cuMemAllocManaged
+ *    (CU_MEM_ATTACH_GLOBAL or _HOST; the host reads and writes it
+ *    directly, cuMemFree frees it), cuMemGetAddressRange_v2,
+ *    cuMemGetInfo_v2, cuModuleLoadDataEx (options ignored),
+ *    cuModuleLoadFatBinary, and CUDA 12's libraries (cuLibraryLoadData and
+ *    friends over the same module machinery; a CUkernel may be passed where
+ *    a CUfunction is expected, as the driver allows);
+ *  - cooperative launches (cuLaunchCooperativeKernel[_ptsz], and
+ *    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE): run as any
+ *    launch, but CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE unless every block
+ *    can be resident at once on the 132 multiprocessors
+ *    cuDeviceGetAttribute reports (each holding 64 warps, 32 blocks, and the
+ *    opt-in limit plus 1 KiB of shared memory, of which every block takes
+ *    its static and dynamic shared memory and 1 KiB the driver reserves);
+ *  - stream capture and graphs, with the driver's rules:
+ *    cuStreamBeginCapture[_v2][_ptsz] (not of the legacy stream:
+ *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; CUDA_ERROR_ILLEGAL_STATE when
+ *    already capturing; the per-thread default stream may capture),
+ *    cuStreamEndCapture[_ptsz] (CUDA_ERROR_ILLEGAL_STATE when not
+ *    capturing, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD from another thread
+ *    unless the capture is RELAXED), cuStreamIsCapturing[_ptsz] (NONE,
+ *    ACTIVE or INVALIDATED; of the legacy stream while a blocking stream
+ *    captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT),
+ *    cuThreadExchangeStreamCaptureMode, cuGraphInstantiateWithFlags,
+ *    cuGraphLaunch[_ptsz] (the graph's operations queued on the stream in
+ *    capture order, after the executable's previous launch; into the
+ *    capture on a capturing stream), cuGraphExecDestroy, cuGraphDestroy.
+ *    On a capturing stream kernels (every launch entry point; arguments
+ *    copied at capture), async copies and host functions are not run but
+ *    join the capture's graph; an event wait
+ *    (CUDA_ERROR_STREAM_CAPTURE_ISOLATION) or a stream callback
+ *    (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) invalidates it; event records
+ *    and stream-ordered allocation in a capture are not simulated
+ *    (CUDA_ERROR_NOT_SUPPORTED). Synchronising or querying a capturing
+ *    stream, cuCtxSynchronize while any stream captures, work on the legacy
+ *    stream while a blocking stream captures
+ *    (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; a synchronous copy
+ *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and potentially unsafe calls
+ *    (synchronous copies, cuMemAlloc[Pitch|Managed], cuMemFree,
+ *    cuMemHostAlloc, cuMemFreeHost) by a thread the capture modes forbid
+ *    them (see unsafe_call) fail and invalidate the captures concerned;
+ *    further work on an invalidated capture's stream fails with
+ *    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, as its cuStreamEndCapture does
+ *    (with a NULL graph), which ends it. A graph holding a kernel of a
+ *    module unloaded since neither instantiates nor launches
+ *    (CUDA_ERROR_INVALID_HANDLE).
  *
  * Knobs (environment, read by cuInit):
  *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1; 0 makes cuInit
@@ -142,6 +183,8 @@ typedef void (*CUstreamCallback)(CUstream, CUresult, void *);
 typedef void (*CUhostFn)(void *);
 typedef struct sim_library *CUlibrary;
 typedef struct sim_kernel *CUkernel;
+typedef struct sim_graph *CUgraph;
+typedef struct sim_graph_exec *CUgraphExec;
 typedef unsigned long long cuuint64_t;
 
 /* As cuda.h (CUDA 12) lays them out: CUlaunchAttribute is the attribute's
@@ -201,10 +244,17 @@ enum {
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+  CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+  CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
 };
 
 #define GRANULARITY ((size_t)2 << 20)
@@ -216,6 +266,14 @@ enum {
 #define ATTR_MAX_GRID_DIM_X 5  /* then Y, Z */
 #define ATTR_MAX_SHARED_PER_BLOCK 8
 #define ATTR_MAX_SHARED_PER_BLOCK_OPTIN 97
+#define ATTR_MULTIPROCESSOR_COUNT 16
+#define ATTR_MAX_THREADS_PER_SM 39
+#define ATTR_MAX_SHARED_PER_SM 81
+#define ATTR_MANAGED_MEMORY 83
+#define ATTR_CONCURRENT_MANAGED_ACCESS 89
+#define ATTR_COOPERATIVE_LAUNCH 95
+#define ATTR_MAX_BLOCKS_PER_SM 106
+#define ATTR_RESERVED_SHARED_PER_BLOCK 111
 #define FUNC_ATTR_MAX_THREADS_PER_BLOCK 0
 #define FUNC_ATTR_SHARED_SIZE 1
 #define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
@@ -223,6 +281,18 @@ enum {
 static const unsigned MAX_BLOCK[3] = {1024, 1024, 64};
 static const unsigned MAX_GRID[3] = {2147483647u, 65535, 65535};
 #define SHARED_DEFAULT (48u << 10)
+/* An sm_90's (H100 SXM's) multiprocessors: how many, and what each holds
+ * at once (cooperative launches must fit: see cooperative_fits). */
+#define MULTIPROCESSORS 132
+#define MAX_WARPS_PER_SM 64
+#define MAX_BLOCKS_PER_SM 32
+/* Shared memory the driver reserves for itself in every block. */
+#define RESERVED_SHARED 1024u
+/* cuMemAllocPitch's pitch: the width rounded up to this. */
+#define PITCH_ALIGNMENT 512
+/* CUmemAttach_flags cuMemAllocManaged takes. */
+#define MEM_ATTACH_GLOBAL 0x1
+#define MEM_ATTACH_HOST 0x2
 /* The opt-in limit, an sm_90's unless REPRISE_SIM_CUDA_SHARED_OPTIN or
  * reprise_sim_set_shared_optin says otherwise (atomic). */
 static unsigned g_shared_optin = 227u << 10;
@@ -337,8 +407,28 @@ static const struct error_text ERRORS[] = {
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
+    {CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+     "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+     "too many blocks in cooperative launch"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
      "operation not supported"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+     "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+     "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+     "dependency created on uncaptured work in another stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking "
+     "stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+     "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+     "attempt to terminate a thread-local capture sequence from another "
+     "thread"},
 };
 
 static const struct error_text *find_error(CUresult code) {
@@ -395,6 +485,13 @@ static CUresult usable(void) {
     return CUDA_ERROR_INVALID_CONTEXT;
   return sticky();
 }
+
+/* Stream capture (see "stream capture, graphs" below): whether the calling
+ * thread may make a potentially unsafe call now, and whether anything may
+ * synchronise the whole context; each invalidates the captures that forbid
+ * it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+static CUresult unsafe_call(void);
+static CUresult context_sync_gate(void);
 
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 
@@ -537,6 +634,26 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
   case ATTR_MAX_SHARED_PER_BLOCK_OPTIN:
     *value = SHARED_OPTIN;
     break;
+  case ATTR_MULTIPROCESSOR_COUNT:
+    *value = MULTIPROCESSORS;
+    break;
+  case ATTR_MAX_THREADS_PER_SM:
+    *value = MAX_WARPS_PER_SM * 32;
+    break;
+  case ATTR_MAX_BLOCKS_PER_SM:
+    *value = MAX_BLOCKS_PER_SM;
+    break;
+  case ATTR_MAX_SHARED_PER_SM:
+    *value = (int)(SHARED_OPTIN + RESERVED_SHARED);
+    break;
+  case ATTR_RESERVED_SHARED_PER_BLOCK:
+    *value = RESERVED_SHARED;
+    break;
+  case ATTR_MANAGED_MEMORY:
+  case ATTR_CONCURRENT_MANAGED_ACCESS:
+  case ATTR_COOPERATIVE_LAUNCH:
+    *value = 1;
+    break;
   default:
     *value = 0;
   }
@@ -597,10 +714,15 @@ EXPORT CUresult cuCtxSynchronize(void) {
     return CUDA_ERROR_NOT_INITIALIZED;
   if (t_current != &g_ctx)
     return CUDA_ERROR_INVALID_CONTEXT;
+  /* Never while a stream captures: it would wait for work that is not
+   * queued. */
+  CUresult r = context_sync_gate();
+  if (r)
+    return r;
   pthread_mutex_lock(&g_ctx.lock);
   while (g_ctx.busy > 0)
     pthread_cond_wait(&g_ctx.idle, &g_ctx.lock);
-  CUresult r = g_ctx.sticky;
+  r = g_ctx.sticky;
   pthread_mutex_unlock(&g_ctx.lock);
   return r;
 }
@@ -942,8 +1064,52 @@ static CUresult alloc_device(CUdeviceptr *out, size_t size) {
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size) {
   INJECT();
   CUresult r = usable();
+  if (!r)
+    r = unsafe_call();
   if (r)
     return r;
+  return alloc_device(out, size);
+}
+
+/* Pitched memory: `height` rows of the width rounded up to
+ * PITCH_ALIGNMENT, for reads and writes of 4, 8 or 16 bytes (what
+ * ElementSizeBytes may be). An ordinary allocation otherwise (cuMemFree
+ * frees it). */
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *out, size_t *pitch,
+                                   size_t width, size_t height,
+                                   unsigned element_size) {
+  INJECT();
+  CUresult r = usable();
+  if (!r)
+    r = unsafe_call();
+  if (r)
+    return r;
+  if (!out || !pitch || !width || !height ||
+      (element_size != 4 && element_size != 8 && element_size != 16) ||
+      width > SIZE_MAX - (PITCH_ALIGNMENT - 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t p = (width + PITCH_ALIGNMENT - 1) & ~(size_t)(PITCH_ALIGNMENT - 1);
+  if (height > SIZE_MAX / p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  r = alloc_device(out, p * height);
+  if (!r)
+    *pitch = p;
+  return r;
+}
+
+/* Managed memory: the simulator's device memory is host memory already, so
+ * the host reads and writes it directly, as on a device with concurrent
+ * managed access; freed by cuMemFree. */
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *out, size_t size,
+                                  unsigned flags) {
+  INJECT();
+  CUresult r = usable();
+  if (!r)
+    r = unsafe_call();
+  if (r)
+    return r;
+  if (flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST)
+    return CUDA_ERROR_INVALID_VALUE;
   return alloc_device(out, size);
 }
 
@@ -984,6 +1150,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = unsafe_call();
+  if (r)
+    return r;
   return free_device("cuMemFree", ptr, 0);
 }
 
@@ -991,6 +1160,8 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
   INJECT();
   (void)flags;
   CUresult r = usable();
+  if (!r)
+    r = unsafe_call();
   if (r)
     return r;
   if (!pp || size == 0)
@@ -1011,6 +1182,9 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
 
 EXPORT CUresult cuMemFreeHost(void *p) {
   INJECT();
+  CUresult r = unsafe_call();
+  if (r)
+    return r;
   size_t size = 0;
   pthread_mutex_lock(&g_mem);
   for (int i = 0; i < g_nhost; i++)
@@ -1307,19 +1481,22 @@ static const struct kernel_def KERNELS[] = {
      {{0, 4}, {8, 8}, {16, 8}, {24, 4}},
      k_saxpy,
      2,
-     {{"bias", 4, &BIAS_INIT}, {"launches", 4, NULL}}},
+     {{"bias", 4, &BIAS_INIT}, {"launches", 4, NULL}},
+     1},
     {"mixed",
      4,
      {{0, 4}, {4, 4}, {8, 16}, {24, 8}},
      k_mixed,
      1,
-     {{"table", 64, NULL}}},
+     {{"table", 64, NULL}},
+     1},
     {"grid2d",
      3,
      {{0, 8}, {8, 4}, {12, 4}},
      k_grid2d,
      1,
-     {{"scale", 8, SCALE_INIT}}},
+     {{"scale", 8, SCALE_INIT}},
+     1},
     {"shared_reverse",
      3,
      {{0, 8}, {8, 4}, {12, 4}},
@@ -1332,7 +1509,8 @@ static const struct kernel_def KERNELS[] = {
      {{0, 8}, {8, 8}, {16, 8}, {24, 8}},
      k_omp_saxpy,
      0,
-     {{0}}},
+     {{0}},
+     1},
     {"__omp_offloading_fe00_1_omp_sum_l8",
      4,
      {{0, 8}, {8, 8}, {16, 8}, {24, 8}},
@@ -1596,11 +1774,16 @@ EXPORT CUresult cuModuleLoadFatBinary(CUmodule *out, const void *image) {
   return load_module(out, image);
 }
 
+/* Makes the kernels of `m` in graphs, graph executables and captures
+ * dead, as the module goes (see cuGraphLaunch). */
+static void forget_module(CUmodule m);
+
 static void unload_module(const char *call, CUmodule m) {
   check_unused(call, (uintptr_t)m, 0, 2);
   /* Nor may a queued copy still read or write one of its globals. */
   for (int i = 0; i < m->nglobals; i++)
     check_unused(call, (uintptr_t)m->globals[i].data, m->globals[i].size, 0);
+  forget_module(m);
   __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
   free_module(m);
 }
@@ -1988,6 +2171,190 @@ struct sim_stream {
 static pthread_mutex_t g_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_stream *g_streams;
 
+/* ------------------------------------------------ stream capture, graphs */
+
+/* CUstreamCaptureMode and CUstreamCaptureStatus. */
+#define CAPTURE_MODE_GLOBAL 0
+#define CAPTURE_MODE_THREAD_LOCAL 1
+#define CAPTURE_MODE_RELAXED 2
+#define CAPTURE_NONE 0
+#define CAPTURE_ACTIVE 1
+#define CAPTURE_INVALIDATED 2
+/* CUgraphInstantiate_flags cuGraphInstantiateWithFlags takes. */
+#define GRAPH_AUTO_FREE_ON_LAUNCH 0x1
+#define GRAPH_DEVICE_LAUNCH 0x4
+#define GRAPH_USE_NODE_PRIORITY 0x8
+
+/* A graph: the operations a capture took, in capture order, as a chain of
+ * queue entries of its own (kernel arguments copied when captured, as the
+ * driver copies them); its nodes depend on each other in that order. */
+struct sim_graph {
+  struct op *head, *tail;
+  struct sim_graph *next; /* in g_graphs */
+};
+
+/* An instantiated graph: a copy of the graph's chain, which cuGraphLaunch
+ * copies onto a stream. */
+struct sim_graph_exec {
+  struct op *head;
+  CUstream last; /* the stream its last launch went to, or NULL */
+  struct sim_graph_exec *next; /* in g_execs */
+};
+
+/* A capture under way: on a stream of the program's, or (stream NULL) on
+ * the per-thread default stream of the thread that began it. */
+struct capture {
+  CUstream stream;
+  pthread_t thread; /* the thread that began it */
+  int mode;         /* CUstreamCaptureMode */
+  int status;       /* CAPTURE_ACTIVE or CAPTURE_INVALIDATED */
+  struct sim_graph graph;
+  struct capture *next; /* in g_captures */
+};
+
+/* Guards captures, graphs and graph executables. */
+static pthread_mutex_t g_graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct capture *g_captures;
+static struct sim_graph *g_graphs;
+static struct sim_graph_exec *g_execs;
+/* The calling thread's capture interaction mode
+ * (cuThreadExchangeStreamCaptureMode; CAPTURE_MODE_GLOBAL to start). */
+static __thread int t_capture_mode;
+
+static void free_ops(struct op *op) {
+  while (op) {
+    struct op *next = op->next;
+    free(op);
+    op = next;
+  }
+}
+
+/* Whether the handle names the legacy default stream. */
+static int is_legacy(CUstream h, int per_thread) {
+  return h == STREAM_LEGACY || (!h && !per_thread);
+}
+
+/* The capture under way on the stream the handle names, or NULL (never
+ * one of the legacy stream, which cannot capture). g_graph_lock held. */
+static struct capture *capture_on(CUstream h, int per_thread) {
+  if (is_legacy(h, per_thread))
+    return NULL;
+  int ptds = !h || h == STREAM_PER_THREAD;
+  for (struct capture *c = g_captures; c; c = c->next)
+    if (ptds ? !c->stream && pthread_equal(c->thread, pthread_self())
+             : c->stream == h)
+      return c;
+  return NULL;
+}
+
+/* How many captures work on the legacy stream would depend on: those of
+ * blocking streams (a per-thread default stream is one); with
+ * `invalidate`, invalidates them. g_graph_lock held. */
+static int legacy_conflicts(int invalidate) {
+  int n = 0;
+  for (struct capture *c = g_captures; c; c = c->next)
+    if (!c->stream || !(c->stream->flags & STREAM_NON_BLOCKING)) {
+      if (invalidate)
+        c->status = CAPTURE_INVALIDATED;
+      n++;
+    }
+  return n;
+}
+
+/* A potentially unsafe call (one that may synchronise implicitly: the
+ * synchronous copies, cuMemAlloc and cuMemFree, cuMemHostAlloc and
+ * cuMemFreeHost) is forbidden, as the driver forbids it, to a thread in
+ * CU_STREAM_CAPTURE_MODE_GLOBAL when it began a capture not in
+ * CU_STREAM_CAPTURE_MODE_RELAXED or another thread began one in
+ * CU_STREAM_CAPTURE_MODE_GLOBAL; to one in THREAD_LOCAL only in the first
+ * case; never to one in RELAXED. Those captures are invalidated. */
+static CUresult unsafe_call(void) {
+  int mode = t_capture_mode;
+  if (mode == CAPTURE_MODE_RELAXED)
+    return CUDA_SUCCESS;
+  int n = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct capture *c = g_captures; c; c = c->next) {
+    int mine = pthread_equal(c->thread, pthread_self());
+    if (mine ? c->mode != CAPTURE_MODE_RELAXED
+             : mode == CAPTURE_MODE_GLOBAL && c->mode == CAPTURE_MODE_GLOBAL) {
+      c->status = CAPTURE_INVALIDATED;
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  return n ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* cuCtxSynchronize: never while any stream captures (every capture is
+ * invalidated). */
+static CUresult context_sync_gate(void) {
+  int n = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct capture *c = g_captures; c; c = c->next, n++)
+    c->status = CAPTURE_INVALIDATED;
+  pthread_mutex_unlock(&g_graph_lock);
+  return n ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* Synchronising or querying a stream (or a synchronous copy on it): never
+ * while it captures, nor the legacy stream while it would wait for a
+ * capturing blocking stream; the capture is invalidated. */
+static CUresult sync_gate(CUstream h, int per_thread) {
+  int n = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  struct capture *c = capture_on(h, per_thread);
+  if (c) {
+    c->status = CAPTURE_INVALIDATED;
+    n = 1;
+  } else if (is_legacy(h, per_thread)) {
+    n = legacy_conflicts(1);
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  return n ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* Takes `op`, meant for a capturing stream, into its capture: copies,
+ * kernels and host functions join the graph; a wait for an event (never
+ * one recorded in a capture: see below) would depend on uncaptured work
+ * and a stream callback cannot be captured, so either invalidates the
+ * capture; event records and stream-ordered frees in a capture are not
+ * simulated (CUDA_ERROR_NOT_SUPPORTED). On an invalidated capture,
+ * nothing. Frees `op` unless it joins the graph. g_graph_lock held. */
+static CUresult capture_op(struct capture *c, struct op *op) {
+  CUresult r;
+  if (c->status == CAPTURE_INVALIDATED) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    switch (op->kind) {
+    case OP_HTOD:
+    case OP_DTOH:
+    case OP_DTOD:
+    case OP_KERNEL:
+    case OP_HOSTFN:
+      op->next = NULL;
+      if (c->graph.tail)
+        c->graph.tail->next = op;
+      else
+        c->graph.head = op;
+      c->graph.tail = op;
+      return CUDA_SUCCESS;
+    case OP_WAIT:
+      c->status = CAPTURE_INVALIDATED;
+      r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+      break;
+    case OP_CALLBACK:
+      c->status = CAPTURE_INVALIDATED;
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+      break;
+    default:
+      r = CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  free(op);
+  return r;
+}
+
 /* Whether `op` uses [base, base + size) of host (or device) memory; with
  * host == 2, whether it is a launch of a kernel of module `base`. */
 static int op_uses(const struct op *op, uintptr_t base, size_t size,
@@ -2302,6 +2669,28 @@ static int order_after(CUstream waiter, CUstream s) {
 static CUresult enqueue(CUstream h, struct op *op, int per_thread) {
   if (!op)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  /* A capturing stream takes the work into its graph instead; the legacy
+   * stream takes none while it would depend on a capture. */
+  CUresult r = CUDA_SUCCESS;
+  int captured = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  if (is_legacy(h, per_thread)) {
+    if (legacy_conflicts(1))
+      r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  } else {
+    struct capture *c = capture_on(h, per_thread);
+    if (c) {
+      captured = 1;
+      r = capture_op(c, op);
+    }
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (captured)
+    return r;
+  if (r) {
+    free(op);
+    return r;
+  }
   int legacy;
   CUstream s = stream_of(h, per_thread, &legacy);
   if (!s) {
@@ -2353,6 +2742,17 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   INJECT();
   if (is_default_handle(s))
     return CUDA_ERROR_INVALID_HANDLE;
+  /* A capture under way on it ends with it. */
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct capture **p = &g_captures; *p; p = &(*p)->next)
+    if ((*p)->stream == s) {
+      struct capture *c = *p;
+      *p = c->next;
+      free_ops(c->graph.head);
+      free(c);
+      break;
+    }
+  pthread_mutex_unlock(&g_graph_lock);
   pthread_mutex_lock(&s->lock);
   s->stop = 1; /* the worker finishes what is queued first */
   pthread_cond_signal(&s->work);
@@ -2370,10 +2770,13 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 }
 
 static CUresult stream_query(CUstream h, int per_thread) {
+  CUresult r = sync_gate(h, per_thread);
+  if (r)
+    return r;
   CUstream s = stream_of(h, per_thread, NULL);
   if (!s)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult r = sticky();
+  r = sticky();
   if (r)
     return r;
   pthread_mutex_lock(&s->lock);
@@ -2393,6 +2796,9 @@ EXPORT CUresult cuStreamQuery_ptsz(CUstream s) {
 }
 
 static CUresult stream_synchronize(CUstream h, int per_thread) {
+  CUresult r = sync_gate(h, per_thread);
+  if (r)
+    return r;
   CUstream s = stream_of(h, per_thread, NULL);
   if (!s)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -2410,26 +2816,34 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
   return stream_synchronize(s, 1);
 }
 
-/* CU_STREAM_CAPTURE_STATUS_NONE: the simulator never captures. */
-static CUresult stream_is_capturing(CUstream h, int *status) {
+/* CU_STREAM_CAPTURE_STATUS_NONE, _ACTIVE or _INVALIDATED. Asked of the
+ * legacy stream while a blocking stream captures, the driver's
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (which invalidates nothing). */
+static CUresult stream_is_capturing(CUstream h, int *status,
+                                    int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
   if (!status)
     return CUDA_ERROR_INVALID_VALUE;
-  (void)h;
-  *status = 0;
-  return CUDA_SUCCESS;
+  pthread_mutex_lock(&g_graph_lock);
+  struct capture *c = capture_on(h, per_thread);
+  if (is_legacy(h, per_thread) && legacy_conflicts(0))
+    r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  else
+    *status = c ? c->status : CAPTURE_NONE;
+  pthread_mutex_unlock(&g_graph_lock);
+  return r;
 }
 
 EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status) {
   INJECT();
-  return stream_is_capturing(s, status);
+  return stream_is_capturing(s, status, 0);
 }
 
 EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, int *status) {
   INJECT();
-  return stream_is_capturing(s, status);
+  return stream_is_capturing(s, status, 1);
 }
 
 static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
@@ -2453,7 +2867,13 @@ static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
  * `per_thread`), done before it returns. */
 static CUresult copy_sync(enum op_kind kind, uintptr_t dst, uintptr_t src,
                           size_t len, int per_thread) {
-  CUresult r = copy_async(kind, dst, src, len, NULL, per_thread);
+  CUresult r = usable();
+  if (!r)
+    r = unsafe_call();
+  if (!r)
+    r = sync_gate(NULL, per_thread);
+  if (!r)
+    r = copy_async(kind, dst, src, len, NULL, per_thread);
   if (r)
     return r;
   CUstream s = stream_of(NULL, per_thread, NULL);
@@ -2532,10 +2952,32 @@ EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src,
   return copy_sync(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, 1);
 }
 
+/* Whether a cooperative launch's blocks can all be resident at once, as
+ * they must: at most MULTIPROCESSORS times the blocks one multiprocessor
+ * holds, which its warps (rounded up per block), its block slots and its
+ * shared memory (each block's static and dynamic shared memory and the
+ * driver's reserve) limit. Registers are not simulated. */
+static int cooperative_fits(CUfunction f, const unsigned grid[3],
+                            const unsigned block[3], unsigned shared) {
+  unsigned long long threads =
+      (unsigned long long)block[0] * block[1] * block[2];
+  unsigned long long warps = (threads + 31) / 32;
+  unsigned long long per_sm = MAX_WARPS_PER_SM / warps;
+  if (per_sm > MAX_BLOCKS_PER_SM)
+    per_sm = MAX_BLOCKS_PER_SM;
+  unsigned long long smem =
+      (unsigned long long)f->static_shared + shared + RESERVED_SHARED;
+  unsigned long long by_smem = (SHARED_OPTIN + RESERVED_SHARED) / smem;
+  if (per_sm > by_smem)
+    per_sm = by_smem;
+  unsigned long long blocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+  return blocks <= per_sm * MULTIPROCESSORS;
+}
+
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz,
                        unsigned shared, CUstream s, void **params,
-                       void **extra, int per_thread) {
+                       void **extra, int per_thread, int cooperative) {
   CUresult r = usable();
   if (r)
     return r;
@@ -2557,6 +2999,8 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
       (unsigned long long)f->static_shared + shared > SHARED_OPTIN || extra ||
       (f->def->nparams && !params))
     return CUDA_ERROR_INVALID_VALUE;
+  if (cooperative && !cooperative_fits(f, grid, block, shared))
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   struct op *op = new_op(OP_KERNEL);
   if (!op)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -2583,7 +3027,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                unsigned bz, unsigned shared, CUstream s,
                                void **params, void **extra) {
   INJECT();
-  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 0);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 0, 0);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
@@ -2591,22 +3035,45 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
                                     unsigned bz, unsigned shared, CUstream s,
                                     void **params, void **extra) {
   INJECT();
-  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 1);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, 1, 0);
+}
+
+/* A cooperative launch runs as any other (blocks never wait for each
+ * other here), but only when all its blocks fit on the device at once. */
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx,
+                                          unsigned gy, unsigned gz,
+                                          unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shared,
+                                          CUstream s, void **params) {
+  INJECT();
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, NULL, 0, 1);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx,
+                                               unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by,
+                                               unsigned bz, unsigned shared,
+                                               CUstream s, void **params) {
+  INJECT();
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, NULL, 1, 1);
 }
 
 /* cuLaunchKernelEx: the attributes the simulator takes are ignore,
- * cooperative (it runs the grid as any other; blocks never wait for each
- * other), a cluster shape that divides the grid, and a priority; any
- * other is CUDA_ERROR_NOT_SUPPORTED. */
+ * cooperative (as cuLaunchCooperativeKernel when nonzero), a cluster shape
+ * that divides the grid, and a priority; any other is
+ * CUDA_ERROR_NOT_SUPPORTED. */
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
                           void **params, void **extra, int per_thread) {
   if (!c || (c->numAttrs && !c->attrs))
     return CUDA_ERROR_INVALID_VALUE;
+  int cooperative = 0;
   for (unsigned i = 0; i < c->numAttrs; i++) {
     const CUlaunchAttribute *a = &c->attrs[i];
     switch (a->id) {
-    case LAUNCH_ATTR_IGNORE:
     case LAUNCH_ATTR_COOPERATIVE:
+      cooperative = a->value.cooperative != 0;
+      break;
+    case LAUNCH_ATTR_IGNORE:
     case LAUNCH_ATTR_PRIORITY:
       break;
     case LAUNCH_ATTR_CLUSTER_DIMENSION: {
@@ -2623,7 +3090,7 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
   }
   return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
                 c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
-                params, extra, per_thread);
+                params, extra, per_thread, cooperative);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
@@ -2639,26 +3106,369 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config,
   return launch_ex(config, f, params, extra, 1);
 }
 
-/* Stream-ordered allocation: the memory is allocated at the call (so it is
- * ready for work the stream runs after it) and freed when the stream
- * reaches the free. */
-static CUresult mem_alloc_async(CUdeviceptr *out, size_t size, CUstream h) {
+/* ------------------------------------------- capture and graph calls */
+
+static CUresult begin_capture(CUstream h, int mode, int per_thread) {
   CUresult r = usable();
   if (r)
     return r;
-  (void)h;
+  if (mode < CAPTURE_MODE_GLOBAL || mode > CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  /* The legacy stream cannot capture. */
+  if (is_legacy(h, per_thread))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  struct capture *c = calloc(1, sizeof *c);
+  if (!c)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  c->stream = !h || h == STREAM_PER_THREAD ? NULL : h;
+  c->thread = pthread_self();
+  c->mode = mode;
+  c->status = CAPTURE_ACTIVE;
+  pthread_mutex_lock(&g_graph_lock);
+  if (capture_on(h, per_thread)) {
+    r = CUDA_ERROR_ILLEGAL_STATE; /* already capturing */
+  } else {
+    c->next = g_captures;
+    g_captures = c;
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (r)
+    free(c);
+  return r;
+}
+
+/* CUDA 10.1's, with a mode. */
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
+  INJECT();
+  return begin_capture(s, mode, 0);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode) {
+  INJECT();
+  return begin_capture(s, mode, 1);
+}
+
+/* CUDA 10.0's, without one: CU_STREAM_CAPTURE_MODE_GLOBAL. */
+EXPORT CUresult cuStreamBeginCapture(CUstream s) {
+  INJECT();
+  return begin_capture(s, CAPTURE_MODE_GLOBAL, 0);
+}
+
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) {
+  INJECT();
+  return begin_capture(s, CAPTURE_MODE_GLOBAL, 1);
+}
+
+/* Ends the capture under way on the stream: its graph, or, when it was
+ * invalidated, NULL and CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; either way
+ * the stream no longer captures. A capture not begun in
+ * CU_STREAM_CAPTURE_MODE_RELAXED ends only in the thread that began it. */
+static CUresult end_capture(CUstream h, CUgraph *out, int per_thread) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct sim_graph *g = calloc(1, sizeof *g);
+  if (!g)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_graph_lock);
+  struct capture *c = capture_on(h, per_thread);
+  if (!c) {
+    r = CUDA_ERROR_ILLEGAL_STATE; /* not capturing */
+  } else if (c->mode != CAPTURE_MODE_RELAXED &&
+             !pthread_equal(c->thread, pthread_self())) {
+    r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  } else {
+    for (struct capture **p = &g_captures; *p; p = &(*p)->next)
+      if (*p == c) {
+        *p = c->next;
+        break;
+      }
+    if (c->status == CAPTURE_INVALIDATED) {
+      r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+      free_ops(c->graph.head);
+    } else {
+      g->head = c->graph.head;
+      g->tail = c->graph.tail;
+      g->next = g_graphs;
+      g_graphs = g;
+    }
+    free(c);
+    *out = r ? NULL : g;
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (r)
+    free(g);
+  return r;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
+  INJECT();
+  return end_capture(s, graph, 0);
+}
+
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *graph) {
+  INJECT();
+  return end_capture(s, graph, 1);
+}
+
+/* The calling thread's capture interaction mode (see unsafe_call): sets
+ * *mode and hands back the one it replaces. */
+EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!mode || *mode < CAPTURE_MODE_GLOBAL || *mode > CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  int old = t_capture_mode;
+  t_capture_mode = *mode;
+  *mode = old;
+  return CUDA_SUCCESS;
+}
+
+/* A copy of the chain at `from`, or NULL with *ok 0 when memory ran out. */
+static struct op *copy_ops(const struct op *from, int *ok) {
+  struct op *head = NULL, **tail = &head;
+  *ok = 1;
+  for (; from; from = from->next) {
+    struct op *op = malloc(sizeof *op);
+    if (!op) {
+      free_ops(head);
+      *ok = 0;
+      return NULL;
+    }
+    memcpy(op, from, sizeof *op);
+    op->next = NULL;
+    *tail = op;
+    tail = &op->next;
+  }
+  return head;
+}
+
+/* Whether the chain launches a kernel of a module since unloaded. */
+static int has_dead_kernel(const struct op *op) {
+  for (; op; op = op->next)
+    if (op->kind == OP_KERNEL && !op->u.launch.module)
+      return 1;
+  return 0;
+}
+
+static void forget_ops(struct op *op, CUmodule m) {
+  for (; op; op = op->next)
+    if (op->kind == OP_KERNEL && op->u.launch.module == m)
+      op->u.launch.module = NULL;
+}
+
+static void forget_module(CUmodule m) {
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct capture *c = g_captures; c; c = c->next)
+    forget_ops(c->graph.head, m);
+  for (struct sim_graph *g = g_graphs; g; g = g->next)
+    forget_ops(g->head, m);
+  for (struct sim_graph_exec *e = g_execs; e; e = e->next)
+    forget_ops(e->head, m);
+  pthread_mutex_unlock(&g_graph_lock);
+}
+
+static int graph_live(CUgraph g) {
+  for (struct sim_graph *l = g_graphs; l; l = l->next)
+    if (l == g)
+      return 1;
+  return 0;
+}
+
+static int exec_live(CUgraphExec e) {
+  for (struct sim_graph_exec *l = g_execs; l; l = l->next)
+    if (l == e)
+      return 1;
+  return 0;
+}
+
+/* An executable copy of the graph, independent of it from then on. A
+ * graph with a kernel whose module was unloaded is
+ * CUDA_ERROR_INVALID_HANDLE; device launch is not simulated. */
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g,
+                                            unsigned long long flags) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || (flags & ~(unsigned long long)(GRAPH_AUTO_FREE_ON_LAUNCH |
+                                             GRAPH_DEVICE_LAUNCH |
+                                             GRAPH_USE_NODE_PRIORITY)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (flags & GRAPH_DEVICE_LAUNCH)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  struct sim_graph_exec *e = calloc(1, sizeof *e);
+  if (!e)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_graph_lock);
+  if (!g || !graph_live(g)) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else if (has_dead_kernel(g->head)) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    int ok;
+    e->head = copy_ops(g->head, &ok);
+    if (ok) {
+      e->next = g_execs;
+      g_execs = e;
+    } else {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (r)
+    free(e);
+  else
+    *out = e;
+  return r;
+}
+
+/* Queues the graph's operations, in capture order, on the stream (as any
+ * work queued there, with the legacy stream's synchronisation), after the
+ * previous launch of the same executable wherever that went; on a
+ * capturing stream, into its capture. A kernel whose module was unloaded
+ * since makes it CUDA_ERROR_INVALID_HANDLE. */
+static CUresult graph_launch(CUgraphExec e, CUstream h, int per_thread) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  struct op *ops = NULL;
+  int capturing = 0, ok = 1;
+  CUstream last = NULL;
+  pthread_mutex_lock(&g_graph_lock);
+  if (!e || !exec_live(e)) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else if (has_dead_kernel(e->head)) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    ops = copy_ops(e->head, &ok);
+    if (!ok)
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    capturing = capture_on(h, per_thread) != NULL;
+    last = e->last;
+  }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (r)
+    return r;
+  CUstream s = stream_of(h, per_thread, NULL);
+  if (!s) {
+    free_ops(ops);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (!capturing && last && last != s) {
+    /* A destroyed stream finished its work. */
+    pthread_mutex_lock(&g_streams_lock);
+    for (struct sim_stream *t = g_streams; t && ok; t = t->next)
+      if (t == last)
+        ok = order_after(s, t);
+    pthread_mutex_unlock(&g_streams_lock);
+    if (!ok) {
+      free_ops(ops);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  while (ops) {
+    struct op *next = ops->next;
+    r = enqueue(h, ops, per_thread);
+    ops = next;
+    if (r) {
+      free_ops(ops);
+      return r;
+    }
+  }
+  if (!capturing) {
+    pthread_mutex_lock(&g_graph_lock);
+    if (exec_live(e))
+      e->last = s;
+    pthread_mutex_unlock(&g_graph_lock);
+  }
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  INJECT();
+  return graph_launch(e, s, 0);
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+  INJECT();
+  return graph_launch(e, s, 1);
+}
+
+/* Launches already queued run to the end, as on the driver. */
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  int found = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct sim_graph_exec **p = &g_execs; *p; p = &(*p)->next)
+    if (*p == e) {
+      *p = e->next;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (!found)
+    return CUDA_ERROR_INVALID_VALUE;
+  free_ops(e->head);
+  free(e);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  int found = 0;
+  pthread_mutex_lock(&g_graph_lock);
+  for (struct sim_graph **p = &g_graphs; *p; p = &(*p)->next)
+    if (*p == g) {
+      *p = g->next;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&g_graph_lock);
+  if (!found)
+    return CUDA_ERROR_INVALID_VALUE;
+  free_ops(g->head);
+  free(g);
+  return CUDA_SUCCESS;
+}
+
+/* Stream-ordered allocation: the memory is allocated at the call (so it is
+ * ready for work the stream runs after it) and freed when the stream
+ * reaches the free. Not on the legacy stream while it would depend on a
+ * capture (which that invalidates); in a capture (a graph's allocation
+ * node) not simulated. */
+static CUresult mem_alloc_async(CUdeviceptr *out, size_t size, CUstream h,
+                                int per_thread) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  pthread_mutex_lock(&g_graph_lock);
+  if (is_legacy(h, per_thread) ? legacy_conflicts(1) > 0
+                               : capture_on(h, per_thread) != NULL)
+    r = is_legacy(h, per_thread) ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+                                 : CUDA_ERROR_NOT_SUPPORTED;
+  pthread_mutex_unlock(&g_graph_lock);
+  if (r)
+    return r;
   return alloc_device(out, size);
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
   INJECT();
-  return mem_alloc_async(out, size, s);
+  return mem_alloc_async(out, size, s, 0);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *out, size_t size,
                                      CUstream s) {
   INJECT();
-  return mem_alloc_async(out, size, s);
+  return mem_alloc_async(out, size, s, 1);
 }
 
 static CUresult mem_free_async(CUdeviceptr ptr, CUstream s, int per_thread) {
@@ -2980,6 +3790,8 @@ static const struct proc_entry PROCS[] = {
     {"cuModuleGetGlobal", 3020, "cuModuleGetGlobal_v2", 0},
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2", 0},
     {"cuMemAlloc", 3020, "cuMemAlloc_v2", 0},
+    {"cuMemAllocPitch", 3020, "cuMemAllocPitch_v2", 0},
+    {"cuMemAllocManaged", 6000, "cuMemAllocManaged", 0},
     {"cuMemFree", 3020, "cuMemFree_v2", 0},
     {"cuMemGetAddressRange", 3020, "cuMemGetAddressRange_v2", 0},
     {"cuMemHostAlloc", 2020, "cuMemHostAlloc", 0},
@@ -3006,11 +3818,21 @@ static const struct proc_entry PROCS[] = {
     {"cuStreamWaitEvent", 3020, "cuStreamWaitEvent", 'z'},
     {"cuStreamAddCallback", 5000, "cuStreamAddCallback", 'z'},
     {"cuStreamIsCapturing", 10000, "cuStreamIsCapturing", 'z'},
+    {"cuStreamBeginCapture", 10000, "cuStreamBeginCapture", 'z'},
+    {"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2", 'z'},
+    {"cuStreamEndCapture", 10000, "cuStreamEndCapture", 'z'},
+    {"cuThreadExchangeStreamCaptureMode", 10010,
+     "cuThreadExchangeStreamCaptureMode", 0},
+    {"cuGraphInstantiateWithFlags", 11040, "cuGraphInstantiateWithFlags", 0},
+    {"cuGraphLaunch", 10000, "cuGraphLaunch", 'z'},
+    {"cuGraphExecDestroy", 10000, "cuGraphExecDestroy", 0},
+    {"cuGraphDestroy", 10000, "cuGraphDestroy", 0},
     {"cuEventRecord", 2000, "cuEventRecord", 'z'},
     {"cuEventDestroy", 4000, "cuEventDestroy_v2", 0},
     {"cuFuncSetAttribute", 9000, "cuFuncSetAttribute", 0},
     {"cuLaunchKernel", 4000, "cuLaunchKernel", 'z'},
     {"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", 'z'},
+    {"cuLaunchCooperativeKernel", 9000, "cuLaunchCooperativeKernel", 'z'},
     {"cuLaunchHostFunc", 10000, "cuLaunchHostFunc", 'z'},
     {"cuLibraryLoadData", 12000, "cuLibraryLoadData", 0},
     {"cuLibraryUnload", 12000, "cuLibraryUnload", 0},
