@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use reprise_std::summary::Summary;
+
 use crate::error::{CliError, Result};
 
 /// The interposer's file name.
@@ -31,10 +33,15 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 ///
 /// Programs linked with `-lcuda` are recorded, and so are programs that
 /// resolve the driver through `dlopen` and `cuGetProcAddress` as CUDA's
-/// runtime library does, `cuLibraryLoadData` kernels included. Launches
-/// with attributes (`cuLaunchKernelEx`: cooperative, clusters) are not
-/// recorded yet. The exit status is the
-/// program's (128 + N when signal N ended it).
+/// runtime library does, `cuLibraryLoadData` kernels included. Not
+/// recorded, and counted in the summary at the end: launches during stream
+/// capture and graph launches (their kernels are graph nodes), cooperative
+/// and cluster launches and launches with other attributes (a replay runs
+/// plain launches), and launches with packed parameters (`extra`). A
+/// launch whose arguments point outside the region (managed or host memory,
+/// allocations once the region was full) or at a global is recorded with a
+/// mark that `reprise inspect` shows. The exit status is the program's
+/// (128 + N when signal N ended it).
 #[derive(Args, Debug)]
 pub struct RecordArgs {
     /// Where the captures go.
@@ -115,6 +122,40 @@ fn descriptors(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The file the program's processes append their summaries to: made fresh
+/// (never one already there), removed when done.
+struct SummaryFile(PathBuf);
+
+impl SummaryFile {
+    fn new() -> Result<SummaryFile> {
+        let dir = std::env::temp_dir();
+        for n in 0..100u32 {
+            let p = dir.join(format!("reprise-record-{}-{n}.summary", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&p)
+            {
+                Ok(_) => return Ok(SummaryFile(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(CliError::Command(format!("creating {}: {e}", p.display())));
+                }
+            }
+        }
+        Err(CliError::Command(format!(
+            "no free summary file name in {}",
+            dir.display()
+        )))
+    }
+}
+
+impl Drop for SummaryFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub fn run(a: RecordArgs) -> Result<ExitCode> {
     let lib = interposer()?;
     std::fs::create_dir_all(&a.dir)
@@ -132,9 +173,12 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         }
         _ => lib.clone().into_os_string(),
     };
+    // Each process of the program appends its counts here at exit.
+    let summary = SummaryFile::new()?;
     cmd.env("LD_PRELOAD", preload)
         .env("REPRISE_RECORD", "1")
-        .env("REPRISE_RECORD_DIR", &a.dir);
+        .env("REPRISE_RECORD_DIR", &a.dir)
+        .env("REPRISE_RECORD_SUMMARY", &summary.0);
     if let Some(f) = &a.filter {
         cmd.env("REPRISE_RECORD_FILTER", f);
     }
@@ -172,6 +216,10 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
             .map(|p| format!(" (replay one: reprise replay --verify {})", p.display()))
             .unwrap_or_default()
     );
+    let counts = Summary::parse(&std::fs::read_to_string(&summary.0).unwrap_or_default());
+    if let Some(t) = counts.skipped_text() {
+        eprintln!("reprise record: {t}");
+    }
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

@@ -8,6 +8,8 @@
 #[path = "../../../backends/cuda/tests/sim/mod.rs"]
 pub mod sim;
 
+pub mod programs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -922,6 +922,10 @@ struct allocation {
   size_t size;
 };
 
+/* Bytes of cuMemAlloc'd memory live (for cuMemGetInfo and cuMemCreate's
+ * limit). */
+static size_t g_alloc_bytes;
+
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                             const void *prop, unsigned long long flags) {
   INJECT();
@@ -934,6 +938,12 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     return r;
   if (!handle || !prop || size == 0 || size % GRANULARITY || flags)
     return CUDA_ERROR_INVALID_VALUE;
+  /* Physical memory is the device's: no more than it has, with what
+   * cuMemAlloc holds. */
+  size_t used = __atomic_load_n(&g_alloc_bytes, __ATOMIC_RELAXED) +
+                __atomic_load_n(&g_physical_bytes, __ATOMIC_RELAXED);
+  if (size > TOTAL_MEMORY || used > TOTAL_MEMORY - size)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   struct allocation *a = malloc(sizeof *a);
   if (!a)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1035,9 +1045,6 @@ static int g_nallocs;
  * g_allocs). */
 static struct range g_freeing[MAX_RANGES];
 static int g_nfreeing;
-/* Bytes of cuMemAlloc'd memory live (for cuMemGetInfo). */
-static size_t g_alloc_bytes;
-
 static CUresult alloc_device(CUdeviceptr *out, size_t size) {
   if (!out || size == 0)
     return CUDA_ERROR_INVALID_VALUE;

@@ -1,0 +1,198 @@
+//! What `reprise record` does with the parts of the driver API beyond plain
+//! launches, on the simulated driver: `features.c` (pitched, managed and
+//! stream-ordered memory, `cuMemGetAddressRange`, a stream capture launched
+//! as a graph, cooperative and cluster launches), the `--mode sync`
+//! schedule, a region larger than the device (mapped only as it is used),
+//! and programs killed at random points of their run.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::programs::*;
+use common::text;
+
+/// The simulator and the interposer are there (else the test skips, after
+/// saying why).
+fn ready() -> bool {
+    matches!(setup(), Some(Target::Simulated)) && interposer().is_some()
+}
+
+fn replay(capture: &Path) -> std::process::Output {
+    let (k, v) = sim_env();
+    common::reprise_env(
+        &["replay", "--verify", common::s(capture)],
+        &[(k, v.to_str().unwrap())],
+    )
+}
+
+fn inspect_json(capture: &Path) -> serde_json::Value {
+    let out = common::reprise(&["inspect", "--json", common::s(capture)]);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}: {}", capture.display(), text(&out).1))
+}
+
+/// The program computes what it computes without reprise (its own checks
+/// of every buffer, `cuMemGetAddressRange` on region memory included, pass
+/// under the interposer); its five plain launches are recorded and the
+/// rest counted by kind; the launch on managed memory is marked, and every
+/// unmarked capture replays.
+#[test]
+fn the_features_program_records_what_can_be_recorded_and_counts_the_rest() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("features");
+    let plain = run(&Target::Simulated, &program, &["3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &[], &["3"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert_eq!(stdout, text(&plain).0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "reprise record: not recorded: 1 during stream capture, 2 graph launches, \
+             1 cooperative, 1 with clusters"
+        ),
+        "{stderr}"
+    );
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 5, "{stderr}");
+    let mut marked = 0;
+    for c in &captures {
+        let info = inspect_json(c);
+        let notes = info["notes"].as_array().unwrap();
+        let outside = notes
+            .iter()
+            .filter(|n| n.as_str().unwrap().contains("outside the recording region"))
+            .count();
+        let json = std::fs::read_to_string(c).unwrap();
+        assert_eq!(outside > 0, json.contains("\"ArgsOutside\""), "{json}");
+        let out = replay(c);
+        let (stdout, stderr) = text(&out);
+        if outside > 0 {
+            marked += 1;
+            assert!(
+                stderr.contains("warning: ") && stderr.contains("outside the recording region"),
+                "{stderr}"
+            );
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}: {stdout}{stderr}",
+                c.display()
+            );
+            assert!(stdout.contains("verification: PASS"), "{stdout}");
+            assert!(!stderr.contains("warning"), "{stderr}");
+        }
+    }
+    assert_eq!(marked, 1, "exactly the launch on managed memory is marked");
+}
+
+#[test]
+fn the_sync_schedule_records_captures_that_replay() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &["--mode", "sync"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
+    for c in &captures {
+        let out = replay(c);
+        assert!(
+            text(&out).0.contains("verification: PASS"),
+            "{:?}",
+            text(&out)
+        );
+    }
+}
+
+/// The simulated device has 80 GiB: a 100 GiB region is address space
+/// only, with memory mapped as the program's allocations reach it. (Mapped
+/// whole, the driver would refuse it and recording would stop.)
+#[test]
+fn a_region_larger_than_the_device_is_mapped_as_it_is_used() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &["--region-size", "100G"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("recording stopped"), "{stderr}");
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
+    let info = inspect_json(&captures[0]);
+    assert_eq!(info["region"]["reserved"], 100u64 << 30);
+    let snapshot = info["region"]["snapshot_bytes"].as_u64().unwrap();
+    assert!(snapshot < 1 << 20, "{snapshot}");
+}
+
+/// A program killed (SIGKILL) anywhere in its run, recording included,
+/// leaves only whole captures and orphaned temporary files in the
+/// directory: `reprise list` finds nothing broken or incomplete.
+#[test]
+fn a_program_killed_mid_run_leaves_only_whole_captures() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let lib = interposer().unwrap();
+    let (k, v) = sim_env();
+    // How long a whole run takes here, to spread the kills over it.
+    let started = std::time::Instant::now();
+    let scratch = tempfile::tempdir().unwrap();
+    let whole = Command::new(&program)
+        .arg(saxpy_ptx())
+        .env(k, &v)
+        .env("LD_PRELOAD", &lib)
+        .env("REPRISE_RECORD", "1")
+        .env("REPRISE_RECORD_DIR", scratch.path())
+        .output()
+        .unwrap();
+    assert!(whole.status.success(), "{:?}", text(&whole));
+    let span = started.elapsed();
+    let mut killed = 0;
+    for i in 0..12u32 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(&program)
+            .arg(saxpy_ptx())
+            .env(k, &v)
+            .env("LD_PRELOAD", &lib)
+            .env("REPRISE_RECORD", "1")
+            .env("REPRISE_RECORD_DIR", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(span.mul_f64(f64::from(i) / 12.0) + Duration::from_millis(1));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if !status.success() {
+            killed += 1;
+        }
+        let out = common::reprise(&["list", common::s(dir.path())]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "kill {i}: {stdout}{stderr}");
+        assert!(!stdout.contains("BROKEN"), "kill {i}: {stdout}");
+        for c in descriptors(dir.path()) {
+            let out = replay(&c);
+            assert!(
+                text(&out).0.contains("verification: PASS"),
+                "kill {i}: {}: {:?}",
+                c.display(),
+                text(&out)
+            );
+        }
+    }
+    assert!(killed > 0, "no run was killed before it ended");
+}
