@@ -196,3 +196,36 @@ fn a_program_killed_mid_run_leaves_only_whole_captures() {
     }
     assert!(killed > 0, "no run was killed before it ended");
 }
+
+/// A driver before CUDA 12.4 cannot tell parameter sizes
+/// (`cuFuncGetParamInfo`): a PTX image's `.entry` declaration does.
+#[test]
+fn without_param_info_from_the_driver_the_ptx_sizes_the_arguments() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_env(
+        &program,
+        dir.path(),
+        &[],
+        &[],
+        &[("REPRISE_SIM_CUDA_PARAM_INFO", "0")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("not recorded"), "{stderr}");
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
+    let json = std::fs::read_to_string(&captures[0]).unwrap();
+    assert!(json.contains("\"ArgSizes\":[4,8,8,4]"), "{json}");
+    for c in &captures {
+        let out = replay(c);
+        assert!(
+            text(&out).0.contains("verification: PASS"),
+            "{:?}",
+            text(&out)
+        );
+    }
+}

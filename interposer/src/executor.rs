@@ -108,11 +108,15 @@ pub struct Image {
     module: Raw,
     /// Which globals it has (the driver cannot list them).
     names: Vec<String>,
+    /// Its PTX text, when it is PTX: parameter sizes for drivers without
+    /// `cuFuncGetParamInfo` (before CUDA 12.4).
+    ptx: Option<String>,
 }
 
-/// The program's function.
-#[derive(Debug, Clone, Copy)]
-pub struct Function(pub(crate) Raw);
+/// The program's function, with its parameter sizes from the PTX it was
+/// loaded from, when that is known.
+#[derive(Debug, Clone)]
+pub struct Function(pub(crate) Raw, Option<Vec<u32>>);
 
 impl ErrorType for Interposed {
     type Error = DriverError;
@@ -153,6 +157,8 @@ impl Executor for Interposed {
         Ok(Image {
             module,
             names: global_names(image),
+            ptx: matches!(sniff(image), ImageKind::Ptx)
+                .then(|| String::from_utf8_lossy(image).into_owned()),
         })
     }
 
@@ -167,7 +173,11 @@ impl Executor for Interposed {
         check(format!("cuModuleGetFunction({name})"), unsafe {
             (r.cuModuleGetFunction)(&mut f, image.module.ptr(), c.as_ptr())
         })?;
-        Ok(Function(Raw(f as usize)))
+        let from_ptx = image
+            .ptx
+            .as_deref()
+            .and_then(|p| reprise_cuda::ptx::param_sizes(p, name));
+        Ok(Function(Raw(f as usize), from_ptx))
     }
 
     fn global<'n>(
@@ -213,13 +223,31 @@ impl Executor for Interposed {
         kernel: &Function,
         out: &mut [u32],
     ) -> Result<Option<usize>, DriverError> {
-        let r = driver()?;
+        type FuncGetParamInfo =
+            unsafe extern "C" fn(Handle, usize, *mut usize, *mut usize) -> CuResult;
+        // Before CUDA 12.4 the driver cannot tell: the PTX's declaration,
+        // if the image was PTX.
+        let from_ptx = |out: &mut [u32]| {
+            kernel.1.as_ref().map(|sizes| {
+                for (slot, &s) in out.iter_mut().zip(sizes) {
+                    *slot = s;
+                }
+                sizes.len()
+            })
+        };
+        let Some(info) = crate::driver_fn!(FuncGetParamInfo, "cuFuncGetParamInfo") else {
+            return Ok(from_ptx(out));
+        };
         let mut n = 0;
         loop {
             let (mut offset, mut size) = (0usize, 0usize);
             // SAFETY: valid out-pointers; an index past the last parameter
             // is an error, which ends the loop.
-            let rc = unsafe { (r.cuFuncGetParamInfo)(kernel.0.ptr(), n, &mut offset, &mut size) };
+            let rc = unsafe { info(kernel.0.ptr(), n, &mut offset, &mut size) };
+            if rc != SUCCESS && n == 0 && rc != ERROR_INVALID_VALUE {
+                // Not an index past the last: the driver does not answer.
+                return Ok(from_ptx(out));
+            }
             if rc != SUCCESS {
                 break;
             }

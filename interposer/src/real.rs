@@ -87,7 +87,6 @@ real! {
     cuModuleLoadData: fn(*mut Handle, *const c_void) -> CuResult;
     cuModuleGetFunction: fn(*mut Handle, Handle, *const c_char) -> CuResult;
     cuModuleGetGlobal_v2: fn(*mut DevPtr, *mut usize, Handle, *const c_char) -> CuResult;
-    cuFuncGetParamInfo: fn(Handle, usize, *mut usize, *mut usize) -> CuResult;
     cuLaunchKernel: fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void) -> CuResult;
     cuMemcpyHtoDAsync_v2: fn(DevPtr, *const c_void, usize, Handle) -> CuResult;
     cuMemcpyDtoHAsync_v2: fn(*mut c_void, DevPtr, usize, Handle) -> CuResult;

@@ -60,7 +60,7 @@ impl Skipped {
             Skipped::Cluster => "with clusters",
             Skipped::Attributes => "with other launch attributes",
             Skipped::Extra => "with packed parameters (extra)",
-            Skipped::Unknown => "of kernels not seen loaded",
+            Skipped::Unknown => "of kernels whose image or parameter sizes were unknown",
         }
     }
 
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(sum.skipped(Skipped::Graph), 2);
         assert_eq!(
             sum.skipped_text().unwrap(),
-            "not recorded: 1 during stream capture, 2 graph launches, 1 of kernels not seen loaded"
+            "not recorded: 1 during stream capture, 2 graph launches, 1 of kernels whose image or parameter sizes were unknown"
         );
         assert_eq!(Summary::parse("").skipped_text(), None);
     }

@@ -57,6 +57,61 @@ pub fn entries(ptx: &str) -> Vec<String> {
         .collect()
 }
 
+/// The parameter sizes of the kernel `kernel` in `ptx`, from its `.entry`
+/// declaration (`.param .u64 p`, `.param .align 8 .b8 s[24]`), for drivers
+/// without `cuFuncGetParamInfo`; `None` when `ptx` does not define it or a
+/// parameter's type is not one PTX has.
+///
+/// ```
+/// let ptx = ".visible .entry k(.param .f32 k_param_0, .param .u64 .ptr .global .align 1 k_param_1,\n\
+///            .param .align 8 .b8 k_param_2[24], .param .u16 k_param_3) { ret; }";
+/// assert_eq!(reprise_cuda::ptx::param_sizes(ptx, "k"), Some(vec![4, 8, 24, 2]));
+/// assert_eq!(reprise_cuda::ptx::param_sizes(ptx, "other"), None);
+/// ```
+pub fn param_sizes(ptx: &str, kernel: &str) -> Option<Vec<u32>> {
+    statements(ptx).iter().find_map(|s| {
+        let at = s.find(".entry")?;
+        let rest = s[at + ".entry".len()..].trim_start();
+        let open = rest.find('(');
+        let name = rest[..open.unwrap_or(rest.len())].trim();
+        if name != kernel {
+            return None;
+        }
+        let Some(open) = open else {
+            return Some(Some(Vec::new()));
+        };
+        let close = rest.rfind(')')?;
+        let list = rest.get(open + 1..close)?;
+        Some(
+            list.split(',')
+                .filter(|p| !p.trim().is_empty())
+                .map(param_size)
+                .collect::<Option<Vec<u32>>>(),
+        )
+    })?
+}
+
+/// The size of one `.param` declaration.
+fn param_size(decl: &str) -> Option<u32> {
+    let mut words = decl.split_whitespace();
+    if words.next()? != ".param" {
+        return None;
+    }
+    let mut element = None;
+    let mut count = 1u32;
+    for w in words {
+        if let Some(size) = type_size(w) {
+            element = u32::try_from(size).ok();
+        } else if let Some(open) = w.find('[') {
+            let dims = &w[open..];
+            for d in dims.split(['[', ']']).filter(|d| !d.is_empty()) {
+                count = count.checked_mul(d.trim().parse().ok()?)?;
+            }
+        }
+    }
+    element?.checked_mul(count)
+}
+
 /// Splits PTX into statements at `;`, `{` and `}` outside initializers, with
 /// comments and string literals removed.
 fn statements(ptx: &str) -> Vec<String> {

@@ -108,6 +108,9 @@
  *                               0x380000000, lowest free address first,
  *                               honouring a hint only inside the pool (as
  *                               driver 580 was seen to do)
+ *   REPRISE_SIM_CUDA_PARAM_INFO=0  cuFuncGetParamInfo answers
+ *                               CUDA_ERROR_NOT_SUPPORTED, as for a driver
+ *                               before CUDA 12.4 that lacks it
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
  *   REPRISE_SIM_CUDA_CC=NN      the device's compute capability (default 90);
  *                               PTX for a newer SM fails to load with
@@ -315,6 +318,7 @@ static int g_pool;
  * layout. */
 #define WINDOW_BASE ((uintptr_t)0x300000000000ull)
 static int g_vmm = 1;
+static int g_param_info = 1;
 static int g_cc = 90; /* compute capability as major * 10 + minor */
 static unsigned g_copy_delay_us;
 static unsigned g_kernel_delay_us;
@@ -503,6 +507,8 @@ static void read_env(void) {
   g_pool = h && strcmp(h, "pool") == 0;
   const char *v = getenv("REPRISE_SIM_CUDA_VMM");
   g_vmm = !(v && strcmp(v, "0") == 0);
+  const char *pi = getenv("REPRISE_SIM_CUDA_PARAM_INFO");
+  g_param_info = !(pi && strcmp(pi, "0") == 0);
   const char *cc = getenv("REPRISE_SIM_CUDA_CC");
   if (cc && atoi(cc) > 0)
     g_cc = atoi(cc);
@@ -2104,6 +2110,8 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
                                    size_t *size) {
   INJECT();
+  if (!g_param_info)
+    return CUDA_ERROR_NOT_SUPPORTED;
   f = fn_of(f);
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
