@@ -23,7 +23,19 @@ pub struct CompletionsArgs {
 }
 
 pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
-    let mut cmd = crate::Cli::command();
+    // Shell generators offer hidden subcommands too (clap #1335): the
+    // command is rebuilt without the internal ones.
+    let full = crate::Cli::command();
+    let mut cmd = full
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .cloned()
+        .fold(
+            clap::Command::new("reprise")
+                .args(full.get_arguments().cloned())
+                .disable_help_subcommand(full.is_disable_help_subcommand_set()),
+            clap::Command::subcommand,
+        );
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "reprise", &mut out);
     print(&out);

@@ -14,6 +14,7 @@ mod error;
 mod extract;
 mod inspect;
 mod isolate;
+mod launch_loop;
 mod list;
 mod open_args;
 mod record;
@@ -60,6 +61,9 @@ enum Command {
     Tune(tune::TuneArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
+    // What `reprise bench` times with and without the interposer.
+    #[command(name = "__launch-loop", hide = true)]
+    LaunchLoop(launch_loop::LaunchLoopArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
+        Command::LaunchLoop(a) => launch_loop::run(a),
     };
     match result {
         Ok(code) => code,

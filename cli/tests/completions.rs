@@ -11,9 +11,14 @@ fn completions_know_every_command() {
         let out = reprise(&["completions", shell]);
         assert_exit(&out, 0);
         let script = text(&out).0;
-        for word in ["replay", "tune", "diff", "num-threads", "dtype"] {
+        for word in ["replay", "tune", "diff", "num-threads", "dtype", "record"] {
             assert!(script.contains(word), "{shell} lacks {word}");
         }
+        // Internal commands (bench's launch loop) are not offered.
+        assert!(
+            !script.contains("__launch-loop"),
+            "{shell} offers __launch-loop"
+        );
     }
     assert_exit(&reprise(&["completions", "tcsh"]), 2);
 }

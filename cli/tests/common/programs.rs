@@ -136,9 +136,10 @@ pub fn run(target: &Target, program: &Path, args: &[&str]) -> std::process::Outp
     output_within(&mut cmd, super::RUN_LIMIT)
 }
 
-/// The interposer the workspace builds (`cargo build` leaves it next to the
-/// `reprise` executable, `cargo test --workspace` in its `deps/`), or `None`
-/// after saying why the recording tests skip.
+/// The interposer the workspace builds: the newer of the one next to the
+/// `reprise` executable (`cargo build`) and the one in its `deps/` (what
+/// `cargo test` builds, the CLI's tests depending on it), or `None` after
+/// saying why the recording tests skip.
 pub fn interposer() -> Option<PathBuf> {
     let dir = super::reprise_bin().parent().unwrap().to_path_buf();
     let found = [
@@ -146,7 +147,9 @@ pub fn interposer() -> Option<PathBuf> {
         dir.join("deps/libreprise_interposer.so"),
     ]
     .into_iter()
-    .find(|p| p.exists());
+    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+    .max()
+    .map(|(_, p)| p);
     if found.is_none() {
         let why = "the interposer is not built (cargo build -p reprise-interposer)";
         assert!(

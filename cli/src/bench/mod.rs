@@ -1,4 +1,8 @@
-//! `reprise bench`: what recording costs, LLVM's way against reprise's.
+//! `reprise bench`: what recording costs, LLVM's way against reprise's,
+//! and (`interposer`) what the interposer adds to an unmodified program's
+//! launch.
+
+mod interposer;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,6 +25,17 @@ use crate::error::{CliError, Result};
 /// On the CUDA executor the kernel is a saxpy over the whole region, and
 /// reprise's way is measured once more with device-side staging of the
 /// snapshot before the kernel.
+///
+/// With `--backend cuda`, also what the interposer (`reprise record`) adds
+/// to one launch of an unmodified program, per launch and in the same run:
+/// the saxpy (over the smallest size, at most 1 MiB) launched and
+/// synchronized through `libcuda.so.1` in child processes, plain; with the
+/// interposer preloaded and recording on but no kernel selected (what a
+/// launch it does not record costs); and with every timed launch recorded
+/// (and the size of one capture); without `--quick` the three alternate
+/// over three rounds. The ratios are of the medians. The rows are skipped,
+/// saying why, when the interposer is not found (next to this executable,
+/// or `REPRISE_INTERPOSER=PATH`).
 ///
 /// Recording times are the launching thread's time in a recorded launch
 /// minus a plain launch's; the background writer is drained between
@@ -79,6 +94,7 @@ fn ms(s: f64) -> String {
 /// and ends the process.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Runs the benchmark and prints its tables (or JSON).
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
     // Before anything is measured: a plot that could not be written would
     // be found out only at the end.
@@ -157,6 +173,17 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
         std::process::exit(130);
     }
+    // The interposer's rows after the tables', while the scratch
+    // directory is there for the captures they write.
+    let interposer = (backend == reprise::BackendKind::Cuda && results.is_ok()).then(|| {
+        let smallest = cfg.sizes.iter().copied().min().unwrap_or(64 << 10);
+        interposer::measure(
+            a.quick,
+            interposer::elements_for(smallest),
+            &dir,
+            &mut progress,
+        )
+    });
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
     let alloc = bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
@@ -167,14 +194,28 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     if a.json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&results, &alloc, &a, backend))
-                .expect("JSON values serialize")
+            serde_json::to_string_pretty(&to_json(
+                &results,
+                &alloc,
+                interposer.as_ref(),
+                &a,
+                backend
+            ))
+            .expect("JSON values serialize")
         );
     } else {
         print_table(&results, &alloc, backend);
+        if let Some(o) = &interposer {
+            interposer::print(o);
+        }
         if let Some(p) = &a.plot {
             out!("plot written to {}", p.display());
         }
+    }
+    if let Some(interposer::Outcome::Failed(why)) = &interposer {
+        return Err(CliError::Command(format!(
+            "measuring the interposer failed: {why}"
+        )));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -182,10 +223,11 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
 fn to_json(
     results: &[SizeResult],
     alloc: &AllocResult,
+    interposer: Option<&interposer::Outcome>,
     a: &BenchArgs,
     backend: reprise::BackendKind,
 ) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "backend": backend.as_str(),
         "quick": a.quick,
         "sizes": results.iter().map(|r| json!({
@@ -220,7 +262,11 @@ fn to_json(
             "ratio_1_thread": alloc.lock_free_1 / alloc.mutex_1,
             "ratio_2_threads": alloc.lock_free_2 / alloc.mutex_2,
         },
-    })
+    });
+    if let Some(o) = interposer {
+        v["interposer"] = interposer::to_json(o);
+    }
+    v
 }
 
 fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::BackendKind) {
