@@ -231,6 +231,10 @@ pub type LibraryGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResul
 pub type LibraryGetKernel = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
 /// `cuKernelGetFunction`.
 pub type KernelGetFunction = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
+/// `cuFuncGetName`.
+pub type FuncGetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CuResult;
+/// `cuFuncGetModule`.
+pub type FuncGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
 /// `cuMemAllocAsync`.
 pub type MemAllocAsync = unsafe extern "C" fn(*mut DevPtr, usize, Handle) -> CuResult;
 /// `cuMemFreeAsync`.

@@ -279,6 +279,47 @@ pub fn alias(new: Handle, old: Handle) {
     }
 }
 
+/// The name and module of a launch handle the program never looked up by
+/// name (a kernel of `cuLibraryEnumerateKernels`, say), asked of the
+/// driver: as a `CUfunction`, else as a `CUkernel`'s function.
+fn name_and_module(f: Handle) -> Option<(String, Handle)> {
+    let get_name = crate::driver_fn!(FuncGetName, "cuFuncGetName")?;
+    let get_module = crate::driver_fn!(FuncGetModule, "cuFuncGetModule")?;
+    let ask = |f: Handle| {
+        let mut name: *const std::ffi::c_char = std::ptr::null();
+        let mut module: Handle = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; the driver refuses a handle it does
+        // not know.
+        let ok =
+            unsafe { get_name(&mut name, f) == SUCCESS && get_module(&mut module, f) == SUCCESS };
+        (ok && !name.is_null()).then(|| {
+            // SAFETY: the driver's NUL-terminated name of the function.
+            let name = unsafe { std::ffi::CStr::from_ptr(name) };
+            (name.to_string_lossy().into_owned(), module)
+        })
+    };
+    ask(f).or_else(|| {
+        let get = crate::driver_fn!(KernelGetFunction, "cuKernelGetFunction")?;
+        let mut g: Handle = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the driver refuses a handle that is
+        // not a kernel.
+        (unsafe { get(&mut g, f) } == SUCCESS)
+            .then(|| ask(g))
+            .flatten()
+    })
+}
+
+/// Makes an unknown launch handle known, when the driver tells its name
+/// and its module is one the program loaded: `None` when it cannot.
+fn discover(s: &mut State, f: Handle) -> Option<reprise_std::Result<()>> {
+    let (name, module) = name_and_module(f)?;
+    let image = *s.images.get(&(module as usize))?;
+    Some(s.rec.kernel(image, &name).map(|k| {
+        s.kernels.insert(f as usize, k);
+        s.names.insert(f as usize, (image, name));
+    }))
+}
+
 /// A launch that cannot be recorded, counted for the summary while
 /// recording is on.
 pub fn not_recordable(why: Skipped) {
@@ -300,6 +341,23 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
         summary::skipped(Skipped::Capture);
         return None;
     }
+    if !s.kernels.contains_key(&(launch.function as usize)) {
+        match discover(s, launch.function) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                give_up(&mut phase, e);
+                return None;
+            }
+            None => {
+                summary::skipped(Skipped::Unknown);
+                return None;
+            }
+        }
+    }
+    let s = match &mut *phase {
+        Phase::Recording(s) => s,
+        _ => return None,
+    };
     let Some(kernel) = s.kernels.remove(&(launch.function as usize)) else {
         summary::skipped(Skipped::Unknown);
         return None;

@@ -5,7 +5,9 @@
  * (cuMemAllocAsync / cuMemFreeAsync). Launches saxpy three ways: the
  * CUfunction, the CUkernel passed as a CUfunction (which the driver
  * accepts), and cuLaunchKernelEx. Then linked.c's check and `result`
- * line. Usage as linked.c.
+ * line. Usage as linked.c. With LIBRARY_ENUMERATE=1 in the environment it
+ * never names the kernel: it takes the library's only kernel from
+ * cuLibraryEnumerateKernels (CUDA 12.4), as generated code may.
  */
 #include "driver.h"
 
@@ -26,6 +28,8 @@ CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library,
 CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
                             CUlibrary library, const char *name);
 CUresult cuKernelGetFunction(CUfunction *f, CUkernel kernel);
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned n,
+                                   CUlibrary library);
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
@@ -62,7 +66,11 @@ int main(int argc, char **argv) {
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
   CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0));
-  CHECK(cuLibraryGetKernel(&kernel, library, "saxpy"));
+  const char *enumerate = getenv("LIBRARY_ENUMERATE");
+  if (enumerate && strcmp(enumerate, "1") == 0)
+    CHECK(cuLibraryEnumerateKernels(&kernel, 1, library));
+  else
+    CHECK(cuLibraryGetKernel(&kernel, library, "saxpy"));
   CHECK(cuKernelGetFunction(&saxpy, kernel));
 
   CUstream stream;
