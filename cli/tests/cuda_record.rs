@@ -262,3 +262,32 @@ fn kernels_the_program_never_names_are_recorded() {
         );
     }
 }
+
+/// Threads that launch at the same time, each on its own stream: every
+/// launch is recorded whole (on its own stream), the program's results are
+/// its own, and every capture replays.
+#[test]
+fn launches_from_many_threads_at_once_are_each_recorded() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("threads");
+    let plain = run(&Target::Simulated, &program, &[]);
+    assert_eq!(plain.status.code(), Some(0), "{:?}", text(&plain));
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &[], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, text(&plain).0, "{stderr}");
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 12, "{stderr}");
+    for c in &captures {
+        let out = replay(c);
+        assert!(
+            text(&out).0.contains("verification: PASS"),
+            "{}: {:?}",
+            c.display(),
+            text(&out)
+        );
+    }
+}

@@ -436,7 +436,31 @@ fn launch_known(
 /// Writes what is still in flight and says what was recorded, and what
 /// was not.
 extern "C" fn at_exit() {
-    let mut phase = lock();
+    // Another thread may be inside a recorded launch (the program exits
+    // from one thread while another still works): wait for it a while, not
+    // for ever.
+    let mut phase = None;
+    for _ in 0..1000 {
+        match cell().try_lock() {
+            Ok(g) => {
+                phase = Some(g);
+                break;
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                phase = Some(e.into_inner());
+                break;
+            }
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+    let Some(mut phase) = phase else {
+        eprintln!(
+            "reprise: a launch was still being recorded at exit; captures in flight are left as orphans"
+        );
+        return;
+    };
     if let Phase::Recording(s) = std::mem::replace(&mut *phase, Phase::Off) {
         let mut s = s;
         s.rec
