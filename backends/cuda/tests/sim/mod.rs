@@ -1,8 +1,8 @@
-//! The simulated CUDA driver (`libcuda.c` next to this file): built with the
-//! C compiler once per source version, then either loaded into the test
-//! process (before the executor first looks for the driver, so its
-//! `libcuda.so` lookup finds the simulator) or handed to a child process
-//! through `LD_LIBRARY_PATH`.
+//! The simulated CUDA driver (the C sources next to this file: `sim.h` and
+//! the `.c` files it lists): built with the C compiler once per source
+//! version, then either loaded into the test process (before the executor
+//! first looks for the driver, so its `libcuda.so` lookup finds the
+//! simulator) or handed to a child process through `LD_LIBRARY_PATH`.
 //!
 //! The directory [`library_dir`] names holds `libcuda.so.1` (soname
 //! `libcuda.so.1`, as the NVIDIA driver's) and a `libcuda.so` link to it, so
@@ -28,7 +28,24 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-const SOURCE: &str = include_str!("libcuda.c");
+/// The simulator's sources: `(file name, text)`. Every `.c` and `.h` file
+/// of this folder ([`sources_left_out`] checks it).
+pub const SOURCES: [(&str, &str); 14] = [
+    ("sim.h", include_str!("sim.h")),
+    ("core.c", include_str!("core.c")),
+    ("errors.c", include_str!("errors.c")),
+    ("memory.c", include_str!("memory.c")),
+    ("module.c", include_str!("module.c")),
+    ("kernels.c", include_str!("kernels.c")),
+    ("library.c", include_str!("library.c")),
+    ("stream.c", include_str!("stream.c")),
+    ("event.c", include_str!("event.c")),
+    ("copy.c", include_str!("copy.c")),
+    ("launch.c", include_str!("launch.c")),
+    ("capture.c", include_str!("capture.c")),
+    ("graph.c", include_str!("graph.c")),
+    ("procs.c", include_str!("procs.c")),
+];
 
 /// Which driver the GPU tests run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,13 +71,14 @@ pub fn driver() -> Result<Driver, String> {
     }
 }
 
-/// FNV-1a of the source and the build's defines, so an edited simulator is
-/// rebuilt.
+/// FNV-1a of the sources (names and texts) and the build's defines, so an
+/// edited simulator is rebuilt.
 fn source_hash(defines: &[&str]) -> u64 {
-    // The recipe's version too: what `build` makes from the source.
+    // The recipe's version too: what `build` makes from the sources.
     let recipe = "libcuda.so.1+libcuda.so+inproc";
-    let bytes = SOURCE
-        .bytes()
+    let bytes = SOURCES
+        .iter()
+        .flat_map(|(name, text)| name.bytes().chain(text.bytes()))
         .chain(recipe.bytes())
         .chain(defines.iter().flat_map(|d| d.bytes()));
     bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -121,11 +139,16 @@ fn compile(dir: &Path, soname: &str, defines: &[&str]) -> Result<(), String> {
     if lib.exists() {
         return Ok(());
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let unique = unique();
-    let src = dir.join(format!("libcuda-{unique}.c"));
+    // The sources in a directory of this build's own, as `sim.h` must sit
+    // next to the `.c` files.
+    let src = dir.join(format!("src-{unique}"));
+    std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
     let tmp = dir.join(format!("libcuda-{unique}.so"));
-    std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    for (name, text) in SOURCES {
+        let path = src.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     // `CC` may carry arguments (`ccache gcc`).
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let mut words = cc.split_whitespace();
@@ -137,13 +160,19 @@ fn compile(dir: &Path, soname: &str, defines: &[&str]) -> Result<(), String> {
         .arg(format!("-Wl,-soname,{soname}"))
         .arg("-o")
         .arg(&tmp)
-        .arg(&src)
+        .args(
+            SOURCES
+                .iter()
+                .filter(|(name, _)| name.ends_with(".c"))
+                .map(|(name, _)| src.join(name)),
+        )
         // dladdr/dlopen/dlsym (cuGetProcAddress) live in libdl before glibc
         // 2.34.
         .arg("-ldl")
         .output()
-        .map_err(|e| format!("no C compiler to build the simulated CUDA driver ({cc}: {e})"))?;
-    let _ = std::fs::remove_file(&src);
+        .map_err(|e| format!("no C compiler to build the simulated CUDA driver ({cc}: {e})"));
+    let _ = std::fs::remove_dir_all(&src);
+    let out = out?;
     // A compiler that fails must fail the tests, not skip them.
     assert!(
         out.status.success(),
@@ -314,4 +343,31 @@ pub fn counts() -> Option<[i32; 9]> {
         f(out.as_mut_ptr());
     }
     Some(out)
+}
+
+/// The `.c` and `.h` files in `dir` (this folder) that [`SOURCES`] leaves out, and
+/// the names in it that have no file: both empty when the build takes
+/// every source (a new file left out would still build in the GPU-check
+/// rehearsal, which compiles `*.c`, but not here).
+pub fn sources_left_out(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let on_disk: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".c") || n.ends_with(".h"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let listed: Vec<&str> = SOURCES.iter().map(|(n, _)| *n).collect();
+    let missing = on_disk
+        .iter()
+        .filter(|n| !listed.contains(&n.as_str()))
+        .cloned()
+        .collect();
+    let stale = listed
+        .iter()
+        .filter(|n| !on_disk.iter().any(|d| d == *n))
+        .map(|n| n.to_string())
+        .collect();
+    (missing, stale)
 }

@@ -1,0 +1,375 @@
+/*
+ * Modules: images (PTX, cubins, fat binaries) checked against the
+ * device and searched for the fixture kernels (kernels.c), each module
+ * with its own `__device__` globals; its functions and their
+ * attributes.
+ */
+#include "sim.h"
+
+/* The length of a binary image, from its own header; 0 when unknown. */
+static size_t image_len(const unsigned char *p) {
+  if (memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) {
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, p + 0x28, 8);
+    memcpy(&shentsize, p + 0x3a, 2);
+    memcpy(&shnum, p + 0x3c, 2);
+    return (size_t)(shoff + (uint64_t)shentsize * shnum);
+  }
+  uint32_t magic;
+  memcpy(&magic, p, 4);
+  if (magic == 0xBA55ED50u) {
+    uint16_t header;
+    uint64_t body;
+    memcpy(&header, p + 6, 2);
+    memcpy(&body, p + 8, 8);
+    return header + (size_t)body;
+  }
+  return 0;
+}
+
+/* Whether the image defines kernel `name`: `.entry name` in PTX, the name as
+ * a whole string in a binary's string tables. */
+static int defines(const unsigned char *image, size_t len, int ptx,
+                   const char *name) {
+  char pat[128];
+  size_t n;
+  if (ptx) {
+    n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
+  } else {
+    pat[0] = 0;
+    memcpy(pat + 1, name, strlen(name) + 1);
+    n = strlen(name) + 2;
+  }
+  return memmem(image, len, pat, n) != NULL;
+}
+
+/* The most threads per block the PTX allows kernel `name`: the product of
+ * its `.maxntid` (between the parameter list and the body), else the
+ * device's limit; for binaries, the device's limit. */
+static unsigned max_threads_of(const unsigned char *image, size_t len,
+                               int ptx, const char *name) {
+  if (!ptx)
+    return MAX_THREADS_PER_BLOCK;
+  char pat[96];
+  size_t n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
+  const char *at = memmem(image, len, pat, n);
+  if (!at)
+    return MAX_THREADS_PER_BLOCK;
+  const char *end = (const char *)image + len;
+  const char *body = memchr(at, '{', (size_t)(end - at));
+  const char *m = memmem(at, (size_t)((body ? body : end) - at), ".maxntid", 8);
+  if (!m)
+    return MAX_THREADS_PER_BLOCK;
+  unsigned long long threads = 1;
+  const char *p = m + 8;
+  for (int d = 0; d < 3; d++) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+      p++;
+    if (p >= end || *p < '0' || *p > '9')
+      break;
+    threads *= strtoull(p, (char **)&p, 10);
+  }
+  return threads && threads < MAX_THREADS_PER_BLOCK ? (unsigned)threads
+                                                    : MAX_THREADS_PER_BLOCK;
+}
+
+/* Whether the PTX declares a function it does not define, other than the
+ * ones the driver's compiler provides: loading it fails, as it does on a
+ * driver (cuModuleLoadData links nothing; OpenMP device code must be linked
+ * with the device runtime first). */
+static int unresolved_extern(const unsigned char *image, size_t len) {
+  static const char *const PROVIDED[] = {"vprintf", "malloc", "free",
+                                         "__assertfail"};
+  const char *p = (const char *)image, *end = p + len;
+  while ((p = memmem(p, (size_t)(end - p), ".extern .func", 13))) {
+    p += 13;
+    /* The name: the identifier before the parameter list's '(' that
+     * follows any return value's. */
+    const char *q = p;
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    if (q < end && *q == '(') {
+      const char *close = memchr(q, ')', (size_t)(end - q));
+      if (!close)
+        return 1;
+      q = close + 1;
+    }
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    const char *name = q;
+    while (q < end && (isalnum((unsigned char)*q) || *q == '_' || *q == '$'))
+      q++;
+    size_t n = (size_t)(q - name);
+    int provided = 0;
+    for (size_t i = 0; i < sizeof PROVIDED / sizeof PROVIDED[0]; i++)
+      if (strlen(PROVIDED[i]) == n && memcmp(PROVIDED[i], name, n) == 0)
+        provided = 1;
+    if (!provided)
+      return 1;
+  }
+  return 0;
+}
+
+int g_nmodules;
+/* Every module global's range (for cuMemGetAddressRange). */
+struct range g_globals[MAX_RANGES];
+int g_nglobals;
+
+static void free_module(struct sim_module *m) {
+  pthread_mutex_lock(&g_mem);
+  for (int i = 0; i < m->nglobals; i++) {
+    remove_range(g_access, &g_naccess, (uintptr_t)m->globals[i].data,
+                 m->globals[i].size);
+    remove_range(g_globals, &g_nglobals, (uintptr_t)m->globals[i].data,
+                 m->globals[i].size);
+  }
+  pthread_mutex_unlock(&g_mem);
+  for (int i = 0; i < m->nglobals; i++)
+    free(m->globals[i].data);
+  free(m);
+}
+
+/* Whether the device can run the image: PTX for its SM or an older one, a
+ * cubin for its major version and an older or equal minor one, a fat binary
+ * with either. */
+static CUresult image_fits(const unsigned char *p, size_t len, int ptx) {
+  if (ptx) {
+    const char *t = memmem(p, len, ".target sm_", 11);
+    return t && atoi(t + 11) > g_cc ? CUDA_ERROR_INVALID_PTX : CUDA_SUCCESS;
+  }
+  if (memcmp(p, "\x7f" "ELF", 4) == 0) {
+    uint32_t flags;
+    memcpy(&flags, p + 0x30, 4);
+    int sm = (p[8] >= 8 || flags >> 24) ? (flags >> 8) & 0xff : flags & 0xff;
+    return sm / 10 == g_cc / 10 && sm <= g_cc ? CUDA_SUCCESS
+                                              : CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  /* A fat binary: any PTX entry for an older SM, or a cubin that fits. */
+  size_t off = 16;
+  while (off + 32 <= len) {
+    uint16_t kind;
+    uint32_t hsize, arch;
+    uint64_t size;
+    memcpy(&kind, p + off, 2);
+    memcpy(&hsize, p + off + 4, 4);
+    memcpy(&size, p + off + 8, 8);
+    memcpy(&arch, p + off + 28, 4);
+    if ((kind == 1 && (int)arch <= g_cc) ||
+        (kind == 2 && (int)arch / 10 == g_cc / 10 && (int)arch <= g_cc))
+      return CUDA_SUCCESS;
+    if (hsize < 32 || size > len)
+      break;
+    off += hsize + size;
+  }
+  return CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+/* Loads an image: PTX, a cubin, a fat binary, or a fat binary wrapped as
+ * CUDA's runtime registers it (__fatBinC_Wrapper_t: magic 0x466243b1,
+ * version, then the fat binary's address at offset 8). */
+CUresult load_module(CUmodule *out, const void *image) {
+  CUresult r;
+  if (!out || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  uint32_t wrapper;
+  memcpy(&wrapper, image, 4);
+  if (wrapper == 0x466243b1u) {
+    memcpy(&image, (const unsigned char *)image + 8, sizeof image);
+    if (!image)
+      return CUDA_ERROR_INVALID_IMAGE;
+  }
+  const unsigned char *p = image;
+  size_t len = image_len(p);
+  int ptx = len == 0;
+  if (ptx)
+    len = strlen(image);
+  r = image_fits(p, len, ptx);
+  if (r)
+    return r;
+  if (ptx && unresolved_extern(p, len))
+    return CUDA_ERROR_INVALID_PTX;
+  unsigned static_shared =
+      __atomic_load_n(&g_static_shared, __ATOMIC_RELAXED);
+  if (static_shared > SHARED_DEFAULT)
+    return CUDA_ERROR_INVALID_IMAGE; /* no compiler makes such a kernel */
+  struct sim_module *m = calloc(1, sizeof *m);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t k = 0; k < NKERNELS; k++) {
+    const struct kernel_def *def = &KERNELS[k];
+    if (!defines(p, len, ptx, def->name))
+      continue;
+    /* By default a function may have 48 KiB of shared memory in all. */
+    m->functions[m->nkernels++] = (struct sim_function){
+        def, m, SHARED_DEFAULT - static_shared, static_shared,
+        max_threads_of(p, len, ptx, def->name)};
+    for (int g = 0; g < def->nglobals; g++) {
+      const struct global_def *gd = &def->globals[g];
+      unsigned char *data = calloc(1, gd->size);
+      if (!data) {
+        free_module(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      if (gd->init)
+        memcpy(data, gd->init, gd->size);
+      m->globals[m->nglobals].name = gd->name;
+      m->globals[m->nglobals].data = data;
+      m->globals[m->nglobals].size = gd->size;
+      m->nglobals++;
+      pthread_mutex_lock(&g_mem);
+      add_range(g_access, &g_naccess, (uintptr_t)data, gd->size);
+      add_range(g_globals, &g_nglobals, (uintptr_t)data, gd->size);
+      pthread_mutex_unlock(&g_mem);
+    }
+  }
+  if (m->nkernels == 0) {
+    free(m);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  __atomic_add_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return load_module(out, image);
+}
+
+/* JIT options change nothing the simulator does. */
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
+                                   unsigned nopts, int *opts, void **values) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (nopts && (!opts || !values))
+    return CUDA_ERROR_INVALID_VALUE;
+  return load_module(out, image);
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *out, const void *image) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return load_module(out, image);
+}
+
+void unload_module(const char *call, CUmodule m) {
+  check_unused(call, (uintptr_t)m, 0, 2);
+  /* Nor may a queued copy still read or write one of its globals. */
+  for (int i = 0; i < m->nglobals; i++)
+    check_unused(call, (uintptr_t)m->globals[i].data, m->globals[i].size, 0);
+  forget_module(m);
+  __atomic_sub_fetch(&g_nmodules, 1, __ATOMIC_RELAXED);
+  free_module(m);
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+  INJECT();
+  if (!m)
+    return CUDA_ERROR_INVALID_HANDLE;
+  unload_module("cuModuleUnload", m);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m,
+                                    const char *name) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || !m || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < m->nkernels; i++)
+    if (strcmp(m->functions[i].def->name, name) == 0) {
+      *out = &m->functions[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
+                                     CUmodule m, const char *name) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!m || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < m->nglobals; i++)
+    if (strcmp(m->globals[i].name, name) == 0) {
+      if (addr)
+        *addr = (CUdeviceptr)(uintptr_t)m->globals[i].data;
+      if (size)
+        *size = m->globals[i].size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  /* Static and dynamic shared memory together within the opt-in limit. */
+  if (value < 0 || (unsigned)value > SHARED_OPTIN - f->static_shared)
+    return CUDA_ERROR_INVALID_VALUE;
+  __atomic_store_n(&f->max_dynamic_shared, (unsigned)value, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+  case FUNC_ATTR_MAX_THREADS_PER_BLOCK:
+    *value = (int)f->max_threads;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_SHARED_SIZE:
+    *value = (int)f->static_shared;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_MAX_DYNAMIC_SHARED:
+    *value = (int)__atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  }
+}
+
+#ifndef SIM_NO_PARAM_INFO
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
+                                   size_t *size) {
+  INJECT();
+  if (!g_param_info)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= (size_t)f->def->nparams)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (offset)
+    *offset = f->def->params[index].offset;
+  if (size)
+    *size = f->def->params[index].size;
+  return CUDA_SUCCESS;
+}
+#endif

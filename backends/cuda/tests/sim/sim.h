@@ -1,0 +1,484 @@
+/*
+ * A simulated CUDA driver for testing reprise's CUDA executor on machines
+ * without an NVIDIA GPU, built by the tests as `libcuda.so.1`: core.c
+ * describes it (what it implements, its knobs, its hooks for tests, its
+ * build switches).
+ *
+ * This header declares the driver API's types and values the simulator
+ * implements (as cuda.h lays them out; cuda.h is not included), the
+ * structures its source files share, and what each file defines for the
+ * others:
+ *
+ *  - core.c: the knobs, cuInit, devices and the context;
+ *  - errors.c: fault injection, error names and strings;
+ *  - memory.c: the address ranges, virtual memory management, the
+ *    cuMemAlloc family, page-locked host memory, stream-ordered allocation;
+ *  - module.c: images, modules, their functions and attributes;
+ *  - kernels.c: the fixture kernels and the interpreter that runs them;
+ *  - library.c: CUDA 12's libraries and their kernels;
+ *  - stream.c: streams and their workers, the default streams, stream
+ *    callbacks and host functions;
+ *  - event.c: events;
+ *  - copy.c: copies;
+ *  - launch.c: kernel launches, cooperative ones and cuLaunchKernelEx;
+ *  - capture.c: stream capture;
+ *  - graph.c: graphs and graph executables;
+ *  - procs.c: cuGetProcAddress.
+ *
+ * Only the driver's functions and the simulator's hooks for tests (EXPORT)
+ * are in the library's dynamic symbol table: what this header declares is
+ * hidden.
+ */
+#ifndef SIM_CUDA_H
+#define SIM_CUDA_H
+
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Everything below is internal to the library. */
+#pragma GCC visibility push(hidden)
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct sim_ctx *CUcontext;
+typedef struct sim_module *CUmodule;
+typedef struct sim_function *CUfunction;
+typedef struct sim_stream *CUstream;
+typedef struct sim_event *CUevent;
+typedef void (*CUstreamCallback)(CUstream, CUresult, void *);
+typedef void (*CUhostFn)(void *);
+typedef struct sim_library *CUlibrary;
+typedef struct sim_kernel *CUkernel;
+typedef struct sim_graph *CUgraph;
+typedef struct sim_graph_exec *CUgraphExec;
+typedef unsigned long long cuuint64_t;
+
+/* As cuda.h (CUDA 12) lays them out: CUlaunchAttribute is the attribute's
+ * id padded to 8 bytes, then a 64-byte value union; CUlaunchConfig as
+ * below. */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    int cooperative;
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+    int priority;
+  } value;
+} CUlaunchAttribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+/* CUlaunchAttributeID values the simulator accepts. */
+#define LAUNCH_ATTR_IGNORE 0
+#define LAUNCH_ATTR_COOPERATIVE 2
+#define LAUNCH_ATTR_CLUSTER_DIMENSION 4
+#define LAUNCH_ATTR_PRIORITY 8
+
+/* The driver's version as cuDriverGetVersion reports it (CUDA 12.4). */
+#define DRIVER_VERSION 12040
+/* CUdriverProcAddress_flags and CUdriverProcAddressQueryResult. */
+#define PROC_DEFAULT 0
+#define PROC_LEGACY_STREAM 1
+#define PROC_PER_THREAD_DEFAULT_STREAM 2
+#define PROC_SUCCESS 0
+#define PROC_SYMBOL_NOT_FOUND 1
+#define PROC_VERSION_NOT_SUFFICIENT 2
+/* The default-stream handles of cuda.h. */
+#define STREAM_LEGACY ((CUstream)(uintptr_t)0x1)
+#define STREAM_PER_THREAD ((CUstream)(uintptr_t)0x2)
+#define STREAM_NON_BLOCKING 0x1
+/* What the simulated device reports as its memory (80 GiB). */
+#define TOTAL_MEMORY ((size_t)80 << 30)
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+  CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+  CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+};
+
+#define GRANULARITY ((size_t)2 << 20)
+#define ATTR_CC_MAJOR 75
+#define ATTR_CC_MINOR 76
+#define ATTR_VMM 102
+#define ATTR_MAX_THREADS_PER_BLOCK 1
+#define ATTR_MAX_BLOCK_DIM_X 2 /* then Y, Z */
+#define ATTR_MAX_GRID_DIM_X 5  /* then Y, Z */
+#define ATTR_MAX_SHARED_PER_BLOCK 8
+#define ATTR_MAX_SHARED_PER_BLOCK_OPTIN 97
+#define ATTR_MULTIPROCESSOR_COUNT 16
+#define ATTR_MAX_THREADS_PER_SM 39
+#define ATTR_MAX_SHARED_PER_SM 81
+#define ATTR_MANAGED_MEMORY 83
+#define ATTR_CONCURRENT_MANAGED_ACCESS 89
+#define ATTR_COOPERATIVE_LAUNCH 95
+#define ATTR_MAX_BLOCKS_PER_SM 106
+#define ATTR_RESERVED_SHARED_PER_BLOCK 111
+#define FUNC_ATTR_MAX_THREADS_PER_BLOCK 0
+#define FUNC_ATTR_SHARED_SIZE 1
+#define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
+#define MAX_THREADS_PER_BLOCK 1024
+extern const unsigned MAX_BLOCK[3];
+extern const unsigned MAX_GRID[3];
+#define SHARED_DEFAULT (48u << 10)
+/* An sm_90's (H100 SXM's) multiprocessors: how many, and what each holds
+ * at once (cooperative launches must fit: see cooperative_fits). */
+#define MULTIPROCESSORS 132
+#define MAX_WARPS_PER_SM 64
+#define MAX_BLOCKS_PER_SM 32
+/* Shared memory the driver reserves for itself in every block. */
+#define RESERVED_SHARED 1024u
+/* cuMemAllocPitch's pitch: the width rounded up to this. */
+#define PITCH_ALIGNMENT 512
+/* CUmemAttach_flags cuMemAllocManaged takes. */
+#define MEM_ATTACH_GLOBAL 0x1
+#define MEM_ATTACH_HOST 0x2
+/* The opt-in limit (core.c's g_shared_optin), read atomically. */
+#define SHARED_OPTIN __atomic_load_n(&g_shared_optin, __ATOMIC_RELAXED)
+#define MAX_RANGES 1024
+#define MAX_PARAM_BYTES 64
+
+/* CUstreamCaptureMode and CUstreamCaptureStatus. */
+#define CAPTURE_MODE_GLOBAL 0
+#define CAPTURE_MODE_THREAD_LOCAL 1
+#define CAPTURE_MODE_RELAXED 2
+#define CAPTURE_NONE 0
+#define CAPTURE_ACTIVE 1
+#define CAPTURE_INVALIDATED 2
+/* CUgraphInstantiate_flags cuGraphInstantiateWithFlags takes. */
+#define GRAPH_AUTO_FREE_ON_LAUNCH 0x1
+#define GRAPH_DEVICE_LAUNCH 0x4
+#define GRAPH_USE_NODE_PRIORITY 0x8
+
+/* core.c: the knobs (described there) and the context. */
+extern unsigned g_shared_optin;
+extern int g_initialized;
+extern int g_devices;
+extern int g_ignore_hints;
+extern int g_pool;
+extern int g_vmm;
+extern int g_param_info;
+extern int g_cc;
+extern unsigned g_copy_delay_us;
+extern unsigned g_kernel_delay_us;
+extern unsigned g_launch_return_delay_us;
+extern unsigned g_static_shared;
+
+struct sim_ctx {
+  pthread_mutex_t lock;
+  pthread_cond_t idle;
+  int retains;
+  CUresult sticky; /* a fault spoils the context, as on a device */
+  int busy;        /* operations queued on any stream, not yet finished */
+};
+
+extern struct sim_ctx g_ctx;
+extern __thread CUcontext t_current;
+CUresult sticky(void);
+/* Checks a call may use the context: initialised, current, not faulted. */
+CUresult usable(void);
+/* Spoils the context with CUDA_ERROR_ILLEGAL_ADDRESS (a kernel's or a
+ * copy's bad access), unless it is spoilt already. */
+void fault(void);
+
+/* errors.c: the status this call of the driver function named `call` fails
+ * with as reprise_sim_fail[_times] injected it (0: none; the call counts
+ * against the injection's skips and times); INJECT() returns it from the
+ * driver function it begins. */
+CUresult injected(const char *call);
+
+#define INJECT()                                                               \
+  do {                                                                         \
+    CUresult injected_ = injected(__func__);                                   \
+    if (injected_)                                                             \
+      return injected_;                                                        \
+  } while (0)
+
+/* memory.c */
+
+/* Address ranges the simulator tracks: reservations, mappings made
+ * accessible, and module globals. Kernels and copies may touch only
+ * accessible ones. */
+struct range {
+  uintptr_t base;
+  size_t size;
+};
+
+/* g_mem guards the ranges. */
+extern pthread_mutex_t g_mem;
+extern struct range g_reserved[MAX_RANGES];
+extern int g_nreserved;
+extern struct range g_access[MAX_RANGES];
+extern int g_naccess;
+extern struct range g_mapped[MAX_RANGES];
+extern int g_nmapped;
+extern int g_nphysical;
+extern size_t g_physical_bytes;
+extern int g_nhost;
+extern int g_nallocs;
+int add_range(struct range *set, int *n, uintptr_t base, size_t size);
+int remove_range(struct range *set, int *n, uintptr_t base, size_t size);
+int inside(const struct range *set, int n, uintptr_t base, size_t size);
+int overlaps(const struct range *set, int n, uintptr_t base, size_t size);
+/* Whether kernels and copies may touch [base, base + size). */
+int accessible(uintptr_t base, size_t size);
+/* Frees the allocation at `ptr`; `call` names the caller in an abort. */
+CUresult free_device(const char *call, CUdeviceptr ptr, int freeing);
+
+/* module.c and kernels.c */
+
+struct launch;
+/* One thread of a launch, and the phase of the kernel it runs: phase p is
+ * the code after the p-th __syncthreads(). */
+struct thread_index {
+  unsigned tid[3], bid[3], bdim[3], gdim[3];
+  unsigned phase;
+};
+typedef void (*kernel_fn)(struct launch *, const struct thread_index *);
+
+struct param {
+  size_t offset, size;
+};
+
+struct global_def {
+  const char *name;
+  size_t size;
+  const void *init;
+};
+
+struct kernel_def {
+  const char *name;
+  int nparams;
+  struct param params[4];
+  kernel_fn run;
+  int nglobals;
+  struct global_def globals[2];
+  /* Stretches of code between barriers (0 counts as 1): every thread of a
+   * block finishes one before any starts the next. */
+  unsigned phases;
+};
+
+struct sim_function {
+  const struct kernel_def *def;
+  struct sim_module *module;
+  /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (atomic). */
+  unsigned max_dynamic_shared;
+  /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: fixed when the module loads. */
+  unsigned static_shared;
+  /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the product of the PTX's
+   * `.maxntid` for the kernel (OpenMP kernels say 128 unless a thread_limit
+   * says otherwise), else the device's limit. */
+  unsigned max_threads;
+};
+
+struct sim_module {
+  int nkernels;
+  struct sim_function functions[4];
+  int nglobals;
+  struct {
+    const char *name;
+    unsigned char *data;
+    size_t size;
+  } globals[8];
+};
+
+struct launch {
+  const struct kernel_def *def;
+  struct sim_module *module;
+  unsigned grid[3], block[3];
+  unsigned char params[MAX_PARAM_BYTES];
+  int fault;
+  /* Dynamic shared memory: its size, and the running block's copy. */
+  unsigned shared;
+  unsigned char *smem;
+  /* How long it waits before it runs: the kernel delay when launched. */
+  unsigned delay_us;
+  /* The running block's partial sum (omp_sum keeps it in static shared
+   * memory): undefined at the start of every block. */
+  double acc;
+};
+
+extern int g_nmodules;
+/* Every module global's range (for cuMemGetAddressRange). */
+extern struct range g_globals[MAX_RANGES];
+extern int g_nglobals;
+CUresult load_module(CUmodule *out, const void *image);
+void unload_module(const char *call, CUmodule m);
+/* The fixture kernels, NKERNELS of them. */
+extern const struct kernel_def KERNELS[];
+extern const size_t NKERNELS;
+/* Runs a launch, block by block; a bad access faults the context. */
+void run_kernel(struct launch *l);
+
+/* library.c: the function a handle names: a CUfunction, or a CUkernel
+ * passed as one. */
+CUfunction fn_of(CUfunction f);
+
+/* stream.c and event.c */
+
+struct sim_event {
+  unsigned long recorded; /* recordings enqueued */
+  unsigned long reached;  /* the last recording its stream reached */
+  struct timespec at;
+};
+
+enum op_kind {
+  OP_HTOD,
+  OP_DTOH,
+  OP_DTOD,
+  OP_KERNEL,
+  OP_EVENT,
+  OP_WAIT,
+  OP_CALLBACK,
+  OP_HOSTFN,
+  OP_FREE /* cuMemFreeAsync: u.copy.dst */
+};
+
+struct op {
+  enum op_kind kind;
+  struct op *next;
+  union {
+    struct {
+      uintptr_t dst, src;
+      size_t len;
+    } copy;
+    struct launch launch;
+    struct {
+      CUevent event;
+      unsigned long generation;
+      int owned; /* an OP_WAIT frees the simulator's own event */
+    } event;
+    struct {
+      CUstreamCallback fn;
+      void *data;
+    } callback;
+    struct {
+      CUhostFn fn;
+      void *data;
+    } hostfn;
+  } u;
+};
+
+struct sim_stream {
+  pthread_mutex_t lock;
+  pthread_cond_t work, idle;
+  struct op *head, *tail;
+  struct op *running;
+  int pending; /* queued or running */
+  int stop;
+  unsigned flags; /* cuStreamCreate's (CU_STREAM_NON_BLOCKING) */
+  pthread_t worker;
+  struct sim_stream *next; /* in g_streams */
+};
+
+extern pthread_mutex_t g_streams_lock;
+extern struct sim_stream *g_streams;
+/* The default stream, once made. */
+extern CUstream g_default;
+/* Aborts when a queued or running copy still uses [base, base + size) of
+ * host (or device) memory that `call` is about to free. */
+void check_unused(const char *call, uintptr_t base, size_t size, int host);
+struct op *new_op(enum op_kind kind);
+CUstream stream_of(CUstream h, int per_thread, int *legacy);
+int order_after(CUstream waiter, CUstream s);
+CUresult enqueue(CUstream h, struct op *op, int per_thread);
+void wait_idle(CUstream s);
+extern pthread_mutex_t g_events;
+extern int g_nevents;
+extern pthread_cond_t g_reached;
+
+/* capture.c and graph.c */
+
+/* A graph: the operations a capture took, in capture order, as a chain of
+ * queue entries of its own (kernel arguments copied when captured, as the
+ * driver copies them); its nodes depend on each other in that order. */
+struct sim_graph {
+  struct op *head, *tail;
+  struct sim_graph *next; /* in g_graphs */
+};
+
+/* An instantiated graph: a copy of the graph's chain, which cuGraphLaunch
+ * copies onto a stream. */
+struct sim_graph_exec {
+  struct op *head;
+  CUstream last; /* the stream its last launch went to, or NULL */
+  struct sim_graph_exec *next; /* in g_execs */
+};
+
+/* A capture under way: on a stream of the program's, or (stream NULL) on
+ * the per-thread default stream of the thread that began it. */
+struct capture {
+  CUstream stream;
+  pthread_t thread; /* the thread that began it */
+  int mode;         /* CUstreamCaptureMode */
+  int status;       /* CAPTURE_ACTIVE or CAPTURE_INVALIDATED */
+  struct sim_graph graph;
+  struct capture *next; /* in g_captures */
+};
+
+extern pthread_mutex_t g_graph_lock;
+extern struct capture *g_captures;
+extern struct sim_graph *g_graphs;
+void free_ops(struct op *op);
+int is_legacy(CUstream h, int per_thread);
+struct capture *capture_on(CUstream h, int per_thread);
+int legacy_conflicts(int invalidate);
+/* Whether the calling thread may make a potentially unsafe call now, and
+ * whether anything may synchronise the whole context; each invalidates the
+ * captures that forbid it and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult unsafe_call(void);
+CUresult context_sync_gate(void);
+CUresult sync_gate(CUstream h, int per_thread);
+CUresult capture_op(struct capture *c, struct op *op);
+/* Makes the kernels of `m` in graphs, graph executables and captures
+ * dead, as the module goes (see cuGraphLaunch). */
+void forget_module(CUmodule m);
+
+#pragma GCC visibility pop
+
+#endif
