@@ -291,3 +291,135 @@ fn launches_from_many_threads_at_once_are_each_recorded() {
         );
     }
 }
+
+/// A preloaded library that wraps a function with `dlsym(RTLD_NEXT, ...)`
+/// gets the next definition past itself, as without reprise (the
+/// interposer's `dlsym` must not make the search start past itself).
+#[test]
+fn rtld_next_lookups_of_other_libraries_find_what_they_would_without_reprise() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("hello");
+    let wrap = build_program("wrap.so");
+    let lib = interposer().unwrap();
+    let (k, v) = sim_env();
+    let mut preload = lib.into_os_string();
+    preload.push(":");
+    preload.push(&wrap);
+    let out = Command::new(&program)
+        .env(k, &v)
+        .env("LD_PRELOAD", &preload)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "wrapped: hello\n", "{stderr}");
+}
+
+/// Another interposer of the driver preloaded after reprise's reaches the
+/// driver's functions through `dlsym` on the driver's handle, not
+/// reprise's hooks (which would call it back for ever), and both work.
+#[test]
+fn another_driver_interposer_after_reprise_reaches_the_driver() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let shim = build_program("shim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_env(
+        &program,
+        dir.path(),
+        &[],
+        &[],
+        &[("LD_PRELOAD", common::s(&shim))],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
+    // The program's call, and the recorder's own lookup of the kernel
+    // (which goes through the shim too).
+    let calls: Vec<u32> = stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("shim: ")?
+                .strip_suffix(" calls")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(calls.iter().any(|&n| n >= 1), "{stderr}");
+    assert!(!stderr.contains("a loop"), "{stderr}");
+    assert_eq!(descriptors(dir.path()).len(), 3, "{stderr}");
+}
+
+/// A child the program forks and that exits through `exit` runs the exit
+/// handlers it inherited without the recorder's threads: it passes
+/// through, neither hangs nor writes the parent's summary, and the parent
+/// records on.
+#[test]
+fn a_forked_child_exits_without_recording() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("forks");
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &[], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
+    assert_eq!(
+        stderr.matches("reprise: recorded").count(),
+        1,
+        "one summary, the parent's: {stderr}"
+    );
+    assert_eq!(descriptors(dir.path()).len(), 3, "{stderr}");
+}
+
+/// A driver copy the recording makes fails, at each point of the first
+/// recorded launch in turn (its snapshots before the kernel: the region and
+/// each global; then its snapshot after). Before the kernel is queued, that
+/// launch goes to the driver and the later ones are recorded; after it,
+/// recording stops and the kernel is not launched a second time (the
+/// program's saxpy accumulates, so a second run, or a lost one, would change
+/// its result). Copies already queued keep their buffers.
+#[test]
+fn a_recording_that_fails_never_runs_the_programs_kernel_twice() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let (mut before, mut after) = (0, 0);
+    for skip in 0..6 {
+        let dir = tempfile::tempdir().unwrap();
+        let fail = format!("cuMemcpyDtoHAsync_v2:999:{skip}");
+        let out = record_env(
+            &program,
+            dir.path(),
+            &[],
+            &[],
+            &[("REPRISE_SIM_CUDA_FAIL", &fail)],
+        );
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{fail}: {stdout}{stderr}");
+        assert_eq!(
+            stdout.lines().collect::<Vec<_>>(),
+            [expected_result()],
+            "{fail}: {stderr}"
+        );
+        let captures = descriptors(dir.path()).len();
+        if stderr.contains("recording stopped") {
+            after += 1;
+            assert_eq!(captures, 0, "{fail}: {stderr}");
+        } else {
+            before += 1;
+            assert!(
+                stderr.contains("1 whose recording failed"),
+                "{fail}: {stderr}"
+            );
+            assert_eq!(captures, 2, "{fail}: {stderr}");
+        }
+    }
+    assert!(before > 0 && after > 0, "before {before}, after {after}");
+}

@@ -71,6 +71,9 @@ pub struct Interposed {
     /// Set at exit: the driver may be gone, and every recorded launch was
     /// synchronized already, so queues make no more driver calls.
     pub(crate) exiting: Arc<std::sync::atomic::AtomicBool>,
+    /// Set when a queue of it has launched a kernel: a recording that fails
+    /// after that must not launch the program's kernel again.
+    pub(crate) launched: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Interposed {
@@ -79,6 +82,7 @@ impl Interposed {
             adopt: Mutex::new(None),
             stream: Arc::new(Mutex::new(Raw(0))),
             exiting: Arc::default(),
+            launched: Arc::default(),
         }
     }
 }
@@ -270,6 +274,7 @@ impl Executor for Interposed {
         Ok(InterposedQueue {
             stream: self.stream.clone(),
             exiting: self.exiting.clone(),
+            launched: self.launched.clone(),
             pending: Vec::new(),
             done: std::collections::VecDeque::new(),
             tickets: 0,
@@ -301,6 +306,7 @@ fn global_names(image: &[u8]) -> Vec<String> {
 pub struct InterposedQueue {
     stream: Arc<Mutex<Raw>>,
     exiting: Arc<std::sync::atomic::AtomicBool>,
+    launched: Arc<std::sync::atomic::AtomicBool>,
     pending: Vec<(Ticket, Vec<u8>)>,
     done: std::collections::VecDeque<(Ticket, Vec<u8>)>,
     tickets: u64,
@@ -345,19 +351,23 @@ impl Queue for InterposedQueue {
     fn upload(&mut self, buffer: Vec<u8>, segments: &[Segment]) -> Result<Ticket, DriverError> {
         let r = driver()?;
         let stream = self.stream();
-        for s in segments.iter().filter(|s| s.len > 0) {
+        let result = segments.iter().filter(|s| s.len > 0).try_for_each(|s| {
             let src = buffer
                 .get(s.host_offset..s.host_offset + s.len)
                 .ok_or_else(|| DriverError {
                     what: "a copy outside its buffer".into(),
                     code: ERROR_NOT_FOUND,
                 })?;
-            // SAFETY: the buffer is kept in `pending` until a synchronize.
+            // SAFETY: the buffer is kept in `pending` until a synchronize,
+            // also when a later segment fails (see below).
             check("cuMemcpyHtoDAsync", unsafe {
                 (r.cuMemcpyHtoDAsync_v2)(s.device, src.as_ptr() as *const c_void, s.len, stream)
-            })?;
-        }
-        Ok(self.ticket(buffer))
+            })
+        });
+        // Copies already queued read the buffer: it stays until a
+        // synchronize covers them, whatever became of the later segments.
+        let ticket = self.ticket(buffer);
+        result.map(|()| ticket)
     }
 
     fn download(
@@ -367,21 +377,31 @@ impl Queue for InterposedQueue {
     ) -> Result<Ticket, DriverError> {
         let r = driver()?;
         let stream = self.stream();
-        for s in segments.iter().filter(|s| s.len > 0) {
-            let len = buffer.len();
-            let dst = buffer
-                .get_mut(s.host_offset..s.host_offset + s.len)
-                .ok_or_else(|| DriverError {
+        let len = buffer.len();
+        let base = buffer.as_mut_ptr();
+        let result = segments.iter().filter(|s| s.len > 0).try_for_each(|s| {
+            if s.host_offset.checked_add(s.len).is_none_or(|end| end > len) {
+                return Err(DriverError {
                     what: format!("a copy outside its {len}-byte buffer"),
                     code: ERROR_NOT_FOUND,
-                })?;
-            // SAFETY: the buffer (its heap allocation does not move) is kept
-            // in `pending` until a synchronize.
+                });
+            }
+            // SAFETY: inside the buffer (checked above), whose heap
+            // allocation does not move and which is kept in `pending` until
+            // a synchronize, also when a later segment fails (see below).
             check("cuMemcpyDtoHAsync", unsafe {
-                (r.cuMemcpyDtoHAsync_v2)(dst.as_mut_ptr() as *mut c_void, s.device, s.len, stream)
-            })?;
-        }
-        Ok(self.ticket(buffer))
+                (r.cuMemcpyDtoHAsync_v2)(
+                    base.add(s.host_offset) as *mut c_void,
+                    s.device,
+                    s.len,
+                    stream,
+                )
+            })
+        });
+        // Copies already queued write into the buffer: it stays until a
+        // synchronize covers them, whatever became of the later segments.
+        let ticket = self.ticket(buffer);
+        result.map(|()| ticket)
     }
 
     fn launch(&mut self, kernel: &Function, launch: &Launch<'_>) -> Result<(), DriverError> {
@@ -394,7 +414,7 @@ impl Queue for InterposedQueue {
         let c = &launch.config;
         // SAFETY: the program's function; `params` points at one value per
         // parameter, alive for the call (the driver copies them at launch).
-        check("cuLaunchKernel", unsafe {
+        let rc = unsafe {
             (r.cuLaunchKernel)(
                 kernel.0.ptr(),
                 c.grid[0],
@@ -408,7 +428,12 @@ impl Queue for InterposedQueue {
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        })
+        };
+        if rc == SUCCESS {
+            self.launched
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        check("cuLaunchKernel", rc)
     }
 
     fn poll_synchronize(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), DriverError>> {

@@ -68,6 +68,8 @@ pub struct Heap {
     /// The end of the highest block ever served from the region: the bump
     /// allocator serves the next one above it.
     top: u64,
+    /// Whether the region still serves allocations (recording is on).
+    serving: bool,
 }
 
 /// The process's heap.
@@ -79,6 +81,7 @@ pub fn heap() -> MutexGuard<'static, Heap> {
         outside: BTreeMap::new(),
         globals: BTreeMap::new(),
         top: 0,
+        serving: true,
     });
     HEAP.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -91,6 +94,53 @@ fn containing<V: Copy>(
 ) -> Option<(u64, V)> {
     let (&start, v) = map.range(..=addr).next_back()?;
     (addr - start < size(v)).then_some((start, *v))
+}
+
+/// Maps physical memory behind `res` from what is mapped up to `target`
+/// bytes: the new physical allocation's handle, or why not (nothing left
+/// half done).
+fn map_chunk(
+    r: &Real,
+    res: &Reservation,
+    target: u64,
+    prop: &MemAllocationProp,
+) -> Result<u64, String> {
+    let (at, len) = (res.base + res.mapped, (target - res.mapped) as usize);
+    let mut handle = 0u64;
+    // SAFETY: valid out-pointer and properties.
+    let rc = unsafe { (r.cuMemCreate)(&mut handle, len, prop, 0) };
+    if rc != SUCCESS {
+        return Err(format!(
+            "cuMemCreate of {len} bytes failed: {}",
+            error_name(rc)
+        ));
+    }
+    // SAFETY: maps the new handle right after what is mapped, inside the
+    // reservation.
+    let rc = unsafe { (r.cuMemMap)(at, len, 0, handle, 0) };
+    if rc != SUCCESS {
+        // SAFETY: the handle just made, mapped nowhere.
+        unsafe { (r.cuMemRelease)(handle) };
+        return Err(format!("cuMemMap at {at:#x} failed: {}", error_name(rc)));
+    }
+    let access = MemAccessDesc {
+        location: prop.location,
+        flags: 3,
+    };
+    // SAFETY: one descriptor over the range just mapped.
+    let rc = unsafe { (r.cuMemSetAccess)(at, len, &access, 1) };
+    if rc != SUCCESS {
+        // SAFETY: undoes the map and the handle above.
+        unsafe {
+            (r.cuMemUnmap)(at, len);
+            (r.cuMemRelease)(handle);
+        }
+        return Err(format!(
+            "cuMemSetAccess at {at:#x} failed: {}",
+            error_name(rc)
+        ));
+    }
+    Ok(handle)
 }
 
 impl Heap {
@@ -160,47 +210,20 @@ impl Heap {
             ));
         }
         let gran = gran as u64;
-        let target = want
+        let minimal = want.div_ceil(gran).saturating_mul(gran).min(res.size);
+        let grown = want
             .max(res.mapped.saturating_mul(2))
             .max(RESERVE_UNIT)
             .div_ceil(gran)
             .saturating_mul(gran)
             .min(res.size);
-        let (at, len) = (res.base + res.mapped, (target - res.mapped) as usize);
-        let mut handle = 0u64;
-        // SAFETY: valid out-pointer and properties.
-        let rc = unsafe { (r.cuMemCreate)(&mut handle, len, &prop, 0) };
-        if rc != SUCCESS {
-            return Err(format!(
-                "cuMemCreate of {len} bytes failed: {}",
-                error_name(rc)
-            ));
-        }
-        // SAFETY: maps the new handle right after what is mapped, inside
-        // the reservation.
-        let rc = unsafe { (r.cuMemMap)(at, len, 0, handle, 0) };
-        if rc != SUCCESS {
-            // SAFETY: the handle just made, mapped nowhere.
-            unsafe { (r.cuMemRelease)(handle) };
-            return Err(format!("cuMemMap at {at:#x} failed: {}", error_name(rc)));
-        }
-        let access = MemAccessDesc {
-            location: prop.location,
-            flags: 3,
+        // Geometrically, so that many small allocations map a few times;
+        // what is needed only, when the device has no room for more.
+        let (target, handle) = match map_chunk(r, res, grown, &prop) {
+            Ok(h) => (grown, h),
+            Err(_) if minimal < grown => (minimal, map_chunk(r, res, minimal, &prop)?),
+            Err(e) => return Err(e),
         };
-        // SAFETY: one descriptor over the range just mapped.
-        let rc = unsafe { (r.cuMemSetAccess)(at, len, &access, 1) };
-        if rc != SUCCESS {
-            // SAFETY: undoes the map and the handle above.
-            unsafe {
-                (r.cuMemUnmap)(at, len);
-                (r.cuMemRelease)(handle);
-            }
-            return Err(format!(
-                "cuMemSetAccess at {at:#x} failed: {}",
-                error_name(rc)
-            ));
-        }
         res.mapped = target;
         res.handles.push(handle);
         Ok(())
@@ -251,9 +274,26 @@ impl Heap {
         containing(&self.live, addr, |&s| s)
     }
 
+    /// The region serves no more allocations (recording stopped).
+    pub fn stop_serving(&mut self) {
+        self.serving = false;
+        self.freed.clear();
+    }
+
+    /// A stream the program destroyed: the blocks freed on it are not
+    /// handed out again (a new stream may get its handle while its work
+    /// still drains).
+    pub fn forget_stream(&mut self, key: usize) {
+        self.freed.retain(|f| f.stream != key);
+    }
+
     /// Bytes mapped behind the region that no allocation has taken yet:
-    /// the next allocations take them before the region maps more.
+    /// the next allocations take them before the region maps more (none
+    /// once the region serves no more).
     pub fn mapped_unused(&self) -> u64 {
+        if !self.serving {
+            return 0;
+        }
         self.region.as_ref().map_or(0, |r| {
             let used = self.top.saturating_sub(r.base).min(r.mapped);
             r.mapped - used

@@ -103,10 +103,16 @@ real! {
     cuGetErrorName: fn(CuResult, *mut *const c_char) -> CuResult;
 }
 
-/// The driver's entry points, or the first one missing.
+/// The driver's entry points the recording needs, or the first one
+/// missing (looked up again at the next call: the program may not have
+/// loaded the driver yet).
 pub fn real() -> Result<&'static Real, &'static str> {
-    static REAL: OnceLock<Result<Real, &'static str>> = OnceLock::new();
-    REAL.get_or_init(Real::resolve).as_ref().map_err(|e| *e)
+    static REAL: OnceLock<Real> = OnceLock::new();
+    if let Some(r) = REAL.get() {
+        return Ok(r);
+    }
+    let r = Real::resolve()?;
+    Ok(REAL.get_or_init(|| r))
 }
 
 /// The driver's name of `rc` ("CUDA_ERROR_INVALID_VALUE"), or its number.
@@ -168,7 +174,17 @@ type Dlsym = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 pub fn real_dlsym() -> Option<Dlsym> {
     static REAL: OnceLock<Option<usize>> = OnceLock::new();
     let p = *REAL.get_or_init(|| {
-        [c"GLIBC_2.34", c"GLIBC_2.2.5"].iter().find_map(|v| {
+        // GLIBC_2.34 where libdl moved into the C library, else each
+        // architecture's first version (x86-64, aarch64, ppc64le, i386).
+        [
+            c"GLIBC_2.34",
+            c"GLIBC_2.2.5",
+            c"GLIBC_2.17",
+            c"GLIBC_2.3",
+            c"GLIBC_2.0",
+        ]
+        .iter()
+        .find_map(|v| {
             // SAFETY: NUL-terminated names; `dlvsym` is not interposed.
             let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), v.as_ptr()) };
             (!p.is_null()).then_some(p as usize)
@@ -237,6 +253,13 @@ pub type FuncGetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CuRes
 pub type FuncGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
 /// `cuMemAllocAsync`.
 pub type MemAllocAsync = unsafe extern "C" fn(*mut DevPtr, usize, Handle) -> CuResult;
+/// `cuMemAllocFromPoolAsync`.
+pub type MemAllocFromPoolAsync =
+    unsafe extern "C" fn(*mut DevPtr, usize, Handle, Handle) -> CuResult;
+/// `cuMemHostRegister_v2`.
+pub type MemHostRegister = unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CuResult;
+/// `cuStreamDestroy_v2`.
+pub type StreamDestroy = unsafe extern "C" fn(Handle) -> CuResult;
 /// `cuMemFreeAsync`.
 pub type MemFreeAsync = unsafe extern "C" fn(DevPtr, Handle) -> CuResult;
 /// `cuInit`.
@@ -268,6 +291,10 @@ pub type MemHostAlloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) ->
 pub type MemAllocHost = unsafe extern "C" fn(*mut *mut c_void, usize) -> CuResult;
 /// `cuMemFreeHost`.
 pub type MemFreeHost = unsafe extern "C" fn(*mut c_void) -> CuResult;
+/// `cuModuleLoadData`.
+pub type ModuleLoadData = unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult;
+/// `cuModuleGetFunction`.
+pub type ModuleGetFunction = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
 /// `cuModuleLoadFatBinary`.
 pub type ModuleLoadFatBinary = unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult;
 /// `cuModuleGetGlobal_v2`.

@@ -9,6 +9,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hooks;
 use crate::real::*;
@@ -39,7 +40,14 @@ fn hooks() -> &'static [(&'static CStr, usize)] {
             cuMemAllocPitch_v2 => hooks::cuMemAllocPitch_v2,
             cuMemFree_v2 => hooks::cuMemFree_v2,
             cuMemAllocAsync => hooks::cuMemAllocAsync,
+            cuMemAllocAsync_ptsz => hooks::cuMemAllocAsync_ptsz,
             cuMemFreeAsync => hooks::cuMemFreeAsync,
+            cuMemFreeAsync_ptsz => hooks::cuMemFreeAsync_ptsz,
+            cuMemAllocFromPoolAsync => hooks::cuMemAllocFromPoolAsync,
+            cuMemAllocFromPoolAsync_ptsz => hooks::cuMemAllocFromPoolAsync_ptsz,
+            cuMemHostRegister_v2 => hooks::cuMemHostRegister_v2,
+            cuMemHostUnregister => hooks::cuMemHostUnregister,
+            cuStreamDestroy_v2 => hooks::cuStreamDestroy_v2,
             cuMemGetAddressRange_v2 => hooks::cuMemGetAddressRange_v2,
             cuMemGetInfo_v2 => hooks::cuMemGetInfo_v2,
             cuMemAllocManaged => hooks::cuMemAllocManaged,
@@ -103,14 +111,76 @@ fn hook_for_pointer(p: *mut c_void) -> Option<*mut c_void> {
         .map(|&(_, hook)| hook as *mut c_void)
 }
 
-/// `dlsym`: for a driver entry point the interposer hooks, looked up in a
-/// library that has it (the driver), the hook; everything else as the C
-/// library answers.
+/// The C library's `dlsym` once found (0 before): the x86-64 trampoline
+/// jumps to it for `RTLD_NEXT`, so that the C library sees the program's
+/// return address and searches past the caller, not past the interposer.
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+
+/// Finds the C library's `dlsym` when the interposer is loaded, before the
+/// program's code runs.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static FIND_DLSYM: extern "C" fn() = find_dlsym;
+
+extern "C" fn find_dlsym() {
+    if let Some(f) = real_dlsym() {
+        REAL_DLSYM.store(f as usize, Ordering::Release);
+    }
+}
+
+/// `dlsym`: `RTLD_NEXT` straight to the C library with the caller's return
+/// address; everything else through [`dlsym_from`], with the caller's
+/// address.
 ///
 /// # Safety
 /// As the C library's.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    // rdi = handle, rsi = name; the return address is at [rsp]. A jump
+    // keeps it there for whichever function answers.
+    core::arch::naked_asm!(
+        "cmp rdi, -1",
+        "jne 2f",
+        "mov rax, qword ptr [rip + {real}]",
+        "test rax, rax",
+        "jz 2f",
+        "jmp rax",
+        "2:",
+        "mov rdx, qword ptr [rsp]",
+        "jmp {from}",
+        real = sym REAL_DLSYM,
+        from = sym dlsym_from,
+    )
+}
+
+/// `dlsym` where no trampoline is written: `RTLD_NEXT` is then answered as
+/// the interposer's own, which skips objects between the caller and it.
+///
+/// # Safety
+/// As the C library's.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    // SAFETY: the caller's arguments; no caller address known.
+    unsafe { dlsym_from(handle, name, std::ptr::null()) }
+}
+
+/// `dlsym` for a caller at `caller`: for a driver entry point the
+/// interposer hooks, looked up in a library that has it (the driver), the
+/// hook, unless the caller is the driver itself or a library that defines
+/// the same entry point (another interposer stacked after this one, which
+/// must reach the driver's, not this one's, or the two would call each
+/// other for ever); everything else as the C library answers.
+///
+/// # Safety
+/// As the C library's `dlsym`; `caller` is null or a code address.
+unsafe extern "C" fn dlsym_from(
+    handle: *mut c_void,
+    name: *const c_char,
+    caller: *const c_void,
+) -> *mut c_void {
     let Some(real) = real_dlsym() else {
         return std::ptr::null_mut();
     };
@@ -120,14 +190,53 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut
         return found;
     }
     // SAFETY: the C library read `name` as a C string.
-    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if name.starts_with(b"cu")
-        && let Some(ours) = hook(name)
-        && ours != found
-    {
-        return ours;
+    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    if !bytes.starts_with(b"cu") {
+        return found;
     }
-    found
+    match hook(bytes) {
+        // SAFETY: `caller` is the caller's code address, `name` a C string.
+        Some(ours) if ours != found && !unsafe { wants_the_driver(caller, name, found) } => ours,
+        _ => found,
+    }
+}
+
+/// The object (its load base) `addr` lies in, and its file name.
+fn object_of(addr: *const c_void) -> Option<(usize, *const c_char)> {
+    // SAFETY: Dl_info is plain data (pointers), all-zero valid.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer; dladdr only reads the loader's tables.
+    let found = unsafe { libc::dladdr(addr, &mut info) } != 0;
+    (found && !info.dli_fbase.is_null()).then_some((info.dli_fbase as usize, info.dli_fname))
+}
+
+/// Whether the code at `caller` must get the driver's `name` (at `found`),
+/// not the hook: it is the driver's own, or its object defines `name`
+/// itself (an interposer of it).
+///
+/// # Safety
+/// `name` is a C string.
+unsafe fn wants_the_driver(caller: *const c_void, name: *const c_char, found: *mut c_void) -> bool {
+    let Some((base, file)) = (!caller.is_null()).then(|| object_of(caller)).flatten() else {
+        return false;
+    };
+    if object_of(found).is_some_and(|(driver, _)| driver == base) {
+        return true;
+    }
+    let Some(real) = real_dlsym() else {
+        return false;
+    };
+    // SAFETY: `file` is the loader's NUL-terminated name of a loaded
+    // object; RTLD_NOLOAD only finds it, taking a reference dropped below.
+    let own = unsafe { libc::dlopen(file, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if own.is_null() {
+        return false;
+    }
+    // SAFETY: a loaded object's handle and the caller's C string.
+    let theirs = unsafe { real(own, name) };
+    // SAFETY: the reference RTLD_NOLOAD took.
+    unsafe { libc::dlclose(own) };
+    !theirs.is_null() && object_of(theirs).is_some_and(|(b, _)| b == base)
 }
 
 type GetProcAddressV2 =

@@ -36,10 +36,6 @@ struct State {
     device: i32,
 }
 
-// SAFETY: the state is only reached through the mutex below; the driver's
-// handles it keeps are plain values the driver accepts from any thread.
-unsafe impl Send for State {}
-
 enum Phase {
     /// Not started yet (no call has needed it).
     Idle,
@@ -53,9 +49,90 @@ fn cell() -> &'static Mutex<Phase> {
     CELL.get_or_init(|| Mutex::new(Phase::Idle))
 }
 
-/// The phase. Lock order: the phase, then the heap.
-fn lock() -> MutexGuard<'static, Phase> {
-    cell().lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// Set while this thread is inside the interposer's recording code: a
+    /// hook the driver (or a tool's callback) calls from in there passes
+    /// straight through instead of waiting for the lock it holds.
+    static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The process that made the recorder: a forked child has the state but
+/// not the recorder's threads, and passes everything through.
+static OWNER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn forked() -> bool {
+    let owner = OWNER.load(std::sync::atomic::Ordering::Relaxed);
+    owner != 0 && owner != std::process::id()
+}
+
+/// How long a hook waits for another thread's recording before passing
+/// its call through.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The phase, held by this thread: lock order the phase, then the heap.
+struct Entered(MutexGuard<'static, Phase>);
+
+impl std::ops::Deref for Entered {
+    type Target = Phase;
+    fn deref(&self) -> &Phase {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Entered {
+    fn deref_mut(&mut self) -> &mut Phase {
+        &mut self.0
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        INSIDE.with(|i| i.set(false));
+    }
+}
+
+/// Why a hook got no phase.
+#[derive(Debug, PartialEq, Eq)]
+enum Busy {
+    /// Called from inside the interposer, or in a forked child.
+    Passing,
+    /// Another thread held it longer than [`WAIT`].
+    Timeout,
+}
+
+/// The phase for a hook: waits at most [`WAIT`] for another thread's
+/// recording (a recorded launch holds it through its synchronize, which
+/// may wait for work that needs this thread to go on).
+fn enter() -> Result<Entered, Busy> {
+    if INSIDE.with(|i| i.get()) || forked() {
+        return Err(Busy::Passing);
+    }
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(20);
+    loop {
+        match cell().try_lock() {
+            Ok(g) => {
+                INSIDE.with(|i| i.set(true));
+                return Ok(Entered(g));
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                INSIDE.with(|i| i.set(true));
+                return Ok(Entered(e.into_inner()));
+            }
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(2));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return Err(Busy::Timeout),
+        }
+    }
+}
+
+/// A line on stderr; a closed or broken stderr is no reason to stop the
+/// program (`eprintln!` would panic, and a panic here aborts it).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Where the captures go, once a recorder was made.
@@ -64,7 +141,10 @@ static DIR: OnceLock<PathBuf> = OnceLock::new();
 /// Turns recording off for the rest of the run, saying why once. Memory the
 /// region served stays mapped: the program goes on using it.
 fn give_up(phase: &mut Phase, why: impl std::fmt::Display) {
-    eprintln!("reprise: recording stopped: {why}; the program goes on unrecorded");
+    say(format_args!(
+        "reprise: recording stopped: {why}; the program goes on unrecorded"
+    ));
+    heap().stop_serving();
     *phase = Phase::Off;
 }
 
@@ -85,8 +165,9 @@ pub fn initialized() {
 /// After the program made a context current: the recorder (and the region)
 /// are made now, before the program allocates.
 pub fn context_current() {
-    let mut phase = lock();
-    let _ = state(&mut phase);
+    if let Ok(mut phase) = enter() {
+        let _ = state(&mut phase);
+    }
 }
 
 /// The device of the calling thread's context, `None` without one (a
@@ -130,6 +211,7 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
         let dir = config.dir.clone();
         match Recorder::new(Interposed::new(), BackendKind::Cuda, device, config) {
             Ok(rec) => {
+                OWNER.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                 if DIR.set(dir).is_ok() {
                     // SAFETY: registers a plain function, run once at exit.
                     unsafe { libc::atexit(at_exit) };
@@ -155,18 +237,24 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
 }
 
 /// An allocation of `size` bytes from the region (`stream`: a
-/// stream-ordered one, which may take a block freed on that stream), or
-/// `None` for the driver to make: recording is off, the size is 0 (the
-/// driver's error is the program's), or the region is full.
-pub fn alloc(size: u64, stream: Option<Handle>) -> Option<u64> {
+/// stream-ordered one on the stream with that [`stream_key`], which may
+/// take a block freed on that stream), or `None` for the driver to make
+/// (and answer as it would): recording is off, the size is 0, no context
+/// of the recording device is current, a stream capture is under way (its
+/// allocations are the graph's), or the region is full.
+pub fn alloc(size: u64, stream: Option<(Handle, usize)>) -> Option<u64> {
     if size == 0 {
         return None;
     }
-    let mut phase = lock();
+    let mut phase = enter().ok()?;
     let s = state(&mut phase)?;
+    if current_device() != Some(s.device) || capturing(stream.map_or(std::ptr::null_mut(), |s| s.0))
+    {
+        return None;
+    }
     let mut heap = heap();
-    if let Some(stream) = stream
-        && let Some(addr) = heap.reuse(size, stream as usize)
+    if let Some((_, key)) = stream
+        && let Some(addr) = heap.reuse(size, key)
     {
         return Some(addr);
     }
@@ -178,6 +266,22 @@ pub fn alloc(size: u64, stream: Option<Handle>) -> Option<u64> {
     }
     heap.hold(addr, size);
     Some(addr)
+}
+
+/// What stream-ordered reuse knows a stream by: its handle, except that
+/// the per-thread default stream (`CU_STREAM_PER_THREAD`, or 0 in a
+/// `_ptsz` call) is each thread's own.
+pub fn stream_key(stream: Handle, per_thread: bool) -> usize {
+    const PER_THREAD: usize = 0x2;
+    let h = stream as usize;
+    if h == PER_THREAD || (per_thread && h == 0) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as usize;
+        // Odd, so never a stream handle (those are pointers).
+        (tid << 2) | 1
+    } else {
+        h
+    }
 }
 
 /// The driver placed `size` bytes at `addr`, outside the region.
@@ -222,7 +326,7 @@ fn capturing(stream: Handle) -> bool {
 /// # Safety
 /// `code` is the image the driver just accepted.
 pub unsafe fn loaded(module: Handle, code: *const u8) {
-    let mut phase = lock();
+    let Ok(mut phase) = enter() else { return };
     let Some(s) = state(&mut phase) else { return };
     // SAFETY: the caller's guarantee.
     let Some((start, len)) = (unsafe { image(code) }) else {
@@ -248,7 +352,7 @@ pub unsafe fn loaded(module: Handle, code: *const u8) {
 
 /// The program found `function` named `name` in `module`.
 pub fn function(function: Handle, module: Handle, name: &str) {
-    let mut phase = lock();
+    let Ok(mut phase) = enter() else { return };
     let Some(s) = state(&mut phase) else { return };
     let Some(&image) = s.images.get(&(module as usize)) else {
         return;
@@ -265,7 +369,7 @@ pub fn function(function: Handle, module: Handle, name: &str) {
 /// `new` is another handle of the function `old` (a `CUfunction` of a
 /// library's `CUkernel`).
 pub fn alias(new: Handle, old: Handle) {
-    let mut phase = lock();
+    let Ok(mut phase) = enter() else { return };
     let Some(s) = state(&mut phase) else { return };
     let Some((image, name)) = s.names.get(&(old as usize)).cloned() else {
         return;
@@ -323,9 +427,24 @@ fn discover(s: &mut State, f: Handle) -> Option<reprise_std::Result<()>> {
 /// A launch that cannot be recorded, counted for the summary while
 /// recording is on.
 pub fn not_recordable(why: Skipped) {
-    if let Phase::Recording(_) = &*lock() {
+    if let Ok(phase) = enter()
+        && let Phase::Recording(_) = &*phase
+    {
         summary::skipped(why);
     }
+}
+
+/// Why [`launch_known`] did not record a launch.
+enum NotRecorded {
+    /// The launch cannot be recorded (counted for `why`); the driver runs
+    /// it.
+    Skip(Skipped),
+    /// The recording failed before the kernel was queued: the driver runs
+    /// it, and answers the program.
+    Before(reprise_std::Error),
+    /// The recording failed after the program's kernel was queued: it ran,
+    /// and must not run again.
+    After(reprise_std::Error),
 }
 
 /// Records `launch` when the configuration selects it: `Some` with the
@@ -335,10 +454,21 @@ pub fn not_recordable(why: Skipped) {
 /// # Safety
 /// `launch.params` holds one pointer per parameter of the function.
 pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
-    let mut phase = lock();
+    let mut phase = match enter() {
+        Ok(p) => p,
+        Err(Busy::Timeout) => {
+            summary::skipped(Skipped::Busy);
+            return None;
+        }
+        Err(Busy::Passing) => return None,
+    };
     let s = state(&mut phase)?;
     if capturing(launch.stream) {
         summary::skipped(Skipped::Capture);
+        return None;
+    }
+    if current_device() != Some(s.device) {
+        summary::skipped(Skipped::OtherDevice);
         return None;
     }
     if !s.kernels.contains_key(&(launch.function as usize)) {
@@ -362,46 +492,76 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
         summary::skipped(Skipped::Unknown);
         return None;
     };
-    let result = launch_known(s, &kernel, launch);
+    // SAFETY: the caller's guarantee.
+    let result = unsafe { launch_known(s, &kernel, launch) };
     s.kernels.insert(launch.function as usize, kernel);
     match result {
-        Some(Ok(recorded)) => {
+        Ok(recorded) => {
             if recorded {
                 summary::recorded();
             }
             Some(SUCCESS)
         }
-        Some(Err(e)) => {
-            give_up(&mut phase, e);
+        Err(NotRecorded::Skip(why)) => {
+            summary::skipped(why);
             None
         }
-        None => {
-            summary::skipped(Skipped::Unknown);
+        Err(NotRecorded::Before(e)) => {
+            summary::skipped(Skipped::Failed);
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                say(format_args!(
+                    "reprise: a launch was not recorded: {e} (the driver ran it; said once)"
+                ))
+            });
             None
+        }
+        Err(NotRecorded::After(e)) => {
+            // The kernel ran: the program's launch happened, and a failure
+            // the device reported is sticky, so the program sees it next.
+            give_up(&mut phase, e);
+            Some(SUCCESS)
         }
     }
 }
 
-/// [`launch`] of a function the recorder knows; `None` when the driver
-/// does not tell its parameter sizes.
-fn launch_known(
+/// [`launch`] of a function the recorder knows.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_known(
     s: &mut State,
     kernel: &Kernel<Interposed>,
     launch: &Launch,
-) -> Option<reprise_std::Result<bool>> {
+) -> Result<bool, NotRecorded> {
+    use reprise_core::record::{MAX_ARG_DATA, MAX_ARGS, MAX_NAME_LEN};
     let exec = s.rec.executor();
-    let mut sizes = [0u32; 256];
+    let mut sizes = [0u32; MAX_ARGS];
     let n = match exec.param_sizes(kernel.handle(), &mut sizes) {
-        Ok(Some(n)) if n <= sizes.len() => n,
-        _ => return None,
+        Ok(Some(n)) if n <= MAX_ARGS => n,
+        Ok(Some(_)) => return Err(NotRecorded::Skip(Skipped::TooLarge)),
+        _ => return Err(NotRecorded::Skip(Skipped::Unknown)),
     };
+    let large: u64 = sizes[..n]
+        .iter()
+        .filter(|&&s| s > 8)
+        .map(|&s| u64::from(s))
+        .sum();
+    if kernel.name().len() > MAX_NAME_LEN || large > MAX_ARG_DATA as u64 {
+        return Err(NotRecorded::Skip(Skipped::TooLarge));
+    }
+    if n > 0 && launch.params.is_null() {
+        // The driver's error to give, not ours.
+        return Err(NotRecorded::Skip(Skipped::Unknown));
+    }
     let mut args = Args::new();
     let heap = heap();
     let mut outside = Vec::new();
     let mut in_globals = Vec::new();
     for (i, &size) in sizes[..n].iter().enumerate() {
-        // SAFETY: the caller of `launch` guarantees parameter i is `size`
-        // bytes at `params[i]`.
+        // SAFETY: the caller of `launch` guarantees `params[i]` points at
+        // parameter i, which the driver (or, before CUDA 12.4, the PTX the
+        // kernel was loaded from) says is `size` bytes.
         let bytes = unsafe {
             std::slice::from_raw_parts(*launch.params.add(i) as *const u8, size as usize)
         };
@@ -425,17 +585,34 @@ fn launch_known(
         args = args.mark_in_global(i);
     }
     *exec.stream.lock().unwrap_or_else(|e| e.into_inner()) = Raw(launch.stream as usize);
+    exec.launched
+        .store(false, std::sync::atomic::Ordering::Relaxed);
     let config = LaunchConfig {
         grid: launch.grid,
         block: launch.block,
         shared_mem: launch.shared,
     };
-    Some(reprise_core::block_on(s.rec.launch(kernel, config, &args)).map(|r| r.recorded))
+    let result = reprise_core::block_on(s.rec.launch(kernel, config, &args));
+    result.map(|r| r.recorded).map_err(|e| {
+        if s.rec
+            .executor()
+            .launched
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            NotRecorded::After(e)
+        } else {
+            NotRecorded::Before(e)
+        }
+    })
 }
 
 /// Writes what is still in flight and says what was recorded, and what
 /// was not.
 extern "C" fn at_exit() {
+    if forked() {
+        // A forked child: the recorder's threads are the parent's.
+        return;
+    }
     // Another thread may be inside a recorded launch (the program exits
     // from one thread while another still works): wait for it a while, not
     // for ever.
@@ -456,9 +633,9 @@ extern "C" fn at_exit() {
         }
     }
     let Some(mut phase) = phase else {
-        eprintln!(
+        say(format_args!(
             "reprise: a launch was still being recorded at exit; captures in flight are left as orphans"
-        );
+        ));
         return;
     };
     if let Phase::Recording(s) = std::mem::replace(&mut *phase, Phase::Off) {
@@ -468,7 +645,7 @@ extern "C" fn at_exit() {
             .exiting
             .store(true, std::sync::atomic::Ordering::Release);
         if let Err(e) = reprise_core::block_on(s.rec.finish()) {
-            eprintln!("reprise: finishing the recording: {e}");
+            say(format_args!("reprise: finishing the recording: {e}"));
         }
         // The driver may be shutting down: nothing of it is released.
         std::mem::forget(s);

@@ -24,11 +24,22 @@ pub enum Skipped {
     /// Of a function whose image was not seen loaded, or whose parameter
     /// sizes the driver does not tell.
     Unknown,
+    /// Larger than a capture holds (a name, the argument count, or the
+    /// bytes of by-value arguments past the format's limits).
+    TooLarge,
+    /// In a context of another device than the one recording.
+    OtherDevice,
+    /// While another thread's launch was being recorded for longer than
+    /// the interposer waits (the program goes on rather than wait).
+    Busy,
+    /// The recording failed before the kernel ran (the driver's launch
+    /// then ran it, and answered the program).
+    Failed,
 }
 
 impl Skipped {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [Skipped; 7] = [
+    pub const ALL: [Skipped; 11] = [
         Skipped::Capture,
         Skipped::Graph,
         Skipped::Cooperative,
@@ -36,6 +47,10 @@ impl Skipped {
         Skipped::Attributes,
         Skipped::Extra,
         Skipped::Unknown,
+        Skipped::TooLarge,
+        Skipped::OtherDevice,
+        Skipped::Busy,
+        Skipped::Failed,
     ];
 
     /// The word for it in summary lines.
@@ -48,6 +63,10 @@ impl Skipped {
             Skipped::Attributes => "attributes",
             Skipped::Extra => "extra",
             Skipped::Unknown => "unknown",
+            Skipped::TooLarge => "too-large",
+            Skipped::OtherDevice => "other-device",
+            Skipped::Busy => "busy",
+            Skipped::Failed => "failed",
         }
     }
 
@@ -61,6 +80,10 @@ impl Skipped {
             Skipped::Attributes => "with other launch attributes",
             Skipped::Extra => "with packed parameters (extra)",
             Skipped::Unknown => "of kernels whose image or parameter sizes were unknown",
+            Skipped::TooLarge => "too large for a capture",
+            Skipped::OtherDevice => "on another device",
+            Skipped::Busy => "while another thread's launch was being recorded",
+            Skipped::Failed => "whose recording failed",
         }
     }
 
@@ -77,7 +100,7 @@ impl Skipped {
 pub struct Summary {
     /// Launches recorded.
     pub recorded: u64,
-    skipped: [u64; 7],
+    skipped: [u64; Skipped::ALL.len()],
 }
 
 impl Summary {

@@ -17,11 +17,17 @@ pub fn saxpy_ptx() -> PathBuf {
 /// every other program with `-L<simulator dir> -lcuda`, so it records
 /// `NEEDED libcuda.so.1` and runs on whichever `libcuda.so.1` the loader finds
 /// (the simulator's with `LD_LIBRARY_PATH` set to [`sim::library_dir`], see
-/// [`sim_env`]). Panics when the simulator or the program cannot be built:
-/// call it once [`setup`] said the tests run.
+/// [`sim_env`]). A name ending in `.so` (`shim.so` from `shim.c`) is
+/// built as a shared library to preload, linked with `-ldl`. Panics when
+/// the simulator or the program cannot be built: call it once [`setup`]
+/// said the tests run.
 pub fn build_program(name: &str) -> PathBuf {
+    let (stem, shared) = match name.strip_suffix(".so") {
+        Some(stem) => (stem, true),
+        None => (name, false),
+    };
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-    let source = programs.join(format!("{name}.c"));
+    let source = programs.join(format!("{stem}.c"));
     let code = std::fs::read(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
     let header = std::fs::read(programs.join("driver.h")).expect("programs/driver.h");
     let lib = sim::library_dir().unwrap_or_else(|e| panic!("the simulated CUDA driver: {e}"));
@@ -50,7 +56,9 @@ pub fn build_program(name: &str) -> PathBuf {
         .args(["-O2", "-Wall", "-Werror", "-o"])
         .arg(&tmp)
         .arg(&source);
-    if name == "resolver" {
+    if shared {
+        cmd.args(["-shared", "-fPIC", "-ldl"]);
+    } else if name == "resolver" {
         cmd.arg("-ldl");
     } else {
         cmd.arg(format!("-L{}", lib.display())).arg("-lcuda");

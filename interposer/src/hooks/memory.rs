@@ -95,8 +95,33 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
     )
 }
 
-/// `cuMemAllocAsync`: from the region (a block freed earlier on the same
-/// stream first), usable by work queued on `stream` after it.
+/// `cuMemAllocAsync[_ptsz]`: from the region (a block freed earlier on
+/// the same stream first), usable by work queued on `stream` after it.
+fn alloc_async(
+    dptr: *mut DevPtr,
+    size: usize,
+    stream: Handle,
+    per_thread: bool,
+    real: Option<MemAllocAsync>,
+) -> CuResult {
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(
+            size as u64,
+            Some((stream, state::stream_key(stream, per_thread))),
+        )
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    driver_alloc(dptr, size as u64, Outside::Driver, || match real {
+        // SAFETY: the program's call, forwarded unchanged.
+        Some(f) => unsafe { f(dptr, size, stream) },
+        None => ERROR_NOT_FOUND,
+    })
+}
+
+/// `cuMemAllocAsync`.
 ///
 /// # Safety
 /// As the driver's.
@@ -106,15 +131,78 @@ pub unsafe extern "C" fn cuMemAllocAsync(
     size: usize,
     stream: Handle,
 ) -> CuResult {
-    if !dptr.is_null()
-        && let Some(addr) = state::alloc(size as u64, Some(stream))
-    {
-        // SAFETY: the caller's out-pointer, checked non-null.
-        unsafe { *dptr = addr };
-        return SUCCESS;
-    }
+    alloc_async(
+        dptr,
+        size,
+        stream,
+        false,
+        crate::driver_fn!(MemAllocAsync, "cuMemAllocAsync"),
+    )
+}
+
+/// `cuMemAllocAsync_ptsz` (stream 0 is the thread's default stream).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
+    dptr: *mut DevPtr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    alloc_async(
+        dptr,
+        size,
+        stream,
+        true,
+        crate::driver_fn!(MemAllocAsync, "cuMemAllocAsync_ptsz"),
+    )
+}
+
+/// `cuMemAllocFromPoolAsync`: the pool's (it chooses its addresses), kept
+/// track of.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
+    dptr: *mut DevPtr,
+    size: usize,
+    pool: Handle,
+    stream: Handle,
+) -> CuResult {
     driver_alloc(dptr, size as u64, Outside::Driver, || {
-        forward!(MemAllocAsync, "cuMemAllocAsync", dptr, size, stream)
+        forward!(
+            MemAllocFromPoolAsync,
+            "cuMemAllocFromPoolAsync",
+            dptr,
+            size,
+            pool,
+            stream
+        )
+    })
+}
+
+/// `cuMemAllocFromPoolAsync_ptsz`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
+    dptr: *mut DevPtr,
+    size: usize,
+    pool: Handle,
+    stream: Handle,
+) -> CuResult {
+    driver_alloc(dptr, size as u64, Outside::Driver, || {
+        forward!(
+            MemAllocFromPoolAsync,
+            "cuMemAllocFromPoolAsync_ptsz",
+            dptr,
+            size,
+            pool,
+            stream
+        )
     })
 }
 
@@ -144,17 +232,18 @@ pub unsafe extern "C" fn cuMemFree_v2(dptr: DevPtr) -> CuResult {
 /// `cuMemFree_v2`'s type.
 type MemFree = unsafe extern "C" fn(DevPtr) -> CuResult;
 
-/// `cuMemFreeAsync`: a region block may serve a later `cuMemAllocAsync`
-/// on the same stream.
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemFreeAsync(dptr: DevPtr, stream: Handle) -> CuResult {
+/// `cuMemFreeAsync[_ptsz]`: a region block may serve a later
+/// `cuMemAllocAsync` on the same stream.
+fn free_async(
+    dptr: DevPtr,
+    stream: Handle,
+    per_thread: bool,
+    real: Option<MemFreeAsync>,
+) -> CuResult {
     {
         let mut heap = heap();
         if heap.in_region(dptr) {
-            return if heap.free_async(dptr, stream as usize) {
+            return if heap.free_async(dptr, state::stream_key(stream, per_thread)) {
                 SUCCESS
             } else {
                 ERROR_INVALID_VALUE
@@ -162,7 +251,78 @@ pub unsafe extern "C" fn cuMemFreeAsync(dptr: DevPtr, stream: Handle) -> CuResul
         }
         heap.forget_outside(dptr);
     }
-    forward!(MemFreeAsync, "cuMemFreeAsync", dptr, stream)
+    match real {
+        // SAFETY: the program's call, forwarded unchanged.
+        Some(f) => unsafe { f(dptr, stream) },
+        None => ERROR_NOT_FOUND,
+    }
+}
+
+/// `cuMemFreeAsync`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: DevPtr, stream: Handle) -> CuResult {
+    free_async(
+        dptr,
+        stream,
+        false,
+        crate::driver_fn!(MemFreeAsync, "cuMemFreeAsync"),
+    )
+}
+
+/// `cuMemFreeAsync_ptsz`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync_ptsz(dptr: DevPtr, stream: Handle) -> CuResult {
+    free_async(
+        dptr,
+        stream,
+        true,
+        crate::driver_fn!(MemFreeAsync, "cuMemFreeAsync_ptsz"),
+    )
+}
+
+/// `cuStreamDestroy_v2`: blocks freed on the stream are not handed out
+/// again.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
+    heap().forget_stream(state::stream_key(stream, false));
+    forward!(StreamDestroy, "cuStreamDestroy_v2", stream)
+}
+
+/// `cuMemHostRegister_v2`: registered host memory kernels may reach, kept
+/// track of.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostRegister_v2(
+    p: *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> CuResult {
+    let rc = forward!(MemHostRegister, "cuMemHostRegister_v2", p, size, flags);
+    if rc == SUCCESS {
+        state::placed_outside(p as u64, size as u64, Outside::Host);
+    }
+    rc
+}
+
+/// `cuMemHostUnregister`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CuResult {
+    heap().forget_outside(p as u64);
+    forward!(MemFreeHost, "cuMemHostUnregister", p)
 }
 
 /// `cuMemGetAddressRange_v2`: for region memory, the allocation the

@@ -13,11 +13,11 @@ use crate::state;
 /// As the driver's: `image` points at a whole PTX, cubin or fat binary.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CuResult {
-    let Ok(r) = real() else {
+    let Some(load) = crate::driver_fn!(ModuleLoadData, "cuModuleLoadData") else {
         return ERROR_NOT_FOUND;
     };
     // SAFETY: forwarded unchanged.
-    let rc = unsafe { (r.cuModuleLoadData)(module, image) };
+    let rc = unsafe { load(module, image) };
     if rc == SUCCESS {
         // SAFETY: the driver accepted it: a valid image, and `module` holds
         // the new module.
@@ -60,11 +60,11 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     module: Handle,
     name: *const c_char,
 ) -> CuResult {
-    let Ok(r) = real() else {
+    let Some(get) = crate::driver_fn!(ModuleGetFunction, "cuModuleGetFunction") else {
         return ERROR_NOT_FOUND;
     };
     // SAFETY: forwarded unchanged.
-    let rc = unsafe { (r.cuModuleGetFunction)(f, module, name) };
+    let rc = unsafe { get(f, module, name) };
     if rc == SUCCESS {
         // SAFETY: the driver read `name` as a C string and wrote `*f`.
         let name = unsafe { CStr::from_ptr(name) }
@@ -205,11 +205,11 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     module: Handle,
     name: *const c_char,
 ) -> CuResult {
-    let Ok(r) = real() else {
+    let Some(get) = crate::driver_fn!(ModuleGetGlobal, "cuModuleGetGlobal_v2") else {
         return ERROR_NOT_FOUND;
     };
     // SAFETY: forwarded unchanged.
-    let rc = unsafe { (r.cuModuleGetGlobal_v2)(dptr, bytes, module, name) };
+    let rc = unsafe { get(dptr, bytes, module, name) };
     if rc == SUCCESS && !dptr.is_null() && !bytes.is_null() {
         // SAFETY: the driver wrote both.
         crate::heap::heap().global(unsafe { *dptr }, unsafe { *bytes } as u64);

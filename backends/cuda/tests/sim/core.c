@@ -111,6 +111,9 @@
  *   REPRISE_SIM_CUDA_PARAM_INFO=0  cuFuncGetParamInfo answers
  *                               CUDA_ERROR_NOT_SUPPORTED, as for a driver
  *                               before CUDA 12.4 that lacks it
+ *   REPRISE_SIM_CUDA_FAIL=CALL:CODE:SKIP  make CALL fail with CODE once,
+ *                               after SKIP calls of it succeed (as
+ *                               reprise_sim_fail, for programs run whole)
  *   REPRISE_SIM_CUDA_VMM=0      report no virtual memory management support
  *   REPRISE_SIM_CUDA_CC=NN      the device's compute capability (default 90);
  *                               PTX for a newer SM fails to load with
@@ -221,6 +224,13 @@ static void read_env(void) {
   g_vmm = !(v && strcmp(v, "0") == 0);
   const char *pi = getenv("REPRISE_SIM_CUDA_PARAM_INFO");
   g_param_info = !(pi && strcmp(pi, "0") == 0);
+  const char *fail = getenv("REPRISE_SIM_CUDA_FAIL");
+  if (fail) {
+    char call[64];
+    int code, skip;
+    if (sscanf(fail, "%63[^:]:%d:%d", call, &code, &skip) == 3)
+      reprise_sim_fail(call, code, skip);
+  }
   const char *cc = getenv("REPRISE_SIM_CUDA_CC");
   if (cc && atoi(cc) > 0)
     g_cc = atoi(cc);

@@ -230,6 +230,7 @@ void fault(void);
  * against the injection's skips and times); INJECT() returns it from the
  * driver function it begins. */
 CUresult injected(const char *call);
+EXPORT void reprise_sim_fail(const char *call, int code, int skip);
 
 #define INJECT()                                                               \
   do {                                                                         \
