@@ -98,7 +98,8 @@ fn captures_without_teams_or_threads_clauses_replay_on_the_host_as_they_are() {
     // construct without them. A host kernel is given no geometry (the
     // OpenMP runtime in the image chooses its threads), so the host replays
     // such a capture as it is; GPU executors need the counts
-    // (gpu_cuda.rs: llvm_captures_without_teams_or_threads_need_them_on_a_gpu).
+    // (gpu_cuda/commands.rs:
+    // llvm_captures_without_teams_or_threads_need_them_on_a_gpu).
     for (generation, teams_key, threads_key) in [
         (
             Generation::LlvmLegacy,

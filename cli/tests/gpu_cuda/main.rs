@@ -1,0 +1,94 @@
+//! CUDA end to end: record through the library -> files -> `reprise replay
+//! --verify` in a second process (so at the recorded address in a fresh
+//! process), geometry overrides, native parameter sizes, a 2-D grid, many
+//! launches. On a real GPU with `REPRISE_GPU_TESTS=1`; elsewhere on the
+//! simulated driver (`backends/cuda/tests/sim`), which the replaying process
+//! finds through `LD_LIBRARY_PATH`, plus tests that change the simulated
+//! driver's behaviour: no device, no virtual memory management, address hints
+//! ignored, a faulting kernel, no stream callbacks, no parameter info.
+//! `REPRISE_GPU_TESTS=0` skips them all.
+//!
+//! The fixtures and helpers the tests share are here, the tests by subject
+//! in the modules.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod commands;
+mod drivers;
+mod faults;
+mod launches;
+mod limits;
+
+use std::path::PathBuf;
+
+use common::*;
+use reprise::{Args, BackendKind, CudaExecutor, LaunchConfig, RecordConfig, Recorder};
+
+const SAXPY: &[u8] = include_bytes!("../../../backends/cuda/fixtures/saxpy.ptx");
+const MIXED: &[u8] = include_bytes!("../../../backends/cuda/fixtures/mixed.ptx");
+const GRID2D: &[u8] = include_bytes!("../../../backends/cuda/fixtures/grid2d.ptx");
+const SHARED_REVERSE: &[u8] = include_bytes!("../../../backends/cuda/fixtures/shared_reverse.ptx");
+
+fn config(dir: &std::path::Path) -> RecordConfig {
+    RecordConfig::default()
+        .enabled(true)
+        .dir(dir)
+        .region_size(256 << 20)
+        .fsync(false)
+}
+
+fn replay_ok(descriptor: &std::path::Path, extra: &[&str]) {
+    let mut args = vec!["replay", "--verify"];
+    args.extend_from_slice(extra);
+    args.push(s(descriptor));
+    let out = reprise(&args);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}{stderr}");
+    assert_exit(&out, 0);
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+}
+
+/// The simulated driver, or `None` after saying why (these tests change the
+/// driver's behaviour, which only the simulator allows).
+fn simulated() -> Option<CudaExecutor> {
+    match sim::driver() {
+        Ok(sim::Driver::Simulated) => gpu(),
+        Ok(sim::Driver::Real) => {
+            eprintln!("skipped: needs the simulated CUDA driver (REPRISE_GPU_TESTS is 1)");
+            None
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// Records one saxpy launch over 4096 elements into `dir`.
+fn record_saxpy(gpu: CudaExecutor, dir: &std::path::Path) -> PathBuf {
+    let n = 4096usize;
+    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir)).unwrap();
+    let x = rec.alloc((n * 4) as u64, 256).unwrap();
+    let y = rec.alloc((n * 4) as u64, 256).unwrap();
+    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
+    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
+    let image = rec.load_image(SAXPY).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
+    let geometry = LaunchConfig {
+        grid: [(n as u32).div_ceil(256), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+    };
+    let written = reprise::block_on(async {
+        rec.launch(&k, geometry, &args).await.unwrap();
+        rec.finish().await.unwrap()
+    });
+    written.into_iter().next().expect("one capture")
+}
+
+/// `reprise replay --verify FILE` with the driver changed by `env`.
+fn replay_with(descriptor: &std::path::Path, env: &[(&str, &str)]) -> std::process::Output {
+    reprise_env(&["replay", "--verify", s(descriptor)], env)
+}
