@@ -57,3 +57,21 @@ fn shared_reverse(values: &[u64; 3], block: [u32; 3], shared: u32) -> Launch<'_>
         },
     }
 }
+
+/// The simulator is built from every C file and header in its folder: one
+/// left out of `sim/mod.rs`'s list would still build in the GPU-check
+/// rehearsal (which compiles `*.c`) but not here.
+#[test]
+fn the_simulator_is_built_from_every_source_in_its_folder() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sim");
+    let (left_out, stale) = sim::sources_left_out(&dir);
+    assert!(
+        left_out.is_empty(),
+        "not in sim/mod.rs's SOURCES: {left_out:?}"
+    );
+    assert!(
+        stale.is_empty(),
+        "in SOURCES but not in {}: {stale:?}",
+        dir.display()
+    );
+}
