@@ -232,34 +232,36 @@ fn without_param_info_from_the_driver_the_ptx_sizes_the_arguments() {
 
 /// Kernels the program never names (`cuLibraryEnumerateKernels`) are
 /// known by asking the driver their name and module at their first
-/// launch, as a `CUfunction` or as the `CUkernel` itself.
+/// launch, as a `CUfunction` or as the `CUkernel` itself; a library loaded
+/// before any context is current (CUDA 12's context-independent loading)
+/// is known once a context has its module.
 #[test]
 fn kernels_the_program_never_names_are_recorded() {
     if !ready() {
         return;
     }
     let program = build_program("library");
-    let dir = tempfile::tempdir().unwrap();
-    let out = record_env(
-        &program,
-        dir.path(),
-        &[],
-        &[],
-        &[("LIBRARY_ENUMERATE", "1")],
-    );
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
-    assert!(!stderr.contains("not recorded"), "{stderr}");
-    let captures = descriptors(dir.path());
-    assert_eq!(captures.len(), 3, "{stderr}");
-    for c in &captures {
-        let out = replay(c);
-        assert!(
-            text(&out).0.contains("verification: PASS"),
-            "{:?}",
-            text(&out)
-        );
+    for env in [
+        [("LIBRARY_ENUMERATE", "1"), ("LIBRARY_BEFORE_CONTEXT", "0")],
+        [("LIBRARY_ENUMERATE", "0"), ("LIBRARY_BEFORE_CONTEXT", "1")],
+        [("LIBRARY_ENUMERATE", "1"), ("LIBRARY_BEFORE_CONTEXT", "1")],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = record_env(&program, dir.path(), &[], &[], &env);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{env:?}: {stdout}{stderr}");
+        assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
+        assert!(!stderr.contains("not recorded"), "{env:?}: {stderr}");
+        let captures = descriptors(dir.path());
+        assert_eq!(captures.len(), 3, "{env:?}: {stderr}");
+        for c in &captures {
+            let out = replay(c);
+            assert!(
+                text(&out).0.contains("verification: PASS"),
+                "{:?}",
+                text(&out)
+            );
+        }
     }
 }
 

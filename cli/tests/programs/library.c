@@ -7,7 +7,9 @@
  * accepts), and cuLaunchKernelEx. Then linked.c's check and `result`
  * line. Usage as linked.c. With LIBRARY_ENUMERATE=1 in the environment it
  * never names the kernel: it takes the library's only kernel from
- * cuLibraryEnumerateKernels (CUDA 12.4), as generated code may.
+ * cuLibraryEnumerateKernels (CUDA 12.4), as generated code may. With
+ * LIBRARY_BEFORE_CONTEXT=1 it loads the library before any context is
+ * current (CUDA 12's context-independent loading).
  */
 #include "driver.h"
 
@@ -61,11 +63,16 @@ int main(int argc, char **argv) {
   CUlibrary library;
   CUkernel kernel;
   CUfunction saxpy;
+  const char *early = getenv("LIBRARY_BEFORE_CONTEXT");
+  int before_context = early && strcmp(early, "1") == 0;
   CHECK(cuInit(0));
+  if (before_context)
+    CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0));
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0));
+  if (!before_context)
+    CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0));
   const char *enumerate = getenv("LIBRARY_ENUMERATE");
   if (enumerate && strcmp(enumerate, "1") == 0)
     CHECK(cuLibraryEnumerateKernels(&kernel, 1, library));

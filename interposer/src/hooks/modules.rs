@@ -76,14 +76,6 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     rc
 }
 
-/// The module inside a library.
-fn library_module(library: Handle) -> Option<Handle> {
-    let get = crate::driver_fn!(LibraryGetModule, "cuLibraryGetModule")?;
-    let mut module: Handle = std::ptr::null_mut();
-    // SAFETY: a library the driver just handed out, and a valid out-pointer.
-    (unsafe { get(&mut module, library) } == SUCCESS).then_some(module)
-}
-
 /// `cuLibraryLoadData` (CUDA 12's runtime loads its kernels so).
 ///
 /// # Safety
@@ -116,12 +108,10 @@ pub unsafe extern "C" fn cuLibraryLoadData(
             n_lib,
         )
     };
-    if rc == SUCCESS
-        // SAFETY: the driver wrote the new library.
-        && let Some(module) = library_module(unsafe { *library })
-    {
-        // SAFETY: the driver accepted `code` as an image.
-        unsafe { state::loaded(module, code as *const u8) };
+    if rc == SUCCESS && !library.is_null() {
+        // SAFETY: the driver wrote the new library and accepted `code` as
+        // an image.
+        unsafe { state::library_loaded(*library, code as *const u8) };
     }
     rc
 }
@@ -142,7 +132,7 @@ pub unsafe extern "C" fn cuLibraryGetKernel(
     // SAFETY: forwarded unchanged.
     let rc = unsafe { get(kernel, library, name) };
     if rc == SUCCESS
-        && let Some(module) = library_module(library)
+        && let Some(module) = state::library_module(library)
     {
         // SAFETY: the driver read `name` as a C string and wrote `*kernel`.
         let name = unsafe { CStr::from_ptr(name) }
