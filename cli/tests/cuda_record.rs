@@ -28,6 +28,25 @@ fn replay(capture: &Path) -> std::process::Output {
     )
 }
 
+/// Every capture replays and verifies, each in a process of its own.
+fn all_replay(captures: &[std::path::PathBuf]) {
+    for c in captures {
+        let out = replay(c);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {stdout}{stderr}",
+            c.display()
+        );
+        assert!(
+            stdout.contains("verification: PASS"),
+            "{}: {stdout}",
+            c.display()
+        );
+    }
+}
+
 fn inspect_json(capture: &Path) -> serde_json::Value {
     let out = common::reprise(&["inspect", "--json", common::s(capture)]);
     serde_json::from_slice(&out.stdout)
@@ -105,14 +124,7 @@ fn the_sync_schedule_records_captures_that_replay() {
     assert_eq!(stdout.lines().collect::<Vec<_>>(), [expected_result()]);
     let captures = descriptors(dir.path());
     assert_eq!(captures.len(), 3, "{stderr}");
-    for c in &captures {
-        let out = replay(c);
-        assert!(
-            text(&out).0.contains("verification: PASS"),
-            "{:?}",
-            text(&out)
-        );
-    }
+    all_replay(&captures);
 }
 
 /// The simulated device has 80 GiB: a 100 GiB region is address space
@@ -184,15 +196,7 @@ fn a_program_killed_mid_run_leaves_only_whole_captures() {
         let (stdout, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(0), "kill {i}: {stdout}{stderr}");
         assert!(!stdout.contains("BROKEN"), "kill {i}: {stdout}");
-        for c in descriptors(dir.path()) {
-            let out = replay(&c);
-            assert!(
-                text(&out).0.contains("verification: PASS"),
-                "kill {i}: {}: {:?}",
-                c.display(),
-                text(&out)
-            );
-        }
+        all_replay(&descriptors(dir.path()));
     }
     assert!(killed > 0, "no run was killed before it ended");
 }
@@ -220,14 +224,7 @@ fn without_param_info_from_the_driver_the_ptx_sizes_the_arguments() {
     assert_eq!(captures.len(), 3, "{stderr}");
     let json = std::fs::read_to_string(&captures[0]).unwrap();
     assert!(json.contains("\"ArgSizes\":[4,8,8,4]"), "{json}");
-    for c in &captures {
-        let out = replay(c);
-        assert!(
-            text(&out).0.contains("verification: PASS"),
-            "{:?}",
-            text(&out)
-        );
-    }
+    all_replay(&captures);
 }
 
 /// Kernels the program never names (`cuLibraryEnumerateKernels`) are
@@ -254,14 +251,7 @@ fn kernels_the_program_never_names_are_recorded() {
         assert!(!stderr.contains("not recorded"), "{env:?}: {stderr}");
         let captures = descriptors(dir.path());
         assert_eq!(captures.len(), 3, "{env:?}: {stderr}");
-        for c in &captures {
-            let out = replay(c);
-            assert!(
-                text(&out).0.contains("verification: PASS"),
-                "{:?}",
-                text(&out)
-            );
-        }
+        all_replay(&captures);
     }
 }
 
@@ -283,15 +273,7 @@ fn launches_from_many_threads_at_once_are_each_recorded() {
     assert_eq!(stdout, text(&plain).0, "{stderr}");
     let captures = descriptors(dir.path());
     assert_eq!(captures.len(), 12, "{stderr}");
-    for c in &captures {
-        let out = replay(c);
-        assert!(
-            text(&out).0.contains("verification: PASS"),
-            "{}: {:?}",
-            c.display(),
-            text(&out)
-        );
-    }
+    all_replay(&captures);
 }
 
 /// A preloaded library that wraps a function with `dlsym(RTLD_NEXT, ...)`
