@@ -407,3 +407,25 @@ fn a_recording_that_fails_never_runs_the_programs_kernel_twice() {
     }
     assert!(before > 0 && after > 0, "before {before}, after {after}");
 }
+
+/// The recorded launch's stream waits (a host function) for another thread
+/// to allocate: the other thread's allocation does not wait for the
+/// recording for ever, the program finishes with its own result, and the
+/// launch is recorded.
+#[test]
+fn a_stream_that_waits_for_another_thread_does_not_deadlock_the_recording() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("waits");
+    let plain = run(&Target::Simulated, &program, &[]);
+    assert_eq!(plain.status.code(), Some(0), "{:?}", text(&plain));
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &[], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, text(&plain).0, "{stderr}");
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 1, "{stderr}");
+    all_replay(&captures);
+}
