@@ -301,6 +301,29 @@ fn rtld_next_lookups_of_other_libraries_find_what_they_would_without_reprise() {
     assert_eq!(stdout, "wrapped: hello\n", "{stderr}");
 }
 
+/// A plugin opened with `RTLD_LOCAL` finds its own symbols through
+/// `dlsym(RTLD_DEFAULT, ...)`, as without reprise (the C library searches
+/// the caller's scope too, so the interposer's `dlsym` passes the caller's
+/// return address on).
+#[test]
+fn rtld_default_lookups_search_the_callers_scope() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("plugins");
+    let plugin = build_program("plugin.so");
+    let (k, v) = sim_env();
+    let out = Command::new(&program)
+        .arg(&plugin)
+        .env(k, &v)
+        .env("LD_PRELOAD", interposer().unwrap())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "found\n", "{stderr}");
+}
+
 /// Another interposer of the driver preloaded after reprise's reaches the
 /// driver's functions through `dlsym` on the driver's handle, not
 /// reprise's hooks (which would call it back for ever), and both work.
@@ -383,7 +406,11 @@ fn a_recording_that_fails_never_runs_the_programs_kernel_twice() {
             dir.path(),
             &[],
             &[],
-            &[("REPRISE_SIM_CUDA_FAIL", &fail)],
+            // Copies finish late: buffers freed under queued copies show.
+            &[
+                ("REPRISE_SIM_CUDA_FAIL", &fail),
+                ("REPRISE_SIM_CUDA_COPY_DELAY_US", "1000"),
+            ],
         );
         let (stdout, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(0), "{fail}: {stdout}{stderr}");

@@ -312,6 +312,18 @@ pub struct InterposedQueue {
     tickets: u64,
 }
 
+impl Drop for InterposedQueue {
+    /// Copies may still be queued into (or from) the pending buffers, and
+    /// this queue does not wait for them (the driver may be going, or the
+    /// stream may wait on the program's other threads): the buffers are
+    /// left to the process rather than freed under the copies.
+    fn drop(&mut self) {
+        for (_, buffer) in self.pending.drain(..) {
+            std::mem::forget(buffer);
+        }
+    }
+}
+
 impl ErrorType for InterposedQueue {
     type Error = DriverError;
 }

@@ -111,26 +111,33 @@ fn hook_for_pointer(p: *mut c_void) -> Option<*mut c_void> {
         .map(|&(_, hook)| hook as *mut c_void)
 }
 
-/// The C library's `dlsym` once found (0 before): the x86-64 trampoline
-/// jumps to it for `RTLD_NEXT`, so that the C library sees the program's
-/// return address and searches past the caller, not past the interposer.
+/// The C library's `dlsym` once found (0 before): the trampoline jumps to
+/// it for `RTLD_NEXT` and `RTLD_DEFAULT`, whose answers depend on the
+/// caller, so that the C library sees the program's return address and
+/// searches from the caller, not from the interposer.
 static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
 
-/// Finds the C library's `dlsym` when the interposer is loaded, before the
-/// program's code runs.
+/// Finds the C library's `dlsym` when the interposer is loaded. (Libraries
+/// loaded after it may run their constructors first: the trampoline then
+/// finds it itself, through [`find_dlsym_now`].)
 #[used]
 #[unsafe(link_section = ".init_array")]
 static FIND_DLSYM: extern "C" fn() = find_dlsym;
 
 extern "C" fn find_dlsym() {
-    if let Some(f) = real_dlsym() {
-        REAL_DLSYM.store(f as usize, Ordering::Release);
-    }
+    find_dlsym_now();
 }
 
-/// `dlsym`: `RTLD_NEXT` straight to the C library with the caller's return
-/// address; everything else through [`dlsym_from`], with the caller's
-/// address.
+/// The C library's `dlsym` (0 when there is none), kept in [`REAL_DLSYM`].
+extern "C" fn find_dlsym_now() -> usize {
+    let f = real_dlsym().map_or(0, |f| f as usize);
+    REAL_DLSYM.store(f, Ordering::Release);
+    f
+}
+
+/// `dlsym`: `RTLD_NEXT` and `RTLD_DEFAULT` straight to the C library with
+/// the caller's return address; every other handle through
+/// [`dlsym_from`], with the caller's address.
 ///
 /// # Safety
 /// As the C library's.
@@ -138,29 +145,82 @@ extern "C" fn find_dlsym() {
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    // rdi = handle, rsi = name; the return address is at [rsp]. A jump
-    // keeps it there for whichever function answers.
+    // rdi = handle, rsi = name; the return address is at [rsp] (rsp is 8
+    // past a 16-byte boundary). Jumps keep it there for whichever function
+    // answers; the one call keeps the stack aligned (two pushes and 8).
     core::arch::naked_asm!(
         "cmp rdi, -1",
+        "je 3f",
+        "test rdi, rdi",
         "jne 2f",
+        "3:",
         "mov rax, qword ptr [rip + {real}]",
         "test rax, rax",
+        "jnz 4f",
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {find}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "test rax, rax",
         "jz 2f",
+        "4:",
         "jmp rax",
         "2:",
         "mov rdx, qword ptr [rsp]",
         "jmp {from}",
         real = sym REAL_DLSYM,
+        find = sym find_dlsym_now,
         from = sym dlsym_from,
     )
 }
 
-/// `dlsym` where no trampoline is written: `RTLD_NEXT` is then answered as
-/// the interposer's own, which skips objects between the caller and it.
+/// `dlsym`, as on x86-64: the return address is the link register, x30.
 ///
 /// # Safety
 /// As the C library's.
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    // x0 = handle, x1 = name, x30 = the return address. Branches without
+    // link keep x30 for whichever function answers; the one call saves and
+    // restores it (and the arguments) on a 16-byte-aligned frame.
+    core::arch::naked_asm!(
+        "cmn x0, #1",
+        "b.eq 3f",
+        "cbnz x0, 2f",
+        "3:",
+        "adrp x16, {real}",
+        "ldr x16, [x16, :lo12:{real}]",
+        "cbnz x16, 4f",
+        "stp x0, x1, [sp, #-32]!",
+        "str x30, [sp, #16]",
+        "bl {find}",
+        "mov x16, x0",
+        "ldr x30, [sp, #16]",
+        "ldp x0, x1, [sp], #32",
+        "cbz x16, 2f",
+        "4:",
+        "br x16",
+        "2:",
+        "mov x2, x30",
+        "b {from}",
+        real = sym REAL_DLSYM,
+        find = sym find_dlsym_now,
+        from = sym dlsym_from,
+    )
+}
+
+/// `dlsym` where no trampoline is written: `RTLD_NEXT` and `RTLD_DEFAULT`
+/// are then answered as the interposer's own (skipping objects between the
+/// caller and it), and every caller gets the hooks.
+///
+/// # Safety
+/// As the C library's.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     // SAFETY: the caller's arguments; no caller address known.
@@ -230,6 +290,11 @@ unsafe fn wants_the_driver(caller: *const c_void, name: *const c_char, found: *m
     // object; RTLD_NOLOAD only finds it, taking a reference dropped below.
     let own = unsafe { libc::dlopen(file, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
     if own.is_null() {
+        // Not an object the loader opens by that name (the main program,
+        // started by a relative path): its failure is not the caller's to
+        // find in dlerror().
+        // SAFETY: clears this thread's error text, nothing else.
+        unsafe { libc::dlerror() };
         return false;
     }
     // SAFETY: a loaded object's handle and the caller's C string.

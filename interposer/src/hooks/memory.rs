@@ -13,6 +13,9 @@ use crate::heap::{Outside, heap};
 use crate::real::*;
 use crate::state;
 
+/// `CU_STREAM_PER_THREAD`.
+const STREAM_PER_THREAD: usize = 0x2;
+
 /// The driver's allocation `alloc()` made, tracked as outside the region.
 fn driver_alloc(
     dptr: *mut DevPtr,
@@ -104,10 +107,16 @@ fn alloc_async(
     per_thread: bool,
     real: Option<MemAllocAsync>,
 ) -> CuResult {
+    // In a _ptsz call stream 0 is the thread's default stream.
+    let meant = if per_thread && stream.is_null() {
+        STREAM_PER_THREAD as Handle
+    } else {
+        stream
+    };
     if !dptr.is_null()
         && let Some(addr) = state::alloc(
             size as u64,
-            Some((stream, state::stream_key(stream, per_thread))),
+            Some((meant, state::stream_key(stream, per_thread))),
         )
     {
         // SAFETY: the caller's out-pointer, checked non-null.
@@ -224,9 +233,12 @@ pub unsafe extern "C" fn cuMemFree_v2(dptr: DevPtr) -> CuResult {
                 ERROR_INVALID_VALUE
             };
         }
-        heap.forget_outside(dptr);
     }
-    forward!(MemFree, "cuMemFree_v2", dptr)
+    let rc = forward!(MemFree, "cuMemFree_v2", dptr);
+    if rc == SUCCESS {
+        heap().forget_outside(dptr);
+    }
+    rc
 }
 
 /// `cuMemFree_v2`'s type.
@@ -240,22 +252,32 @@ fn free_async(
     per_thread: bool,
     real: Option<MemFreeAsync>,
 ) -> CuResult {
-    {
+    let meant = if per_thread && stream.is_null() {
+        STREAM_PER_THREAD as Handle
+    } else {
+        stream
+    };
+    if heap().in_region(dptr) {
+        // During a capture the free belongs to the graph, and happens when
+        // it runs: the block is never handed out again.
+        let capturing = state::capturing(meant);
         let mut heap = heap();
-        if heap.in_region(dptr) {
-            return if heap.free_async(dptr, state::stream_key(stream, per_thread)) {
-                SUCCESS
-            } else {
-                ERROR_INVALID_VALUE
-            };
-        }
-        heap.forget_outside(dptr);
+        let freed = if capturing {
+            heap.free(dptr)
+        } else {
+            heap.free_async(dptr, state::stream_key(stream, per_thread))
+        };
+        return if freed { SUCCESS } else { ERROR_INVALID_VALUE };
     }
-    match real {
+    let rc = match real {
         // SAFETY: the program's call, forwarded unchanged.
         Some(f) => unsafe { f(dptr, stream) },
         None => ERROR_NOT_FOUND,
+    };
+    if rc == SUCCESS {
+        heap().forget_outside(dptr);
     }
+    rc
 }
 
 /// `cuMemFreeAsync`.
@@ -321,8 +343,11 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
 /// As the driver's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CuResult {
-    heap().forget_outside(p as u64);
-    forward!(MemFreeHost, "cuMemHostUnregister", p)
+    let rc = forward!(MemFreeHost, "cuMemHostUnregister", p);
+    if rc == SUCCESS {
+        heap().forget_outside(p as u64);
+    }
+    rc
 }
 
 /// `cuMemGetAddressRange_v2`: for region memory, the allocation the
@@ -428,6 +453,9 @@ pub unsafe extern "C" fn cuMemAllocHost_v2(p: *mut *mut c_void, size: usize) -> 
 /// As the driver's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
-    heap().forget_outside(p as u64);
-    forward!(MemFreeHost, "cuMemFreeHost", p)
+    let rc = forward!(MemFreeHost, "cuMemFreeHost", p);
+    if rc == SUCCESS {
+        heap().forget_outside(p as u64);
+    }
+    rc
 }

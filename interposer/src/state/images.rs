@@ -3,12 +3,24 @@
 
 use super::*;
 
-/// The program loaded `module` from `image`.
+/// The program loaded `module` from `image`. While another thread's
+/// recording holds the state longer than a hook waits, the image is kept
+/// for the next holder to make known.
 ///
 /// # Safety
 /// `code` is the image the driver just accepted.
 pub unsafe fn loaded(module: Handle, code: *const u8) {
-    let Ok(mut phase) = enter() else { return };
+    let mut phase = match enter() {
+        Ok(p) => p,
+        Err(Busy::Timeout) => {
+            // SAFETY: the caller's guarantee.
+            if let Some(bytes) = unsafe { image_bytes(code) } {
+                pending().push((Pending::Module(module as usize), bytes));
+            }
+            return;
+        }
+        Err(Busy::Passing) => return,
+    };
     let Some(s) = state(&mut phase) else { return };
     // SAFETY: the caller's guarantee.
     let Some(bytes) = (unsafe { image_bytes(code) }) else {
@@ -45,11 +57,19 @@ fn load_into(s: &mut State, module: Handle, bytes: &[u8]) -> reprise_std::Result
     Ok(())
 }
 
-/// Libraries loaded whose module the recorder does not know yet: a
-/// library is loaded without a context (CUDA 12's context-independent
-/// loading), and has a module only in a context.
-fn pending_libraries() -> MutexGuard<'static, Vec<(usize, Vec<u8>)>> {
-    static PENDING: Mutex<Vec<(usize, Vec<u8>)>> = Mutex::new(Vec::new());
+/// An image the recorder does not know yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// A library loaded without a context (CUDA 12's context-independent
+    /// loading): it has a module only in a context.
+    Library(usize),
+    /// A module loaded while another thread's recording held the state.
+    Module(usize),
+}
+
+/// Images loaded that the recorder does not know yet, with their bytes.
+fn pending() -> MutexGuard<'static, Vec<(Pending, Vec<u8>)>> {
+    static PENDING: Mutex<Vec<(Pending, Vec<u8>)>> = Mutex::new(Vec::new());
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -68,36 +88,60 @@ pub fn library_module(library: Handle) -> Option<Handle> {
 /// # Safety
 /// `code` is the image the driver just accepted.
 pub unsafe fn library_loaded(library: Handle, code: *const u8) {
-    let Ok(mut phase) = enter() else { return };
-    if matches!(*phase, Phase::Off) {
+    let phase = enter();
+    if let Ok(p) = &phase
+        && matches!(**p, Phase::Off)
+    {
+        return;
+    }
+    if matches!(phase, Err(Busy::Passing)) {
         return;
     }
     // SAFETY: the caller's guarantee.
-    let Some(bytes) = (unsafe { image_bytes(code) }) else {
+    let bytes = unsafe { image_bytes(code) };
+    let Ok(mut phase) = phase else {
+        // Another thread's recording: the next holder makes it known.
+        if let Some(bytes) = bytes {
+            pending().push((Pending::Library(library as usize), bytes));
+        }
+        return;
+    };
+    let Some(bytes) = bytes else {
         return give_up(
             &mut phase,
             "an image whose length cannot be told from its header",
         );
     };
-    pending_libraries().push((library as usize, bytes));
+    pending().push((Pending::Library(library as usize), bytes));
     if let Some(s) = state(&mut phase)
-        && let Err(e) = resolve_libraries(s)
+        && let Err(e) = resolve_pending(s)
     {
         give_up(&mut phase, e);
     }
 }
 
-/// Loads the libraries that have a module in the current context.
-fn resolve_libraries(s: &mut State) -> reprise_std::Result<()> {
+/// Makes the pending images known that can be: modules, and libraries
+/// with a module in the current context, when that is a context of the
+/// recording device (a library's module in another device's context is
+/// not the one its launches here use).
+fn resolve_pending(s: &mut State) -> reprise_std::Result<()> {
+    let on_device = current_device() == Some(s.device);
     let ready: Vec<(Handle, Vec<u8>)> = {
-        let mut pending = pending_libraries();
+        let mut pending = pending();
         let mut ready = Vec::new();
-        pending.retain(|(lib, bytes)| match library_module(*lib as Handle) {
-            Some(module) => {
-                ready.push((module, bytes.clone()));
-                false
+        pending.retain(|(what, bytes)| {
+            let module = match *what {
+                Pending::Module(m) => Some(m as Handle),
+                Pending::Library(lib) if on_device => library_module(lib as Handle),
+                Pending::Library(_) => None,
+            };
+            match module {
+                Some(m) => {
+                    ready.push((m, bytes.clone()));
+                    false
+                }
+                None => true,
             }
-            None => true,
         });
         ready
     };
@@ -112,7 +156,7 @@ pub fn function(function: Handle, module: Handle, name: &str) {
     let Ok(mut phase) = enter() else { return };
     let Some(s) = state(&mut phase) else { return };
     if !s.images.contains_key(&(module as usize))
-        && let Err(e) = resolve_libraries(s)
+        && let Err(e) = resolve_pending(s)
     {
         return give_up(&mut phase, e);
     }
@@ -180,7 +224,7 @@ fn name_and_module(f: Handle) -> Option<(String, Handle)> {
 pub(super) fn discover(s: &mut State, f: Handle) -> Option<reprise_std::Result<()>> {
     let (name, module) = name_and_module(f)?;
     if !s.images.contains_key(&(module as usize))
-        && let Err(e) = resolve_libraries(s)
+        && let Err(e) = resolve_pending(s)
     {
         return Some(Err(e));
     }

@@ -250,7 +250,7 @@ pub fn capture(stream: Handle, begin: bool) {
 /// Whether a launch on `stream` must not be recorded because of a stream
 /// capture: one is under way (the interposer's synchronize could break it),
 /// or the driver says `stream` captures.
-fn capturing(stream: Handle) -> bool {
+pub fn capturing(stream: Handle) -> bool {
     if !captures().is_empty() {
         return true;
     }
