@@ -72,9 +72,11 @@ pub struct Heap {
     serving: bool,
 }
 
-/// The process's heap.
+/// The process's heap. A forked child gets an empty one of its own: the
+/// parent's may have been locked by a thread the child does not have (and
+/// the driver does not work in a forked child anyway).
 pub fn heap() -> MutexGuard<'static, Heap> {
-    static HEAP: Mutex<Heap> = Mutex::new(Heap {
+    const EMPTY: Heap = Heap {
         region: None,
         live: BTreeMap::new(),
         freed: Vec::new(),
@@ -82,8 +84,15 @@ pub fn heap() -> MutexGuard<'static, Heap> {
         globals: BTreeMap::new(),
         top: 0,
         serving: true,
-    });
-    HEAP.lock().unwrap_or_else(|e| e.into_inner())
+    };
+    static HEAP: Mutex<Heap> = Mutex::new(EMPTY);
+    static CHILD: Mutex<Heap> = Mutex::new(EMPTY);
+    let cell = if crate::state::forked() {
+        &CHILD
+    } else {
+        &HEAP
+    };
+    cell.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The entry `map` holds for the range containing `addr`, as (start, size).

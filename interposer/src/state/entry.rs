@@ -15,7 +15,7 @@ thread_local! {
 /// not the recorder's threads, and passes everything through.
 pub(super) static OWNER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-pub(super) fn forked() -> bool {
+pub(crate) fn forked() -> bool {
     let owner = OWNER.load(std::sync::atomic::Ordering::Relaxed);
     owner != 0 && owner != std::process::id()
 }

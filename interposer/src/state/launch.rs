@@ -13,6 +13,10 @@ pub fn not_recordable(why: Skipped) {
     }
 }
 
+/// Recordings failing before their kernel, one after the other, that stop
+/// recording.
+const FAILURES_IN_A_ROW: u32 = 8;
+
 /// Why [`launch_known`] did not record a launch.
 enum NotRecorded {
     /// The launch cannot be recorded (counted for `why`); the driver runs
@@ -76,6 +80,7 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
     s.kernels.insert(launch.function as usize, kernel);
     match result {
         Ok(recorded) => {
+            s.failed_in_a_row = 0;
             if recorded {
                 summary::recorded();
             }
@@ -87,6 +92,14 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
         }
         Err(NotRecorded::Before(e)) => {
             summary::skipped(Skipped::Failed);
+            s.failed_in_a_row += 1;
+            if s.failed_in_a_row >= FAILURES_IN_A_ROW {
+                give_up(
+                    &mut phase,
+                    format!("{FAILURES_IN_A_ROW} launches in a row could not be recorded: {e}"),
+                );
+                return None;
+            }
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
                 say(format_args!(

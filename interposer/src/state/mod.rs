@@ -29,7 +29,8 @@ mod exit;
 mod images;
 mod launch;
 
-use entry::{Busy, OWNER, enter, forked};
+pub(crate) use entry::forked;
+use entry::{Busy, OWNER, enter};
 use exit::at_exit;
 use images::discover;
 pub use images::{alias, function, library_loaded, library_module, loaded};
@@ -52,6 +53,10 @@ struct State {
     /// What each known function handle is: its image and name.
     names: HashMap<usize, (ImageId, String)>,
     device: i32,
+    /// Recordings that failed before their kernel, since the last one that
+    /// worked: a failure that persists stops recording (each keeps its
+    /// snapshot buffers until a synchronize that would never come).
+    failed_in_a_row: u32,
 }
 
 enum Phase {
@@ -161,6 +166,7 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
                     kernels: HashMap::new(),
                     names: HashMap::new(),
                     device,
+                    failed_in_a_row: 0,
                 }));
             }
             Err(e) => {
@@ -251,6 +257,10 @@ pub fn capture(stream: Handle, begin: bool) {
 /// capture: one is under way (the interposer's synchronize could break it),
 /// or the driver says `stream` captures.
 pub fn capturing(stream: Handle) -> bool {
+    if forked() {
+        // The capture set's lock may be held by a thread the child lacks.
+        return false;
+    }
     if !captures().is_empty() {
         return true;
     }
