@@ -258,6 +258,11 @@ pub type MemAllocFromPoolAsync =
     unsafe extern "C" fn(*mut DevPtr, usize, Handle, Handle) -> CuResult;
 /// `cuMemHostRegister_v2`.
 pub type MemHostRegister = unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CuResult;
+/// `cuPointerGetAttribute`.
+pub type PointerGetAttribute = unsafe extern "C" fn(*mut c_void, c_int, DevPtr) -> CuResult;
+/// `cuPointerGetAttributes`.
+pub type PointerGetAttributes =
+    unsafe extern "C" fn(c_uint, *mut c_int, *mut *mut c_void, DevPtr) -> CuResult;
 /// `cuStreamDestroy_v2`.
 pub type StreamDestroy = unsafe extern "C" fn(Handle) -> CuResult;
 /// `cuMemFreeAsync`.

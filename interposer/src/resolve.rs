@@ -50,6 +50,8 @@ fn hooks() -> &'static [(&'static CStr, usize)] {
             cuStreamDestroy_v2 => hooks::cuStreamDestroy_v2,
             cuMemGetAddressRange_v2 => hooks::cuMemGetAddressRange_v2,
             cuMemGetInfo_v2 => hooks::cuMemGetInfo_v2,
+            cuPointerGetAttribute => hooks::cuPointerGetAttribute,
+            cuPointerGetAttributes => hooks::cuPointerGetAttributes,
             cuMemAllocManaged => hooks::cuMemAllocManaged,
             cuMemHostAlloc => hooks::cuMemHostAlloc,
             cuMemAllocHost_v2 => hooks::cuMemAllocHost_v2,

@@ -44,6 +44,8 @@ fn the_library_exports_the_hooked_entry_points() {
         "cuMemFreeAsync",
         "cuMemGetAddressRange_v2",
         "cuMemGetInfo_v2",
+        "cuPointerGetAttribute",
+        "cuPointerGetAttributes",
         "cuMemAllocManaged",
         "cuMemHostAlloc",
         "cuMemAllocHost_v2",

@@ -47,6 +47,8 @@ typedef struct CUgraphExec_st *CUgraphExec;
 #define CU_STREAM_CAPTURE_STATUS_NONE 0
 #define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
 #define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+#define CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
 
 /* cuda.h's CUlaunchAttribute (id padded to 8 bytes, a 64-byte value) and
  * CUlaunchConfig. */

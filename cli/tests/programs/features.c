@@ -69,6 +69,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
                                  CUdeviceptr dptr);
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr);
+CUresult cuPointerGetAttributes(unsigned n, int *attributes, void **data,
+                                CUdeviceptr ptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
@@ -192,6 +195,27 @@ int main(int argc, char **argv) {
   EXPECT(cuMemGetAddressRange_v2(&base, &size, dx + 100));
   if (base != dx || size < BYTES)
     fail("cuMemGetAddressRange_v2(x + 100) is not x's allocation");
+  /* The second allocation too: an answer with a larger range behind both
+   * (one mapping) would give x's base. */
+  EXPECT(cuMemGetAddressRange_v2(&base, &size, dy + 100));
+  if (base != dy || size < BYTES)
+    fail("cuMemGetAddressRange_v2(y + 100) is not y's allocation");
+  CUdeviceptr start = 0;
+  size_t range = 0;
+  EXPECT(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                               dy + 100));
+  EXPECT(cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                               dy + 100));
+  if (start != dy || range != size)
+    fail("cuPointerGetAttribute(y + 100) disagrees with cuMemGetAddressRange");
+  int attributes[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                       CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  start = 0;
+  range = 0;
+  void *values[2] = {&start, &range};
+  EXPECT(cuPointerGetAttributes(2, attributes, values, dy + 100));
+  if (start != dy || range != size)
+    fail("cuPointerGetAttributes(y + 100) disagrees with cuMemGetAddressRange");
   size_t free_bytes, total;
   EXPECT(cuMemGetInfo_v2(&free_bytes, &total));
   if (free_bytes == 0 || free_bytes > total)

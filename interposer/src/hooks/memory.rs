@@ -6,7 +6,7 @@
 //! kept track of: a launch that points into them is recorded with a mark
 //! (`ArgsOutside`).
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
 use super::forward;
 use crate::heap::{Outside, heap};
@@ -456,6 +456,87 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
     let rc = forward!(MemFreeHost, "cuMemFreeHost", p);
     if rc == SUCCESS {
         heap().forget_outside(p as u64);
+    }
+    rc
+}
+
+/// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR` and `_RANGE_SIZE` (cuda.h).
+const RANGE_START_ADDR: c_int = 11;
+const RANGE_SIZE: c_int = 12;
+
+/// Writes the program's allocation as the range attribute `attribute` of
+/// `ptr` into `data`, when `ptr` is in a region allocation and the
+/// attribute is a range one (the driver would answer with the mapping).
+///
+/// # Safety
+/// `data` is valid for the attribute's type, as the driver requires.
+unsafe fn region_range(data: *mut c_void, attribute: c_int, ptr: DevPtr) {
+    if data.is_null() || !matches!(attribute, RANGE_START_ADDR | RANGE_SIZE) {
+        return;
+    }
+    let Some((start, len)) = heap().allocation(ptr) else {
+        return;
+    };
+    // SAFETY: the caller's guarantee: a CUdeviceptr for the start, a
+    // size_t for the size.
+    unsafe {
+        if attribute == RANGE_START_ADDR {
+            *(data as *mut DevPtr) = start;
+        } else {
+            *(data as *mut usize) = len as usize;
+        }
+    }
+}
+
+/// `cuPointerGetAttribute`: the driver's answer, with the range attributes
+/// of region memory being the program's allocation.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttribute(
+    data: *mut c_void,
+    attribute: c_int,
+    ptr: DevPtr,
+) -> CuResult {
+    let rc = forward!(
+        PointerGetAttribute,
+        "cuPointerGetAttribute",
+        data,
+        attribute,
+        ptr
+    );
+    if rc == SUCCESS {
+        // SAFETY: the driver wrote the attribute there.
+        unsafe { region_range(data, attribute, ptr) };
+    }
+    rc
+}
+
+/// `cuPointerGetAttributes`: as [`cuPointerGetAttribute`], for each.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttributes(
+    n: c_uint,
+    attributes: *mut c_int,
+    data: *mut *mut c_void,
+    ptr: DevPtr,
+) -> CuResult {
+    let rc = forward!(
+        PointerGetAttributes,
+        "cuPointerGetAttributes",
+        n,
+        attributes,
+        data,
+        ptr
+    );
+    if rc == SUCCESS && !attributes.is_null() && !data.is_null() {
+        for i in 0..n as usize {
+            // SAFETY: the driver read `n` attributes and data pointers.
+            unsafe { region_range(*data.add(i), *attributes.add(i), ptr) };
+        }
     }
     rc
 }

@@ -54,8 +54,8 @@
  *    stream reaches the free), cuMemAllocPitch_v2 (elements of 4, 8 or 16
  *    bytes; the pitch is the width rounded up to 512), cuMemAllocManaged
  *    (CU_MEM_ATTACH_GLOBAL or _HOST; the host reads and writes it
- *    directly, cuMemFree frees it), cuMemGetAddressRange_v2,
- *    cuMemGetInfo_v2, cuModuleLoadDataEx (options ignored),
+ *    directly, cuMemFree frees it), cuMemGetAddressRange_v2 (and
+ *    cuPointerGetAttribute[s] for its range), cuMemGetInfo_v2, cuModuleLoadDataEx (options ignored),
  *    cuModuleLoadFatBinary, and CUDA 12's libraries (cuLibraryLoadData and
  *    friends over the same module machinery; a CUkernel may be passed where
  *    a CUfunction is expected, as the driver allows);

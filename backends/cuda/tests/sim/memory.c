@@ -553,13 +553,9 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) {
 
 /* The allocation containing `ptr`: a cuMemAlloc'd (or cuMemAllocAsync'd)
  * one, a module global, or, for virtual memory, the range one cuMemMap
- * mapped (the driver reports the containing VMM allocation). */
-EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
-                                        CUdeviceptr ptr) {
-  INJECT();
-  CUresult r = usable();
-  if (r)
-    return r;
+ * mapped (the driver reports the containing VMM allocation); 0 when none
+ * does. */
+static struct range containing(CUdeviceptr ptr) {
   const struct range *sets[] = {g_allocs, g_globals, g_mapped};
   const int *counts[] = {&g_nallocs, &g_nglobals, &g_nmapped};
   struct range found = {0, 0};
@@ -571,12 +567,71 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
         break;
       }
   pthread_mutex_unlock(&g_mem);
+  return found;
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
+                                        CUdeviceptr ptr) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  struct range found = containing(ptr);
   if (!found.size)
     return CUDA_ERROR_NOT_FOUND;
   if (base)
     *base = (CUdeviceptr)found.base;
   if (size)
     *size = found.size;
+  return CUDA_SUCCESS;
+}
+
+/* CU_POINTER_ATTRIBUTE_RANGE_START_ADDR and _RANGE_SIZE: the range
+ * cuMemGetAddressRange_v2 reports (the only attributes the simulator
+ * answers; any other is CUDA_ERROR_INVALID_VALUE). */
+#define POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define POINTER_ATTRIBUTE_RANGE_SIZE 12
+
+static CUresult pointer_attribute(void *data, int attribute, CUdeviceptr ptr) {
+  if (!data)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct range found = containing(ptr);
+  if (!found.size)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+  case POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    *(CUdeviceptr *)data = (CUdeviceptr)found.base;
+    return CUDA_SUCCESS;
+  case POINTER_ATTRIBUTE_RANGE_SIZE:
+    *(size_t *)data = found.size;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, int attribute,
+                                      CUdeviceptr ptr) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  return pointer_attribute(data, attribute, ptr);
+}
+
+EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attributes,
+                                       void **data, CUdeviceptr ptr) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (n && (!attributes || !data))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++) {
+    r = pointer_attribute(data[i], attributes[i], ptr);
+    if (r)
+      return r;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -33,6 +33,8 @@ static const struct proc_entry PROCS[] = {
     {"cuMemAllocManaged", 6000, "cuMemAllocManaged", 0},
     {"cuMemFree", 3020, "cuMemFree_v2", 0},
     {"cuMemGetAddressRange", 3020, "cuMemGetAddressRange_v2", 0},
+    {"cuPointerGetAttribute", 4000, "cuPointerGetAttribute", 0},
+    {"cuPointerGetAttributes", 7000, "cuPointerGetAttributes", 0},
     {"cuMemHostAlloc", 2020, "cuMemHostAlloc", 0},
     {"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", 'd'},
     {"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", 'd'},
