@@ -284,21 +284,29 @@ fn rtld_next_lookups_of_other_libraries_find_what_they_would_without_reprise() {
     if !ready() {
         return;
     }
-    let program = build_program("hello");
     let wrap = build_program("wrap.so");
-    let lib = interposer().unwrap();
+    let (status, stdout, stderr) = preloaded(&build_program("hello"), &[], &[&wrap]);
+    assert_eq!(status, Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "wrapped: hello\n", "{stderr}");
+}
+
+/// `program ARGS` on the simulator with the interposer preloaded first,
+/// then `more` (recording off): its status, stdout and stderr.
+fn preloaded(program: &Path, args: &[&Path], more: &[&Path]) -> (Option<i32>, String, String) {
+    let mut preload = interposer().unwrap().into_os_string();
+    for lib in more {
+        preload.push(":");
+        preload.push(lib);
+    }
     let (k, v) = sim_env();
-    let mut preload = lib.into_os_string();
-    preload.push(":");
-    preload.push(&wrap);
-    let out = Command::new(&program)
+    let out = Command::new(program)
+        .args(args)
         .env(k, &v)
         .env("LD_PRELOAD", &preload)
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert_eq!(stdout, "wrapped: hello\n", "{stderr}");
+    (out.status.code(), stdout, stderr)
 }
 
 /// A plugin opened with `RTLD_LOCAL` finds its own symbols through
@@ -310,17 +318,9 @@ fn rtld_default_lookups_search_the_callers_scope() {
     if !ready() {
         return;
     }
-    let program = build_program("plugins");
     let plugin = build_program("plugin.so");
-    let (k, v) = sim_env();
-    let out = Command::new(&program)
-        .arg(&plugin)
-        .env(k, &v)
-        .env("LD_PRELOAD", interposer().unwrap())
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let (status, stdout, stderr) = preloaded(&build_program("plugins"), &[&plugin], &[]);
+    assert_eq!(status, Some(0), "{stdout}{stderr}");
     assert_eq!(stdout, "found\n", "{stderr}");
 }
 

@@ -14,6 +14,20 @@ pub type Handle = *mut c_void;
 
 /// `CUDA_SUCCESS`.
 pub const SUCCESS: CuResult = 0;
+/// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle any
+/// entry point takes.
+pub const STREAM_PER_THREAD: usize = 0x2;
+
+/// The stream a call means: in a `_ptsz`/`_ptds` call (`per_thread_call`)
+/// stream 0 is the thread's default stream.
+pub fn stream_meant(stream: Handle, per_thread_call: bool) -> Handle {
+    if per_thread_call && stream.is_null() {
+        STREAM_PER_THREAD as Handle
+    } else {
+        stream
+    }
+}
+
 /// `CUDA_ERROR_INVALID_VALUE`.
 pub const ERROR_INVALID_VALUE: CuResult = 1;
 /// `CUDA_ERROR_NOT_FOUND`.
@@ -148,7 +162,7 @@ pub type ModuleLoadDataEx = unsafe extern "C" fn(
 #[macro_export]
 #[doc(hidden)]
 macro_rules! driver_fn {
-    ($ty:ty, $name:literal) => {{
+    ($ty:ty, $name:expr) => {{
         static F: std::sync::OnceLock<$ty> = std::sync::OnceLock::new();
         match F.get() {
             Some(f) => Some(*f),

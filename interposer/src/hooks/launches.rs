@@ -13,20 +13,6 @@ use crate::real::*;
 use crate::state::{self, Launch};
 use crate::summary::Skipped;
 
-/// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle any
-/// entry point takes.
-const STREAM_PER_THREAD: usize = 0x2;
-
-/// The stream a `_ptsz` call means: its stream 0 is the thread's default
-/// stream.
-fn per_thread(stream: Handle) -> Handle {
-    if stream.is_null() {
-        STREAM_PER_THREAD as Handle
-    } else {
-        stream
-    }
-}
-
 /// Records the launch if selected: `Some(result)` when the recorder ran it.
 ///
 /// # Safety
@@ -117,7 +103,7 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
             [gx, gy, gz],
             [bx, by, bz],
             shared,
-            per_thread(stream),
+            stream_meant(stream, true),
             params,
             extra,
         )
@@ -218,7 +204,7 @@ unsafe fn launch_ex(
             Some(why) => state::not_recordable(why),
             None => {
                 let stream = if per_thread_stream {
-                    per_thread(c.stream)
+                    stream_meant(c.stream, true)
                 } else {
                     c.stream
                 };
@@ -267,92 +253,33 @@ pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
     unsafe { launch_ex(real, config, f, params, extra, true) }
 }
 
-/// `cuLaunchCooperativeKernel`: not recorded (counted).
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchCooperativeKernel(
-    f: Handle,
-    gx: c_uint,
-    gy: c_uint,
-    gz: c_uint,
-    bx: c_uint,
-    by: c_uint,
-    bz: c_uint,
-    shared: c_uint,
-    stream: Handle,
-    params: *mut *mut c_void,
-) -> CuResult {
-    state::not_recordable(Skipped::Cooperative);
-    super::forward!(
-        LaunchCooperative,
-        "cuLaunchCooperativeKernel",
-        f,
-        gx,
-        gy,
-        gz,
-        bx,
-        by,
-        bz,
-        shared,
-        stream,
-        params
-    )
+/// Entry points whose launches are never recorded: each counts its call
+/// for the summary (as `why`) and forwards it unchanged.
+macro_rules! counted {
+    ($($name:ident: $ty:ty, $why:expr, ($($arg:ident: $argty:ty),*);)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: not recorded (counted).")]
+        ///
+        /// # Safety
+        /// As the driver's.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $argty),*) -> CuResult {
+            state::not_recordable($why);
+            super::forward!($ty, stringify!($name) $(, $arg)*)
+        }
+    )*};
 }
 
-/// `cuLaunchCooperativeKernel_ptsz`.
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
-    f: Handle,
-    gx: c_uint,
-    gy: c_uint,
-    gz: c_uint,
-    bx: c_uint,
-    by: c_uint,
-    bz: c_uint,
-    shared: c_uint,
-    stream: Handle,
-    params: *mut *mut c_void,
-) -> CuResult {
-    state::not_recordable(Skipped::Cooperative);
-    super::forward!(
-        LaunchCooperative,
-        "cuLaunchCooperativeKernel_ptsz",
-        f,
-        gx,
-        gy,
-        gz,
-        bx,
-        by,
-        bz,
-        shared,
-        stream,
-        params
-    )
-}
-
-/// `cuGraphLaunch`: not recorded (counted).
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphLaunch(graph: Handle, stream: Handle) -> CuResult {
-    state::not_recordable(Skipped::Graph);
-    super::forward!(GraphLaunch, "cuGraphLaunch", graph, stream)
-}
-
-/// `cuGraphLaunch_ptsz`.
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphLaunch_ptsz(graph: Handle, stream: Handle) -> CuResult {
-    state::not_recordable(Skipped::Graph);
-    super::forward!(GraphLaunch, "cuGraphLaunch_ptsz", graph, stream)
+counted! {
+    cuLaunchCooperativeKernel: LaunchCooperative, Skipped::Cooperative, (
+        f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint,
+        shared: c_uint, stream: Handle, params: *mut *mut c_void
+    );
+    cuLaunchCooperativeKernel_ptsz: LaunchCooperative, Skipped::Cooperative, (
+        f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint,
+        shared: c_uint, stream: Handle, params: *mut *mut c_void
+    );
+    cuGraphLaunch: GraphLaunch, Skipped::Graph, (graph: Handle, stream: Handle);
+    cuGraphLaunch_ptsz: GraphLaunch, Skipped::Graph, (graph: Handle, stream: Handle);
 }
 
 /// `cuStreamBeginCapture_v2`: no launch is recorded while a capture is
@@ -382,7 +309,7 @@ pub unsafe extern "C" fn cuStreamBeginCapture_v2_ptsz(stream: Handle, mode: c_in
         mode
     );
     if rc == SUCCESS {
-        state::capture(per_thread(stream), true);
+        state::capture(stream_meant(stream, true), true);
     }
     rc
 }
@@ -406,6 +333,6 @@ pub unsafe extern "C" fn cuStreamEndCapture(stream: Handle, graph: *mut Handle) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamEndCapture_ptsz(stream: Handle, graph: *mut Handle) -> CuResult {
     let rc = super::forward!(StreamEndCapture, "cuStreamEndCapture_ptsz", stream, graph);
-    state::capture(per_thread(stream), false);
+    state::capture(stream_meant(stream, true), false);
     rc
 }

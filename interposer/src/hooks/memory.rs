@@ -13,9 +13,6 @@ use crate::heap::{Outside, heap};
 use crate::real::*;
 use crate::state;
 
-/// `CU_STREAM_PER_THREAD`.
-const STREAM_PER_THREAD: usize = 0x2;
-
 /// The driver's allocation `alloc()` made, tracked as outside the region.
 fn driver_alloc(
     dptr: *mut DevPtr,
@@ -107,12 +104,7 @@ fn alloc_async(
     per_thread: bool,
     real: Option<MemAllocAsync>,
 ) -> CuResult {
-    // In a _ptsz call stream 0 is the thread's default stream.
-    let meant = if per_thread && stream.is_null() {
-        STREAM_PER_THREAD as Handle
-    } else {
-        stream
-    };
+    let meant = stream_meant(stream, per_thread);
     if !dptr.is_null()
         && let Some(addr) = state::alloc(
             size as u64,
@@ -252,11 +244,7 @@ fn free_async(
     per_thread: bool,
     real: Option<MemFreeAsync>,
 ) -> CuResult {
-    let meant = if per_thread && stream.is_null() {
-        STREAM_PER_THREAD as Handle
-    } else {
-        stream
-    };
+    let meant = stream_meant(stream, per_thread);
     if heap().in_region(dptr) {
         // During a capture the free belongs to the graph, and happens when
         // it runs: the block is never handed out again.

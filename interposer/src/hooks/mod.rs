@@ -24,7 +24,7 @@ pub use modules::*;
 /// Calls the driver's `$name` (of type `$ty`) with the program's arguments,
 /// unchanged; `CUDA_ERROR_NOT_FOUND` when the driver lacks it.
 macro_rules! forward {
-    ($ty:ty, $name:literal $(, $arg:expr)* $(,)?) => {
+    ($ty:ty, $name:expr $(, $arg:expr)* $(,)?) => {
         match $crate::driver_fn!($ty, $name) {
             // SAFETY: the program's own call, forwarded unchanged.
             Some(f) => unsafe { f($($arg),*) },

@@ -217,9 +217,8 @@ pub fn alloc(size: u64, stream: Option<(Handle, usize)>) -> Option<u64> {
 /// the per-thread default stream (`CU_STREAM_PER_THREAD`, or 0 in a
 /// `_ptsz` call) is each thread's own.
 pub fn stream_key(stream: Handle, per_thread: bool) -> usize {
-    const PER_THREAD: usize = 0x2;
-    let h = stream as usize;
-    if h == PER_THREAD || (per_thread && h == 0) {
+    let h = stream_meant(stream, per_thread) as usize;
+    if h == STREAM_PER_THREAD {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as usize;
         // Odd, so never a stream handle (those are pointers).
