@@ -298,6 +298,21 @@ pub fn child_env() -> Option<(&'static str, std::ffi::OsString)> {
     Some(("LD_LIBRARY_PATH", path))
 }
 
+/// The simulator's exported function `name` (a driver entry point or a
+/// hook for tests), once [`load`] loaded it into this process.
+///
+/// # Safety
+/// `F` is the function pointer type of `name` as cuda.h (or core.c, for a
+/// hook) declares it.
+pub unsafe fn symbol<F: Copy>(name: &str) -> Option<F> {
+    let Some(Ok(lib)) = LOADED.get() else {
+        return None;
+    };
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: the caller's guarantee on `F`; the library stays loaded.
+    unsafe { lib.get::<F>(name.as_bytes_with_nul()).ok().map(|f| *f) }
+}
+
 /// Makes the simulator's next call of `call` (after `skip` that succeed)
 /// fail with `code`. Returns `false` (and does nothing) unless [`load`]
 /// loaded the simulator into this process.

@@ -264,6 +264,9 @@ extern int g_nallocs;
 int add_range(struct range *set, int *n, uintptr_t base, size_t size);
 int remove_range(struct range *set, int *n, uintptr_t base, size_t size);
 int inside(const struct range *set, int n, uintptr_t base, size_t size);
+/* Whether the ranges of `set`, together, hold [base, base + size). */
+int covered(const struct range *set, int n, uintptr_t base, size_t size);
+int subtract_range(struct range *set, int *n, uintptr_t base, size_t size);
 int overlaps(const struct range *set, int n, uintptr_t base, size_t size);
 /* Whether kernels and copies may touch [base, base + size). */
 int accessible(uintptr_t base, size_t size);

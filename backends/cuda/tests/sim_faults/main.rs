@@ -11,6 +11,7 @@ mod common;
 
 mod faults;
 mod limits;
+mod mappings;
 mod queues;
 mod regions;
 
