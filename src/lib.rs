@@ -68,7 +68,9 @@ pub use reprise_amdgpu::{AmdError, AmdExecutor};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
 pub use reprise_cuda::{CudaError, CudaExecutor};
-pub use reprise_host::{FaultKind, FaultPlace, HostError, HostExecutor, KernelFault};
+pub use reprise_host::{
+    FaultKind, FaultPlace, HostError, HostExecutor, KernelFault, report_faults_to,
+};
 pub use reprise_std::replayer::{self, CompareSpec, OutputRange, compare_files};
 pub use reprise_std::{
     Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,

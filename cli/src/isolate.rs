@@ -3,21 +3,38 @@
 //! bit in its relocations, its PLT or its constructors) can crash the
 //! dynamic loader or itself before any kernel runs, where the host
 //! executor's fault guard does not reach, or make the loader end the
-//! process (status 127). So `reprise replay` on the host executor runs the
-//! replay in a child process of its own (the same command, marked by
-//! [`CHILD`]) and reports a death of that child as an error naming the
-//! image.
+//! process (status 127); a kernel that calls a runtime (OpenMP's) can
+//! fault on the runtime's threads, outside the guard; and the image's code
+//! can end the process itself (`exit(0)` in a kernel or a constructor). So
+//! `reprise replay` on the host executor runs the replay in a child
+//! process of its own (the same command, marked by [`CHILD`]).
+//!
+//! The child reports over a pipe whose descriptor [`CHILD`] names: `fault
+//! TEXT` for a kernel fault the guard caught, `fatal TEXT` for one that
+//! ends the process (the guard's signal handler writes it), and `done`
+//! once the replay has finished and its result was printed. The parent
+//! passes the child's exit status on only after `done`; a child that ended
+//! without it is an error naming the image and what happened: the kernel's
+//! fault when one was reported (with the candidates when the region base
+//! was derived), else how the process ended.
 
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
+use reprise::capture::BaseOrigin;
 use reprise::{BackendKind, OpenOptions};
-use reprise_std::capture::{CapturePaths, head, read_descriptor};
+use reprise_std::capture::{CapturePaths, head, read_descriptor, resolve_base};
 
 use crate::error::{CliError, Result};
 
-/// Set in the child's environment: it replays in its own process.
+/// Set in the child's environment, to the descriptor of the pipe it
+/// reports on: it replays in its own process.
 pub const CHILD: &str = "REPRISE_REPLAY_CHILD";
+
+/// The most bytes of reports read from a child.
+const REPORTS_MAX: usize = 64 << 10;
 
 /// Whether this process should hand the replay of `descriptor` to a child:
 /// it is not the child itself, and the capture runs on the host executor
@@ -47,44 +64,155 @@ fn image_path(descriptor: &Path) -> Option<std::path::PathBuf> {
     Some(CapturePaths::new(descriptor, record.generation).image)
 }
 
+/// The report pipe of this process, when it is a replay's child.
+fn report_fd() -> Option<RawFd> {
+    std::env::var(CHILD).ok()?.parse().ok().filter(|&fd| fd > 2)
+}
+
+/// In a replay's child: kernel faults are reported to the parent too, and
+/// the report pipe is not inherited by programs the image may run.
+pub fn child_start() {
+    if let Some(fd) = report_fd() {
+        // SAFETY: fcntl on a descriptor number; a bad one fails, harmlessly.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        reprise::report_faults_to(fd);
+    }
+}
+
+/// In a replay's child: the replay has finished, and its result (or its
+/// error, printed next) is the child's to give.
+pub fn child_done() {
+    if let Some(fd) = report_fd() {
+        // SAFETY: the descriptor stays open (ManuallyDrop): the guard may
+        // still write fault reports to it.
+        let mut f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        let _ = f.write_all(b"done\n");
+    }
+}
+
 /// Runs this very command again in a child process that replays in its
-/// own process, and passes its exit status on; a child that dies of a
-/// signal, or ends with a status reprise never gives, is an error naming
-/// the image.
-pub fn replay_in_child(descriptor: &Path, image: Option<&Path>) -> Result<ExitCode> {
+/// own process, and passes its exit status on once it has finished; a
+/// child that ended before is an error naming the image and why.
+pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitCode> {
     let exe = std::env::current_exe()
         .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
-    let status = Command::new(&exe)
+    let (mut reader, writer) =
+        std::io::pipe().map_err(|e| reprise::Error::io("a pipe", "create", e))?;
+    let fd = writer.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this process owns (`writer`): the
+    // child must inherit it, so it is not close-on-exec here.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+        return Err(reprise::Error::io("a pipe", "set up", std::io::Error::last_os_error()).into());
+    }
+    let spawned = Command::new(&exe)
         .args(std::env::args_os().skip(1))
-        .env(CHILD, "1")
-        .status()
+        .env(CHILD, fd.to_string())
+        .spawn();
+    drop(writer);
+    let status = spawned
+        .and_then(|mut c| c.wait())
         .map_err(|e| reprise::Error::io(&exe, "run", e))?;
-    let image = image
-        .map(Path::to_path_buf)
+    let reports = read_reports(&mut reader);
+    let image = options
+        .image
+        .clone()
         .or_else(|| image_path(descriptor))
         .unwrap_or_else(|| descriptor.to_path_buf());
+    let done = reports.lines().any(|l| l == "done");
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        // What reprise itself ends with: success, a difference, an error,
-        // and stdout closed (as `out!` ends).
-        (Some(code @ (0 | 1 | 2 | 141)), _) => Ok(ExitCode::from(code as u8)),
-        (Some(code), _) => Err(CliError::Command(format!(
-            "{}: the process that loaded and ran this image ended with status {code} \
-             (the dynamic loader ends a process with 127 when it cannot load an image): \
-             the image is corrupt, or does not belong to this machine",
-            image.display()
-        ))),
+    let ended = match (status.code(), status.signal()) {
+        // What reprise itself ends with, once the replay has finished:
+        // success, a difference, an error; and stdout closed (as `out!`
+        // ends) at any time.
+        (Some(code @ (0 | 1 | 2)), _) if done => return Ok(ExitCode::from(code as u8)),
+        (Some(141), _) => return Ok(ExitCode::from(141)),
         // Interrupted (Ctrl-C reaches the child too): end as it did.
         (None, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP))) => {
-            Ok(ExitCode::from(128 + sig as u8))
+            return Ok(ExitCode::from(128 + sig as u8));
         }
-        (None, sig) => Err(CliError::Command(format!(
-            "{}: the process that loaded and ran this image was killed by {}: the image is \
-             corrupt (its relocations, PLT or constructors), or its code crashed outside the \
-             kernel, where reprise cannot catch the fault",
-            image.display(),
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, sig) => format!(
+            "was killed by {}",
             sig.map_or_else(|| "a signal".to_string(), signal_name)
-        ))),
+        ),
+    };
+    let fault = reports
+        .lines()
+        .find_map(|l| l.strip_prefix("fault "))
+        .or_else(|| {
+            reports
+                .lines()
+                .find_map(|l| l.strip_prefix("fatal "))
+                .map(|l| l.strip_prefix("reprise: ").unwrap_or(l))
+        });
+    let why = match (fault, status.code()) {
+        (Some(fault), _) => format!(
+            "{fault}; the process running it then {ended}{}",
+            base_hint(descriptor, options)
+        ),
+        (None, Some(0..=2)) => format!(
+            "the process running this image {ended} before the replay finished: the image's \
+             code ended it (exit() in a kernel or a constructor?), and the replay has no result"
+        ),
+        (None, Some(_)) => format!(
+            "the process that loaded and ran this image {ended} (the dynamic loader ends a \
+             process with 127 when it cannot load an image): the image is corrupt, or does not \
+             belong to this machine"
+        ),
+        (None, None) => format!(
+            "the process that loaded and ran this image {ended}: the image is corrupt (its \
+             relocations, PLT or constructors), or its code crashed outside the kernel, where \
+             reprise cannot catch the fault"
+        ),
+    };
+    Err(CliError::Command(format!("{}: {why}", image.display())))
+}
+
+/// What the child reported, as text, read after it ended: what it wrote
+/// is in the pipe (a program the image started may still hold the pipe
+/// open, so this never waits for the end of it).
+fn read_reports(reader: &mut std::io::PipeReader) -> String {
+    // SAFETY: fcntl on the descriptor `reader` owns.
+    unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while buf.len() < REPORTS_MAX {
+        match reader.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// After a kernel fault: that a derived region base may be the cause, with
+/// the other bases possible and the option that gives one; empty when the
+/// base was recorded or given.
+pub fn base_hint(descriptor: &Path, options: &OpenOptions) -> String {
+    let Ok(mut record) = read_descriptor(descriptor) else {
+        return String::new();
+    };
+    match resolve_base(&mut record, descriptor, options) {
+        Some(origin @ BaseOrigin::Derived { .. }) => {
+            derived_hint(record.region_base.unwrap_or(0), &origin)
+        }
+        _ => String::new(),
+    }
+}
+
+/// [`base_hint`] for a base `base` derived as `origin` says.
+pub fn derived_hint(base: u64, origin: &BaseOrigin) -> String {
+    match origin.alternatives() {
+        Some(others) => format!(
+            "; the region base {base:#x} was derived, not recorded, and may be wrong: {} \
+             other(s) are possible, {others}; give one with --region-base ADDR",
+            others.total
+        ),
+        None => format!(
+            "; the region base {base:#x} was derived, not recorded (the only one that holds \
+             the pointer arguments): if the capture's pointers lie elsewhere, give the base \
+             with --region-base ADDR"
+        ),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise_std::list::{Entry, report_counts, scan};
+use reprise_std::list::{Entry, report_counts, scan_with};
 
 use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;
@@ -30,10 +30,20 @@ pub struct ListArgs {
     /// Skip hashing the files (faster for large captures).
     #[arg(long)]
     pub no_checksums: bool,
+    /// Take each capture's device image from PATH (as `replay --image`
+    /// does): LLVM 16's captures have none of their own, their images are
+    /// in the application binary. A capture whose kernel PATH lacks is
+    /// incomplete.
+    #[arg(long, value_name = "PATH")]
+    pub image: Option<PathBuf>,
 }
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
-    let entries = scan(&a.dir, !a.no_checksums)?;
+    let mut options = reprise::OpenOptions::new().verify_checksums(!a.no_checksums);
+    if let Some(image) = &a.image {
+        options = options.image(image);
+    }
+    let entries = scan_with(&a.dir, &options)?;
     let counts = report_counts(&a.dir);
     let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
     for e in &entries {

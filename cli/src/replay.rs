@@ -78,8 +78,16 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         .allow_missing_globals(a.allow_missing_globals)
         .verify_checksums(!a.no_checksums);
     if isolate::wanted(&a.file, &options) {
-        return isolate::replay_in_child(&a.file, options.image.as_deref());
+        return isolate::replay_in_child(&a.file, &options);
     }
+    isolate::child_start();
+    let ran = here(a, options);
+    isolate::child_done();
+    ran
+}
+
+/// The replay, in this process.
+fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     let capture = Capture::open_with(&a.file, options)?;
     let rec = &capture.record;
     let verify = a.verify || a.compare.given();
@@ -139,7 +147,24 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
             .into_future(),
     );
     drop(progress);
-    let outcome = outcome?;
+    let derived = match capture.base_origin {
+        Some(b @ reprise::capture::BaseOrigin::Derived { .. }) => Some(b),
+        _ => None,
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        // A fault with a derived base: the base may be the cause.
+        Err(e) if e.kernel_faulted() && derived.is_some() => {
+            let hint = derived
+                .map(|b| isolate::derived_hint(rec.region_base.unwrap_or(0), &b))
+                .unwrap_or_default();
+            return Err(crate::error::CliError::Command(format!(
+                "{}{hint}",
+                crate::error::CliError::from(e)
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let c = outcome.config;
     out!(
         "geometry: grid {}x{}x{}, block {}x{}x{}, {} bytes dynamic shared memory",
@@ -177,11 +202,19 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
             {
                 out!("{line}");
             }
-            Ok(if v.is_match() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            if v.is_match() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // A difference with a base chosen among several is no answer:
+            // the base may be what differs.
+            if let Some(b) = derived.filter(|b| b.alternatives().is_some()) {
+                return Err(crate::error::CliError::Command(format!(
+                    "{}: the output differs, but{}",
+                    a.file.display(),
+                    isolate::derived_hint(rec.region_base.unwrap_or(0), &b).trim_start_matches(';')
+                )));
+            }
+            Ok(ExitCode::from(1))
         }
     }
 }

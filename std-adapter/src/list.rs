@@ -231,6 +231,13 @@ pub fn report_counts(dir: &Path) -> std::collections::HashMap<String, (u64, u64)
 /// `verify`, each capture's checksums are checked (every file is read
 /// once), as [`describe`] does.
 pub fn scan(dir: &Path, verify: bool) -> Result<Vec<Entry>> {
+    scan_with(dir, &OpenOptions::new().verify_checksums(verify))
+}
+
+/// [`scan`], each capture opened with `options` (an application binary
+/// holding the images of LLVM 16's captures, say): what a replay opened
+/// with them would refuse is a problem of the capture.
+pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     let rd = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))?;
     let mut stems: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
     let mut out = Vec::new();
@@ -259,7 +266,7 @@ pub fn scan(dir: &Path, verify: bool) -> Result<Vec<Entry>> {
     }
     for (_, files) in stems {
         match files.iter().find(|(ext, _)| ext == "json") {
-            Some((_, json)) => match describe(json, verify) {
+            Some((_, json)) => match describe_with(json, options.clone()) {
                 Ok(d) => {
                     // Data files of the other generation's naming belong to nothing.
                     let mine: Vec<&PathBuf> = d.files.iter().map(|f| &f.path).collect();

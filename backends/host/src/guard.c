@@ -335,14 +335,49 @@ static const char *signal_name(int sig) {
  * descriptor (see die()). errno is not read (its address comes from the
  * descriptor), and is not restored either: every line is followed by the
  * end of the process. */
-static void write_line(const struct line *l) {
-    for (size_t done = 0, tries = 0; done < l->len && tries < 8; tries++) {
-        long n = syscall(SYS_write, (long)STDERR_FILENO, l->buf + done,
-                         l->len - done);
+static void write_all(int fd, const char *buf, size_t len) {
+    for (size_t done = 0, tries = 0; done < len && tries < 8; tries++) {
+        long n = syscall(SYS_write, (long)fd, buf + done, len - done);
         if (n > 0)
             done += (size_t)n;
     }
 }
+
+/* Where fault reports go besides stderr (reprise_guard_report_to()); -1
+ * for nowhere. */
+static volatile int report_fd = -1;
+
+/* Writes the line to stderr, and to the report descriptor after "fatal ":
+ * the process ends after it. */
+static void write_line(const struct line *l) {
+    write_all(STDERR_FILENO, l->buf, l->len);
+    int fd = report_fd;
+    if (fd >= 0) {
+        struct line r;
+        r.len = 0;
+        put_str(&r, "fatal ");
+        put(&r, l->buf, l->len);
+        write_all(fd, r.buf, r.len);
+    }
+}
+
+/* Sends fault reports to `fd` too (a pipe a parent process reads), or to
+ * nowhere but stderr when `fd` is negative. */
+void reprise_guard_report_to(int fd) { report_fd = fd; }
+
+/* Writes `len` bytes to the report descriptor, if there is one. */
+void reprise_guard_report(const char *buf, size_t len) {
+    int fd = report_fd;
+    if (fd >= 0)
+        write_all(fd, buf, len);
+}
+
+/* The name of the kernel the process last started, process-wide: a fault
+ * on another thread (one the kernel's runtime started, running its code)
+ * is said to come after it. Written before the call, read only by the
+ * handler of a fault that ends the process. */
+static char last_name[GUARD_NAME_MAX];
+static volatile size_t last_len;
 
 static void put_name(struct line *l, const struct guarded *c) {
     size_t n = c->name_len;
@@ -384,6 +419,28 @@ static void report_outside(const struct guarded *c, int sig,
         put_hex(&l, pc);
     }
     put_str(&l, "); the process cannot continue safely\n");
+    write_line(&l);
+}
+
+/* Says, just before the default action ends the process, that a thread
+ * outside any guarded call faulted after a kernel had started: typically a
+ * thread of the runtime the kernel called (OpenMP's team), running the
+ * kernel's code at a bad address. */
+static void report_other_thread(int sig, const siginfo_t *info,
+                                uintptr_t pc) {
+    struct line l;
+    l.len = 0;
+    put_str(&l, "reprise: a thread running outside the guarded call faulted (");
+    put_str(&l, signal_name(sig));
+    put_str(&l, " at ");
+    put_hex(&l, (uintptr_t)info->si_addr);
+    put_str(&l, ", instruction ");
+    put_hex(&l, pc);
+    put_str(&l, ") after the kernel `");
+    size_t n = last_len;
+    put(&l, last_name, n > GUARD_NAME_MAX ? GUARD_NAME_MAX : n);
+    put_str(&l, "` started (a thread of a runtime it called, such as OpenMP's "
+                "team, running its code); the process cannot continue safely\n");
     write_line(&l);
 }
 
@@ -554,7 +611,8 @@ static void handler(int sig, siginfo_t *info, void *uctx) {
             report_outside(&state.g, sig, info, uctx, pc);
         return;
     }
-    chain(sig, info, uctx, fault);
+    if (chain(sig, info, uctx, fault) && fault && last_len > 0)
+        report_other_thread(sig, info, fault_pc(uctx));
 }
 
 /* Installs the handler for every guarded signal. Call once per process.
@@ -625,6 +683,8 @@ int reprise_guarded_call(void (*f)(void *), void *data,
     g->name_len =
         code->name_len < GUARD_NAME_MAX ? code->name_len : GUARD_NAME_MAX;
     memcpy(g->name, code->name, g->name_len);
+    memcpy(last_name, g->name, g->name_len);
+    last_len = g->name_len;
     g->stack_lo = code->stack_lo;
     g->stack_hi = code->stack_hi;
     g->canary = new_canary(&canary);

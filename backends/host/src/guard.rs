@@ -209,6 +209,42 @@ unsafe extern "C" {
         code: *const RawCode,
     ) -> c_int;
     fn reprise_guard_fault(out: *mut Caught);
+    fn reprise_guard_report_to(fd: c_int);
+    fn reprise_guard_report(buf: *const u8, len: usize);
+}
+
+/// Sends fault reports to the descriptor `fd` too, besides stderr: a line
+/// `fault TEXT` for each fault caught in a kernel ([`report`]), and `fatal
+/// TEXT` for one that ends the process (written by the signal handler).
+/// A parent process that reads them can say why its child ended. A
+/// negative `fd` stops it.
+#[cfg(target_os = "linux")]
+pub fn report_to(fd: c_int) {
+    // SAFETY: stores an integer the handler reads.
+    unsafe { reprise_guard_report_to(fd) }
+}
+
+/// See the Linux version: nothing is reported elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn report_to(_fd: c_int) {}
+
+/// Writes `line` (made one line: control characters escaped) to the
+/// descriptor [`report_to`] named, if any.
+pub fn report(line: &str) {
+    let mut one = String::with_capacity(line.len() + 1);
+    for c in line.chars() {
+        if c.is_control() {
+            one.extend(c.escape_default());
+        } else {
+            one.push(c);
+        }
+    }
+    one.push('\n');
+    #[cfg(target_os = "linux")]
+    // SAFETY: the pointer and length are those of a live String.
+    unsafe {
+        reprise_guard_report(one.as_ptr(), one.len())
+    };
 }
 
 /// Installs the process-wide handler (once). Returns the `errno` of a

@@ -56,5 +56,6 @@ pub use call::MAX_ARGS;
 pub use error::HostError;
 pub use executor::{HostExecutor, HostRegion, SUGGESTED_BASE};
 pub use fault::{FaultKind, FaultPlace, KernelFault};
+pub use guard::report_to as report_faults_to;
 pub use image::{HostImage, HostKernel};
 pub use queue::HostQueue;

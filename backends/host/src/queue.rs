@@ -183,6 +183,7 @@ fn worker(
                                     .place(addr)
                             });
                         log::debug!("{fault}");
+                        guard::report(&format!("fault {fault}"));
                         *shared.kernel_time.lock().unwrap_or_else(|e| e.into_inner()) = None;
                         failed(HostError::KernelFault(Box::new(fault)));
                     }

@@ -322,10 +322,14 @@ pub fn assess(
     }
 
     if record.region_base.is_none() {
+        let path = paths.descriptor.clone();
         problem(
             &mut a,
-            Error::NoRegionBase {
-                path: paths.descriptor.clone(),
+            match base_origin {
+                Some(BaseOrigin::Ambiguous { candidates }) => {
+                    Error::AmbiguousRegionBase { path, candidates }
+                }
+                _ => Error::NoRegionBase { path },
             },
         );
     }

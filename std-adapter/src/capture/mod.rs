@@ -155,7 +155,9 @@ pub struct Capture {
 
 /// Settles `record`'s region base: `options.region_base` when given, else
 /// the recorded one, else one derived by the rule of [`base`] (LLVM 16
-/// records none); returns where it came from, `None` when there is none.
+/// records none); returns where it came from, `None` when there is none
+/// ([`BaseOrigin::Ambiguous`], with the base left unset, when several are
+/// possible).
 pub fn resolve_base(
     record: &mut KernelRecord,
     descriptor: &Path,
@@ -168,9 +170,14 @@ pub fn resolve_base(
     if record.region_base.is_some() {
         return Some(BaseOrigin::Recorded);
     }
-    let (b, origin) = base::derive(record, descriptor)?;
-    record.region_base = Some(b);
-    Some(origin)
+    match base::derive(record, descriptor) {
+        base::Derivation::None => None,
+        base::Derivation::Base(b, origin) => {
+            record.region_base = Some(b);
+            Some(origin)
+        }
+        base::Derivation::Ambiguous(candidates) => Some(BaseOrigin::Ambiguous { candidates }),
+    }
 }
 
 impl Capture {

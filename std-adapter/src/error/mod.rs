@@ -118,6 +118,15 @@ pub enum Error {
         /// The descriptor.
         path: PathBuf,
     },
+    /// The descriptor records no region address, and several bases are
+    /// possible with nothing to tell them apart (see
+    /// [`crate::capture::base`]); [`Setting::RegionBase`] gives it.
+    AmbiguousRegionBase {
+        /// The descriptor.
+        path: PathBuf,
+        /// The bases possible.
+        candidates: crate::capture::base::Candidates,
+    },
     /// The descriptor's `ArgPtrs` are not the kernel's arguments but the
     /// addresses of the recording runtime's own array of them, 8 bytes
     /// apart and outside the region: LLVM 19 to 22.1 record them so
@@ -332,6 +341,18 @@ impl Error {
             )
     }
 
+    /// Whether the kernel faulted (a bad memory access, an illegal
+    /// instruction) on the host or an AMD GPU.
+    pub fn kernel_faulted(&self) -> bool {
+        matches!(
+            self.source_of::<reprise_host::HostError>(),
+            Some(reprise_host::HostError::KernelFault(_))
+        ) || matches!(
+            self.source_of::<reprise_amdgpu::AmdError>(),
+            Some(reprise_amdgpu::AmdError::KernelFault { .. })
+        )
+    }
+
     /// Whether the executor refused a launch before it ran: a block, grid
     /// or shared memory beyond the kernel's or the device's limit.
     pub fn launch_refused(&self) -> bool {
@@ -502,6 +523,16 @@ impl Error {
                  bytes from a page + 0x10 address), so its pointers cannot be placed; give the \
                  base with {}",
                 path.display(),
+                (names.given)(Setting::RegionBase)
+            ),
+            Error::AmbiguousRegionBase { path, candidates } => write!(
+                f,
+                "{}: the descriptor records no region address (LLVM 16 writes none), and {} \
+                 page + 0x10 addresses put its pointer arguments inside the snapshot with \
+                 nothing to tell them apart (a later launch of a kernel whose file LLVM \
+                 overwrote, say): {candidates}; give the base with {} (try them in this order)",
+                path.display(),
+                candidates.total,
                 (names.given)(Setting::RegionBase)
             ),
             Error::ArgumentsNotRecorded { path, first, count } => write!(
