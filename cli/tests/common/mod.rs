@@ -8,6 +8,7 @@
 #[path = "../../../backends/cuda/tests/sim/mod.rs"]
 pub mod sim;
 
+pub mod llvm16;
 pub mod programs;
 
 use std::path::{Path, PathBuf};
