@@ -422,3 +422,53 @@ fn extract_lists_and_writes_every_entry_of_a_binary_for_three_targets() {
     );
     assert_exit(&replay(&d, &app3, &["--backend", "host"]), 0);
 }
+
+#[test]
+fn an_image_that_ends_the_process_is_no_pass() {
+    if need(runtime(), "an_image_that_ends_the_process_is_no_pass").is_none() {
+        return;
+    }
+    // A copy: --save-output writes beside the capture.
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(fixtures().join("saxpy")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    let d = descriptors(dir.path()).remove(0);
+    let kernel = reprise_std::capture::read_descriptor(&d)
+        .unwrap()
+        .name
+        .to_string();
+    // A kernel that calls exit(0), one that calls exit(1), and a
+    // constructor that calls _exit(0): the replay never finished.
+    for (name, code) in [
+        ("exit0", format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(0); }}\n")),
+        ("exit1", format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(1); }}\n")),
+        (
+            "ctor",
+            format!(
+                "#include <unistd.h>\n__attribute__((constructor)) static void c(void) \
+                 {{ _exit(0); }}\nvoid {kernel}(void) {{}}\n"
+            ),
+        ),
+    ] {
+        let image = dir.path().join(format!("{name}.so"));
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
+            .arg(&image)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(code.as_bytes())?;
+                c.wait()
+            })
+            .unwrap();
+        assert!(st.success());
+        for extra in [&[][..], &["--save-output"], &["--repetitions", "3"]] {
+            let out = replay(&d, &image, extra);
+            assert_error(&out, &[s(&image), "before the replay finished"]);
+            assert!(!text(&out).0.contains("verification: PASS"), "{name}");
+        }
+    }
+}
