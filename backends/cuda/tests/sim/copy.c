@@ -107,3 +107,38 @@ EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src,
   INJECT();
   return copy_sync(OP_DTOD, (uintptr_t)dst, (uintptr_t)src, len, 1);
 }
+
+/* cuMemsetD32_v2: `n` 32-bit words of `value` from `dst` (4-byte aligned),
+ * on the default stream. Simulated as a copy of the pattern from host
+ * memory, done before the call returns (the driver may return earlier;
+ * nothing can tell but the time). */
+static CUresult memset_d32(CUdeviceptr dst, unsigned value, size_t n,
+                           int per_thread) {
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (dst % 4 || n > SIZE_MAX / 4)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (n == 0)
+    return CUDA_SUCCESS;
+  unsigned *pattern = malloc(n * 4);
+  if (!pattern)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++)
+    pattern[i] = value;
+  r = copy_sync(OP_HTOD, (uintptr_t)dst, (uintptr_t)pattern, n * 4,
+                per_thread);
+  free(pattern);
+  return r;
+}
+
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t n) {
+  INJECT();
+  return memset_d32(dst, value, n, 0);
+}
+
+EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned value,
+                                    size_t n) {
+  INJECT();
+  return memset_d32(dst, value, n, 1);
+}

@@ -56,9 +56,17 @@
  *    (CU_MEM_ATTACH_GLOBAL or _HOST; the host reads and writes it
  *    directly, cuMemFree frees it), cuMemGetAddressRange_v2 (and
  *    cuPointerGetAttribute[s] for its range), cuMemGetInfo_v2, cuModuleLoadDataEx (options ignored),
- *    cuModuleLoadFatBinary, and CUDA 12's libraries (cuLibraryLoadData and
- *    friends over the same module machinery; a CUkernel may be passed where
- *    a CUfunction is expected, as the driver allows);
+ *    cuModuleLoadFatBinary, cuModuleLoad (from a file;
+ *    CUDA_ERROR_FILE_NOT_FOUND when it cannot be read), the linker
+ *    (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkAddFile_v2, cuLinkComplete,
+ *    cuLinkDestroy: the linked image is the PTX inputs concatenated, see
+ *    module.c), cuMemsetD32_v2 (synchronous), created contexts
+ *    (cuCtxCreate_v2/_v3 make a handle of their own on the one device,
+ *    current to the caller; cuCtxDestroy_v2 waits for the device and kills
+ *    the handle, which no thread may use or make current again), and CUDA
+ *    12's libraries (cuLibraryLoadData, cuLibraryLoadFromFile and friends
+ *    over the same module machinery; a CUkernel may be passed where a
+ *    CUfunction is expected, as the driver allows);
  *  - cooperative launches (cuLaunchCooperativeKernel[_ptsz], and
  *    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE): run as any
  *    launch, but CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE unless every block
@@ -196,11 +204,36 @@ CUresult sticky(void) {
   return r;
 }
 
-/* Checks a call may use the context: initialised, current, not faulted. */
+/* Contexts cuCtxCreate made and cuCtxDestroy has not destroyed (guarded
+ * by g_ctx.lock). Each is a handle of its own on the one simulated device:
+ * its memory, modules and streams are the device's, which the primary
+ * context shares (they outlive it: not simulated), but once destroyed
+ * the handle is dead: no thread may use it or make it current. */
+struct created_ctx {
+  struct sim_ctx ctx;
+  struct created_ctx *next;
+};
+static struct created_ctx *g_created;
+
+int ctx_live(CUcontext ctx) {
+  if (ctx == &g_ctx)
+    return 1;
+  if (!ctx)
+    return 0;
+  pthread_mutex_lock(&g_ctx.lock);
+  int live = 0;
+  for (struct created_ctx *c = g_created; c && !live; c = c->next)
+    live = &c->ctx == ctx;
+  pthread_mutex_unlock(&g_ctx.lock);
+  return live;
+}
+
+/* Checks a call may use the context: initialised, current (and not
+ * destroyed), not faulted. */
 CUresult usable(void) {
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
-  if (t_current != &g_ctx)
+  if (!t_current || !ctx_live(t_current))
     return CUDA_ERROR_INVALID_CONTEXT;
   return sticky();
 }
@@ -430,9 +463,80 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
-  if (ctx && ctx != &g_ctx)
+  if (ctx && !ctx_live(ctx))
     return CUDA_ERROR_INVALID_CONTEXT;
   t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+/* CU_CTX_SCHED_*, CU_CTX_MAP_HOST, CU_CTX_LMEM_RESIZE_TO_MAX, coredump and
+ * CU_CTX_SYNC_MEMOPS: every flag cuCtxCreate takes (none changes what the
+ * simulator does). */
+#define CTX_FLAGS 0xffu
+
+static CUresult ctx_create(CUcontext *out, unsigned flags, CUdevice dev) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!out || (flags & ~CTX_FLAGS))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= g_devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  struct created_ctx *c = calloc(1, sizeof *c);
+  if (!c)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_ctx.lock);
+  c->next = g_created;
+  g_created = c;
+  pthread_mutex_unlock(&g_ctx.lock);
+  /* The new context is current to the calling thread. */
+  t_current = &c->ctx;
+  *out = &c->ctx;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *out, unsigned flags, CUdevice dev) {
+  INJECT();
+  return ctx_create(out, flags, dev);
+}
+
+/* CUDA 11.4's, with execution affinity parameters (none simulated). */
+EXPORT CUresult cuCtxCreate_v3(CUcontext *out, void *params, int nparams,
+                               unsigned flags, CUdevice dev) {
+  INJECT();
+  if (nparams < 0 || (nparams && !params))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (nparams)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return ctx_create(out, flags, dev);
+}
+
+/* cuCtxDestroy_v2: waits for the device's work, then the context is gone
+ * "regardless of how many threads it is current to": not current to the
+ * calling thread any more, and every call that uses it from any thread
+ * fails with CUDA_ERROR_INVALID_CONTEXT. The primary context is not
+ * destroyed so (CUDA_ERROR_INVALID_CONTEXT). */
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_ctx.lock);
+  struct created_ctx **p = &g_created;
+  while (*p && &(*p)->ctx != ctx)
+    p = &(*p)->next;
+  struct created_ctx *c = *p;
+  if (c) {
+    while (g_ctx.busy > 0)
+      pthread_cond_wait(&g_ctx.idle, &g_ctx.lock);
+    *p = c->next;
+  }
+  pthread_mutex_unlock(&g_ctx.lock);
+  if (!c)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (t_current == ctx)
+    t_current = NULL;
+  free(c);
   return CUDA_SUCCESS;
 }
 
@@ -440,7 +544,7 @@ EXPORT CUresult cuCtxSynchronize(void) {
   INJECT();
   if (!g_initialized)
     return CUDA_ERROR_NOT_INITIALIZED;
-  if (t_current != &g_ctx)
+  if (!t_current || !ctx_live(t_current))
     return CUDA_ERROR_INVALID_CONTEXT;
   /* Never while a stream captures: it would wait for work that is not
    * queued. */

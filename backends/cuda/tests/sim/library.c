@@ -45,16 +45,11 @@ CUfunction fn_of(CUfunction f) {
   return k ? k->function : f;
 }
 
-EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
-                                  int *jit_opts, void **jit_values,
-                                  unsigned njit, int *lib_opts,
-                                  void **lib_values, unsigned nlib) {
-  INJECT();
-  if (!g_initialized)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = sticky();
-  if (r)
-    return r;
+/* The library's module is loaded from `code` (which it does not keep). */
+static CUresult library_load(CUlibrary *out, const void *code, int *jit_opts,
+                             void **jit_values, unsigned njit, int *lib_opts,
+                             void **lib_values, unsigned nlib) {
+  CUresult r;
   if (!out || (njit && (!jit_opts || !jit_values)) ||
       (nlib && (!lib_opts || !lib_values)))
     return CUDA_ERROR_INVALID_VALUE;
@@ -74,6 +69,43 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
   pthread_mutex_unlock(&g_libraries_lock);
   *out = lib;
   return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
+                                  int *jit_opts, void **jit_values,
+                                  unsigned njit, int *lib_opts,
+                                  void **lib_values, unsigned nlib) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = sticky();
+  if (r)
+    return r;
+  return library_load(out, code, jit_opts, jit_values, njit, lib_opts,
+                      lib_values, nlib);
+}
+
+/* cuLibraryLoadFromFile: cuLibraryLoadData of the file's image; a path
+ * that cannot be read is CUDA_ERROR_FILE_NOT_FOUND. */
+EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *out, const char *path,
+                                      int *jit_opts, void **jit_values,
+                                      unsigned njit, int *lib_opts,
+                                      void **lib_values, unsigned nlib) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = sticky();
+  if (r)
+    return r;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *image = read_image_file(path, &r);
+  if (!image)
+    return r;
+  r = library_load(out, image, jit_opts, jit_values, njit, lib_opts,
+                   lib_values, nlib);
+  free(image);
+  return r;
 }
 
 EXPORT CUresult cuLibraryUnload(CUlibrary lib) {

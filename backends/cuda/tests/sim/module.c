@@ -252,6 +252,60 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
   return load_module(out, image);
 }
 
+void *read_image_file(const char *path, CUresult *err) {
+  *err = CUDA_ERROR_INVALID_VALUE;
+  if (!path)
+    return NULL;
+  *err = CUDA_ERROR_FILE_NOT_FOUND;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *data = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (cap - len < 4096) {
+      char *more = realloc(data, cap = cap * 2 + 65536);
+      if (!more) {
+        free(data);
+        fclose(f);
+        *err = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+      }
+      data = more;
+    }
+    size_t n = fread(data + len, 1, cap - len - 1, f);
+    len += n;
+    if (n == 0)
+      break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || len == 0) {
+    free(data);
+    return NULL;
+  }
+  data[len] = 0;
+  *err = CUDA_SUCCESS;
+  return data;
+}
+
+/* cuModuleLoad: the image (PTX, cubin or fat binary) from a file. A path
+ * that cannot be read is CUDA_ERROR_FILE_NOT_FOUND, as on the driver. */
+EXPORT CUresult cuModuleLoad(CUmodule *out, const char *path) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *image = read_image_file(path, &r);
+  if (!image)
+    return r;
+  r = load_module(out, image);
+  free(image);
+  return r;
+}
+
 EXPORT CUresult cuModuleLoadFatBinary(CUmodule *out, const void *image) {
   INJECT();
   CUresult r = usable();
@@ -373,3 +427,107 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
   return CUDA_SUCCESS;
 }
 #endif
+
+/* The linker (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkAddFile_v2,
+ * cuLinkComplete, cuLinkDestroy). Simulated: the "linked image" is the
+ * PTX inputs (CU_JIT_INPUT_PTX) one after the other, each without its
+ * NUL, with one NUL at the end: PTX the simulator loads as it loads any
+ * (it resolves nothing between the inputs, so an input's `.extern` that
+ * another defines still fails to load). As on the driver, the image
+ * cuLinkComplete hands out belongs to the link state until
+ * cuLinkDestroy. Other input types are CUDA_ERROR_NOT_SUPPORTED (not
+ * simulated); JIT options change nothing. */
+#define JIT_INPUT_PTX 1
+
+struct sim_link {
+  char *image;
+  size_t len;
+  int completed;
+};
+
+EXPORT CUresult cuLinkCreate_v2(unsigned nopts, int *opts, void **values,
+                                struct sim_link **out) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || (nopts && (!opts || !values)))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct sim_link *l = calloc(1, sizeof *l);
+  if (!l)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = l;
+  return CUDA_SUCCESS;
+}
+
+static CUresult link_add(struct sim_link *l, int type, const void *data,
+                         size_t size) {
+  if (!l || l->completed || !data || size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (type != JIT_INPUT_PTX)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  /* PTX up to its NUL, or `size` bytes when it has none. */
+  const char *nul = memchr(data, 0, size);
+  size_t n = nul ? (size_t)(nul - (const char *)data) : size;
+  char *more = realloc(l->image, l->len + n + 1);
+  if (!more)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(more + l->len, data, n);
+  l->len += n;
+  more[l->len] = 0;
+  l->image = more;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLinkAddData_v2(struct sim_link *l, int type, void *data,
+                                 size_t size, const char *name,
+                                 unsigned nopts, int *opts, void **values) {
+  INJECT();
+  (void)name;
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (nopts && (!opts || !values))
+    return CUDA_ERROR_INVALID_VALUE;
+  return link_add(l, type, data, size);
+}
+
+EXPORT CUresult cuLinkAddFile_v2(struct sim_link *l, int type,
+                                 const char *path, unsigned nopts, int *opts,
+                                 void **values) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (nopts && (!opts || !values))
+    return CUDA_ERROR_INVALID_VALUE;
+  char *data = read_image_file(path, &r);
+  if (!data)
+    return r;
+  r = link_add(l, type, data, strlen(data) + 1);
+  free(data);
+  return r;
+}
+
+EXPORT CUresult cuLinkComplete(struct sim_link *l, void **image,
+                               size_t *size) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!l || !image || !size || !l->image)
+    return CUDA_ERROR_INVALID_VALUE;
+  l->completed = 1;
+  *image = l->image;
+  *size = l->len + 1;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLinkDestroy(struct sim_link *l) {
+  INJECT();
+  if (!l)
+    return CUDA_ERROR_INVALID_HANDLE;
+  free(l->image);
+  free(l);
+  return CUDA_SUCCESS;
+}

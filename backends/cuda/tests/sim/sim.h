@@ -127,6 +127,7 @@ enum {
   CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_FILE_NOT_FOUND = 301,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_ILLEGAL_STATE = 401,
   CUDA_ERROR_NOT_FOUND = 500,
@@ -217,6 +218,9 @@ struct sim_ctx {
 };
 
 extern struct sim_ctx g_ctx;
+/* Whether `ctx` is a context calls may use: the primary one, or one
+ * cuCtxCreate made and cuCtxDestroy has not destroyed. */
+int ctx_live(CUcontext ctx);
 extern __thread CUcontext t_current;
 CUresult sticky(void);
 /* Checks a call may use the context: initialised, current, not faulted. */
@@ -351,6 +355,10 @@ extern int g_nmodules;
 extern struct range g_globals[MAX_RANGES];
 extern int g_nglobals;
 CUresult load_module(CUmodule *out, const void *image);
+/* The file at `path`, read whole, with a NUL after it (for PTX): free()
+ * it; NULL with *err CUDA_ERROR_FILE_NOT_FOUND when it cannot be read (as
+ * cuModuleLoad says), CUDA_ERROR_INVALID_VALUE for a NULL path. */
+void *read_image_file(const char *path, CUresult *err);
 void unload_module(const char *call, CUmodule m);
 /* The fixture kernels, NKERNELS of them. */
 extern const struct kernel_def KERNELS[];
