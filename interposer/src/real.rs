@@ -255,6 +255,23 @@ pub type LibraryLoadData = unsafe extern "C" fn(
     *mut *mut c_void,
     c_uint,
 ) -> CuResult;
+/// `cuLibraryLoadFromFile` (CUDA 12).
+pub type LibraryLoadFromFile = unsafe extern "C" fn(
+    *mut Handle,
+    *const c_char,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+) -> CuResult;
+/// `cuFuncGetAttribute`.
+pub type FuncGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, Handle) -> CuResult;
+/// `cuDeviceGetAttribute`.
+pub type DeviceGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult;
+/// `cuModuleLoad`.
+pub type ModuleLoad = unsafe extern "C" fn(*mut Handle, *const c_char) -> CuResult;
 /// `cuLibraryGetModule`.
 pub type LibraryGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
 /// `cuLibraryGetKernel`.

@@ -26,6 +26,26 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
     rc
 }
 
+/// `cuModuleLoad`: the image is the file the driver loaded, read again
+/// once the driver accepted it.
+///
+/// # Safety
+/// As the driver's: `path` is a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoad(module: *mut Handle, path: *const c_char) -> CuResult {
+    let Some(load) = crate::driver_fn!(ModuleLoad, "cuModuleLoad") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { load(module, path) };
+    if rc == SUCCESS && !module.is_null() && !path.is_null() {
+        // SAFETY: the driver read `path` as a C string and wrote the new
+        // module.
+        state::loaded_from_file(unsafe { *module }, unsafe { CStr::from_ptr(path) });
+    }
+    rc
+}
+
 /// `cuModuleLoadDataEx` (its JIT options do not change the image).
 ///
 /// # Safety
@@ -112,6 +132,47 @@ pub unsafe extern "C" fn cuLibraryLoadData(
         // SAFETY: the driver wrote the new library and accepted `code` as
         // an image.
         unsafe { state::library_loaded(*library, code as *const u8) };
+    }
+    rc
+}
+
+/// `cuLibraryLoadFromFile` (CUDA 12): as [`cuLibraryLoadData`], the image
+/// read from the file once the driver accepted it.
+///
+/// # Safety
+/// As the driver's: `path` is a C string.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLibraryLoadFromFile(
+    library: *mut Handle,
+    path: *const c_char,
+    jit_options: *mut c_int,
+    jit_values: *mut *mut c_void,
+    n_jit: c_uint,
+    lib_options: *mut c_int,
+    lib_values: *mut *mut c_void,
+    n_lib: c_uint,
+) -> CuResult {
+    let Some(load) = crate::driver_fn!(LibraryLoadFromFile, "cuLibraryLoadFromFile") else {
+        return ERROR_NOT_FOUND;
+    };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe {
+        load(
+            library,
+            path,
+            jit_options,
+            jit_values,
+            n_jit,
+            lib_options,
+            lib_values,
+            n_lib,
+        )
+    };
+    if rc == SUCCESS && !library.is_null() && !path.is_null() {
+        // SAFETY: the driver read `path` as a C string and wrote the new
+        // library.
+        state::library_loaded_from_file(unsafe { *library }, unsafe { CStr::from_ptr(path) });
     }
     rc
 }

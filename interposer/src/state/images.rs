@@ -1,6 +1,8 @@
 //! Images and functions: what the program's modules, libraries and
 //! function handles are to the recorder.
 
+use std::ffi::CStr;
+
 use super::*;
 
 /// The program loaded `module` from `image`. While another thread's
@@ -10,11 +12,24 @@ use super::*;
 /// # Safety
 /// `code` is the image the driver just accepted.
 pub unsafe fn loaded(module: Handle, code: *const u8) {
+    // SAFETY: the caller's guarantee.
+    loaded_with(module, || {
+        unsafe { image_bytes(code) }.ok_or_else(no_length)
+    });
+}
+
+/// The program loaded `module` from the file at `path` (`cuModuleLoad`):
+/// the file's bytes are the image.
+pub fn loaded_from_file(module: Handle, path: &CStr) {
+    loaded_with(module, || file_image(path));
+}
+
+/// [`loaded`] with the image's bytes from `bytes`.
+fn loaded_with(module: Handle, bytes: impl FnOnce() -> Result<Vec<u8>, String>) {
     let mut phase = match enter() {
         Ok(p) => p,
         Err(Busy::Timeout) => {
-            // SAFETY: the caller's guarantee.
-            if let Some(bytes) = unsafe { image_bytes(code) } {
+            if let Ok(bytes) = bytes() {
                 pending().push((Pending::Module(module as usize), bytes));
             }
             return;
@@ -22,16 +37,36 @@ pub unsafe fn loaded(module: Handle, code: *const u8) {
         Err(Busy::Passing) => return,
     };
     let Some(s) = state(&mut phase) else { return };
-    // SAFETY: the caller's guarantee.
-    let Some(bytes) = (unsafe { image_bytes(code) }) else {
-        return give_up(
-            &mut phase,
-            "an image whose length cannot be told from its header",
-        );
+    let bytes = match bytes() {
+        Ok(b) => b,
+        Err(e) => return give_up(&mut phase, e),
     };
     if let Err(e) = load_into(s, module, &bytes) {
         give_up(&mut phase, e);
     }
+}
+
+fn no_length() -> String {
+    "an image whose length cannot be told from its header".into()
+}
+
+/// The image in the file at `path`, which the driver just loaded: its
+/// bytes (PTX without a terminating NUL, as [`image_bytes`] reads it from
+/// memory).
+fn file_image(path: &CStr) -> Result<Vec<u8>, String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let mut bytes = std::fs::read(path).map_err(|e| {
+        format!(
+            "reading the image file {} the driver loaded: {e}",
+            path.display()
+        )
+    })?;
+    let ptx = !bytes.starts_with(b"\x7fELF") && !bytes.starts_with(&0xBA55_ED50u32.to_le_bytes());
+    if ptx && let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        bytes.truncate(nul);
+    }
+    Ok(bytes)
 }
 
 /// The bytes of the image at `code`, by its own header.
@@ -88,6 +123,21 @@ pub fn library_module(library: Handle) -> Option<Handle> {
 /// # Safety
 /// `code` is the image the driver just accepted.
 pub unsafe fn library_loaded(library: Handle, code: *const u8) {
+    // SAFETY: the caller's guarantee.
+    library_loaded_with(library, || {
+        unsafe { image_bytes(code) }.ok_or_else(no_length)
+    });
+}
+
+/// The program loaded `library` from the file at `path`
+/// (`cuLibraryLoadFromFile`): as [`library_loaded`], the file's bytes the
+/// image.
+pub fn library_loaded_from_file(library: Handle, path: &CStr) {
+    library_loaded_with(library, || file_image(path));
+}
+
+/// [`library_loaded`] with the image's bytes from `bytes`.
+fn library_loaded_with(library: Handle, bytes: impl FnOnce() -> Result<Vec<u8>, String>) {
     let phase = enter();
     if let Ok(p) = &phase
         && matches!(**p, Phase::Off)
@@ -97,20 +147,17 @@ pub unsafe fn library_loaded(library: Handle, code: *const u8) {
     if matches!(phase, Err(Busy::Passing)) {
         return;
     }
-    // SAFETY: the caller's guarantee.
-    let bytes = unsafe { image_bytes(code) };
+    let bytes = bytes();
     let Ok(mut phase) = phase else {
         // Another thread's recording: the next holder makes it known.
-        if let Some(bytes) = bytes {
+        if let Ok(bytes) = bytes {
             pending().push((Pending::Library(library as usize), bytes));
         }
         return;
     };
-    let Some(bytes) = bytes else {
-        return give_up(
-            &mut phase,
-            "an image whose length cannot be told from its header",
-        );
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => return give_up(&mut phase, e),
     };
     pending().push((Pending::Library(library as usize), bytes));
     if let Some(s) = state(&mut phase)

@@ -33,7 +33,10 @@ pub(crate) use entry::forked;
 use entry::{Busy, OWNER, enter};
 use exit::at_exit;
 use images::discover;
-pub use images::{alias, function, library_loaded, library_module, loaded};
+pub use images::{
+    alias, function, library_loaded, library_loaded_from_file, library_module, loaded,
+    loaded_from_file,
+};
 pub use launch::{launch, not_recordable};
 
 /// A launch as the program made it.
