@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use reprise_std::summary::Summary;
+use reprise_std::summary::{self, Summary};
 
 use crate::error::{CliError, Result};
 
@@ -33,14 +33,19 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 ///
 /// Programs linked with `-lcuda` are recorded, and so are programs that
 /// resolve the driver through `dlopen` and `cuGetProcAddress` as CUDA's
-/// runtime library does, `cuLibraryLoadData` kernels included. Not
+/// runtime library does, with kernels from any of the driver's loaders
+/// (`cuModuleLoad`, `cuModuleLoadData[Ex]`, `cuModuleLoadFatBinary`,
+/// `cuLibraryLoadData`, `cuLibraryLoadFromFile`; a `cuLinkComplete` image
+/// through the one that loads it). Not
 /// recorded, and counted in the summary at the end: launches during stream
 /// capture and graph launches (their kernels are graph nodes), cooperative
 /// and cluster launches and launches with other attributes (a replay runs
 /// plain launches), and launches with packed parameters (`extra`). A
 /// launch whose arguments point outside the region (managed or host memory,
 /// allocations once the region was full) or at a global is recorded with a
-/// mark that `reprise inspect` shows. The exit status is the program's
+/// mark that `reprise inspect` shows, and counted in the summary. A launch
+/// the driver refuses (a block past its limit, say) is the program's own
+/// error, passed back to it unchanged, and counted as refused. The exit status is the program's
 /// (128 + N when signal N ended it).
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -207,16 +212,22 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
+    let counts = Summary::parse(&std::fs::read_to_string(&summary.0).unwrap_or_default());
     eprintln!(
-        "reprise record: {} launch{} recorded in {}{}",
-        new.len(),
-        if new.len() == 1 { "" } else { "es" },
+        "reprise record: {} recorded in {}{}",
+        summary::launches(new.len() as u64),
         a.dir.display(),
         new.first()
             .map(|p| format!(" (replay one: reprise replay --verify {})", p.display()))
             .unwrap_or_default()
     );
-    let counts = Summary::parse(&std::fs::read_to_string(&summary.0).unwrap_or_default());
+    if counts.marked > 0 {
+        eprintln!(
+            "reprise record: {} recorded with a mark (arguments outside the recording region or \
+             in device globals, which a replay may not reproduce; reprise inspect shows which)",
+            summary::launches(counts.marked)
+        );
+    }
     if let Some(t) = counts.skipped_text() {
         eprintln!("reprise record: {t}");
     }

@@ -74,6 +74,10 @@ pub struct Interposed {
     /// Set when a queue of it has launched a kernel: a recording that fails
     /// after that must not launch the program's kernel again.
     pub(crate) launched: Arc<std::sync::atomic::AtomicBool>,
+    /// The driver's answer when a queue's `cuLaunchKernel` itself refused
+    /// the kernel (0 when none did): the program's own launch, made as it
+    /// made it, is refused the same way.
+    pub(crate) refused: Arc<std::sync::atomic::AtomicI32>,
 }
 
 impl Interposed {
@@ -83,6 +87,7 @@ impl Interposed {
             stream: Arc::new(Mutex::new(Raw(0))),
             exiting: Arc::default(),
             launched: Arc::default(),
+            refused: Arc::default(),
         }
     }
 }
@@ -275,6 +280,7 @@ impl Executor for Interposed {
             stream: self.stream.clone(),
             exiting: self.exiting.clone(),
             launched: self.launched.clone(),
+            refused: self.refused.clone(),
             pending: Vec::new(),
             done: std::collections::VecDeque::new(),
             tickets: 0,
@@ -307,6 +313,7 @@ pub struct InterposedQueue {
     stream: Arc<Mutex<Raw>>,
     exiting: Arc<std::sync::atomic::AtomicBool>,
     launched: Arc<std::sync::atomic::AtomicBool>,
+    refused: Arc<std::sync::atomic::AtomicI32>,
     pending: Vec<(Ticket, Vec<u8>)>,
     done: std::collections::VecDeque<(Ticket, Vec<u8>)>,
     tickets: u64,
@@ -444,6 +451,8 @@ impl Queue for InterposedQueue {
         if rc == SUCCESS {
             self.launched
                 .store(true, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            self.refused.store(rc, std::sync::atomic::Ordering::Relaxed);
         }
         check("cuLaunchKernel", rc)
     }

@@ -10,6 +10,7 @@ use reprise_std::summary::Summary;
 
 static SKIPPED: [AtomicU64; Skipped::ALL.len()] = [const { AtomicU64::new(0) }; Skipped::ALL.len()];
 static RECORDED: AtomicU64 = AtomicU64::new(0);
+static MARKED: AtomicU64 = AtomicU64::new(0);
 
 /// Counts one launch not recorded.
 pub fn skipped(why: Skipped) {
@@ -18,14 +19,19 @@ pub fn skipped(why: Skipped) {
     }
 }
 
-/// Counts one recorded launch.
-pub fn recorded() {
+/// Counts one recorded launch (`marked`: with arguments marked, outside
+/// the region or in globals).
+pub fn recorded(marked: bool) {
     RECORDED.fetch_add(1, Ordering::Relaxed);
+    if marked {
+        MARKED.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn summary() -> Summary {
     let mut s = Summary::default();
     s.recorded = RECORDED.load(Ordering::Relaxed);
+    s.marked = MARKED.load(Ordering::Relaxed);
     for (k, n) in Skipped::ALL.iter().zip(&SKIPPED) {
         s.set_skipped(*k, n.load(Ordering::Relaxed));
     }
@@ -37,8 +43,8 @@ fn summary() -> Summary {
 pub fn at_exit(dir: &std::path::Path) {
     let s = summary();
     let mut line = format!(
-        "reprise: recorded {} launches to {}",
-        s.recorded,
+        "reprise: recorded {} to {}",
+        s.recorded_text(),
         dir.display()
     );
     if let Some(t) = s.skipped_text() {

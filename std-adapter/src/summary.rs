@@ -1,7 +1,8 @@
 //! What a recording process did not record, and why: the summary a
 //! process under reprise's interposer appends at exit to the file
 //! `REPRISE_RECORD_SUMMARY` names, one line per process
-//! (`recorded 3 capture 1 graph 2 ...`), which `reprise record` adds up.
+//! (`recorded 3 marked 1 capture 1 graph 2 ...`), which `reprise record`
+//! adds up.
 
 /// Why a launch was not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,11 +36,14 @@ pub enum Skipped {
     /// The recording failed before the kernel ran (the driver's launch
     /// then ran it, and answered the program).
     Failed,
+    /// The driver refused the launch itself (a block past its limit, say):
+    /// the program's own error, passed back to it unchanged.
+    Refused,
 }
 
 impl Skipped {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [Skipped; 11] = [
+    pub const ALL: [Skipped; 12] = [
         Skipped::Capture,
         Skipped::Graph,
         Skipped::Cooperative,
@@ -51,6 +55,7 @@ impl Skipped {
         Skipped::OtherDevice,
         Skipped::Busy,
         Skipped::Failed,
+        Skipped::Refused,
     ];
 
     /// The word for it in summary lines.
@@ -67,6 +72,7 @@ impl Skipped {
             Skipped::OtherDevice => "other-device",
             Skipped::Busy => "busy",
             Skipped::Failed => "failed",
+            Skipped::Refused => "refused",
         }
     }
 
@@ -84,6 +90,7 @@ impl Skipped {
             Skipped::OtherDevice => "on another device",
             Skipped::Busy => "while another thread's launch was being recorded",
             Skipped::Failed => "whose recording failed",
+            Skipped::Refused => "refused by the driver",
         }
     }
 
@@ -100,6 +107,10 @@ impl Skipped {
 pub struct Summary {
     /// Launches recorded.
     pub recorded: u64,
+    /// Of those, launches recorded with a mark: an argument pointing
+    /// outside the recording region (`ArgsOutside`) or into a device
+    /// global (`ArgsInGlobals`), which a replay may not reproduce.
+    pub marked: u64,
     skipped: [u64; Skipped::ALL.len()],
 }
 
@@ -116,7 +127,7 @@ impl Summary {
 
     /// The summary line (with its newline).
     pub fn line(&self) -> String {
-        let mut s = format!("recorded {}", self.recorded);
+        let mut s = format!("recorded {} marked {}", self.recorded, self.marked);
         for k in Skipped::ALL {
             s.push_str(&format!(" {} {}", k.key(), self.skipped(k)));
         }
@@ -136,6 +147,8 @@ impl Summary {
                 };
                 if *key == "recorded" {
                     sum.recorded = sum.recorded.saturating_add(n);
+                } else if *key == "marked" {
+                    sum.marked = sum.marked.saturating_add(n);
                 } else if let Some(k) = Skipped::ALL.iter().find(|k| k.key() == *key) {
                     let i = k.index();
                     sum.skipped[i] = sum.skipped[i].saturating_add(n);
@@ -143,6 +156,20 @@ impl Summary {
             }
         }
         sum
+    }
+
+    /// "1 launch", "3 launches (1 marked: ...)": the launches recorded,
+    /// and how many of them carry a mark.
+    pub fn recorded_text(&self) -> String {
+        let mut s = launches(self.recorded);
+        if self.marked > 0 {
+            s.push_str(&format!(
+                " ({} marked: arguments outside the recording region or in device globals; \
+                 reprise inspect shows which)",
+                self.marked
+            ));
+        }
+        s
     }
 
     /// "not recorded: 2 during stream capture, 1 cooperative", or `None`
@@ -155,6 +182,11 @@ impl Summary {
             .collect();
         (!parts.is_empty()).then(|| format!("not recorded: {}", parts.join(", ")))
     }
+}
+
+/// "1 launch", "2 launches".
+pub fn launches(n: u64) -> String {
+    format!("{n} launch{}", if n == 1 { "" } else { "es" })
 }
 
 #[cfg(test)]
@@ -187,5 +219,28 @@ mod tests {
             "not recorded: 1 during stream capture, 2 graph launches, 1 of kernels whose image or parameter sizes were unknown"
         );
         assert_eq!(Summary::parse("").skipped_text(), None);
+    }
+
+    #[test]
+    fn marked_and_refused_launches_are_counted_and_said() {
+        let mut a = Summary {
+            recorded: 1,
+            ..Summary::default()
+        };
+        assert_eq!(a.recorded_text(), "1 launch");
+        a.marked = 1;
+        a.set_skipped(Skipped::Refused, 2);
+        let sum = Summary::parse(&format!("{}{}", a.line(), a.line()));
+        assert_eq!((sum.recorded, sum.marked), (2, 2));
+        assert!(
+            sum.recorded_text().starts_with("2 launches (2 marked: "),
+            "{}",
+            sum.recorded_text()
+        );
+        assert_eq!(
+            sum.skipped_text().unwrap(),
+            "not recorded: 4 refused by the driver"
+        );
+        assert_eq!(launches(0), "0 launches");
     }
 }

@@ -1,6 +1,8 @@
 //! Launches: recorded when selected, and what becomes of those that are
 //! not, or whose recording fails.
 
+use std::ffi::c_int;
+
 use super::*;
 
 /// A launch that cannot be recorded, counted for the summary while
@@ -28,6 +30,17 @@ enum NotRecorded {
     /// The recording failed after the program's kernel was queued: it ran,
     /// and must not run again.
     After(reprise_std::Error),
+    /// The driver refuses the launch as the program made it (a block past
+    /// the device's or the function's limit, say): the program's own error,
+    /// which the driver's launch then gives it unchanged.
+    Refused,
+}
+
+/// How a launch the recorder ran went.
+struct Ran {
+    recorded: bool,
+    /// Recorded with arguments marked (outside the region, or in globals).
+    marked: bool,
 }
 
 /// Records `launch` when the configuration selects it: `Some` with the
@@ -79,12 +92,16 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
     let result = unsafe { launch_known(s, &kernel, launch) };
     s.kernels.insert(launch.function as usize, kernel);
     match result {
-        Ok(recorded) => {
+        Ok(ran) => {
             s.failed_in_a_row = 0;
-            if recorded {
-                summary::recorded();
+            if ran.recorded {
+                summary::recorded(ran.marked);
             }
             Some(SUCCESS)
+        }
+        Err(NotRecorded::Refused) => {
+            summary::skipped(Skipped::Refused);
+            None
         }
         Err(NotRecorded::Skip(why)) => {
             summary::skipped(why);
@@ -125,7 +142,7 @@ unsafe fn launch_known(
     s: &mut State,
     kernel: &Kernel<Interposed>,
     launch: &Launch,
-) -> Result<bool, NotRecorded> {
+) -> Result<Ran, NotRecorded> {
     use reprise_core::record::{MAX_ARG_DATA, MAX_ARGS, MAX_NAME_LEN};
     let exec = s.rec.executor();
     let mut sizes = [0u32; MAX_ARGS];
@@ -145,6 +162,9 @@ unsafe fn launch_known(
     if n > 0 && launch.params.is_null() {
         // The driver's error to give, not ours.
         return Err(NotRecorded::Skip(Skipped::Unknown));
+    }
+    if refuses(launch, s.device) {
+        return Err(NotRecorded::Refused);
     }
     let mut args = Args::new();
     let heap = heap();
@@ -170,6 +190,7 @@ unsafe fn launch_known(
         args = args.bytes(bytes);
     }
     drop(heap);
+    let marked = !outside.is_empty() || !in_globals.is_empty();
     for i in outside {
         args = args.mark_outside(i);
     }
@@ -179,21 +200,67 @@ unsafe fn launch_known(
     *exec.stream.lock().unwrap_or_else(|e| e.into_inner()) = Raw(launch.stream as usize);
     exec.launched
         .store(false, std::sync::atomic::Ordering::Relaxed);
+    exec.refused.store(0, std::sync::atomic::Ordering::Relaxed);
     let config = LaunchConfig {
         grid: launch.grid,
         block: launch.block,
         shared_mem: launch.shared,
     };
     let result = reprise_core::block_on(s.rec.launch(kernel, config, &args));
-    result.map(|r| r.recorded).map_err(|e| {
-        if s.rec
-            .executor()
-            .launched
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            NotRecorded::After(e)
-        } else {
-            NotRecorded::Before(e)
+    result
+        .map(|r| Ran {
+            recorded: r.recorded,
+            marked,
+        })
+        .map_err(|e| {
+            let exec = s.rec.executor();
+            if exec.launched.load(std::sync::atomic::Ordering::Relaxed) {
+                NotRecorded::After(e)
+            } else if exec.refused.load(std::sync::atomic::Ordering::Relaxed) != SUCCESS {
+                // The recorder's cuLaunchKernel of the program's launch
+                // itself was refused: the driver refuses the program's too.
+                NotRecorded::Refused
+            } else {
+                NotRecorded::Before(e)
+            }
+        })
+}
+
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+const FUNC_MAX_THREADS_PER_BLOCK: c_int = 0;
+/// `CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X` (then Y, Z).
+const DEVICE_MAX_BLOCK_DIM_X: c_int = 2;
+/// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X` (then Y, Z).
+const DEVICE_MAX_GRID_DIM_X: c_int = 5;
+
+/// Whether the driver will refuse `launch`'s geometry, by the limits it
+/// reports (the function's threads per block, the device's block and grid
+/// dimensions), before any snapshot is queued for it. What the driver does
+/// not tell is left to the launch itself (see [`NotRecorded::Refused`]).
+fn refuses(launch: &Launch, device: i32) -> bool {
+    let threads = launch.block.iter().map(|&b| u64::from(b)).product::<u64>();
+    if threads == 0 || launch.grid.contains(&0) {
+        return true;
+    }
+    if let Some(get) = crate::driver_fn!(FuncGetAttribute, "cuFuncGetAttribute") {
+        let mut max = 0;
+        // SAFETY: the program's function (or library kernel, which the
+        // driver takes as one) and a valid out-pointer.
+        let rc = unsafe { get(&mut max, FUNC_MAX_THREADS_PER_BLOCK, launch.function) };
+        if rc == SUCCESS && max > 0 && threads > max as u64 {
+            return true;
         }
-    })
+    }
+    let Some(get) = crate::driver_fn!(DeviceGetAttribute, "cuDeviceGetAttribute") else {
+        return false;
+    };
+    let over = |first: c_int, dims: &[u32; 3]| {
+        (0..3).any(|i| {
+            let mut max = 0;
+            // SAFETY: a valid out-pointer; the recording device.
+            let rc = unsafe { get(&mut max, first + i as c_int, device) };
+            rc == SUCCESS && max > 0 && dims[i] as u64 > max as u64
+        })
+    };
+    over(DEVICE_MAX_BLOCK_DIM_X, &launch.block) || over(DEVICE_MAX_GRID_DIM_X, &launch.grid)
 }
