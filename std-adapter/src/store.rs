@@ -18,7 +18,7 @@ use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 use crate::capture::{CapturePaths, checksum};
 use crate::error::{Error, Result};
 
-/// Sequence numbers of recorded launches, process-wide.
+/// Sequence numbers of the matching launches (recorded or not), process-wide.
 static LAUNCH_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Draws the next launch sequence number of this process.

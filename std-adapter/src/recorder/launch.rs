@@ -48,7 +48,10 @@ where
     /// Only launches that happened count toward [`RecordConfig::skip`](crate::RecordConfig::skip) and
     /// [`RecordConfig::max`](crate::RecordConfig::max): a launch that fails to be queued, or fails
     /// while it is recorded (a kernel that faults, say), counts toward
-    /// neither, and draws no launch sequence number. An unrecorded launch is
+    /// neither, and draws no launch sequence number. Every matching launch
+    /// that happened draws one, recorded or not (skipped, past `max`, a
+    /// repeat), so a capture's `LaunchSeq` is which matching launch of its
+    /// process it was: with `skip` 2, the first capture is launch #2. An unrecorded launch is
     /// not waited for, so a fault it causes is reported by the next
     /// synchronize, and it has counted toward `skip`.
     ///
@@ -90,6 +93,9 @@ where
                 .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
             self.matched += u64::from(matches);
             if matches {
+                // Skipped or not, it is one of the process's launches: the
+                // next recorded one's number says so.
+                next_launch_seq();
                 self.occurrences.count(&kernel.name, &config, None);
             }
             return Ok(LaunchReport {
