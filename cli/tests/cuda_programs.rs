@@ -178,8 +178,26 @@ fn the_options_choose_the_launches() {
     let program = build_program("linked");
     let some = tempfile::tempdir().unwrap();
     let out = record(&program, some.path(), &["--skip", "1", "--max", "1"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
-    assert_eq!(descriptors(some.path()).len(), 1);
+    let stderr = text(&out).1;
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("reprise: recorded 1 launch to "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("reprise record: 1 launch recorded in "),
+        "{stderr}"
+    );
+    let found = descriptors(some.path());
+    assert_eq!(found.len(), 1);
+    // The process's second matching launch (the first was skipped), not
+    // the recorder's first recording.
+    let out = common::reprise(&["inspect", common::s(&found[0])]);
+    let shown = text(&out).0;
+    assert!(shown.contains(", launch #1 of its process"), "{shown}");
+    let out = common::reprise(&["inspect", "--json", common::s(&found[0])]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["launch_seq"], 1, "{info}");
     let none = tempfile::tempdir().unwrap();
     let out = record(&program, none.path(), &["--filter", "nothing*"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);

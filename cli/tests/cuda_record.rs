@@ -77,6 +77,15 @@ fn the_features_program_records_what_can_be_recorded_and_counts_the_rest() {
         ),
         "{stderr}"
     );
+    // The launch on managed memory is counted as marked.
+    assert!(
+        stderr.contains("reprise record: 1 launch recorded with a mark ("),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("reprise: recorded 5 launches (1 marked: "),
+        "{stderr}"
+    );
     let captures = descriptors(dir.path());
     assert_eq!(captures.len(), 5, "{stderr}");
     let mut marked = 0;
@@ -454,5 +463,164 @@ fn a_stream_that_waits_for_another_thread_does_not_deadlock_the_recording() {
     assert_eq!(stdout, text(&plain).0, "{stderr}");
     let captures = descriptors(dir.path());
     assert_eq!(captures.len(), 1, "{stderr}");
+    all_replay(&captures);
+}
+
+/// `program ARGS` (after saxpy.ptx) on the simulator without reprise, with
+/// `env` added.
+fn plain(program: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(program);
+    cmd.arg(saxpy_ptx()).args(args);
+    let (k, v) = sim_env();
+    cmd.env(k, v).envs(env.iter().copied());
+    common::output_within(&mut cmd, common::RUN_LIMIT)
+}
+
+/// Records `program` with `env` (and `options`): its stdout and status
+/// must be what they are without reprise, nothing may go unrecorded or
+/// stop the recording, `captures` captures are written, each replays and
+/// verifies, and each snapshot holds at least `snapshot_at_least` bytes.
+fn records_as_without_reprise(
+    program: &Path,
+    options: &[&str],
+    env: &[(&str, &str)],
+    captures: usize,
+    snapshot_at_least: u64,
+) -> String {
+    let alone = plain(program, &["3"], env);
+    let (alone_out, alone_err) = text(&alone);
+    assert_eq!(
+        alone.status.code(),
+        Some(3),
+        "{env:?}: {alone_out}{alone_err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_env(program, dir.path(), options, &["3"], env);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{env:?}: {stdout}{stderr}");
+    assert_eq!(stdout, alone_out, "{env:?}: {stderr}");
+    for bad in ["not recorded", "recording stopped", "marked"] {
+        assert!(!stderr.contains(bad), "{env:?}: {stderr}");
+    }
+    let found = descriptors(dir.path());
+    assert_eq!(found.len(), captures, "{env:?}: {stderr}");
+    for c in &found {
+        let snapshot = inspect_json(c)["region"]["snapshot_bytes"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            snapshot >= snapshot_at_least,
+            "{env:?}: {snapshot} < {snapshot_at_least}"
+        );
+    }
+    all_replay(&found);
+    stderr
+}
+
+/// Allocations that outgrow what the region mapped first: the interposer
+/// maps physical memory behind the region in chunks that grow
+/// geometrically (the first as large as the first allocation, at least
+/// 2 MiB; then at least double what is mapped), so each snapshot spans
+/// two chunks (8 + 4 + 4 MiB: 8, then 8 more), three (3 x 6 MiB: 6, 6,
+/// 12) or seven (allocations growing by half from 1 MiB: 2, 2, 4, 8, 16,
+/// 32, 64 MiB), each mapped and made accessible on its own. A snapshot
+/// copies them as one range, as the driver allows (the simulator refused
+/// it once, and nothing was recorded). The program checks its buffers and
+/// the patterns it wrote in every allocation with cuMemsetD32.
+#[test]
+fn allocations_spanning_many_chunks_are_recorded_and_replay() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("chunks");
+    for (chunks, mib) in [
+        ("8192,4096,4096", 16),
+        ("6144,6144,6144", 18),
+        ("1024,1536,2304,3456,5184,7776,11664,17496,26244", 74),
+    ] {
+        let env = [("CHUNKS", chunks)];
+        records_as_without_reprise(&program, &[], &env, 3, mib << 20);
+    }
+}
+
+/// Three very large allocations (three chunks, the last twice the
+/// second). The simulator backs device memory with host memory, and a
+/// snapshot is copied whole into host memory and written out (twice, with
+/// the output), so the test uses 3 x 96 MiB and records one launch;
+/// `REPRISE_TEST_LARGE_MIB=448` runs the 3 x 448 MiB (about 4 GiB
+/// of memory and a minute here), in a region of 2 GiB.
+#[test]
+fn three_very_large_allocations_are_recorded_and_replay() {
+    if !ready() {
+        return;
+    }
+    let mib: u64 = std::env::var("REPRISE_TEST_LARGE_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96);
+    let program = build_program("chunks");
+    let kib = (mib << 10).to_string();
+    let chunks = [kib.as_str(); 3].join(",");
+    records_as_without_reprise(
+        &program,
+        &["--max", "1", "--region-size", "2G"],
+        &[("CHUNKS", &chunks)],
+        1,
+        (3 * mib) << 20,
+    );
+}
+
+/// Every module loader is recorded: `cuModuleLoad` of a file the program
+/// wrote and removed before launching, `cuLibraryLoadFromFile`,
+/// `cuModuleLoadDataEx` with JIT options, and an image linked with
+/// `cuLinkComplete` (loaded with `cuModuleLoadData`, the link state
+/// destroyed before the launches), each in a context the program created
+/// and destroys at the end. None counts as a kernel of unknown image.
+#[test]
+fn every_module_loader_is_recorded() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("loaders");
+    for loader in ["file", "library-file", "jit", "link"] {
+        let stderr = records_as_without_reprise(&program, &[], &[("LOADER", loader)], 3, 80_000);
+        assert!(
+            stderr.contains("reprise record: 3 launches recorded in"),
+            "{loader}: {stderr}"
+        );
+    }
+}
+
+/// A launch the driver refuses (a block of 2048 threads, found before
+/// anything is queued; 1 MiB of dynamic shared memory, found when the
+/// launch itself is refused) is the program's own error: it gets the
+/// driver's answer unchanged, nothing is said of it but a count in the
+/// summary, and the good launches after it are recorded.
+#[test]
+fn a_launch_the_driver_refuses_is_the_programs_own_error() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("refused");
+    let alone = plain(&program, &[], &[]);
+    let (alone_out, _) = text(&alone);
+    assert!(
+        alone_out.contains("refused 2048 threads: 1\nrefused 1 MiB shared: 1\n"),
+        "{alone_out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(&program, dir.path(), &[], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, alone_out, "{stderr}");
+    assert!(
+        stderr.contains("reprise record: not recorded: 2 refused by the driver\n"),
+        "{stderr}"
+    );
+    for said in ["a launch was not recorded", "failed", "recording stopped"] {
+        assert!(!stderr.contains(said), "{stderr}");
+    }
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
     all_replay(&captures);
 }
