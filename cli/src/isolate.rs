@@ -124,7 +124,7 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
         // What reprise itself ends with, once the replay has finished:
         // success, a difference, an error; and stdout closed (as `out!`
         // ends) at any time.
-        (Some(code @ (0 | 1 | 2)), _) if done => return Ok(ExitCode::from(code as u8)),
+        (Some(code @ 0..=2), _) if done => return Ok(ExitCode::from(code as u8)),
         (Some(141), _) => return Ok(ExitCode::from(141)),
         // Interrupted (Ctrl-C reaches the child too): end as it did.
         (None, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP))) => {
