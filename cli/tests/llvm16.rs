@@ -217,21 +217,7 @@ fn an_image_whose_library_is_missing_is_named_with_the_library() {
     // An x86-64 image that needs a library nobody has any more.
     let dir = tempfile::tempdir().unwrap();
     let lib = dir.path().join("libreprisegone.so");
-    let st = Command::new("cc")
-        .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
-        .arg(&lib)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"int gone(void) { return 1; }\n")?;
-            c.wait()
-        })
-        .unwrap();
-    assert!(st.success());
+    shared_object("int gone(void) { return 1; }\n", &lib, &[]);
     let image = dir.path().join("needs.so");
     let src = fixtures().join("saxpy");
     let d = descriptors(&src).remove(0);
@@ -246,20 +232,8 @@ fn an_image_whose_library_is_missing_is_named_with_the_library() {
     .name
     .to_string();
     let code = format!("int gone(void); void {kernel}(void) {{ gone(); }}\n");
-    let st = Command::new("cc")
-        .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
-        .arg(&image)
-        .arg(format!("-L{}", dir.path().display()))
-        .arg("-lreprisegone")
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(code.as_bytes())?;
-            c.wait()
-        })
-        .unwrap();
-    assert!(st.success());
+    let lib_dir = format!("-L{}", dir.path().display());
+    shared_object(&code, &image, &[&lib_dir, "-lreprisegone"]);
     std::fs::remove_file(&lib).unwrap();
     let out = replay(&d, &image, &[]);
     assert_error(&out, &["libreprisegone.so", &image.display().to_string()]);
@@ -442,8 +416,14 @@ fn an_image_that_ends_the_process_is_no_pass() {
     // A kernel that calls exit(0), one that calls exit(1), and a
     // constructor that calls _exit(0): the replay never finished.
     for (name, code) in [
-        ("exit0", format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(0); }}\n")),
-        ("exit1", format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(1); }}\n")),
+        (
+            "exit0",
+            format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(0); }}\n"),
+        ),
+        (
+            "exit1",
+            format!("#include <stdlib.h>\nvoid {kernel}(void) {{ exit(1); }}\n"),
+        ),
         (
             "ctor",
             format!(
@@ -453,18 +433,7 @@ fn an_image_that_ends_the_process_is_no_pass() {
         ),
     ] {
         let image = dir.path().join(format!("{name}.so"));
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
-            .arg(&image)
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().unwrap().write_all(code.as_bytes())?;
-                c.wait()
-            })
-            .unwrap();
-        assert!(st.success());
+        shared_object(&code, &image, &[]);
         for extra in [&[][..], &["--save-output"], &["--repetitions", "3"]] {
             let out = replay(&d, &image, extra);
             assert_error(&out, &[s(&image), "before the replay finished"]);

@@ -133,3 +133,21 @@ pub fn is_what_llvm16_writes(dir: &Path, bin: &Path) {
     }
     assert!(bin.exists());
 }
+
+/// Compiles the C `code` into the shared object `out` with the system
+/// compiler, `extra` arguments after it (libraries to link).
+pub fn shared_object(code: &str, out: &Path, extra: &[&str]) {
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
+        .arg(out)
+        .args(extra)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(code.as_bytes())?;
+            c.wait()
+        })
+        .unwrap();
+    assert!(st.success(), "compiling {}", out.display());
+}
