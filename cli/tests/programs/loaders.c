@@ -17,7 +17,9 @@
  *    destroyed before the first launch.
  *
  * Then linked.c's launches, check and `result` line (the device memory
- * zeroed first with cuMemsetD32). Usage as linked.c.
+ * zeroed first with cuMemsetD32), and a check that the destroyed context
+ * can be neither used nor made current again (exit 1 otherwise). Usage as
+ * linked.c.
  */
 #include "driver.h"
 
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #define CUDA_ERROR_FILE_NOT_FOUND 301
+#define CUDA_ERROR_INVALID_CONTEXT 201
 /* CUjit_option and CUjitInputType values, as cuda.h has them. */
 #define CU_JIT_MAX_REGISTERS 0
 #define CU_JIT_INFO_LOG_BUFFER 3
@@ -39,6 +42,7 @@ CUresult cuInit(unsigned flags);
 CUresult cuDeviceGet(CUdevice *dev, int ordinal);
 CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuModuleLoad(CUmodule *module, const char *fname);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
@@ -128,6 +132,7 @@ int main(int argc, char **argv) {
   CUmodule module = NULL;
   CUlibrary library = NULL;
   CUfunction saxpy;
+  CUresult r;
   CHECK(cuInit(0));
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuCtxCreate_v2(&ctx, 0, dev));
@@ -203,6 +208,15 @@ int main(int argc, char **argv) {
   else
     CHECK(cuModuleUnload(module));
   CHECK(cuCtxDestroy_v2(ctx));
+  /* The context is gone: neither usable nor current again. */
+  CUdeviceptr after;
+  r = cuMemAlloc_v2(&after, 4096);
+  CUresult again = cuCtxSetCurrent(ctx);
+  if (r != CUDA_ERROR_INVALID_CONTEXT || again != CUDA_ERROR_INVALID_CONTEXT) {
+    fprintf(stderr, "after cuCtxDestroy: cuMemAlloc %d, cuCtxSetCurrent %d\n",
+            r, again);
+    return 1;
+  }
   free(ptx);
   return exit_status(argc, argv, check(x, y0, y, launches));
 }
