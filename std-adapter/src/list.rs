@@ -2,6 +2,7 @@
 //! ([`describe`]) and every capture of a directory, orphans included
 //! ([`scan`]). Nothing here executes an image.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -9,10 +10,11 @@ use reprise_core::globals;
 use reprise_core::image::ImageKind;
 use reprise_core::record::KernelRecord;
 
+use crate::capture::base::Siblings;
 use crate::capture::offload::ImageOrigin;
 use crate::capture::{
     BaseOrigin, CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions, assess,
-    globals_layout, head, read_descriptor, resolve_base,
+    globals_layout, head, read_descriptor, resolve_base_among,
 };
 pub use crate::capture::{ChecksumStatus, FileReport};
 use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
@@ -124,8 +126,18 @@ pub fn describe(path: &Path, verify: bool) -> Result<Description> {
 /// [`describe`] with the image, region base or executor `options` name
 /// (the checksums are verified when `options.verify_checksums` says).
 pub fn describe_with(path: &Path, options: OpenOptions) -> Result<Description> {
+    describe_among(path, options, &OnceCell::new())
+}
+
+/// [`describe_with`], a derived base's siblings read once into `siblings`
+/// for the whole directory.
+fn describe_among(
+    path: &Path,
+    options: OpenOptions,
+    siblings: &OnceCell<Siblings>,
+) -> Result<Description> {
     let mut record = read_descriptor(path)?;
-    let base_origin = resolve_base(&mut record, path, &options);
+    let base_origin = resolve_base_among(&mut record, path, &options, siblings);
     let paths = CapturePaths::new(path, record.generation);
     let hashing = if options.verify_checksums {
         Hashing::All
@@ -241,6 +253,8 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     let rd = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))?;
     let mut stems: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
     let mut out = Vec::new();
+    // The LLVM 16 descriptors whose bases are derived, read once for all.
+    let siblings = OnceCell::new();
     let mut names: Vec<_> = rd.filter_map(|e| e.ok()).collect();
     names.sort_by_key(|e| e.file_name());
     for e in names {
@@ -266,7 +280,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     }
     for (_, files) in stems {
         match files.iter().find(|(ext, _)| ext == "json") {
-            Some((_, json)) => match describe_with(json, options.clone()) {
+            Some((_, json)) => match describe_among(json, options.clone(), &siblings) {
                 Ok(d) => {
                     // Data files of the other generation's naming belong to nothing.
                     let mine: Vec<&PathBuf> = d.files.iter().map(|f| &f.path).collect();

@@ -277,36 +277,59 @@ pub enum Derivation {
     Ambiguous(Candidates),
 }
 
-/// The sibling descriptors without a base of `descriptor`, read once; a
-/// bare file name's directory is `.`.
-pub fn siblings(descriptor: &Path) -> Vec<Box<KernelRecord>> {
-    let dir = match descriptor.parent() {
-        Some(d) if d.as_os_str().is_empty() => Path::new("."),
-        Some(d) => d,
-        None => return Vec::new(),
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let own = descriptor.file_name();
-    let mut paths: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.file_name() != own)
-        .collect();
-    // The same siblings, in the same order, however the directory lists.
-    paths.sort();
-    paths
-        .iter()
-        .take(MAX_SIBLINGS)
-        .filter(|p| p.metadata().is_ok_and(|m| m.is_file()))
-        .filter_map(|p| read_descriptor(p).ok())
-        .filter(|r| r.region_base.is_none() && r.generation == Generation::LlvmLegacy)
-        .collect()
+/// The descriptors without a base in one directory (LLVM 16's), each read
+/// once however many captures of the directory derive their base from
+/// them; at most 256, in name order.
+#[derive(Debug, Default)]
+pub struct Siblings {
+    records: Vec<(std::ffi::OsString, Box<KernelRecord>)>,
 }
 
-/// The base of a record that has none, derived by the rule of this module
-/// with its `siblings` (from [`siblings`]).
-pub fn derive_among(record: &KernelRecord, siblings: &[Box<KernelRecord>]) -> Derivation {
+impl Siblings {
+    /// The siblings of `descriptor`: the descriptors of its directory (a
+    /// bare file name's is `.`), itself left out when derived from.
+    pub fn of(descriptor: &Path) -> Siblings {
+        #[cfg(test)]
+        tests::SIBLING_READS.with(|c| c.set(c.get() + 1));
+        let dir = match descriptor.parent() {
+            Some(d) if d.as_os_str().is_empty() => Path::new("."),
+            Some(d) => d,
+            None => return Siblings::default(),
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Siblings::default();
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        // The same siblings, in the same order, however the directory lists.
+        paths.sort();
+        let records = paths
+            .iter()
+            .take(MAX_SIBLINGS)
+            .filter(|p| p.metadata().is_ok_and(|m| m.is_file()))
+            .filter_map(|p| Some((p.file_name()?.to_owned(), read_descriptor(p).ok()?)))
+            .filter(|(_, r)| r.region_base.is_none() && r.generation == Generation::LlvmLegacy)
+            .collect();
+        Siblings { records }
+    }
+
+    /// The siblings of the descriptor named `own` in the same directory.
+    fn except<'a>(
+        &'a self,
+        own: Option<&'a std::ffi::OsStr>,
+    ) -> impl Iterator<Item = &'a KernelRecord> {
+        self.records
+            .iter()
+            .filter(move |(name, _)| Some(name.as_os_str()) != own)
+            .map(|(_, r)| &**r)
+    }
+}
+
+/// The base of the record that has none in `descriptor`, derived by the
+/// rule of this module with the `siblings` of its directory.
+pub fn derive_among(record: &KernelRecord, descriptor: &Path, siblings: &Siblings) -> Derivation {
     if record.region_base.is_some() || record.generation != Generation::LlvmLegacy {
         return Derivation::None;
     }
@@ -316,7 +339,7 @@ pub fn derive_among(record: &KernelRecord, siblings: &[Box<KernelRecord>]) -> De
     }
     let mut evidence = values(record);
     let (mut agreeing, mut disagreeing) = (0, 0);
-    for other in siblings {
+    for other in siblings.except(descriptor.file_name()) {
         let theirs = self::spans(other);
         if theirs.is_empty() {
             continue;
@@ -425,17 +448,52 @@ fn candidates(
     c
 }
 
-/// [`derive_among`] with the siblings of `descriptor`.
+/// [`derive_among`] with the siblings of `descriptor`, read now.
 pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
     if record.region_base.is_some() || record.generation != Generation::LlvmLegacy {
         return Derivation::None;
     }
-    derive_among(record, &siblings(descriptor))
+    derive_among(record, descriptor, &Siblings::of(descriptor))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// How often this thread read a directory's siblings.
+        pub(super) static SIBLING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn a_directory_listing_reads_the_siblings_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 40;
+        for i in 0..n {
+            let p = B + i * 8000;
+            std::fs::write(
+                dir.path().join(format!("k{i:03}.json")),
+                format!(
+                    "{{\"ArgOffsets\":[0,0],\"ArgPtrs\":[1000,{p}],\"DeviceId\":0,\
+                     \"DeviceMemorySize\":{},\"LoopTripCount\":1000,\"Name\":\"k{i}\",\
+                     \"NumArgs\":2,\"NumTeamsClause\":0,\"ThreadLimitClause\":0}}",
+                    (i + 1) * 8000
+                ),
+            )
+            .unwrap();
+        }
+        SIBLING_READS.with(|c| c.set(0));
+        let entries = crate::list::scan(dir.path(), false).unwrap();
+        assert_eq!(SIBLING_READS.with(|c| c.get()), 1);
+        let mut derived = 0;
+        for e in &entries {
+            if let crate::list::Entry::Capture(d) = e {
+                assert_eq!(d.record.region_base, Some(B), "{:?}", d.base_origin);
+                derived += 1;
+            }
+        }
+        assert_eq!(derived, n);
+    }
 
     fn record(ptrs: &[i64], size: u64) -> KernelRecord {
         let mut r = KernelRecord::new("k").unwrap();
@@ -449,6 +507,12 @@ mod tests {
     }
 
     const B: u64 = 0x7fe7_e2ff_f010;
+
+    fn siblings(r: KernelRecord) -> Siblings {
+        Siblings {
+            records: vec![("other.json".into(), Box::new(r))],
+        }
+    }
 
     fn base(d: Derivation) -> (u64, BaseOrigin) {
         match d {
@@ -471,7 +535,7 @@ mod tests {
             ],
             800_000,
         );
-        let (b, o) = base(derive_among(&r, &[]));
+        let (b, o) = base(derive_among(&r, Path::new("k.json"), &Siblings::default()));
         assert_eq!(b, B);
         assert!(matches!(
             o,
@@ -486,7 +550,7 @@ mod tests {
     fn a_small_last_buffer_leaves_one_base() {
         let r = record(&[1000, B as i64, (B + 4000) as i64], 8000);
         assert_eq!(
-            base(derive_among(&r, &[])),
+            base(derive_among(&r, Path::new("k.json"), &Siblings::default())),
             (
                 B,
                 BaseOrigin::Derived {
@@ -503,14 +567,17 @@ mod tests {
         let mut r = record(&[B as i64, (B + 4000) as i64], 8000);
         r.arg_offsets[0] = -24_000;
         r.arg_offsets[1] = -8000;
-        assert_eq!(base(derive_among(&r, &[])).0, B);
+        assert_eq!(
+            base(derive_among(&r, Path::new("k.json"), &Siblings::default())).0,
+            B
+        );
     }
 
     #[test]
     fn a_later_launch_alone_is_ambiguous_and_names_the_base() {
         // The third launch of a kernel whose buffers are 4000 bytes.
         let r = record(&[1000, (B + 16_000) as i64, (B + 20_000) as i64, 2], 24_000);
-        match derive_among(&r, &[]) {
+        match derive_among(&r, Path::new("k.json"), &Siblings::default()) {
             Derivation::Ambiguous(c) => {
                 assert!(c.named().contains(&B), "{c}");
                 assert!(c.total >= 2 && c.total <= 6, "{c}");
@@ -523,7 +590,7 @@ mod tests {
     fn siblings_of_one_process_narrow_to_one_base() {
         let first = record(&[1000, B as i64, (B + 4000) as i64], 8000);
         let second = record(&[1000, (B + 8000) as i64, (B + 12_000) as i64], 16_000);
-        let (b, o) = base(derive_among(&second, &[Box::new(first)]));
+        let (b, o) = base(derive_among(&second, Path::new("k.json"), &siblings(first)));
         assert_eq!(b, B);
         assert!(matches!(o, BaseOrigin::Derived { agreeing: 1, .. }), "{o}");
     }
@@ -532,7 +599,7 @@ mod tests {
     fn a_sibling_of_another_process_is_left_out() {
         let ours = record(&[B as i64, (B + 4000) as i64], 8000);
         let theirs = record(&[0x5555_0000_0010, 0x5555_0000_1010], 8000);
-        let (b, o) = base(derive_among(&ours, &[Box::new(theirs)]));
+        let (b, o) = base(derive_among(&ours, Path::new("k.json"), &siblings(theirs)));
         assert_eq!(b, B);
         assert!(
             matches!(o, BaseOrigin::Derived { disagreeing: 1, .. }),
@@ -543,10 +610,21 @@ mod tests {
     #[test]
     fn no_pointer_no_base() {
         assert_eq!(
-            derive_among(&record(&[7, 1000], 8000), &[]),
+            derive_among(
+                &record(&[7, 1000], 8000),
+                Path::new("k.json"),
+                &Siblings::default()
+            ),
             Derivation::None
         );
-        assert_eq!(derive_among(&record(&[B as i64], 0), &[]), Derivation::None);
+        assert_eq!(
+            derive_among(
+                &record(&[B as i64], 0),
+                Path::new("k.json"),
+                &Siblings::default()
+            ),
+            Derivation::None
+        );
     }
 
     #[test]
@@ -556,7 +634,7 @@ mod tests {
                 &[i64::MAX, i64::MIN, -1, (TOP - 16) as i64, LOWEST as i64],
                 size,
             );
-            let _ = derive_among(&r, &[]);
+            let _ = derive_among(&r, Path::new("k.json"), &Siblings::default());
         }
     }
 }

@@ -163,6 +163,18 @@ pub fn resolve_base(
     descriptor: &Path,
     options: &OpenOptions,
 ) -> Option<BaseOrigin> {
+    resolve_base_among(record, descriptor, options, &std::cell::OnceCell::new())
+}
+
+/// [`resolve_base`] with the siblings of the descriptor's directory read
+/// once into `siblings` (when a base is derived) for every capture of the
+/// directory.
+pub fn resolve_base_among(
+    record: &mut KernelRecord,
+    descriptor: &Path,
+    options: &OpenOptions,
+    siblings: &std::cell::OnceCell<base::Siblings>,
+) -> Option<BaseOrigin> {
     if let Some(b) = options.region_base {
         record.region_base = Some(b);
         return Some(BaseOrigin::Given);
@@ -170,7 +182,11 @@ pub fn resolve_base(
     if record.region_base.is_some() {
         return Some(BaseOrigin::Recorded);
     }
-    match base::derive(record, descriptor) {
+    if record.generation != reprise_core::record::Generation::LlvmLegacy {
+        return None;
+    }
+    let siblings = siblings.get_or_init(|| base::Siblings::of(descriptor));
+    match base::derive_among(record, descriptor, siblings) {
         base::Derivation::None => None,
         base::Derivation::Base(b, origin) => {
             record.region_base = Some(b);
