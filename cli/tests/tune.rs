@@ -292,3 +292,34 @@ fn every_run_of_a_session_starts_from_the_snapshot() {
     let way = every_run_matches_the_recording(&gpu, &gpu_capture, 6);
     assert_eq!(way, reprise::replayer::RestoreWay::DeviceCopy, "{way:?}");
 }
+
+#[test]
+fn a_sweep_with_no_verified_configuration_is_no_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_saxpy(dir.path(), 32768) else {
+        return;
+    };
+    let sweep = || {
+        reprise(&[
+            "tune",
+            s(&capture),
+            "--num-threads",
+            "128,256",
+            "--repetitions",
+            "1",
+        ])
+    };
+    // Every configuration refused, the recorded one (256) included.
+    edit_descriptor(&capture, |r| r.threads_limits = Some([1024, 1024]));
+    assert_error(&sweep(), &["no configuration ran"]);
+    // Every output differs from a recorded output changed after the fact.
+    edit_descriptor(&capture, |r| r.threads_limits = None);
+    corrupt_output(&capture, 4);
+    let out = sweep();
+    assert_exit(&out, 1);
+    assert!(
+        text(&out).1.contains("every output differs"),
+        "{:?}",
+        text(&out)
+    );
+}

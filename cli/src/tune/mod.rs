@@ -39,6 +39,11 @@ use crate::ui::LazyProgress;
 /// of two); `a..b:step`; grid and block items may be 3-D (`64x4`,
 /// `8x8x2`). The host executor's kernels take no geometry: tuning there is
 /// refused, with the reason.
+///
+/// Exits 0 when at least one configuration verified (or ran, without a
+/// recorded output to verify against), 1 when configurations ran but every
+/// output differs, 2 when none ran (each refused or failed, the recorded
+/// one included) or the sweep stopped on an error, 130 when interrupted.
 #[derive(Args, Debug)]
 pub struct TuneArgs {
     /// The capture's descriptor.
@@ -184,10 +189,26 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             out!("plotted {}", path.display());
         }
     }
-    Ok(match &report.stopped {
-        Some(why) if why != "interrupted" => ExitCode::from(2),
-        Some(_) => ExitCode::from(130),
-        None => ExitCode::SUCCESS,
+    use reprise::tune::Verdict;
+    Ok(match (&report.stopped, report.verdict()) {
+        (Some(why), _) if why != "interrupted" => ExitCode::from(2),
+        (Some(_), _) => ExitCode::from(130),
+        (None, Verdict::Usable) => ExitCode::SUCCESS,
+        (None, Verdict::AllDiffer) => {
+            eprintln!(
+                "error: {}: no configuration verified: every output differs from the recorded one",
+                a.file.display()
+            );
+            ExitCode::from(1)
+        }
+        (None, Verdict::NoneRan) => {
+            eprintln!(
+                "error: {}: no configuration ran (each was refused or failed, the recorded one \
+                 included)",
+                a.file.display()
+            );
+            ExitCode::from(2)
+        }
     })
 }
 
