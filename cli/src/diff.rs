@@ -55,7 +55,7 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
         Some(r) => {
             let base = r.region_base.unwrap_or(0);
             (
-                reprise::replayer::resolve_ranges(&spec.ranges, r, base, len)?,
+                reprise::replayer::resolve_ranges(&spec, r, base, len)?,
                 r.region_base,
             )
         }
@@ -69,7 +69,7 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
             let none =
                 reprise::core::record::KernelRecord::new("output").map_err(reprise::Error::from)?;
             (
-                reprise::replayer::resolve_ranges(&spec.ranges, &none, 0, len)?,
+                reprise::replayer::resolve_ranges(&spec, &none, 0, len)?,
                 None,
             )
         }

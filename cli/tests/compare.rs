@@ -238,3 +238,24 @@ fn the_library_compares_with_the_same_rules() {
     assert!(!v.is_match());
     assert!(v.to_string().starts_with("1 of "), "{v}");
 }
+
+#[test]
+fn a_typed_range_must_be_whole_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = capture(dir.path());
+    // 3 bytes are no f32 element: refused, naming the element size, not
+    // "3 f32 elements ... equal".
+    for cmd in ["replay", "diff"] {
+        let mut args = vec![cmd, s(&c)];
+        let out_file = output_of(&c);
+        if cmd == "diff" {
+            args.push(s(&out_file));
+        }
+        args.extend(["--dtype", "f32", "--range", "100:3"]);
+        assert_error(&reprise(&args), &["--range", "100:3", "4 bytes each"]);
+    }
+    // Whole elements are compared.
+    let out = reprise(&["replay", s(&c), "--dtype", "f32", "--range", "100:12"]);
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("3 f32 elements"), "{}", text(&out).0);
+}

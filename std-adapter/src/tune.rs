@@ -211,7 +211,7 @@ pub async fn tune_on<E: Executor>(
     let verifying = options.verify && capture.output.is_some();
     let ranges = if verifying {
         crate::replayer::resolve_ranges(
-            &options.compare.ranges,
+            &options.compare,
             record,
             capture.region_base()?,
             capture.snapshot_len(),

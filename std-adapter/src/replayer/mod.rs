@@ -90,7 +90,7 @@ where
     }
     let ranges = if options.verify {
         resolve_ranges(
-            &options.compare.ranges,
+            &options.compare,
             record,
             capture.region_base()?,
             capture.snapshot_len(),

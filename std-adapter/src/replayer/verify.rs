@@ -94,16 +94,27 @@ impl std::fmt::Display for Verification {
     }
 }
 
-/// The byte ranges `ranges` name in a region at `base` whose snapshot is
+/// The byte ranges `spec` names in a region at `base` whose snapshot is
 /// `len` bytes, as `(offset, len)` pairs, sorted and merged; the whole
-/// snapshot when `ranges` is empty. A range outside the snapshot, or an
-/// argument that points nowhere into it, is an error naming it.
+/// snapshot when it names none. A range outside the snapshot, an argument
+/// that points nowhere into it, or a range (or argument's span) that is no
+/// whole number of the elements `spec` compares, is an error naming it.
 pub fn resolve_ranges(
-    ranges: &[OutputRange],
+    spec: &CompareSpec,
     record: &KernelRecord,
     base: u64,
     len: u64,
 ) -> Result<Vec<(u64, u64)>> {
+    let ranges = &spec.ranges;
+    let element = spec.tolerance.dtype.map(|t| (t, t.size() as u64));
+    let whole = |setting: Setting, value: String, n: u64| match element {
+        Some((t, size)) if n % size != 0 => Err(Error::BadOption {
+            setting,
+            value,
+            problem: format!("{n} bytes is no whole number of {t} elements ({size} bytes each)"),
+        }),
+        _ => Ok(()),
+    };
     if ranges.is_empty() {
         return Ok(vec![(0, len)]);
     }
@@ -120,6 +131,7 @@ pub fn resolve_ranges(
                         problem: format!("must be a nonempty range inside the {len}-byte snapshot"),
                     });
                 }
+                whole(Setting::CompareRange, format!("{offset}:{n}"), n)?;
                 out.push((offset, n));
             }
             OutputRange::Arg(i) => {
@@ -147,6 +159,7 @@ pub fn resolve_ranges(
                     .filter(|&p| p > start)
                     .min()
                     .unwrap_or(len);
+                whole(Setting::CompareArg, i.to_string(), end - start)?;
                 out.push((start, end - start));
             }
         }
