@@ -169,12 +169,12 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
 /// three are warm (faulted in); between repetitions a 64 MiB sweep evicts
 /// them from the caches, as the kernel, the writer and the page cache do
 /// between real launches.
-pub fn memcpy_bandwidth(size: u64) -> f64 {
-    let n = size as usize;
-    let src = vec![1u8; n];
-    let mut a = vec![2u8; n];
-    let mut b = vec![3u8; n];
-    let mut sweep = vec![0u8; 64 << 20];
+pub fn memcpy_bandwidth(size: u64) -> Result<f64> {
+    let n = usize::try_from(size).unwrap_or(usize::MAX);
+    let src = Error::filled_buffer(size, 1, "the memcpy benchmark's source")?;
+    let mut a = Error::filled_buffer(size, 2, "the memcpy benchmark's first copy")?;
+    let mut b = Error::filled_buffer(size, 3, "the memcpy benchmark's second copy")?;
+    let mut sweep = Error::filled_buffer(64 << 20, 0, "the memcpy benchmark's cache sweep")?;
     a.copy_from_slice(&src); // fault all three in
     b.copy_from_slice(&src);
     let reps = ((256 << 20) / n).clamp(3, 32);
@@ -189,7 +189,7 @@ pub fn memcpy_bandwidth(size: u64) -> f64 {
             t.elapsed().as_secs_f64()
         })
         .collect();
-    2.0 * size as f64 / median(times)
+    Ok(2.0 * size as f64 / median(times))
 }
 
 fn clear_dir(dir: &Path) -> Result<()> {
@@ -227,7 +227,7 @@ impl Way {
     pub fn config(self, dir: &Path, size: u64) -> RecordConfig {
         let base = RecordConfig::default()
             .dir(dir)
-            .region_size(size + (64 << 20))
+            .region_size(size.saturating_add(64 << 20))
             .save_output(true);
         match self {
             Way::Plain => base,
@@ -282,7 +282,10 @@ impl<E: AnyExecutor> Session<E> {
         let mut data = 0;
         if rest > 0 {
             data = rec.alloc(rest, 16)?;
-            rec.upload(data, &vec![7u8; rest as usize])?;
+            rec.upload(
+                data,
+                &Error::filled_buffer(rest, 7, "the benchmark's region contents")?,
+            )?;
         }
         rec.upload(counter, &[0u8; 8])?;
         let image = rec.load_image(kernel.image)?;
@@ -554,7 +557,7 @@ pub fn run<E: AnyExecutor>(
             f64::NAN
         });
         let read = read_files(&descriptor)?;
-        let bandwidth = memcpy_bandwidth(size);
+        let bandwidth = memcpy_bandwidth(size)?;
         progress(&format!("{label}: repetitions of a replay"));
         let (repetition_overhead, restore_bound) = repetition_cost(make, &descriptor, bandwidth)
             .unwrap_or_else(|e| {

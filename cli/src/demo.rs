@@ -68,19 +68,11 @@ fn parse_demo_size(s: &str) -> std::result::Result<u64, String> {
     Ok(n)
 }
 
-/// Memory the system can still give, from `/proc/meminfo` (None elsewhere).
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
     // The region, the recorded snapshots, the files in the page cache and
     // the replay's copies: about five times SIZE at the peak.
     let need = a.size.saturating_mul(5);
-    if let Some(avail) = available_memory().filter(|&avail| need > avail) {
+    if let Some(avail) = crate::ui::available_memory().filter(|&avail| need > avail) {
         return Err(CliError::Command(format!(
             "demo --size {} needs about {} of memory; {} is available",
             human_bytes(a.size),

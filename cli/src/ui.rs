@@ -166,3 +166,11 @@ pub fn invocation() -> String {
         me.display().to_string()
     }
 }
+
+/// Memory the system can still give, from `/proc/meminfo` (None elsewhere).
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}

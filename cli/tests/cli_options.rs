@@ -46,6 +46,10 @@ fn sizes_out_of_range_are_refused_before_any_work() {
         &["bench", "--quick", "--sizes", "64K,8"],
         &["demo", "--size", "0"],
         &["demo", "--size", "1T"],
+        // A snapshot size no kernel can count, and one that wrapped past
+        // the end of u64 when the region's slack was added.
+        &["bench", "--quick", "--sizes", "1T"],
+        &["bench", "--quick", "--sizes", "18446744073709551615"],
     ] {
         let out = reprise(args);
         assert_exit(&out, 2);
@@ -56,6 +60,27 @@ fn sizes_out_of_range_are_refused_before_any_work() {
         );
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_bench_larger_than_memory_is_refused_naming_what_it_needs() {
+    let avail = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kib| kib * 1024);
+    // 7 GiB needs about 42 GiB: refused where less is available.
+    if avail.is_none_or(|a| a >= 42 << 30) {
+        eprintln!("skipped: this machine has 42 GiB available (or says nothing)");
+        return;
+    }
+    let out = reprise(&["bench", "--quick", "--sizes", "7G"]);
+    assert_error(
+        &out,
+        &["bench --sizes 7.0 GiB needs about 42.0 GiB of memory"],
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::backend::BackendArg;
 use crate::error::{CliError, Result};
+use crate::ui::human_bytes;
 
 /// Measure what recording costs the launching thread, per region size
 /// (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
@@ -69,12 +70,24 @@ pub struct BenchArgs {
     pub sizes: Vec<u64>,
 }
 
-/// A region size for `--sizes`: at least 16 bytes (the kernel's counter).
+/// The largest `--sizes` entry: the kernels count 4-byte elements in an
+/// `int`.
+const MAX_SIZE: u64 = 4 * i32::MAX as u64;
+
+/// A region size for `--sizes`: at least 16 bytes (the kernel's counter),
+/// at most [`MAX_SIZE`].
 fn parse_bench_size(s: &str) -> std::result::Result<u64, String> {
     let n = reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string())?;
     if n < 16 {
         return Err(format!(
             "{n} bytes is too small: a region size must be at least 16 bytes"
+        ));
+    }
+    if n > MAX_SIZE {
+        return Err(format!(
+            "{} is too large: at most {}",
+            human_bytes(n),
+            human_bytes(MAX_SIZE)
         ));
     }
     Ok(n)
@@ -148,6 +161,18 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     };
     if !a.sizes.is_empty() {
         cfg.sizes = a.sizes.clone();
+    }
+    // The region, its two snapshots, the replay's copies and the memcpy
+    // benchmark's three buffers: about six times the largest size.
+    let largest = cfg.sizes.iter().copied().max().unwrap_or(0);
+    let need = largest.saturating_mul(6);
+    if let Some(avail) = crate::ui::available_memory().filter(|&avail| need > avail) {
+        return Err(crate::error::CliError::Command(format!(
+            "bench --sizes {} needs about {} of memory; {} is available",
+            human_bytes(largest),
+            human_bytes(need),
+            human_bytes(avail)
+        )));
     }
     let quiet = a.json;
     let mut progress = |line: &str| {

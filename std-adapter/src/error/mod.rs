@@ -118,6 +118,13 @@ pub enum Error {
         /// The descriptor.
         path: PathBuf,
     },
+    /// Memory the process could not get: `bytes` for `what`.
+    NoMemory {
+        /// What the memory was for.
+        what: String,
+        /// How much was asked for.
+        bytes: u64,
+    },
     /// The descriptor records no region address, and several bases are
     /// possible with nothing to tell them apart (see
     /// [`crate::capture::base`]); [`Setting::RegionBase`] gives it.
@@ -314,6 +321,20 @@ impl Error {
             path: path.into(),
             problem: problem.into(),
         }
+    }
+
+    /// A buffer of `bytes` bytes, each `fill`: [`Error::NoMemory`] naming
+    /// `what` when the system will not give that much, never an abort.
+    pub fn filled_buffer(bytes: u64, fill: u8, what: &str) -> Result<Vec<u8>, Error> {
+        let none = || Error::NoMemory {
+            what: what.to_string(),
+            bytes,
+        };
+        let n = usize::try_from(bytes).map_err(|_| none())?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| none())?;
+        v.resize(n, fill);
+        Ok(v)
     }
 
     /// An executor error with context; the original error stays reachable
@@ -524,6 +545,10 @@ impl Error {
                  base with {}",
                 path.display(),
                 (names.given)(Setting::RegionBase)
+            ),
+            Error::NoMemory { what, bytes } => write!(
+                f,
+                "{what}: {bytes} bytes cannot be allocated (not enough memory)"
             ),
             Error::AmbiguousRegionBase { path, candidates } => write!(
                 f,
