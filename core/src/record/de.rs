@@ -13,6 +13,39 @@ use super::{
     MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
 };
 
+/// Whether a value of `key` in `json` is a number, or an array of them,
+/// with a fraction or an exponent: the integer parser stops at its `.` or
+/// `e`, and says only that a comma was expected.
+fn fractional(json: &[u8], key: &str) -> bool {
+    let quoted_len = key.len() + 2;
+    let mut at = 0;
+    while at + quoted_len <= json.len() {
+        let here = &json[at..];
+        if here[0] == b'"'
+            && here.get(1..=key.len()) == Some(key.as_bytes())
+            && here.get(quoted_len - 1) == Some(&b'"')
+        {
+            let value = here[quoted_len..]
+                .iter()
+                .skip_while(|c| c.is_ascii_whitespace() || **c == b':');
+            let mut in_array = false;
+            for &c in value {
+                match c {
+                    b'[' if !in_array => in_array = true,
+                    b'.' | b'e' | b'E' => return true,
+                    b']' | b'}' => break,
+                    b',' if !in_array => break,
+                    b'0'..=b'9' | b'-' | b'+' | b',' => {}
+                    c if c.is_ascii_whitespace() => {}
+                    _ => break,
+                }
+            }
+        }
+        at += 1;
+    }
+    false
+}
+
 /// [`KernelRecord::from_json`]: parses a descriptor of any generation.
 pub(super) fn from_json(json: &[u8]) -> Result<KernelRecord, RecordError> {
     // The parser recurses once per level of nesting (unknown keys are
@@ -33,9 +66,9 @@ pub(super) fn from_json(json: &[u8]) -> Result<KernelRecord, RecordError> {
         if !raw.in_object {
             return Err(RecordError::NotADescriptor { error: Some(error) });
         }
-        return Err(RecordError::Json {
-            key: key.get(),
-            error,
+        return Err(match key.get() {
+            Some(k) if fractional(json, k) => RecordError::NotAnInteger(k),
+            k => RecordError::Json { key: k, error },
         });
     }
     de.end()

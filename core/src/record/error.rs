@@ -51,6 +51,9 @@ pub enum RecordError {
         /// What the JSON parser reported.
         error: serde_json_core::de::Error,
     },
+    /// A key that takes an integer holds a number with a fraction or an
+    /// exponent (`3.0`, `1e3`): valid JSON, but no count or address.
+    NotAnInteger(&'static str),
     /// A required key is absent.
     MissingKey(&'static str),
     /// A value is outside the range its key allows.
@@ -206,6 +209,10 @@ impl fmt::Display for RecordError {
                 write!(f, "invalid descriptor JSON in key \"{k}\": {error}")
             }
             RecordError::Json { key: None, error } => write!(f, "invalid descriptor JSON: {error}"),
+            RecordError::NotAnInteger(k) => write!(
+                f,
+                "key \"{k}\" must be an integer: it holds a number with a fraction or an exponent"
+            ),
             RecordError::TooDeep { offset, max } => write!(
                 f,
                 "arrays and objects nest more than {max} levels deep (at byte {offset}): \

@@ -290,3 +290,25 @@ fn nesting_deeper_than_any_descriptor_is_refused_before_parsing() {
     let shown = std::format!("{}", KernelRecord::from_json(deep.as_bytes()).unwrap_err());
     assert!(shown.contains("more than 32 levels deep"), "{shown}");
 }
+
+#[test]
+fn a_fraction_or_exponent_where_an_integer_belongs_is_named_as_such() {
+    for (json, key) in [
+        &br#"{"ArgOffsets":[0],"ArgPtrs":[7],"Name":"k","NumArgs":3.0,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#[..],
+        br#"{"ArgOffsets":[0],"ArgPtrs":[7],"Name":"k","NumArgs":1,"NumTeams":1e2,"NumThreads":1,"VAllocAddr":4096}"#,
+        br#"{"ArgOffsets":[0],"ArgPtrs":[7, 2.5],"Name":"k","NumArgs":2,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#,
+    ]
+    .into_iter()
+    .zip(["NumArgs", "NumTeams", "ArgPtrs"])
+    {
+        let e = KernelRecord::from_json(json).unwrap_err();
+        assert_eq!(e, RecordError::NotAnInteger(key));
+        assert!(std::format!("{e}").contains("must be an integer"), "{e}");
+    }
+    // Other malformed JSON is still the parser's word.
+    let broken = br#"{"ArgOffsets":[0],"ArgPtrs":[7],"Name":"k","NumArgs":1 1,"NumTeams":1,"NumThreads":1,"VAllocAddr":4096}"#;
+    assert!(matches!(
+        KernelRecord::from_json(broken),
+        Err(RecordError::Json { .. })
+    ));
+}
