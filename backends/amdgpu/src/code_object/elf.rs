@@ -256,18 +256,25 @@ impl<'a> Elf<'a> {
 
     /// Every note's descriptor of owner "AMDGPU" and type `kind`, with its
     /// offset in the file: from the `SHT_NOTE` sections, or from the
-    /// `PT_NOTE` segments when there are no sections.
+    /// `PT_NOTE` segments when there are no sections. Each distinct byte
+    /// range is read once (headers that repeat one add nothing), and the
+    /// ranges read may add up to no more than the file's length.
     pub fn amdgpu_notes(&self, kind: u32) -> Result<Vec<(u64, &'a [u8])>, CodeObjectError> {
         let mut out = Vec::new();
+        let mut read = Ranges::new("note sections or segments", self.bytes.len());
         if self.sections.is_empty() {
             for segment in self.segments.iter().filter(|s| s.kind == PT_NOTE) {
                 let data = slice(self.bytes, segment.offset, segment.size, "note segment")?;
-                notes(data, segment.offset, segment.align, kind, &mut out)?;
+                if read.first_time(segment.offset, segment.size)? {
+                    notes(data, segment.offset, segment.align, kind, &mut out)?;
+                }
             }
         } else {
             for section in self.sections.iter().filter(|s| s.kind == SHT_NOTE) {
                 let data = self.section_data(section)?;
-                notes(data, section.offset, section.align, kind, &mut out)?;
+                if read.first_time(section.offset, data.len() as u64)? {
+                    notes(data, section.offset, section.align, kind, &mut out)?;
+                }
             }
         }
         Ok(out)
@@ -275,55 +282,64 @@ impl<'a> Elf<'a> {
 
     /// The symbols of every `SHT_DYNSYM` section, then of every
     /// `SHT_SYMTAB` one, each table's null symbol left out.
+    ///
+    /// Bounded by the file: a table that another header already named
+    /// (the same bytes, with the same string table) is read once; the
+    /// tables read and their distinct string tables may add up to no more
+    /// than the file's length ([`CodeObjectError::Overlapping`]: they would
+    /// have to overlap), and there may be at most [`MAX_SYMBOL_TABLES`]
+    /// distinct ones ([`CodeObjectError::TooMany`]). So at most one symbol
+    /// per 24 bytes of the file is returned, and each name is found and
+    /// checked in time that does not grow with the number of symbols.
     pub fn symbols(&self) -> Result<Vec<Symbol<'a>>, CodeObjectError> {
         let mut out = Vec::new();
+        let mut budget = Ranges::new("symbol tables and their string tables", self.bytes.len());
+        let mut tables = std::collections::HashSet::new();
+        let mut strtabs: std::collections::HashMap<(u64, u64), Strings<'a>> =
+            std::collections::HashMap::new();
         for kind in [SHT_DYNSYM, SHT_SYMTAB] {
             for section in self.sections.iter().filter(|s| s.kind == kind) {
-                self.table_symbols(section, &mut out)?;
+                let malformed = |reason| CodeObjectError::Malformed {
+                    what: "symbol table section header",
+                    offset: section.header_at,
+                    reason,
+                };
+                if section.entsize != SYM_SIZE {
+                    return Err(malformed("sh_entsize is not 24"));
+                }
+                if !section.size.is_multiple_of(SYM_SIZE) {
+                    return Err(malformed("sh_size is not a whole number of symbols"));
+                }
+                let strtab = usize::try_from(section.link)
+                    .ok()
+                    .and_then(|i| self.sections.get(i))
+                    .filter(|s| s.kind == SHT_STRTAB)
+                    .ok_or_else(|| malformed("sh_link names no string table"))?;
+                let strings = self.section_data(strtab)?;
+                let table = self.section_data(section)?;
+                let strings_range = (strtab.offset, strings.len() as u64);
+                if !tables.insert((section.offset, table.len() as u64, strings_range)) {
+                    continue;
+                }
+                if tables.len() > MAX_SYMBOL_TABLES {
+                    return Err(CodeObjectError::TooMany {
+                        what: "distinct symbol tables",
+                        limit: MAX_SYMBOL_TABLES as u64,
+                    });
+                }
+                // Every table read counts; each string table once.
+                budget.add(table.len() as u64)?;
+                let names = match strtabs.entry(strings_range) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        budget.add(strings_range.1)?;
+                        e.insert(Strings::new(strings))
+                    }
+                };
+                table_symbols(section.offset, table, names, &mut out)?;
             }
         }
         Ok(out)
-    }
-
-    /// The symbols of the table `section`, appended to `out`.
-    fn table_symbols(
-        &self,
-        section: &Section,
-        out: &mut Vec<Symbol<'a>>,
-    ) -> Result<(), CodeObjectError> {
-        let malformed = |reason| CodeObjectError::Malformed {
-            what: "symbol table section header",
-            offset: section.header_at,
-            reason,
-        };
-        if section.entsize != SYM_SIZE {
-            return Err(malformed("sh_entsize is not 24"));
-        }
-        if !section.size.is_multiple_of(SYM_SIZE) {
-            return Err(malformed("sh_size is not a whole number of symbols"));
-        }
-        let strtab = usize::try_from(section.link)
-            .ok()
-            .and_then(|i| self.sections.get(i))
-            .filter(|s| s.kind == SHT_STRTAB)
-            .ok_or_else(|| malformed("sh_link names no string table"))?;
-        let strings = self.section_data(strtab)?;
-        let table = self.section_data(section)?;
-        for (i, entry) in table.chunks_exact(SYM_SIZE as usize).enumerate().skip(1) {
-            let at = section.offset + i as u64 * SYM_SIZE;
-            let name = string(strings, u32_at(entry, 0))
-                .ok_or(CodeObjectError::BadSymbolName { offset: at })?;
-            let info = entry[4];
-            out.push(Symbol {
-                name,
-                kind: info & 0xf,
-                bind: info >> 4,
-                shndx: u16_at(entry, 6),
-                value: u64_at(entry, 8),
-                size: u64_at(entry, 16),
-            });
-        }
-        Ok(())
     }
 
     /// The `len` bytes at `value` in the image, for a symbol defined in
@@ -376,11 +392,142 @@ impl<'a> Elf<'a> {
     }
 }
 
-/// The NUL-terminated UTF-8 string at `at` in the string table `strings`.
-fn string(strings: &[u8], at: u32) -> Option<&str> {
-    let rest = strings.get(usize::try_from(at).ok()?..)?;
-    let end = rest.iter().position(|&b| b == 0)?;
-    core::str::from_utf8(&rest[..end]).ok()
+/// Appends to `out` the symbols of `table` (at file offset `at`), its
+/// null symbol left out, their names from `names`.
+fn table_symbols<'a>(
+    at: u64,
+    table: &'a [u8],
+    names: &mut Strings<'a>,
+    out: &mut Vec<Symbol<'a>>,
+) -> Result<(), CodeObjectError> {
+    out.reserve((table.len() / SYM_SIZE as usize).saturating_sub(1));
+    for (i, entry) in table.chunks_exact(SYM_SIZE as usize).enumerate().skip(1) {
+        let offset = at + i as u64 * SYM_SIZE;
+        let name = names
+            .get(u32_at(entry, 0))
+            .ok_or(CodeObjectError::BadSymbolName { offset })?;
+        let info = entry[4];
+        out.push(Symbol {
+            name,
+            kind: info & 0xf,
+            bind: info >> 4,
+            shndx: u16_at(entry, 6),
+            value: u64_at(entry, 8),
+            size: u64_at(entry, 16),
+        });
+    }
+    Ok(())
+}
+
+/// How many distinct symbol tables a code object may have. LLVM writes
+/// two (`.dynsym` and `.symtab`).
+pub const MAX_SYMBOL_TABLES: usize = 64;
+
+/// The bytes one kind of table was read from: each distinct range once,
+/// all of them together no more than the file's length.
+struct Ranges {
+    what: &'static str,
+    file_len: u64,
+    total: u64,
+    seen: std::collections::HashSet<(u64, u64)>,
+}
+
+impl Ranges {
+    fn new(what: &'static str, file_len: usize) -> Self {
+        Self {
+            what,
+            file_len: file_len as u64,
+            total: 0,
+            seen: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether the `len` bytes at `offset` are read for the first time
+    /// (then counted); an error when they take what was read past the
+    /// file's length.
+    fn first_time(&mut self, offset: u64, len: u64) -> Result<bool, CodeObjectError> {
+        if !self.seen.insert((offset, len)) {
+            return Ok(false);
+        }
+        self.add(len)?;
+        Ok(true)
+    }
+
+    /// Counts `len` more bytes read.
+    fn add(&mut self, len: u64) -> Result<(), CodeObjectError> {
+        self.total = self.total.saturating_add(len);
+        if self.total > self.file_len {
+            return Err(CodeObjectError::Overlapping {
+                what: self.what,
+                read: self.total,
+                len: self.file_len,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A string table with its NULs found once, so that finding and checking a
+/// name takes time that does not grow with how many names share its bytes
+/// (a name is the NUL-terminated UTF-8 string at any offset of the table,
+/// and names share tails: thousands of symbols named from one long string
+/// cost what one does).
+pub struct Strings<'a> {
+    bytes: &'a [u8],
+    /// Where the NULs are, in order.
+    nuls: Vec<usize>,
+    /// For each string (up to a NUL, by the NUL's index in `nuls`) looked
+    /// up so far: where its longest UTF-8 tail starts, and that tail.
+    tails: std::collections::HashMap<usize, (usize, &'a str)>,
+}
+
+impl<'a> Strings<'a> {
+    /// The table `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            nuls: bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == 0)
+                .map(|(i, _)| i)
+                .collect(),
+            tails: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The NUL-terminated UTF-8 string at `at`, if there is one.
+    pub fn get(&mut self, at: u32) -> Option<&'a str> {
+        let at = usize::try_from(at).ok()?;
+        let index = self.nuls.partition_point(|&n| n < at);
+        let end = *self.nuls.get(index)?;
+        let start = index.checked_sub(1).map_or(0, |i| self.nuls[i] + 1);
+        let bytes = self.bytes;
+        let (from, tail) = *self
+            .tails
+            .entry(index)
+            .or_insert_with(|| utf8_tail(bytes, start, end));
+        // A tail of `bytes[start..end]` is UTF-8 exactly when it starts
+        // inside the longest UTF-8 tail, on a character boundary.
+        tail.get(at.checked_sub(from)?..)
+    }
+}
+
+/// The longest tail of `bytes[start..end]` that is UTF-8, and where it
+/// starts: right after the last invalid sequence, since a tail starting
+/// before that holds the sequence (or starts inside it, on a continuation
+/// byte). Takes time linear in `end - start`.
+fn utf8_tail(bytes: &[u8], start: usize, end: usize) -> (usize, &str) {
+    let mut pos = start;
+    loop {
+        match core::str::from_utf8(&bytes[pos..end]) {
+            Ok(tail) => return (pos, tail),
+            Err(e) => {
+                let after = pos + e.valid_up_to();
+                pos = e.error_len().map_or(end, |n| after + n);
+            }
+        }
+    }
 }
 
 /// Rounds `n` up to a multiple of `align` (a power of two), saturating.

@@ -68,6 +68,25 @@ pub enum CodeObjectError {
         /// The file offset of the symbol table entry.
         offset: u64,
     },
+    /// The distinct byte ranges read as one kind of table add up to more
+    /// than the file's length: its headers name overlapping ranges (each
+    /// distinct range is read once; a header repeating one adds nothing).
+    /// A bound on the work a small file can ask for.
+    Overlapping {
+        /// Which tables: `symbol tables and their string tables`.
+        what: &'static str,
+        /// The bytes they add up to, at least.
+        read: u64,
+        /// The file's length, the limit.
+        len: u64,
+    },
+    /// More of something than any code object holds.
+    TooMany {
+        /// What: `distinct symbol tables`.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
     /// No `NT_AMDGPU_METADATA` note (owner "AMDGPU", type 32).
     NoMetadata,
     /// A second `NT_AMDGPU_METADATA` note: which one holds is unclear.
@@ -152,6 +171,14 @@ impl fmt::Display for CodeObjectError {
                 "the name of the symbol at offset {offset} is not a NUL-terminated UTF-8 \
                  string inside its string table"
             ),
+            Self::Overlapping { what, read, len } => write!(
+                f,
+                "the {what} overlap: their distinct byte ranges add up to {read} bytes or more, \
+                 past the file's {len} bytes (the limit: each range is read once)"
+            ),
+            Self::TooMany { what, limit } => {
+                write!(f, "more {what} than the limit of {limit}")
+            }
             Self::NoMetadata => write!(
                 f,
                 "no code object metadata (an \"AMDGPU\" note of type NT_AMDGPU_METADATA, 32)"

@@ -583,5 +583,6 @@ fn errors_are_send_sync_errors() {
     is_error::<CodeObjectError>();
 }
 
+mod bounds;
 mod messagepack;
 mod metadata;
