@@ -4,6 +4,10 @@
 //! nothing is loaded or run.
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
+use reprise_core::image::{self, EM_X86_64, ImageKind};
+
+/// `e_type` of a shared object (and of a position-independent executable).
+const ET_DYN: u16 = 3;
 
 /// The symbols of a host image.
 pub struct Symbols {
@@ -11,6 +15,95 @@ pub struct Symbols {
     pub functions: Vec<String>,
     /// Defined, exported, writable data objects with their sizes.
     pub data: Vec<(String, u64)>,
+}
+
+/// Checks that `bytes` are what the host executor loads: a 64-bit
+/// little-endian ELF shared object (`ET_DYN`; a position-independent
+/// executable is one too) for x86-64, whole (every loadable segment's
+/// bytes and the section headers inside the file), and returns its
+/// symbols. The one check of the image, made by loading and by `inspect`
+/// and `replay` before anything runs: the message says what is wrong.
+pub fn shared_object(bytes: &[u8]) -> Result<Symbols, String> {
+    match image::sniff(bytes) {
+        ImageKind::Elf {
+            machine: EM_X86_64,
+            elf_type: ET_DYN,
+        } => {}
+        ImageKind::Elf {
+            machine: EM_X86_64,
+            elf_type,
+        } => {
+            return Err(format!(
+                "the image is an x86-64 ELF file but not a shared object (ELF type {elf_type}, {}; \
+                 link it with -shared)",
+                elf_type_name(elf_type)
+            ));
+        }
+        ImageKind::Elf { machine, .. } => {
+            return Err(format!(
+                "the image is an ELF file for machine {machine} ({}), but the host executor runs \
+                 x86-64 only",
+                image::sniff(bytes)
+            ));
+        }
+        other => {
+            return Err(format!(
+                "the image is not an ELF shared object (it looks like: {other})"
+            ));
+        }
+    }
+    segments_in_file(bytes)?;
+    symbols(bytes)
+}
+
+fn elf_type_name(t: u16) -> &'static str {
+    match t {
+        0 => "ET_NONE",
+        1 => "ET_REL, an object file",
+        2 => "ET_EXEC, an executable",
+        4 => "ET_CORE, a core dump",
+        _ => "unknown",
+    }
+}
+
+/// Every loadable segment's file bytes lie inside the file: a truncated
+/// image is refused before the dynamic loader maps past its end.
+fn segments_in_file(bytes: &[u8]) -> Result<(), String> {
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let file = ElfFile64::<object::Endianness>::parse(bytes)
+        .map_err(|e| format!("the image is not a readable ELF file (truncated?): {e}"))?;
+    let endian = file.endian();
+    let headers = file
+        .elf_header()
+        .program_headers(endian, bytes)
+        .map_err(|e| format!("the image's program headers are unreadable (truncated?): {e}"))?;
+    let len = bytes.len() as u64;
+    for ph in headers {
+        if ph.p_type(endian) != object::elf::PT_LOAD {
+            continue;
+        }
+        let (offset, size) = (ph.p_offset(endian), ph.p_filesz(endian));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return Err(format!(
+                "the image is truncated: a loadable segment takes bytes {offset}..{} of a \
+                 {len}-byte file",
+                offset.saturating_add(size)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What an image defines, for a message about a kernel it lacks: `" (it
+/// defines: a, b)"`, at most 12 names, or nothing.
+pub fn defined_hint(functions: &[String]) -> String {
+    let mut names: Vec<&str> = functions.iter().map(String::as_str).take(12).collect();
+    names.sort_unstable();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" (it defines: {})", names.join(", "))
+    }
 }
 
 /// Reads the dynamic symbol table (the symbols `dlsym` can find).

@@ -6,7 +6,6 @@ use std::fs::File;
 use std::sync::Arc;
 
 use reprise_core::exec::GlobalInfo;
-use reprise_core::image::{self, EM_X86_64, ImageKind};
 
 use crate::elf;
 use crate::error::{HostError, os_error};
@@ -67,32 +66,7 @@ impl HostKernel {
 /// its symbols and executable segments, and opens it from memory. Its globals
 /// are the caller's to register.
 pub(crate) fn load(bytes: &[u8]) -> Result<HostImage, HostError> {
-    match image::sniff(bytes) {
-        ImageKind::Elf {
-            machine: EM_X86_64,
-            elf_type: 3,
-        } => {}
-        ImageKind::Elf {
-            machine: EM_X86_64, ..
-        } => {
-            return Err(HostError::BadImage(
-                "the image is an x86-64 ELF file but not a shared object (link it with -shared)"
-                    .into(),
-            ));
-        }
-        ImageKind::Elf { machine, .. } => {
-            return Err(HostError::BadImage(format!(
-                "the image is an ELF file for machine {machine} ({}), but the host executor runs x86-64 only",
-                image::sniff(bytes)
-            )));
-        }
-        other => {
-            return Err(HostError::BadImage(format!(
-                "the image is not an ELF shared object (it looks like: {other})"
-            )));
-        }
-    }
-    let symbols = elf::symbols(bytes).map_err(HostError::BadImage)?;
+    let symbols = elf::shared_object(bytes).map_err(HostError::BadImage)?;
     let segments = elf::executable_segments(bytes).map_err(HostError::BadImage)?;
     let (handle, memfd) = load_from_memory(bytes)?;
     let text = match load_bias(handle) {
@@ -132,23 +106,9 @@ pub(crate) fn load(bytes: &[u8]) -> Result<HostImage, HostError> {
 
 /// The function `name` of `image`, as a kernel.
 pub(crate) fn kernel(image: &HostImage, name: &str) -> Result<HostKernel, HostError> {
-    let not_found = || {
-        let mut names: Vec<&str> = image
-            .lib
-            .functions
-            .iter()
-            .map(String::as_str)
-            .take(12)
-            .collect();
-        names.sort_unstable();
-        HostError::KernelNotFound {
-            name: name.to_string(),
-            hint: if names.is_empty() {
-                String::new()
-            } else {
-                format!(" (it defines: {})", names.join(", "))
-            },
-        }
+    let not_found = || HostError::KernelNotFound {
+        name: name.to_string(),
+        hint: elf::defined_hint(&image.lib.functions),
     };
     if !image.lib.functions.iter().any(|f| f == name) {
         return Err(not_found());
