@@ -6,9 +6,14 @@
 //! what is at each path (a missing file, a FIFO or a directory where a
 //! regular file must be), lengths against the descriptor and each other,
 //! the image's kind against the descriptor's `Backend`, the globals file's
-//! structure, the descriptor's checksum map, and (when asked) the files'
+//! structure, the descriptor's checksum map, what the image's executor
+//! would refuse of the image that needs no run (its format, machine and
+//! ELF type, a truncated file, the kernel and the recorded globals it must
+//! define, argument sizes: [`image_checks`]), and (when asked) the files'
 //! checksums. Each thing wrong is a [`Finding`]: an [`Error`] that says it,
 //! and what it stops.
+
+mod image_checks;
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +23,8 @@ use reprise_core::record::{Generation, KernelRecord};
 
 use super::base::BaseOrigin;
 use super::files::{
-    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, file_checksum, not_regular,
-    open_regular, read_bounded,
+    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, entry_checksum_mismatch,
+    file_checksum, not_regular, open_regular, read_bounded,
 };
 use super::offload::ImageOrigin;
 use super::{CapturePaths, OpenOptions, globals_layout};
@@ -336,11 +341,56 @@ pub fn assess(
     for e in super::launch_env::check(record, paths, base_origin) {
         problem(&mut a, e);
     }
+    if let (Some(image), Some(kind)) = (&a.image, a.image_kind) {
+        let image_path = a.image_origin.as_ref().map_or(&paths.image, |o| &o.path);
+        let globals = a.globals.as_deref().map(|g| {
+            (
+                g,
+                globals_layout(record.generation),
+                paths.globals.as_path(),
+            )
+        });
+        for e in image_checks::problems(
+            record,
+            &paths.descriptor,
+            (image, kind, image_path),
+            options.backend,
+            globals,
+        ) {
+            problem(&mut a, e);
+        }
+    }
     check_checksum_map(&mut a, record, paths, options);
     if hashing != Hashing::None {
         hash(&mut a, record, hashing);
     }
     a
+}
+
+/// Why the recorded global `name` of `recorded` bytes (from the globals
+/// file `globals`) cannot be restored into the image at `image`, whose
+/// global of that name has `size` bytes (`None`: it has none); `None` when
+/// it can. The one answer of [`assess`] and of a replay that looks the
+/// global up in the loaded image.
+pub(crate) fn global_problem(
+    globals: &Path,
+    image: &Path,
+    name: &str,
+    recorded: usize,
+    size: Option<u64>,
+) -> Option<Error> {
+    let why = match size {
+        None => format!(
+            "recorded global `{name}` is absent from the image ({})",
+            image.display()
+        ),
+        Some(size) if size != recorded as u64 => format!(
+            "recorded global `{name}` has {recorded} bytes, the image's has {size} ({})",
+            image.display()
+        ),
+        Some(_) => return None,
+    };
+    Some(Error::capture(globals, why))
 }
 
 /// A missing image: LLVM 16 never saves one (the image is in the
@@ -479,10 +529,21 @@ fn check_checksum_map(
 }
 
 /// Checks the checksums `hashing` asks for, recording each file's status.
+///
+/// An image taken from an entry of an offload binary (an application
+/// binary, or a container given for the capture's own image) matches the
+/// descriptor when the entry does (the recorded image, found in an
+/// application) or the whole file does (the capture's own file, which
+/// holds the entry); the status's `actual` is then the whole file's.
 fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
     let sums = record.checksums;
     let image = a.image.as_deref().map(checksum);
     let globals = a.globals.as_deref().map(checksum);
+    let entry = a
+        .image_origin
+        .as_ref()
+        .and_then(|o| o.entry.as_ref())
+        .map(|(index, _, _)| *index);
     let mut mismatches = Vec::new();
     for f in &mut a.files {
         let (want, small) = match f.role {
@@ -498,22 +559,33 @@ fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
             (_, Hashing::None) => None,
             (Some(got), _) => got,
             (None, Hashing::SmallFiles) => None,
-            (None, Hashing::All) => match open_regular(&f.path) {
-                Ok(Some((file, _))) => file_checksum(&file, &f.path).ok(),
-                _ => None,
-            },
+            (None, Hashing::All) => whole_file_checksum(&f.path),
         };
-        if let Some(got) = got {
-            f.checksum = if got == want {
-                ChecksumStatus::Verified
-            } else {
-                mismatches.push(checksum_mismatch(&f.path, want, got));
-                ChecksumStatus::Mismatch {
-                    recorded: want,
-                    actual: got,
-                }
-            };
+        let Some(got) = got else { continue };
+        if got == want {
+            f.checksum = ChecksumStatus::Verified;
+            continue;
         }
+        if f.role == "image"
+            && let Some(index) = entry
+        {
+            let file = whole_file_checksum(&f.path);
+            if file == Some(want) {
+                f.checksum = ChecksumStatus::Verified;
+                continue;
+            }
+            mismatches.push(entry_checksum_mismatch(&f.path, index, want, got, file));
+            f.checksum = ChecksumStatus::Mismatch {
+                recorded: want,
+                actual: file.unwrap_or(got),
+            };
+            continue;
+        }
+        mismatches.push(checksum_mismatch(&f.path, want, got));
+        f.checksum = ChecksumStatus::Mismatch {
+            recorded: want,
+            actual: got,
+        };
     }
     for error in mismatches {
         a.findings.push(Finding {
@@ -521,5 +593,14 @@ fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
             incomplete: true,
             blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
         });
+    }
+}
+
+/// The checksum of the regular file at `path`, streamed; `None` when it
+/// cannot be read.
+fn whole_file_checksum(path: &Path) -> Option<u64> {
+    match open_regular(path) {
+        Ok(Some((file, _))) => file_checksum(&file, path).ok(),
+        _ => None,
     }
 }

@@ -313,6 +313,32 @@ pub(crate) fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
     )
 }
 
+/// The error for an image taken from entry `index` of the offload binary
+/// in the file at `path` (an application binary or a container, given for
+/// the capture's own image) where the descriptor's image checksum is
+/// `want`: neither the entry (`entry`) nor the whole file (`file`) hashes
+/// to it, and the message says which was hashed to what.
+pub(crate) fn entry_checksum_mismatch(
+    path: &Path,
+    index: usize,
+    want: u64,
+    entry: u64,
+    file: Option<u64>,
+) -> Error {
+    let file = file.map_or_else(
+        || "the file could not be hashed".to_string(),
+        |f| format!("the whole file has {f:016x}"),
+    );
+    Error::capture(
+        path,
+        format!(
+            "checksum mismatch: descriptor says {want:016x} for the capture's image, but the image \
+             taken from this file, entry #{index} of its offload binary, has {entry:016x}, and \
+             {file} (neither is the image recorded)"
+        ),
+    )
+}
+
 /// The xxh3-64 checksum of bytes (what the writer records).
 pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 pub use base::BaseOrigin;
 use offload::ImageOrigin;
 
+pub(crate) use assess::global_problem;
 pub use assess::{
     Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, output_problem,
 };

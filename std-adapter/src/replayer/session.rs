@@ -19,7 +19,7 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
-use crate::capture::Capture;
+use crate::capture::{Capture, global_problem};
 use crate::error::{Error, Result};
 use crate::layout::globals_segments;
 
@@ -84,6 +84,11 @@ impl<'c, E: Executor> Session<'c, E> {
             )
         })?;
         let (region, fresh) = reserve_region(exec, capture, base, len)?;
+        // Every check that needs no run comes before the image is loaded
+        // (its constructors run then): the snapshot's checksum here, the
+        // image's kernel and globals when the capture was opened.
+        let input = capture.input.read_into(exec, len)?;
+        capture.check_input(&input.as_ref()[..len])?;
         let image = exec.load_image(&capture.image).map_err(|e| {
             Error::executor(format!("loading {}", capture.image_path().display()), e)
         })?;
@@ -97,8 +102,6 @@ impl<'c, E: Executor> Session<'c, E> {
             )
         })?;
         let (global_segs, globals) = stage_globals(exec, capture, &image)?;
-        let input = capture.input.read_into(exec, len)?;
-        capture.check_input(&input.as_ref()[..len])?;
         let mut queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
@@ -338,24 +341,19 @@ fn stage_globals<E: Executor>(
     for g in capture.globals() {
         let info = exec
             .global(image, g.name)
-            .map_err(|e| Error::executor(format!("looking up global {}", g.name), e))?
-            .ok_or_else(|| {
-                Error::capture(
-                    &capture.paths.globals,
-                    format!("recorded global `{}` is absent from the image", g.name),
-                )
-            })?;
-        if info.size != g.bytes.len() as u64 {
-            return Err(Error::capture(
-                &capture.paths.globals,
-                format!(
-                    "recorded global `{}` has {} bytes, the image's has {}",
-                    g.name,
-                    g.bytes.len(),
-                    info.size
-                ),
-            ));
+            .map_err(|e| Error::executor(format!("looking up global {}", g.name), e))?;
+        if let Some(e) = global_problem(
+            &capture.paths.globals,
+            capture.image_path(),
+            g.name,
+            g.bytes.len(),
+            info.as_ref().map(|i| i.size),
+        ) {
+            return Err(e);
         }
+        let Some(info) = info else {
+            return Err(Error::Internal("a global checked present went missing"));
+        };
         recorded.push((info.addr, g.bytes));
     }
     let (segs, len) = globals_segments(recorded.iter().map(|(a, b)| (*a, b.len() as u64)))?;
