@@ -108,7 +108,7 @@ pub fn resolve_ranges(
     let ranges = &spec.ranges;
     let element = spec.tolerance.dtype.map(|t| (t, t.size() as u64));
     let whole = |setting: Setting, value: String, n: u64| match element {
-        Some((t, size)) if n % size != 0 => Err(Error::BadOption {
+        Some((t, size)) if !n.is_multiple_of(size) => Err(Error::BadOption {
             setting,
             value,
             problem: format!("{n} bytes is no whole number of {t} elements ({size} bytes each)"),
