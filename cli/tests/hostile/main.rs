@@ -17,6 +17,7 @@ mod checksums;
 mod damaged;
 mod killed;
 mod limits;
+mod static_checks;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
