@@ -155,7 +155,7 @@ fn demo<E: AnyExecutor>(
     // so the steps on stdout stay as they are).
     let say = |what: &str| {
         if bytes >= 16 << 20 {
-            eprintln!("      {what}");
+            note!("      {what}");
         }
     };
     say(&format!(
@@ -243,8 +243,9 @@ fn demo<E: AnyExecutor>(
             {
                 me = format!("REPRISE_HSA_LIBRARY={} {me}", lib.to_string_lossy());
             }
+            out!();
             out!(
-                "\nreplay it yourself:  {me} replay --verify {}",
+                "replay it yourself:  {me} replay --verify {}",
                 descriptor.display()
             );
             out!("look inside:         {me} inspect {}", descriptor.display());

@@ -216,7 +216,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "problems": problems,
             "notes": notes,
         });
-        out!(
+        out_text!(
             "{}",
             serde_json::to_string_pretty(&out).expect("JSON values serialize")
         );

@@ -68,7 +68,19 @@ enum Command {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format_timestamp(None)
+        .format(|buf, r| {
+            use std::io::Write as _;
+            // The library's messages name files and kernels: escaped as
+            // everything reprise prints.
+            let text = r.args().to_string();
+            writeln!(
+                buf,
+                "[{:<5} {}] {}",
+                r.level(),
+                r.target(),
+                ui::shown(&text)
+            )
+        })
         .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -110,10 +110,10 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     }
     let backend = builder.resolved_backend()?;
     for m in reprise_std::list::marked_args(rec) {
-        eprintln!("warning: {}: {m}", a.file.display());
+        note!("warning: {}: {m}", a.file.display());
     }
     if let (BackendKind::Host, Some(d)) = (backend, a.device_id) {
-        eprintln!(
+        note!(
             "warning: --device-id {d} is ignored: the host executor has no devices to choose from"
         );
     }

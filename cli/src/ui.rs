@@ -6,11 +6,42 @@
 /// by SIGPIPE) when stdout is closed, e.g. piped into `head`, instead of
 /// panicking.
 macro_rules! out {
+    () => {
+        out_text!()
+    };
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        if writeln!(std::io::stdout(), $($t)*).is_err() {
+        let line = $crate::ui::shown(&format!($($t)*)).into_owned();
+        if writeln!(std::io::stdout(), "{line}").is_err() {
             std::process::exit(141);
         }
+    }};
+}
+
+/// `out!` for text whose line breaks are its own (pretty JSON, whose
+/// strings serde_json escaped, or a heading after a blank line): any other
+/// control character or bidirectional override is written as a JSON
+/// escape (`\u009b`), which keeps JSON valid.
+macro_rules! out_text {
+    () => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout()).is_err() {
+            std::process::exit(141);
+        }
+    }};
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let text = $crate::ui::shown_text(&format!($($t)*)).into_owned();
+        if writeln!(std::io::stdout(), "{text}").is_err() {
+            std::process::exit(141);
+        }
+    }};
+}
+
+/// `eprintln!` through [`ui::shown`]: a warning or note on stderr, one line.
+macro_rules! note {
+    ($($t:tt)*) => {{
+        eprintln!("{}", $crate::ui::shown(&format!($($t)*)));
     }};
 }
 
@@ -20,18 +51,62 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::CliError;
 
+/// `text` as it may be printed: every control character (line breaks,
+/// carriage returns, escape sequences, DEL and the C1 controls) and every
+/// bidirectional override escaped as Rust writes them (`\n`, `\u{1b}`),
+/// so that no string read from a file (a kernel name, an offload triple,
+/// a metadata name, a path) can draw on the terminal, forge a line, or set
+/// its title. Everything reprise prints passes through here once:
+/// [`out!`], `note!` and [`print_error`].
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether `c` must not reach a terminal as it is.
+fn unsafe_char(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// [`shown`] for text whose line breaks are its own: they stay, and every
+/// other unsafe character becomes a JSON escape (`\u009b`).
+pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && unsafe_char(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c != '\n' && unsafe_char(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Prints an error and its causes to stderr, settings named by their flags.
 pub fn print_error(e: &CliError) {
-    let mut shown = e.to_string();
-    eprintln!("error: {shown}");
+    let mut shown_text = e.to_string();
+    eprintln!("error: {}", shown(&shown_text));
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         // Messages that already include their cause do not repeat it.
         let text = s.to_string();
-        if !shown.ends_with(&text) {
-            eprintln!("  caused by: {text}");
+        if !shown_text.ends_with(&text) {
+            eprintln!("  caused by: {}", shown(&text));
         }
-        shown = text;
+        shown_text = text;
         source = s.source();
     }
 }

@@ -339,15 +339,17 @@ pub fn print(o: &Outcome) {
     let m = match o {
         Outcome::Measured(m) => m,
         Outcome::Skipped(why) => {
-            out!("\ninterposer (per launch, same run): skipped: {why}");
+            out!();
+            out!("interposer (per launch, same run): skipped: {why}");
             return;
         }
         Outcome::Failed(why) => {
-            out!("\ninterposer (per launch, same run): failed: {why}");
+            out!();
+            out!("interposer (per launch, same run): failed: {why}");
             return;
         }
     };
-    out!(
+    out_text!(
         "\ninterposer (per launch, same run): saxpy over {} elements launched and synchronized \
          through libcuda.so.1 (dlopen + dlsym); medians\n",
         m.elements
@@ -374,7 +376,7 @@ pub fn print(o: &Outcome) {
         &m.recorded,
         Some(m.recorded_vs_plain()),
     );
-    out!(
+    out_text!(
         "\ncapture per recorded launch: {} ({} captures)",
         crate::ui::human_bytes(m.capture_bytes),
         m.captures

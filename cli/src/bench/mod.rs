@@ -217,7 +217,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         plot(p, &results)?;
     }
     if a.json {
-        out!(
+        out_text!(
             "{}",
             serde_json::to_string_pretty(&to_json(
                 &results,
@@ -298,7 +298,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     out!("recording cost on the {backend} executor (launching thread; medians)");
     out!("  plain launch: a whole launch and synchronize, unrecorded;");
     out!("  the three schedules: what recording adds to it (recorded minus plain);");
-    out!(
+    out_text!(
         "  copy bound: both snapshots memcpy'd once on the host, a yardstick (a schedule that\n  \
          hands copies to other threads can beat it)\n"
     );
@@ -321,7 +321,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
         );
     }
     if results.iter().any(|r| r.staged.is_some()) {
-        out!("\ndevice-side staging of the snapshot before the kernel\n");
+        out_text!("\ndevice-side staging of the snapshot before the kernel\n");
         out!("| size | async + background | same, staged on the device | staged / not |");
         out!("| ---: | ---: | ---: | ---: |");
         for r in results {
@@ -338,7 +338,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             }
         }
     }
-    out!("\nreplay from a warm page cache (open, verify checksums, map, launch)\n");
+    out_text!("\nreplay from a warm page cache (open, verify checksums, map, launch)\n");
     out!("| size | replay | read its files | replay / read |");
     out!("| ---: | ---: | ---: | ---: |");
     for r in results {
@@ -355,7 +355,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     } else {
         "one copy of the snapshot on the device"
     };
-    out!(
+    out_text!(
         "\nrepeated replay: what one more repetition costs beyond its kernel (restore region \
          and globals, launch, wait) against {yardstick}\n"
     );
@@ -370,7 +370,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             r.repetition_vs_copy()
         );
     }
-    out!(
+    out_text!(
         "\nmemcpy between warm buffers: {:.1} GB/s",
         results
             .last()

@@ -171,7 +171,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     drop(progress);
     let report = outcome?;
     if a.json {
-        out!("{}", report::json(&capture, &report, &a));
+        out_text!("{}", report::json(&capture, &report, &a));
     } else {
         for line in report::table(&report) {
             out!("{line}");
@@ -195,14 +195,14 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         (Some(_), _) => ExitCode::from(130),
         (None, Verdict::Usable) => ExitCode::SUCCESS,
         (None, Verdict::AllDiffer) => {
-            eprintln!(
+            note!(
                 "error: {}: no configuration verified: every output differs from the recorded one",
                 a.file.display()
             );
             ExitCode::from(1)
         }
         (None, Verdict::NoneRan) => {
-            eprintln!(
+            note!(
                 "error: {}: no configuration ran (each was refused or failed, the recorded one \
                  included)",
                 a.file.display()
