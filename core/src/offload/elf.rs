@@ -50,11 +50,14 @@ pub fn elf_section<'a>(elf: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, Of
     let names = contents(str_off, str_size)?;
     for i in 0..shnum {
         let (name_at, offset, size) = header(i)?;
+        // Compared in the time of `name`'s length, not of what follows in
+        // the table (every header may name the same long string).
         let Some(rest) = names.get(name_at as usize..) else {
             continue;
         };
-        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
-        if &rest[..end] == name.as_bytes() {
+        let here = rest.get(..name.len()) == Some(name.as_bytes())
+            && rest.get(name.len()).is_none_or(|&c| c == 0);
+        if here {
             return contents(offset, size).map(Some);
         }
     }

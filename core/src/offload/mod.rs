@@ -14,7 +14,10 @@
 //! binary after another, each starting 8-byte aligned.
 //!
 //! Reading never panics and never reads out of bounds: every offset and
-//! size is checked against the bytes given.
+//! size is checked against the bytes given. Nor does the work grow past
+//! the input: at most [`MAX_ENTRIES`] entries, whose images add up to at
+//! most the input's length (or [`MIN_IMAGES_LIMIT`]), each with at most
+//! [`MAX_STRINGS`] strings of at most [`MAX_STRING_LEN`] bytes.
 //!
 //! ```
 //! # #[cfg(feature = "alloc")] {
@@ -52,6 +55,24 @@ pub const MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];
 const HEADER: usize = 32;
 const ENTRY: usize = 40;
 
+/// How many entries [`entries`] reads from one input, all its binaries
+/// together. LLVM writes one per target triple and architecture.
+pub const MAX_ENTRIES: usize = 1024;
+
+/// How many string pairs one entry may have. LLVM writes `triple` and
+/// `arch` (and a few more in later versions).
+pub const MAX_STRINGS: u64 = 256;
+
+/// How long a string of an entry may be, its NUL left out. Triples,
+/// architectures and feature lists are far shorter.
+pub const MAX_STRING_LEN: usize = 4096;
+
+/// What the entries' images may add up to, at least: the limit is the
+/// larger of this and the input's length. An image that several entries
+/// share counts once for each, as each is one more image to write out or
+/// look into.
+pub const MIN_IMAGES_LIMIT: u64 = 64 << 20;
+
 /// Why an offload binary (or the ELF file holding one) cannot be read.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +105,21 @@ pub enum OffloadError {
     },
     /// An ELF file's section headers cannot be read.
     BadElf(&'static str),
+    /// More of something than the limit: entries ([`MAX_ENTRIES`]), or
+    /// string pairs in one entry ([`MAX_STRINGS`]).
+    TooMany {
+        /// What: `entries`, `string pairs in one entry`.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// The entries' images add up to more than the limit: the larger of
+    /// the input's length and [`MIN_IMAGES_LIMIT`] (entries that share an
+    /// image each count it).
+    ImagesTooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for OffloadError {
@@ -107,9 +143,22 @@ impl fmt::Display for OffloadError {
             ),
             OffloadError::BadString { offset } => write!(
                 f,
-                "the offload binary's string at byte {offset} is not a NUL-terminated UTF-8 string"
+                "the offload binary's string at byte {offset} is not a NUL-terminated UTF-8 string \
+                 of at most {MAX_STRING_LEN} bytes"
             ),
             OffloadError::BadElf(what) => write!(f, "the ELF file's {what} cannot be read"),
+            OffloadError::TooMany { what, limit } => {
+                write!(
+                    f,
+                    "the offload binary holds more than {limit} {what} (the limit)"
+                )
+            }
+            OffloadError::ImagesTooLarge { limit } => write!(
+                f,
+                "the offload binary's entries' images add up to more than {limit} bytes (the \
+                 limit: the larger of its size and {MIN_IMAGES_LIMIT} bytes; an image that \
+                 several entries share counts for each)"
+            ),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Reading a section's offload binaries: [`entries`] iterates over their
 //! [`Entry`]s, every offset and size checked against the bytes given.
 
-use super::{ENTRY, HEADER, ImageFormat, MAGIC, OffloadError, Producer};
+use super::{
+    ENTRY, HEADER, ImageFormat, MAGIC, MAX_ENTRIES, MAX_STRING_LEN, MAX_STRINGS, MIN_IMAGES_LIMIT,
+    OffloadError, Producer,
+};
 
 /// One entry of an offload binary: an image and what it is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,12 +24,23 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    /// The value of string `key` (`triple`, `arch`), if the entry has one.
+    /// The value of string `key` (`triple`, `arch`), if the entry has one:
+    /// of the first pair whose key is `key` and whose value is a string.
+    /// Each key is compared in the time of `key`'s length.
     pub fn get(&self, key: &str) -> Option<&'a str> {
-        self.strings()
-            .filter_map(Result::ok)
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v)
+        let (at, count) = self.strings;
+        let key = key.as_bytes();
+        (0..count).find_map(|i| {
+            let pair = at.checked_add(i.saturating_mul(16))?;
+            let k = usize::try_from(read_u64(self.binary, pair, "string table").ok()?).ok()?;
+            let matches = self.binary.get(k..k.checked_add(key.len())?) == Some(key)
+                && self.binary.get(k + key.len()) == Some(&0);
+            if !matches {
+                return None;
+            }
+            let value = read_u64(self.binary, pair.checked_add(8)?, "string table").ok()?;
+            string(self.binary, value).ok()
+        })
     }
 
     /// The target triple (`x86_64-pc-linux-gnu`, `nvptx64-nvidia-cuda`,
@@ -94,7 +108,8 @@ fn string(b: &[u8], at: u64) -> Result<&str, OffloadError> {
         .ok()
         .filter(|&s| s < b.len())
         .ok_or(OffloadError::BadString { offset: at })?;
-    let len = b[start..]
+    let rest = &b[start..];
+    let len = rest[..rest.len().min(MAX_STRING_LEN + 1)]
         .iter()
         .position(|&c| c == 0)
         .ok_or(OffloadError::BadString { offset: at })?;
@@ -110,6 +125,8 @@ pub fn entries(section: &[u8]) -> Entries<'_> {
         at: 0,
         binary: None,
         failed: false,
+        read: 0,
+        images: 0,
     }
 }
 
@@ -123,6 +140,10 @@ pub struct Entries<'a> {
     /// and the entry count.
     binary: Option<(usize, &'a [u8], u64, u64, u64)>,
     failed: bool,
+    /// How many entries were read.
+    read: usize,
+    /// What their images add up to.
+    images: u64,
 }
 
 impl<'a> Entries<'a> {
@@ -206,6 +227,12 @@ impl<'a> Entries<'a> {
                 size,
             });
         }
+        if strings > MAX_STRINGS {
+            return Err(OffloadError::TooMany {
+                what: "string pairs in one entry",
+                limit: MAX_STRINGS,
+            });
+        }
         let end = image_at
             .checked_add(image_size)
             .filter(|&e| e <= size)
@@ -227,6 +254,30 @@ impl<'a> Entries<'a> {
     }
 }
 
+impl<'a> Entries<'a> {
+    /// `entry`, counted: an error past [`MAX_ENTRIES`] entries or when the
+    /// images read add up to more than the limit.
+    fn bounded(
+        &mut self,
+        entry: Result<Entry<'a>, OffloadError>,
+    ) -> Result<Entry<'a>, OffloadError> {
+        let entry = entry?;
+        self.read += 1;
+        if self.read > MAX_ENTRIES {
+            return Err(OffloadError::TooMany {
+                what: "entries",
+                limit: MAX_ENTRIES as u64,
+            });
+        }
+        let limit = MIN_IMAGES_LIMIT.max(self.section.len() as u64);
+        self.images = self.images.saturating_add(entry.image.len() as u64);
+        if self.images > limit {
+            return Err(OffloadError::ImagesTooLarge { limit });
+        }
+        Ok(entry)
+    }
+}
+
 impl<'a> Iterator for Entries<'a> {
     type Item = Result<Entry<'a>, OffloadError>;
 
@@ -239,7 +290,11 @@ impl<'a> Iterator for Entries<'a> {
                 && index < count
             {
                 self.binary = Some((start, binary, table, index + 1, count));
-                let r = Self::read_entry(start, binary, table + index * ENTRY as u64);
+                let r = self.bounded(Self::read_entry(
+                    start,
+                    binary,
+                    table + index * ENTRY as u64,
+                ));
                 self.failed = r.is_err();
                 return Some(r);
             }

@@ -158,3 +158,184 @@ fn finds_sections_of_elf_files() {
         let _ = elf_section(&elf[..cut], ".llvm.offloading");
     }
 }
+
+/// An offload binary of `entries` entries that share one image of
+/// `image_len` bytes and one string table of `pairs`.
+#[cfg(feature = "alloc")]
+fn sharing(entries: usize, image_len: usize, pairs: &[(&[u8], &[u8])]) -> alloc::vec::Vec<u8> {
+    let strings_at = HEADER + entries * ENTRY;
+    let text_at = strings_at + pairs.len() * 16;
+    let mut table = alloc::vec::Vec::new();
+    let mut text = alloc::vec::Vec::new();
+    for (k, v) in pairs {
+        for s in [k, v] {
+            table.extend_from_slice(&((text_at + text.len()) as u64).to_le_bytes());
+            text.extend_from_slice(s);
+        }
+    }
+    let image_at = (text_at + text.len()).next_multiple_of(8);
+    let size = image_at + image_len;
+    let mut b = alloc::vec::Vec::with_capacity(size);
+    b.extend_from_slice(&MAGIC);
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for v in [size, HEADER, entries * ENTRY] {
+        b.extend_from_slice(&(v as u64).to_le_bytes());
+    }
+    for _ in 0..entries {
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        for v in [strings_at, pairs.len(), image_at, image_len] {
+            b.extend_from_slice(&(v as u64).to_le_bytes());
+        }
+    }
+    b.extend_from_slice(&table);
+    b.extend_from_slice(&text);
+    b.resize(size, 0xee);
+    b
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn thousands_of_entries_sharing_an_image_stop_at_the_limit() {
+    let pairs: &[(&[u8], &[u8])] = &[(b"triple\0", b"x86_64-pc-linux-gnu\0")];
+    let b = sharing(MAX_ENTRIES * 8, 4096, pairs);
+    let mut read = 0;
+    let mut last = None;
+    for e in entries(&b) {
+        match e {
+            Ok(e) => {
+                read += 1;
+                assert_eq!(e.triple(), Some("x86_64-pc-linux-gnu"));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    assert_eq!(read, MAX_ENTRIES, "the entries up to the limit read");
+    let e = last.expect("an error past the limit");
+    assert_eq!(
+        e,
+        OffloadError::TooMany {
+            what: "entries",
+            limit: 1024
+        }
+    );
+    assert!(
+        alloc::format!("{e}").contains("more than 1024 entries (the limit)"),
+        "{e}"
+    );
+    // Exactly the limit reads whole.
+    let b = sharing(MAX_ENTRIES, 16, pairs);
+    assert_eq!(entries(&b).filter(|e| e.is_ok()).count(), MAX_ENTRIES);
+    assert!(entries(&b).all(|e| e.is_ok()));
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn shared_images_add_up_to_a_limit() {
+    // 100 entries on one 1 MiB image: 100 MiB of images in 1 MiB.
+    let b = sharing(100, 1 << 20, &[]);
+    let read: alloc::vec::Vec<_> = entries(&b).collect();
+    assert_eq!(read.iter().filter(|e| e.is_ok()).count(), 64);
+    assert_eq!(
+        read.last(),
+        Some(&Err(OffloadError::ImagesTooLarge { limit: 64 << 20 }))
+    );
+    let text = alloc::format!("{}", read.last().unwrap().as_ref().unwrap_err());
+    assert!(
+        text.contains("more than 67108864 bytes (the limit"),
+        "{text}"
+    );
+    // One entry's image as large as the input is fine, however large.
+    let b = sharing(1, (64 << 20) + 1, &[]);
+    assert!(entries(&b).all(|e| e.is_ok()));
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn strings_are_bounded_and_keys_compared_exactly() {
+    let long = alloc::vec![b'x'; MAX_STRING_LEN];
+    let mut longest = long.clone();
+    longest.push(0);
+    let mut too_long = long.clone();
+    too_long.extend_from_slice(b"x\0");
+    let pairs: &[(&[u8], &[u8])] = &[
+        (b"triplex\0", b"no\0"),
+        (b"arch\0", &too_long),
+        (b"arch\0", b"sm_90\0"),
+        (b"triple\0", &longest),
+        (b"triple\0", b"second\0"),
+    ];
+    let b = sharing(1, 8, pairs);
+    let e = entries(&b).next().unwrap().unwrap();
+    // `triplex` is no `triple`; the first value that is a string wins.
+    assert_eq!(e.triple().map(str::len), Some(MAX_STRING_LEN));
+    // A value past the length limit is no string; the next `arch` is.
+    assert_eq!(e.arch(), Some("sm_90"));
+    let bad: alloc::vec::Vec<_> = e.strings().filter_map(Result::err).collect();
+    assert_eq!(bad.len(), 1);
+    assert!(alloc::format!("{}", bad[0]).contains("of at most 4096 bytes"));
+    // A key at the very end without its NUL is no key.
+    let b = sharing(1, 0, &[(b"triple\0", b"x\0"), (b"arch", b"")]);
+    let e = entries(&b).next().unwrap().unwrap();
+    assert_eq!((e.triple(), e.arch()), (Some("x"), None));
+    // More string pairs than the limit: an error.
+    let many: alloc::vec::Vec<(&[u8], &[u8])> = (0..=MAX_STRINGS)
+        .map(|_| (&b"k\0"[..], &b"v\0"[..]))
+        .collect();
+    let b = sharing(1, 8, &many);
+    assert_eq!(
+        entries(&b).next(),
+        Some(Err(OffloadError::TooMany {
+            what: "string pairs in one entry",
+            limit: MAX_STRINGS
+        }))
+    );
+    let b = sharing(1, 8, &many[1..]);
+    assert_eq!(entries(&b).next().unwrap().unwrap().strings().count(), 256);
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn section_names_are_compared_exactly() {
+    // Thousands of headers naming one long string that starts like the
+    // section's name: none is the section, and each costs the name's
+    // length.
+    let mut elf = alloc::vec![0u8; 64];
+    elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    let mut names = b"\0.llvm.offloading".to_vec();
+    names.resize(200_000, b'x');
+    let names_at = elf.len();
+    elf.extend_from_slice(&names);
+    let shoff = elf.len().next_multiple_of(8);
+    elf.resize(shoff, 0);
+    let section = |name: u32, off: usize, size: usize| {
+        let mut h = [0u8; 64];
+        h[..4].copy_from_slice(&name.to_le_bytes());
+        h[0x18..0x20].copy_from_slice(&(off as u64).to_le_bytes());
+        h[0x20..0x28].copy_from_slice(&(size as u64).to_le_bytes());
+        h
+    };
+    elf.extend_from_slice(&[0u8; 64]);
+    elf.extend_from_slice(&section(0, names_at, names.len()));
+    let headers = 20_000u16;
+    for _ in 2..headers {
+        elf.extend_from_slice(&section(1, names_at, 8));
+    }
+    elf[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+    elf[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+    elf[0x3c..0x3e].copy_from_slice(&headers.to_le_bytes());
+    elf[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(elf_section(&elf, ".llvm.offloading"), Ok(None));
+    // The name running to the table's end, without a NUL, still names it
+    // (the name table cut right after the name).
+    let mut short = elf.clone();
+    let last = short.len() - 64;
+    let first = shoff + 64;
+    short[first + 0x20..first + 0x28].copy_from_slice(&17u64.to_le_bytes());
+    short[last..last + 4].copy_from_slice(&1u32.to_le_bytes());
+    assert_eq!(
+        elf_section(&short, ".llvm.offloading"),
+        Ok(Some(&short[names_at..names_at + 8]))
+    );
+}
