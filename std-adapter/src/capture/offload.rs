@@ -4,8 +4,20 @@
 //! architecture, and LLVM 16's recorder never saves one beside its
 //! captures. [`images_in`] lists a file's entries with the kernels each
 //! defines; [`image_for`] picks the one that holds a capture's kernel.
+//!
+//! A file is untrusted input, and a small one can describe much: thousands
+//! of entries sharing one large image. So the images borrow the file's
+//! bytes ([`ImageBytes`]) instead of each copying its own, each distinct
+//! image (byte range) is looked into for its kernels once, and the reader
+//! bounds the rest ([`reprise_core::offload`]: at most
+//! [`offload::MAX_ENTRIES`] entries, whose images add up to at most the
+//! file's section, or [`offload::MIN_IMAGES_LIMIT`]), an error naming the
+//! file and the limit past it.
 
+use std::collections::HashMap;
+use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use reprise_core::image::{EM_AMDGPU, EM_CUDA, EM_X86_64, ImageKind, sniff};
 use reprise_core::offload::{self, ImageFormat};
@@ -21,6 +33,55 @@ pub const APPLICATION_LIMIT: u64 = 4 << 30;
 /// in.
 pub const SECTION: &str = ".llvm.offloading";
 
+/// The bytes of one device image: a range of the file read, shared by
+/// every image of that file (cloning one copies nothing).
+#[derive(Clone)]
+pub struct ImageBytes {
+    file: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+impl ImageBytes {
+    /// Where the image is in the file.
+    pub fn offset(&self) -> usize {
+        self.range.start
+    }
+}
+
+impl Deref for ImageBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // The range was cut from this very file (`images`).
+        self.file.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
+impl AsRef<[u8]> for ImageBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq for ImageBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ImageBytes {}
+
+impl std::fmt::Debug for ImageBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ImageBytes({} bytes at offset {})",
+            self.range.len(),
+            self.range.start
+        )
+    }
+}
+
 /// One device image an application binary (or offload container) holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceImage {
@@ -35,10 +96,11 @@ pub struct DeviceImage {
     pub format: ImageFormat,
     /// What the image is, from its bytes.
     pub kind: ImageKind,
-    /// The kernels it defines (empty when they cannot be told).
-    pub kernels: Vec<String>,
-    /// The image.
-    pub bytes: Vec<u8>,
+    /// The kernels it defines (empty when they cannot be told); entries
+    /// that share an image share the list.
+    pub kernels: Arc<[String]>,
+    /// The image, borrowed from the file.
+    pub bytes: ImageBytes,
 }
 
 impl DeviceImage {
@@ -107,25 +169,47 @@ pub fn kernels_of(image: &[u8]) -> Vec<String> {
     }
 }
 
-/// The device images in the offload container `bytes` (the contents of a
-/// `.llvm.offloading` section, or a container file), for messages about
-/// `path`.
-fn entries(bytes: &[u8], path: &Path) -> Result<Vec<DeviceImage>> {
-    offload::entries(bytes)
+/// The device images in the offload container `section` (the contents of
+/// a `.llvm.offloading` section of `file`, or all of a container file), for
+/// messages about `path`. Each distinct image (offset and length) is
+/// sniffed and looked into for its kernels once, however many entries
+/// share it.
+fn entries(file: &Arc<Vec<u8>>, section: &[u8], path: &Path) -> Result<Vec<DeviceImage>> {
+    let mut seen: HashMap<(usize, usize), Looked> = HashMap::new();
+    offload::entries(section)
         .enumerate()
         .map(|(index, e)| {
             let e = e.map_err(|e| Error::capture(path, e.to_string()))?;
+            let start = offset_in(file, e.image);
+            let range = start..start + e.image.len();
+            let (kind, kernels) = seen
+                .entry((range.start, range.len()))
+                .or_insert_with(|| (sniff(e.image), kernels_of(e.image).into()))
+                .clone();
             Ok(DeviceImage {
                 index,
                 triple: e.triple().unwrap_or("").to_string(),
                 arch: e.arch().unwrap_or("").to_string(),
                 format: e.format,
-                kind: sniff(e.image),
-                kernels: kernels_of(e.image),
-                bytes: e.image.to_vec(),
+                kind,
+                kernels,
+                bytes: ImageBytes {
+                    file: Arc::clone(file),
+                    range,
+                },
             })
         })
         .collect()
+}
+
+/// What an image is and the kernels it defines, found once per image.
+type Looked = (ImageKind, Arc<[String]>);
+
+/// Where `inner`, a subslice of `outer`, starts in it.
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    // Addresses compared, never dereferenced: `inner` was cut from
+    // `outer` by the offload reader.
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
 }
 
 /// The device images `path` holds: the entries of an application binary's
@@ -139,6 +223,7 @@ pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
             std::io::Error::from(std::io::ErrorKind::NotFound),
         )
     })?;
+    let bytes = Arc::new(bytes);
     let images = contained(&bytes, path)?.ok_or_else(|| {
         Error::capture(
             path,
@@ -160,12 +245,12 @@ pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
 
 /// The entries of `bytes` when it is an offload container or an ELF file
 /// with a `.llvm.offloading` section; `None` when it is neither.
-fn contained(bytes: &[u8], path: &Path) -> Result<Option<Vec<DeviceImage>>> {
+fn contained(bytes: &Arc<Vec<u8>>, path: &Path) -> Result<Option<Vec<DeviceImage>>> {
     if sniff(bytes) == ImageKind::OffloadBinary {
-        return entries(bytes, path).map(Some);
+        return entries(bytes, bytes, path).map(Some);
     }
     match offload::elf_section(bytes, SECTION).map_err(|e| Error::capture(path, e.to_string()))? {
-        Some(section) => entries(section, path).map(Some),
+        Some(section) => entries(bytes, section, path).map(Some),
         None => Ok(None),
     }
 }
@@ -197,7 +282,10 @@ pub fn image_for(
             std::io::Error::from(std::io::ErrorKind::NotFound),
         )
     })?;
+    let bytes = Arc::new(bytes);
     let Some(images) = contained(&bytes, path)? else {
+        // Nothing borrows the bytes any more: no copy.
+        let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
         return Ok((
             bytes,
             ImageOrigin {
@@ -216,7 +304,7 @@ pub fn image_for(
                 path: path.to_path_buf(),
                 entry: Some((one.index, one.triple.clone(), one.arch.clone())),
             };
-            Ok((one.bytes.clone(), origin))
+            Ok((one.bytes.to_vec(), origin))
         }
         many => {
             let held = images
