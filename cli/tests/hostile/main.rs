@@ -17,6 +17,7 @@ mod checksums;
 mod damaged;
 mod killed;
 mod limits;
+mod shared_ranges;
 mod static_checks;
 
 use std::path::{Path, PathBuf};
