@@ -331,9 +331,11 @@ pub fn assess(
         problem(
             &mut a,
             match base_origin {
-                Some(BaseOrigin::Ambiguous { candidates }) => {
-                    Error::AmbiguousRegionBase { path, candidates }
-                }
+                Some(BaseOrigin::Ambiguous { candidates }) => Error::AmbiguousRegionBase {
+                    path,
+                    candidates: candidates.named().to_vec(),
+                    total: candidates.total,
+                },
                 _ => Error::NoRegionBase { path },
             },
         );

@@ -76,13 +76,7 @@ impl Candidates {
 
 impl std::fmt::Display for Candidates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, b) in self.named().iter().enumerate() {
-            write!(f, "{}{b:#x}", if i == 0 { "" } else { ", " })?;
-        }
-        if self.total > self.len as u64 {
-            write!(f, " (and {} more)", self.total - self.len as u64)?;
-        }
-        Ok(())
+        crate::error::write_addresses(f, self.named(), self.total)
     }
 }
 
@@ -277,6 +271,12 @@ pub enum Derivation {
     Ambiguous(Candidates),
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How often this thread read a directory's siblings.
+    pub(crate) static SIBLING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The descriptors without a base in one directory (LLVM 16's), each read
 /// once however many captures of the directory derive their base from
 /// them; at most 256, in name order.
@@ -290,7 +290,7 @@ impl Siblings {
     /// bare file name's is `.`), itself left out when derived from.
     pub fn of(descriptor: &Path) -> Siblings {
         #[cfg(test)]
-        tests::SIBLING_READS.with(|c| c.set(c.get() + 1));
+        SIBLING_READS.with(|c| c.set(c.get() + 1));
         let dir = match descriptor.parent() {
             Some(d) if d.as_os_str().is_empty() => Path::new("."),
             Some(d) => d,
@@ -459,41 +459,6 @@ pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    thread_local! {
-        /// How often this thread read a directory's siblings.
-        pub(super) static SIBLING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    }
-
-    #[test]
-    fn a_directory_listing_reads_the_siblings_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let n = 40;
-        for i in 0..n {
-            let p = B + i * 8000;
-            std::fs::write(
-                dir.path().join(format!("k{i:03}.json")),
-                format!(
-                    "{{\"ArgOffsets\":[0,0],\"ArgPtrs\":[1000,{p}],\"DeviceId\":0,\
-                     \"DeviceMemorySize\":{},\"LoopTripCount\":1000,\"Name\":\"k{i}\",\
-                     \"NumArgs\":2,\"NumTeamsClause\":0,\"ThreadLimitClause\":0}}",
-                    (i + 1) * 8000
-                ),
-            )
-            .unwrap();
-        }
-        SIBLING_READS.with(|c| c.set(0));
-        let entries = crate::list::scan(dir.path(), false).unwrap();
-        assert_eq!(SIBLING_READS.with(|c| c.get()), 1);
-        let mut derived = 0;
-        for e in &entries {
-            if let crate::list::Entry::Capture(d) = e {
-                assert_eq!(d.record.region_base, Some(B), "{:?}", d.base_origin);
-                derived += 1;
-            }
-        }
-        assert_eq!(derived, n);
-    }
 
     fn record(ptrs: &[i64], size: u64) -> KernelRecord {
         let mut r = KernelRecord::new("k").unwrap();

@@ -131,8 +131,10 @@ pub enum Error {
     AmbiguousRegionBase {
         /// The descriptor.
         path: PathBuf,
-        /// The bases possible.
-        candidates: crate::capture::base::Candidates,
+        /// The bases possible, most likely first (the first few).
+        candidates: Vec<u64>,
+        /// How many are possible in all.
+        total: u64,
     },
     /// The descriptor's `ArgPtrs` are not the kernel's arguments but the
     /// addresses of the recording runtime's own array of them, 8 bytes
@@ -550,16 +552,26 @@ impl Error {
                 f,
                 "{what}: {bytes} bytes cannot be allocated (not enough memory)"
             ),
-            Error::AmbiguousRegionBase { path, candidates } => write!(
-                f,
-                "{}: the descriptor records no region address (LLVM 16 writes none), and {} \
-                 page + 0x10 addresses put its pointer arguments inside the snapshot with \
-                 nothing to tell them apart (a later launch of a kernel whose file LLVM \
-                 overwrote, say): {candidates}; give the base with {} (try them in this order)",
-                path.display(),
-                candidates.total,
-                (names.given)(Setting::RegionBase)
-            ),
+            Error::AmbiguousRegionBase {
+                path,
+                candidates,
+                total,
+            } => {
+                write!(
+                    f,
+                    "{}: the descriptor records no region address (LLVM 16 writes none), and \
+                     {total} page + 0x10 addresses put its pointer arguments inside the \
+                     snapshot with nothing to tell them apart (a later launch of a kernel whose \
+                     file LLVM overwrote, say): ",
+                    path.display(),
+                )?;
+                write_addresses(f, candidates, *total)?;
+                write!(
+                    f,
+                    "; give the base with {} (try them in this order)",
+                    (names.given)(Setting::RegionBase)
+                )
+            }
             Error::ArgumentsNotRecorded { path, first, count } => write!(
                 f,
                 "{}: ArgPtrs holds no argument values: its {count} entries are the addresses \
@@ -748,3 +760,19 @@ impl From<RecordError> for Error {
 
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Writes `named` addresses, comma-separated, and how many more of `total`
+/// there are.
+pub(crate) fn write_addresses(
+    f: &mut fmt::Formatter<'_>,
+    named: &[u64],
+    total: u64,
+) -> fmt::Result {
+    for (i, b) in named.iter().enumerate() {
+        write!(f, "{}{b:#x}", if i == 0 { "" } else { ", " })?;
+    }
+    if total > named.len() as u64 {
+        write!(f, " (and {} more)", total - named.len() as u64)?;
+    }
+    Ok(())
+}
