@@ -17,7 +17,8 @@ use crate::ui::human_bytes;
 /// per target triple and architecture: x86-64 shared objects for the host,
 /// cubins or PTX for NVIDIA GPUs, code objects for AMD GPUs. For each
 /// entry this prints its triple, architecture, kind, size and the kernels
-/// its symbols define, and writes it to DIR as `APP.TRIPLE[.ARCH].EXT`.
+/// its symbols define, and writes it to DIR as `APP.TRIPLE[.ARCH].EXT`
+/// (characters outside `[A-Za-z0-9_.-]` written as `_`).
 /// (`reprise replay --image APP` and `reprise inspect --image APP` take the
 /// entry for a capture's kernel without extracting anything.)
 #[derive(Args, Debug)]
@@ -66,8 +67,16 @@ pub fn run(a: ExtractArgs) -> Result<ExitCode> {
                 .filter(|o| o.triple == i.triple && o.arch == i.arch)
                 .count()
                 > 1;
-            let path = a.dir.join(i.file_name(&app, shared));
-            std::fs::write(&path, &i.bytes).map_err(|e| reprise::Error::io(&path, "write", e))?;
+            // Triples and architectures come from the file: no separator,
+            // control character or leading dot reaches the name, and no
+            // link at it is written through.
+            let name = reprise_std::store::safe_file_name(&i.file_name(&app, shared));
+            let path = a.dir.join(if name.is_empty() {
+                "image".into()
+            } else {
+                name
+            });
+            reprise_std::store::write_atomically(&path, &i.bytes, false)?;
             out!("    written to {}", path.display());
         }
     }

@@ -283,3 +283,81 @@ fn a_bare_descriptor_name_has_the_siblings_of_a_path() {
     };
     assert_eq!(run(name), run(&format!("./{name}")));
 }
+
+#[test]
+fn extract_names_files_from_untrusted_triples_safely() {
+    if need(
+        compiler(),
+        "extract_names_files_from_untrusted_triples_safely",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let bin = record("section", root.path());
+    let section = root.path().join("section.bin");
+    let st = std::process::Command::new("objcopy")
+        .arg(format!(
+            "--dump-section=.llvm.offloading={}",
+            section.display()
+        ))
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // An offload binary whose entry's triple climbs out of --dir, names a
+    // subdirectory and holds an escape sequence and a line break.
+    let evil = root.path().join("evil.bin");
+    let st = std::process::Command::new("clang-offload-packager-16")
+        .arg("-o")
+        .arg(&evil)
+        .arg(format!(
+            "--image=file={},triple=x86_64/../../escaped\u{1b}[2K\nx,kind=openmp",
+            section.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out_dir = root.path().join("deep/out");
+    std::fs::create_dir_all(out_dir.join("evil.bin.x86_64")).unwrap();
+    let out = reprise(&["extract", s(&evil), "--dir", s(&out_dir)]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+    // Nothing outside --dir, nothing in a subdirectory of it.
+    assert!(!root.path().join("escaped\u{1b}[2K\nx.bin").exists());
+    assert!(!root.path().join("deep/escaped\u{1b}[2K\nx.bin").exists());
+    let written: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "evil.bin.x86_64")
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(
+        written[0]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
+        "{written:?}"
+    );
+    assert!(
+        std::fs::read_dir(out_dir.join("evil.bin.x86_64"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    // A link at the output name is replaced, not written through.
+    let victim = root.path().join("victim");
+    std::fs::write(&victim, b"untouched").unwrap();
+    let name = out_dir.join(&written[0]);
+    std::fs::remove_file(&name).unwrap();
+    std::os::unix::fs::symlink(&victim, &name).unwrap();
+    assert_exit(&reprise(&["extract", s(&evil), "--dir", s(&out_dir)]), 0);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+    assert!(
+        std::fs::symlink_metadata(&name)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+}

@@ -52,10 +52,11 @@ pub struct CaptureData<'a> {
     pub image: &'a [u8],
 }
 
-/// A kernel name made safe for a file name: `[A-Za-z0-9_.-]` only, at most
-/// 80 characters (longer names are cut and suffixed with a hash).
-pub fn file_stem_for(name: &str) -> String {
-    let clean: String = name
+/// `text` made safe for a file name: every character outside
+/// `[A-Za-z0-9_.-]` (path separators, control characters, spaces) becomes
+/// `_`, and leading dots go (no hidden name, no `..`).
+pub fn safe_file_name(text: &str) -> String {
+    let clean: String = text
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
@@ -65,7 +66,13 @@ pub fn file_stem_for(name: &str) -> String {
             }
         })
         .collect();
-    let clean = clean.trim_start_matches('.').to_string();
+    clean.trim_start_matches('.').to_string()
+}
+
+/// A kernel name made safe for a file name ([`safe_file_name`]), at most
+/// 80 characters (longer names are cut and suffixed with a hash).
+pub fn file_stem_for(name: &str) -> String {
+    let clean = safe_file_name(name);
     let clean = if clean.is_empty() {
         "kernel".to_string()
     } else {
@@ -197,29 +204,166 @@ impl CaptureStore {
 
 /// Writes `bytes` to a hidden temporary file beside `path`, optionally
 /// flushes it to disk, and renames it to `path`.
+///
+/// The temporary file gets a fresh random name and is created with
+/// `O_CREAT | O_EXCL | O_NOFOLLOW` relative to the directory, opened once
+/// (`openat`), so no existing path is written through: a symbolic link
+/// planted at any name it could take (a capture's tarball can hold one) is
+/// refused, and another name drawn. It is then renamed into place with
+/// `renameat` in the same directory, which replaces a link at `path`
+/// rather than writing through it.
 pub fn write_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
+    use rustix::fs::{Mode, OFlags};
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!("{TEMP_PREFIX}{name}.{}", std::process::id()));
+        .ok_or_else(|| Error::capture(path, "is no file name to write"))?;
+    let io = |what: &'static str| move |e: rustix::io::Errno| Error::io(path, what, e.into());
+    #[cfg(test)]
+    if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
+        return Err(io("create")(rustix::io::Errno::IO));
+    }
+    let dirfd = rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(dir, "open directory", e.into()))?;
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
+    let mut attempt = 0;
+    let (tmp, fd) = loop {
+        let tmp = format!(
+            "{TEMP_PREFIX}{}.{:016x}",
+            name.to_string_lossy(),
+            fastrand::u64(..)
+        );
+        match rustix::fs::openat(&dirfd, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
+            Ok(fd) => break (tmp, fd),
+            Err(rustix::io::Errno::EXIST) if attempt < 16 => attempt += 1,
+            Err(e) => return Err(io("create")(e)),
+        }
+    };
     // Errors name the file the caller asked for; the temporary one is gone
     // by the time they are read.
     let result = (|| {
-        let mut f = File::create(&tmp).map_err(|e| Error::io(path, "create", e))?;
+        let mut f = File::from(fd);
         f.write_all(bytes)
             .map_err(|e| Error::io(path, "write", e))?;
         if fsync {
             f.sync_all().map_err(|e| Error::io(path, "sync", e))?;
         }
-        fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename into place", e))
+        drop(f);
+        rustix::fs::renameat(&dirfd, tmp.as_str(), &dirfd, name).map_err(io("rename into place"))
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(&dirfd, tmp.as_str(), rustix::fs::AtFlags::empty());
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Capture;
+    use reprise_core::BackendKind;
+
+    thread_local! {
+        /// The file name whose write this thread's next writes fail.
+        pub(super) static FAIL_WRITE: std::cell::RefCell<Option<String>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    fn record_of(name: &str, seq: u64) -> KernelRecord {
+        let mut r = KernelRecord::new(name).unwrap();
+        r.push_arg(0x2000_0000_0000).unwrap();
+        r.region_base = Some(0x2000_0000_0000);
+        r.backend = Some(BackendKind::Cuda);
+        r.launch_seq = Some(seq);
+        r
+    }
+
+    #[test]
+    fn an_image_removed_by_a_failed_write_is_never_linked_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CaptureStore::new(dir.path(), false).unwrap();
+        let pid = std::process::id();
+        let data_with = |image: &'static [u8]| CaptureData {
+            input: &[1; 8],
+            output: None,
+            globals: &[0, 0, 0, 0],
+            image,
+        };
+        // Capture k-PID-5 writes image A, then fails at its descriptor (an
+        // injected failure): its files, image A's among them, are removed.
+        FAIL_WRITE.with(|f| *f.borrow_mut() = Some(format!("k-{pid}-5.json")));
+        assert!(
+        store
+            .write(&mut record_of("k", 5), data_with(b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n// image A\n"))
+            .is_err()
+    );
+        FAIL_WRITE.with(|f| *f.borrow_mut() = None);
+        // The same name is free again and now holds image B ...
+        let b = store
+        .write(&mut record_of("k", 5), data_with(b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n// image B\n"))
+        .unwrap();
+        assert_eq!(
+            b.file_name().unwrap().to_string_lossy(),
+            format!("k-{pid}-5.json")
+        );
+        // ... so a capture of image A must not be linked to that file.
+        let a = store
+        .write(&mut record_of("k", 6), data_with(b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n// image A\n"))
+        .unwrap();
+        let image = CapturePaths::new(&a, Generation::Reprise).image;
+        assert_eq!(
+        std::fs::read(image).unwrap(),
+        b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n// image A\n"
+    );
+        assert!(Capture::open(&a).unwrap().checksums_verified);
+    }
+
+    #[test]
+    fn no_planted_link_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"untouched").unwrap();
+        let path = dir.path().join("k.replay_output");
+        // Links at the name the file takes, and at the temporary name a
+        // writer of this process once used.
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        std::os::unix::fs::symlink(
+            &victim,
+            dir.path().join(format!(
+                "{TEMP_PREFIX}k.replay_output.{}",
+                std::process::id()
+            )),
+        )
+        .unwrap();
+        for _ in 0..3 {
+            write_atomically(&path, b"replayed", true).unwrap();
+        }
+        assert_eq!(fs::read(&victim).unwrap(), b"untouched");
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_file());
+        assert_eq!(fs::read(&path).unwrap(), b"replayed");
+        // Nothing else left behind but the planted link.
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+    }
+
+    #[test]
+    fn names_from_files_lose_separators_controls_and_leading_dots() {
+        assert_eq!(
+            safe_file_name("app.x86_64/../../escaped\u{1b}[2K\n"),
+            "app.x86_64_.._.._escaped__2K_"
+        );
+        assert_eq!(safe_file_name("../x"), "_x");
+        assert_eq!(safe_file_name("a/b"), "a_b");
+    }
 }
