@@ -135,3 +135,24 @@ fn region_sizes_and_bases_are_checked() {
         &["axpy.json: BumpAllocVAStart 0: the region has no address"],
     );
 }
+
+#[test]
+fn a_region_base_in_the_first_page_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = current(dir.path());
+    // VAllocAddr 1: reserved from its page, the region would be at 0.
+    set_keys(&f.descriptor, json!({ "VAllocAddr": 1 }));
+    let d = f.descriptor.to_str().unwrap();
+    let out = reprise(&["inspect", d]);
+    assert_exit(&out, 1);
+    assert!(
+        text(&out)
+            .0
+            .contains("region base 0x1 lies in the first page"),
+        "{}",
+        text(&out).0
+    );
+    let out = reprise(&["replay", d]);
+    assert_error(&out, &["region base 0x1 lies in the first page"]);
+    assert!(!text(&out).1.contains("0x0 is not"), "{}", text(&out).1);
+}

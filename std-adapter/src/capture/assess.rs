@@ -470,6 +470,20 @@ fn check_lengths(
             format!("region at {base:#x} of {input} bytes wraps past the end of the address space"),
         ));
     }
+    // Every executor reserves the region from its page: one in the first
+    // page would map address 0, where a null pointer points.
+    if let Some(base) = record.region_base
+        && base != 0
+        && base < 4096
+    {
+        problem(Error::capture(
+            &paths.descriptor,
+            format!(
+                "region base {base:#x} lies in the first page, where no region can be (a null \
+                 pointer would point into it)"
+            ),
+        ));
+    }
 }
 
 /// The recorder writes the backend it recorded on and the image it loaded
