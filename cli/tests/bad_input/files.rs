@@ -220,3 +220,37 @@ fn checksum_mismatch_names_the_file() {
     assert_error(&out, &[".record_input", "checksum mismatch"]);
     assert_exit(&reprise(&["replay", "--no-checksums", s(&written[0])]), 0);
 }
+
+#[test]
+fn a_pseudo_file_in_place_of_a_snapshot_is_refused_not_read_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = reprise::RecordConfig::default()
+        .enabled(true)
+        .dir(dir.path());
+    let d = record_axpy(config, 256, 1).remove(0);
+    let rec = reprise::core::KernelRecord::from_json(&std::fs::read(&d).unwrap()).unwrap();
+    let input = reprise_std::CapturePaths::new(&d, rec.generation).input;
+    // A regular file of length 0 that reads on for hundreds of GiB.
+    std::fs::remove_file(&input).unwrap();
+    std::os::unix::fs::symlink("/proc/self/pagemap", &input).unwrap();
+    for args in [
+        vec!["inspect", d.to_str().unwrap()],
+        vec!["list", dir.path().to_str().unwrap()],
+        vec!["replay", d.to_str().unwrap()],
+    ] {
+        let out = output_within(
+            std::process::Command::new(reprise_bin()).args(&args),
+            std::time::Duration::from_secs(60),
+        );
+        assert!(
+            matches!(out.status.code(), Some(1 | 2)),
+            "{args:?}: {:?}",
+            text(&out)
+        );
+        let (stdout, stderr) = text(&out);
+        assert!(
+            stdout.contains("procfs") || stderr.contains("procfs"),
+            "{args:?}: {stdout}{stderr}"
+        );
+    }
+}

@@ -88,18 +88,14 @@ fn missing_globals_allowed_are_a_warning() {
 
 #[test]
 fn save_output_errors_name_the_destination() {
-    // In this process (so the temporary file's name is known), at a base no
-    // other test of this binary uses.
+    // At a base no other test of this binary uses.
     let dir = tempfile::tempdir().unwrap();
     let f = llvm_fixture(dir.path(), Generation::LlvmLegacy, BASE + (1 << 40), 64);
     let dest = dir.path().join("axpy.replay.output");
-    // The temporary file cannot be created: a directory has its name.
-    let tmp = dir.path().join(format!(
-        "{}axpy.replay.output.{}",
-        reprise_std::store::TEMP_PREFIX,
-        std::process::id()
-    ));
-    std::fs::create_dir(&tmp).unwrap();
+    // The output cannot be put in place: a directory (not empty) has its
+    // name.
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::write(dest.join("keep"), b"").unwrap();
     let capture = reprise::Capture::open(&f.descriptor).unwrap();
     let err = reprise::block_on(std::future::IntoFuture::into_future(
         reprise::replay(&capture).save_output(true),
@@ -107,9 +103,16 @@ fn save_output_errors_name_the_destination() {
     .unwrap_err();
     let text = err.to_string();
     assert!(
-        text.starts_with(&format!("{}: create failed", dest.display())),
+        text.starts_with(&format!("{}: rename into place failed", dest.display())),
         "{text}"
     );
     assert!(!text.contains(reprise_std::store::TEMP_PREFIX), "{text}");
-    assert!(!dest.exists());
+    assert!(dest.join("keep").exists());
+    // No temporary file is left behind.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(reprise_std::store::TEMP_PREFIX))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

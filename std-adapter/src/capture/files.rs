@@ -49,7 +49,10 @@ impl FileState {
     /// What is at `path` (symbolic links followed).
     pub fn of(path: &Path) -> FileState {
         match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => FileState::Regular(m.len()),
+            Ok(m) if m.is_file() => match rustix::fs::statfs(path).ok().and_then(pseudo) {
+                Some(fs) => FileState::Special(fs),
+                None => FileState::Regular(m.len()),
+            },
             Ok(m) => FileState::Special(kind(&m.file_type())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileState::Missing,
             Err(e) => FileState::Unreadable(e.to_string()),
@@ -111,7 +114,29 @@ pub fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     if !meta.is_file() {
         return Err(not_regular(path, kind(&meta.file_type())));
     }
+    if let Some(fs) = rustix::fs::fstatfs(&file).ok().and_then(pseudo) {
+        return Err(not_regular(path, fs));
+    }
     Ok(Some((file, meta.len())))
+}
+
+/// What a file on the kernel's pseudo filesystem `fs` is, if it is on one:
+/// its length says nothing of what reading it gives (`/proc`'s `pagemap`
+/// is a regular file of length 0 that reads on for hundreds of GiB).
+/// Magic numbers from Linux's `include/uapi/linux/magic.h`.
+fn pseudo(fs: rustix::fs::StatFs) -> Option<&'static str> {
+    Some(match fs.f_type as u64 {
+        0x9fa0 => "a file of procfs",
+        0x6265_6572 => "a file of sysfs",
+        0x6462_6720 => "a file of debugfs",
+        0x7472_6163 => "a file of tracefs",
+        0x7363_6673 => "a file of securityfs",
+        0x0027_e0eb | 0x6367_7270 => "a file of cgroupfs",
+        0xcafe_4a11 => "a file of bpffs",
+        0xde5e_81e4 => "a file of efivarfs",
+        0x6265_6570 => "a file of configfs",
+        _ => return None,
+    })
 }
 
 /// The bytes of the regular file at `path` (its `role`, "device image" say,
@@ -273,7 +298,9 @@ impl SnapshotFile {
     }
 }
 
-/// Streams `file` through `f`, in chunks of at most `chunk` bytes.
+/// Streams `file` through `f`, in chunks of at most `chunk` bytes, no
+/// further than the length the file reports (a file that grows, or one
+/// that reads on past its length, is read no further).
 pub(crate) fn stream(
     file: &File,
     path: &Path,
@@ -281,18 +308,26 @@ pub(crate) fn stream(
     f: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
     use std::os::unix::fs::FileExt;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "stat", e))?
+        .len();
     let mut buf = vec![0u8; chunk.max(4096)];
     let mut at = 0u64;
-    loop {
+    while at < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - at).unwrap_or(usize::MAX));
         let n = file
-            .read_at(&mut buf, at)
+            .read_at(&mut buf[..want], at)
             .map_err(|e| Error::io(path, "read", e))?;
         if n == 0 {
-            return Ok(());
+            break;
         }
         f(&buf[..n]);
         at += n as u64;
     }
+    Ok(())
 }
 
 /// The xxh3-64 checksum of a file, streamed.
