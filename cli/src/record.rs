@@ -67,8 +67,8 @@ pub struct RecordArgs {
     pub mode: Option<ModeArg>,
     /// Bytes of the recording region (K/M/G suffixes), which serves the
     /// program's allocations.
-    #[arg(long, value_name = "SIZE")]
-    pub region_size: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = region_size)]
+    pub region_size: Option<u64>,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
     pub program: Vec<OsString>,
@@ -202,8 +202,8 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
             },
         );
     }
-    if let Some(s) = &a.region_size {
-        cmd.env("REPRISE_RECORD_MEMSIZE", s);
+    if let Some(s) = a.region_size {
+        cmd.env("REPRISE_RECORD_MEMSIZE", s.to_string());
     }
     let status = cmd
         .status()
@@ -238,4 +238,13 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         _ => 1,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// `--region-size`: a size (K/M/G suffixes), not 0; checked before the
+/// program runs.
+fn region_size(s: &str) -> std::result::Result<u64, String> {
+    match reprise_std::config::parse_size("--region-size", s).map_err(|e| e.to_string())? {
+        0 => Err("the region cannot be empty".into()),
+        n => Ok(n),
+    }
 }

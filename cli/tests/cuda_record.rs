@@ -136,6 +136,56 @@ fn the_sync_schedule_records_captures_that_replay() {
     all_replay(&captures);
 }
 
+#[test]
+fn recording_options_and_variables_say_what_is_wrong() {
+    if !ready() {
+        return;
+    }
+    let program = build_program("linked");
+    let dir = tempfile::tempdir().unwrap();
+    // The command's own option, checked before the program runs.
+    let out = record(&program, dir.path(), &["--region-size", "bogus"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("--region-size"), "{:?}", text(&out));
+    assert!(descriptors(dir.path()).is_empty());
+    // A misspelled variable is named on stderr by the interposer (the
+    // library's log has no logger there), and an empty value is the
+    // default, for every variable: the output is still saved.
+    let out = record_env(
+        &program,
+        dir.path(),
+        &[],
+        &[],
+        &[
+            ("REPRISE_RECORD_OUTPT", "0"),
+            ("REPRISE_RECORD_OUTPUT", ""),
+            ("REPRISE_RECORD_MODE", ""),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("reprise: ignoring REPRISE_RECORD_OUTPT"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("ignoring REPRISE_RECORD_SUMMARY"),
+        "{stderr}"
+    );
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
+    for c in &captures {
+        let rec = reprise::core::KernelRecord::from_json(&std::fs::read(c).unwrap()).unwrap();
+        assert!(
+            reprise_std::CapturePaths::new(c, rec.generation)
+                .output
+                .exists(),
+            "{}",
+            c.display()
+        );
+    }
+}
+
 /// The simulated device has 80 GiB: a 100 GiB region is address space
 /// only, with memory mapped as the program's allocations reach it. (Mapped
 /// whole, the driver would refuse it and recording would stop.)

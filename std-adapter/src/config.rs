@@ -14,11 +14,15 @@
 //! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
 //! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
 //! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
+//! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
 //!
-//! A value that cannot be used (including one that is not valid UTF-8) is an
-//! error naming the variable. [`RecordConfig::from_env`] also logs a warning
-//! for every other `REPRISE_RECORD_*` variable it finds (a misspelling such
-//! as `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence).
+//! An empty value (`VAR=`) is as if the variable were unset: the default
+//! holds, for every variable. A value that cannot be used (including one
+//! that is not valid UTF-8) is an error naming the variable.
+//! [`RecordConfig::from_env`] also logs a warning for every other
+//! `REPRISE_RECORD_*` variable it finds (a misspelling such as
+//! `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence), and
+//! the interposer prints it on stderr ([`unknown_variables`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -44,11 +48,33 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_FSYNC",
     "REPRISE_RECORD_DEDUP",
     "REPRISE_RECORD_REPORT",
+    "REPRISE_RECORD_SUMMARY",
 ];
 
 /// The prefix of the variables reprise reads; any other variable with this
 /// prefix draws a warning from [`RecordConfig::from_env`].
 pub const VARIABLE_PREFIX: &str = "REPRISE_RECORD_";
+
+/// The warning for the variable `name` when it has [`VARIABLE_PREFIX`] but
+/// is none of [`VARIABLES`] (a misspelling, say); `None` otherwise.
+pub fn unknown_warning(name: &std::ffi::OsStr) -> Option<String> {
+    let name = name.to_string_lossy();
+    (name.starts_with(VARIABLE_PREFIX) && !VARIABLES.contains(&name.as_ref())).then(|| {
+        format!(
+            "ignoring {name}: reprise does not know this variable; the recording variables \
+             are {}",
+            VARIABLES.join(", ")
+        )
+    })
+}
+
+/// The warnings for the variables of the process environment that
+/// [`unknown_warning`] finds.
+pub fn unknown_variables() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(name, _)| unknown_warning(&name))
+        .collect()
+}
 
 /// Who writes capture files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,13 +257,8 @@ impl RecordConfig {
         let mut known: Vec<(&'static str, String)> = Vec::new();
         for (name, value) in vars {
             let Some(var) = VARIABLES.iter().copied().find(|v| name == **v) else {
-                let name = name.to_string_lossy();
-                if name.starts_with(VARIABLE_PREFIX) {
-                    log::warn!(
-                        "ignoring {name}: reprise does not know this variable; \
-                         the recording variables are {}",
-                        VARIABLES.join(", ")
-                    );
+                if let Some(w) = unknown_warning(&name) {
+                    log::warn!("{w}");
                 }
                 continue;
             };
@@ -256,16 +277,16 @@ impl RecordConfig {
     }
 
     /// The configuration described by `get` (a lookup of variables by name;
-    /// used by `from_env` and by tests).
+    /// used by `from_env` and by tests). An empty value (`VAR=`, spaces
+    /// only) is as if the variable were unset, for every variable: the
+    /// default holds.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let mut c = RecordConfig::default();
         if let Some(v) = get("REPRISE_RECORD") {
             c.enabled = parse_bool("REPRISE_RECORD", &v)?;
         }
         if let Some(v) = get("REPRISE_RECORD_DIR") {
-            if v.is_empty() {
-                return Err(bad("REPRISE_RECORD_DIR", &v, "expected a directory"));
-            }
             c.dir = PathBuf::from(v);
         }
         if let Some(v) = get("REPRISE_RECORD_OUTPUT") {
@@ -423,6 +444,33 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         RecordConfig::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn an_empty_value_is_the_default_for_every_variable() {
+        let defaults = RecordConfig::default();
+        for var in VARIABLES {
+            let c = vars(&[(var, ""), ("REPRISE_RECORD", "1")]).unwrap();
+            assert_eq!(c.save_output, defaults.save_output, "{var}");
+            assert_eq!(c.mode, defaults.mode, "{var}");
+            assert_eq!(c.dir, defaults.dir, "{var}");
+            assert_eq!(c.region_size, defaults.region_size, "{var}");
+            let c = vars(&[(var, "  ")]).unwrap();
+            assert!(!c.enabled, "{var}");
+        }
+    }
+
+    #[test]
+    fn misspelled_variables_are_named_and_known_ones_are_not() {
+        let w = unknown_warning(std::ffi::OsStr::new("REPRISE_RECORD_OUTPT")).unwrap();
+        assert!(
+            w.contains("REPRISE_RECORD_OUTPT") && w.contains("REPRISE_RECORD_OUTPUT"),
+            "{w}"
+        );
+        for known in VARIABLES {
+            assert_eq!(unknown_warning(std::ffi::OsStr::new(known)), None);
+        }
+        assert_eq!(unknown_warning(std::ffi::OsStr::new("HOME")), None);
     }
 
     #[test]

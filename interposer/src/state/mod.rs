@@ -135,6 +135,10 @@ fn current_device() -> Option<i32> {
 /// configuration enables recording.
 fn state(phase: &mut Phase) -> Option<&mut State> {
     if let Phase::Idle = phase {
+        // Said once, here: the library's log has no logger in a program.
+        for w in reprise_std::config::unknown_variables() {
+            say(format_args!("reprise: {w}"));
+        }
         let config = match RecordConfig::from_env() {
             Ok(c) if c.enabled => c,
             Ok(_) => {
