@@ -213,7 +213,7 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .filter(|p| !before.contains(p))
         .collect();
     let counts = Summary::parse(&std::fs::read_to_string(&summary.0).unwrap_or_default());
-    eprintln!(
+    note!(
         "reprise record: {} recorded in {}{}",
         summary::launches(new.len() as u64),
         a.dir.display(),
@@ -222,14 +222,14 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
             .unwrap_or_default()
     );
     if counts.marked > 0 {
-        eprintln!(
+        note!(
             "reprise record: {} recorded with a mark (arguments outside the recording region or \
              in device globals, which a replay may not reproduce; reprise inspect shows which)",
             summary::launches(counts.marked)
         );
     }
     if let Some(t) = counts.skipped_text() {
-        eprintln!("reprise record: {t}");
+        note!("reprise record: {t}");
     }
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
