@@ -76,7 +76,7 @@ pub use reprise_std::{
     Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,
     RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification, WriterKind, block_on,
 };
-pub use reprise_std::{capture, executors, offload};
+pub use reprise_std::{capture, config, executors, list, offload, store, summary};
 
 /// Comparing outputs: byte for byte, or element by element within a
 /// tolerance (`f16` to `f64`, integers; relative, absolute and ULP

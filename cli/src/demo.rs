@@ -8,7 +8,7 @@ use clap::Args;
 use reprise::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, with_executor};
 use reprise::{BackendKind, Capture, RecordConfig, Recorder};
 use reprise_bench::{BuiltinKernel, demo_kernel};
-use reprise_std::config::parse_size;
+use reprise::config::parse_size;
 
 use crate::backend::BackendArg;
 use crate::error::{CliError, Result};

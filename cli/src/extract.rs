@@ -70,13 +70,13 @@ pub fn run(a: ExtractArgs) -> Result<ExitCode> {
             // Triples and architectures come from the file: no separator,
             // control character or leading dot reaches the name, and no
             // link at it is written through.
-            let name = reprise_std::store::safe_file_name(&i.file_name(&app, shared));
+            let name = reprise::store::safe_file_name(&i.file_name(&app, shared));
             let path = a.dir.join(if name.is_empty() {
                 "image".into()
             } else {
                 name
             });
-            reprise_std::store::write_atomically(&path, &i.bytes, false)?;
+            reprise::store::write_atomically(&path, &i.bytes, false)?;
             out!("    written to {}", path.display());
         }
     }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise_std::capture::{FileState, IMAGE_LIMIT, read_bounded};
-use reprise_std::list::{ChecksumStatus, Description, describe_with};
+use reprise::capture::{FileState, IMAGE_LIMIT, read_bounded};
+use reprise::list::{ChecksumStatus, Description, describe_with};
 
 use crate::backend::BackendArg;
 use crate::open_args::OpenArgs;
@@ -50,68 +50,18 @@ fn checksum_text(c: ChecksumStatus) -> String {
     }
 }
 
-/// What GPU code the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`),
-/// for CUDA images.
+/// What GPU code the image holds (`PTX sm_80 (ISA 7.0)`, `cubin sm_90`,
+/// an AMD code object's target and kernels).
 fn gpu_targets(d: &Description) -> Vec<String> {
-    use reprise::core::image::{EM_AMDGPU, EM_CUDA, ImageKind};
-    if let Some(ImageKind::Elf {
-        machine: EM_AMDGPU, ..
-    }) = d.image_kind
-    {
-        return match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {
-            Ok(Some(image)) => amdgpu_description(&image),
-            _ => Vec::new(),
-        };
-    }
-    let cuda = matches!(
-        d.image_kind,
-        Some(
-            ImageKind::Ptx
-                | ImageKind::Fatbin
-                | ImageKind::Elf {
-                    machine: EM_CUDA,
-                    ..
-                }
-        )
-    );
-    if !cuda {
+    let Some(kind) = d.image_kind else {
+        return Vec::new();
+    };
+    if kind.backend() == Ok(reprise::BackendKind::Host) {
         return Vec::new();
     }
     match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {
-        Ok(Some(image)) => reprise_cuda::targets::targets(&image)
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        Ok(Some(image)) => reprise::capture::targets::describe(kind, &image),
         _ => Vec::new(),
-    }
-}
-
-/// An AMDGPU code object's target (LLVM target id: processor and
-/// features) and its kernels with their kernarg segment sizes, from its
-/// ELF header and metadata note.
-fn amdgpu_description(image: &[u8]) -> Vec<String> {
-    match reprise_amdgpu::code_object::parse(image) {
-        Ok(c) => {
-            let kernels: Vec<String> = c
-                .kernels()
-                .iter()
-                .map(|k| format!("{} ({} kernarg bytes)", k.name, k.kernarg_segment_size))
-                .collect();
-            // "amdgpu " is the kind, which the text rendering drops.
-            vec![format!(
-                "amdgpu {}{}: {}",
-                c.target(),
-                c.code_object_version()
-                    .map(|v| format!(" (code object v{v})"))
-                    .unwrap_or_default(),
-                if kernels.is_empty() {
-                    "no kernels".to_string()
-                } else {
-                    kernels.join(", ")
-                }
-            )]
-        }
-        Err(e) => vec![format!("unreadable AMDGPU code object: {e}")],
     }
 }
 

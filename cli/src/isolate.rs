@@ -25,7 +25,7 @@ use std::process::{Command, ExitCode};
 
 use reprise::capture::BaseOrigin;
 use reprise::{BackendKind, OpenOptions};
-use reprise_std::capture::{CapturePaths, head, read_descriptor, resolve_base};
+use reprise::capture::{CapturePaths, head, read_descriptor, resolve_base};
 
 use crate::error::{CliError, Result};
 

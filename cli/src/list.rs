@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise_std::list::{Entry, report_counts, scan_with};
+use reprise::list::{Entry, report_counts, scan_with};
 
 use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use reprise_std::summary::{self, Summary};
+use reprise::summary::{self, Summary};
 
 use crate::error::{CliError, Result};
 
@@ -243,7 +243,7 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
 /// `--region-size`: a size (K/M/G suffixes), not 0; checked before the
 /// program runs.
 fn region_size(s: &str) -> std::result::Result<u64, String> {
-    match reprise_std::config::parse_size("--region-size", s).map_err(|e| e.to_string())? {
+    match reprise::config::parse_size("--region-size", s).map_err(|e| e.to_string())? {
         0 => Err("the region cannot be empty".into()),
         n => Ok(n),
     }

@@ -109,7 +109,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         builder = builder.num_threads(n);
     }
     let backend = builder.resolved_backend()?;
-    for m in reprise_std::list::marked_args(rec) {
+    for m in reprise::list::marked_args(rec) {
         note!("warning: {}: {m}", a.file.display());
     }
     if let (BackendKind::Host, Some(d)) = (backend, a.device_id) {

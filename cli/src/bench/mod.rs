@@ -77,7 +77,7 @@ const MAX_SIZE: u64 = 4 * i32::MAX as u64;
 /// A region size for `--sizes`: at least 16 bytes (the kernel's counter),
 /// at most [`MAX_SIZE`].
 fn parse_bench_size(s: &str) -> std::result::Result<u64, String> {
-    let n = reprise_std::config::parse_size("--sizes", s).map_err(|e| e.to_string())?;
+    let n = reprise::config::parse_size("--sizes", s).map_err(|e| e.to_string())?;
     if n < 16 {
         return Err(format!(
             "{n} bytes is too small: a region size must be at least 16 bytes"

@@ -197,7 +197,7 @@ pub fn csv(r: &TuneReport) -> String {
 
 /// Writes the CSV to `path` (whole or not at all).
 pub fn write_csv(path: &Path, r: &TuneReport) -> Result<()> {
-    reprise_std::store::write_atomically(path, csv(r).as_bytes(), false)?;
+    reprise::store::write_atomically(path, csv(r).as_bytes(), false)?;
     Ok(())
 }
 

@@ -25,6 +25,7 @@ mod files;
 mod launch_env;
 pub mod offload;
 mod paths;
+pub mod targets;
 
 use std::path::{Path, PathBuf};
 
