@@ -19,10 +19,22 @@ fn root() -> &'static Path {
 /// The packages `package` depends on when built as a dependency (no dev or
 /// build dependencies), by name, itself included.
 fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    tree(package, None)
+}
+
+/// The packages `package` depends on directly (no dev or build
+/// dependencies), itself included.
+fn direct_dependencies(package: &str) -> BTreeSet<String> {
+    tree(package, Some(1))
+}
+
+fn tree(package: &str, depth: Option<u32>) -> BTreeSet<String> {
+    let depth = depth.map(|d| d.to_string());
     let out = Command::new(env!("CARGO"))
         .current_dir(root())
+        .arg("tree")
+        .args(depth.iter().flat_map(|d| ["--depth", d.as_str()]))
         .args([
-            "tree",
             "--offline",
             "--locked",
             "-e",
@@ -89,6 +101,40 @@ fn dependencies_flow_one_way() {
     let facade = normal_dependencies("reprise");
     for above in ["reprise-cli", "reprise-bench"] {
         assert!(!facade.contains(above), "reprise depends on {above}");
+    }
+}
+
+#[test]
+fn the_command_line_stands_on_the_facade() {
+    // Its dependencies among ours: the facade, and the benchmark harness
+    // that `reprise bench` runs.
+    let deps = direct_dependencies("reprise-cli");
+    let ours: Vec<_> = ours(&deps).into_iter().collect();
+    assert_eq!(
+        ours,
+        ["reprise", "reprise-bench", "reprise-cli"],
+        "reprise-cli depends on {ours:?}"
+    );
+    // Its sources name no crate below the facade.
+    let mut files = Vec::new();
+    sources(&root().join("cli/src"), &mut files);
+    assert!(!files.is_empty());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for below in [
+            "reprise_std",
+            "reprise_core",
+            "reprise_host",
+            "reprise_cuda",
+            "reprise_amdgpu",
+            "hsa_sys",
+        ] {
+            assert!(
+                !text.contains(&format!("{below}::")) && !text.contains(&format!("use {below}")),
+                "{} names {below}: the command line goes through the facade",
+                f.display()
+            );
+        }
     }
 }
 
@@ -239,6 +285,7 @@ fn no_module_imports_one_that_imports_it_back() {
         "backends/amdgpu",
         "cli",
         "benches",
+        "interposer",
         ".",
     ] {
         let src = root().join(krate).join("src");

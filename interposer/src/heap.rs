@@ -87,7 +87,7 @@ pub fn heap() -> MutexGuard<'static, Heap> {
     };
     static HEAP: Mutex<Heap> = Mutex::new(EMPTY);
     static CHILD: Mutex<Heap> = Mutex::new(EMPTY);
-    let cell = if crate::state::forked() {
+    let cell = if crate::process::forked() {
         &CHILD
     } else {
         &HEAP

@@ -21,6 +21,7 @@ mod executor;
 mod heap;
 mod hooks;
 mod image_len;
+mod process;
 pub mod real;
 mod resolve;
 mod state;

@@ -11,14 +11,8 @@ thread_local! {
     static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// The process that made the recorder: a forked child has the state but
-/// not the recorder's threads, and passes everything through.
-pub(super) static OWNER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-pub(crate) fn forked() -> bool {
-    let owner = OWNER.load(std::sync::atomic::Ordering::Relaxed);
-    owner != 0 && owner != std::process::id()
-}
+pub(super) use crate::process::OWNER;
+use crate::process::forked;
 
 /// How long a hook waits for another thread's recording before passing
 /// its call through.

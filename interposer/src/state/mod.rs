@@ -29,7 +29,7 @@ mod exit;
 mod images;
 mod launch;
 
-pub(crate) use entry::forked;
+use crate::process::forked;
 use entry::{Busy, OWNER, enter};
 use exit::at_exit;
 use images::discover;
