@@ -139,6 +139,16 @@ fn the_command_line_stands_on_the_facade() {
 }
 
 #[test]
+fn one_elf_library_in_one_version() {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let objects = lock.lines().filter(|l| *l == "name = \"object\"").count();
+    assert_eq!(
+        objects, 1,
+        "Cargo.lock holds {objects} versions of `object`"
+    );
+}
+
+#[test]
 fn the_library_compiles_none_of_the_command_lines_dependencies() {
     let deps = normal_dependencies("reprise");
     let cli_only = [

@@ -112,7 +112,7 @@ pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
         .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
     let writable = |idx: Option<SectionIndex>| {
         idx.and_then(|i| file.section_by_index(i).ok())
-            .is_some_and(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE) != 0))
+            .is_some_and(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_WRITE)))
     };
     let mut out = Symbols {
         functions: Vec::new(),
@@ -167,7 +167,7 @@ pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, String> {
         .iter()
         .filter(|ph| {
             ph.p_type(endian) == object::elf::PT_LOAD
-                && ph.p_flags(endian) & object::elf::PF_X != 0
+                && ph.p_flags(endian).contains(object::elf::PF_X)
                 && ph.p_memsz(endian) > 0
         })
         .map(|ph| (ph.p_vaddr(endian), ph.p_memsz(endian)))
