@@ -14,7 +14,7 @@ use crate::capture::base::Siblings;
 use crate::capture::offload::ImageOrigin;
 use crate::capture::{
     BaseOrigin, CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions, assess,
-    globals_layout, head, read_descriptor, resolve_base_among,
+    head, read_descriptor, resolve_base_among,
 };
 pub use crate::capture::{ChecksumStatus, FileReport};
 use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
@@ -146,7 +146,7 @@ fn describe_among(
     };
     let a = assess(&record, &paths, &options, base_origin, hashing);
     let globals = match (&a.globals, a.state("globals")) {
-        (Some(bytes), _) => globals::decode(globals_layout(record.generation), bytes)
+        (Some(bytes), _) => globals::decode(record.generation.globals_layout(), bytes)
             .map_err(|e| e.to_string())
             .and_then(|d| {
                 d.map(|g| g.map(|g| (g.name.to_string(), g.bytes.len() as u64)))

@@ -101,6 +101,15 @@ pub enum Generation {
 }
 
 impl Generation {
+    /// The layout of the globals files this generation writes: the seed's
+    /// (LLVM legacy) or LLVM's current one (LLVM current, reprise).
+    pub const fn globals_layout(self) -> crate::globals::Layout {
+        match self {
+            Generation::LlvmLegacy => crate::globals::Layout::Seed,
+            Generation::LlvmCurrent | Generation::Reprise => crate::globals::Layout::Current,
+        }
+    }
+
     /// A short lowercase name: `llvm-legacy`, `llvm-current`, `reprise`.
     pub const fn as_str(self) -> &'static str {
         match self {

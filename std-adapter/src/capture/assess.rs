@@ -27,7 +27,7 @@ use super::files::{
     file_checksum, not_regular, open_regular, read_bounded,
 };
 use super::offload::ImageOrigin;
-use super::{CapturePaths, OpenOptions, globals_layout};
+use super::{CapturePaths, OpenOptions};
 use crate::error::{ChecksumMapProblem, Error, Setting};
 
 /// The state of one file's checksum.
@@ -299,7 +299,7 @@ pub fn assess(
         FileState::Regular(_) => {
             match read_bounded(&paths.globals, "globals file", GLOBALS_LIMIT) {
                 Ok(Some(bytes)) => {
-                    let layout = globals_layout(record.generation);
+                    let layout = record.generation.globals_layout();
                     match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
                         Ok(_) => a.globals = Some(bytes),
                         Err(source) => problem(
@@ -348,7 +348,7 @@ pub fn assess(
         let globals = a.globals.as_deref().map(|g| {
             (
                 g,
-                globals_layout(record.generation),
+                record.generation.globals_layout(),
                 paths.globals.as_path(),
             )
         });

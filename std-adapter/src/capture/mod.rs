@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::globals::{self, Layout};
 use reprise_core::image::{self, ImageKind};
-use reprise_core::record::{BackendKind, Generation, KernelRecord};
+use reprise_core::record::{BackendKind, KernelRecord};
 
 use crate::error::{Error, Result};
 pub use base::BaseOrigin;
@@ -372,7 +372,7 @@ impl Capture {
 
     /// The layout of this capture's globals file.
     pub fn globals_layout(&self) -> Layout {
-        globals_layout(self.record.generation)
+        self.record.generation.globals_layout()
     }
 
     /// The recorded globals (empty when the file was missing).
@@ -404,13 +404,5 @@ impl Capture {
                  its pointers cannot be placed, so it cannot be replayed",
             )
         })
-    }
-}
-
-/// The globals layout each generation writes.
-pub fn globals_layout(generation: Generation) -> Layout {
-    match generation {
-        Generation::LlvmLegacy => Layout::Seed,
-        Generation::LlvmCurrent | Generation::Reprise => Layout::Current,
     }
 }
