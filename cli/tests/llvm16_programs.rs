@@ -54,10 +54,7 @@ fn programs_with_scalars_sections_teams_and_templates_replay_with_bases_derived(
         ("teams", 1),
         ("templates", 2),
     ] {
-        let dir = root.path().join(program);
-        std::fs::create_dir(&dir).unwrap();
-        let bin = record(program, &dir);
-        let ds = descriptors(&dir);
+        let (dir, bin, ds) = recorded_in(root.path(), program);
         assert_eq!(ds.len(), captures, "{program}");
         // The process's first allocation is the region base: the lowest
         // pointer of all its captures, a page + 0x10.
@@ -158,10 +155,8 @@ fn a_kernel_launched_several_times_is_refused_or_named_never_failed() {
     let root = tempfile::tempdir().unwrap();
     // 4000-byte buffers: the last launch's pointers are no page + 0x10, and
     // several bases remain: refused, naming them.
-    let dir = root.path().join("repeat");
-    std::fs::create_dir(&dir).unwrap();
-    let bin = record("repeat", &dir);
-    let d = descriptors(&dir).remove(0);
+    let (dir, bin, mut ds) = recorded_in(root.path(), "repeat");
+    let d = ds.remove(0);
     let out = replay(&d, &bin, &[]);
     assert_error(&out, &["nothing to tell them apart", "--region-base ADDR"]);
     let refusal = text(&out).1;
@@ -184,10 +179,8 @@ fn a_kernel_launched_several_times_is_refused_or_named_never_failed() {
     // Whole-page buffers: the last launch's pointer is a page + 0x10, taken
     // for the base; the replay differs, and says the base may be wrong
     // (exit 2, not 1), naming the others, one of which verifies.
-    let dir = root.path().join("repeat_pages");
-    std::fs::create_dir(&dir).unwrap();
-    let bin = record("repeat_pages", &dir);
-    let d = descriptors(&dir).remove(0);
+    let (_, bin, mut ds) = recorded_in(root.path(), "repeat_pages");
+    let d = ds.remove(0);
     let out = replay(&d, &bin, &[]);
     assert_error(
         &out,
@@ -208,10 +201,8 @@ fn a_kernel_fault_is_the_reason_given_never_a_corrupt_image() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("teams");
-    std::fs::create_dir(&dir).unwrap();
-    let bin = record("teams", &dir);
-    let d = descriptors(&dir).remove(0);
+    let (_, bin, mut ds) = recorded_in(root.path(), "teams");
+    let d = ds.remove(0);
     // A base given wrong: the kernel's pointers lie outside the region.
     for threads in ["1", "2"] {
         let out = output_within(

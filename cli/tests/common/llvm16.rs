@@ -151,3 +151,13 @@ pub fn shared_object(code: &str, out: &Path, extra: &[&str]) {
         .unwrap();
     assert!(st.success(), "compiling {}", out.display());
 }
+
+/// [`record`] in a directory `root/NAME` of its own: the directory, the
+/// binary and the descriptors LLVM wrote.
+pub fn recorded_in(root: &Path, name: &str) -> (PathBuf, PathBuf, Vec<PathBuf>) {
+    let dir = root.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    let bin = record(name, &dir);
+    let ds = descriptors(&dir);
+    (dir, bin, ds)
+}
