@@ -101,7 +101,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 v,
                 r.arg_size(i),
                 in_region,
-                in_region.then(|| v - r.region_base.unwrap_or(0)),
+                in_region.then(|| v - d.base_addr().unwrap_or(0)),
             )
         })
         .collect();
@@ -149,8 +149,8 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "teams_limits": r.teams_limits,
             "threads_limits": r.threads_limits,
             "region": {
-                "base": r.region_base,
-                "base_origin": d.base_origin.map(|b| b.to_string()),
+                "base": d.base_addr(),
+                "base_origin": d.base_origin().map(|b| b.to_string()),
                 "reserved": r.region_size,
                 "snapshot_bytes": d.snapshot_len(),
             },
@@ -228,7 +228,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             .map(|s| format!(", launch #{s} of its process"))
             .unwrap_or_default()
     );
-    match r.region_base {
+    match d.base_addr() {
         Some(base) => out!(
             "region    {base:#x}, snapshot {}{}",
             d.snapshot_len()
@@ -240,7 +240,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
         ),
         None => out!("region    address not recorded (cannot be replayed)"),
     }
-    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin {
+    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin() {
         out!("          base {b}");
     }
     out!("arguments {}", args.len());

@@ -23,9 +23,9 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use reprise::capture::BaseOrigin;
-use reprise::{BackendKind, OpenOptions};
+use reprise::capture::{BaseOrigin, ResolvedBase};
 use reprise::capture::{CapturePaths, head, read_descriptor, resolve_base};
+use reprise::{BackendKind, OpenOptions};
 
 use crate::error::{CliError, Result};
 
@@ -189,13 +189,14 @@ fn read_reports(reader: &mut std::io::PipeReader) -> String {
 /// the other bases possible and the option that gives one; empty when the
 /// base was recorded or given.
 pub fn base_hint(descriptor: &Path, options: &OpenOptions) -> String {
-    let Ok(mut record) = read_descriptor(descriptor) else {
+    let Ok(record) = read_descriptor(descriptor) else {
         return String::new();
     };
-    match resolve_base(&mut record, descriptor, options) {
-        Some(origin @ BaseOrigin::Derived { .. }) => {
-            derived_hint(record.region_base.unwrap_or(0), &origin)
-        }
+    match resolve_base(&record, descriptor, options) {
+        Some(ResolvedBase {
+            addr: Some(addr),
+            origin: origin @ BaseOrigin::Derived { .. },
+        }) => derived_hint(addr, &origin),
         _ => String::new(),
     }
 }

@@ -123,14 +123,14 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         rec.generation,
         backend,
         human_bytes(capture.snapshot_len()),
-        rec.region_base.unwrap_or(0),
+        capture.region_base().unwrap_or(0),
         capture.globals().count()
     );
     if let Some(o) = &capture.image_origin {
         out!("image: {}", origin_text(o));
     }
-    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = capture.base_origin {
-        out!("region base {:#x}: {b}", rec.region_base.unwrap_or(0));
+    if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = capture.base_origin() {
+        out!("region base {:#x}: {b}", capture.region_base().unwrap_or(0));
     }
     let progress = Arc::new(Mutex::new(LazyProgress::new(
         u64::from(a.repetitions),
@@ -147,7 +147,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
             .into_future(),
     );
     drop(progress);
-    let derived = match capture.base_origin {
+    let derived = match capture.base_origin() {
         Some(b @ reprise::capture::BaseOrigin::Derived { .. }) => Some(b),
         _ => None,
     };
@@ -156,7 +156,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         // A fault with a derived base: the base may be the cause.
         Err(e) if e.kernel_faulted() && derived.is_some() => {
             let hint = derived
-                .map(|b| isolate::derived_hint(rec.region_base.unwrap_or(0), &b))
+                .map(|b| isolate::derived_hint(capture.region_base().unwrap_or(0), &b))
                 .unwrap_or_default();
             return Err(crate::error::CliError::Command(format!(
                 "{}{hint}",
@@ -196,10 +196,12 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     match &outcome.verification {
         None => Ok(ExitCode::SUCCESS),
         Some(v) => {
-            for line in a
-                .compare
-                .report("verification", &v.comparison, &v.ranges, rec.region_base)
-            {
+            for line in a.compare.report(
+                "verification",
+                &v.comparison,
+                &v.ranges,
+                capture.region_base().ok(),
+            ) {
                 out!("{line}");
             }
             if v.is_match() {
@@ -211,7 +213,8 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
                 return Err(crate::error::CliError::Command(format!(
                     "{}: the output differs, but{}",
                     a.file.display(),
-                    isolate::derived_hint(rec.region_base.unwrap_or(0), &b).trim_start_matches(';')
+                    isolate::derived_hint(capture.region_base().unwrap_or(0), &b)
+                        .trim_start_matches(';')
                 )));
             }
             Ok(ExitCode::from(1))

@@ -127,7 +127,7 @@ fn the_two_kernels_of_one_process_derive_the_same_base() {
                 .image(&bin),
         )
         .unwrap();
-        (c.record.region_base.unwrap(), c.base_origin.unwrap())
+        (c.region_base().unwrap(), c.base_origin().unwrap())
     };
     let (a, how_a) = base(&ds[0]);
     let (b, how_b) = base(&ds[1]);

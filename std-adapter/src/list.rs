@@ -13,8 +13,8 @@ use reprise_core::record::KernelRecord;
 use crate::capture::base::Siblings;
 use crate::capture::offload::ImageOrigin;
 use crate::capture::{
-    BaseOrigin, CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions, assess,
-    head, read_descriptor, resolve_base_among,
+    BaseOrigin, CapturePaths, FileState, Finding, Hashing, KNOWN_EXTENSIONS, OpenOptions,
+    ResolvedBase, assess, head, read_descriptor, resolve_base_among,
 };
 pub use crate::capture::{ChecksumStatus, FileReport};
 use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
@@ -33,8 +33,9 @@ pub struct Description {
     pub image_kind: Option<ImageKind>,
     /// Where the image came from, when not from the capture's own file.
     pub image_origin: Option<ImageOrigin>,
-    /// Where the region base came from (`record.region_base` holds it).
-    pub base_origin: Option<BaseOrigin>,
+    /// The region base a replay would use and where it came from (the
+    /// record keeps what was recorded).
+    pub base: Option<ResolvedBase>,
     /// The recorded globals (name, size), or why they cannot be read.
     pub globals: std::result::Result<Vec<(String, u64)>, String>,
     /// What [`assess`] found wrong.
@@ -42,6 +43,16 @@ pub struct Description {
 }
 
 impl Description {
+    /// The region base a replay would use (recorded, given or derived).
+    pub fn base_addr(&self) -> Option<u64> {
+        self.base.and_then(|b| b.addr)
+    }
+
+    /// Where the region base came from, when there is one.
+    pub fn base_origin(&self) -> Option<BaseOrigin> {
+        self.base.map(|b| b.origin)
+    }
+
     /// Length of the memory snapshot, when its file is there.
     pub fn snapshot_len(&self) -> Option<u64> {
         self.files
@@ -52,7 +63,7 @@ impl Description {
 
     /// Whether argument `i`'s value points into the recorded region.
     pub fn arg_in_region(&self, i: usize) -> bool {
-        let (Some(base), Some(len)) = (self.record.region_base, self.snapshot_len()) else {
+        let (Some(base), Some(len)) = (self.base_addr(), self.snapshot_len()) else {
             return false;
         };
         let v = self.record.arg_value(i);
@@ -136,15 +147,15 @@ fn describe_among(
     options: OpenOptions,
     siblings: &OnceCell<Siblings>,
 ) -> Result<Description> {
-    let mut record = read_descriptor(path)?;
-    let base_origin = resolve_base_among(&mut record, path, &options, siblings);
+    let record = read_descriptor(path)?;
+    let base = resolve_base_among(&record, path, &options, siblings);
     let paths = CapturePaths::new(path, record.generation);
     let hashing = if options.verify_checksums {
         Hashing::All
     } else {
         Hashing::None
     };
-    let a = assess(&record, &paths, &options, base_origin, hashing);
+    let a = assess(&record, &paths, &options, base, hashing);
     let globals = match (&a.globals, a.state("globals")) {
         (Some(bytes), _) => globals::decode(record.generation.globals_layout(), bytes)
             .map_err(|e| e.to_string())
@@ -166,7 +177,7 @@ fn describe_among(
         files: a.files,
         image_kind: a.image_kind,
         image_origin: a.image_origin,
-        base_origin,
+        base,
         globals,
         findings: a.findings,
     })
@@ -366,10 +377,10 @@ mod tests {
         for e in &entries {
             if let Entry::Capture(d) = e {
                 assert_eq!(
-                    d.record.region_base,
+                    d.base_addr(),
                     Some(0x7fe7_e2ff_f010),
                     "{:?}",
-                    d.base_origin
+                    d.base_origin()
                 );
                 derived += 1;
             }

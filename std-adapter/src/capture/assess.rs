@@ -21,7 +21,7 @@ use reprise_core::globals;
 use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{Generation, KernelRecord};
 
-use super::base::BaseOrigin;
+use super::base::{BaseOrigin, ResolvedBase};
 use super::files::{
     FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, entry_checksum_mismatch,
     file_checksum, not_regular, open_regular, read_bounded,
@@ -166,8 +166,8 @@ pub fn output_problem(
 }
 
 /// Assesses the capture whose descriptor `record` was read from
-/// `paths.descriptor` (its region base from `base_origin`, as
-/// [`super::resolve_base`] settled it), as a replay opened with `options` would see it
+/// `paths.descriptor` (its region base `base`, as [`super::resolve_base`]
+/// settled it), as a replay opened with `options` would see it
 /// (`options.allow_missing_globals` makes a missing globals file a warning
 /// only; `options.verify_checksums` off skips the descriptor's checksum
 /// map), hashing the files `hashing` says. Reads the image and the globals
@@ -177,9 +177,10 @@ pub fn assess(
     record: &KernelRecord,
     paths: &CapturePaths,
     options: &OpenOptions,
-    base_origin: Option<BaseOrigin>,
+    base: Option<ResolvedBase>,
     hashing: Hashing,
 ) -> Assessment {
+    let base_addr = base.and_then(|b| b.addr);
     let mut a = Assessment {
         files: Vec::new(),
         image_kind: None,
@@ -238,7 +239,7 @@ pub fn assess(
         a.findings.push(f);
     }
     if let Some(len) = input.regular_len() {
-        check_lengths(&mut a, record, paths, len, output.regular_len());
+        check_lengths(&mut a, record, base_addr, paths, len, output.regular_len());
     }
 
     // The image: the capture's own, or one the options name.
@@ -326,11 +327,11 @@ pub fn assess(
         state_of(&mut a, "replay output", &paths.replay_output);
     }
 
-    if record.region_base.is_none() {
+    if base_addr.is_none() {
         let path = paths.descriptor.clone();
         problem(
             &mut a,
-            match base_origin {
+            match base.map(|b| b.origin) {
                 Some(BaseOrigin::Ambiguous { candidates }) => Error::AmbiguousRegionBase {
                     path,
                     candidates: candidates.named().to_vec(),
@@ -340,7 +341,7 @@ pub fn assess(
             },
         );
     }
-    for e in super::launch_env::check(record, paths, base_origin) {
+    for e in super::launch_env::check(record, paths, base) {
         problem(&mut a, e);
     }
     if let (Some(image), Some(kind)) = (&a.image, a.image_kind) {
@@ -416,6 +417,7 @@ fn missing_image(record: &KernelRecord, paths: &CapturePaths) -> Error {
 fn check_lengths(
     a: &mut Assessment,
     record: &KernelRecord,
+    base: Option<u64>,
     paths: &CapturePaths,
     input: u64,
     output: Option<u64>,
@@ -462,7 +464,7 @@ fn check_lengths(
             ),
         ));
     }
-    if let Some(base) = record.region_base
+    if let Some(base) = base
         && base.checked_add(input).is_none()
     {
         problem(Error::capture(
@@ -472,7 +474,7 @@ fn check_lengths(
     }
     // Every executor reserves the region from its page: one in the first
     // page would map address 0, where a null pointer points.
-    if let Some(base) = record.region_base
+    if let Some(base) = base
         && base != 0
         && base < 4096
     {

@@ -119,6 +119,17 @@ pub enum BaseOrigin {
     },
 }
 
+/// A capture's region base as settled for a replay, beside the record,
+/// which keeps what was recorded: the address (none when several are
+/// possible, [`BaseOrigin::Ambiguous`]) and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedBase {
+    /// The base address.
+    pub addr: Option<u64>,
+    /// Where it came from.
+    pub origin: BaseOrigin,
+}
+
 impl BaseOrigin {
     /// The other bases a derived one was chosen among, if any.
     pub fn alternatives(&self) -> Option<&Candidates> {

@@ -25,7 +25,7 @@ use std::os::unix::fs::FileExt;
 use reprise_core::record::{Generation, KernelRecord};
 
 use super::CapturePaths;
-use super::base::BaseOrigin;
+use super::base::{BaseOrigin, ResolvedBase};
 use super::files::open_regular;
 use crate::error::Error;
 
@@ -39,33 +39,30 @@ const ENVIRONMENT_LEN: u64 = 16;
 const OPENMP_KERNEL_PREFIX: &str = "__omp_offloading_";
 
 /// What is wrong with the arguments of the capture `record` describes (its
-/// region base from `base_origin`); empty for all but LLVM's descriptors.
+/// region base `base`); empty for all but LLVM's descriptors.
 pub fn check(
     record: &KernelRecord,
     paths: &CapturePaths,
-    base_origin: Option<BaseOrigin>,
+    base: Option<ResolvedBase>,
 ) -> Vec<Error> {
+    let region = base
+        .and_then(|b| b.addr)
+        .map(|addr| (addr, record.region_size.or(record.memory_size).unwrap_or(0)));
     let mut found = Vec::new();
     if record.generation != Generation::LlvmLegacy {
         return found;
     }
-    if let Some(e) = lost_arguments(record, paths) {
+    if let Some(e) = lost_arguments(record, region, paths) {
         found.push(e);
-    } else if base_origin == Some(BaseOrigin::Recorded)
+    } else if base.map(|b| b.origin) == Some(BaseOrigin::Recorded)
         && record.name.starts_with(OPENMP_KERNEL_PREFIX)
     {
         // Only LLVM 18 and later record BumpAllocVAStart (LLVM 16's first
         // argument is the program's), and only OpenMP target kernels take
         // the environment (reprise writes this format for any kernel).
-        found.extend(unreachable_environment(record, paths));
+        found.extend(unreachable_environment(record, region, paths));
     }
     found
-}
-
-/// The region `record` describes, as `(base, length)`.
-fn region(record: &KernelRecord) -> Option<(u64, u64)> {
-    let base = record.region_base?;
-    Some((base, record.region_size.or(record.memory_size).unwrap_or(0)))
 }
 
 /// Whether `v` lies inside `(base, len)`, with `extra` bytes after it.
@@ -94,7 +91,11 @@ fn inside((base, len): (u64, u64), v: u64, extra: u64) -> bool {
 /// exactly 8 from an 8-aligned address outside it, over every argument,
 /// are no kernel's. (A kernel with no argument but the environment records
 /// one address, which cannot be told from a value, and goes unnoticed.)
-fn lost_arguments(record: &KernelRecord, paths: &CapturePaths) -> Option<Error> {
+fn lost_arguments(
+    record: &KernelRecord,
+    region: Option<(u64, u64)>,
+    paths: &CapturePaths,
+) -> Option<Error> {
     if record.arg_ptrs.len() < 2 || record.arg_offsets.iter().any(|&o| o != 0) {
         return None;
     }
@@ -102,7 +103,7 @@ fn lost_arguments(record: &KernelRecord, paths: &CapturePaths) -> Option<Error> 
     if first == 0 || first == u64::MAX || !first.is_multiple_of(8) {
         return None;
     }
-    let region = region(record)?;
+    let region = region?;
     let consecutive = record.arg_ptrs.iter().enumerate().all(|(i, &p)| {
         first.checked_add(8 * i as u64) == Some(p as u64) && !inside(region, p as u64, 1)
     });
@@ -127,8 +128,12 @@ fn lost_arguments(record: &KernelRecord, paths: &CapturePaths) -> Option<Error> 
 /// A genuine environment's buffer is always inside the region, so one that
 /// is not is a snapshot taken before the copy landed: the kernel's
 /// reduction would write through whatever pointer was there.
-fn unreachable_environment(record: &KernelRecord, paths: &CapturePaths) -> Option<Error> {
-    let region = region(record)?;
+fn unreachable_environment(
+    record: &KernelRecord,
+    region: Option<(u64, u64)>,
+    paths: &CapturePaths,
+) -> Option<Error> {
+    let region = region?;
     let at = *record.arg_ptrs.first()? as u64;
     if !inside(region, at, ENVIRONMENT_LEN) {
         return None;

@@ -34,7 +34,7 @@ use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{BackendKind, KernelRecord};
 
 use crate::error::{Error, Result};
-pub use base::BaseOrigin;
+pub use base::{BaseOrigin, ResolvedBase};
 use offload::ImageOrigin;
 
 pub(crate) use assess::global_problem;
@@ -151,20 +151,21 @@ pub struct Capture {
     /// Where the image came from, when not from the capture's own file
     /// ([`OpenOptions::image`]).
     pub image_origin: Option<ImageOrigin>,
-    /// Where the region base came from (`record.region_base` holds it).
-    pub base_origin: Option<BaseOrigin>,
+    /// The region base a replay uses and where it came from (the record
+    /// keeps what was recorded).
+    pub base: Option<ResolvedBase>,
 }
 
-/// Settles `record`'s region base: `options.region_base` when given, else
-/// the recorded one, else one derived by the rule of [`base`] (LLVM 16
-/// records none); returns where it came from, `None` when there is none
-/// ([`BaseOrigin::Ambiguous`], with the base left unset, when several are
-/// possible).
+/// Settles the region base of the capture `record` describes:
+/// `options.region_base` when given, else the recorded one, else one
+/// derived by the rule of [`base`] (LLVM 16 records none); `None` when
+/// there is none ([`BaseOrigin::Ambiguous`], without an address, when
+/// several are possible). The record is left as it was recorded.
 pub fn resolve_base(
-    record: &mut KernelRecord,
+    record: &KernelRecord,
     descriptor: &Path,
     options: &OpenOptions,
-) -> Option<BaseOrigin> {
+) -> Option<ResolvedBase> {
     resolve_base_among(record, descriptor, options, &std::cell::OnceCell::new())
 }
 
@@ -172,17 +173,17 @@ pub fn resolve_base(
 /// once into `siblings` (when a base is derived) for every capture of the
 /// directory.
 pub fn resolve_base_among(
-    record: &mut KernelRecord,
+    record: &KernelRecord,
     descriptor: &Path,
     options: &OpenOptions,
     siblings: &std::cell::OnceCell<base::Siblings>,
-) -> Option<BaseOrigin> {
+) -> Option<ResolvedBase> {
+    let settled = |addr, origin| Some(ResolvedBase { addr, origin });
     if let Some(b) = options.region_base {
-        record.region_base = Some(b);
-        return Some(BaseOrigin::Given);
+        return settled(Some(b), BaseOrigin::Given);
     }
-    if record.region_base.is_some() {
-        return Some(BaseOrigin::Recorded);
+    if let Some(b) = record.region_base {
+        return settled(Some(b), BaseOrigin::Recorded);
     }
     if record.generation != reprise_core::record::Generation::LlvmLegacy {
         return None;
@@ -190,11 +191,10 @@ pub fn resolve_base_among(
     let siblings = siblings.get_or_init(|| base::Siblings::of(descriptor));
     match base::derive_among(record, descriptor, siblings) {
         base::Derivation::None => None,
-        base::Derivation::Base(b, origin) => {
-            record.region_base = Some(b);
-            Some(origin)
+        base::Derivation::Base(b, origin) => settled(Some(b), origin),
+        base::Derivation::Ambiguous(candidates) => {
+            settled(None, BaseOrigin::Ambiguous { candidates })
         }
-        base::Derivation::Ambiguous(candidates) => Some(BaseOrigin::Ambiguous { candidates }),
     }
 }
 
@@ -212,15 +212,15 @@ impl Capture {
     /// a warning in the log.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Capture> {
         let path = path.as_ref();
-        let mut record = read_descriptor(path)?;
-        let base_origin = resolve_base(&mut record, path, &options);
+        let record = read_descriptor(path)?;
+        let base = resolve_base(&record, path, &options);
         let paths = CapturePaths::new(path, record.generation);
         let hashing = if options.verify_checksums {
             Hashing::SmallFiles
         } else {
             Hashing::None
         };
-        let mut a = assess(&record, &paths, &options, base_origin, hashing);
+        let mut a = assess(&record, &paths, &options, base, hashing);
         if let Some(e) = a.take_replay_blocker(&options) {
             return Err(e);
         }
@@ -280,7 +280,7 @@ impl Capture {
             checksums_verified,
             verify_snapshots: options.verify_checksums,
             image_origin: a.image_origin.take(),
-            base_origin,
+            base,
         })
     }
 
@@ -395,9 +395,15 @@ impl Capture {
         self.input.len
     }
 
-    /// The recorded region base, or an error naming the descriptor.
+    /// Where the region base came from, when there is one.
+    pub fn base_origin(&self) -> Option<BaseOrigin> {
+        self.base.map(|b| b.origin)
+    }
+
+    /// The region base a replay uses (recorded, given or derived), or an
+    /// error naming the descriptor.
     pub fn region_base(&self) -> Result<u64> {
-        self.record.region_base.ok_or_else(|| {
+        self.base.and_then(|b| b.addr).ok_or_else(|| {
             Error::capture(
                 &self.paths.descriptor,
                 "descriptor has no region address (BumpAllocVAStart/VAllocAddr); \
