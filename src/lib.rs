@@ -56,18 +56,27 @@
 //!
 //! This crate is the facade; beneath it, `reprise-std` holds capture files,
 //! recording, replaying and choosing an executor by kind ([`executors`]),
-//! `reprise-host` and `reprise-cuda` the executors, and `reprise-core`
-//! ([`core`]) the `no_std` core. The `reprise` command line is the
-//! `reprise-cli` package, so depending on this crate compiles none of the
-//! command line's dependencies.
+//! `reprise-host`, `reprise-cuda` and `reprise-amdgpu` the executors, and
+//! `reprise-core` ([`core`]) the `no_std` core. The `reprise` command line
+//! is the `reprise-cli` package, so depending on this crate compiles none
+//! of the command line's dependencies.
+//!
+//! The executors are features, all on by default: `host`, `cuda` (through
+//! `cudarc`, the driver loaded at run time) and `amdgpu` (the HSA runtime
+//! loaded at run time). `default-features = false, features = ["host"]`
+//! compiles neither the CUDA nor the HSA code, and a capture for an
+//! executor not in the build is refused as such ([`Error::NotInBuild`]).
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+#[cfg(feature = "amdgpu")]
 pub use reprise_amdgpu::{AmdError, AmdExecutor};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, LaunchConfig, Mode};
+#[cfg(feature = "cuda")]
 pub use reprise_cuda::{CudaError, CudaExecutor};
+#[cfg(feature = "host")]
 pub use reprise_host::{
     FaultKind, FaultPlace, HostError, HostExecutor, KernelFault, report_faults_to,
 };

@@ -139,6 +139,50 @@ fn the_command_line_stands_on_the_facade() {
 }
 
 #[test]
+fn the_host_alone_compiles_no_gpu_code() {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "-p",
+            "reprise",
+            "--no-default-features",
+            "--features",
+            "host",
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    for gpu in ["cudarc", "reprise-cuda", "reprise-amdgpu", "hsa-sys"] {
+        assert!(
+            !tree
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(gpu)),
+            "reprise with the host executor alone compiles {gpu}:\n{tree}"
+        );
+    }
+    assert!(tree.contains("reprise-host"), "{tree}");
+    // With every executor, they are there (the names above are right).
+    let all = normal_dependencies("reprise");
+    for gpu in ["cudarc", "reprise-cuda", "reprise-amdgpu", "hsa-sys"] {
+        assert!(all.contains(gpu), "the default build lacks {gpu}");
+    }
+}
+
+#[test]
 fn one_elf_library_in_one_version() {
     let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
     let objects = lock.lines().filter(|l| *l == "name = \"object\"").count();

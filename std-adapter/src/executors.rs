@@ -31,10 +31,13 @@
 //! # Ok::<(), reprise_std::Error>(())
 //! ```
 
+#[cfg(feature = "amdgpu")]
 use reprise_amdgpu::AmdExecutor;
 use reprise_core::exec::Executor;
 use reprise_core::record::BackendKind;
+#[cfg(feature = "cuda")]
 use reprise_cuda::CudaExecutor;
+#[cfg(feature = "host")]
 use reprise_host::HostExecutor;
 
 use crate::error::{Error, Result};
@@ -144,12 +147,12 @@ pub trait ExecutorJob {
     fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Self::Output>;
 }
 
-/// Whether this build of reprise includes the executor of `kind`.
+/// Whether this build of reprise includes the executor of `kind` (the
+/// `host`, `cuda` and `amdgpu` features, all on by default).
 pub fn in_build(kind: BackendKind) -> bool {
-    matches!(
-        kind,
-        BackendKind::Host | BackendKind::Cuda | BackendKind::Amdgpu
-    )
+    (kind == BackendKind::Host && cfg!(feature = "host"))
+        || (kind == BackendKind::Cuda && cfg!(feature = "cuda"))
+        || (kind == BackendKind::Amdgpu && cfg!(feature = "amdgpu"))
 }
 
 /// Runs `job` on executors of the kind `spec` names: the one function that
@@ -162,25 +165,32 @@ pub fn in_build(kind: BackendKind) -> bool {
 /// 1"), or [`Error::Unsupported`] for staging an executor cannot do.
 pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Output> {
     match spec.kind {
+        #[cfg(feature = "host")]
         BackendKind::Host => job.run(Executors {
             spec,
             open: open_host,
         }),
+        #[cfg(feature = "cuda")]
         BackendKind::Cuda => job.run(Executors {
             spec,
             open: open_cuda,
         }),
+        #[cfg(feature = "amdgpu")]
         BackendKind::Amdgpu => job.run(Executors {
             spec,
             open: open_amdgpu,
         }),
-        other => Err(Error::NotInBuild {
-            path: None,
-            backend: other,
-        }),
+        other => {
+            drop(job);
+            Err(Error::NotInBuild {
+                path: None,
+                backend: other,
+            })
+        }
     }
 }
 
+#[cfg(feature = "host")]
 fn open_host(spec: &ExecutorSpec) -> Result<HostExecutor> {
     if spec.device_staging.is_some() {
         return Err(Error::Unsupported {
@@ -191,6 +201,7 @@ fn open_host(spec: &ExecutorSpec) -> Result<HostExecutor> {
     HostExecutor::new().map_err(|e| Error::executor("starting the host executor", e))
 }
 
+#[cfg(feature = "cuda")]
 fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
     let exec = CudaExecutor::new(spec.device)
         .map_err(|e| Error::executor(format!("opening CUDA device {}", spec.device), e))?;
@@ -204,6 +215,7 @@ fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
     Ok(exec)
 }
 
+#[cfg(feature = "amdgpu")]
 fn open_amdgpu(spec: &ExecutorSpec) -> Result<AmdExecutor> {
     if spec.device_staging.is_some() {
         return Err(Error::Unsupported {

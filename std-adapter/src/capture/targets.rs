@@ -3,15 +3,22 @@
 //! AMD code object's target, its features and its kernels with their
 //! kernarg segment sizes. Read from the image alone, without a device.
 
-use reprise_core::image::{EM_AMDGPU, EM_CUDA, ImageKind};
+#[cfg(feature = "amdgpu")]
+use reprise_core::image::EM_AMDGPU;
+#[cfg(feature = "cuda")]
+use reprise_core::image::EM_CUDA;
+use reprise_core::image::ImageKind;
 
 /// The GPU targets of `image` (of kind `kind`), one line each; empty for a
-/// host image or one of no known kind.
+/// host image, one of no known kind, or one whose executor is not in the
+/// build.
 pub fn describe(kind: ImageKind, image: &[u8]) -> Vec<String> {
     match kind {
+        #[cfg(feature = "amdgpu")]
         ImageKind::Elf {
             machine: EM_AMDGPU, ..
         } => amdgpu(image),
+        #[cfg(feature = "cuda")]
         ImageKind::Ptx
         | ImageKind::Fatbin
         | ImageKind::Elf {
@@ -20,13 +27,17 @@ pub fn describe(kind: ImageKind, image: &[u8]) -> Vec<String> {
             .iter()
             .map(ToString::to_string)
             .collect(),
-        _ => Vec::new(),
+        _ => {
+            let _ = image;
+            Vec::new()
+        }
     }
 }
 
 /// An AMDGPU code object's target (LLVM target id: processor and
 /// features) and its kernels with their kernarg segment sizes, from its
 /// ELF header and metadata note.
+#[cfg(feature = "amdgpu")]
 fn amdgpu(image: &[u8]) -> Vec<String> {
     match reprise_amdgpu::code_object::parse(image) {
         Ok(c) => {

@@ -355,52 +355,77 @@ impl Error {
     /// GPU context lost to a kernel fault): nothing more runs on it in this
     /// process.
     pub fn device_lost(&self) -> bool {
-        use reprise_amdgpu::AmdError as A;
-        self.cuda()
+        #[cfg(feature = "cuda")]
+        if self
+            .source_of::<reprise_cuda::CudaError>()
             .is_some_and(reprise_cuda::CudaError::context_lost)
-            || matches!(
-                self.source_of::<A>(),
-                Some(A::KernelFault { .. } | A::QueueLost(_))
+        {
+            return true;
+        }
+        #[cfg(feature = "amdgpu")]
+        if matches!(
+            self.source_of::<reprise_amdgpu::AmdError>(),
+            Some(
+                reprise_amdgpu::AmdError::KernelFault { .. }
+                    | reprise_amdgpu::AmdError::QueueLost(_)
             )
+        ) {
+            return true;
+        }
+        false
     }
 
     /// Whether the kernel faulted (a bad memory access, an illegal
     /// instruction) on the host or an AMD GPU.
     pub fn kernel_faulted(&self) -> bool {
-        matches!(
+        #[cfg(feature = "host")]
+        if matches!(
             self.source_of::<reprise_host::HostError>(),
             Some(reprise_host::HostError::KernelFault(_))
-        ) || matches!(
+        ) {
+            return true;
+        }
+        #[cfg(feature = "amdgpu")]
+        if matches!(
             self.source_of::<reprise_amdgpu::AmdError>(),
             Some(reprise_amdgpu::AmdError::KernelFault { .. })
-        )
+        ) {
+            return true;
+        }
+        false
     }
 
     /// Whether the executor refused a launch before it ran: a block, grid
     /// or shared memory beyond the kernel's or the device's limit.
     pub fn launch_refused(&self) -> bool {
-        use reprise_cuda::CudaError as C;
-        matches!(
-            self.cuda(),
-            Some(
-                C::ThreadsPerBlock { .. }
-                    | C::KernelThreadsPerBlock { .. }
-                    | C::LaunchDimension { .. }
-                    | C::ZeroDimension { .. }
-                    | C::SharedMemory { .. }
-            )
-        ) || matches!(
+        #[cfg(feature = "cuda")]
+        {
+            use reprise_cuda::CudaError as C;
+            if matches!(
+                self.source_of::<C>(),
+                Some(
+                    C::ThreadsPerBlock { .. }
+                        | C::KernelThreadsPerBlock { .. }
+                        | C::LaunchDimension { .. }
+                        | C::ZeroDimension { .. }
+                        | C::SharedMemory { .. }
+                )
+            ) {
+                return true;
+            }
+        }
+        #[cfg(feature = "amdgpu")]
+        if matches!(
             self.source_of::<reprise_amdgpu::AmdError>(),
             Some(reprise_amdgpu::AmdError::Geometry(_))
-        )
-    }
-
-    /// The CUDA executor's error underneath, if there is one.
-    fn cuda(&self) -> Option<&reprise_cuda::CudaError> {
-        self.source_of()
+        ) {
+            return true;
+        }
+        false
     }
 
     /// The executor error of type `T` underneath, if there is one.
+    #[cfg(any(feature = "host", feature = "cuda", feature = "amdgpu"))]
     fn source_of<T: std::error::Error + 'static>(&self) -> Option<&T> {
         let Error::Executor { source, .. } = self else {
             return None;

@@ -15,7 +15,9 @@
 
 use std::path::Path;
 
-use reprise_core::globals::{self, Layout};
+#[cfg(feature = "host")]
+use reprise_core::globals;
+use reprise_core::globals::Layout;
 use reprise_core::image::ImageKind;
 use reprise_core::record::{BackendKind, KernelRecord};
 
@@ -55,14 +57,22 @@ pub(super) fn problems(
         (_, Err(e)) => return vec![at(e.to_string())],
     };
     match backend {
+        #[cfg(feature = "host")]
         BackendKind::Host => host(record, descriptor, image, image_path, globals),
+        #[cfg(feature = "amdgpu")]
         BackendKind::Amdgpu => amdgpu(record, image).into_iter().map(at).collect(),
+        #[cfg(feature = "cuda")]
         BackendKind::Cuda => cuda(record, image).into_iter().map(at).collect(),
-        _ => Vec::new(),
+        // An executor not in the build: the replay says so.
+        _ => {
+            let _ = (record, descriptor, globals);
+            Vec::new()
+        }
     }
 }
 
 /// What the host executor's loader and launch refuse.
+#[cfg(feature = "host")]
 fn host(
     record: &KernelRecord,
     descriptor: &Path,
@@ -114,6 +124,7 @@ fn host(
 /// What the AMD executor's loader and launch refuse, from the code
 /// object's metadata: the kernel, and where its arguments go in its kernarg
 /// segment (as the executor packs them).
+#[cfg(feature = "amdgpu")]
 fn amdgpu(record: &KernelRecord, image: &[u8]) -> Vec<String> {
     let code = match reprise_amdgpu::code_object::parse(image) {
         Ok(c) => c,
@@ -174,6 +185,7 @@ fn amdgpu(record: &KernelRecord, image: &[u8]) -> Vec<String> {
 
 /// A CUDA image that lists its kernels (PTX entries, a cubin's functions)
 /// and lacks the capture's.
+#[cfg(feature = "cuda")]
 fn cuda(record: &KernelRecord, image: &[u8]) -> Vec<String> {
     let kernels = super::super::offload::kernels_of(image);
     let name = record.name.as_str();
