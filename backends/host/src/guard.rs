@@ -214,7 +214,7 @@ unsafe extern "C" {
 }
 
 /// Sends fault reports to the descriptor `fd` too, besides stderr: a line
-/// `fault TEXT` for each fault caught in a kernel ([`report`]), and `fatal
+/// `fault TEXT` for each fault caught in a kernel (written by the queue's worker), and `fatal
 /// TEXT` for one that ends the process (written by the signal handler).
 /// A parent process that reads them can say why its child ended. A
 /// negative `fd` stops it.
