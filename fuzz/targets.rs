@@ -30,6 +30,13 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// set does not write, such as reprise's `Backend` in one whose
 /// `RepriseFormat` was lost: those are dropped by the first write only).
 pub fn descriptor(data: &[u8]) {
+    read_back(data);
+    descriptor_numbers(data);
+}
+
+/// [`descriptor`]'s check of one document: read; when it reads, written in
+/// each key set and read back to the very same bytes.
+fn read_back(data: &[u8]) {
     let Ok(record) = KernelRecord::from_json(data) else {
         return;
     };
@@ -60,6 +67,59 @@ pub fn descriptor(data: &[u8]) {
             &first[..n],
             &second[..m],
             "a second round trip changed the descriptor"
+        );
+    }
+}
+
+/// Descriptors whose every integer is `1` but one: the input, as a JSON
+/// number token (its bytes mapped onto digits, signs, `.`, `e`, `E`, so
+/// `3.0`, `1e3`, `-0`, `+1` and numbers past `u64` all come up), put in the
+/// place the first byte picks. Each document is read (and, when it reads,
+/// written and read back, as [`descriptor`] does); one that reads must have
+/// had a plain integer there: digits, after a `-` only in the signed
+/// `ArgPtrs` and `ArgOffsets` (LLVM's `intptr_t`s) or before zeros.
+fn descriptor_numbers(data: &[u8]) {
+    const ALPHABET: &[u8] = b"0123456789-+.eE0123456789";
+    /// The places, the signed ones first.
+    const SIGNED: usize = 2;
+    const PLACES: &[&str] = &[
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[#],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[#],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":#,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":#,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":#,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":#,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":#,"VAllocAddr":4096,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":#,"VAllocSize":65536}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":#}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"Grid":[#,1,1],"Block":[1,1,1],"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536,"RepriseFormat":1}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536,"RepriseFormat":1,"LaunchSeq":#}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"ArgSizes":[#],"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536,"RepriseFormat":1}"#,
+        r#"{"Name":"k","NumArgs":1,"ArgPtrs":[4096],"ArgOffsets":[0],"NumTeamsClause":#,"NumTeams":1,"NumThreads":1,"SharedMemorySize":0,"LoopTripCount":0,"VAllocAddr":4096,"VAllocSize":65536}"#,
+    ];
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let token: String = rest
+        .iter()
+        .take(48)
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect();
+    if token.is_empty() {
+        return;
+    }
+    let place = usize::from(first) % PLACES.len();
+    let doc = PLACES[place].replace('#', &token);
+    read_back(doc.as_bytes());
+    if KernelRecord::from_json(doc.as_bytes()).is_ok() {
+        let digits = token.strip_prefix('-').unwrap_or(&token);
+        assert!(
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+            "{token:?} read as an integer"
+        );
+        assert!(
+            place < SIGNED || !token.starts_with('-') || digits.bytes().all(|b| b == b'0'),
+            "{token:?}, a negative number, read as an unsigned integer"
         );
     }
 }
@@ -148,6 +208,7 @@ pub fn offload(data: &[u8]) {
     if let Ok(Some(section)) = offload::elf_section(data, ".llvm.offloading") {
         walk(section);
     }
+    offload_sharing(data);
     let Some((&first, rest)) = data.split_first() else {
         return;
     };
@@ -167,6 +228,63 @@ pub fn offload(data: &[u8]) {
         "the triple changed"
     );
     assert_eq!(read[0].arch(), Some("sm_90"), "the arch changed");
+}
+
+/// Entries sharing one image: a binary of up to 1,100 entries (how many
+/// from the first two bytes) whose images are all the input and whose
+/// strings are one table. Read to [`offload::MAX_ENTRIES`] and no further,
+/// an error after that, each entry's image the input.
+///
+/// [`offload::MAX_ENTRIES`]: reprise_core::offload::MAX_ENTRIES
+fn offload_sharing(data: &[u8]) {
+    use reprise_core::offload::{self, OffloadError};
+    let [a, b, ..] = *data else { return };
+    let count = usize::from(u16::from_le_bytes([a, b])) % 1100;
+    let strings_at = 32 + count * 40;
+    let text_at = strings_at + 16;
+    let image_at = (text_at + 16).next_multiple_of(8);
+    let size = image_at + data.len();
+    let mut bin = Vec::with_capacity(size);
+    bin.extend_from_slice(&offload::MAGIC);
+    bin.extend_from_slice(&1u32.to_le_bytes());
+    for v in [size, 32, count * 40] {
+        bin.extend_from_slice(&(v as u64).to_le_bytes());
+    }
+    for _ in 0..count {
+        bin.extend_from_slice(&[1, 0, 1, 0, 0, 0, 0, 0]);
+        for v in [strings_at, 1, image_at, data.len()] {
+            bin.extend_from_slice(&(v as u64).to_le_bytes());
+        }
+    }
+    bin.extend_from_slice(&(text_at as u64).to_le_bytes());
+    bin.extend_from_slice(&(text_at as u64 + 7).to_le_bytes());
+    bin.extend_from_slice(b"triple\0x86_64\0");
+    bin.resize(image_at, 0);
+    bin.extend_from_slice(data);
+    let mut read = 0;
+    for entry in offload::entries(&bin) {
+        match entry {
+            Ok(e) => {
+                assert_eq!(e.image, data, "an entry's image is not the one shared");
+                assert_eq!(e.triple(), Some("x86_64"));
+                read += 1;
+            }
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e,
+                        OffloadError::TooMany {
+                            what: "entries",
+                            ..
+                        }
+                    ),
+                    "{e:?} after {read} of {count} entries"
+                );
+                break;
+            }
+        }
+    }
+    assert_eq!(read, count.min(offload::MAX_ENTRIES), "entries read");
 }
 
 /// The AMDGPU code object reader: the bytes as a whole code object, and as
@@ -206,6 +324,18 @@ pub fn amdgpu_code_object(data: &[u8]) {
                 );
                 assert!(names.insert(v.name.as_str()), "{} listed twice", v.name);
             }
+            // Bounded by the input: at most a symbol per 24 bytes.
+            assert!(object.variables().len() <= data.len() / 24);
+            // Section headers repeated (up to 8 times, the count from the
+            // last byte) name the same bytes again: nothing changes.
+            let copies = 1 + usize::from(data.last().copied().unwrap_or(0) % 8);
+            if let Some(repeated) = repeated_section_headers(data, copies) {
+                assert_eq!(
+                    code_object::parse(&repeated).as_ref(),
+                    Ok(&object),
+                    "repeating the section headers changed what was read"
+                );
+            }
         }
         Err(e) => {
             let _ = e.to_string();
@@ -222,4 +352,29 @@ pub fn amdgpu_code_object(data: &[u8]) {
             let _ = e.to_string();
         }
     }
+}
+
+/// `data` (a 64-bit ELF file) with its section header table copied to its
+/// end `1 + copies` times over and `e_shoff` and `e_shnum` saying so; `None`
+/// when it has no whole table of 64-byte headers, or too many.
+fn repeated_section_headers(data: &[u8], copies: usize) -> Option<Vec<u8>> {
+    let shoff = usize::try_from(u64::from_le_bytes(data.get(40..48)?.try_into().ok()?)).ok()?;
+    let shentsize = u16::from_le_bytes(data.get(58..60)?.try_into().ok()?);
+    let shnum = usize::from(u16::from_le_bytes(data.get(60..62)?.try_into().ok()?));
+    if shoff == 0 || shnum == 0 || shentsize != 64 {
+        return None;
+    }
+    let table = data.get(shoff..shoff.checked_add(shnum * 64)?)?;
+    let total = u16::try_from(shnum * (1 + copies))
+        .ok()
+        .filter(|&n| n < 0xff00)?;
+    let mut out = data.to_vec();
+    out.resize(out.len().next_multiple_of(8), 0);
+    let new_shoff = out.len() as u64;
+    for _ in 0..=copies {
+        out.extend_from_slice(table);
+    }
+    out[40..48].copy_from_slice(&new_shoff.to_le_bytes());
+    out[60..62].copy_from_slice(&total.to_le_bytes());
+    Some(out)
 }
