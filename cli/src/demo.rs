@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use reprise::config::parse_size;
 use reprise::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, with_executor};
 use reprise::{BackendKind, Capture, RecordConfig, Recorder};
 use reprise_bench::{BuiltinKernel, demo_kernel};
-use reprise::config::parse_size;
 
 use crate::backend::BackendArg;
 use crate::error::{CliError, Result};
