@@ -4,7 +4,7 @@
  * the types, the constants, and the versioned names that cuda.h's macros
  * turn the base names into (cuMemAlloc is cuMemAlloc_v2, and so on).
  *
- * Also the computation all three programs make, and its check: saxpy.ptx's
+ * Also the computation the programs make, and its check: saxpy.ptx's
  * `saxpy(float a, float *x, float *y, int n)` (y[i] = a * x[i] + y[i] +
  * bias, bias a 0.5 device global; thread 0 counts the launch in the
  * `launches` global) launched three times with different `a`.
@@ -138,6 +138,179 @@ static char *read_file(const char *path) {
 /* The status to end with: argv[2] when given, else `status`. */
 static int exit_status(int argc, char **argv, int status) {
   return status == 0 && argc > 2 ? atoi(argv[2]) : status;
+}
+
+/*
+ * The driver entry points the helpers below call, as cuda.h declares them
+ * (the _v2 names its macros choose). A program linked with the driver gets
+ * them as functions; one that defines DRIVER_RESOLVED before including this
+ * (resolver.c, which is not linked with it) gets them as pointers of the
+ * same names, for it to fill before it calls a helper.
+ */
+#ifdef DRIVER_RESOLVED
+#define DRIVER_FN(name, ...) static CUresult (*name)(__VA_ARGS__);
+#else
+#define DRIVER_FN(name, ...) CUresult name(__VA_ARGS__);
+#endif
+DRIVER_FN(cuInit, unsigned flags)
+DRIVER_FN(cuDeviceGet, CUdevice *dev, int ordinal)
+DRIVER_FN(cuDevicePrimaryCtxRetain, CUcontext *ctx, CUdevice dev)
+DRIVER_FN(cuDevicePrimaryCtxRelease_v2, CUdevice dev)
+DRIVER_FN(cuCtxSetCurrent, CUcontext ctx)
+DRIVER_FN(cuModuleLoadData, CUmodule *module, const void *image)
+DRIVER_FN(cuModuleUnload, CUmodule module)
+DRIVER_FN(cuModuleGetFunction, CUfunction *f, CUmodule module,
+          const char *name)
+DRIVER_FN(cuModuleGetGlobal_v2, CUdeviceptr *dptr, size_t *bytes,
+          CUmodule module, const char *name)
+DRIVER_FN(cuMemAlloc_v2, CUdeviceptr *dptr, size_t bytes)
+DRIVER_FN(cuMemFree_v2, CUdeviceptr dptr)
+DRIVER_FN(cuMemcpyHtoD_v2, CUdeviceptr dst, const void *src, size_t bytes)
+DRIVER_FN(cuMemcpyDtoH_v2, void *dst, CUdeviceptr src, size_t bytes)
+DRIVER_FN(cuMemcpyDtoHAsync_v2, void *dst, CUdeviceptr src, size_t bytes,
+          CUstream stream)
+DRIVER_FN(cuStreamCreate, CUstream *stream, unsigned flags)
+DRIVER_FN(cuStreamDestroy_v2, CUstream stream)
+DRIVER_FN(cuStreamSynchronize, CUstream stream)
+DRIVER_FN(cuLaunchKernel, CUfunction f, unsigned gx, unsigned gy,
+          unsigned gz, unsigned bx, unsigned by, unsigned bz,
+          unsigned shared, CUstream stream, void **params, void **extra)
+#undef DRIVER_FN
+
+#ifndef DRIVER_RESOLVED
+/* More that several of the linked programs call. */
+CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t n);
+CUresult cuLibraryUnload(CUlibrary library);
+CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library,
+                            const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
+                            CUlibrary library, const char *name);
+#endif
+
+/*
+ * The steps every program shares, each the same driver calls in the same
+ * order wherever it is used (what a recording sees must not change).
+ */
+
+/* The PTX named by argv[1], read; exits 2 with the usage line when it is
+ * not given. */
+static inline char *saxpy_ptx(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
+    exit(2);
+  }
+  return read_file(argv[1]);
+}
+
+/* cuInit, device 0, its primary context retained and made current. */
+static inline CUdevice open_device(CUcontext *ctx) {
+  CUdevice dev;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(ctx, dev));
+  CHECK(cuCtxSetCurrent(*ctx));
+  return dev;
+}
+
+/* The PTX loaded as a module (cuModuleLoadData), and its saxpy. */
+static inline CUmodule load_saxpy(const char *ptx, CUfunction *saxpy) {
+  CUmodule module;
+  CHECK(cuModuleLoadData(&module, ptx));
+  CHECK(cuModuleGetFunction(saxpy, module, "saxpy"));
+  return module;
+}
+
+/* A stream of its own (non-blocking). */
+static inline CUstream new_stream(void) {
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  return stream;
+}
+
+/* saxpy with each of A's three `a` on `stream`, over N values in BLOCK
+ * blocks. */
+static inline void launch_three(CUfunction saxpy, CUdeviceptr dx,
+                                CUdeviceptr dy, CUstream stream) {
+  int n = N;
+  for (int k = 0; k < 3; k++) {
+    float a = A[k];
+    void *params[] = {&a, &dx, &dy, &n};
+    CHECK(cuLaunchKernel(saxpy, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
+                         stream, params, NULL));
+  }
+}
+
+/* The module's `launches` global, read back synchronously. */
+static inline unsigned read_launches(CUmodule module) {
+  CUdeviceptr dlaunches;
+  size_t size;
+  unsigned launches = 0;
+  CHECK(cuModuleGetGlobal_v2(&dlaunches, &size, module, "launches"));
+  CHECK(cuMemcpyDtoH_v2(&launches, dlaunches, sizeof launches));
+  return launches;
+}
+
+/*
+ * The programs that make linked.c's computation keep it in one place: the
+ * PTX, the host's inputs and result, the driver's handles, and x and y in
+ * device memory.
+ */
+struct saxpy {
+  char *ptx;
+  float *x, *y0, *y; /* N floats each: the inputs, the result read back */
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr dx, dy;
+};
+
+/* argv[1]'s PTX read (saxpy_ptx), the inputs made, device 0's primary
+ * context current (open_device) and saxpy loaded (load_saxpy). */
+static inline struct saxpy saxpy_open(int argc, char **argv) {
+  static float x[N], y0[N], y[N];
+  struct saxpy s = {saxpy_ptx(argc, argv), x, y0, y};
+  inputs(x, y0);
+  s.dev = open_device(&s.ctx);
+  s.module = load_saxpy(s.ptx, &s.fn);
+  return s;
+}
+
+/* x and y0 in device memory of their own: cuMemAlloc, then synchronous
+ * copies. */
+static inline void saxpy_upload(struct saxpy *s) {
+  CHECK(cuMemAlloc_v2(&s->dx, N * sizeof *s->x));
+  CHECK(cuMemAlloc_v2(&s->dy, N * sizeof *s->y0));
+  CHECK(cuMemcpyHtoD_v2(s->dx, s->x, N * sizeof *s->x));
+  CHECK(cuMemcpyHtoD_v2(s->dy, s->y0, N * sizeof *s->y0));
+}
+
+/* Once the result is in s->y: the `launches` global read, the stream,
+ * the memory, the module and the context let go, and the result checked.
+ * Returns the status to exit with. */
+static inline int saxpy_close(struct saxpy *s, CUstream stream, int argc,
+                              char **argv) {
+  unsigned launches = read_launches(s->module);
+  CHECK(cuStreamDestroy_v2(stream));
+  CHECK(cuMemFree_v2(s->dx));
+  CHECK(cuMemFree_v2(s->dy));
+  CHECK(cuModuleUnload(s->module));
+  CHECK(cuDevicePrimaryCtxRelease_v2(s->dev));
+  free(s->ptx);
+  return exit_status(argc, argv, check(s->x, s->y0, s->y, launches));
+}
+
+/* linked.c's whole computation (resolver.c's too, through its pointers):
+ * saxpy three times on a stream of its own, the result copied back on the
+ * stream. */
+static inline int saxpy_program(int argc, char **argv) {
+  struct saxpy s = saxpy_open(argc, argv);
+  saxpy_upload(&s);
+  CUstream stream = new_stream();
+  launch_three(s.fn, s.dx, s.dy, stream);
+  CHECK(cuMemcpyDtoHAsync_v2(s.y, s.dy, N * sizeof *s.y, stream));
+  CHECK(cuStreamSynchronize(stream));
+  return saxpy_close(&s, stream, argc, argv);
 }
 
 #endif

@@ -45,19 +45,7 @@
 
 #include "driver.h"
 
-/* As cuda.h declares them (the _v2 names its macros choose). */
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUresult cuModuleUnload(CUmodule module);
-CUresult cuModuleGetFunction(CUfunction *f, CUmodule module,
-                             const char *name);
-CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
-                              CUmodule module, const char *name);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
+/* As cuda.h declares them (driver.h has the rest). */
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
                             size_t WidthInBytes, size_t Height,
                             unsigned ElementSizeBytes);
@@ -65,24 +53,16 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                            unsigned flags);
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
                                  CUdeviceptr dptr);
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
 CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr);
 CUresult cuPointerGetAttributes(unsigned n, int *attributes, void **data,
                                 CUdeviceptr ptr);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
-                              CUstream stream);
-CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes,
                               CUstream stream);
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                               CUstream stream);
-CUresult cuStreamCreate(CUstream *stream, unsigned flags);
-CUresult cuStreamDestroy_v2(CUstream stream);
-CUresult cuStreamSynchronize(CUstream stream);
 CUresult cuStreamBeginCapture_v2(CUstream stream, int mode);
 CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph);
 CUresult cuStreamIsCapturing(CUstream stream, int *status);
@@ -91,10 +71,6 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
 CUresult cuGraphExecDestroy(CUgraphExec exec);
 CUresult cuGraphDestroy(CUgraph graph);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                        unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params,
-                        void **extra);
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                           void **params, void **extra);
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy,
@@ -152,28 +128,18 @@ static double sum(const float *v) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
   /* driver.h's saxpy check is the three-launch programs'; this one checks
    * its own buffers. */
   (void)check;
-  char *ptx = read_file(argv[1]);
+  char *ptx = saxpy_ptx(argc, argv);
   static float x[N], y0[N];
   inputs(x, y0);
   int n = N;
 
-  CUdevice dev;
   CUcontext ctx;
-  CUmodule module;
   CUfunction saxpy;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuModuleLoadData(&module, ptx));
-  CHECK(cuModuleGetFunction(&saxpy, module, "saxpy"));
+  CUdevice dev = open_device(&ctx);
+  CUmodule module = load_saxpy(ptx, &saxpy);
   CUstream s;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 

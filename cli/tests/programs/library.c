@@ -13,22 +13,12 @@
  */
 #include "driver.h"
 
-/* As cuda.h declares them. */
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
+/* As cuda.h declares them (driver.h has the rest). */
 CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
                            int *jitOptions, void **jitOptionsValues,
                            unsigned numJitOptions, int *libraryOptions,
                            void **libraryOptionValues,
                            unsigned numLibraryOptions);
-CUresult cuLibraryUnload(CUlibrary library);
-CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library,
-                            const char *name);
-CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
-                            CUlibrary library, const char *name);
 CUresult cuKernelGetFunction(CUfunction *f, CUkernel kernel);
 CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned n,
                                    CUlibrary library);
@@ -36,25 +26,11 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
                               CUstream stream);
-CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes,
-                              CUstream stream);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
-CUresult cuStreamCreate(CUstream *stream, unsigned flags);
-CUresult cuStreamDestroy_v2(CUstream stream);
-CUresult cuStreamSynchronize(CUstream stream);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                        unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params,
-                        void **extra);
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                           void **params, void **extra);
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
-  char *ptx = read_file(argv[1]);
+  char *ptx = saxpy_ptx(argc, argv);
   static float x[N], y0[N], y[N];
   inputs(x, y0);
 
@@ -80,8 +56,7 @@ int main(int argc, char **argv) {
     CHECK(cuLibraryGetKernel(&kernel, library, "saxpy"));
   CHECK(cuKernelGetFunction(&saxpy, kernel));
 
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUstream stream = new_stream();
   CUdeviceptr dx, dy;
   CHECK(cuMemAllocAsync(&dx, sizeof x, stream));
   CHECK(cuMemAllocAsync(&dy, sizeof y0, stream));

@@ -38,31 +38,18 @@
 #define CU_JIT_INPUT_PTX 1
 typedef struct CUlinkState_st *CUlinkState;
 
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
+/* As cuda.h declares them (driver.h has the rest). */
 CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
-CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuModuleLoad(CUmodule *module, const char *fname);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
                             unsigned numOptions, int *options,
                             void **optionValues);
-CUresult cuModuleUnload(CUmodule module);
-CUresult cuModuleGetFunction(CUfunction *f, CUmodule module,
-                             const char *name);
-CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
-                              CUmodule module, const char *name);
 CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
                                int *jitOptions, void **jitOptionsValues,
                                unsigned numJitOptions, int *libraryOptions,
                                void **libraryOptionValues,
                                unsigned numLibraryOptions);
-CUresult cuLibraryUnload(CUlibrary library);
-CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library,
-                            const char *name);
-CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
-                            CUlibrary library, const char *name);
 CUresult cuLinkCreate_v2(unsigned numOptions, int *options,
                          void **optionValues, CUlinkState *stateOut);
 CUresult cuLinkAddData_v2(CUlinkState state, int type, void *data,
@@ -70,18 +57,6 @@ CUresult cuLinkAddData_v2(CUlinkState state, int type, void *data,
                           int *options, void **optionValues);
 CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
 CUresult cuLinkDestroy(CUlinkState state);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
-CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t n);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
-CUresult cuStreamCreate(CUstream *stream, unsigned flags);
-CUresult cuStreamDestroy_v2(CUstream stream);
-CUresult cuStreamSynchronize(CUstream stream);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                        unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params,
-                        void **extra);
 
 /* Writes the PTX to kernel.ptx in a fresh directory made the working
  * one, loads it by that relative name, then removes both. */
@@ -116,14 +91,10 @@ static void load_from_file(CUmodule *module, const char *ptx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
+  char *ptx = saxpy_ptx(argc, argv);
   const char *loader = getenv("LOADER");
   if (!loader)
     loader = "file";
-  char *ptx = read_file(argv[1]);
   static float x[N], y0[N], y[N];
   inputs(x, y0);
 
@@ -179,26 +150,20 @@ int main(int argc, char **argv) {
   CHECK(cuMemcpyHtoD_v2(dx, x, sizeof x));
   CHECK(cuMemcpyHtoD_v2(dy, y0, sizeof y0));
 
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  int n = N;
-  for (int k = 0; k < 3; k++) {
-    float a = A[k];
-    void *params[] = {&a, &dx, &dy, &n};
-    CHECK(cuLaunchKernel(saxpy, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
-                         stream, params, NULL));
-  }
+  CUstream stream = new_stream();
+  launch_three(saxpy, dx, dy, stream);
   CHECK(cuStreamSynchronize(stream));
   CHECK(cuMemcpyDtoH_v2(y, dy, sizeof y));
 
-  CUdeviceptr dlaunches;
-  size_t size;
   unsigned launches = 0;
-  if (library)
+  if (library) {
+    CUdeviceptr dlaunches;
+    size_t size;
     CHECK(cuLibraryGetGlobal(&dlaunches, &size, library, "launches"));
-  else
-    CHECK(cuModuleGetGlobal_v2(&dlaunches, &size, module, "launches"));
-  CHECK(cuMemcpyDtoH_v2(&launches, dlaunches, sizeof launches));
+    CHECK(cuMemcpyDtoH_v2(&launches, dlaunches, sizeof launches));
+  } else {
+    launches = read_launches(module);
+  }
 
   CHECK(cuStreamDestroy_v2(stream));
   CHECK(cuMemFree_v2(dx));

@@ -9,6 +9,8 @@
  */
 #include <dlfcn.h>
 
+/* driver.h's entry points as pointers, resolved here. */
+#define DRIVER_RESOLVED
 #include "driver.h"
 
 typedef CUresult (*GetProcAddress)(const char *symbol, void **pfn,
@@ -33,10 +35,6 @@ static void *resolve(const char *name, cuuint64_t flags) {
 #define RESOLVE(var, name) var = resolve(name, CU_GET_PROC_ADDRESS_DEFAULT)
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "dlopen(libcuda.so.1): %s\n", dlerror());
@@ -69,43 +67,24 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-  CUresult (*cuModuleUnload)(CUmodule);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule,
-                                const char *);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuStreamCreate)(CUstream *, unsigned);
-  CUresult (*cuStreamDestroy)(CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  /* By base name: the variables have the _v2 names driver.h's helpers
+   * call, the versions CUDA 12.0 hands out for these names. */
   RESOLVE(cuInit, "cuInit");
   RESOLVE(cuDeviceGet, "cuDeviceGet");
   RESOLVE(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  RESOLVE(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease");
+  RESOLVE(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease");
   RESOLVE(cuCtxSetCurrent, "cuCtxSetCurrent");
   RESOLVE(cuModuleLoadData, "cuModuleLoadData");
   RESOLVE(cuModuleUnload, "cuModuleUnload");
   RESOLVE(cuModuleGetFunction, "cuModuleGetFunction");
-  RESOLVE(cuModuleGetGlobal, "cuModuleGetGlobal");
-  RESOLVE(cuMemAlloc, "cuMemAlloc");
-  RESOLVE(cuMemFree, "cuMemFree");
-  RESOLVE(cuMemcpyHtoD, "cuMemcpyHtoD");
-  RESOLVE(cuMemcpyDtoH, "cuMemcpyDtoH");
-  RESOLVE(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync");
+  RESOLVE(cuModuleGetGlobal_v2, "cuModuleGetGlobal");
+  RESOLVE(cuMemAlloc_v2, "cuMemAlloc");
+  RESOLVE(cuMemFree_v2, "cuMemFree");
+  RESOLVE(cuMemcpyHtoD_v2, "cuMemcpyHtoD");
+  RESOLVE(cuMemcpyDtoH_v2, "cuMemcpyDtoH");
+  RESOLVE(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync");
   RESOLVE(cuStreamCreate, "cuStreamCreate");
-  RESOLVE(cuStreamDestroy, "cuStreamDestroy");
+  RESOLVE(cuStreamDestroy_v2, "cuStreamDestroy");
   RESOLVE(cuStreamSynchronize, "cuStreamSynchronize");
   cuLaunchKernel =
       resolve("cuLaunchKernel", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
@@ -114,50 +93,6 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  char *ptx = read_file(argv[1]);
-  static float x[N], y0[N], y[N];
-  inputs(x, y0);
-
-  CUdevice dev;
-  CUcontext ctx;
-  CUmodule module;
-  CUfunction saxpy;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuModuleLoadData(&module, ptx));
-  CHECK(cuModuleGetFunction(&saxpy, module, "saxpy"));
-
-  CUdeviceptr dx, dy;
-  CHECK(cuMemAlloc(&dx, sizeof x));
-  CHECK(cuMemAlloc(&dy, sizeof y0));
-  CHECK(cuMemcpyHtoD(dx, x, sizeof x));
-  CHECK(cuMemcpyHtoD(dy, y0, sizeof y0));
-
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  int n = N;
-  for (int k = 0; k < 3; k++) {
-    float a = A[k];
-    void *params[] = {&a, &dx, &dy, &n};
-    CHECK(cuLaunchKernel(saxpy, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
-                         stream, params, NULL));
-  }
-  CHECK(cuMemcpyDtoHAsync(y, dy, sizeof y, stream));
-  CHECK(cuStreamSynchronize(stream));
-
-  CUdeviceptr dlaunches;
-  size_t size;
-  unsigned launches = 0;
-  CHECK(cuModuleGetGlobal(&dlaunches, &size, module, "launches"));
-  CHECK(cuMemcpyDtoH(&launches, dlaunches, sizeof launches));
-
-  CHECK(cuStreamDestroy(stream));
-  CHECK(cuMemFree(dx));
-  CHECK(cuMemFree(dy));
-  CHECK(cuModuleUnload(module));
-  CHECK(cuDevicePrimaryCtxRelease(dev));
-  free(ptx);
-  return exit_status(argc, argv, check(x, y0, y, launches));
+  /* Then linked.c's computation, through the pointers. */
+  return saxpy_program(argc, argv);
 }

@@ -14,28 +14,8 @@
 #include "driver.h"
 
 /* As cuda.h declares them (the _v2 names its macros choose). */
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUresult cuModuleUnload(CUmodule module);
-CUresult cuModuleGetFunction(CUfunction *f, CUmodule module,
-                             const char *name);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
                               CUstream stream);
-CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes,
-                              CUstream stream);
-CUresult cuStreamCreate(CUstream *stream, unsigned flags);
-CUresult cuStreamDestroy_v2(CUstream stream);
-CUresult cuStreamSynchronize(CUstream stream);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                        unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params,
-                        void **extra);
 
 #define THREADS 4
 
@@ -60,8 +40,7 @@ static void *run(void *arg) {
   for (int i = 0; i < N; i++)
     y0[i] += (float)w->index;
   CHECK(cuCtxSetCurrent(ctx));
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUstream stream = new_stream();
   CUdeviceptr dx, dy;
   CHECK(cuMemAlloc_v2(&dx, N * sizeof *x));
   CHECK(cuMemAlloc_v2(&dy, N * sizeof *y0));
@@ -69,13 +48,7 @@ static void *run(void *arg) {
   CHECK(cuMemcpyHtoDAsync_v2(dy, y0, N * sizeof *y0, stream));
   CHECK(cuStreamSynchronize(stream));
   pthread_barrier_wait(&uploaded);
-  int n = N;
-  for (int k = 0; k < 3; k++) {
-    float a = A[k];
-    void *params[] = {&a, &dx, &dy, &n};
-    CHECK(cuLaunchKernel(saxpy, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
-                         stream, params, NULL));
-  }
+  launch_three(saxpy, dx, dy, stream);
   CHECK(cuMemcpyDtoHAsync_v2(y, dy, N * sizeof *y, stream));
   CHECK(cuStreamSynchronize(stream));
   for (int i = 0; i < N; i++) {
@@ -97,20 +70,10 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
   (void)check;
-  char *ptx = read_file(argv[1]);
-  CUdevice dev;
-  CUmodule module;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuModuleLoadData(&module, ptx));
-  CHECK(cuModuleGetFunction(&saxpy, module, "saxpy"));
+  char *ptx = saxpy_ptx(argc, argv);
+  CUdevice dev = open_device(&ctx);
+  CUmodule module = load_saxpy(ptx, &saxpy);
   pthread_t threads[THREADS];
   if (pthread_barrier_init(&uploaded, NULL, THREADS))
     return 2;

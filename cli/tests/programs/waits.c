@@ -11,25 +11,7 @@
 
 #include "driver.h"
 
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUresult cuModuleGetFunction(CUfunction *f, CUmodule module,
-                             const char *name);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
-CUresult cuStreamCreate(CUstream *stream, unsigned flags);
-CUresult cuStreamSynchronize(CUstream stream);
 CUresult cuLaunchHostFunc(CUstream stream, void (*fn)(void *), void *data);
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                        unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params,
-                        void **extra);
 
 static CUcontext ctx;
 static volatile int allocated;
@@ -53,30 +35,11 @@ static void *allocate(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s saxpy.ptx [exit-status]\n", argv[0]);
-    return 2;
-  }
   (void)check;
-  char *ptx = read_file(argv[1]);
-  static float x[N], y0[N], y[N];
-  inputs(x, y0);
-  CUdevice dev;
-  CUmodule module;
-  CUfunction saxpy;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuModuleLoadData(&module, ptx));
-  CHECK(cuModuleGetFunction(&saxpy, module, "saxpy"));
-  CUdeviceptr dx, dy;
-  CHECK(cuMemAlloc_v2(&dx, sizeof x));
-  CHECK(cuMemAlloc_v2(&dy, sizeof y0));
-  CHECK(cuMemcpyHtoD_v2(dx, x, sizeof x));
-  CHECK(cuMemcpyHtoD_v2(dy, y0, sizeof y0));
-  CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  struct saxpy s = saxpy_open(argc, argv);
+  ctx = s.ctx;
+  saxpy_upload(&s);
+  CUstream stream = new_stream();
   /* The stream waits for the other thread before the kernel. */
   CHECK(cuLaunchHostFunc(stream, wait_for_allocation, NULL));
   pthread_t thread;
@@ -84,8 +47,8 @@ int main(int argc, char **argv) {
     return 2;
   int n = N;
   float a = A[0];
-  void *params[] = {&a, &dx, &dy, &n};
-  CHECK(cuLaunchKernel(saxpy, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
+  void *params[] = {&a, &s.dx, &s.dy, &n};
+  CHECK(cuLaunchKernel(s.fn, (N + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0,
                        stream, params, NULL));
   CHECK(cuStreamSynchronize(stream));
   pthread_join(thread, NULL);
@@ -93,17 +56,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "the stream ran on before the allocation\n");
     return 1;
   }
-  CHECK(cuMemcpyDtoH_v2(y, dy, sizeof y));
+  CHECK(cuMemcpyDtoH_v2(s.y, s.dy, N * sizeof *s.y));
   int bad = 0;
   double sum = 0;
   for (int i = 0; i < N; i++) {
-    float want = A[0] * x[i] + y0[i] + 0.5f;
-    if (y[i] != want && bad++ < 5)
-      fprintf(stderr, "y[%d] = %g, want %g\n", i, y[i], want);
-    sum += y[i];
+    float want = A[0] * s.x[i] + s.y0[i] + 0.5f;
+    if (s.y[i] != want && bad++ < 5)
+      fprintf(stderr, "y[%d] = %g, want %g\n", i, s.y[i], want);
+    sum += s.y[i];
   }
   printf("result %.6f\n", sum);
-  CHECK(cuDevicePrimaryCtxRelease_v2(dev));
-  free(ptx);
+  CHECK(cuDevicePrimaryCtxRelease_v2(s.dev));
+  free(s.ptx);
   return exit_status(argc, argv, bad ? 1 : 0);
 }

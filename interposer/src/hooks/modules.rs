@@ -96,30 +96,52 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     rc
 }
 
-/// `cuLibraryLoadData` (CUDA 12's runtime loads its kernels so).
+/// The options both library loaders take after their source, forwarded
+/// unchanged: JIT options, values, count; library options, values, count.
+type LibraryOptions = (
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+);
+
+/// A library loader of the driver whose source is `S` (an image or a path).
+type LibraryLoad<S> = unsafe extern "C" fn(
+    *mut Handle,
+    S,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+    *mut c_int,
+    *mut *mut c_void,
+    c_uint,
+) -> CuResult;
+
+/// What `cuLibraryLoadData` and `cuLibraryLoadFromFile` share: the driver's
+/// `load`, if it has one (`name`), called with the program's arguments
+/// unchanged, then `loaded` with the new library and `source` once it
+/// succeeded.
 ///
 /// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn cuLibraryLoadData(
+/// As the driver's loader.
+unsafe fn load_library<S: Copy>(
+    load: Option<LibraryLoad<S>>,
     library: *mut Handle,
-    code: *const c_void,
-    jit_options: *mut c_int,
-    jit_values: *mut *mut c_void,
-    n_jit: c_uint,
-    lib_options: *mut c_int,
-    lib_values: *mut *mut c_void,
-    n_lib: c_uint,
+    source: S,
+    options: LibraryOptions,
+    loaded: impl FnOnce(Handle, S),
 ) -> CuResult {
-    let Some(load) = crate::driver_fn!(LibraryLoadData, "cuLibraryLoadData") else {
+    let Some(load) = load else {
         return ERROR_NOT_FOUND;
     };
+    let (jit_options, jit_values, n_jit, lib_options, lib_values, n_lib) = options;
     // SAFETY: forwarded unchanged.
     let rc = unsafe {
         load(
             library,
-            code,
+            source,
             jit_options,
             jit_values,
             n_jit,
@@ -129,11 +151,37 @@ pub unsafe extern "C" fn cuLibraryLoadData(
         )
     };
     if rc == SUCCESS && !library.is_null() {
-        // SAFETY: the driver wrote the new library and accepted `code` as
-        // an image.
-        unsafe { state::library_loaded(*library, code as *const u8) };
+        // SAFETY: the driver wrote the new library.
+        loaded(unsafe { *library }, source);
     }
     rc
+}
+
+/// `cuLibraryLoadData` (CUDA 12's runtime loads its kernels so).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLibraryLoadData(
+    library: *mut Handle,
+    code: *const c_void,
+    jit_opts: *mut c_int,
+    jit_vals: *mut *mut c_void,
+    n_jit: c_uint,
+    lib_opts: *mut c_int,
+    lib_vals: *mut *mut c_void,
+    n_lib: c_uint,
+) -> CuResult {
+    let load = crate::driver_fn!(LibraryLoadData, "cuLibraryLoadData");
+    let options = (jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib);
+    let loaded = |library, code: *const c_void| {
+        // SAFETY: the driver wrote the new library and accepted `code` as an
+        // image.
+        unsafe { state::library_loaded(library, code as *const u8) }
+    };
+    // SAFETY: the program's arguments, as the driver takes them.
+    unsafe { load_library(load, library, code, options, loaded) }
 }
 
 /// `cuLibraryLoadFromFile` (CUDA 12): as [`cuLibraryLoadData`], the image
@@ -146,35 +194,23 @@ pub unsafe extern "C" fn cuLibraryLoadData(
 pub unsafe extern "C" fn cuLibraryLoadFromFile(
     library: *mut Handle,
     path: *const c_char,
-    jit_options: *mut c_int,
-    jit_values: *mut *mut c_void,
+    jit_opts: *mut c_int,
+    jit_vals: *mut *mut c_void,
     n_jit: c_uint,
-    lib_options: *mut c_int,
-    lib_values: *mut *mut c_void,
+    lib_opts: *mut c_int,
+    lib_vals: *mut *mut c_void,
     n_lib: c_uint,
 ) -> CuResult {
-    let Some(load) = crate::driver_fn!(LibraryLoadFromFile, "cuLibraryLoadFromFile") else {
-        return ERROR_NOT_FOUND;
+    let load = crate::driver_fn!(LibraryLoadFromFile, "cuLibraryLoadFromFile");
+    let options = (jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib);
+    let loaded = |library, path: *const c_char| {
+        if !path.is_null() {
+            // SAFETY: the driver read `path` as a C string.
+            state::library_loaded_from_file(library, unsafe { CStr::from_ptr(path) });
+        }
     };
-    // SAFETY: forwarded unchanged.
-    let rc = unsafe {
-        load(
-            library,
-            path,
-            jit_options,
-            jit_values,
-            n_jit,
-            lib_options,
-            lib_values,
-            n_lib,
-        )
-    };
-    if rc == SUCCESS && !library.is_null() && !path.is_null() {
-        // SAFETY: the driver read `path` as a C string and wrote the new
-        // library.
-        state::library_loaded_from_file(unsafe { *library }, unsafe { CStr::from_ptr(path) });
-    }
-    rc
+    // SAFETY: the program's arguments, as the driver takes them.
+    unsafe { load_library(load, library, path, options, loaded) }
 }
 
 /// `cuLibraryGetKernel`.

@@ -45,13 +45,25 @@ CUfunction fn_of(CUfunction f) {
   return k ? k->function : f;
 }
 
-/* The library's module is loaded from `code` (which it does not keep). */
-static CUresult library_load(CUlibrary *out, const void *code, int *jit_opts,
-                             void **jit_values, unsigned njit, int *lib_opts,
-                             void **lib_values, unsigned nlib) {
+/* The JIT and library options both loaders take: checked, otherwise
+ * unused. */
+struct library_options {
+  int *jit_opts;
+  void **jit_values;
+  unsigned njit;
+  int *lib_opts;
+  void **lib_values;
+  unsigned nlib;
+};
+
+/* The library's module is loaded from `code` (which it does not keep);
+ * `out` a CUlibrary *, `options` the loader's struct library_options (the
+ * shape load_image_file calls). */
+static CUresult library_load(void *out, const void *code, void *options) {
+  const struct library_options *o = options;
   CUresult r;
-  if (!out || (njit && (!jit_opts || !jit_values)) ||
-      (nlib && (!lib_opts || !lib_values)))
+  if (!out || (o->njit && (!o->jit_opts || !o->jit_values)) ||
+      (o->nlib && (!o->lib_opts || !o->lib_values)))
     return CUDA_ERROR_INVALID_VALUE;
   struct sim_library *lib = calloc(1, sizeof *lib);
   if (!lib)
@@ -67,8 +79,17 @@ static CUresult library_load(CUlibrary *out, const void *code, int *jit_opts,
   lib->next = g_libraries;
   g_libraries = lib;
   pthread_mutex_unlock(&g_libraries_lock);
-  *out = lib;
+  *(CUlibrary *)out = lib;
   return CUDA_SUCCESS;
+}
+
+/* Whether a library may be loaded: once cuInit ran, with or without a
+ * current context (CUDA 12's context-independent loading), and no sticky
+ * fault. */
+static CUresult library_loadable(void) {
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  return sticky();
 }
 
 EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
@@ -76,13 +97,10 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code,
                                   unsigned njit, int *lib_opts,
                                   void **lib_values, unsigned nlib) {
   INJECT();
-  if (!g_initialized)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = sticky();
-  if (r)
-    return r;
-  return library_load(out, code, jit_opts, jit_values, njit, lib_opts,
-                      lib_values, nlib);
+  struct library_options o = {jit_opts, jit_values, njit,
+                              lib_opts, lib_values, nlib};
+  CUresult r = library_loadable();
+  return r ? r : library_load(out, code, &o);
 }
 
 /* cuLibraryLoadFromFile: cuLibraryLoadData of the file's image; a path
@@ -92,20 +110,10 @@ EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *out, const char *path,
                                       unsigned njit, int *lib_opts,
                                       void **lib_values, unsigned nlib) {
   INJECT();
-  if (!g_initialized)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult r = sticky();
-  if (r)
-    return r;
-  if (!out)
-    return CUDA_ERROR_INVALID_VALUE;
-  void *image = read_image_file(path, &r);
-  if (!image)
-    return r;
-  r = library_load(out, image, jit_opts, jit_values, njit, lib_opts,
-                   lib_values, nlib);
-  free(image);
-  return r;
+  struct library_options o = {jit_opts, jit_values, njit,
+                              lib_opts, lib_values, nlib};
+  CUresult r = library_loadable();
+  return r ? r : load_image_file(path, out, library_load, &o);
 }
 
 EXPORT CUresult cuLibraryUnload(CUlibrary lib) {

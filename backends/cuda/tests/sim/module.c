@@ -240,16 +240,23 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
   return load_module(out, image);
 }
 
-/* JIT options change nothing the simulator does. */
-EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
-                                   unsigned nopts, int *opts, void **values) {
-  INJECT();
+/* Whether a call that takes JIT options may go on: the context usable,
+ * and the options and their values given when they are counted. JIT
+ * options change nothing the simulator does. */
+static CUresult usable_with_options(unsigned nopts, int *opts,
+                                    void **values) {
   CUresult r = usable();
   if (r)
     return r;
-  if (nopts && (!opts || !values))
-    return CUDA_ERROR_INVALID_VALUE;
-  return load_module(out, image);
+  return nopts && (!opts || !values) ? CUDA_ERROR_INVALID_VALUE
+                                     : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
+                                   unsigned nopts, int *opts, void **values) {
+  INJECT();
+  CUresult r = usable_with_options(nopts, opts, values);
+  return r ? r : load_module(out, image);
 }
 
 void *read_image_file(const char *path, CUresult *err) {
@@ -289,21 +296,33 @@ void *read_image_file(const char *path, CUresult *err) {
   return data;
 }
 
+CUresult load_image_file(const char *path, void *out,
+                         CUresult (*load)(void *out, const void *image,
+                                          void *arg),
+                         void *arg) {
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r;
+  void *image = read_image_file(path, &r);
+  if (!image)
+    return r;
+  r = load(out, image, arg);
+  free(image);
+  return r;
+}
+
+/* load_module as load_image_file calls it. */
+static CUresult module_from_image(void *out, const void *image, void *arg) {
+  (void)arg;
+  return load_module(out, image);
+}
+
 /* cuModuleLoad: the image (PTX, cubin or fat binary) from a file. A path
  * that cannot be read is CUDA_ERROR_FILE_NOT_FOUND, as on the driver. */
 EXPORT CUresult cuModuleLoad(CUmodule *out, const char *path) {
   INJECT();
   CUresult r = usable();
-  if (r)
-    return r;
-  if (!out)
-    return CUDA_ERROR_INVALID_VALUE;
-  void *image = read_image_file(path, &r);
-  if (!image)
-    return r;
-  r = load_module(out, image);
-  free(image);
-  return r;
+  return r ? r : load_image_file(path, out, module_from_image, NULL);
 }
 
 EXPORT CUresult cuModuleLoadFatBinary(CUmodule *out, const void *image) {
@@ -484,23 +503,17 @@ EXPORT CUresult cuLinkAddData_v2(struct sim_link *l, int type, void *data,
                                  unsigned nopts, int *opts, void **values) {
   INJECT();
   (void)name;
-  CUresult r = usable();
-  if (r)
-    return r;
-  if (nopts && (!opts || !values))
-    return CUDA_ERROR_INVALID_VALUE;
-  return link_add(l, type, data, size);
+  CUresult r = usable_with_options(nopts, opts, values);
+  return r ? r : link_add(l, type, data, size);
 }
 
 EXPORT CUresult cuLinkAddFile_v2(struct sim_link *l, int type,
                                  const char *path, unsigned nopts, int *opts,
                                  void **values) {
   INJECT();
-  CUresult r = usable();
+  CUresult r = usable_with_options(nopts, opts, values);
   if (r)
     return r;
-  if (nopts && (!opts || !values))
-    return CUDA_ERROR_INVALID_VALUE;
   char *data = read_image_file(path, &r);
   if (!data)
     return r;
