@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 sim=.device-sim
 mkdir -p "$sim"
 ${CC:-cc} -O2 -Wall -Werror -shared -fPIC -pthread -Wl,-soname,libcuda.so \
-    -o "$sim/libcuda.so" backends/cuda/tests/sim/*.c
+    -o "$sim/libcuda.so" test-support/src/cuda_driver/*.c
 LD_LIBRARY_PATH="$PWD/$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     OUT="${OUT:-$sim/out}" LIMIT_SCALE=${LIMIT_SCALE:-3} bash scripts/gpu-check.sh "${1:-.device}"

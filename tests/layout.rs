@@ -183,6 +183,32 @@ fn the_host_alone_compiles_no_gpu_code() {
 }
 
 #[test]
+fn the_simulators_are_for_tests_only() {
+    // They depend on nothing of ours, and nothing that ships links them.
+    let deps = normal_dependencies("reprise-test-support");
+    assert_eq!(
+        ours(&deps).into_iter().collect::<Vec<_>>(),
+        ["reprise-test-support"]
+    );
+    for package in [
+        "reprise",
+        "reprise-std",
+        "reprise-cli",
+        "reprise-core",
+        "reprise-host",
+        "reprise-cuda",
+        "reprise-amdgpu",
+        "reprise-bench",
+        "reprise-interposer",
+    ] {
+        assert!(
+            !normal_dependencies(package).contains("reprise-test-support"),
+            "{package} links the simulators"
+        );
+    }
+}
+
+#[test]
 fn one_elf_library_in_one_version() {
     let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
     let objects = lock.lines().filter(|l| *l == "name = \"object\"").count();
@@ -340,6 +366,7 @@ fn no_module_imports_one_that_imports_it_back() {
         "cli",
         "benches",
         "interposer",
+        "test-support",
         ".",
     ] {
         let src = root().join(krate).join("src");

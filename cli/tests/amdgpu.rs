@@ -2,13 +2,12 @@
 //! object without a GPU, and what `replay --backend amdgpu` says on a
 //! machine without the HSA runtime or without an AMD GPU (with the
 //! installed runtime library, whose `hsa_init` fails here); and, on the
-//! simulated HSA runtime (`backends/amdgpu/tests/sim`), recordings through
+//! simulated HSA runtime (`test-support/src/hsa_runtime`), recordings through
 //! the library and LLVM captures replayed with `reprise replay` in another
 //! process, and the runtime misbehaving.
 
 mod common;
-#[path = "../../backends/amdgpu/tests/sim/mod.rs"]
-mod sim;
+use reprise_test_support::hsa_runtime as sim;
 
 use std::path::{Path, PathBuf};
 

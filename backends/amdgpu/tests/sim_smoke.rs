@@ -1,5 +1,5 @@
 //! reprise's AMD executor end to end on the simulated HSA runtime
-//! (`tests/sim/`): a region at the fresh base, the gfx90a fixture, saxpy
+//! (`test-support/src/hsa_runtime`): a region at the fresh base, the gfx90a fixture, saxpy
 //! and mixed launched between uploads and downloads, a copy on the device,
 //! one asynchronous handler per synchronize, a kernel fault, a code object
 //! for another GPU, and nothing left live afterwards.
@@ -7,8 +7,7 @@
 //! The simulator's state is per process, so the checks run in one test, in
 //! order.
 
-#[path = "sim/mod.rs"]
-mod sim;
+use reprise_test_support::hsa_runtime as sim;
 
 use std::path::Path;
 

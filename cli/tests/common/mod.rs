@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../backends/cuda/tests/sim/mod.rs"]
-pub mod sim;
+pub use reprise_test_support::cuda_driver as sim;
 
 pub mod llvm16;
 pub mod programs;

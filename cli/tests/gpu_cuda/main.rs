@@ -2,7 +2,7 @@
 //! --verify` in a second process (so at the recorded address in a fresh
 //! process), geometry overrides, native parameter sizes, a 2-D grid, many
 //! launches. On a real GPU with `REPRISE_GPU_TESTS=1`; elsewhere on the
-//! simulated driver (`backends/cuda/tests/sim`), which the replaying process
+//! simulated driver (`test-support/src/cuda_driver`), which the replaying process
 //! finds through `LD_LIBRARY_PATH`, plus tests that change the simulated
 //! driver's behaviour: no device, no virtual memory management, address hints
 //! ignored, a faulting kernel, no stream callbacks, no parameter info.

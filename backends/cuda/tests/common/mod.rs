@@ -9,8 +9,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-#[path = "../sim/mod.rs"]
-pub mod sim;
+pub use reprise_test_support::cuda_driver as sim;
 
 use reprise_core::exec::{Executor, KernelArgs, Launch, LaunchConfig, Queue, Segment};
 use reprise_cuda::{CudaBuffer, CudaError, CudaExecutor, CudaImage, CudaKernel, CudaQueue};

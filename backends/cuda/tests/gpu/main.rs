@@ -1,5 +1,5 @@
 //! The CUDA executor on a GPU: the real driver with `REPRISE_GPU_TESTS=1`,
-//! else the simulated driver (`tests/sim`), which the tests build with the C
+//! else the simulated driver (`test-support/src/cuda_driver`), which the tests build with the C
 //! compiler; `REPRISE_GPU_TESTS=0`, or no C compiler, skips them with a
 //! message saying why.
 //!

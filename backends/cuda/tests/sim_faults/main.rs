@@ -64,11 +64,11 @@ fn shared_reverse(values: &[u64; 3], block: [u32; 3], shared: u32) -> Launch<'_>
 /// rehearsal (which compiles `*.c`) but not here.
 #[test]
 fn the_simulator_is_built_from_every_source_in_its_folder() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sim");
+    let dir = sim::source_dir();
     let (left_out, stale) = sim::sources_left_out(&dir);
     assert!(
         left_out.is_empty(),
-        "not in sim/mod.rs's SOURCES: {left_out:?}"
+        "not in cuda_driver/mod.rs's SOURCES: {left_out:?}"
     );
     assert!(
         stale.is_empty(),

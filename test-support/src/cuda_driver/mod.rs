@@ -47,6 +47,11 @@ pub const SOURCES: [(&str, &str); 14] = [
     ("procs.c", include_str!("procs.c")),
 ];
 
+/// The folder of the simulator's sources.
+pub fn source_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cuda_driver")
+}
+
 /// Which driver the GPU tests run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Driver {
@@ -103,8 +108,7 @@ pub fn variant_dir(defines: &[&str]) -> Result<PathBuf, String> {
 }
 
 fn build(defines: &[&str]) -> Result<PathBuf, String> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("sim-cuda-{:016x}", source_hash(defines)));
+    let dir = Path::new(env!("OUT_DIR")).join(format!("sim-cuda-{:016x}", source_hash(defines)));
     // Made last, so its presence means the directory is complete.
     let link = dir.join("libcuda.so");
     if link.exists() {

@@ -75,8 +75,7 @@ pub fn variant(defines: &[&str]) -> Result<PathBuf, String> {
 }
 
 fn build(defines: &[&str]) -> Result<PathBuf, String> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("sim-hsa-{:016x}", source_hash(defines)));
+    let dir = Path::new(env!("OUT_DIR")).join(format!("sim-hsa-{:016x}", source_hash(defines)));
     let lib = dir.join(NAME);
     if lib.exists() {
         return Ok(lib);
