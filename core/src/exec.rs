@@ -20,6 +20,14 @@
 use core::task::{Context, Poll};
 use core::time::Duration;
 
+pub mod ledger;
+pub mod limits;
+
+#[cfg(feature = "alloc")]
+pub use ledger::VecLedger;
+pub use ledger::{Fifo, FixedLedger, Full, Ledger, Unbounded};
+pub use limits::{Dims, GeometryError, LaunchLimits};
+
 /// The error type of an executor or queue (as `embedded_io::ErrorType`).
 ///
 /// Errors are real errors (`core::error::Error`, so `Display` and `Debug`)
@@ -115,6 +123,68 @@ pub struct Segment {
     /// Bytes to copy.
     pub len: usize,
 }
+
+impl Segment {
+    /// Checks that every segment lies inside a host buffer of `buffer`
+    /// bytes: the one bounds check every queue makes before it enqueues a
+    /// copy (and the schedule before it enqueues anything).
+    ///
+    /// ```
+    /// use reprise_core::exec::{Segment, SegmentOutOfBounds};
+    /// let s = |host_offset, len| Segment { device: 0x1000, host_offset, len };
+    /// assert_eq!(Segment::check_all(&[s(0, 8), s(8, 8)], 16), Ok(()));
+    /// let e = Segment::check_all(&[s(0, 8), s(12, 8)], 16).unwrap_err();
+    /// assert_eq!(e, SegmentOutOfBounds { offset: 12, len: 8, buffer: 16 });
+    /// assert_eq!(e.end(), 20);
+    /// // An end past `usize::MAX` is out of bounds too, never a wrap.
+    /// assert!(Segment::check_all(&[s(usize::MAX, 2)], 16).is_err());
+    /// ```
+    pub fn check_all(segments: &[Segment], buffer: usize) -> Result<(), SegmentOutOfBounds> {
+        match segments.iter().find(|s| {
+            s.host_offset
+                .checked_add(s.len)
+                .is_none_or(|end| end > buffer)
+        }) {
+            Some(s) => Err(SegmentOutOfBounds {
+                offset: s.host_offset,
+                len: s.len,
+                buffer,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A copy segment that does not fit its host buffer
+/// ([`Segment::check_all`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentOutOfBounds {
+    /// The segment's offset in the buffer.
+    pub offset: usize,
+    /// The segment's length.
+    pub len: usize,
+    /// The buffer's length.
+    pub buffer: usize,
+}
+
+impl SegmentOutOfBounds {
+    /// Where the segment ends (saturating: it may end past `usize::MAX`).
+    pub fn end(&self) -> usize {
+        self.offset.saturating_add(self.len)
+    }
+}
+
+impl core::fmt::Display for SegmentOutOfBounds {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "copy of {} bytes at buffer offset {} overruns the {}-byte buffer",
+            self.len, self.offset, self.buffer
+        )
+    }
+}
+
+impl core::error::Error for SegmentOutOfBounds {}
 
 /// An open file whose first `len` bytes an executor may map into its memory
 /// instead of having them read and copied (a snapshot, on replay): see

@@ -18,8 +18,9 @@ pub mod schedule;
 
 pub use completion::{Completion, block_on};
 pub use exec::{
-    DeviceRegion, ErrorType, Executor, GlobalInfo, HostBuffer, KernelArgs, Launch, LaunchConfig,
-    MapFile, Queue, RegionRequest, Segment, Ticket,
+    DeviceRegion, ErrorType, Executor, GeometryError, GlobalInfo, HostBuffer, KernelArgs, Launch,
+    LaunchConfig, LaunchLimits, Ledger, MapFile, Queue, RegionRequest, Segment,
+    SegmentOutOfBounds, Ticket,
 };
 pub use globals::Layout;
 pub use record::{BackendKind, Generation, KernelRecord};

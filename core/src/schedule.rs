@@ -183,14 +183,12 @@ impl<E> From<E> for ScheduleError<E> {
 }
 
 fn check<B: AsRef<[u8]>, E>(buf: &B, segments: &[Segment]) -> Result<(), ScheduleError<E>> {
-    let len = buf.as_ref().len();
-    for s in segments {
-        let end = s.host_offset.saturating_add(s.len);
-        if end > len {
-            return Err(ScheduleError::SegmentOutOfBounds { end, buffer: len });
+    Segment::check_all(segments, buf.as_ref().len()).map_err(|e| {
+        ScheduleError::SegmentOutOfBounds {
+            end: e.end(),
+            buffer: e.buffer,
         }
-    }
-    Ok(())
+    })
 }
 
 /// Checks that every buffer the plan uses is there and large enough, before
