@@ -1,6 +1,5 @@
 //! Queues: a worker thread per queue running copies and launches in order.
 
-use std::collections::VecDeque;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -8,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use reprise_core::completion::Completion;
-use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket, VecLedger};
 
 use crate::buffer::HostBuffer;
 use crate::call::MAX_ARGS;
@@ -28,7 +27,9 @@ enum Work {
 
 struct Shared {
     completion: Completion,
-    done: Mutex<VecDeque<(Ticket, HostBuffer)>>,
+    /// Tickets, and the buffers the worker is done with until a
+    /// synchronize covers them.
+    ledger: Mutex<VecLedger<HostBuffer>>,
     error: Mutex<Option<HostError>>,
     kernel_time: Mutex<Option<Duration>>,
 }
@@ -38,10 +39,6 @@ pub struct HostQueue {
     tx: Option<Sender<Work>>,
     worker: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
-    ready: VecDeque<(Ticket, HostBuffer)>,
-    next_ticket: u64,
-    next_mark: u64,
-    waiting: Option<u64>,
     syncs: u64,
 }
 
@@ -50,20 +47,24 @@ impl ErrorType for HostQueue {
 }
 
 fn check_segments(buf: &HostBuffer, segments: &[Segment]) -> Result<(), HostError> {
-    let buffer = buf.as_ref().len();
-    for s in segments {
-        if s.host_offset
-            .checked_add(s.len)
-            .is_none_or(|end| end > buffer)
-        {
-            return Err(HostError::BufferOverrun {
-                offset: s.host_offset,
-                len: s.len,
-                buffer,
-            });
-        }
-    }
-    Ok(())
+    Segment::check_all(segments, buf.as_ref().len()).map_err(|e| HostError::BufferOverrun {
+        offset: e.offset,
+        len: e.len,
+        buffer: e.buffer,
+    })
+}
+
+/// `shared`'s ledger, whoever panicked holding it.
+fn ledger(shared: &Shared) -> std::sync::MutexGuard<'_, VecLedger<HostBuffer>> {
+    shared.ledger.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Hands `w` to the worker.
+fn send(tx: &Option<Sender<Work>>, w: Work) -> Result<(), HostError> {
+    tx.as_ref()
+        .ok_or(HostError::WorkerGone)?
+        .send(w)
+        .map_err(|_| HostError::WorkerGone)
 }
 
 fn copy(
@@ -122,21 +123,13 @@ fn worker(
                 if healthy() {
                     copy(&registry, &mut buf, &segs, true).unwrap_or_else(failed);
                 }
-                shared
-                    .done
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_back((t, buf));
+                ledger(&shared).keep(t, buf);
             }
             Work::Download(mut buf, segs, t) => {
                 if healthy() {
                     copy(&registry, &mut buf, &segs, false).unwrap_or_else(failed);
                 }
-                shared
-                    .done
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_back((t, buf));
+                ledger(&shared).keep(t, buf);
             }
             Work::Launch(kernel, args) => {
                 if !healthy() {
@@ -200,7 +193,7 @@ impl HostQueue {
         let (tx, rx) = channel();
         let shared = Arc::new(Shared {
             completion: Completion::new(),
-            done: Mutex::new(VecDeque::new()),
+            ledger: Mutex::new(VecLedger::new()),
             error: Mutex::new(None),
             kernel_time: Mutex::new(None),
         });
@@ -216,25 +209,15 @@ impl HostQueue {
             tx: Some(tx),
             worker: Some(worker),
             shared,
-            ready: VecDeque::new(),
-            next_ticket: 0,
-            next_mark: 0,
-            waiting: None,
             syncs: 0,
         })
     }
 
-    fn send(&self, w: Work) -> Result<(), HostError> {
-        self.tx
-            .as_ref()
-            .ok_or(HostError::WorkerGone)?
-            .send(w)
-            .map_err(|_| HostError::WorkerGone)
-    }
-
-    fn ticket(&mut self) -> Ticket {
-        self.next_ticket += 1;
-        Ticket(self.next_ticket)
+    /// Numbers a piece of work and hands it to the worker.
+    fn enqueue(&mut self, work: impl FnOnce(Ticket) -> Work) -> Result<Ticket, HostError> {
+        let t = ledger(&self.shared).issue();
+        send(&self.tx, work(t))?;
+        Ok(t)
     }
 
     /// Synchronizes completed so far (for tests and benchmarks).
@@ -249,16 +232,12 @@ impl Queue for HostQueue {
 
     fn upload(&mut self, buffer: HostBuffer, segments: &[Segment]) -> Result<Ticket, HostError> {
         check_segments(&buffer, segments)?;
-        let t = self.ticket();
-        self.send(Work::Upload(buffer, segments.to_vec(), t))?;
-        Ok(t)
+        self.enqueue(|t| Work::Upload(buffer, segments.to_vec(), t))
     }
 
     fn download(&mut self, buffer: HostBuffer, segments: &[Segment]) -> Result<Ticket, HostError> {
         check_segments(&buffer, segments)?;
-        let t = self.ticket();
-        self.send(Work::Download(buffer, segments.to_vec(), t))?;
-        Ok(t)
+        self.enqueue(|t| Work::Download(buffer, segments.to_vec(), t))
     }
 
     fn launch(&mut self, kernel: &HostKernel, launch: &Launch<'_>) -> Result<(), HostError> {
@@ -275,32 +254,28 @@ impl Queue for HostQueue {
                 size: launch.args.size(index),
             });
         }
-        self.send(Work::Launch(kernel.clone(), launch.args.values.to_vec()))
+        let args = launch.args.values.to_vec();
+        self.enqueue(|_| Work::Launch(kernel.clone(), args))
+            .map(drop)
     }
 
     fn poll_synchronize(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), HostError>> {
-        let mark = match self.waiting {
-            Some(m) => m,
-            None => {
-                self.next_mark += 1;
-                let m = self.next_mark;
-                self.send(Work::Sync(m))?;
-                self.waiting = Some(m);
-                m
+        {
+            let mut ledger = ledger(&self.shared);
+            let tx = &self.tx;
+            let covered = ledger.poll_synchronize(&self.shared.completion, cx, |mark| {
+                send(tx, Work::Sync(mark))
+            });
+            match covered {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                // The worker signals after everything before the mark, so
+                // every buffer up to here is back in the ledger.
+                Poll::Ready(Ok(Some(t))) => ledger.complete(t),
+                Poll::Ready(Ok(None)) => {}
             }
-        };
-        if self.shared.completion.poll_reached(mark, cx).is_pending() {
-            return Poll::Pending;
         }
-        self.waiting = None;
         self.syncs += 1;
-        self.ready.extend(
-            self.shared
-                .done
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain(..),
-        );
         match self
             .shared
             .error
@@ -314,7 +289,7 @@ impl Queue for HostQueue {
     }
 
     fn reclaim(&mut self) -> Option<(Ticket, HostBuffer)> {
-        self.ready.pop_front()
+        ledger(&self.shared).reclaim()
     }
 
     fn last_kernel_time(&self) -> Option<Duration> {
