@@ -67,7 +67,7 @@ impl Device {
         // SAFETY: initialised; the ordinal is in range.
         let device = unsafe { raw::device_get(ordinal) }?;
         // SAFETY: the library is loaded; `device` came from cuDeviceGet.
-        let limits = unsafe { LaunchLimits::query(device) };
+        let limits = unsafe { limits::query(device) };
         // SAFETY: `device` came from cuDeviceGet. The retain is released in
         // `Drop`.
         let ctx = unsafe { raw::device_primary_ctx_retain(device) }?;

@@ -158,6 +158,10 @@ pub enum CudaError {
         /// dynamic together.
         limit: u32,
     },
+    /// Another launch geometry the device cannot run, as the core's one
+    /// check found it ([`reprise_core::exec::LaunchLimits::check`]); the
+    /// variants above are the core's errors the CUDA executor names itself.
+    Geometry(reprise_core::exec::GeometryError),
     /// The driver would not load the image, and none of its code is for this
     /// device's architecture.
     NoCodeForDevice {
@@ -248,9 +252,11 @@ impl fmt::Display for CudaError {
                 }
                 f.write_str("; the device context is unusable until the process restarts")
             }
-            CudaError::ZeroDimension { what, dims: d } => {
-                write!(f, "{what} {}: every dimension must be at least 1", dims(d))
-            }
+            CudaError::ZeroDimension { .. }
+            | CudaError::ThreadsPerBlock { .. }
+            | CudaError::LaunchDimension { .. }
+            | CudaError::SharedMemory { .. }
+            | CudaError::Geometry(_) => self.geometry().map_or(Ok(()), |g| g.fmt(f)),
             CudaError::BadOrdinal { ordinal, count } => write!(
                 f,
                 "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",
@@ -308,12 +314,6 @@ impl fmt::Display for CudaError {
                 f,
                 "argument {index} has {got} bytes but the kernel's parameter has {expected}"
             ),
-            CudaError::ThreadsPerBlock { block, limit } => write!(
-                f,
-                "block {} ({} threads) exceeds this device's limit of {limit} threads per block",
-                dims(block),
-                block.iter().fold(1u128, |n, &d| n * u128::from(d))
-            ),
             CudaError::KernelThreadsPerBlock {
                 kernel,
                 block,
@@ -324,37 +324,6 @@ impl fmt::Display for CudaError {
                  block (its launch bounds, or the registers it uses)",
                 dims(block),
                 block.iter().fold(1u128, |n, &d| n * u128::from(d))
-            ),
-            CudaError::LaunchDimension {
-                what,
-                dims: d,
-                axis,
-                limit,
-            } => write!(
-                f,
-                "{what} {} exceeds this device's limit of {limit} in {}",
-                dims(d),
-                ["x", "y", "z"].get(*axis).unwrap_or(&"?")
-            ),
-            CudaError::SharedMemory {
-                static_bytes: 0,
-                dynamic_bytes,
-                limit,
-            } => write!(
-                f,
-                "the launch asks for {dynamic_bytes} bytes of dynamic shared memory, more than \
-                 this device's limit of {limit} bytes per block"
-            ),
-            CudaError::SharedMemory {
-                static_bytes,
-                dynamic_bytes,
-                limit,
-            } => write!(
-                f,
-                "the launch asks for {dynamic_bytes} bytes of dynamic shared memory; with the \
-                 kernel's {static_bytes} bytes of static shared memory that is {} bytes, more \
-                 than this device's limit of {limit} bytes per block",
-                u64::from(*static_bytes) + u64::from(*dynamic_bytes)
             ),
             CudaError::BadArgument { index } => write!(
                 f,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use cudarc::driver::sys;
 use reprise_core::completion::Completion;
-use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket, VecLedger};
 
 use crate::args::PackedArgs;
 use crate::context::{ContextState, KeepAlive};
@@ -74,21 +74,14 @@ pub struct CudaQueue {
     completion: Arc<Completion>,
     /// A failed status a stream callback was given.
     callback_status: Arc<CallbackStatus>,
-    /// Sequence number of the last operation enqueued.
-    seq: u64,
-    /// Every operation up to here is complete.
-    done_seq: u64,
-    /// The last mark handed to a host function.
-    mark: u64,
-    /// The synchronize in flight: its mark and the last operation it covers.
-    waiting: Option<(u64, u64)>,
-    /// Buffers of copies not yet known complete: (seq, ticket, buffer).
-    in_flight: VecDeque<(u64, Ticket, CudaBuffer)>,
+    /// Every operation's ticket (a copy's is its buffer's), the buffers of
+    /// copies until a synchronize covered them, and the synchronize marks
+    /// handed to host functions.
+    ledger: VecLedger<CudaBuffer>,
     /// Modules of launches (the kernel's own, and those of globals whose
     /// addresses are arguments), and of globals copies use, not yet known
     /// complete.
     modules: VecDeque<(u64, KeepAlive)>,
-    done: VecDeque<(Ticket, CudaBuffer)>,
     /// The sequence number of the last launch, whose time the events hold.
     timed: Option<u64>,
     last_time: Option<Duration>,
@@ -126,13 +119,8 @@ impl CudaQueue {
             stream,
             completion: Arc::new(Completion::new()),
             callback_status: Arc::new(Mutex::new(None)),
-            seq: 0,
-            done_seq: 0,
-            mark: 0,
-            waiting: None,
-            in_flight: VecDeque::new(),
+            ledger: VecLedger::new(),
             modules: VecDeque::new(),
-            done: VecDeque::new(),
             timed: None,
             last_time: None,
             syncs: 0,
@@ -184,24 +172,18 @@ impl CudaQueue {
         Ok(true)
     }
 
-    fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
     fn copy(
         &mut self,
         buffer: CudaBuffer,
         segments: &[Segment],
         dir: Direction,
     ) -> Result<Ticket, CudaError> {
-        let len = buffer.as_ref().len();
-        for s in segments {
-            let end = s.host_offset.saturating_add(s.len);
-            if end > len {
-                return Err(CudaError::SegmentOutOfBounds { end, buffer: len });
+        Segment::check_all(segments, buffer.as_ref().len()).map_err(|e| {
+            CudaError::SegmentOutOfBounds {
+                end: e.end(),
+                buffer: e.buffer,
             }
-        }
+        })?;
         self.dev.bind()?;
         // A global the copy reads or writes keeps its module loaded until a
         // synchronize covers the copy (the module is kept even when the copy
@@ -210,18 +192,16 @@ impl CudaQueue {
             .dev
             .state
             .modules_in(segments.iter().map(|s| (s.device, s.len)));
-        for module in touched {
-            self.modules.push_back((self.seq + 1, module));
-        }
+        let next = self.ledger.next().0;
+        self.modules.extend(touched.into_iter().map(|m| (next, m)));
         // SAFETY: bound above; the segments lie inside the buffer (checked
-        // above), which goes into `in_flight` below.
+        // above), which the ledger keeps below.
         if matches!(dir, Direction::DeviceToHost) && unsafe { self.stage(&buffer, segments) }? {
-            let seq = self.next_seq();
-            self.in_flight.push_back((seq, Ticket(seq), buffer));
-            return Ok(Ticket(seq));
+            let ticket = self.ledger.issue();
+            self.ledger.keep(ticket, buffer);
+            return Ok(ticket);
         }
-        let seq = self.next_seq();
-        let ticket = Ticket(seq);
+        let ticket = self.ledger.issue();
         let mut enqueued = 0;
         let mut result = Ok(ticket);
         let stream = self.stream.handle();
@@ -251,7 +231,7 @@ impl CudaQueue {
         if enqueued > 0 || result.is_ok() {
             // Copies were enqueued (or there was nothing to copy): the buffer
             // comes back from `reclaim` once a synchronize covered them.
-            self.in_flight.push_back((seq, ticket, buffer));
+            self.ledger.keep(ticket, buffer);
         }
         result
     }
@@ -265,12 +245,11 @@ impl CudaQueue {
         // A global either side keeps its module loaded until a synchronize
         // covers the copy.
         let touched = self.dev.state.modules_in([(dst, len), (src, len)]);
-        for module in touched {
-            self.modules.push_back((self.seq + 1, module));
-        }
+        let next = self.ledger.next().0;
+        self.modules.extend(touched.into_iter().map(|m| (next, m)));
         // The copy is ordered with everything on this queue's stream, so it
         // counts as work a synchronize covers.
-        self.next_seq();
+        self.ledger.issue();
         // SAFETY: the context is bound and the stream is live; the library
         // has the staging symbols (checked by the caller); the device ranges
         // are the caller's, and the driver fails the copy if one is not
@@ -279,33 +258,9 @@ impl CudaQueue {
         Ok(())
     }
 
-    /// Enqueues the host function that raises the next mark.
-    fn enqueue_signal(&mut self) -> Result<u64, CudaError> {
-        let mark = self.mark + 1;
-        self.dev.bind()?;
-        // Before a synchronize: what is still staged drains, and the stream
-        // waits for the copy stream, so the callback covers both.
-        if let Some(st) = self.staging.as_mut() {
-            st.join(&self.stream)?;
-        }
-        let signal = Signal {
-            completion: self.completion.clone(),
-            mark,
-            status: self.callback_status.clone(),
-        };
-        callback::enqueue(&self.dev, &self.stream, signal)?;
-        self.mark = mark;
-        self.syncs += 1;
-        Ok(mark)
-    }
-
     /// Marks everything up to `covered` complete.
     fn complete(&mut self, covered: u64) {
-        self.done_seq = covered;
-        while self.in_flight.front().is_some_and(|b| b.0 <= covered) {
-            let (_, ticket, buffer) = self.in_flight.pop_front().expect("checked");
-            self.done.push_back((ticket, buffer));
-        }
+        self.ledger.complete(Ticket(covered));
         while self.modules.front().is_some_and(|m| m.0 <= covered) {
             self.modules.pop_front();
         }
@@ -381,7 +336,7 @@ impl Queue for CudaQueue {
     }
 
     fn reclaim(&mut self) -> Option<(Ticket, CudaBuffer)> {
-        self.done.pop_front()
+        self.ledger.reclaim()
     }
 
     fn last_kernel_time(&self) -> Option<Duration> {
@@ -431,7 +386,7 @@ impl CudaQueue {
         // In flight from before the driver call: a fault that another queue
         // meets while the call is under way (the kernel may already run)
         // names it.
-        let seq = self.seq + 1;
+        let seq = self.ledger.next().0;
         self.dev.state.launched(self.id, seq, kernel.shared_name());
         // SAFETY: the context is bound; `kernel` is a live function of a
         // loaded module (kept loaded by the queue until the launch
@@ -454,8 +409,8 @@ impl CudaQueue {
             self.dev.state.not_launched(self.id, seq);
             return Err(e.into());
         }
-        let launched = self.next_seq();
-        debug_assert_eq!(launched, seq);
+        let launched = self.ledger.issue();
+        debug_assert_eq!(launched, Ticket(seq));
         self.modules
             .push_back((seq, kernel.module().clone() as KeepAlive));
         self.modules.extend(touched.into_iter().map(|m| (seq, m)));
@@ -474,39 +429,35 @@ impl CudaQueue {
     /// [`Queue::poll_synchronize`], but for naming a faulted kernel in its
     /// error.
     fn poll_sync(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
-        let covers = self.waiting.map(|w| w.1);
-        if covers != Some(self.seq) {
-            if self.seq == self.done_seq {
-                // Nothing enqueued since the last synchronize.
+        // The host function that raises the next mark.
+        let enqueue_signal = |mark| {
+            self.dev.bind()?;
+            // Before a synchronize: what is still staged drains, and the
+            // stream waits for the copy stream, so the callback covers both.
+            if let Some(st) = self.staging.as_mut() {
+                st.join(&self.stream)?;
+            }
+            let signal = Signal {
+                completion: self.completion.clone(),
+                mark,
+                status: self.callback_status.clone(),
+            };
+            callback::enqueue(&self.dev, &self.stream, signal)?;
+            self.syncs += 1;
+            Ok::<(), CudaError>(())
+        };
+        let covered = match self
+            .ledger
+            .poll_synchronize(&self.completion, cx, enqueue_signal)
+        {
+            Poll::Ready(Ok(Some(covered))) => covered.0,
+            // Nothing enqueued since the last synchronize.
+            Poll::Ready(Ok(None)) => {
                 return Poll::Ready(self.dev.take_deferred().map_or(Ok(()), Err));
             }
-            match self.enqueue_signal() {
-                Ok(mark) => self.waiting = Some((mark, self.seq)),
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-        let (mark, covered) = self.waiting.expect("set above");
-        if self.completion.poll_reached(mark, cx).is_pending() {
-            // A failed context may never run the host function: report its
-            // error now (the buffers stay with the queue until it drops).
-            if let Err(e) = self.dev.bind().and_then(|()| self.stream_error()) {
-                self.waiting = None;
-                return Poll::Ready(Err(e.into()));
-            }
-            if !self.dev.lib.stream_callback {
-                if self.watchdog.is_none() {
-                    match Watchdog::start() {
-                        Ok(w) => self.watchdog = Some(w),
-                        Err(e) => return Poll::Ready(Err(e)),
-                    }
-                }
-                if let Some(w) = &self.watchdog {
-                    w.arm(cx.waker());
-                }
-            }
-            return Poll::Pending;
-        }
-        self.waiting = None;
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return self.poll_waiting(cx),
+        };
         // The stream's error first (it names the call that found it), else
         // a failed status the callback was given; that status is taken
         // either way, so it is reported once.
@@ -530,6 +481,28 @@ impl CudaQueue {
             (Ok(()), None) => Poll::Ready(Ok(())),
         }
     }
+
+    /// A synchronize whose host function has not run yet.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CudaError>> {
+        // A failed context may never run the host function: report its
+        // error now (the buffers stay with the queue until it drops).
+        if let Err(e) = self.dev.bind().and_then(|()| self.stream_error()) {
+            self.ledger.cancel_synchronize();
+            return Poll::Ready(Err(e.into()));
+        }
+        if !self.dev.lib.stream_callback {
+            if self.watchdog.is_none() {
+                match Watchdog::start() {
+                    Ok(w) => self.watchdog = Some(w),
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+            if let Some(w) = &self.watchdog {
+                w.arm(cx.waker());
+            }
+        }
+        Poll::Pending
+    }
 }
 
 impl Drop for CudaQueue {
@@ -545,8 +518,7 @@ impl Drop for CudaQueue {
         // Waits for the drains reading into the buffers below, then frees
         // the staging's shadow, events and copy stream.
         drop(self.staging.take());
-        self.in_flight.clear();
-        self.done.clear();
+        self.ledger.release(drop);
         self.modules.clear();
         // Then the events and the stream (the fields, in order): the stream
         // is idle and not used again.
