@@ -89,11 +89,14 @@ pub enum AmdError {
         /// What the runtime offered instead (0: nothing).
         offered: u64,
     },
-    /// A launch the agent cannot run.
-    Geometry(String),
+    /// A launch the agent cannot run (the core's one geometry check against
+    /// the agent's limits).
+    Geometry(reprise_core::exec::GeometryError),
     /// The recorded arguments do not fit the kernel's.
     Arguments(String),
-    /// A copy outside a buffer, or an empty request.
+    /// A copy segment outside its host buffer.
+    Segment(reprise_core::exec::SegmentOutOfBounds),
+    /// An empty request, or memory the runtime gave that cannot be used.
     Invalid(String),
     /// A kernel faulted (reported by the queue's error callback); the queue
     /// is unusable afterwards.
@@ -169,7 +172,9 @@ impl fmt::Display for AmdError {
                     ": something else holds that range, or the runtime ignores address hints",
                 )
             }
-            AmdError::Geometry(m) | AmdError::Arguments(m) | AmdError::Invalid(m) => f.write_str(m),
+            AmdError::Geometry(e) => e.fmt(f),
+            AmdError::Segment(e) => e.fmt(f),
+            AmdError::Arguments(m) | AmdError::Invalid(m) => f.write_str(m),
             AmdError::KernelFault {
                 kernels,
                 status,

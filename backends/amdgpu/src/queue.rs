@@ -12,14 +12,13 @@
 //! reported by the runtime to the queue's error callback, which records the
 //! status and wakes the waiting synchronize.
 
-use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use hsa_sys::*;
-use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket};
+use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket, VecLedger};
 
 use crate::args;
 use crate::error::{AmdError, check};
@@ -63,7 +62,6 @@ unsafe extern "C" fn on_signal(_value: hsa_signal_value_t, arg: *mut c_void) -> 
 struct Pending {
     signals: Vec<hsa_signal_t>,
     kernargs: Vec<*mut c_void>,
-    buffers: Vec<(Ticket, AmdBuffer)>,
     kernels: Vec<AmdKernel>,
 }
 
@@ -77,13 +75,11 @@ pub struct AmdQueue {
     /// of the AQL queue (else a copy).
     last: Option<(hsa_signal_t, bool)>,
     pending: Pending,
-    done: VecDeque<(Ticket, AmdBuffer)>,
-    tickets: u64,
-    marks: u64,
-    /// The mark of the synchronize under way, and the signal its handler
-    /// waits on (work enqueued after an abandoned synchronize ends in
-    /// another signal).
-    waiting: Option<(u64, hsa_signal_t)>,
+    /// Tickets, the host buffers of copies until a synchronize covered
+    /// them, and the synchronize marks (a synchronize abandoned before
+    /// more work came is resumed; one that covers only part of the work is
+    /// waited for, so its handler has run before its signal goes).
+    ledger: VecLedger<AmdBuffer>,
     /// Whether the fault was reported once (naming the kernels).
     fault_reported: bool,
 }
@@ -123,10 +119,7 @@ impl AmdQueue {
             shared,
             last: None,
             pending: Pending::default(),
-            done: VecDeque::new(),
-            tickets: 0,
-            marks: 0,
-            waiting: None,
+            ledger: VecLedger::new(),
             fault_reported: false,
         })
     }
@@ -221,23 +214,12 @@ impl AmdQueue {
         upload: bool,
     ) -> Result<Ticket, AmdError> {
         self.check_usable()?;
-        for s in segments {
-            let end = s.host_offset.checked_add(s.len);
-            if end.is_none_or(|e| e > buffer.as_ref().len()) {
-                return Err(AmdError::Invalid(format!(
-                    "a copy of {} bytes at offset {} of a {}-byte buffer",
-                    s.len,
-                    s.host_offset,
-                    buffer.as_ref().len()
-                )));
-            }
-        }
+        Segment::check_all(segments, buffer.as_ref().len()).map_err(AmdError::Segment)?;
         // The buffer is the queue's from here on, even when a later
         // segment fails to enqueue: earlier ones may already use it.
-        self.tickets += 1;
-        let t = Ticket(self.tickets);
+        let t = self.ledger.issue();
         let host_base = buffer.addr();
-        self.pending.buffers.push((t, buffer));
+        self.ledger.keep(t, buffer);
         let (gpu, cpu) = (self.rt.gpu, self.rt.cpu);
         for s in segments.iter().filter(|s| s.len > 0) {
             let host = host_base + s.host_offset as u64;
@@ -296,7 +278,14 @@ impl AmdQueue {
     fn dispatch(&mut self, kernel: &AmdKernel, launch: &Launch<'_>) -> Result<(), AmdError> {
         self.check_usable()?;
         let c = &launch.config;
-        self.check_geometry(kernel, c.grid, c.block, c.shared_mem)?;
+        // HSA would only fail the dispatch, or run it wrong: say what is
+        // wrong. The group segment bounds the kernel's static LDS and the
+        // launch's dynamic LDS together.
+        let limits = &self.rt.limits;
+        limits
+            .check(c.grid, c.block)
+            .and_then(|()| limits.check_shared(kernel.group_size, c.shared_mem))
+            .map_err(AmdError::Geometry)?;
         let bytes = args::pack(kernel, launch)?;
         let kernarg = self
             .rt
@@ -340,58 +329,9 @@ impl AmdQueue {
             ..Default::default()
         };
         self.submit(&as_bytes(&p));
+        self.ledger.issue();
         self.pending.kernels.push(kernel.clone());
         self.last = Some((done, true));
-        Ok(())
-    }
-
-    fn check_geometry(
-        &self,
-        kernel: &AmdKernel,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-    ) -> Result<(), AmdError> {
-        let rt = &self.rt;
-        let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
-        if grid.contains(&0) || block.contains(&0) {
-            return Err(AmdError::Geometry(format!(
-                "grid {}x{}x{} x block {}x{}x{}: a dimension of 0",
-                grid[0], grid[1], grid[2], block[0], block[1], block[2]
-            )));
-        }
-        if threads > u64::from(rt.workgroup_max) {
-            return Err(AmdError::Geometry(format!(
-                "block {}x{}x{} ({threads} work-items) exceeds this device's limit of {} work-items per work-group",
-                block[0], block[1], block[2], rt.workgroup_max
-            )));
-        }
-        for d in 0..3 {
-            if block[d] > u32::from(rt.workgroup_max_dim[d]) {
-                return Err(AmdError::Geometry(format!(
-                    "block dimension {} of {} exceeds this device's limit of {}",
-                    "xyz".as_bytes()[d] as char,
-                    block[d],
-                    rt.workgroup_max_dim[d]
-                )));
-            }
-            let items = u64::from(grid[d]) * u64::from(block[d]);
-            if items > u64::from(rt.grid_max_dim[d]) {
-                return Err(AmdError::Geometry(format!(
-                    "grid {} x block {} in {} is {items} work-items, beyond this device's limit of {}",
-                    grid[d],
-                    block[d],
-                    "xyz".as_bytes()[d] as char,
-                    rt.grid_max_dim[d]
-                )));
-            }
-        }
-        if u64::from(kernel.group_size) + u64::from(shared) > 65536 {
-            return Err(AmdError::Geometry(format!(
-                "{} bytes of dynamic shared memory with the kernel's {} static exceed the 65536 bytes of LDS a work-group may use",
-                shared, kernel.group_size
-            )));
-        }
         Ok(())
     }
 
@@ -406,9 +346,45 @@ impl AmdQueue {
         for k in p.kernargs {
             self.rt.free(k);
         }
-        self.done.extend(p.buffers);
+        self.ledger.complete(self.ledger.last());
         self.last = None;
     }
+}
+
+/// Has the runtime raise `shared`'s completion to `mark` once `last` (the
+/// last operation's signal) completes, by a handler that only raises it;
+/// at once where no operation enqueued a signal (copies of no bytes).
+fn signal_when_done(
+    rt: &Runtime,
+    shared: &Arc<Shared>,
+    last: Option<(hsa_signal_t, bool)>,
+    mark: u64,
+) -> Result<(), AmdError> {
+    let Some((last, _)) = last else {
+        shared.completion.signal(mark);
+        return Ok(());
+    };
+    let wake = Box::into_raw(Box::new(Wake {
+        shared: shared.clone(),
+        mark,
+    }));
+    // SAFETY: the handler gets the boxed `Wake` and frees it when it runs;
+    // the signal lives until `retire`, after it ran.
+    let rc = unsafe {
+        (rt.hsa.fns.hsa_amd_signal_async_handler)(
+            last,
+            condition::LT,
+            1,
+            on_signal,
+            wake as *mut c_void,
+        )
+    };
+    if rc != status::SUCCESS {
+        // SAFETY: not registered: still ours.
+        drop(unsafe { Box::from_raw(wake) });
+        return Err(AmdError::call("hsa_amd_signal_async_handler", rc));
+    }
+    Ok(())
 }
 
 fn as_bytes<T: Copy>(p: &T) -> [u8; 64] {
@@ -440,6 +416,7 @@ impl Queue for AmdQueue {
         self.check_usable()?;
         if len > 0 {
             let gpu = self.rt.gpu;
+            self.ledger.issue();
             self.copy(dst, gpu, src, gpu, len)?;
         }
         Ok(true)
@@ -449,49 +426,17 @@ impl Queue for AmdQueue {
         if let Some(s) = self.fault() {
             return Poll::Ready(Err(self.fault_error(s)));
         }
-        let Some((last, _)) = self.last else {
-            self.retire();
-            return Poll::Ready(Ok(()));
-        };
-        let mark = match self.waiting {
-            // A synchronize abandoned before more work came: its handler
-            // still covers everything.
-            Some((m, signal)) if signal == last => m,
-            // Its handler covers only part of the work: wait for it to run
-            // (its signal goes at `retire`), then for the rest.
-            Some((m, _)) if self.shared.completion.poll_reached(m, cx).is_pending() => {
-                return Poll::Pending;
-            }
-            _ => {
-                self.marks += 1;
-                let wake = Box::into_raw(Box::new(Wake {
-                    shared: self.shared.clone(),
-                    mark: self.marks,
-                }));
-                // SAFETY: the handler gets the boxed `Wake` and frees it when
-                // it runs; the signal lives until `retire`, after it ran.
-                let rc = unsafe {
-                    (self.rt.hsa.fns.hsa_amd_signal_async_handler)(
-                        last,
-                        condition::LT,
-                        1,
-                        on_signal,
-                        wake as *mut c_void,
-                    )
-                };
-                if rc != status::SUCCESS {
-                    // SAFETY: not registered: still ours.
-                    drop(unsafe { Box::from_raw(wake) });
-                    return Poll::Ready(Err(AmdError::call("hsa_amd_signal_async_handler", rc)));
-                }
-                self.waiting = Some((self.marks, last));
-                self.marks
-            }
-        };
-        if self.shared.completion.poll_reached(mark, cx).is_pending() {
-            return Poll::Pending;
+        let (rt, shared, last) = (&self.rt, &self.shared, self.last);
+        let synchronized = self
+            .ledger
+            .poll_synchronize(&self.shared.completion, cx, |mark| {
+                signal_when_done(rt, shared, last, mark)
+            });
+        match synchronized {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Ready(Ok(_)) => {}
         }
-        self.waiting = None;
         if let Some(s) = self.fault() {
             return Poll::Ready(Err(self.fault_error(s)));
         }
@@ -500,7 +445,7 @@ impl Queue for AmdQueue {
     }
 
     fn reclaim(&mut self) -> Option<(Ticket, AmdBuffer)> {
-        self.done.pop_front()
+        self.ledger.reclaim()
     }
 }
 
@@ -530,7 +475,7 @@ impl Drop for AmdQueue {
             }
             // A handler registered by an abandoned synchronize runs on the
             // runtime's thread now; let it finish before its signal goes.
-            if let Some((m, _)) = self.waiting {
+            if let Some(m) = self.ledger.synchronizing() {
                 while self.shared.completion.reached() < m && self.fault().is_none() {
                     std::thread::yield_now();
                 }
@@ -546,7 +491,7 @@ impl Drop for AmdQueue {
             let p = std::mem::take(&mut self.pending);
             std::mem::forget(p.signals);
             std::mem::forget(p.kernargs);
-            drop(p.buffers);
+            self.ledger.release(drop);
             std::mem::forget(p.kernels);
         }
         // SAFETY: nothing is submitted to the queue any more.

@@ -7,8 +7,13 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use hsa_sys::*;
+use reprise_core::exec::LaunchLimits;
 
 use crate::error::{AmdError, check};
+
+/// Bytes of LDS (group segment) one work-group may use, static and dynamic
+/// together, on every AMD GPU the code objects target.
+const LDS_PER_WORKGROUP: u32 = 65536;
 
 /// The runtime library, loaded once (a failed load is remembered).
 fn library() -> Result<&'static Hsa, AmdError> {
@@ -40,12 +45,11 @@ pub struct Runtime {
     pub isa: String,
     /// The GPU agent's name ("gfx90a").
     pub name: String,
-    /// Work-items per work-group at most.
-    pub workgroup_max: u32,
-    /// Per dimension.
-    pub workgroup_max_dim: [u16; 3],
-    /// Work-items per dimension of a grid at most.
-    pub grid_max_dim: [u32; 3],
+    /// What one launch may ask of the agent: work-items per work-group
+    /// (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`), per dimension
+    /// (`WORKGROUP_MAX_DIM`), work-items per dimension of a grid
+    /// (`GRID_MAX_DIM`), and the 64 KiB of LDS a work-group may use.
+    pub limits: LaunchLimits,
 }
 
 impl Drop for Runtime {
@@ -128,9 +132,15 @@ impl Runtime {
             host_pool,
             isa,
             name,
-            workgroup_max,
-            workgroup_max_dim,
-            grid_max_dim: [grid.x, grid.y, grid.z],
+            limits: LaunchLimits {
+                threads_per_block: workgroup_max,
+                block: workgroup_max_dim.map(u32::from),
+                // HSA counts a grid in work-items, not in work-groups.
+                grid: [0; 3],
+                grid_threads: [grid.x, grid.y, grid.z],
+                shared_default: LDS_PER_WORKGROUP,
+                shared_optin: LDS_PER_WORKGROUP,
+            },
         }))
     }
 
