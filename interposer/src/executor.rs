@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use reprise_core::exec::{
     DeviceRegion, ErrorType, Executor, GlobalInfo, KernelArgs, Launch, Queue, RegionRequest,
-    Segment, Ticket,
+    Segment, Ticket, VecLedger,
 };
 use reprise_core::image::{ImageKind, sniff};
 
@@ -281,9 +281,7 @@ impl Executor for Interposed {
             exiting: self.exiting.clone(),
             launched: self.launched.clone(),
             refused: self.refused.clone(),
-            pending: Vec::new(),
-            done: std::collections::VecDeque::new(),
-            tickets: 0,
+            ledger: VecLedger::new(),
         })
     }
 
@@ -314,9 +312,8 @@ pub struct InterposedQueue {
     exiting: Arc<std::sync::atomic::AtomicBool>,
     launched: Arc<std::sync::atomic::AtomicBool>,
     refused: Arc<std::sync::atomic::AtomicI32>,
-    pending: Vec<(Ticket, Vec<u8>)>,
-    done: std::collections::VecDeque<(Ticket, Vec<u8>)>,
-    tickets: u64,
+    /// Tickets, and the buffers of copies until a synchronize covered them.
+    ledger: VecLedger<Vec<u8>>,
 }
 
 impl Drop for InterposedQueue {
@@ -325,9 +322,7 @@ impl Drop for InterposedQueue {
     /// stream may wait on the program's other threads): the buffers are
     /// left to the process rather than freed under the copies.
     fn drop(&mut self) {
-        for (_, buffer) in self.pending.drain(..) {
-            std::mem::forget(buffer);
-        }
+        self.ledger.release(std::mem::forget);
     }
 }
 
@@ -340,12 +335,20 @@ impl InterposedQueue {
         self.stream.lock().unwrap_or_else(|e| e.into_inner()).ptr()
     }
 
+    /// Keeps `buffer` until a synchronize covers the copies just queued.
     fn ticket(&mut self, buffer: Vec<u8>) -> Ticket {
-        self.tickets += 1;
-        let t = Ticket(self.tickets);
-        self.pending.push((t, buffer));
+        let t = self.ledger.issue();
+        self.ledger.keep(t, buffer);
         t
     }
+}
+
+/// The one bounds check (the core's), before any copy is queued.
+fn check_segments(segments: &[Segment], buffer: &[u8]) -> Result<(), DriverError> {
+    Segment::check_all(segments, buffer.len()).map_err(|e| DriverError {
+        what: e.to_string(),
+        code: ERROR_NOT_FOUND,
+    })
 }
 
 /// Parameter storage and the pointer array `cuLaunchKernel` takes.
@@ -369,14 +372,10 @@ impl Queue for InterposedQueue {
 
     fn upload(&mut self, buffer: Vec<u8>, segments: &[Segment]) -> Result<Ticket, DriverError> {
         let r = driver()?;
+        check_segments(segments, &buffer)?;
         let stream = self.stream();
         let result = segments.iter().filter(|s| s.len > 0).try_for_each(|s| {
-            let src = buffer
-                .get(s.host_offset..s.host_offset + s.len)
-                .ok_or_else(|| DriverError {
-                    what: "a copy outside its buffer".into(),
-                    code: ERROR_NOT_FOUND,
-                })?;
+            let src = &buffer[s.host_offset..s.host_offset + s.len];
             // SAFETY: the buffer is kept in `pending` until a synchronize,
             // also when a later segment fails (see below).
             check("cuMemcpyHtoDAsync", unsafe {
@@ -395,16 +394,10 @@ impl Queue for InterposedQueue {
         segments: &[Segment],
     ) -> Result<Ticket, DriverError> {
         let r = driver()?;
+        check_segments(segments, &buffer)?;
         let stream = self.stream();
-        let len = buffer.len();
         let base = buffer.as_mut_ptr();
         let result = segments.iter().filter(|s| s.len > 0).try_for_each(|s| {
-            if s.host_offset.checked_add(s.len).is_none_or(|end| end > len) {
-                return Err(DriverError {
-                    what: format!("a copy outside its {len}-byte buffer"),
-                    code: ERROR_NOT_FOUND,
-                });
-            }
             // SAFETY: inside the buffer (checked above), whose heap
             // allocation does not move and which is kept in `pending` until
             // a synchronize, also when a later segment fails (see below).
@@ -459,7 +452,7 @@ impl Queue for InterposedQueue {
 
     fn poll_synchronize(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), DriverError>> {
         if self.exiting.load(std::sync::atomic::Ordering::Acquire) {
-            self.done.extend(self.pending.drain(..));
+            self.ledger.complete(self.ledger.last());
             return Poll::Ready(Ok(()));
         }
         let r = match driver() {
@@ -473,12 +466,12 @@ impl Queue for InterposedQueue {
         if let Err(e) = check("cuStreamSynchronize", rc) {
             return Poll::Ready(Err(e));
         }
-        self.done.extend(self.pending.drain(..));
+        self.ledger.complete(self.ledger.last());
         Poll::Ready(Ok(()))
     }
 
     fn reclaim(&mut self) -> Option<(Ticket, Vec<u8>)> {
-        self.done.pop_front()
+        self.ledger.reclaim()
     }
 
     fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, DriverError> {
