@@ -150,34 +150,40 @@ impl CudaError {
 mod tests {
     use super::*;
 
-    /// An H200's launch limits.
-    const H200: LaunchLimits = LaunchLimits {
-        threads_per_block: 1024,
-        block: [1024, 1024, 64],
-        grid: [i32::MAX as u32, 65535, 65535],
-        grid_threads: [0; 3],
-        shared_default: 48 << 10,
-        shared_optin: 227 << 10,
-    };
-
     #[test]
     fn every_geometry_error_converts_both_ways_with_the_cores_message() {
-        let h200 = H200;
         let errors = [
-            LaunchLimits::check(&h200, [0, 1, 1], [1, 1, 1]),
-            LaunchLimits::check(&h200, [1, 1, 1], [0, 1, 1]),
-            LaunchLimits::check(&h200, [1, 1, 1], [2048, 1, 1]),
-            LaunchLimits::check(&h200, [1, 70000, 1], [1, 1, 1]),
-            LaunchLimits::check(&h200, [1, 1, 1], [1, 1, 128]),
-            LaunchLimits::check_shared(&h200, 1, 227 << 10),
-            Err(GeometryError::GridThreads {
+            GeometryError::ZeroDimension {
+                what: Dims::Grid,
+                dims: [0, 1, 1],
+            },
+            GeometryError::ZeroDimension {
+                what: Dims::Block,
+                dims: [1, 0, 1],
+            },
+            GeometryError::ThreadsPerBlock {
+                block: [2048, 1, 1],
+                limit: 1024,
+            },
+            GeometryError::Dimension {
+                what: Dims::Grid,
+                dims: [1, 70000, 1],
+                axis: 1,
+                limit: 65535,
+            },
+            GeometryError::SharedMemory {
+                static_bytes: 1,
+                dynamic_bytes: 227 << 10,
+                limit: 227 << 10,
+            },
+            GeometryError::GridThreads {
                 grid: [2, 1, 1],
                 block: [2, 1, 1],
                 axis: 0,
                 limit: 3,
-            }),
+            },
         ];
-        for e in errors.map(Result::unwrap_err) {
+        for e in errors {
             let cuda = CudaError::from(e);
             assert_eq!(cuda.geometry(), Some(e), "{cuda:?}");
             assert_eq!(cuda.to_string(), e.to_string());
