@@ -12,7 +12,7 @@
 //! for before the next is enqueued.
 //!
 //! The buffers are kept in a [`Fifo`]: a `VecDeque` where there is an
-//! allocator ([`VecLedger`], feature `alloc`), or a fixed-capacity
+//! allocator (`VecLedger`, feature `alloc`), or a fixed-capacity
 //! [`heapless::Deque`] where there is none ([`FixedLedger`]).
 //!
 //! ```
