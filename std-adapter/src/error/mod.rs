@@ -409,6 +409,7 @@ impl Error {
                         | C::LaunchDimension { .. }
                         | C::ZeroDimension { .. }
                         | C::SharedMemory { .. }
+                        | C::Geometry(_)
                 )
             ) {
                 return true;
