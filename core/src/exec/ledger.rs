@@ -13,7 +13,7 @@
 //!
 //! The buffers are kept in a [`Fifo`]: a `VecDeque` where there is an
 //! allocator (`VecLedger`, feature `alloc`), or a fixed-capacity
-//! [`heapless::Deque`] where there is none ([`FixedLedger`]).
+//! `heapless::Deque` where there is none ([`FixedLedger`]).
 //!
 //! ```
 //! use core::task::{Context, Poll, Waker};
