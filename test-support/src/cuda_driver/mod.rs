@@ -80,15 +80,7 @@ pub fn driver() -> Result<Driver, String> {
 /// edited simulator is rebuilt.
 fn source_hash(defines: &[&str]) -> u64 {
     // The recipe's version too: what `build` makes from the sources.
-    let recipe = "libcuda.so.1+libcuda.so+inproc";
-    let bytes = SOURCES
-        .iter()
-        .flat_map(|(name, text)| name.bytes().chain(text.bytes()))
-        .chain(recipe.bytes())
-        .chain(defines.iter().flat_map(|d| d.bytes()));
-    bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::source_hash(&SOURCES, "libcuda.so.1+libcuda.so+inproc", defines)
 }
 
 /// The directory holding the built `libcuda.so.1` and its `libcuda.so` link

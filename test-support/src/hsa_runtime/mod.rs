@@ -51,13 +51,7 @@ pub fn available() -> Result<(), String> {
 /// FNV-1a of the sources and the build's defines, so an edited simulator
 /// is rebuilt.
 fn source_hash(defines: &[&str]) -> u64 {
-    let bytes = SOURCES
-        .iter()
-        .flat_map(|(name, text)| name.bytes().chain(text.bytes()))
-        .chain(defines.iter().flat_map(|d| d.bytes()));
-    bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::source_hash(&SOURCES, "", defines)
 }
 
 /// The default build's library file.
