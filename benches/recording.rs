@@ -26,7 +26,6 @@ fn recording(c: &mut Criterion) {
         for way in Way::ALL {
             let mut s = Session::new(
                 HostExecutor::new().unwrap(),
-                BackendKind::Host,
                 &bench_kernel(BackendKind::Host).expect("a host kernel"),
                 size,
                 way,

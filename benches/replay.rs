@@ -19,7 +19,6 @@ fn replay(c: &mut Criterion) {
         let descriptor = {
             let mut s = Session::new(
                 HostExecutor::new().unwrap(),
-                BackendKind::Host,
                 &bench_kernel(BackendKind::Host).expect("a host kernel"),
                 size,
                 Way::AsyncBackground,

@@ -4,7 +4,7 @@
 //! (without an argument it records the demo kernel first, into a temporary
 //! directory).
 
-use reprise::{Args, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+use reprise::{Args, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder};
 
 async fn record_demo(dir: &std::path::Path) -> reprise::Result<std::path::PathBuf> {
     let exec = HostExecutor::new().map_err(|e| reprise::Error::executor("host executor", e))?;
@@ -12,7 +12,7 @@ async fn record_demo(dir: &std::path::Path) -> reprise::Result<std::path::PathBu
         .enabled(true)
         .dir(dir)
         .region_size(64 << 20);
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+    let mut rec = Recorder::new(exec, 0, config)?;
     let n = 1 << 16;
     let input = rec.alloc(n * 4, 64)?;
     let output = rec.alloc(n * 4, 64)?;

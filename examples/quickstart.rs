@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reprise::{Args, BackendKind, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+use reprise::{Args, Capture, HostExecutor, LaunchConfig, RecordConfig, Recorder};
 
 fn main() -> std::process::ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -42,7 +42,7 @@ fn run(dir: &Path, temporary: bool) -> reprise::Result<()> {
         .enabled(true)
         .dir(dir)
         .region_size(64 << 20);
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+    let mut rec = Recorder::new(exec, 0, config)?;
     let n = 4096u64;
     let input = rec.alloc(n * 4, 64)?;
     let output = rec.alloc(n * 4, 64)?;

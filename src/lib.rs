@@ -25,11 +25,11 @@
 //! capture; a background thread writes its files.
 //!
 //! ```no_run
-//! use reprise::{Args, BackendKind, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+//! use reprise::{Args, HostExecutor, LaunchConfig, RecordConfig, Recorder};
 //! # fn run() -> reprise::Result<()> {
 //! let exec = HostExecutor::new().map_err(|e| reprise::Error::executor("host executor", e))?;
 //! let config = RecordConfig::from_env()?.enabled(true).dir("captures");
-//! let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+//! let mut rec = Recorder::new(exec, 0, config)?;
 //! // `demo_stencil(const float *in, float *out, long n)` of the sample image.
 //! let n = 1024;
 //! let input = rec.alloc(4 * n, 64)?;

@@ -38,8 +38,7 @@ pub use kernels::{BuiltinKernel, SAXPY_PTX, bench_kernel, demo_kernel};
 
 use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
 use reprise::{
-    Args, BackendKind, Capture, Error, LaunchConfig, Mode, RecordConfig, Recorder, Result,
-    WriterKind,
+    Args, Capture, Error, LaunchConfig, Mode, RecordConfig, Recorder, Result, WriterKind,
 };
 
 /// The sizes measured: 64 KiB, 1 MiB, 16 MiB, 256 MiB.
@@ -267,16 +266,9 @@ pub struct Session<E: AnyExecutor> {
 impl<E: AnyExecutor> Session<E> {
     /// Reserves the region, fills `size` bytes, loads the kernel. `dir` is
     /// emptied first (made if missing): give it a scratch directory.
-    pub fn new(
-        exec: E,
-        backend: BackendKind,
-        kernel: &BuiltinKernel,
-        size: u64,
-        way: Way,
-        dir: &Path,
-    ) -> Result<Self> {
+    pub fn new(exec: E, kernel: &BuiltinKernel, size: u64, way: Way, dir: &Path) -> Result<Self> {
         clear_dir(dir)?;
-        let mut rec = Recorder::new(exec, backend, 0, way.config(dir, size))?;
+        let mut rec = Recorder::new(exec, 0, way.config(dir, size))?;
         let counter = rec.alloc(8, 16)?;
         let rest = size.saturating_sub(16);
         let mut data = 0;
@@ -334,20 +326,12 @@ impl<E: AnyExecutor> Session<E> {
 /// and, for a recorded way, the last capture written.
 fn measure_way<E: AnyExecutor>(
     make: &dyn Fn() -> Result<E>,
-    backend: BackendKind,
     kernel: &BuiltinKernel,
     size: u64,
     way: Way,
     cfg: &BenchConfig,
 ) -> Result<(f64, Option<PathBuf>)> {
-    let mut session = Session::new(
-        make()?,
-        backend,
-        kernel,
-        size,
-        way,
-        &cfg.dir.join("captures"),
-    )?;
+    let mut session = Session::new(make()?, kernel, size, way, &cfg.dir.join("captures"))?;
     let mut times = Vec::new();
     for i in 0..cfg.warmup + cfg.iterations_for(size) {
         let elapsed = session.launch()?.as_secs_f64();
@@ -521,7 +505,7 @@ pub fn run<E: AnyExecutor>(
                 .into(),
         });
     }
-    let backend = executors.spec().kind;
+    let _backend = executors.spec().kind;
     let make = || executors.open();
     let staged_spec = executors.spec().device_staging(Some(0));
     let make_staged = || executors.open_with(staged_spec);
@@ -537,14 +521,13 @@ pub fn run<E: AnyExecutor>(
     for &size in &cfg.sizes {
         let label = human(size);
         progress(&format!("{label}: plain launch"));
-        let (plain, _) = measure_way(make, backend, kernel, size, Way::Plain, cfg)?;
+        let (plain, _) = measure_way(make, kernel, size, Way::Plain, cfg)?;
         progress(&format!("{label}: sync schedule + inline writes"));
-        let (sync_inline, _) = measure_way(make, backend, kernel, size, Way::SyncInline, cfg)?;
+        let (sync_inline, _) = measure_way(make, kernel, size, Way::SyncInline, cfg)?;
         progress(&format!("{label}: async schedule + inline writes"));
-        let (async_inline, _) = measure_way(make, backend, kernel, size, Way::AsyncInline, cfg)?;
+        let (async_inline, _) = measure_way(make, kernel, size, Way::AsyncInline, cfg)?;
         progress(&format!("{label}: async schedule + background writer"));
-        let (async_background, last) =
-            measure_way(make, backend, kernel, size, Way::AsyncBackground, cfg)?;
+        let (async_background, last) = measure_way(make, kernel, size, Way::AsyncBackground, cfg)?;
 
         progress(&format!("{label}: replay and file reads"));
         let descriptor = last.ok_or(Error::Internal(
@@ -570,14 +553,7 @@ pub fn run<E: AnyExecutor>(
                 progress(&format!(
                     "{label}: async + background, staged on the device"
                 ));
-                let (t, _) = measure_way(
-                    make_staged,
-                    backend,
-                    kernel,
-                    size,
-                    Way::AsyncBackground,
-                    cfg,
-                )?;
+                let (t, _) = measure_way(make_staged, kernel, size, Way::AsyncBackground, cfg)?;
                 Some(t)
             }
             None => None,

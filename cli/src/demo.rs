@@ -148,7 +148,7 @@ fn demo<E: AnyExecutor>(
         .dir(&a.dir)
         .region_size(region_size)
         .save_output(true);
-    let mut rec = Recorder::new(exec, backend, device, config)?;
+    let mut rec = Recorder::new(exec, device, config)?;
     let input = rec.alloc(bytes as u64, 256)?;
     let output = rec.alloc(bytes as u64, 256)?;
     // Large sizes take seconds: say what is happening meanwhile (on stderr,

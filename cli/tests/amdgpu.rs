@@ -140,14 +140,14 @@ fn the_demo_records_and_replays_on_the_simulated_runtime() {
 fn recordings_through_the_library_replay_in_another_process() {
     let Some(lib) = sim_library() else { return };
     sim::use_in_this_process().unwrap();
-    use reprise::{Args, BackendKind, LaunchConfig, RecordConfig, Recorder};
+    use reprise::{Args, LaunchConfig, RecordConfig, Recorder};
     let dir = tempfile::tempdir().unwrap();
     let exec = reprise::AmdExecutor::new(0).unwrap();
     let config = RecordConfig::default()
         .enabled(true)
         .dir(dir.path())
         .region_size(16 << 20);
-    let mut rec = Recorder::new(exec, BackendKind::Amdgpu, 0, config).unwrap();
+    let mut rec = Recorder::new(exec, 0, config).unwrap();
     let n = 3000usize;
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();

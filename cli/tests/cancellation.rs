@@ -12,7 +12,7 @@ use std::task::{Context, Waker};
 
 use common::*;
 use reprise::core::record::Generation;
-use reprise::{Args, BackendKind, HostExecutor, Mode, RecordConfig, Recorder};
+use reprise::{Args, HostExecutor, Mode, RecordConfig, Recorder};
 
 /// Polls `fut` `polls` times (with a waker that does nothing, sleeping a
 /// little between polls so the device makes progress), then drops it.
@@ -58,7 +58,7 @@ fn a_launch_dropped_at_any_await_point_leaves_the_recorder_usable() {
                 .mode(mode)
                 .region_size(16 << 20);
             let exec = HostExecutor::new().unwrap();
-            let mut rec = Recorder::new(exec, BackendKind::Host, 0, config).unwrap();
+            let mut rec = Recorder::new(exec, 0, config).unwrap();
             let (base, end) = (
                 rec.region().base(),
                 rec.region().base() + rec.region().capacity(),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use common::*;
-use reprise::{Args, BackendKind, HostExecutor, RecordConfig, Recorder};
+use reprise::{Args, HostExecutor, RecordConfig, Recorder};
 
 const THREADS: usize = 8;
 const LAUNCHES: usize = 4;
@@ -72,7 +72,7 @@ fn launches_on_shared(
 fn eight_threads_through_one_recorder() {
     let dir = tempfile::tempdir().unwrap();
     let exec = HostExecutor::new().unwrap();
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config(dir.path())).unwrap();
+    let mut rec = Recorder::new(exec, 0, config(dir.path())).unwrap();
     let image = rec.load_image(AXPY).unwrap();
     let kernel = Arc::new(rec.kernel(image, "axpy").unwrap());
     let rec = Arc::new(RwLock::new(rec));
@@ -95,7 +95,7 @@ fn eight_threads_with_recorders_of_their_own() {
                 let dir = dir.path();
                 s.spawn(move || {
                     let exec = HostExecutor::new().unwrap();
-                    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config(dir)).unwrap();
+                    let mut rec = Recorder::new(exec, 0, config(dir)).unwrap();
                     let image = rec.load_image(AXPY).unwrap();
                     let kernel = rec.kernel(image, "axpy").unwrap();
                     let rec = RwLock::new(rec);

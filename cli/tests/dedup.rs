@@ -5,13 +5,13 @@
 mod common;
 
 use common::*;
-use reprise::{Args, BackendKind, HostExecutor, RecordConfig, Recorder};
+use reprise::{Args, HostExecutor, RecordConfig, Recorder};
 
 /// 10 launches of axpy, 6 with one geometry and 4 with another, recorded
 /// with `config`; returns the descriptors.
 fn record(config: RecordConfig) -> Vec<std::path::PathBuf> {
     let exec = HostExecutor::new().unwrap();
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config).unwrap();
+    let mut rec = Recorder::new(exec, 0, config).unwrap();
     let n = 256usize;
     let x = rec.alloc((n * 4) as u64, 64).unwrap();
     let y = rec.alloc((n * 4) as u64, 64).unwrap();

@@ -125,15 +125,9 @@ fn sync_inline_and_async_background_write_the_same_capture() {
 
 #[test]
 fn twenty_three_arguments_arrive_in_order() {
-    use reprise::{Args, BackendKind, HostExecutor, Recorder};
+    use reprise::{Args, HostExecutor, Recorder};
     let dir = tempfile::tempdir().unwrap();
-    let mut rec = Recorder::new(
-        HostExecutor::new().unwrap(),
-        BackendKind::Host,
-        0,
-        config(dir.path()),
-    )
-    .unwrap();
+    let mut rec = Recorder::new(HostExecutor::new().unwrap(), 0, config(dir.path())).unwrap();
     let out = rec.alloc(24 * 8, 16).unwrap();
     let image = rec.load_image(MANY_ARGS).unwrap();
     let k = rec.kernel(image, "many_args").unwrap();

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use common::*;
 use reprise::{
-    Args, BackendKind, HostError, HostExecutor, ImageId, Kernel, LaunchReport, Mode, RecordConfig,
-    Recorder, WriterKind,
+    Args, HostError, HostExecutor, ImageId, Kernel, LaunchReport, Mode, RecordConfig, Recorder,
+    WriterKind,
 };
 
 fn config(dir: &Path) -> RecordConfig {
@@ -22,7 +22,7 @@ fn config(dir: &Path) -> RecordConfig {
 }
 
 fn recorder(config: RecordConfig) -> Recorder<HostExecutor> {
-    Recorder::new(HostExecutor::new().unwrap(), BackendKind::Host, 0, config).unwrap()
+    Recorder::new(HostExecutor::new().unwrap(), 0, config).unwrap()
 }
 
 fn config_from(vars: &[(&str, &str)]) -> reprise::Result<RecordConfig> {
@@ -154,7 +154,6 @@ fn with_recording_off_the_file_system_is_not_touched() {
 fn with_recording_on_an_unusable_directory_is_an_error_up_front() {
     let err = Recorder::new(
         HostExecutor::new().unwrap(),
-        BackendKind::Host,
         0,
         config(Path::new("/etc/passwd")),
     )
@@ -163,14 +162,9 @@ fn with_recording_on_an_unusable_directory_is_an_error_up_front() {
     assert!(err.to_string().contains("/etc/passwd"), "{err}");
 
     // A directory that exists but takes no files (even for root).
-    let err = Recorder::new(
-        HostExecutor::new().unwrap(),
-        BackendKind::Host,
-        0,
-        config(Path::new("/proc")),
-    )
-    .err()
-    .expect("no captures can be written to /proc");
+    let err = Recorder::new(HostExecutor::new().unwrap(), 0, config(Path::new("/proc")))
+        .err()
+        .expect("no captures can be written to /proc");
     let text = err.to_string();
     assert!(text.starts_with("/proc: "), "{text}");
     assert!(text.contains("capture directory"), "{text}");
@@ -208,7 +202,7 @@ fn region_size_errors_say_where_the_size_came_from() {
         ("REPRISE_RECORD_MEMSIZE", "200T"),
     ])
     .unwrap();
-    let err = Recorder::new(HostExecutor::new().unwrap(), BackendKind::Host, 0, huge)
+    let err = Recorder::new(HostExecutor::new().unwrap(), 0, huge)
         .err()
         .expect("200 TiB cannot be reserved");
     let text = err.to_string();
@@ -216,7 +210,7 @@ fn region_size_errors_say_where_the_size_came_from() {
     assert!(text.contains("200 TiB"), "{text}");
 
     let coded = config(dir.path()).region_size(200 << 40);
-    let err = Recorder::new(HostExecutor::new().unwrap(), BackendKind::Host, 0, coded)
+    let err = Recorder::new(HostExecutor::new().unwrap(), 0, coded)
         .err()
         .expect("200 TiB cannot be reserved");
     let text = err.to_string();
@@ -226,7 +220,6 @@ fn region_size_errors_say_where_the_size_came_from() {
     // An empty region is refused, as the variable refuses 0.
     let err = Recorder::new(
         HostExecutor::new().unwrap(),
-        BackendKind::Host,
         0,
         config(dir.path()).region_size(0),
     )

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::{Args, BackendKind, LaunchConfig, RecordConfig, Recorder};
+use reprise::{Args, LaunchConfig, RecordConfig, Recorder};
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
@@ -22,7 +22,7 @@ fn record_saxpy(dir: &Path, n: usize) -> Option<PathBuf> {
         .dir(dir)
         .region_size(64 << 20)
         .fsync(false);
-    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config).unwrap();
+    let mut rec = Recorder::new(gpu, 0, config).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();

@@ -17,6 +17,7 @@
 //! images must likewise stay alive until work that uses them completes; each
 //! backend documents how (reference counts, or a wait in `Drop`).
 
+use crate::record::BackendKind;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
@@ -272,6 +273,10 @@ pub struct Ticket(pub u64);
 
 /// One device.
 pub trait Executor: ErrorType {
+    /// The kind of executor this is, as captures record it (as wgpu-hal's
+    /// `Api` names its variant): what a recorder writes into each capture's
+    /// `backend`, and what a replay chooses by.
+    const KIND: BackendKind;
     /// A reserved region; dropping it releases the range.
     type Region: DeviceRegion;
     /// A loaded image; dropping it unloads the image.

@@ -13,6 +13,7 @@ use reprise_core::exec::{
     Segment, Ticket, VecLedger,
 };
 use reprise_core::image::{ImageKind, sniff};
+use reprise_core::record::BackendKind;
 
 use crate::real::*;
 
@@ -136,6 +137,7 @@ impl ErrorType for Interposed {
 pub const SUGGESTED_BASE: u64 = reprise_cuda::SUGGESTED_BASE;
 
 impl Executor for Interposed {
+    const KIND: BackendKind = BackendKind::Cuda;
     type Region = Region;
     type Image = Image;
     type Kernel = Function;

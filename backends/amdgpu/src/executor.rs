@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
+use reprise_core::record::BackendKind;
 
 use crate::error::AmdError;
 use crate::image::{AmdImage, AmdKernel};
@@ -65,6 +66,7 @@ impl ErrorType for AmdExecutor {
 }
 
 impl Executor for AmdExecutor {
+    const KIND: BackendKind = BackendKind::Amdgpu;
     type Region = AmdRegion;
     type Image = AmdImage;
     type Kernel = AmdKernel;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
+use reprise_core::record::BackendKind;
 
 use crate::device::{Device, LaunchLimits};
 use crate::error::CudaError;
@@ -115,6 +116,7 @@ impl ErrorType for CudaExecutor {
 }
 
 impl Executor for CudaExecutor {
+    const KIND: BackendKind = BackendKind::Cuda;
     type Region = CudaRegion;
     type Image = CudaImage;
     type Kernel = CudaKernel;

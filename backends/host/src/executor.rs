@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{DeviceRegion, ErrorType, Executor, GlobalInfo, MapFile, RegionRequest};
+use reprise_core::record::BackendKind;
 use reprise_core::region::RECORDING_BASE_ALIGN;
 
 use crate::buffer::HostBuffer;
@@ -212,6 +213,7 @@ impl ErrorType for HostExecutor {
 }
 
 impl Executor for HostExecutor {
+    const KIND: BackendKind = BackendKind::Host;
     type Region = HostRegion;
     type Image = HostImage;
     type Kernel = HostKernel;

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 
 use reprise::core::globals::{self, Layout};
 use reprise::core::record::{Generation, KernelRecord};
-use reprise::{Args, BackendKind, HostExecutor, LaunchConfig, RecordConfig, Recorder};
+use reprise::{Args, HostExecutor, LaunchConfig, RecordConfig, Recorder};
 
 pub const AXPY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/axpy.so"));
 pub const MANY_ARGS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/many_args.so"));
@@ -140,7 +140,7 @@ pub fn geometry(teams: u32, threads: u32) -> LaunchConfig {
 /// to 2.5 on the device before the first launch. Returns the descriptors.
 pub fn record_axpy(config: RecordConfig, n: usize, launches: usize) -> Vec<PathBuf> {
     let exec = HostExecutor::new().unwrap();
-    let mut rec = Recorder::new(exec, BackendKind::Host, 0, config).unwrap();
+    let mut rec = Recorder::new(exec, 0, config).unwrap();
     let x = rec.alloc((n * 4) as u64, 64).unwrap();
     let y = rec.alloc((n * 4) as u64, 64).unwrap();
     let calls = rec.alloc(8, 8).unwrap();

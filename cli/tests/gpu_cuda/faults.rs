@@ -1,7 +1,7 @@
 //! Kernels that fault: during a replay (an error, not a hang), and while
 //! recording (named, and every later call in the context failing with it).
 
-use reprise::{Args, BackendKind, CudaExecutor, LaunchConfig, Recorder};
+use reprise::{Args, CudaExecutor, LaunchConfig, Recorder};
 
 use crate::common::*;
 use crate::{GRID2D, SAXPY, config, record_saxpy, replay_with, simulated};
@@ -92,7 +92,7 @@ fn record_a_fault() {
     // context), records a good launch first.
     let other_dir = tempfile::tempdir().unwrap();
     let other = CudaExecutor::new(0).unwrap();
-    let mut good = Recorder::new(other, BackendKind::Cuda, 0, config(other_dir.path())).unwrap();
+    let mut good = Recorder::new(other, 0, config(other_dir.path())).unwrap();
     let out = good.alloc(64 * 64 * 4, 256).unwrap();
     let grid2d_image = good.load_image(GRID2D).unwrap();
     let grid2d = good.kernel(grid2d_image, "grid2d").unwrap();
@@ -103,7 +103,7 @@ fn record_a_fault() {
         shared_mem: 0,
     };
     reprise::block_on(good.launch(&grid2d, grid2d_geometry, &grid2d_args)).unwrap();
-    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+    let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();
     let image = rec.load_image(SAXPY).unwrap();

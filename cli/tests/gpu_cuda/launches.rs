@@ -15,7 +15,7 @@ fn saxpy_records_many_launches_and_each_replays_in_another_process() {
     let dir = tempfile::tempdir().unwrap();
     let n = 100_000usize;
     let written: Vec<PathBuf> = {
-        let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+        let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
         let x = rec.alloc((n * 4) as u64, 256).unwrap();
         let y = rec.alloc((n * 4) as u64, 256).unwrap();
         rec.upload(x, &floats(&(0..n).map(|i| i as f32).collect::<Vec<_>>()))
@@ -75,7 +75,7 @@ fn native_parameter_sizes_are_recorded_and_replayed() {
     let Some(gpu) = gpu() else { return };
     let dir = tempfile::tempdir().unwrap();
     let written = {
-        let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+        let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
         let out = rec.alloc(4 * 512, 256).unwrap();
         let image = rec.load_image(MIXED).unwrap();
         let (table, size) = rec
@@ -118,7 +118,7 @@ fn two_dimensional_grid_replays() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (64u32, 24u32);
     let written = {
-        let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+        let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
         let out = rec.alloc(u64::from(w * h) * 4, 256).unwrap();
         let image = rec.load_image(GRID2D).unwrap();
         let k = rec.kernel(image, "grid2d").unwrap();
@@ -163,7 +163,6 @@ fn sync_and_async_schedules_write_the_same_capture() {
         let dir = tempfile::tempdir().unwrap();
         let mut rec = Recorder::new(
             gpu.clone().with_device_staging(staging),
-            BackendKind::Cuda,
             0,
             config(dir.path()).mode(mode).writer(writer),
         )

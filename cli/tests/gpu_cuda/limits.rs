@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use reprise::{Args, BackendKind, CudaExecutor, LaunchConfig, Recorder};
+use reprise::{Args, CudaExecutor, LaunchConfig, Recorder};
 
 use crate::common::*;
 use crate::{SAXPY, SHARED_REVERSE, config, record_saxpy, replay_ok, replay_with, simulated};
@@ -23,7 +23,7 @@ fn record_shared_reverse(
     let blocks = grid.iter().product::<u32>();
     // The last slice is short.
     let n = blocks * per_block - 3;
-    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir)).unwrap();
+    let mut rec = Recorder::new(gpu, 0, config(dir)).unwrap();
     let data = rec.alloc(u64::from(n) * 4, 256).unwrap();
     let values: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -143,7 +143,7 @@ fn a_block_beyond_the_device_limit_is_named_with_the_limit() {
 fn a_grid_or_block_dimension_of_zero_is_named() {
     let Some(gpu) = gpu() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir.path())).unwrap();
+    let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
     let x = rec.alloc(4096, 256).unwrap();
     let image = rec.load_image(SAXPY).unwrap();
     let k = rec.kernel(image, "saxpy").unwrap();

@@ -23,7 +23,7 @@ mod limits;
 use std::path::PathBuf;
 
 use common::*;
-use reprise::{Args, BackendKind, CudaExecutor, LaunchConfig, RecordConfig, Recorder};
+use reprise::{Args, CudaExecutor, LaunchConfig, RecordConfig, Recorder};
 
 const SAXPY: &[u8] = include_bytes!("../../../backends/cuda/fixtures/saxpy.ptx");
 const MIXED: &[u8] = include_bytes!("../../../backends/cuda/fixtures/mixed.ptx");
@@ -68,7 +68,7 @@ fn simulated() -> Option<CudaExecutor> {
 /// Records one saxpy launch over 4096 elements into `dir`.
 fn record_saxpy(gpu: CudaExecutor, dir: &std::path::Path) -> PathBuf {
     let n = 4096usize;
-    let mut rec = Recorder::new(gpu, BackendKind::Cuda, 0, config(dir)).unwrap();
+    let mut rec = Recorder::new(gpu, 0, config(dir)).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use reprise_core::exec::*;
+use reprise_core::record::BackendKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -118,6 +119,7 @@ impl ErrorType for FakeQueue {
 }
 
 impl Executor for Fake {
+    const KIND: BackendKind = BackendKind::Host;
     type Region = Region;
     type Image = ();
     type Kernel = KernelFn;

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use reprise_core::exec::{Executor, LaunchConfig};
-use reprise_core::record::BackendKind;
 use reprise_std::{Args, ImageId, Kernel, RecordConfig, Recorder};
 
 use crate::executor::{Interposed, Raw, SUGGESTED_BASE};
@@ -160,7 +159,7 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
         // No context yet: try again at a later call.
         let device = current_device()?;
         let dir = config.dir.clone();
-        match Recorder::new(Interposed::new(), BackendKind::Cuda, device, config) {
+        match Recorder::new(Interposed::new(), device, config) {
             Ok(rec) => {
                 OWNER.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                 if DIR.set(dir).is_ok() {

@@ -169,7 +169,7 @@ where
         record.device_id = self.device_id;
         record.region_base = Some(self.bump.base());
         record.region_size = Some(self.bump.capacity());
-        record.backend = Some(self.backend);
+        record.backend = Some(E::KIND);
         record.launch_seq = Some(seq);
         let globals_blob =
             encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;

@@ -4,10 +4,10 @@
 //! ```no_run
 //! # async fn demo<E>(exec: E) -> reprise_std::Result<()>
 //! # where E: reprise_core::Executor, E::Buffer: Send + 'static {
-//! use reprise_core::{BackendKind, LaunchConfig};
+//! use reprise_core::LaunchConfig;
 //! use reprise_std::{Args, RecordConfig, Recorder};
 //! let config = RecordConfig::from_env()?.enabled(true).dir("captures");
-//! let mut rec = Recorder::new(exec, BackendKind::Host, 0, config)?;
+//! let mut rec = Recorder::new(exec, 0, config)?;
 //! let x = rec.alloc(4096, 64)?;
 //! rec.upload(x, &[1u8; 4096])?;
 //! let image = rec.load_image(&std::fs::read("kernel.so").unwrap())?;
@@ -23,7 +23,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment};
-use reprise_core::record::BackendKind;
 use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::Upload;
 
@@ -53,7 +52,6 @@ pub struct Recorder<E: Executor> {
     id: u64,
     exec: E,
     config: RecordConfig,
-    backend: BackendKind,
     device_id: i32,
     bump: BumpRegion,
     pool: Arc<BufferPool<E::Buffer>>,
@@ -80,7 +78,7 @@ where
     E: Executor,
     E::Buffer: Send + 'static,
 {
-    /// A recorder on `exec` (device `device_id` of kind `backend`), reserving
+    /// A recorder on `exec` (its device `device_id`), reserving
     /// a region of `config.region_size` bytes.
     ///
     /// With recording on, the capture directory is created when missing and
@@ -91,12 +89,7 @@ where
     ///
     /// A region size of 0 is an [`Error::Config`]; a region the executor
     /// cannot reserve is an error that gives the size and where it came from.
-    pub fn new(
-        exec: E,
-        backend: BackendKind,
-        device_id: i32,
-        config: RecordConfig,
-    ) -> Result<Self> {
+    pub fn new(exec: E, device_id: i32, config: RecordConfig) -> Result<Self> {
         let id = NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed);
         if config.region_size == 0 {
             return Err(Error::Config {
@@ -153,7 +146,6 @@ where
             occurrences: report::Occurrences::default(),
             exec,
             config,
-            backend,
             device_id,
             queue,
             _region: region,
