@@ -106,8 +106,10 @@ enum Work {
 pub struct FakeQueue {
     fake: Fake,
     pending: VecDeque<Work>,
-    done: VecDeque<(Ticket, Vec<u8>)>,
-    next_ticket: u64,
+    /// Tickets, and the buffers of finished copies until reclaimed: the
+    /// core's ledger, as every backend keeps them (fixed-size, as the core's
+    /// tests build without `alloc`; no test holds more buffers).
+    ledger: FixedLedger<Vec<u8>, 256>,
     polls: usize,
 }
 
@@ -152,24 +154,19 @@ impl Executor for Fake {
         Ok(FakeQueue {
             fake: self.clone(),
             pending: VecDeque::new(),
-            done: VecDeque::new(),
-            next_ticket: 0,
+            ledger: FixedLedger::new(),
             polls: 0,
         })
     }
 }
 
 impl FakeQueue {
-    fn ticket(&mut self) -> Ticket {
-        self.next_ticket += 1;
-        Ticket(self.next_ticket)
-    }
     pub fn owned_buffers(&self) -> usize {
         self.pending
             .iter()
             .filter(|w| matches!(w, Work::Up(..) | Work::Down(..)))
             .count()
-            + self.done.len()
+            + self.ledger.held()
     }
 }
 
@@ -178,7 +175,7 @@ impl Queue for FakeQueue {
     type Kernel = KernelFn;
 
     fn upload(&mut self, buf: Vec<u8>, segs: &[Segment]) -> Result<Ticket, FakeError> {
-        let t = self.ticket();
+        let t = self.ledger.issue();
         let mut s = self.fake.0.borrow_mut();
         s.log.push(Op::Upload(segs.to_vec()));
         s.buffers_in_flight += 1;
@@ -186,7 +183,7 @@ impl Queue for FakeQueue {
         Ok(t)
     }
     fn download(&mut self, buf: Vec<u8>, segs: &[Segment]) -> Result<Ticket, FakeError> {
-        let t = self.ticket();
+        let t = self.ledger.issue();
         let mut s = self.fake.0.borrow_mut();
         s.log.push(Op::Download(segs.to_vec()));
         s.buffers_in_flight += 1;
@@ -232,14 +229,16 @@ impl Queue for FakeQueue {
                             .slice(g.device, g.len)
                             .copy_from_slice(&buf[g.host_offset..g.host_offset + g.len]);
                     }
-                    self.done.push_back((t, buf));
+                    self.ledger.hold(t, buf).expect("at most 256 buffers held");
+                    self.ledger.complete(t);
                 }
                 Work::Down(mut buf, segs, t) => {
                     for g in &segs {
                         buf[g.host_offset..g.host_offset + g.len]
                             .copy_from_slice(s.device.slice(g.device, g.len));
                     }
-                    self.done.push_back((t, buf));
+                    self.ledger.hold(t, buf).expect("at most 256 buffers held");
+                    self.ledger.complete(t);
                 }
                 Work::Run(k, args) => k(&mut s.device, &args),
                 Work::Copy(dst, src, len) => {
@@ -251,7 +250,7 @@ impl Queue for FakeQueue {
         Poll::Ready(Ok(()))
     }
     fn reclaim(&mut self) -> Option<(Ticket, Vec<u8>)> {
-        let r = self.done.pop_front()?;
+        let r = self.ledger.reclaim()?;
         self.fake.0.borrow_mut().buffers_in_flight -= 1;
         Some(r)
     }
