@@ -28,8 +28,8 @@
 //!   that are not kernel descriptors. A file without section headers has
 //!   its notes read from its `PT_NOTE` segments, but no symbols.
 
-mod elf;
 mod error;
+mod file;
 mod metadata;
 mod msgpack;
 mod target;
@@ -47,11 +47,6 @@ pub use target::{Feature, Target};
 /// `PRIVATE_SEGMENT_FIXED_SIZE` u32 at 4, `KERNARG_SIZE` u32 at 8; LLVM's
 /// `llvm/Support/AMDHSAKernelDescriptor.h`, `kernel_descriptor_t`).
 pub const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
-
-/// `STT_OBJECT`.
-const STT_OBJECT: u8 = 1;
-/// `STB_LOCAL`.
-const STB_LOCAL: u8 = 0;
 
 /// A parsed code object. It owns what it read; the bytes can go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,13 +205,13 @@ impl CodeObject {
 /// OS ABI `ELFOSABI_AMDGPU_HSA`, code object v3 or later, with one
 /// `NT_AMDGPU_METADATA` note. Never panics, whatever the bytes.
 pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
-    let elf = elf::Elf::read(bytes)?;
-    if elf.machine != elf::EM_AMDGPU {
+    let elf = file::Elf::read(bytes)?;
+    if elf.machine != object::elf::EM_AMDGPU.0 {
         return Err(CodeObjectError::WrongMachine {
             machine: elf.machine,
         });
     }
-    if elf.os_abi != elf::ELFOSABI_AMDGPU_HSA {
+    if elf.os_abi != file::ELFOSABI_AMDGPU_HSA {
         return Err(CodeObjectError::WrongOsAbi { os_abi: elf.os_abi });
     }
     if elf.abi_version == 0 {
@@ -226,7 +221,7 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
     }
     let target = Target::from_e_flags(elf.flags, elf.abi_version)?;
 
-    let notes = elf.amdgpu_notes(elf::NT_AMDGPU_METADATA)?;
+    let notes = elf.amdgpu_notes(file::NT_AMDGPU_METADATA)?;
     let (offset, desc) = match notes.as_slice() {
         [] => return Err(CodeObjectError::NoMetadata),
         [one] => *one,
@@ -244,10 +239,16 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
     }
 
     let symbols = elf.symbols()?;
-    // By name, the first of each (`.dynsym`'s before `.symtab`'s).
+    // By name, the first of each (`.dynsym`'s before `.symtab`'s), of the
+    // names as long as some kernel's descriptor symbol.
+    let lengths: std::collections::HashSet<usize> =
+        meta.kernels.iter().map(|k| k.symbol.len()).collect();
     let mut by_name = std::collections::HashMap::new();
+    let mut descriptor_names = Names::new(bytes.len());
     for sym in &symbols {
-        by_name.entry(sym.name).or_insert(sym);
+        if lengths.contains(&sym.name.len()) && descriptor_names.first_time(sym.name)? {
+            by_name.entry(sym.name).or_insert(sym);
+        }
     }
     for kernel in &mut meta.kernels {
         let Some(sym) = by_name.get(kernel.symbol.as_str()) else {
@@ -261,20 +262,21 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
         )?;
         kernel.descriptor = read.map(|(_, kd)| KernelDescriptor {
             value: sym.value,
-            group_segment_fixed_size: elf::u32_at(kd, 0),
-            private_segment_fixed_size: elf::u32_at(kd, 4),
-            kernarg_size: elf::u32_at(kd, 8),
+            group_segment_fixed_size: file::u32_at(kd, 0),
+            private_segment_fixed_size: file::u32_at(kd, 4),
+            kernarg_size: file::u32_at(kd, 8),
         });
     }
     let mut variables: Vec<VariableSymbol> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    let mut variable_names = Names::new(bytes.len());
     for sym in &symbols {
-        let wanted = sym.kind == STT_OBJECT
-            && sym.bind != STB_LOCAL
-            && sym.shndx != 0
+        let wanted = sym.kind == object::elf::STT_OBJECT
+            && sym.bind != object::elf::STB_LOCAL
+            && sym.shndx != object::elf::SHN_UNDEF
             && !sym.name.is_empty()
             && !sym.name.ends_with(".kd");
-        if wanted && seen.insert(sym.name) {
+        if wanted && variable_names.first_time(sym.name)? && seen.insert(sym.name) {
             variables.push(VariableSymbol {
                 name: sym.name.to_string(),
                 value: sym.value,
@@ -297,4 +299,46 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
 /// `NT_AMDGPU_METADATA` note (offsets in errors are in `bytes`).
 pub fn parse_metadata(bytes: &[u8]) -> Result<Metadata, CodeObjectError> {
     metadata::read(bytes, 0)
+}
+
+/// The symbol names that [`parse`] hashes and copies for one use (finding
+/// kernel descriptors, naming variables), bounded by the file: each name
+/// once by its place in its string table (a name that many symbols share
+/// costs what one does), and those places may add up to no more than the
+/// file's length ([`CodeObjectError::Overlapping`]: they would have to
+/// overlap, as the tails of one long string do). Without it, a file of
+/// 200 KB naming 20,000 variables by the tails of one string would be
+/// read into 4 GB of names.
+struct Names {
+    file_len: u64,
+    total: u64,
+    /// Where each name met starts, and its length.
+    seen: std::collections::HashSet<(usize, usize)>,
+}
+
+impl Names {
+    fn new(file_len: usize) -> Self {
+        Self {
+            file_len: file_len as u64,
+            total: 0,
+            seen: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether `name` (a slice of the file) is met at its place for the
+    /// first time (then counted).
+    fn first_time(&mut self, name: &str) -> Result<bool, CodeObjectError> {
+        if !self.seen.insert((name.as_ptr().addr(), name.len())) {
+            return Ok(false);
+        }
+        self.total = self.total.saturating_add(name.len() as u64);
+        if self.total > self.file_len {
+            return Err(CodeObjectError::Overlapping {
+                what: "symbol names",
+                read: self.total,
+                len: self.file_len,
+            });
+        }
+        Ok(true)
+    }
 }

@@ -1,10 +1,13 @@
 //! The reader's work bounded by its input (issue 20, class 10): headers
 //! that name the same bytes again are read once, overlapping ranges that
 //! add up past the file are refused, distinct tables are capped, and names
-//! sharing one long string cost what one does.
+//! sharing one long string cost what one does. Through [`parse`] alone:
+//! the bounds are the reader's, whichever ELF library is under it.
 
 use super::*;
-use crate::code_object::elf::{Elf, MAX_SYMBOL_TABLES, Strings};
+
+/// How many distinct symbol tables a code object may have.
+const MAX_SYMBOL_TABLES: u64 = 64;
 
 /// `bytes` with `extra` section headers after its own (the header table
 /// moved to the end, `e_shnum` counting them).
@@ -69,18 +72,18 @@ fn thousands_of_symtab_headers_on_one_table_read_it_once() {
         (0..8_000).map(|_| retarget(dynsym, 2, offset, size)),
     );
     assert!(hostile.len() < 1 << 20);
-    let once = Elf::read(&bytes).unwrap().symbols().unwrap().len();
-    assert_eq!(once, 16_003);
+    let once = parse(&bytes).unwrap();
+    // Read 8,000 times, the table would be 128 million symbols (some 6 GB
+    // of them), far past the time allowed.
     let started = std::time::Instant::now();
-    let symbols = Elf::read(&hostile).unwrap().symbols().unwrap();
-    assert_eq!(symbols.len(), once, "the repeated table was read again");
+    let repeated = parse(&hostile).unwrap();
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
-        "{:?}",
+        "the repeated table was read again: {:?}",
         started.elapsed()
     );
     // And the code object reads as it did with one header.
-    assert_eq!(parse(&hostile).unwrap(), parse(&bytes).unwrap());
+    assert_eq!(repeated, once);
 }
 
 #[test]
@@ -123,7 +126,7 @@ fn distinct_symbol_tables_are_capped() {
     // One-symbol tables (the null symbol only): small, but more of them
     // than any code object has.
     let extra = |n: u64| (0..n).map(move |i| retarget(dynsym, 2, offset + 24 * i, 24));
-    let hostile = with_headers(&bytes, extra(MAX_SYMBOL_TABLES as u64));
+    let hostile = with_headers(&bytes, extra(MAX_SYMBOL_TABLES));
     assert!(matches!(
         error_of(
             parse(&hostile),
@@ -131,7 +134,7 @@ fn distinct_symbol_tables_are_capped() {
         ),
         CodeObjectError::TooMany { limit: 64, .. }
     ));
-    let fine = with_headers(&bytes, extra(MAX_SYMBOL_TABLES as u64 - 1));
+    let fine = with_headers(&bytes, extra(MAX_SYMBOL_TABLES - 1));
     assert!(parse(&fine).is_ok(), "the limit itself reads");
 }
 
@@ -181,11 +184,26 @@ fn naive(strings: &[u8], at: u32) -> Option<&str> {
     core::str::from_utf8(&rest[..end]).ok()
 }
 
+/// The default image with the names `table` after its own and one more
+/// variable `extra`, named by the string at `at` of `table`, at 0x1010.
+fn image_with_name(table: &[u8], at: u32) -> Vec<u8> {
+    let mut img = image();
+    let own = img.sections[DYNSTR].data.len() as u32;
+    img.sections[DYNSTR].data.extend_from_slice(table);
+    img.sections[DYNSYM]
+        .data
+        .extend(sym(own + at, GLOBAL_OBJECT, RODATA as u16, 0x1010, 4));
+    img.bytes()
+}
+
 #[test]
 fn names_read_as_before_at_every_offset() {
     // Every table of up to 5 bytes over NUL, ASCII, a two-byte sequence's
-    // lead and continuation, a three-byte lead and bytes never in UTF-8.
+    // lead and continuation, a three-byte lead and bytes never in UTF-8,
+    // after the image's own names (which end in a NUL: a name in the table
+    // is the table's alone).
     let alphabet = [0u8, b'a', 0xc3, 0xa9, 0xe2, 0x80, 0xff];
+    let plain = parse(&image().bytes()).unwrap();
     let mut tables = vec![Vec::new()];
     let mut compared = 0;
     for _ in 0..5 {
@@ -198,10 +216,26 @@ fn names_read_as_before_at_every_offset() {
             }
         }
         for t in &longer {
-            let mut strings = Strings::new(t);
-            // Twice each, in an order that reuses what was found.
-            for at in (0..t.len() as u32 + 2).chain((0..t.len() as u32 + 2).rev()) {
-                assert_eq!(strings.get(at), naive(t, at), "{t:x?} at {at}");
+            for at in 0..t.len() as u32 + 2 {
+                let read = parse(&image_with_name(t, at));
+                match naive(t, at) {
+                    // An empty name is no variable.
+                    Some("") => assert_eq!(read.as_ref(), Ok(&plain), "{t:x?} at {at}"),
+                    Some(name) => {
+                        let co = read.unwrap_or_else(|e| panic!("{t:x?} at {at}: {e}"));
+                        let v = co
+                            .variable(name)
+                            .unwrap_or_else(|| panic!("{t:x?} at {at}"));
+                        assert_eq!(v.value, 0x1010, "{t:x?} at {at}");
+                    }
+                    None => assert!(
+                        matches!(
+                            read,
+                            Err(CodeObjectError::BadSymbolName { offset }) if offset > 0
+                        ),
+                        "{t:x?} at {at}: {read:?}"
+                    ),
+                }
                 compared += 1;
             }
         }
@@ -209,18 +243,26 @@ fn names_read_as_before_at_every_offset() {
     }
     assert!(compared > 100_000);
     let text = "\0k.kd\0v\u{e9}r\0\u{2603}x\0".as_bytes();
-    let mut strings = Strings::new(text);
-    assert_eq!(strings.get(1), Some("k.kd"));
-    assert_eq!(strings.get(3), Some("kd"));
-    assert_eq!(strings.get(7), Some("\u{e9}r"));
-    assert_eq!(strings.get(8), None, "inside a character");
-    assert_eq!(strings.get(u32::MAX), None);
+    let name = |at| parse(&image_with_name(text, at)).map(|co| co.variables()[1].name.clone());
+    assert_eq!(name(3).unwrap(), "kd");
+    assert_eq!(name(7).unwrap(), "\u{e9}r");
+    assert!(
+        matches!(name(8), Err(CodeObjectError::BadSymbolName { .. })),
+        "inside a character"
+    );
+    let mut img = image();
+    img.sections[DYNSYM].data[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        img.parse(),
+        Err(CodeObjectError::BadSymbolName { offset }) if offset > 0
+    ));
 }
 
 #[test]
 fn thousands_of_names_in_one_long_string_cost_one() {
     // 20,000 symbols named by the tails of one 200 KB string: 4 billion
-    // bytes scanned naively.
+    // bytes scanned naively. The first and the last are variables, the
+    // others local symbols, their names found and checked all the same.
     let mut img = image();
     let mut strings = vec![0u8];
     strings.extend(std::iter::repeat_n(b'a', 200_000));
@@ -228,15 +270,54 @@ fn thousands_of_names_in_one_long_string_cost_one() {
     img.sections[DYNSTR].data = strings;
     let mut table = sym(0, 0, 0, 0, 0);
     for i in 0..20_000u32 {
-        table.extend(sym(1 + i, 0, 0, 0, 0));
+        let info = if i == 0 || i == 19_999 {
+            GLOBAL_OBJECT
+        } else {
+            0x01
+        };
+        table.extend(sym(1 + i, info, RODATA as u16, 0x1000, 8));
     }
     img.sections[DYNSYM].data = table;
     let bytes = img.bytes();
     let started = std::time::Instant::now();
-    let symbols = Elf::read(&bytes).unwrap().symbols().unwrap();
-    assert_eq!(symbols.len(), 20_000);
-    assert_eq!(symbols[0].name.len(), 200_000);
-    assert_eq!(symbols[19_999].name.len(), 180_001);
+    let co = parse(&bytes).unwrap();
+    let names: Vec<usize> = co.variables().iter().map(|v| v.name.len()).collect();
+    assert_eq!(names, [200_000, 180_001]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn thousands_of_variables_named_by_one_long_string_are_refused() {
+    // 20,000 variables named by the tails of one 200 KB string: 4 GB of
+    // names to copy out of a file of 700 KB. The same name for all of them
+    // reads, as one variable.
+    let long = |offset: &dyn Fn(u32) -> u32| {
+        let mut img = image();
+        let mut strings = vec![0u8];
+        strings.extend(std::iter::repeat_n(b'a', 200_000));
+        strings.push(0);
+        img.sections[DYNSTR].data = strings;
+        let mut table = sym(0, 0, 0, 0, 0);
+        for i in 0..20_000u32 {
+            table.extend(sym(offset(i), GLOBAL_OBJECT, RODATA as u16, 0x1000, 8));
+        }
+        img.sections[DYNSYM].data = table;
+        img.bytes()
+    };
+    let bytes = long(&|i| 1 + i);
+    let started = std::time::Instant::now();
+    let e = error_of(parse(&bytes), &["symbol names", "overlap", "limit"]);
+    assert!(
+        matches!(e, CodeObjectError::Overlapping { len, read, .. } if len == bytes.len() as u64 && read > len),
+        "{e:?}"
+    );
+    let co = parse(&long(&|_| 1)).unwrap();
+    assert_eq!(co.variables().len(), 1);
+    assert_eq!(co.variables()[0].name.len(), 200_000);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "{:?}",
