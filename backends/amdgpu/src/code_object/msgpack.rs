@@ -11,6 +11,19 @@
 //! at least) is refused up front, containers nest at most [`MAX_DEPTH`]
 //! deep, and a container's storage grows with the elements actually read,
 //! never with the count it claims.
+//!
+//! Why not `rmpv` (1.3.1, `decode::read_value_ref_with_max_depth`, its
+//! source read for this): it would keep the allocation bounds (strings and
+//! binaries borrowed after their length is checked against the bytes left;
+//! arrays and maps grown element by element, never preallocated by their
+//! count; the owned reader caps a preallocation at 64 KiB), but not what
+//! the errors say: its error names no offset (a `Cursor` tells where
+//! reading stopped, not where the offending value began, which
+//! [`CodeObjectError::MsgPack`] and its tests give), a lying count is
+//! found out only when the input runs dry rather than refused at its
+//! container, its depth counts scalars and counts each container twice,
+//! and it reads the reserved byte 0xc1 as `nil` instead of refusing it.
+//! Mapping those back would take a second reader; this one is 200 lines.
 
 use super::CodeObjectError;
 
