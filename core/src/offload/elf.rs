@@ -1,5 +1,9 @@
 //! Finding a section ([`elf_section`]) of the ELF file that holds offload
 //! binaries.
+//!
+//! Read by hand, not through `object` as the backends read ELF: `object`
+//! links `alloc` whatever its features, and `core/embedded`, which has no
+//! allocator, then fails to link ("no global memory allocator found").
 
 use super::OffloadError;
 use super::reader::{read_u16, read_u32, read_u64};
