@@ -531,17 +531,13 @@ fn notes<'a>(
 }
 
 /// The bytes that the note at `pos` in `data` says it takes, up to the end
-/// of its descriptor: its header's when even that is cut, `u64::MAX` when
-/// its sizes overflow.
+/// of its descriptor: its header's when even that is cut.
 fn note_size(data: &[u8], pos: usize, align: usize) -> u64 {
     let Some(header) = data.get(pos..).filter(|h| h.len() >= NHDR_SIZE) else {
         return NHDR_SIZE as u64;
     };
-    let namesz = u32_at(header, 0) as usize;
-    let descsz = u32_at(header, 4) as usize;
-    (NHDR_SIZE + namesz)
-        .checked_add(align - 1)
-        .map(|n| n & !(align - 1))
-        .and_then(|d| d.checked_add(descsz))
-        .map_or(u64::MAX, |n| n as u64)
+    let align = align as u64;
+    let name_end = NHDR_SIZE as u64 + u64::from(u32_at(header, 0));
+    let desc_start = name_end.next_multiple_of(align);
+    desc_start.saturating_add(u64::from(u32_at(header, 4)))
 }
