@@ -82,8 +82,9 @@ pub use reprise_host::{
 };
 pub use reprise_std::replayer::{self, CompareSpec, OutputRange, compare_files};
 pub use reprise_std::{
-    Args, Capture, CapturePaths, Error, ImageId, Kernel, LaunchReport, Names, OpenOptions, Outcome,
-    RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification, WriterKind, block_on,
+    Args, Capture, CapturePaths, CaptureProblem, Error, ImageId, Kernel, LaunchReport, Names,
+    OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification,
+    WriterKind, block_on,
 };
 pub use reprise_std::{capture, config, executors, list, offload, store, summary};
 
@@ -216,7 +217,8 @@ fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<Ba
     let runs_on = capture.image_kind.backend();
     let backend = match backend {
         Some(b) => b,
-        None => runs_on.map_err(|e| Error::capture(&capture.paths.image, e.to_string()))?,
+        None => runs_on
+            .map_err(|e| Error::capture(&capture.paths.image, CaptureProblem::NoExecutor(e)))?,
     };
     if !executors::in_build(backend) {
         return Err(Error::NotInBuild {

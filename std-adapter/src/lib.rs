@@ -22,7 +22,8 @@ pub mod tune;
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};
 pub use config::{RecordConfig, WriterKind};
 pub use error::{
-    BoxError, ChecksumMapProblem, CopyKind, Error, Handle, Names, Result, Setting, UnknownGeometry,
+    BoxError, CaptureProblem, ChecksumMapProblem, CopyKind, Error, Handle, Names, Result, Setting,
+    UnknownGeometry,
 };
 pub use exec::block_on;
 pub use recorder::{Args, ImageId, Kernel, LaunchReport, Recorder};

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
 use crate::capture::{CapturePaths, checksum};
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 
 /// Sequence numbers of the matching launches (recorded or not), process-wide.
 static LAUNCH_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -220,7 +220,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .ok_or_else(|| Error::capture(path, "is no file name to write"))?;
+        .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))?;
     let io = |what: &'static str| move |e: rustix::io::Errno| Error::io(path, what, e.into());
     #[cfg(test)]
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {

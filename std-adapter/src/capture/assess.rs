@@ -28,7 +28,7 @@ use super::files::{
 };
 use super::offload::ImageOrigin;
 use super::{CapturePaths, OpenOptions};
-use crate::error::{ChecksumMapProblem, Error, Setting};
+use crate::error::{CaptureProblem, ChecksumMapProblem, Error, Setting};
 
 /// The state of one file's checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,14 +152,11 @@ pub fn output_problem(
         return None;
     }
     let checksummed = record.checksums.output.is_some();
-    let why = if checksummed {
-        "cannot verify: the recorded output file is missing, though the descriptor records \
-         its checksum (the capture is incomplete, or the file was removed)"
-    } else {
-        "cannot verify: the capture has no recorded output (it was recorded without saving output)"
-    };
     Some(Finding {
-        error: Error::capture(&paths.output, why),
+        error: Error::capture(
+            &paths.output,
+            CaptureProblem::NoRecordedOutput { checksummed },
+        ),
         incomplete: checksummed,
         blocks: Blocks::Verification,
     })
@@ -209,9 +206,14 @@ pub fn assess(
     };
     let special = |a: &mut Assessment, path: &Path, state: &FileState| match state {
         FileState::Special(kind) => problem(a, not_regular(path, kind)),
-        FileState::Unreadable(msg) => problem(
+        FileState::Unreadable(reason) => problem(
             a,
-            Error::capture(path, format!("cannot be looked at: {msg}")),
+            Error::capture(
+                path,
+                CaptureProblem::Unreadable {
+                    reason: reason.clone(),
+                },
+            ),
         ),
         _ => {}
     };
@@ -223,10 +225,7 @@ pub fn assess(
     match &input {
         FileState::Missing => problem(
             &mut a,
-            Error::capture(
-                &paths.input,
-                "memory snapshot is missing (the capture is incomplete)",
-            ),
+            Error::capture(&paths.input, CaptureProblem::MissingSnapshot),
         ),
         other => special(&mut a, &paths.input, other),
     }
@@ -274,7 +273,7 @@ pub fn assess(
                     }
                     Ok(None) => problem(
                         &mut a,
-                        Error::capture(&paths.image, "vanished while it was read"),
+                        Error::capture(&paths.image, CaptureProblem::Vanished),
                     ),
                     Err(e) => problem(&mut a, e),
                 }
@@ -314,7 +313,7 @@ pub fn assess(
                 }
                 Ok(None) => problem(
                     &mut a,
-                    Error::capture(&paths.globals, "vanished while it was read"),
+                    Error::capture(&paths.globals, CaptureProblem::Vanished),
                 ),
                 Err(e) => problem(&mut a, e),
             }
@@ -382,15 +381,16 @@ pub(crate) fn global_problem(
     recorded: usize,
     size: Option<u64>,
 ) -> Option<Error> {
+    let name = name.to_string();
+    let image = image.to_path_buf();
     let why = match size {
-        None => format!(
-            "recorded global `{name}` is absent from the image ({})",
-            image.display()
-        ),
-        Some(size) if size != recorded as u64 => format!(
-            "recorded global `{name}` has {recorded} bytes, the image's has {size} ({})",
-            image.display()
-        ),
+        None => CaptureProblem::GlobalAbsent { name, image },
+        Some(size) if size != recorded as u64 => CaptureProblem::GlobalSize {
+            name,
+            recorded,
+            size,
+            image,
+        },
         Some(_) => return None,
     };
     Some(Error::capture(globals, why))
@@ -434,10 +434,10 @@ fn check_lengths(
     {
         problem(Error::capture(
             &paths.input,
-            format!(
-                "memory snapshot is {input} bytes but the descriptor says DeviceMemorySize = \
-                 {size} (truncated or mismatched file)"
-            ),
+            CaptureProblem::SnapshotSize {
+                found: input,
+                expected: size,
+            },
         ));
     }
     if let Some(size) = record.region_size
@@ -445,12 +445,11 @@ fn check_lengths(
     {
         problem(Error::capture(
             &paths.descriptor,
-            format!(
-                "the memory snapshot {} is {input} bytes, larger than the recorded region \
-                 (VAllocSize {size} bytes): a snapshot cannot be larger than the region it was \
-                 taken from",
-                paths.input.display()
-            ),
+            CaptureProblem::SnapshotLargerThanRegion {
+                snapshot: paths.input.clone(),
+                len: input,
+                region: size,
+            },
         ));
     }
     if let Some(out) = output
@@ -458,10 +457,11 @@ fn check_lengths(
     {
         problem(Error::capture(
             &paths.output,
-            format!(
-                "recorded output snapshot is {out} bytes but the input snapshot {} is {input} bytes",
-                paths.input.display()
-            ),
+            CaptureProblem::OutputSize {
+                output: out,
+                input_path: paths.input.clone(),
+                input,
+            },
         ));
     }
     if let Some(base) = base
@@ -469,7 +469,7 @@ fn check_lengths(
     {
         problem(Error::capture(
             &paths.descriptor,
-            format!("region at {base:#x} of {input} bytes wraps past the end of the address space"),
+            CaptureProblem::RegionWraps { base, len: input },
         ));
     }
     // Every executor reserves the region from its page: one in the first
@@ -480,10 +480,7 @@ fn check_lengths(
     {
         problem(Error::capture(
             &paths.descriptor,
-            format!(
-                "region base {base:#x} lies in the first page, where no region can be (a null \
-                 pointer would point into it)"
-            ),
+            CaptureProblem::RegionInFirstPage { base },
         ));
     }
 }
@@ -499,12 +496,12 @@ fn check_backend(a: &mut Assessment, record: &KernelRecord, paths: &CapturePaths
         a.findings.push(Finding {
             error: Error::capture(
                 &paths.descriptor,
-                format!(
-                    "Backend is \"{named}\" but the image {} is {kind}, which runs on the \
-                     {detected} executor: the image does not belong to this capture (or the \
-                     descriptor was edited)",
-                    paths.image.display()
-                ),
+                CaptureProblem::BackendMismatch {
+                    named,
+                    image: paths.image.clone(),
+                    kind,
+                    runs_on: detected,
+                },
             ),
             incomplete: true,
             blocks: Blocks::Replay,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use reprise_core::exec::{Executor, MapFile};
 use reprise_core::record::KernelRecord;
 
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 
 /// Largest descriptor accepted (any real one is a few KiB).
 pub const DESCRIPTOR_LIMIT: u64 = 1 << 20;
@@ -90,11 +90,8 @@ fn kind(t: &std::fs::FileType) -> &'static str {
 }
 
 /// The error for a path that is `kind` where a regular file must be.
-pub(crate) fn not_regular(path: &Path, kind: &str) -> Error {
-    Error::capture(
-        path,
-        format!("is {kind}, not a regular file: a capture's files are regular files"),
-    )
+pub(crate) fn not_regular(path: &Path, kind: &'static str) -> Error {
+    Error::capture(path, CaptureProblem::NotRegular { kind })
 }
 
 /// Opens `path` for reading without blocking, and checks on the open file
@@ -150,7 +147,11 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
     if len > limit {
         return Err(Error::capture(
             path,
-            format!("{role} is {len} bytes, more than any {role} ({limit} bytes at most)"),
+            CaptureProblem::TooLarge {
+                role: role.to_string(),
+                len,
+                limit,
+            },
         ));
     }
     let mut bytes = Vec::new();
@@ -209,17 +210,13 @@ fn not_a_descriptor(path: &Path) -> Option<Error> {
         .find(|(ext, _)| name.len() > ext.len() + 1 && name.ends_with(&format!(".{ext}")))?;
     let stem = &name[..name.len() - ext.len() - 1];
     let descriptor = path.with_file_name(format!("{stem}.json"));
-    let hint = if descriptor.exists() {
-        format!("pass its descriptor, {}", descriptor.display())
-    } else {
-        format!(
-            "pass its descriptor ({} is not there)",
-            descriptor.display()
-        )
-    };
     Some(Error::capture(
         path,
-        format!("is a capture's {role}, not its descriptor: {hint}"),
+        CaptureProblem::NotADescriptor {
+            role,
+            descriptor_exists: descriptor.exists(),
+            descriptor,
+        },
     ))
 }
 
@@ -271,7 +268,10 @@ impl SnapshotFile {
         if len as u64 > self.len {
             return Err(Error::capture(
                 &self.path,
-                format!("{len} bytes asked of a file of {} bytes", self.len),
+                CaptureProblem::ReadPastEnd {
+                    asked: len,
+                    len: self.len,
+                },
             ));
         }
         if let Some(b) = exec
@@ -342,9 +342,10 @@ pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
 pub(crate) fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
     Error::capture(
         path,
-        format!(
-            "checksum mismatch: descriptor says {want:016x}, file has {got:016x} (corrupted or replaced)"
-        ),
+        CaptureProblem::ChecksumMismatch {
+            recorded: want,
+            actual: got,
+        },
     )
 }
 
@@ -360,17 +361,14 @@ pub(crate) fn entry_checksum_mismatch(
     entry: u64,
     file: Option<u64>,
 ) -> Error {
-    let file = file.map_or_else(
-        || "the file could not be hashed".to_string(),
-        |f| format!("the whole file has {f:016x}"),
-    );
     Error::capture(
         path,
-        format!(
-            "checksum mismatch: descriptor says {want:016x} for the capture's image, but the image \
-             taken from this file, entry #{index} of its offload binary, has {entry:016x}, and \
-             {file} (neither is the image recorded)"
-        ),
+        CaptureProblem::EntryChecksumMismatch {
+            recorded: want,
+            index,
+            entry,
+            file,
+        },
     )
 }
 

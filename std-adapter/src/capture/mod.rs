@@ -33,7 +33,7 @@ use reprise_core::globals::{self, Layout};
 use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{BackendKind, KernelRecord};
 
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 pub use base::{BaseOrigin, ResolvedBase};
 use offload::ImageOrigin;
 
@@ -240,12 +240,8 @@ impl Capture {
         }
         // Opened again, checked again on the open file: what was assessed
         // may have changed since.
-        let input = SnapshotFile::open(&paths.input)?.ok_or_else(|| {
-            Error::capture(
-                &paths.input,
-                "memory snapshot is missing (the capture is incomplete)",
-            )
-        })?;
+        let input = SnapshotFile::open(&paths.input)?
+            .ok_or_else(|| Error::capture(&paths.input, CaptureProblem::MissingSnapshot))?;
         let output = SnapshotFile::open(&paths.output)?;
         for (file, assessed) in [
             (Some(&input), a.state("input")),
@@ -254,10 +250,7 @@ impl Capture {
             if let Some(f) = file
                 && Some(f.len) != assessed.regular_len()
             {
-                return Err(Error::capture(
-                    &f.path,
-                    "changed while the capture was opened",
-                ));
+                return Err(Error::capture(&f.path, CaptureProblem::Changed));
             }
         }
         let image = a
@@ -403,12 +396,8 @@ impl Capture {
     /// The region base a replay uses (recorded, given or derived), or an
     /// error naming the descriptor.
     pub fn region_base(&self) -> Result<u64> {
-        self.base.and_then(|b| b.addr).ok_or_else(|| {
-            Error::capture(
-                &self.paths.descriptor,
-                "descriptor has no region address (BumpAllocVAStart/VAllocAddr); \
-                 its pointers cannot be placed, so it cannot be replayed",
-            )
-        })
+        self.base
+            .and_then(|b| b.addr)
+            .ok_or_else(|| Error::capture(&self.paths.descriptor, CaptureProblem::NoRegionAddress))
     }
 }

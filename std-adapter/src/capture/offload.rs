@@ -26,7 +26,7 @@ use reprise_core::offload::{self, ImageFormat};
 use reprise_core::record::BackendKind;
 
 use super::read_bounded;
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 
 /// Largest application binary read for its device images: 4 GiB.
 pub const APPLICATION_LIMIT: u64 = 4 << 30;
@@ -186,7 +186,7 @@ fn entries(file: &Arc<Vec<u8>>, section: &[u8], path: &Path) -> Result<Vec<Devic
     offload::entries(section)
         .enumerate()
         .map(|(index, e)| {
-            let e = e.map_err(|e| Error::capture(path, e.to_string()))?;
+            let e = e.map_err(|e| Error::capture(path, CaptureProblem::Offload(e)))?;
             let start = offset_in(file, e.image);
             let range = start..start + e.image.len();
             let (kind, kernels) = seen
@@ -234,17 +234,16 @@ pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
     let images = contained(&bytes, path)?.ok_or_else(|| {
         Error::capture(
             path,
-            format!(
-                "holds no device images: it is {} without a {SECTION} section (nor an LLVM \
-                 offload binary)",
-                sniff(&bytes)
-            ),
+            CaptureProblem::NoDeviceImages {
+                kind: sniff(&bytes),
+                section: SECTION,
+            },
         )
     })?;
     if images.is_empty() {
         return Err(Error::capture(
             path,
-            format!("its {SECTION} section holds no entry"),
+            CaptureProblem::NoEntries { section: SECTION },
         ));
     }
     Ok(images)
@@ -256,7 +255,9 @@ fn contained(bytes: &Arc<Vec<u8>>, path: &Path) -> Result<Option<Vec<DeviceImage
     if sniff(bytes) == ImageKind::OffloadBinary {
         return entries(bytes, bytes, path).map(Some);
     }
-    match offload::elf_section(bytes, SECTION).map_err(|e| Error::capture(path, e.to_string()))? {
+    match offload::elf_section(bytes, SECTION)
+        .map_err(|e| Error::capture(path, CaptureProblem::Offload(e)))?
+    {
         Some(section) => entries(bytes, section, path).map(Some),
         None => Ok(None),
     }
@@ -343,17 +344,24 @@ pub fn image_for(
                     held,
                 });
             }
-            let how = if many.is_empty() {
-                "no entry of"
-            } else {
-                "more than one entry of"
-            };
+            let kernel = kernel.to_string();
+            let section = SECTION;
             Err(Error::capture(
                 path,
-                format!(
-                    "{how} its {SECTION} section defines the kernel {kernel}{}: it holds {held}",
-                    backend.map_or_else(String::new, |b| format!(" for the {b} executor"))
-                ),
+                match backend {
+                    Some(backend) if !many.is_empty() => CaptureProblem::SeveralEntriesFor {
+                        kernel,
+                        backend,
+                        section,
+                        held,
+                    },
+                    _ => CaptureProblem::NoEntryFor {
+                        kernel,
+                        backend,
+                        section,
+                        held,
+                    },
+                },
             ))
         }
     }

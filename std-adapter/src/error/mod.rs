@@ -6,6 +6,7 @@
 //! under other names (a command line's `--num-teams`) shows its own with
 //! [`Error::named`] and a [`Names`] of its own.
 
+mod capture_problem;
 mod messages;
 pub(crate) use messages::write_addresses;
 mod names;
@@ -17,6 +18,7 @@ use reprise_core::globals::DecodeError;
 use reprise_core::record::{BackendKind, RecordError};
 use reprise_core::region::AllocError;
 
+pub use capture_problem::CaptureProblem;
 pub use names::{Names, Setting, UnknownGeometry};
 
 /// An executor's error, boxed so that code above the backends can carry any.
@@ -176,7 +178,7 @@ pub enum Error {
         /// The file at fault.
         path: PathBuf,
         /// What is wrong.
-        problem: String,
+        problem: CaptureProblem,
     },
     /// A configuration variable has a value that cannot be used.
     Config {
@@ -316,14 +318,6 @@ impl Error {
             path: path.into(),
             action,
             source,
-        }
-    }
-
-    /// A capture problem in `path`.
-    pub fn capture(path: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
-        Error::Capture {
-            path: path.into(),
-            problem: problem.into(),
         }
     }
 
@@ -540,6 +534,7 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             Error::Descriptor { source, .. } => Some(source),
             Error::Globals { source, .. } => Some(source),
+            Error::Capture { problem, .. } => Some(problem),
             Error::Executor { source, .. } => Some(source.as_ref()),
             _ => None,
         }

@@ -20,7 +20,7 @@ use reprise_core::exec::{
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
 use crate::capture::{Capture, global_problem};
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 use crate::layout::globals_segments;
 
 /// Reservations start on a page boundary.
@@ -80,7 +80,9 @@ impl<'c, E: Executor> Session<'c, E> {
         let len = usize::try_from(capture.snapshot_len()).map_err(|_| {
             Error::capture(
                 &capture.input.path,
-                "snapshot larger than the address space",
+                CaptureProblem::SnapshotBeyondAddressSpace {
+                    len: capture.snapshot_len(),
+                },
             )
         })?;
         let (region, fresh) = reserve_region(exec, capture, base, len)?;

@@ -9,7 +9,7 @@ use reprise_core::compare::{Comparer, Comparison, Tolerance};
 use reprise_core::record::KernelRecord;
 
 use crate::capture::{SnapshotFile, checksum_mismatch};
-use crate::error::{Error, Result, Setting};
+use crate::error::{CaptureProblem, Error, Result, Setting};
 
 /// Which bytes of an output a verification compares, and how.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,11 +188,10 @@ pub fn verify(
     if replayed.len() as u64 != recorded.len {
         return Err(Error::capture(
             &recorded.path,
-            format!(
-                "recorded output is {} bytes, the replay produced {}",
-                recorded.len,
-                replayed.len()
-            ),
+            CaptureProblem::ReplayedSize {
+                recorded: recorded.len,
+                replayed: replayed.len(),
+            },
         ));
     }
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
@@ -242,12 +241,11 @@ pub fn compare_files(
     if e.len != a.len {
         return Err(Error::capture(
             actual,
-            format!(
-                "is {} bytes, {} is {} bytes: they are not outputs of one region",
-                a.len,
-                expected.display(),
-                e.len
-            ),
+            CaptureProblem::OutputsDiffer {
+                len: a.len,
+                expected: expected.to_path_buf(),
+                expected_len: e.len,
+            },
         ));
     }
     let whole = [(0, e.len)];

@@ -21,7 +21,7 @@ use reprise_core::globals::Layout;
 use reprise_core::image::ImageKind;
 use reprise_core::record::{BackendKind, KernelRecord};
 
-use crate::error::Error;
+use crate::error::{CaptureProblem, Error};
 
 /// The problems of `image` (read from `image_path`, of kind `kind`) for
 /// replaying the kernel `record` (read from `descriptor`) names on the
@@ -35,11 +35,9 @@ pub(super) fn problems(
     forced: Option<BackendKind>,
     globals: Option<(&[u8], Layout, &Path)>,
 ) -> Vec<Error> {
-    let at = |msg: String| Error::capture(image_path, msg);
+    let at = |problem: CaptureProblem| Error::capture(image_path, problem);
     if image.is_empty() {
-        return vec![at(
-            "the image is empty (0 bytes): no executor runs it".into()
-        )];
+        return vec![at(CaptureProblem::EmptyImage)];
     }
     let backend = match (forced, kind.backend()) {
         // As the replay refuses it, before an executor is opened.
@@ -54,15 +52,31 @@ pub(super) fn problems(
         (_, Ok(b)) => b,
         // The host's and AMD's loaders say what they make of it.
         (Some(b @ (BackendKind::Host | BackendKind::Amdgpu)), Err(_)) => b,
-        (_, Err(e)) => return vec![at(e.to_string())],
+        (_, Err(e)) => return vec![at(CaptureProblem::NoExecutor(e))],
     };
     match backend {
         #[cfg(feature = "host")]
         BackendKind::Host => host(record, descriptor, image, image_path, globals),
         #[cfg(feature = "amdgpu")]
-        BackendKind::Amdgpu => amdgpu(record, image).into_iter().map(at).collect(),
+        BackendKind::Amdgpu => amdgpu(record, image)
+            .into_iter()
+            .map(|message| {
+                at(CaptureProblem::ExecutorRefuses {
+                    backend: BackendKind::Amdgpu,
+                    message,
+                })
+            })
+            .collect(),
         #[cfg(feature = "cuda")]
-        BackendKind::Cuda => cuda(record, image).into_iter().map(at).collect(),
+        BackendKind::Cuda => cuda(record, image)
+            .into_iter()
+            .map(|message| {
+                at(CaptureProblem::ExecutorRefuses {
+                    backend: BackendKind::Cuda,
+                    message,
+                })
+            })
+            .collect(),
         // An executor not in the build: the replay says so.
         _ => {
             let _ = (record, descriptor, globals);
@@ -80,10 +94,14 @@ fn host(
     image_path: &Path,
     globals: Option<(&[u8], Layout, &Path)>,
 ) -> Vec<Error> {
+    let refused = |message| CaptureProblem::ExecutorRefuses {
+        backend: BackendKind::Host,
+        message,
+    };
     let mut out = Vec::new();
     let symbols = match reprise_host::elf::shared_object(image) {
         Ok(s) => s,
-        Err(msg) => return vec![Error::capture(image_path, msg)],
+        Err(message) => return vec![Error::capture(image_path, refused(message))],
     };
     let name = record.name.as_str();
     if !symbols.functions.iter().any(|f| f == name) {
@@ -91,7 +109,7 @@ fn host(
             name: name.to_string(),
             hint: reprise_host::elf::defined_hint(&symbols.functions),
         };
-        out.push(Error::capture(image_path, e.to_string()));
+        out.push(Error::capture(image_path, refused(e.to_string())));
     }
     if let Some((bytes, layout, globals_path)) = globals {
         for g in globals::decode(layout, bytes)
@@ -116,7 +134,13 @@ fn host(
             index,
             size: record.arg_size(index),
         };
-        out.push(Error::capture(descriptor, format!("ArgSizes: {e}")));
+        out.push(Error::capture(
+            descriptor,
+            CaptureProblem::ArgumentsRefused {
+                backend: BackendKind::Host,
+                message: e.to_string(),
+            },
+        ));
     }
     out
 }
