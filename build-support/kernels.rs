@@ -1,5 +1,5 @@
 //! Compiling C kernels into ELF shared objects, for the build scripts of
-//! the packages that embed them (the library's demo kernel, the command
+//! the packages that embed them (the samples' demo kernel, the command
 //! line's test kernels). Included by each build script with `#[path]`.
 
 #![allow(dead_code)] // each build script uses part of it

@@ -108,12 +108,10 @@ pub mod compare {
 
 use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors};
 
-/// A sample kernel image: an ELF x86-64 shared object with the host kernels
-/// `demo_stencil(const float *in, float *out, long n)` (reads the globals
-/// `demo_scale` and counts calls in `demo_launches`) and
-/// `demo_touch(long *counter)`. `reprise demo` records the first, `reprise
-/// bench` the second.
-pub const DEMO_IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/demo.so"));
+pub use reprise_samples as samples;
+pub use reprise_samples::DEMO_IMAGE;
+
+pub mod bench;
 
 /// Starts building a replay of `capture`; `.await` it to run.
 pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {

@@ -2,7 +2,9 @@
 //!
 //! - dependencies flow one way, core <- backends <- std adapter <- facade <-
 //!   command line: a backend depends on no reprise crate but the core and
-//!   its own FFI crate, and the core on none (`cargo tree -e normal`);
+//!   its own FFI crate, and the core on none; the samples (the built-in
+//!   kernels) on the core and the std adapter only, below the facade; the
+//!   command line on the facade alone (`cargo tree -e normal`);
 //! - a plain `reprise` dependency compiles none of the command line's
 //!   dependencies;
 //! - within each crate, no module imports a module that imports it back
@@ -79,6 +81,10 @@ fn dependencies_flow_one_way() {
             "reprise-amdgpu",
             &["reprise-amdgpu", "reprise-core", "hsa-sys"],
         ),
+        (
+            "reprise-samples",
+            &["reprise-samples", "reprise-core", "reprise-std"],
+        ),
     ];
     for (package, may) in allowed {
         let deps = normal_dependencies(package);
@@ -88,54 +94,76 @@ fn dependencies_flow_one_way() {
             .collect();
         assert!(
             extra.is_empty(),
-            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only"
+            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only, the samples on the core and the std adapter"
         );
     }
     // The std adapter sits on the backends, below the facade and the CLI.
     let std = normal_dependencies("reprise-std");
-    for above in ["reprise", "reprise-cli", "reprise-bench"] {
+    for above in ["reprise", "reprise-cli", "reprise-bench", "reprise-samples"] {
         assert!(!std.contains(above), "reprise-std depends on {above}");
     }
     assert!(std.contains("reprise-host") && std.contains("reprise-cuda"));
-    // The facade is below the command line and its benchmark harness.
+    // The facade is below the command line and the criterion benches, and
+    // on the samples (it re-exports them).
     let facade = normal_dependencies("reprise");
     for above in ["reprise-cli", "reprise-bench"] {
         assert!(!facade.contains(above), "reprise depends on {above}");
     }
+    assert!(facade.contains("reprise-samples"));
 }
 
 #[test]
 fn the_command_line_stands_on_the_facade() {
-    // Its dependencies among ours: the facade, and the benchmark harness
-    // that `reprise bench` runs.
+    // Its dependencies among ours: the facade alone (the harness behind
+    // `reprise bench` is `reprise::bench`, the built-in kernels
+    // `reprise::samples`).
     let deps = direct_dependencies("reprise-cli");
     let ours: Vec<_> = ours(&deps).into_iter().collect();
     assert_eq!(
         ours,
-        ["reprise", "reprise-bench", "reprise-cli"],
+        ["reprise", "reprise-cli"],
         "reprise-cli depends on {ours:?}"
     );
-    // Its sources name no crate below the facade.
+    // Its sources name no crate of ours but the facade.
+    assert_eq!(
+        crates_named("use reprise_std::X;\nlet a = reprise::b;\nhsa_sys::f(); \"libreprise_x.so\""),
+        BTreeSet::from(["hsa_sys".into(), "reprise_std".into()])
+    );
     let mut files = Vec::new();
     sources(&root().join("cli/src"), &mut files);
     assert!(!files.is_empty());
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for below in [
-            "reprise_std",
-            "reprise_core",
-            "reprise_host",
-            "reprise_cuda",
-            "reprise_amdgpu",
-            "hsa_sys",
-        ] {
-            assert!(
-                !text.contains(&format!("{below}::")) && !text.contains(&format!("use {below}")),
-                "{} names {below}: the command line goes through the facade",
-                f.display()
-            );
+        let named = crates_named(&text);
+        assert!(
+            named.is_empty(),
+            "{} names {named:?}: the command line goes through the facade",
+            f.display()
+        );
+    }
+}
+
+/// The crates of ours other than the facade (`reprise_…`, `hsa_sys`) that
+/// `text` names as the start of a path (`name::…`, `use name`).
+fn crates_named(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for prefix in ["reprise_", "hsa_sys"] {
+        for (at, _) in text.match_indices(prefix) {
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            if text[..at].chars().next_back().is_some_and(word) {
+                continue; // inside another word (`libreprise_x`)
+            }
+            let len = text[at..]
+                .find(|c: char| !word(c))
+                .unwrap_or(text.len() - at);
+            let name = &text[at..at + len];
+            let path = text[at + len..].starts_with("::") || text[..at].ends_with("use ");
+            if path {
+                found.insert(name.to_string());
+            }
         }
     }
+    found
 }
 
 #[test]
@@ -199,6 +227,7 @@ fn the_simulators_are_for_tests_only() {
         "reprise-cuda",
         "reprise-amdgpu",
         "reprise-bench",
+        "reprise-samples",
         "reprise-interposer",
     ] {
         assert!(
@@ -364,6 +393,7 @@ fn no_module_imports_one_that_imports_it_back() {
         "backends/hsa-sys",
         "backends/amdgpu",
         "cli",
+        "samples",
         "benches",
         "interposer",
         "test-support",

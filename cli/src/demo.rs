@@ -7,8 +7,8 @@ use std::time::Instant;
 use clap::Args;
 use reprise::config::parse_size;
 use reprise::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, with_executor};
+use reprise::samples::{BuiltinKernel, demo_kernel};
 use reprise::{BackendKind, Capture, RecordConfig, Recorder};
-use reprise_bench::{BuiltinKernel, demo_kernel};
 
 use crate::backend::BackendArg;
 use crate::error::{CliError, Result};

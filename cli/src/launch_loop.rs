@@ -167,7 +167,7 @@ pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
     let d = Driver::open()?;
     let n = a.elements as usize;
     let bytes = n * 4;
-    let mut ptx = reprise_bench::SAXPY_PTX.to_vec();
+    let mut ptx = reprise::samples::SAXPY_PTX.to_vec();
     // PTX is passed as a NUL-terminated string.
     ptx.push(0);
     let (mut ctx, mut module, mut function, mut stream) = (

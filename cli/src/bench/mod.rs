@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use reprise::bench::{self, AllocResult, BenchConfig, BenchJob, SizeResult};
 use reprise::executors::{ExecutorSpec, with_executor};
-use reprise_bench::{self as bench, AllocResult, BenchConfig, BenchJob, SizeResult};
 use serde_json::json;
 
 use crate::backend::BackendArg;

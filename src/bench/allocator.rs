@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use reprise_core::region::BumpRegion;
+use crate::core::region::BumpRegion;
 
-use crate::median;
+use super::median;
 
 /// Allocation rates of the recording allocator against a `Mutex`-guarded
 /// bump pointer, in allocations per second. The shared pointer is one
@@ -16,7 +16,7 @@ pub struct AllocResult {
     pub lock_free_1: f64,
     /// Lock-free, two threads (total).
     pub lock_free_2: f64,
-    /// Per-thread chunks ([`reprise_core::region::LocalBump`]), one thread.
+    /// Per-thread chunks ([`crate::core::region::LocalBump`]), one thread.
     pub local_1: f64,
     /// Per-thread chunks, two threads (total).
     pub local_2: f64,

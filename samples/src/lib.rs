@@ -1,6 +1,21 @@
-//! The built-in kernels `reprise demo` and `reprise bench` launch.
+//! The built-in kernels `reprise demo` and `reprise bench` launch, one per
+//! executor kind: [`demo_kernel`] and [`bench_kernel`] choose them, from the
+//! host image [`DEMO_IMAGE`] (compiled from `kernels/demo.c` at build time),
+//! the CUDA PTX [`SAXPY_PTX`] and the AMD code object [`SAXPY_HSACO`].
+//!
+//! The facade re-exports this crate as `reprise::samples` (and the image as
+//! `reprise::DEMO_IMAGE`); it sits below the facade, on the core's and the
+//! std adapter's types only.
 
-use reprise::{Args, BackendKind, LaunchConfig};
+use reprise_core::{BackendKind, LaunchConfig};
+use reprise_std::Args;
+
+/// A sample kernel image: an ELF x86-64 shared object with the host kernels
+/// `demo_stencil(const float *in, float *out, long n)` (reads the globals
+/// `demo_scale` and counts calls in `demo_launches`) and
+/// `demo_touch(long *counter)`. `reprise demo` records the first, `reprise
+/// bench` the second.
+pub const DEMO_IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/demo.so"));
 
 /// A built-in kernel: its image and name, its arguments given two device
 /// addresses and a count (what each means is the kernel's: see
@@ -27,13 +42,13 @@ const SERIAL: LaunchConfig = LaunchConfig {
 
 /// The kernel `reprise demo` records on an executor of `kind`, or `None`
 /// when it has none: arguments `(input, output, n)` for `n` floats in and
-/// out, geometry for `n`. On the host `demo_stencil` of [`reprise::DEMO_IMAGE`]
+/// out, geometry for `n`. On the host `demo_stencil` of [`DEMO_IMAGE`]
 /// (a stencil that reads a device global); on CUDA `saxpy` with `a` = 2
 /// (`output = 2 * input + output`), 256 threads a block.
 pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
     match kind {
         BackendKind::Host => Some(BuiltinKernel {
-            image: reprise::DEMO_IMAGE,
+            image: DEMO_IMAGE,
             name: "demo_stencil",
             args: |input, output, n| Args::new().ptr(input).ptr(output).scalar(n),
             geometry: |_| SERIAL,
@@ -61,13 +76,13 @@ pub fn demo_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
 /// when it has none: arguments `(counter, data, data_len)` given the address
 /// of an 8-byte counter in the region and of the data that fills the rest
 /// of it (0, 0 when there is none), geometry for `data_len`. On the host
-/// `demo_touch(long *counter)` of [`reprise::DEMO_IMAGE`]; on CUDA a saxpy
+/// `demo_touch(long *counter)` of [`DEMO_IMAGE`]; on CUDA a saxpy
 /// over the whole region, so the kernel reads and writes the memory the
 /// snapshots copy.
 pub fn bench_kernel(kind: BackendKind) -> Option<BuiltinKernel> {
     match kind {
         BackendKind::Host => Some(BuiltinKernel {
-            image: reprise::DEMO_IMAGE,
+            image: DEMO_IMAGE,
             name: "demo_touch",
             args: |counter, _, _| Args::new().ptr(counter),
             geometry: |_| SERIAL,
@@ -115,4 +130,26 @@ pub const SAXPY_PTX: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.
 /// counter, when there is no data).
 fn saxpy_elements(data_len: u64) -> u64 {
     (data_len / 8).clamp(1, i32::MAX as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_a_demo_and_a_bench_kernel_in_its_image() {
+        for kind in [BackendKind::Host, BackendKind::Cuda, BackendKind::Amdgpu] {
+            for k in [demo_kernel(kind), bench_kernel(kind)] {
+                let k = k.expect("a built-in kernel");
+                assert!(
+                    k.image
+                        .windows(k.name.len())
+                        .any(|w| w == k.name.as_bytes()),
+                    "{kind:?}: {} is not in its image",
+                    k.name
+                );
+            }
+        }
+        assert!(DEMO_IMAGE.starts_with(b"\x7fELF"));
+    }
 }
