@@ -39,6 +39,141 @@ pub trait ErrorType {
     type Error: core::error::Error + Send + Sync + 'static;
 }
 
+/// What kind of failure an executor's error is, whatever the executor (as
+/// `embedded_io::ErrorKind` is for I/O errors): what code above the
+/// executors decides by (stop using a lost device, report a refused launch
+/// as such), where the error's own type and message say the details.
+///
+/// ```
+/// use reprise_core::exec::ErrorKind;
+/// assert_eq!(ErrorKind::LaunchRefused.to_string(), "launch refused");
+/// assert!(ErrorKind::DeviceLost.device_unusable());
+/// assert!(!ErrorKind::LaunchRefused.device_unusable());
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The driver or runtime library is missing, or lacks what the
+    /// executor needs of it (no NVIDIA driver, no HSA runtime, a stub or
+    /// too old a driver).
+    DeviceMissing,
+    /// The driver or runtime is there, but there is no device (or not the
+    /// one asked for), or this machine cannot run the executor's kernels.
+    NoDevice,
+    /// The device (its context or queue) is unusable after an earlier
+    /// failure, until the process restarts.
+    DeviceLost,
+    /// The device would not launch the kernel as asked: a geometry or the
+    /// resources it needs (threads per block, grid dimensions, shared
+    /// memory) beyond the kernel's or the device's limits. Nothing ran.
+    LaunchRefused,
+    /// A kernel faulted while it ran (a bad memory access, an illegal
+    /// instruction, a trap).
+    KernelFault,
+    /// Memory (device or host, or address space) ran out.
+    OutOfMemory,
+    /// An operating system call failed (mapping memory, starting a thread,
+    /// writing a file).
+    Io,
+    /// The region could not be reserved at the address asked for (it is in
+    /// use, or the device cannot place a region at a chosen address).
+    AddressUnavailable,
+    /// What the executor was given is unusable: an image it cannot load, a
+    /// kernel or global it lacks, arguments that do not fit the kernel, a
+    /// copy outside its buffer or the device's memory, a bad request.
+    InvalidInput,
+    /// Anything else.
+    Other,
+}
+
+impl ErrorKind {
+    /// Whether an error of this kind alone says the device is unusable
+    /// afterwards ([`ErrorKind::DeviceLost`]); whether a kernel fault leaves
+    /// it usable depends on the executor ([`ExecError::device_lost`]).
+    pub const fn device_unusable(self) -> bool {
+        matches!(self, ErrorKind::DeviceLost)
+    }
+
+    /// The kind in a few words (`"launch refused"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::DeviceMissing => "device driver missing",
+            ErrorKind::NoDevice => "no device",
+            ErrorKind::DeviceLost => "device lost",
+            ErrorKind::LaunchRefused => "launch refused",
+            ErrorKind::KernelFault => "kernel fault",
+            ErrorKind::OutOfMemory => "out of memory",
+            ErrorKind::Io => "I/O error",
+            ErrorKind::AddressUnavailable => "address unavailable",
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Other => "other error",
+        }
+    }
+}
+
+impl core::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An executor's error: a
+/// `core::error::Error` that says its [`ErrorKind`], as
+/// `embedded_io::Error::kind` does.
+///
+/// ```
+/// use reprise_core::exec::{ErrorKind, ExecError};
+/// #[derive(Debug)]
+/// struct Refused;
+/// impl core::fmt::Display for Refused {
+///     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+///         f.write_str("block too large")
+///     }
+/// }
+/// impl core::error::Error for Refused {}
+/// impl ExecError for Refused {
+///     fn kind(&self) -> ErrorKind {
+///         ErrorKind::LaunchRefused
+///     }
+/// }
+/// assert_eq!(Refused.kind(), ErrorKind::LaunchRefused);
+/// assert!(!Refused.device_lost());
+/// ```
+pub trait ExecError: core::error::Error {
+    /// What kind of failure this is.
+    fn kind(&self) -> ErrorKind;
+
+    /// Whether the device is unusable after this error, until the process
+    /// restarts: by default, whether the kind says so
+    /// ([`ErrorKind::device_unusable`]). An executor whose kernel faults
+    /// (or other errors) also lose the device says so here: a GPU's
+    /// [`ErrorKind::KernelFault`] loses its context or queue, the host's
+    /// does not.
+    fn device_lost(&self) -> bool {
+        self.kind().device_unusable()
+    }
+}
+
+/// Every geometry error is a launch the device refuses.
+impl ExecError for GeometryError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::LaunchRefused
+    }
+}
+
+/// A copy outside its buffer is the caller's mistake.
+impl ExecError for SegmentOutOfBounds {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidInput
+    }
+}
+
+impl ExecError for core::convert::Infallible {
+    fn kind(&self) -> ErrorKind {
+        match *self {}
+    }
+}
+
 /// How a region should be reserved.
 ///
 /// ```

@@ -18,9 +18,9 @@ pub mod schedule;
 
 pub use completion::{Completion, block_on};
 pub use exec::{
-    DeviceRegion, ErrorType, Executor, GeometryError, GlobalInfo, HostBuffer, KernelArgs, Launch,
-    LaunchConfig, LaunchLimits, Ledger, MapFile, Queue, RegionRequest, Segment, SegmentOutOfBounds,
-    Ticket,
+    DeviceRegion, ErrorKind, ErrorType, ExecError, Executor, GeometryError, GlobalInfo, HostBuffer,
+    KernelArgs, Launch, LaunchConfig, LaunchLimits, Ledger, MapFile, Queue, RegionRequest, Segment,
+    SegmentOutOfBounds, Ticket,
 };
 pub use globals::Layout;
 pub use record::{BackendKind, Generation, KernelRecord};

@@ -366,6 +366,26 @@ fn device_errors_surface_at_the_synchronize() {
 }
 
 #[test]
+fn a_device_error_keeps_its_kind_through_the_schedule() {
+    let s = setup();
+    s.fake.0.borrow_mut().fail_sync = Some(FakeError("illegal address"));
+    let Err(ScheduleError::Executor(e)) = record_once(&s, Mode::Sync, true) else {
+        panic!("the executor's error");
+    };
+    // Code above the executor tells the kind without knowing its type.
+    fn kind_of(e: &dyn ExecError) -> (ErrorKind, bool) {
+        (e.kind(), e.device_lost())
+    }
+    assert_eq!(kind_of(&e), (ErrorKind::KernelFault, false));
+    let lost = FakeError("device lost");
+    assert_eq!(kind_of(&lost), (ErrorKind::DeviceLost, true));
+    assert_eq!(
+        kind_of(&FakeError("no kernels in fake images")).0,
+        ErrorKind::Other
+    );
+}
+
+#[test]
 fn replay_without_restoring_memory_still_copies_the_output() {
     let s = setup();
     {

@@ -33,6 +33,19 @@ impl fmt::Display for FakeError {
 
 impl std::error::Error for FakeError {}
 
+/// The fake's errors say their kind from their message, as a driver's
+/// code would: a synchronize failed with "illegal address" is the fault of
+/// a kernel, "device lost" a device gone; anything else is another error.
+impl ExecError for FakeError {
+    fn kind(&self) -> ErrorKind {
+        match self.0 {
+            "illegal address" => ErrorKind::KernelFault,
+            "device lost" => ErrorKind::DeviceLost,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
 /// A kernel: mutates device memory given the argument values.
 pub type KernelFn = Rc<dyn Fn(&mut Device, &[u64])>;
 
