@@ -1,7 +1,7 @@
 //! Host staging buffers: heap memory, or mappings (large buffers, and
 //! snapshot files mapped on replay).
 
-use crate::error::HostError;
+use crate::error::{HostError, OsContext, OsError};
 
 /// Buffers of at least this many bytes are mapped with huge pages.
 const HUGE_BUFFER: usize = 4 << 20;
@@ -43,10 +43,8 @@ impl HostBuffer {
         // Large snapshot buffers: an anonymous mapping backed by huge pages
         // where the kernel allows it (fewer page faults when first touched,
         // fewer TLB misses when copied).
-        let map = memmap2::MmapMut::map_anon(len).map_err(|e| HostError::Os {
-            call: "mmap",
-            message: e.to_string(),
-        })?;
+        let map = memmap2::MmapMut::map_anon(len)
+            .map_err(|e| HostError::os("mmap", OsError::from(&e), OsContext::None))?;
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
         Ok(HostBuffer::Mapped(map))

@@ -3,6 +3,8 @@
 //! only read the bytes (every malformed input is an error, never a panic):
 //! nothing is loaded or run.
 
+use std::fmt;
+
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
 use reprise_core::image::{self, EM_X86_64, ImageKind};
 
@@ -22,8 +24,8 @@ pub struct Symbols {
 /// executable is one too) for x86-64, whole (every loadable segment's
 /// bytes and the section headers inside the file), and returns its
 /// symbols. The one check of the image, made by loading and by `inspect`
-/// and `replay` before anything runs: the message says what is wrong.
-pub fn shared_object(bytes: &[u8]) -> Result<Symbols, String> {
+/// and `replay` before anything runs: the reason says what is wrong.
+pub fn shared_object(bytes: &[u8]) -> Result<Symbols, BadImageReason> {
     match image::sniff(bytes) {
         ImageKind::Elf {
             machine: EM_X86_64,
@@ -32,28 +34,147 @@ pub fn shared_object(bytes: &[u8]) -> Result<Symbols, String> {
         ImageKind::Elf {
             machine: EM_X86_64,
             elf_type,
-        } => {
-            return Err(format!(
-                "the image is an x86-64 ELF file but not a shared object (ELF type {elf_type}, {}; \
-                 link it with -shared)",
-                elf_type_name(elf_type)
-            ));
+        } => return Err(BadImageReason::NotSharedObject { elf_type }),
+        kind @ ImageKind::Elf { machine, .. } => {
+            return Err(BadImageReason::WrongMachine { machine, kind });
         }
-        ImageKind::Elf { machine, .. } => {
-            return Err(format!(
-                "the image is an ELF file for machine {machine} ({}), but the host executor runs \
-                 x86-64 only",
-                image::sniff(bytes)
-            ));
-        }
-        other => {
-            return Err(format!(
-                "the image is not an ELF shared object (it looks like: {other})"
-            ));
-        }
+        other => return Err(BadImageReason::NotElf(other)),
     }
     segments_in_file(bytes)?;
     symbols(bytes)
+}
+
+/// Why bytes are not an image the host executor loads: what the ELF checks
+/// ([`shared_object`] and the readers here) find.
+///
+/// ```
+/// use reprise_host::elf::{BadImageReason, shared_object};
+/// let e = shared_object(b"just some text").err().unwrap();
+/// assert!(matches!(e, BadImageReason::NotElf(_)));
+/// assert!(e.to_string().starts_with("the image is not an ELF shared object"), "{e}");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadImageReason {
+    /// An x86-64 ELF file, but not a shared object (an executable, an
+    /// object file).
+    NotSharedObject {
+        /// Its `e_type`.
+        elf_type: u16,
+    },
+    /// An ELF file for another machine.
+    WrongMachine {
+        /// Its `e_machine`.
+        machine: u16,
+        /// What it is.
+        kind: ImageKind,
+    },
+    /// No ELF file at all.
+    NotElf(ImageKind),
+    /// Part of the ELF file cannot be read (a damaged or truncated file).
+    Unreadable {
+        /// Which part.
+        part: ElfPart,
+        /// The ELF reader's account of it.
+        error: ElfReadError,
+    },
+    /// A loadable segment takes bytes past the end of the file.
+    Truncated {
+        /// Where its bytes start in the file.
+        offset: u64,
+        /// How many bytes it takes from the file.
+        size: u64,
+        /// The file's length.
+        len: u64,
+    },
+    /// A symbol the image exports has a name no C string can hold (a NUL
+    /// byte inside it).
+    SymbolName(String),
+}
+
+impl fmt::Display for BadImageReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadImageReason::NotSharedObject { elf_type } => write!(
+                f,
+                "the image is an x86-64 ELF file but not a shared object (ELF type {elf_type}, {}; \
+                 link it with -shared)",
+                elf_type_name(*elf_type)
+            ),
+            BadImageReason::WrongMachine { machine, kind } => write!(
+                f,
+                "the image is an ELF file for machine {machine} ({kind}), but the host executor \
+                 runs x86-64 only"
+            ),
+            BadImageReason::NotElf(kind) => write!(
+                f,
+                "the image is not an ELF shared object (it looks like: {kind})"
+            ),
+            BadImageReason::Unreadable {
+                part: ElfPart::File,
+                error,
+            } => write!(
+                f,
+                "the image is not a readable ELF file (truncated?): {error}"
+            ),
+            BadImageReason::Unreadable {
+                part: ElfPart::ProgramHeaders,
+                error,
+            } => write!(
+                f,
+                "the image's program headers are unreadable (truncated?): {error}"
+            ),
+            BadImageReason::Truncated { offset, size, len } => write!(
+                f,
+                "the image is truncated: a loadable segment takes bytes {offset}..{} of a \
+                 {len}-byte file",
+                offset.saturating_add(*size)
+            ),
+            BadImageReason::SymbolName(name) => {
+                write!(f, "the image's symbol {name:?} has a NUL byte in its name")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadImageReason {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BadImageReason::Unreadable { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// A part of an ELF file ([`BadImageReason::Unreadable`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElfPart {
+    /// The file as a whole: its header, section headers or symbol tables.
+    File,
+    /// Its program headers.
+    ProgramHeaders,
+}
+
+/// What the ELF reader could not read ([`BadImageReason::Unreadable`]), in
+/// its words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElfReadError(object::read::Error);
+
+impl fmt::Display for ElfReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ElfReadError {}
+
+/// `part` of the file cannot be read: `error` says why.
+fn unreadable(part: ElfPart) -> impl Fn(object::read::Error) -> BadImageReason {
+    move |error| BadImageReason::Unreadable {
+        part,
+        error: ElfReadError(error),
+    }
 }
 
 fn elf_type_name(t: u16) -> &'static str {
@@ -68,15 +189,14 @@ fn elf_type_name(t: u16) -> &'static str {
 
 /// Every loadable segment's file bytes lie inside the file: a truncated
 /// image is refused before the dynamic loader maps past its end.
-fn segments_in_file(bytes: &[u8]) -> Result<(), String> {
+fn segments_in_file(bytes: &[u8]) -> Result<(), BadImageReason> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let file = ElfFile64::<object::Endianness>::parse(bytes)
-        .map_err(|e| format!("the image is not a readable ELF file (truncated?): {e}"))?;
+    let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(unreadable(ElfPart::File))?;
     let endian = file.endian();
     let headers = file
         .elf_header()
         .program_headers(endian, bytes)
-        .map_err(|e| format!("the image's program headers are unreadable (truncated?): {e}"))?;
+        .map_err(unreadable(ElfPart::ProgramHeaders))?;
     let len = bytes.len() as u64;
     for ph in headers {
         if ph.p_type(endian) != object::elf::PT_LOAD {
@@ -84,11 +204,7 @@ fn segments_in_file(bytes: &[u8]) -> Result<(), String> {
         }
         let (offset, size) = (ph.p_offset(endian), ph.p_filesz(endian));
         if offset.checked_add(size).is_none_or(|end| end > len) {
-            return Err(format!(
-                "the image is truncated: a loadable segment takes bytes {offset}..{} of a \
-                 {len}-byte file",
-                offset.saturating_add(size)
-            ));
+            return Err(BadImageReason::Truncated { offset, size, len });
         }
     }
     Ok(())
@@ -107,9 +223,8 @@ pub fn defined_hint(functions: &[String]) -> String {
 }
 
 /// Reads the dynamic symbol table (the symbols `dlsym` can find).
-pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
-    let file = object::File::parse(bytes)
-        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+pub fn symbols(bytes: &[u8]) -> Result<Symbols, BadImageReason> {
+    let file = object::File::parse(bytes).map_err(unreadable(ElfPart::File))?;
     let writable = |idx: Option<SectionIndex>| {
         idx.and_then(|i| file.section_by_index(i).ok())
             .is_some_and(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_WRITE)))
@@ -142,9 +257,8 @@ pub fn symbols(bytes: &[u8]) -> Result<Symbols, String> {
 /// The names of every defined global symbol of the dynamic symbol table,
 /// whatever the ELF file's machine (an AMD GPU code object's kernels are its
 /// `NAME.kd` symbols, say).
-pub fn dynamic_symbol_names(bytes: &[u8]) -> Result<Vec<String>, String> {
-    let file = object::File::parse(bytes)
-        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+pub fn dynamic_symbol_names(bytes: &[u8]) -> Result<Vec<String>, BadImageReason> {
+    let file = object::File::parse(bytes).map_err(unreadable(ElfPart::File))?;
     Ok(file
         .dynamic_symbols()
         .filter(|s| !s.is_undefined() && s.is_global())
@@ -154,15 +268,14 @@ pub fn dynamic_symbol_names(bytes: &[u8]) -> Result<Vec<String>, String> {
 
 /// The executable loadable segments (`PT_LOAD` with `PF_X`): each one's
 /// virtual address and size in memory, before the load bias is added.
-pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, String> {
+pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BadImageReason> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let file = ElfFile64::<object::Endianness>::parse(bytes)
-        .map_err(|e| format!("the image is not a readable ELF file: {e}"))?;
+    let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(unreadable(ElfPart::File))?;
     let endian = file.endian();
     let headers = file
         .elf_header()
         .program_headers(endian, bytes)
-        .map_err(|e| format!("the image's program headers are unreadable: {e}"))?;
+        .map_err(unreadable(ElfPart::ProgramHeaders))?;
     Ok(headers
         .iter()
         .filter(|ph| {

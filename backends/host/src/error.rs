@@ -1,5 +1,10 @@
 //! The host executor's errors.
 
+use std::fmt;
+
+use reprise_core::exec::{ErrorKind, ExecError};
+
+use crate::elf::BadImageReason;
 use crate::fault::KernelFault;
 
 /// Errors of the host executor.
@@ -17,20 +22,37 @@ pub enum HostError {
     /// The requested base is not page-aligned.
     #[error("region base {0:#x} is not page-aligned")]
     Unaligned(u64),
-    /// `mmap` or a related call failed.
-    #[error("{call} failed: {message}")]
+    /// `mmap` or another operating system call failed.
+    #[error("{call} failed: {error}{context}")]
     Os {
         /// The call.
         call: &'static str,
-        /// The operating system's message.
-        message: String,
+        /// The operating system's error.
+        error: OsError,
+        /// What the call was doing, where the message says more than the
+        /// call's name.
+        context: OsContext,
     },
-    /// The image is not an ELF x86-64 shared object.
+    /// A region or buffer larger than this process's address space.
+    #[error("mmap failed: {what}")]
+    TooLarge {
+        /// What was to be that large, and how large.
+        what: TooLarge,
+    },
+    /// The image is not an ELF x86-64 shared object the host executor
+    /// loads: what the ELF checks found.
     #[error("{0}")]
-    BadImage(String),
-    /// `dlopen` failed.
-    #[error("loading the image failed: {0}")]
-    Load(String),
+    BadImage(BadImageReason),
+    /// The dynamic loader would not load the image.
+    #[error("loading the image failed: {step}{detail}")]
+    Load {
+        /// Which step failed.
+        step: LoadStep,
+        /// The dynamic loader's own message (`dlerror`), which only it can
+        /// give: a library the image needs that is missing, a symbol it
+        /// lacks.
+        detail: String,
+    },
     /// No function of that name in the image.
     #[error("kernel `{name}` is not a function in the image{hint}")]
     KernelNotFound {
@@ -90,11 +112,203 @@ pub enum HostError {
     KernelFault(Box<KernelFault>),
 }
 
-/// An [`HostError::Os`] for `call`, with the operating system's message for
-/// the last error (`errno`).
+impl HostError {
+    /// An [`HostError::Os`] for `call` failing with `error`, doing what
+    /// `context` says.
+    pub(crate) fn os(call: &'static str, error: OsError, context: OsContext) -> HostError {
+        HostError::Os {
+            call,
+            error,
+            context,
+        }
+    }
+}
+
+/// An [`HostError::Os`] for `call`, with the last error (`errno`).
 pub(crate) fn os_error(call: &'static str) -> HostError {
-    HostError::Os {
-        call,
-        message: std::io::Error::last_os_error().to_string(),
+    HostError::os(call, OsError::last(), OsContext::None)
+}
+
+impl ExecError for HostError {
+    /// - [`ErrorKind::AddressUnavailable`]: the region's address is taken;
+    /// - [`ErrorKind::OutOfMemory`]: the system has no memory to map
+    ///   (`ENOMEM`), or a size no address space holds;
+    /// - [`ErrorKind::Io`]: another operating system call failed;
+    /// - [`ErrorKind::InvalidInput`]: a bad image (or one the loader
+    ///   refuses), a kernel it lacks, arguments the host ABI cannot pass, a
+    ///   copy outside the regions and globals or its buffer, a region base
+    ///   that is unaligned or 0;
+    /// - [`ErrorKind::NoDevice`]: not x86-64 Linux;
+    /// - [`ErrorKind::DeviceLost`]: the queue's worker is gone;
+    /// - [`ErrorKind::KernelFault`]: a kernel faulted (the queue goes on
+    ///   working, so the device is not lost).
+    fn kind(&self) -> ErrorKind {
+        match self {
+            HostError::AddressTaken { .. } => ErrorKind::AddressUnavailable,
+            HostError::Os { error, .. } if error.errno() == Some(libc::ENOMEM) => {
+                ErrorKind::OutOfMemory
+            }
+            HostError::Os { .. } => ErrorKind::Io,
+            HostError::TooLarge { .. } => ErrorKind::OutOfMemory,
+            HostError::Load {
+                step: LoadStep::LinkMap,
+                ..
+            } => ErrorKind::Other,
+            HostError::Unaligned(_)
+            | HostError::NullBase(_)
+            | HostError::BadImage(_)
+            | HostError::Load { .. }
+            | HostError::KernelNotFound { .. }
+            | HostError::TooManyArgs { .. }
+            | HostError::ArgSize { .. }
+            | HostError::OutOfBounds { .. }
+            | HostError::BufferOverrun { .. } => ErrorKind::InvalidInput,
+            HostError::Unsupported => ErrorKind::NoDevice,
+            HostError::WorkerGone => ErrorKind::DeviceLost,
+            HostError::KernelFault(_) => ErrorKind::KernelFault,
+        }
+    }
+}
+
+/// An operating system error: its `errno` where it has one, and its kind.
+///
+/// ```
+/// use reprise_host::OsError;
+/// let e = OsError::from_errno(libc::ENOMEM);
+/// assert_eq!(e.errno(), Some(libc::ENOMEM));
+/// assert!(e.to_string().starts_with("Cannot allocate memory"), "{e}");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OsError {
+    errno: Option<i32>,
+    kind: std::io::ErrorKind,
+}
+
+impl OsError {
+    /// The calling thread's last error (`errno`).
+    pub fn last() -> OsError {
+        OsError::from(&std::io::Error::last_os_error())
+    }
+
+    /// The error `errno`.
+    pub fn from_errno(errno: i32) -> OsError {
+        OsError::from(&std::io::Error::from_raw_os_error(errno))
+    }
+
+    /// The `errno`, where the error has one.
+    pub fn errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    /// The error's kind, as the standard library classifies it.
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.kind
+    }
+}
+
+impl From<&std::io::Error> for OsError {
+    fn from(e: &std::io::Error) -> OsError {
+        OsError {
+            errno: e.raw_os_error(),
+            kind: e.kind(),
+        }
+    }
+}
+
+impl fmt::Display for OsError {
+    /// The operating system's message (`Cannot allocate memory (os error
+    /// 12)`), or the kind's for an error without an `errno`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.errno {
+            Some(n) => std::io::Error::from_raw_os_error(n).fmt(f),
+            None => self.kind.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for OsError {}
+
+/// What a failed operating system call was doing ([`HostError::Os`]),
+/// where its name alone does not say.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OsContext {
+    /// Nothing more to say.
+    None,
+    /// Mapping a region at an exact address.
+    At {
+        /// The address.
+        base: u64,
+        /// The region's length.
+        len: u64,
+    },
+    /// Mapping a snapshot file as a buffer.
+    SnapshotFile {
+        /// Bytes mapped.
+        len: usize,
+    },
+    /// Writing the image into the memory file the loader opens.
+    ImageFile,
+    /// Installing the signal handler that reports kernel faults.
+    FaultHandler,
+    /// Starting a queue's worker thread.
+    Worker,
+}
+
+impl fmt::Display for OsContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OsContext::None | OsContext::ImageFile | OsContext::Worker => Ok(()),
+            OsContext::At { base, len } => write!(f, " (at {base:#x}, {len} bytes)"),
+            OsContext::SnapshotFile { len } => {
+                write!(f, " (mapping {len} bytes of a snapshot file)")
+            }
+            OsContext::FaultHandler => {
+                f.write_str(" (installing the handler that reports kernel faults)")
+            }
+        }
+    }
+}
+
+/// A size no mapping in this address space can have ([`HostError::TooLarge`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TooLarge {
+    /// A region of this many bytes (with the room to align it).
+    Region(u64),
+    /// A buffer of this many bytes.
+    Buffer(u64),
+}
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TooLarge::Region(n) => write!(f, "region of {n} bytes is too large"),
+            TooLarge::Buffer(n) => {
+                write!(f, "a buffer of {n} bytes is larger than the address space")
+            }
+        }
+    }
+}
+
+/// Which step of loading an image failed ([`HostError::Load`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStep {
+    /// Opening it (`dlopen`): a library it needs is missing, a symbol
+    /// undefined, its code unloadable.
+    Open,
+    /// Asking where it was loaded (`dlinfo`), after it opened.
+    LinkMap,
+}
+
+impl fmt::Display for LoadStep {
+    /// Nothing for [`LoadStep::Open`] (the loader's message says it all),
+    /// `dlinfo: ` for [`LoadStep::LinkMap`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadStep::Open => Ok(()),
+            LoadStep::LinkMap => f.write_str("dlinfo: "),
+        }
     }
 }

@@ -9,7 +9,7 @@ use reprise_core::record::BackendKind;
 use reprise_core::region::RECORDING_BASE_ALIGN;
 
 use crate::buffer::HostBuffer;
-use crate::error::{HostError, os_error};
+use crate::error::{HostError, OsContext, OsError, TooLarge, os_error};
 use crate::image::{self, HostImage, HostKernel};
 use crate::os::page_size;
 use crate::queue::HostQueue;
@@ -119,10 +119,7 @@ impl HostExecutor {
                     size: len,
                 }
             } else {
-                HostError::Os {
-                    call: "mmap",
-                    message: format!("{err} (at {base:#x}, {len} bytes)"),
-                }
+                HostError::os("mmap", OsError::from(&err), OsContext::At { base, len })
             });
         }
         if p as u64 != base {
@@ -160,10 +157,11 @@ impl HostExecutor {
     }
 
     fn map_aligned(&self, len: u64) -> Result<u64, HostError> {
-        let span = len.checked_add(RECORDING_BASE_ALIGN).ok_or(HostError::Os {
-            call: "mmap",
-            message: format!("region of {len} bytes is too large"),
-        })?;
+        let span = len
+            .checked_add(RECORDING_BASE_ALIGN)
+            .ok_or(HostError::TooLarge {
+                what: TooLarge::Region(len),
+            })?;
         // SAFETY: a fresh PROT_NONE reservation at an address of the kernel's
         // choosing; it touches no existing mapping.
         let p = unsafe {
@@ -226,9 +224,8 @@ impl Executor for HostExecutor {
             .capacity
             .max(1)
             .checked_next_multiple_of(page)
-            .ok_or(HostError::Os {
-                call: "mmap",
-                message: format!("region of {} bytes is too large", request.capacity),
+            .ok_or(HostError::TooLarge {
+                what: TooLarge::Region(request.capacity),
             })?;
         let base = match request.base {
             Some(b) if b % page != 0 => return Err(HostError::Unaligned(b)),
@@ -333,12 +330,8 @@ impl Executor for HostExecutor {
     }
 
     fn buffer_mapped(&self, file: MapFile) -> Result<Option<HostBuffer>, HostError> {
-        let len = usize::try_from(file.len).map_err(|_| HostError::Os {
-            call: "mmap",
-            message: format!(
-                "a buffer of {} bytes is larger than the address space",
-                file.len
-            ),
+        let len = usize::try_from(file.len).map_err(|_| HostError::TooLarge {
+            what: TooLarge::Buffer(file.len),
         })?;
         if len == 0 {
             return Ok(Some(HostBuffer::Heap(Vec::new())));
@@ -352,10 +345,7 @@ impl Executor for HostExecutor {
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(file.fd) };
         // SAFETY: as above.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map_copy(&fd) }.map_err(|e| {
-            HostError::Os {
-                call: "mmap",
-                message: format!("{e} (mapping {len} bytes of a snapshot file)"),
-            }
+            HostError::os("mmap", OsError::from(&e), OsContext::SnapshotFile { len })
         })?;
         Ok(Some(HostBuffer::Mapped(map)))
     }

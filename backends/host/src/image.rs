@@ -8,7 +8,7 @@ use std::sync::Arc;
 use reprise_core::exec::GlobalInfo;
 
 use crate::elf;
-use crate::error::{HostError, os_error};
+use crate::error::{HostError, LoadStep, OsContext, OsError, os_error};
 
 /// A loaded image; closed when the last reference goes.
 pub(crate) struct Library {
@@ -93,7 +93,7 @@ pub(crate) fn load(bytes: &[u8]) -> Result<HostImage, HostError> {
     };
     for (name, size) in symbols.data {
         let c = CString::new(name.as_str())
-            .map_err(|_| HostError::BadImage(format!("symbol {name:?}")))?;
+            .map_err(|_| HostError::BadImage(elf::BadImageReason::SymbolName(name.clone())))?;
         // SAFETY: `handle` is a live dlopen handle, `c` a NUL-terminated name.
         let addr = unsafe { libc::dlsym(lib.handle, c.as_ptr()) };
         if !addr.is_null() {
@@ -174,10 +174,8 @@ fn load_from_memory(bytes: &[u8]) -> Result<(*mut c_void, File), HostError> {
     }
     // SAFETY: `fd` is a fresh descriptor owned by nobody else.
     let mut file = unsafe { File::from_raw_fd(fd) };
-    file.write_all(bytes).map_err(|e| HostError::Os {
-        call: "write",
-        message: e.to_string(),
-    })?;
+    file.write_all(bytes)
+        .map_err(|e| HostError::os("write", OsError::from(&e), OsContext::ImageFile))?;
     let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path of digits");
     // SAFETY: dlopen of a path to a complete ELF shared object we just wrote;
     // loading runs the image's constructors, which is what replaying a
@@ -193,7 +191,10 @@ fn load_from_memory(bytes: &[u8]) -> Result<(*mut c_void, File), HostError> {
                 CStr::from_ptr(e).to_string_lossy().into_owned()
             }
         };
-        return Err(HostError::Load(msg));
+        return Err(HostError::Load {
+            step: LoadStep::Open,
+            detail: msg,
+        });
     }
     Ok((handle, file))
 }
@@ -224,7 +225,10 @@ fn load_bias(handle: *mut c_void) -> Result<usize, HostError> {
                 CStr::from_ptr(e).to_string_lossy().into_owned()
             }
         };
-        return Err(HostError::Load(format!("dlinfo: {msg}")));
+        return Err(HostError::Load {
+            step: LoadStep::LinkMap,
+            detail: msg,
+        });
     }
     // SAFETY: a `struct link_map` begins with `ElfW(Addr) l_addr` (glibc's
     // <link.h>, musl's struct dso), and lives as long as the handle.

@@ -53,7 +53,7 @@ use reprise_core::completion::Completion;
 
 pub use buffer::HostBuffer;
 pub use call::MAX_ARGS;
-pub use error::HostError;
+pub use error::{HostError, LoadStep, OsContext, OsError, TooLarge};
 pub use executor::{HostExecutor, HostRegion, SUGGESTED_BASE};
 pub use fault::{FaultKind, FaultPlace, KernelFault};
 pub use guard::report_to as report_faults_to;

@@ -11,7 +11,7 @@ use reprise_core::exec::{ErrorType, Launch, Queue, Segment, Ticket, VecLedger};
 
 use crate::buffer::HostBuffer;
 use crate::call::MAX_ARGS;
-use crate::error::HostError;
+use crate::error::{HostError, OsContext, OsError};
 use crate::fault::describe_fault;
 use crate::guard;
 use crate::image::HostKernel;
@@ -136,13 +136,11 @@ fn worker(
                     continue;
                 }
                 if let Err(errno) = guard::install() {
-                    failed(HostError::Os {
-                        call: "sigaction",
-                        message: format!(
-                            "{} (installing the handler that reports kernel faults)",
-                            std::io::Error::from_raw_os_error(errno)
-                        ),
-                    });
+                    failed(HostError::os(
+                        "sigaction",
+                        OsError::from_errno(errno),
+                        OsContext::FaultHandler,
+                    ));
                     continue;
                 }
                 let _pins = registry.lock().unwrap_or_else(|e| e.into_inner()).pin_all();
@@ -201,10 +199,7 @@ impl HostQueue {
         let worker = std::thread::Builder::new()
             .name("reprise-host-queue".into())
             .spawn(move || worker(rx, s, registry))
-            .map_err(|e| HostError::Os {
-                call: "spawn",
-                message: e.to_string(),
-            })?;
+            .map_err(|e| HostError::os("spawn", OsError::from(&e), OsContext::Worker))?;
         Ok(HostQueue {
             tx: Some(tx),
             worker: Some(worker),
