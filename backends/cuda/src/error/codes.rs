@@ -2,6 +2,7 @@
 //! them mean a kernel faulted.
 
 use cudarc::driver::sys::CUresult;
+use reprise_core::exec::ErrorKind;
 
 /// The `CUresult` codes that mean a kernel faulted: the driver reports them
 /// for the kernel's stream, and then for every later call in the context,
@@ -21,6 +22,53 @@ pub(super) const KERNEL_FAULTS: [CUresult; 9] = [
 /// Whether `code` is one of [`KERNEL_FAULTS`].
 pub(super) fn is_kernel_fault(code: u32) -> bool {
     KERNEL_FAULTS.iter().any(|&c| c as u32 == code)
+}
+
+/// What kind of failure a call that returned `code` is:
+///
+/// - a code a kernel fault leaves behind (`CUDA_ERROR_ILLEGAL_ADDRESS`
+///   and the others [`DriverError::is_kernel_fault`](super::DriverError::is_kernel_fault)
+///   lists): [`ErrorKind::DeviceLost`], since the call met a context lost
+///   to a fault (the queue that finds the fault itself reports a
+///   [`CudaError::KernelFault`](super::CudaError::KernelFault));
+/// - `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`: [`ErrorKind::LaunchRefused`];
+/// - `CUDA_ERROR_OUT_OF_MEMORY`: [`ErrorKind::OutOfMemory`];
+/// - no device, an invalid ordinal, a device unavailable:
+///   [`ErrorKind::NoDevice`];
+/// - a stub driver, one too old: [`ErrorKind::DeviceMissing`];
+/// - an invalid value, image, PTX or handle, a symbol not found, no code
+///   for the device: [`ErrorKind::InvalidInput`];
+/// - the operating system's failure: [`ErrorKind::Io`];
+/// - anything else: [`ErrorKind::Other`].
+///
+/// ```
+/// use reprise_core::exec::ErrorKind;
+/// use reprise_cuda::error::code_kind;
+/// assert_eq!(code_kind(2), ErrorKind::OutOfMemory);
+/// assert_eq!(code_kind(701), ErrorKind::LaunchRefused);
+/// assert_eq!(code_kind(700), ErrorKind::DeviceLost);
+/// ```
+pub fn code_kind(code: u32) -> ErrorKind {
+    if is_kernel_fault(code) {
+        return ErrorKind::DeviceLost;
+    }
+    match code {
+        // CUDA_ERROR_INVALID_VALUE; the image's codes (INVALID_IMAGE,
+        // NO_BINARY_FOR_GPU, INVALID_PTX, UNSUPPORTED_PTX_VERSION,
+        // JIT_COMPILER_NOT_FOUND); INVALID_SOURCE, FILE_NOT_FOUND,
+        // SHARED_OBJECT_SYMBOL_NOT_FOUND, SHARED_OBJECT_INIT_FAILED;
+        // INVALID_HANDLE, NOT_FOUND.
+        1 | 200 | 209 | 218 | 221 | 222 | 300..=303 | 400 | 500 => ErrorKind::InvalidInput,
+        2 => ErrorKind::OutOfMemory,
+        // STUB_LIBRARY, INSUFFICIENT_DRIVER, CALL_REQUIRES_NEWER_DRIVER.
+        34..=36 => ErrorKind::DeviceMissing,
+        // DEVICE_UNAVAILABLE, NO_DEVICE, INVALID_DEVICE.
+        46 | 100 | 101 => ErrorKind::NoDevice,
+        // OPERATING_SYSTEM.
+        304 => ErrorKind::Io,
+        701 => ErrorKind::LaunchRefused,
+        _ => ErrorKind::Other,
+    }
 }
 
 /// Name and description of common `CUresult` codes, for when the driver
@@ -119,3 +167,27 @@ pub(super) const CODES: &[(u32, &str, &str)] = &[
     (801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
     (999, "CUDA_ERROR_UNKNOWN", "unknown error"),
 ];
+
+/// What kind of failure `call` returning `code` is: [`code_kind`], except
+/// that `CUDA_ERROR_INVALID_VALUE` from a kernel launch (`cuLaunchKernel`,
+/// `cuLaunchKernelEx`, `cuLaunchCooperativeKernel`) is the driver refusing
+/// the launch's geometry or resources, [`ErrorKind::LaunchRefused`].
+///
+/// ```
+/// use reprise_core::exec::ErrorKind;
+/// use reprise_cuda::error::call_kind;
+/// assert_eq!(call_kind("cuLaunchKernel", 1), ErrorKind::LaunchRefused);
+/// assert_eq!(call_kind("cuModuleGetFunction", 500), ErrorKind::InvalidInput);
+/// assert_eq!(call_kind("cuLaunchHostFunc", 1), ErrorKind::InvalidInput);
+/// ```
+pub fn call_kind(call: &str, code: u32) -> ErrorKind {
+    let launch = matches!(
+        call,
+        "cuLaunchKernel" | "cuLaunchKernelEx" | "cuLaunchCooperativeKernel"
+    );
+    if launch && code == CUresult::CUDA_ERROR_INVALID_VALUE as u32 {
+        ErrorKind::LaunchRefused
+    } else {
+        code_kind(code)
+    }
+}

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use reprise_core::exec::{ErrorKind, ExecError};
 use reprise_core::image::ImageKind;
 
 use super::DriverError;
@@ -111,8 +112,15 @@ pub enum CudaError {
         /// Argument index.
         index: usize,
     },
-    /// A helper thread could not be started (the operating system's reason).
-    Thread(String),
+    /// A helper thread could not be started.
+    Thread {
+        /// The thread's name (`reprise-cuda-watch`).
+        name: &'static str,
+        /// The operating system's error number, where it gave one.
+        errno: Option<i32>,
+        /// The error's kind, as the standard library classifies it.
+        io_kind: std::io::ErrorKind,
+    },
     /// The launch's block has more threads than the device allows
     /// (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
     ThreadsPerBlock {
@@ -215,6 +223,55 @@ impl CudaError {
     }
 }
 
+impl ExecError for CudaError {
+    /// - [`ErrorKind::DeviceMissing`]: no driver library, or one without a
+    ///   function this executor needs;
+    /// - [`ErrorKind::NoDevice`]: no device, or not the ordinal asked for;
+    /// - [`ErrorKind::KernelFault`]: a kernel faulted (and the context is
+    ///   lost with it: [`ExecError::device_lost`]);
+    /// - [`ErrorKind::LaunchRefused`]: a geometry or shared memory beyond
+    ///   the kernel's or the device's limits;
+    /// - [`ErrorKind::AddressUnavailable`]: the recorded address cannot be
+    ///   reserved (taken, or no virtual memory management);
+    /// - [`ErrorKind::InvalidInput`]: an image the executor cannot load or
+    ///   that has no code for the device, a kernel it lacks, a bad name, a
+    ///   copy outside its buffer, arguments that do not fit the kernel;
+    /// - [`ErrorKind::Io`]: a helper thread that would not start;
+    /// - a driver call's failure: its code's kind ([`super::code_kind`]).
+    fn kind(&self) -> ErrorKind {
+        match self {
+            CudaError::DriverNotFound | CudaError::MissingSymbol(_) => ErrorKind::DeviceMissing,
+            CudaError::Driver(e) => e.kind(),
+            CudaError::NoDevice | CudaError::BadOrdinal { .. } => ErrorKind::NoDevice,
+            CudaError::KernelFault { .. } => ErrorKind::KernelFault,
+            CudaError::ZeroDimension { .. }
+            | CudaError::ThreadsPerBlock { .. }
+            | CudaError::KernelThreadsPerBlock { .. }
+            | CudaError::LaunchDimension { .. }
+            | CudaError::SharedMemory { .. }
+            | CudaError::Geometry(_) => ErrorKind::LaunchRefused,
+            CudaError::NoVirtualMemory { .. }
+            | CudaError::AddressMismatch { .. }
+            | CudaError::AddressUnavailable { .. } => ErrorKind::AddressUnavailable,
+            CudaError::UnsupportedImage(_)
+            | CudaError::KernelNotFound(_)
+            | CudaError::BadName(_)
+            | CudaError::SegmentOutOfBounds { .. }
+            | CudaError::ArgumentCount { .. }
+            | CudaError::ArgumentSize { .. }
+            | CudaError::BadArgument { .. }
+            | CudaError::NoCodeForDevice { .. } => ErrorKind::InvalidInput,
+            CudaError::Thread { .. } => ErrorKind::Io,
+        }
+    }
+
+    /// [`CudaError::context_lost`]: a kernel fault, or any error whose
+    /// driver code a fault leaves behind.
+    fn device_lost(&self) -> bool {
+        self.context_lost()
+    }
+}
+
 impl From<DriverError> for CudaError {
     fn from(e: DriverError) -> Self {
         CudaError::Driver(e)
@@ -288,7 +345,17 @@ impl fmt::Display for CudaError {
             ),
             CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
             CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
-            CudaError::Thread(why) => write!(f, "could not start a helper thread: {why}"),
+            CudaError::Thread {
+                name,
+                errno,
+                io_kind,
+            } => {
+                write!(f, "could not start a helper thread ({name}): ")?;
+                match errno {
+                    Some(n) => std::io::Error::from_raw_os_error(*n).fmt(f),
+                    None => io_kind.fmt(f),
+                }
+            }
             CudaError::NoCodeForDevice {
                 device_sm,
                 image,

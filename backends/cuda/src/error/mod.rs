@@ -8,8 +8,10 @@ mod cuda;
 #[cfg(test)]
 mod tests;
 
-pub use codes::code_name;
+pub use codes::{call_kind, code_kind, code_name};
 pub use cuda::CudaError;
+
+use reprise_core::exec::{ErrorKind, ExecError};
 
 use codes::is_kernel_fault;
 
@@ -96,3 +98,28 @@ impl fmt::Display for DriverError {
 }
 
 impl std::error::Error for DriverError {}
+
+impl ExecError for DriverError {
+    /// The code's kind ([`code_kind`]), except that a launch the driver
+    /// calls invalid (`CUDA_ERROR_INVALID_VALUE` from `cuLaunchKernel`: a
+    /// block, grid or shared memory beyond what the device takes, where
+    /// the executor could not check it first) is
+    /// [`ErrorKind::LaunchRefused`].
+    ///
+    /// ```
+    /// use reprise_core::exec::{ErrorKind, ExecError};
+    /// use reprise_cuda::DriverError;
+    /// let launch = DriverError::from_code("cuLaunchKernel", 1);
+    /// assert_eq!(launch.kind(), ErrorKind::LaunchRefused);
+    /// let copy = DriverError::from_code("cuMemcpyHtoDAsync_v2", 1);
+    /// assert_eq!(copy.kind(), ErrorKind::InvalidInput);
+    /// ```
+    fn kind(&self) -> ErrorKind {
+        call_kind(self.call, self.code)
+    }
+
+    /// [`DriverError::context_lost`].
+    fn device_lost(&self) -> bool {
+        self.context_lost()
+    }
+}

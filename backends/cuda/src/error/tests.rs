@@ -263,3 +263,99 @@ fn launch_limits_name_the_launch_and_the_device_limit() {
          than this device's limit of 232448 bytes per block"
     );
 }
+
+#[test]
+fn every_error_says_its_kind() {
+    use reprise_core::exec::{ErrorKind as K, ExecError};
+    let d = |code| DriverError::from_code("cuModuleLoadData", code);
+    let cases = [
+        (CudaError::DriverNotFound, K::DeviceMissing),
+        (CudaError::MissingSymbol("cuMemMap"), K::DeviceMissing),
+        (CudaError::NoDevice, K::NoDevice),
+        (
+            CudaError::BadOrdinal {
+                ordinal: 3,
+                count: 1,
+            },
+            K::NoDevice,
+        ),
+        (
+            CudaError::kernel_fault(vec!["saxpy".into()], d(700)),
+            K::KernelFault,
+        ),
+        (
+            CudaError::ThreadsPerBlock {
+                block: [2048, 1, 1],
+                limit: 1024,
+            },
+            K::LaunchRefused,
+        ),
+        (
+            CudaError::ZeroDimension {
+                what: "grid",
+                dims: [0, 1, 1],
+            },
+            K::LaunchRefused,
+        ),
+        (
+            CudaError::AddressMismatch {
+                requested: 0x1000,
+                got: 0x2000,
+            },
+            K::AddressUnavailable,
+        ),
+        (CudaError::KernelNotFound("k".into()), K::InvalidInput),
+        (CudaError::BadArgument { index: 1 }, K::InvalidInput),
+        (
+            CudaError::Thread {
+                name: "reprise-cuda-watch",
+                errno: Some(11),
+                io_kind: std::io::ErrorKind::WouldBlock,
+            },
+            K::Io,
+        ),
+        (CudaError::Driver(d(2)), K::OutOfMemory),
+        (CudaError::Driver(d(200)), K::InvalidInput),
+        (CudaError::Driver(d(34)), K::DeviceMissing),
+        (CudaError::Driver(d(700)), K::DeviceLost),
+        (CudaError::Driver(d(999)), K::Other),
+        (
+            CudaError::Driver(DriverError::from_code("cuLaunchKernel", 1)),
+            K::LaunchRefused,
+        ),
+        (
+            CudaError::Driver(DriverError::from_code("cuLaunchKernel", 701)),
+            K::LaunchRefused,
+        ),
+    ];
+    for (e, kind) in &cases {
+        assert_eq!(e.kind(), *kind, "{e:?}");
+        // The device is lost exactly when the context is.
+        assert_eq!(e.device_lost(), e.context_lost(), "{e:?}");
+    }
+    // A fault loses the context; an address taken does not, unless a
+    // fault left its code behind.
+    assert!(CudaError::kernel_fault(Vec::new(), d(719)).device_lost());
+    let lost = CudaError::AddressUnavailable {
+        requested: 0x1000,
+        size: 4096,
+        source: d(700),
+    };
+    assert_eq!(lost.kind(), K::AddressUnavailable);
+    assert!(lost.device_lost());
+}
+
+#[test]
+fn a_thread_that_would_not_start_says_the_systems_reason() {
+    let e = CudaError::Thread {
+        name: "reprise-cuda-watch",
+        errno: Some(11),
+        io_kind: std::io::ErrorKind::WouldBlock,
+    };
+    let m = e.to_string();
+    assert!(
+        m.starts_with("could not start a helper thread (reprise-cuda-watch): "),
+        "{m}"
+    );
+    assert!(m.contains("os error 11"), "{m}");
+}

@@ -34,10 +34,15 @@ impl Watchdog {
     pub(super) fn start() -> Result<Watchdog, CudaError> {
         let shared = Arc::new((Mutex::new(Watch::default()), Condvar::new()));
         let s = shared.clone();
+        const NAME: &str = "reprise-cuda-watch";
         let thread = std::thread::Builder::new()
-            .name("reprise-cuda-watch".into())
+            .name(NAME.into())
             .spawn(move || watch(&s))
-            .map_err(|e| CudaError::Thread(e.to_string()))?;
+            .map_err(|e| CudaError::Thread {
+                name: NAME,
+                errno: e.raw_os_error(),
+                io_kind: e.kind(),
+            })?;
         Ok(Watchdog {
             shared,
             thread: Some(thread),

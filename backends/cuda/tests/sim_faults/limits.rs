@@ -142,3 +142,52 @@ fn a_kernels_shared_memory_is_asked_of_the_driver_once() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_launch_beyond_the_limits_is_of_the_refused_kind_whoever_checks_it() {
+    use reprise_core::exec::{ErrorKind, ExecError};
+    let Some((_lock, exec)) = simulated() else {
+        return;
+    };
+    let region = exec.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let (_image, kernel) = fixture_kernel(&exec, "shared_reverse.ptx", "shared_reverse");
+    let mut q = exec.queue().unwrap();
+    let values = [region.base(), 16, 16];
+    // Too many threads per block, as the executor checks it.
+    let err = q
+        .launch(&kernel, &shared_reverse(&values, [2048, 1, 1], 64))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CudaError::ThreadsPerBlock { .. } | CudaError::KernelThreadsPerBlock { .. }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::LaunchRefused, "{err}");
+    assert!(!err.device_lost(), "{err}");
+    // As the driver checks it (the limits unknown): refused all the same.
+    assert!(sim::fail_times(
+        "cuDeviceGetAttribute",
+        INVALID_VALUE,
+        0,
+        100
+    ));
+    let blind = CudaExecutor::new(0).unwrap();
+    sim::reset();
+    let region = blind.reserve(RegionRequest::new(None, MIB)).unwrap();
+    let (_image, kernel) = fixture_kernel(&blind, "shared_reverse.ptx", "shared_reverse");
+    let mut q = blind.queue().unwrap();
+    let values = [region.base(), 16, 16];
+    assert!(sim::fail("cuFuncGetAttribute", INVALID_VALUE, 0));
+    let err = q
+        .launch(&kernel, &shared_reverse(&values, [2048, 1, 1], 64))
+        .unwrap_err();
+    assert!(matches!(err, CudaError::Driver(_)), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::LaunchRefused, "{err}");
+    // A dimension of 0 is a refused launch too.
+    let err = q
+        .launch(&kernel, &shared_reverse(&values, [4, 0, 1], 64))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LaunchRefused, "{err}");
+}
