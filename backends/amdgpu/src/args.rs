@@ -25,41 +25,39 @@ pub(crate) fn pack(kernel: &AmdKernel, launch: &Launch<'_>) -> Result<Vec<u8>, A
     // The segment's size comes from the code object: bounded before it
     // sizes an allocation.
     if kernel.kernarg_size > MAX_KERNARG {
-        return Err(AmdError::Arguments(format!(
-            "the kernel `{}` asks for a {}-byte kernarg segment, more than the {MAX_KERNARG} bytes reprise allows",
-            kernel.name(),
-            kernel.kernarg_size
-        )));
+        return Err(AmdError::KernargTooLarge {
+            kernel: kernel.name().to_string(),
+            size: kernel.kernarg_size,
+            max: MAX_KERNARG,
+        });
     }
     let mut out = vec![0u8; kernel.kernarg_size as usize];
     let explicit: Vec<&KernelArgMeta> = meta.explicit_args().collect();
     let args = &launch.args;
     if explicit.len() != args.len() {
-        return Err(AmdError::Arguments(format!(
-            "the kernel `{}` takes {} arguments, the launch has {}",
-            kernel.name(),
-            explicit.len(),
-            args.len()
-        )));
+        return Err(AmdError::ArgumentCount {
+            kernel: kernel.name().to_string(),
+            expected: explicit.len(),
+            got: args.len(),
+        });
     }
     let mut scratch = [0u8; 8];
     for (i, m) in explicit.iter().enumerate() {
-        let bytes = args.bytes(i, &mut scratch).ok_or_else(|| {
-            AmdError::Arguments(format!(
-                "argument {i} points outside the recorded argument data"
-            ))
-        })?;
+        let bytes = args
+            .bytes(i, &mut scratch)
+            .ok_or(AmdError::BadArgument { index: i })?;
         let want = m.size as usize;
         // A recording that keeps every argument in an 8-byte slot (LLVM's)
         // holds a smaller scalar in its low bytes (little endian).
         let bytes = if bytes.len() == want || (bytes.len() == 8 && want < 8) {
             &bytes[..want]
         } else {
-            return Err(AmdError::Arguments(format!(
-                "argument {i} of `{}` is {want} bytes, the launch gives {}",
-                kernel.name(),
-                bytes.len()
-            )));
+            return Err(AmdError::ArgumentSize {
+                kernel: kernel.name().to_string(),
+                index: i,
+                expected: want,
+                got: bytes.len(),
+            });
         };
         put(&mut out, m.offset, bytes, kernel)?;
     }
@@ -101,13 +99,11 @@ fn put(out: &mut [u8], offset: u32, bytes: &[u8], kernel: &AmdKernel) -> Result<
     let slot = at
         .checked_add(bytes.len())
         .and_then(|end| out.get_mut(at..end))
-        .ok_or_else(|| {
-            AmdError::Arguments(format!(
-                "the metadata of `{}` puts an argument at {at}+{} beyond its {}-byte kernarg segment",
-                kernel.name(),
-                bytes.len(),
-                len
-            ))
+        .ok_or_else(|| AmdError::ArgumentPlacement {
+            kernel: kernel.name().to_string(),
+            offset: at,
+            len: bytes.len(),
+            segment: len,
         })?;
     slot.copy_from_slice(bytes);
     Ok(())

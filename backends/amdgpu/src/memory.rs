@@ -58,10 +58,12 @@ impl AmdRegion {
         request: RegionRequest,
     ) -> Result<AmdRegion, AmdError> {
         if request.capacity == 0 {
-            return Err(AmdError::Invalid("a region of 0 bytes".into()));
+            return Err(AmdError::EmptyRegion);
         }
         let g = rt.granule;
-        let too_big = || AmdError::Invalid(format!("a region of {} bytes", request.capacity));
+        let too_big = || AmdError::RegionTooLarge {
+            bytes: request.capacity,
+        };
         let capacity = round_up(request.capacity, g).ok_or_else(too_big)?;
         let backed = round_up(request.backed.max(1), g)
             .ok_or_else(too_big)?
@@ -86,10 +88,7 @@ impl AmdRegion {
         if let Some(base) = request.base
             && base % g != 0
         {
-            return Err(AmdError::Invalid(format!(
-                "the region base {base:#x} is not a multiple of the runtime's allocation granule \
-                 ({g} bytes), so no reservation can start there"
-            )));
+            return Err(AmdError::UnalignedBase { base, granule: g });
         }
         let hint = request.base.unwrap_or(FRESH_BASE);
         let size = usize::try_from(capacity).map_err(|_| too_big())?;

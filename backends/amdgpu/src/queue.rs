@@ -292,11 +292,11 @@ impl AmdQueue {
             .allocate(self.rt.kernarg_pool, bytes.len().max(16))?;
         self.pending.kernargs.push(kernarg);
         if !(kernarg as u64).is_multiple_of(u64::from(kernel.kernarg_align)) {
-            return Err(AmdError::Invalid(format!(
-                "the kernarg pool gave {kernarg:p}, not aligned to the {} bytes `{}` needs",
-                kernel.kernarg_align,
-                kernel.name()
-            )));
+            return Err(AmdError::KernargMisaligned {
+                kernel: kernel.name().to_string(),
+                address: kernarg as u64,
+                align: kernel.kernarg_align,
+            });
         }
         self.rt.allow_gpu(kernarg)?;
         // SAFETY: the kernarg allocation holds at least `bytes.len()` bytes.

@@ -265,9 +265,7 @@ fn isa_name(hsa: &Hsa, agent: hsa_agent_t) -> Result<Option<String>, AmdError> {
     check("hsa_isa_get_info_alt", rc)?;
     let mut name = vec![0u8; (len as usize).min(4096)];
     if name.len() < len as usize {
-        return Err(AmdError::Invalid(format!(
-            "the runtime reports an ISA name of {len} bytes"
-        )));
+        return Err(AmdError::IsaNameLength { len });
     }
     // SAFETY: NAME writes `len` bytes, which `name` holds.
     let rc = unsafe {
