@@ -4,7 +4,6 @@
 //! recorded launch is the program's own kernel on the program's own stream.
 
 use std::ffi::{CString, c_void};
-use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -17,40 +16,10 @@ use reprise_core::record::BackendKind;
 
 use crate::real::*;
 
-/// A failed driver call made by the interposer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverError {
-    /// What was being done.
-    pub what: String,
-    /// The driver's result.
-    pub code: CuResult,
-}
+mod error;
 
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.what, error_name(self.code))
-    }
-}
-
-impl std::error::Error for DriverError {}
-
-fn check(what: impl Into<String>, code: CuResult) -> Result<(), DriverError> {
-    if code == SUCCESS {
-        Ok(())
-    } else {
-        Err(DriverError {
-            what: what.into(),
-            code,
-        })
-    }
-}
-
-fn driver() -> Result<&'static Real, DriverError> {
-    real().map_err(|name| DriverError {
-        what: format!("finding the driver's {name}"),
-        code: ERROR_NOT_FOUND,
-    })
-}
+pub use error::{CallOn, DriverError};
+use error::{check, driver};
 
 /// Handles are the driver's; the interposer only passes them back to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -148,8 +117,9 @@ impl Executor for Interposed {
         let hint = request.base.unwrap_or(SUGGESTED_BASE);
         let (base, reserved) = crate::heap::heap()
             .reserve(request.capacity, hint)
-            .map_err(|code| DriverError {
-                what: format!("cuMemAddressReserve of {} bytes", request.capacity),
+            .map_err(|code| DriverError::Call {
+                call: "cuMemAddressReserve",
+                on: CallOn::Bytes(request.capacity),
                 code,
             })?;
         Ok(Region { base, reserved })
@@ -161,10 +131,7 @@ impl Executor for Interposed {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| DriverError {
-                what: "adopting the program's module (none was loaded)".into(),
-                code: ERROR_NOT_FOUND,
-            })?;
+            .ok_or(DriverError::NoModule)?;
         Ok(Image {
             module,
             names: global_names(image),
@@ -175,15 +142,17 @@ impl Executor for Interposed {
 
     fn kernel(&self, image: &Image, name: &str) -> Result<Function, DriverError> {
         let r = driver()?;
-        let c = CString::new(name).map_err(|_| DriverError {
-            what: format!("the kernel name {name:?}"),
-            code: ERROR_NOT_FOUND,
-        })?;
+        let c = CString::new(name).map_err(|_| DriverError::KernelName(name.to_string()))?;
         let mut f: Handle = std::ptr::null_mut();
         // SAFETY: the program's module and a NUL-terminated name.
-        check(format!("cuModuleGetFunction({name})"), unsafe {
-            (r.cuModuleGetFunction)(&mut f, image.module.ptr(), c.as_ptr())
-        })?;
+        let code = unsafe { (r.cuModuleGetFunction)(&mut f, image.module.ptr(), c.as_ptr()) };
+        if code != SUCCESS {
+            return Err(DriverError::Call {
+                call: "cuModuleGetFunction",
+                on: CallOn::Kernel(name.to_string()),
+                code,
+            });
+        }
         let from_ptx = image
             .ptx
             .as_deref()
@@ -345,12 +314,11 @@ impl InterposedQueue {
     }
 }
 
-/// The one bounds check (the core's), before any copy is queued.
+/// The one bounds check (the core's), before any copy is queued: a
+/// segment out of range is the driver's `CUDA_ERROR_INVALID_VALUE`, as
+/// for an out-of-range copy.
 fn check_segments(segments: &[Segment], buffer: &[u8]) -> Result<(), DriverError> {
-    Segment::check_all(segments, buffer.len()).map_err(|e| DriverError {
-        what: e.to_string(),
-        code: ERROR_NOT_FOUND,
-    })
+    Segment::check_all(segments, buffer.len()).map_err(DriverError::Segment)
 }
 
 /// Parameter storage and the pointer array `cuLaunchKernel` takes.
@@ -360,10 +328,7 @@ fn pack(args: &KernelArgs<'_>) -> Result<Vec<Vec<u8>>, DriverError> {
         .map(|i| {
             args.bytes(i, &mut scratch)
                 .map(<[u8]>::to_vec)
-                .ok_or(DriverError {
-                    what: format!("argument {i}: outside the recorded argument data"),
-                    code: ERROR_NOT_FOUND,
-                })
+                .ok_or(DriverError::BadArgument { index: i })
         })
         .collect()
 }

@@ -129,7 +129,8 @@ pub fn real() -> Result<&'static Real, &'static str> {
     Ok(REAL.get_or_init(|| r))
 }
 
-/// The driver's name of `rc` ("CUDA_ERROR_INVALID_VALUE"), or its number.
+/// The driver's name of `rc` ("CUDA_ERROR_INVALID_VALUE"); without a
+/// driver to ask, the CUDA executor's table's, or its number.
 pub fn error_name(rc: CuResult) -> String {
     if let Ok(r) = real() {
         let mut p: *const c_char = std::ptr::null();
@@ -141,7 +142,10 @@ pub fn error_name(rc: CuResult) -> String {
                 .into_owned();
         }
     }
-    format!("CUresult {rc}")
+    u32::try_from(rc)
+        .ok()
+        .and_then(reprise_cuda::error::code_name)
+        .map_or_else(|| format!("CUresult {rc}"), |(name, _)| name.to_string())
 }
 
 /// `cuCtxGetDevice` (`CUresult cuCtxGetDevice(CUdevice *)`).
