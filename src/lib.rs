@@ -73,7 +73,7 @@ use std::pin::Pin;
 #[cfg(feature = "amdgpu")]
 pub use reprise_amdgpu::{AmdError, AmdExecutor};
 pub use reprise_core as core;
-pub use reprise_core::{BackendKind, LaunchConfig, Mode};
+pub use reprise_core::{BackendKind, ErrorKind, LaunchConfig, Mode};
 #[cfg(feature = "cuda")]
 pub use reprise_cuda::{CudaError, CudaExecutor};
 #[cfg(feature = "host")]

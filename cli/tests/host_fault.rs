@@ -90,3 +90,22 @@ fn after_a_faulting_replay_the_process_replays_again() {
         );
     }
 }
+
+#[test]
+fn a_faulting_host_replay_says_its_kind_without_a_downcast() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, _, _) = moved_capture(dir.path());
+    let capture = reprise_std::Capture::open(&bad).unwrap();
+    let err = reprise::block_on(reprise::replay(&capture).verify(true).into_future())
+        .expect_err("the kernel faults");
+    assert_eq!(
+        err.executor_kind(),
+        Some(reprise::ErrorKind::KernelFault),
+        "{err}"
+    );
+    assert!(err.kernel_faulted(), "{err}");
+    // The host's queue goes on working after a fault: the device is not
+    // lost, and nothing says it was refused.
+    assert!(!err.device_lost(), "{err}");
+    assert!(!err.launch_refused(), "{err}");
+}

@@ -32,11 +32,13 @@ pub use limits::{Dims, GeometryError, LaunchLimits};
 /// The error type of an executor or queue (as `embedded_io::ErrorType`).
 ///
 /// Errors are real errors (`core::error::Error`, so `Display` and `Debug`)
-/// that can cross threads and be boxed by code above the executors, which
-/// then needs no bounds of its own on them.
+/// that say their [`ErrorKind`] ([`ExecError`]), can cross threads and be
+/// boxed by code above the executors, which then needs no bounds of its own
+/// on them, and never needs to know a backend's error type to tell what
+/// kind of failure it was.
 pub trait ErrorType {
     /// The error every fallible operation returns.
-    type Error: core::error::Error + Send + Sync + 'static;
+    type Error: ExecError + Send + Sync + 'static;
 }
 
 /// What kind of failure an executor's error is, whatever the executor (as
@@ -117,7 +119,7 @@ impl core::fmt::Display for ErrorKind {
     }
 }
 
-/// An executor's error: a
+/// An executor's error (every [`ErrorType::Error`] is one): a
 /// `core::error::Error` that says its [`ErrorKind`], as
 /// `embedded_io::Error::kind` does.
 ///

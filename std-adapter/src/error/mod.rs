@@ -14,6 +14,7 @@ mod names;
 use std::fmt;
 use std::path::PathBuf;
 
+use reprise_core::exec::{ErrorKind, ExecError};
 use reprise_core::globals::DecodeError;
 use reprise_core::record::{BackendKind, RecordError};
 use reprise_core::region::AllocError;
@@ -23,6 +24,85 @@ pub use names::{Names, Setting, UnknownGeometry};
 
 /// An executor's error, boxed so that code above the backends can carry any.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// An executor's error as [`Error::Executor`] carries it: the error itself,
+/// boxed, and what it said of itself when it was made (its
+/// [`ErrorKind`], and whether the device is lost), so that nothing above
+/// the executors needs to know their error types.
+///
+/// It shows as the error it holds; [`Error`]'s `source()` is that error
+/// itself (which can be downcast), as before it was wrapped.
+///
+/// ```
+/// use reprise_core::exec::ErrorKind;
+/// use reprise_std::error::ExecutorError;
+/// let e = ExecutorError::other("the plan saves no output", ErrorKind::InvalidInput);
+/// assert_eq!(e.kind(), ErrorKind::InvalidInput);
+/// assert!(!e.device_lost());
+/// assert_eq!(e.to_string(), "the plan saves no output");
+/// ```
+#[derive(Debug)]
+pub struct ExecutorError {
+    kind: ErrorKind,
+    device_lost: bool,
+    error: BoxError,
+}
+
+impl ExecutorError {
+    /// An executor's error, with its kind.
+    pub fn new<E: ExecError + Send + Sync + 'static>(e: E) -> Self {
+        ExecutorError {
+            kind: e.kind(),
+            device_lost: e.device_lost(),
+            error: Box::new(e),
+        }
+    }
+
+    /// An error met while driving an executor that is no error of the
+    /// executor's own (a schedule's check), of `kind`; the device is not
+    /// lost by it.
+    pub fn other(error: impl Into<BoxError>, kind: ErrorKind) -> Self {
+        ExecutorError {
+            kind,
+            device_lost: false,
+            error: error.into(),
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether the executor said its device is unusable after it
+    /// ([`ExecError::device_lost`]).
+    pub fn device_lost(&self) -> bool {
+        self.device_lost
+    }
+
+    /// The error itself.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.error.as_ref()
+    }
+
+    /// The error itself, boxed.
+    pub fn into_inner(self) -> BoxError {
+        self.error
+    }
+}
+
+impl fmt::Display for ExecutorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for ExecutorError {
+    /// The held error's source: the wrapper adds nothing to the chain.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
 
 /// Which copy a [`Error::CopyOutOfRange`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,8 +273,8 @@ pub enum Error {
     Executor {
         /// What was being done.
         context: String,
-        /// The executor's error.
-        source: BoxError,
+        /// The executor's error, with its kind.
+        source: ExecutorError,
     },
     /// The capture needs an executor this build does not include.
     NotInBuild {
@@ -336,14 +416,24 @@ impl Error {
     }
 
     /// An executor error with context; the original error stays reachable
-    /// through `source()` (and can be downcast).
-    pub fn executor<E: std::error::Error + Send + Sync + 'static>(
+    /// through `source()` (and can be downcast), and its kind through
+    /// [`Error::executor_kind`].
+    pub fn executor<E: ExecError + Send + Sync + 'static>(
         context: impl Into<String>,
         e: E,
     ) -> Self {
         Error::Executor {
             context: context.into(),
-            source: Box::new(e),
+            source: ExecutorError::new(e),
+        }
+    }
+
+    /// The kind of the executor's error, when this is one
+    /// ([`Error::Executor`]).
+    pub fn executor_kind(&self) -> Option<ErrorKind> {
+        match self {
+            Error::Executor { source, .. } => Some(source.kind()),
+            _ => None,
         }
     }
 
@@ -351,90 +441,20 @@ impl Error {
     /// GPU context lost to a kernel fault): nothing more runs on it in this
     /// process.
     pub fn device_lost(&self) -> bool {
-        #[cfg(feature = "cuda")]
-        if self
-            .source_of::<reprise_cuda::CudaError>()
-            .is_some_and(reprise_cuda::CudaError::context_lost)
-        {
-            return true;
-        }
-        #[cfg(feature = "amdgpu")]
-        if matches!(
-            self.source_of::<reprise_amdgpu::AmdError>(),
-            Some(
-                reprise_amdgpu::AmdError::KernelFault { .. }
-                    | reprise_amdgpu::AmdError::QueueLost(_)
-            )
-        ) {
-            return true;
-        }
-        false
+        matches!(self, Error::Executor { source, .. } if source.device_lost())
     }
 
     /// Whether the kernel faulted (a bad memory access, an illegal
-    /// instruction) on the host or an AMD GPU.
+    /// instruction): [`ErrorKind::KernelFault`].
     pub fn kernel_faulted(&self) -> bool {
-        #[cfg(feature = "host")]
-        if matches!(
-            self.source_of::<reprise_host::HostError>(),
-            Some(reprise_host::HostError::KernelFault(_))
-        ) {
-            return true;
-        }
-        #[cfg(feature = "amdgpu")]
-        if matches!(
-            self.source_of::<reprise_amdgpu::AmdError>(),
-            Some(reprise_amdgpu::AmdError::KernelFault { .. })
-        ) {
-            return true;
-        }
-        false
+        self.executor_kind() == Some(ErrorKind::KernelFault)
     }
 
     /// Whether the executor refused a launch before it ran: a block, grid
-    /// or shared memory beyond the kernel's or the device's limit.
+    /// or shared memory beyond the kernel's or the device's limit
+    /// ([`ErrorKind::LaunchRefused`]).
     pub fn launch_refused(&self) -> bool {
-        #[cfg(feature = "cuda")]
-        {
-            use reprise_cuda::CudaError as C;
-            if matches!(
-                self.source_of::<C>(),
-                Some(
-                    C::ThreadsPerBlock { .. }
-                        | C::KernelThreadsPerBlock { .. }
-                        | C::LaunchDimension { .. }
-                        | C::ZeroDimension { .. }
-                        | C::SharedMemory { .. }
-                        | C::Geometry(_)
-                )
-            ) {
-                return true;
-            }
-        }
-        #[cfg(feature = "amdgpu")]
-        if matches!(
-            self.source_of::<reprise_amdgpu::AmdError>(),
-            Some(reprise_amdgpu::AmdError::Geometry(_))
-        ) {
-            return true;
-        }
-        false
-    }
-
-    /// The executor error of type `T` underneath, if there is one.
-    #[cfg(any(feature = "host", feature = "cuda", feature = "amdgpu"))]
-    fn source_of<T: std::error::Error + 'static>(&self) -> Option<&T> {
-        let Error::Executor { source, .. } = self else {
-            return None;
-        };
-        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
-        while let Some(err) = e {
-            if let Some(c) = err.downcast_ref::<T>() {
-                return Some(c);
-            }
-            e = err.source();
-        }
-        None
+        self.executor_kind() == Some(ErrorKind::LaunchRefused)
     }
 
     /// The error as met while working on `file`: an executor failure, and
@@ -477,17 +497,26 @@ impl Error {
     }
 
     /// A schedule error with context: an executor error is kept as it is,
-    /// others become text.
-    pub fn schedule<E: std::error::Error + Send + Sync + 'static>(
+    /// with its kind; the schedule's own (a segment outside its buffer, a
+    /// buffer missing or lost) are kept too, of the kind they are.
+    pub fn schedule<E: ExecError + Send + Sync + 'static>(
         context: impl Into<String>,
         e: reprise_core::schedule::ScheduleError<E>,
     ) -> Self {
+        use reprise_core::schedule::ScheduleError as S;
         match e {
-            reprise_core::schedule::ScheduleError::Executor(e) => Error::executor(context, e),
-            other => Error::Executor {
-                context: context.into(),
-                source: other.to_string().into(),
-            },
+            S::Executor(e) => Error::executor(context, e),
+            // The schedule's own checks: what it was given, or a bug.
+            other => {
+                let kind = match other {
+                    S::SegmentOutOfBounds { .. } | S::MissingBuffer(_) => ErrorKind::InvalidInput,
+                    _ => ErrorKind::Other,
+                };
+                Error::Executor {
+                    context: context.into(),
+                    source: ExecutorError::other(other, kind),
+                }
+            }
         }
     }
 
@@ -535,7 +564,7 @@ impl std::error::Error for Error {
             Error::Descriptor { source, .. } => Some(source),
             Error::Globals { source, .. } => Some(source),
             Error::Capture { problem, .. } => Some(problem),
-            Error::Executor { source, .. } => Some(source.as_ref()),
+            Error::Executor { source, .. } => Some(source.get_ref()),
             _ => None,
         }
     }
