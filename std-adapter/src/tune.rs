@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use reprise_core::exec::{Executor, LaunchConfig};
+use std::fmt;
+
+use reprise_core::exec::{ErrorKind, Executor, LaunchConfig};
 
 use crate::capture::Capture;
 use crate::error::{Error, Result};
@@ -59,9 +61,110 @@ pub enum Status {
     /// Not launched: outside the recorded limits, or refused by the
     /// executor before it ran (a block over the kernel's or the device's
     /// limit, say); why.
-    Refused(String),
+    Refused(Refusal),
     /// Launched, and failed; why.
-    Failed(String),
+    Failed(Failure),
+}
+
+/// Why a configuration was not launched ([`Status::Refused`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its team or thread count lies outside the limits the capture
+    /// records (and the sweep was not forced).
+    OutsideLimits {
+        /// Which count.
+        count: LimitedCount,
+        /// The count asked for.
+        value: u32,
+        /// The recorded limits, `[lower, upper]`.
+        limits: [u32; 2],
+    },
+    /// The executor refused the launch before it ran
+    /// ([`ErrorKind::LaunchRefused`]): its message, which names the limit.
+    Executor(String),
+}
+
+/// Which recorded limit a [`Refusal::OutsideLimits`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitedCount {
+    /// The team count (grid x), against `TeamsLimits`.
+    Teams,
+    /// The thread count (block x), against `ThreadsLimits`.
+    Threads,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::OutsideLimits {
+                count,
+                value,
+                limits: [lo, hi],
+            } => {
+                let (what, key) = match count {
+                    LimitedCount::Teams => ("teams", "TeamsLimits"),
+                    LimitedCount::Threads => ("threads", "ThreadsLimits"),
+                };
+                write!(
+                    f,
+                    "{what} {value} is outside the recorded {key} [{lo}, {hi}]"
+                )
+            }
+            Refusal::Executor(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Why a configuration that was launched failed ([`Status::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The executor's kind of error, when the executor failed (`None`: the
+    /// replay failed otherwise, on a file or a check).
+    pub kind: Option<ErrorKind>,
+    /// Whether the device is unusable after it (the sweep stops there).
+    pub device_lost: bool,
+    /// The error's message, for people.
+    pub message: String,
+}
+
+impl Failure {
+    /// The failure `e` is.
+    pub fn of(e: &Error) -> Failure {
+        Failure {
+            kind: e.executor_kind(),
+            device_lost: e.device_lost(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why a sweep stopped before the end ([`TuneReport::stopped`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The progress callback said to stop (an interrupt).
+    Interrupted,
+    /// A configuration's failure left the device unusable.
+    DeviceLost(Failure),
+}
+
+impl fmt::Display for Stopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stopped::Interrupted => f.write_str("interrupted"),
+            Stopped::DeviceLost(why) => write!(
+                f,
+                "the device is unusable after this failure, so the sweep stopped: {why}"
+            ),
+        }
+    }
 }
 
 impl Status {
@@ -124,7 +227,7 @@ pub struct TuneReport {
     pub device_times: bool,
     /// Why the sweep stopped before the end, if it did (interrupted, or the
     /// device lost).
-    pub stopped: Option<String>,
+    pub stopped: Option<Stopped>,
 }
 
 impl TuneReport {
@@ -241,21 +344,18 @@ pub async fn tune_on<E: Executor>(
             match measure(&mut session, capture, options, verifying, &ranges, &mut m).await {
                 Ok(device) => report.device_times &= device,
                 Err(e) => {
-                    let lost = e.device_lost();
-                    let why = e.to_string();
+                    let failure = Failure::of(&e);
+                    if failure.device_lost {
+                        report.stopped = Some(Stopped::DeviceLost(failure.clone()));
+                    }
                     m.status = if e.launch_refused() {
                         // The executor's own words name the limit.
                         let limit = std::error::Error::source(&e)
-                            .map_or_else(|| why.clone(), ToString::to_string);
-                        Status::Refused(limit)
+                            .map_or_else(|| failure.message.clone(), ToString::to_string);
+                        Status::Refused(Refusal::Executor(limit))
                     } else {
-                        Status::Failed(why.clone())
+                        Status::Failed(failure)
                     };
-                    if lost {
-                        report.stopped = Some(format!(
-                            "the device is unusable after this failure, so the sweep stopped: {why}"
-                        ));
-                    }
                 }
             }
         }
@@ -265,7 +365,7 @@ pub async fn tune_on<E: Executor>(
             break;
         }
         if !go_on {
-            report.stopped = Some("interrupted".into());
+            report.stopped = Some(Stopped::Interrupted);
             break;
         }
     }
@@ -319,19 +419,16 @@ async fn measure<E: Executor>(
 /// Why `config` lies outside the capture's recorded limits, if it does
 /// (limits with a lower bound of 0 are no limits, as in LLVM's replay
 /// tool).
-fn outside_limits(capture: &Capture, config: &LaunchConfig) -> Option<String> {
+fn outside_limits(capture: &Capture, config: &LaunchConfig) -> Option<Refusal> {
     let r = &capture.record;
-    let check = |what: &str, key: &str, v: u32, limits: Option<[u32; 2]>| {
+    let check = |count, value: u32, limits: Option<[u32; 2]>| {
         let [lo, hi] = limits?;
-        (lo > 0 && (v < lo || v > hi))
-            .then(|| format!("{what} {v} is outside the recorded {key} [{lo}, {hi}]"))
+        (lo > 0 && (value < lo || value > hi)).then_some(Refusal::OutsideLimits {
+            count,
+            value,
+            limits: [lo, hi],
+        })
     };
-    check("teams", "TeamsLimits", config.grid[0], r.teams_limits).or_else(|| {
-        check(
-            "threads",
-            "ThreadsLimits",
-            config.block[0],
-            r.threads_limits,
-        )
-    })
+    check(LimitedCount::Teams, config.grid[0], r.teams_limits)
+        .or_else(|| check(LimitedCount::Threads, config.block[0], r.threads_limits))
 }

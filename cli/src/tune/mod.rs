@@ -189,10 +189,10 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             out!("plotted {}", path.display());
         }
     }
-    use reprise::tune::Verdict;
+    use reprise::tune::{Stopped, Verdict};
     Ok(match (&report.stopped, report.verdict()) {
-        (Some(why), _) if why != "interrupted" => ExitCode::from(2),
-        (Some(_), _) => ExitCode::from(130),
+        (Some(Stopped::Interrupted), _) => ExitCode::from(130),
+        (Some(_), _) => ExitCode::from(2),
         (None, Verdict::Usable) => ExitCode::SUCCESS,
         (None, Verdict::AllDiffer) => {
             note!(

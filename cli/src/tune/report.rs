@@ -166,7 +166,8 @@ pub fn csv(r: &TuneReport) -> String {
         let c = m.config;
         let detail = match &m.status {
             Status::Differs(v) => v.to_string(),
-            Status::Refused(w) | Status::Failed(w) => w.clone(),
+            Status::Refused(w) => w.to_string(),
+            Status::Failed(w) => w.to_string(),
             _ => String::new(),
         };
         out.push_str(&format!(
@@ -213,7 +214,8 @@ pub fn json(capture: &Capture, r: &TuneReport, a: &TuneArgs) -> String {
             "status": status_word(&m.status),
             "detail": match &m.status {
                 Status::Differs(v) => Some(v.to_string()),
-                Status::Refused(w) | Status::Failed(w) => Some(w.clone()),
+                Status::Refused(w) => Some(w.to_string()),
+                Status::Failed(w) => Some(w.to_string()),
                 _ => None,
             },
             "times_s": m.times.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
@@ -229,7 +231,7 @@ pub fn json(capture: &Capture, r: &TuneReport, a: &TuneArgs) -> String {
         "repetitions": a.repetitions,
         "warmup": a.warmup,
         "device_times": r.device_times,
-        "stopped": r.stopped,
+        "stopped": r.stopped.as_ref().map(ToString::to_string),
         "best": r.best().map(entry),
         "recorded": r.recorded().map(entry),
         "results": in_order(r).into_iter().map(entry).collect::<Vec<_>>(),
