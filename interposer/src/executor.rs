@@ -263,16 +263,7 @@ impl Executor for Interposed {
 
 /// The globals an image defines, by name.
 fn global_names(image: &[u8]) -> Vec<String> {
-    use reprise_cuda::{cubin, ptx};
-    match sniff(image) {
-        ImageKind::Ptx => ptx::globals(&String::from_utf8_lossy(image))
-            .into_iter()
-            .map(|g| g.name)
-            .collect(),
-        ImageKind::Elf { .. } => cubin::elf_globals(image),
-        ImageKind::Fatbin => cubin::fatbin_globals(image),
-        _ => Vec::new(),
-    }
+    reprise_cuda::global_names(sniff(image), image)
 }
 
 /// Copies and launches on the stream of the launch being recorded; a

@@ -103,28 +103,22 @@ pub struct CudaImage {
 impl CudaImage {
     pub(crate) fn load(dev: &Arc<Device>, image: &[u8]) -> Result<Self, CudaError> {
         let kind = sniff(image);
-        let (globals, bytes) = match kind {
+        let bytes = match kind {
             ImageKind::Ptx => {
                 // The driver reads PTX up to a NUL byte.
-                let text = match image.iter().position(|&b| b == 0) {
-                    Some(end) => &image[..end],
-                    None => image,
-                };
-                let names = crate::ptx::globals(&String::from_utf8_lossy(text))
-                    .into_iter()
-                    .map(|g| g.name)
-                    .collect();
+                let text = crate::info::ptx_text(image);
                 let mut z = Vec::with_capacity(text.len() + 1);
                 z.extend_from_slice(text);
                 z.push(0);
-                (names, std::borrow::Cow::Owned(z))
+                std::borrow::Cow::Owned(z)
             }
             ImageKind::Elf {
                 machine: EM_CUDA, ..
-            } => (crate::cubin::elf_globals(image), image.into()),
-            ImageKind::Fatbin => (crate::cubin::fatbin_globals(image), image.into()),
+            }
+            | ImageKind::Fatbin => image.into(),
             other => return Err(CudaError::UnsupportedImage(other)),
         };
+        let globals = crate::info::global_names(kind, image);
         let unlisted = (kind == ImageKind::Fatbin
             && crate::cubin::fatbin_globals_unreadable(image))
         .then(|| unlisted_globals(image));

@@ -19,8 +19,6 @@ use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[cfg(feature = "host")]
-use reprise_core::image::EM_X86_64;
 use reprise_core::image::{EM_AMDGPU, EM_CUDA, ImageKind, sniff};
 use reprise_core::offload::{self, ImageFormat};
 use reprise_core::record::BackendKind;
@@ -141,39 +139,15 @@ impl DeviceImage {
     }
 }
 
-/// The kernels `image` defines, where its kind tells them.
+/// The kernels `image` defines, where its kind tells them (as its
+/// executor's [`ImageInfo`](reprise_core::image::ImageInfo) reads them).
 pub fn kernels_of(image: &[u8]) -> Vec<String> {
-    match sniff(image) {
-        #[cfg(feature = "host")]
-        ImageKind::Elf {
-            machine: EM_X86_64, ..
-        } => reprise_host::elf::symbols(image)
-            .map(|s| s.functions)
-            .unwrap_or_default(),
-        #[cfg(feature = "cuda")]
-        ImageKind::Elf {
-            machine: EM_CUDA, ..
-        } => reprise_cuda::cubin::elf_kernels(image),
-        #[cfg(feature = "amdgpu")]
-        ImageKind::Elf {
-            machine: EM_AMDGPU, ..
-        } => reprise_amdgpu::code_object::parse(image)
-            .map(|c| c.kernels().iter().map(|k| k.name.clone()).collect())
-            .unwrap_or_default(),
-        #[cfg(feature = "cuda")]
-        ImageKind::Ptx => reprise_cuda::ptx::entries(&String::from_utf8_lossy(image)),
-        #[cfg(feature = "cuda")]
-        ImageKind::Fatbin => {
-            let mut all: Vec<String> = reprise_cuda::cubin::fatbin_entries(image)
-                .into_iter()
-                .flat_map(kernels_of)
-                .collect();
-            all.sort();
-            all.dedup();
-            all
-        }
-        _ => Vec::new(),
-    }
+    sniff(image)
+        .backend()
+        .ok()
+        .and_then(crate::executors::image_info)
+        .map(|info| info.kernels(image))
+        .unwrap_or_default()
 }
 
 /// The device images in the offload container `section` (the contents of

@@ -14,6 +14,11 @@ use core::fmt;
 
 use crate::record::BackendKind;
 
+#[cfg(feature = "alloc")]
+mod info;
+#[cfg(feature = "alloc")]
+pub use info::{ImageGlobal, ImageInfo, ImageProblem, ProblemSite};
+
 /// ELF machine number of x86-64.
 pub const EM_X86_64: u16 = 62;
 /// ELF machine number of NVIDIA cubins.
