@@ -81,7 +81,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         )));
     }
     let kind = a.backend.kind().unwrap_or(BackendKind::Host);
-    if let (BackendKind::Host, Some(d)) = (kind, a.device_id) {
+    if let Some(d) = a.device_id
+        && !reprise::executors::traits(kind).has_devices
+    {
         return Err(CliError::Command(format!(
             "--device-id {d} chooses a GPU: use it with --backend cuda or amdgpu"
         )));
@@ -236,12 +238,12 @@ fn demo<E: AnyExecutor>(
             );
             let mut me = crate::ui::invocation();
             let on_path = me == "reprise";
-            // A runtime chosen by REPRISE_HSA_LIBRARY (the simulated one,
-            // say) is part of the command that works.
-            if let (BackendKind::Amdgpu, Some(lib)) =
-                (backend, std::env::var_os("REPRISE_HSA_LIBRARY"))
+            // A runtime chosen by its variable (REPRISE_HSA_LIBRARY naming
+            // the simulated one, say) is part of the command that works.
+            if let Some(var) = reprise::executors::traits(backend).library_var
+                && let Some(lib) = std::env::var_os(var)
             {
-                me = format!("REPRISE_HSA_LIBRARY={} {me}", lib.to_string_lossy());
+                me = format!("{var}={} {me}", lib.to_string_lossy());
             }
             out!();
             out!(

@@ -56,7 +56,11 @@ fn gpu_targets(d: &Description) -> Vec<String> {
     let Some(kind) = d.image_kind else {
         return Vec::new();
     };
-    if kind.backend() == Ok(reprise::BackendKind::Host) {
+    // A host image holds no GPU code: not read.
+    if kind
+        .backend()
+        .is_ok_and(|b| !reprise::executors::traits(b).device_memory)
+    {
         return Vec::new();
     }
     match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {

@@ -23,9 +23,9 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
+use reprise::OpenOptions;
 use reprise::capture::{BaseOrigin, ResolvedBase};
 use reprise::capture::{CapturePaths, head, read_descriptor, resolve_base};
-use reprise::{BackendKind, OpenOptions};
 
 use crate::error::{CliError, Result};
 
@@ -45,7 +45,7 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
         return false;
     }
     if let Some(kind) = options.backend {
-        return kind == BackendKind::Host;
+        return reprise::executors::traits(kind).in_process;
     }
     let image = match &options.image {
         // From an application binary: the entry for the capture's kernel.
@@ -56,7 +56,11 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
         }),
         None => image_path(descriptor).and_then(|image| head(&image, 4096)),
     };
-    image.is_none_or(|bytes| reprise::core::image::sniff(&bytes).backend() == Ok(BackendKind::Host))
+    image.is_none_or(|bytes| {
+        reprise::core::image::sniff(&bytes)
+            .backend()
+            .is_ok_and(|kind| reprise::executors::traits(kind).in_process)
+    })
 }
 
 fn image_path(descriptor: &Path) -> Option<std::path::PathBuf> {

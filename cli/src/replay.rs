@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use reprise::{BackendKind, Capture};
+use reprise::Capture;
 
 use crate::backend::BackendArg;
 use crate::compare_args::CompareArgs;
@@ -112,9 +112,11 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     for m in reprise::list::marked_args(rec) {
         note!("warning: {}: {m}", a.file.display());
     }
-    if let (BackendKind::Host, Some(d)) = (backend, a.device_id) {
+    if let Some(d) = a.device_id
+        && !reprise::executors::traits(backend).has_devices
+    {
         note!(
-            "warning: --device-id {d} is ignored: the host executor has no devices to choose from"
+            "warning: --device-id {d} is ignored: the {backend} executor has no devices to choose from"
         );
     }
     out!(

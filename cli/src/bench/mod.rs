@@ -200,15 +200,16 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     }
     // The interposer's rows after the tables', while the scratch
     // directory is there for the captures they write.
-    let interposer = (backend == reprise::BackendKind::Cuda && results.is_ok()).then(|| {
-        let smallest = cfg.sizes.iter().copied().min().unwrap_or(64 << 10);
-        interposer::measure(
-            a.quick,
-            interposer::elements_for(smallest),
-            &dir,
-            &mut progress,
-        )
-    });
+    let interposer =
+        (reprise::executors::traits(backend).interposed && results.is_ok()).then(|| {
+            let smallest = cfg.sizes.iter().copied().min().unwrap_or(64 << 10);
+            interposer::measure(
+                a.quick,
+                interposer::elements_for(smallest),
+                &dir,
+                &mut progress,
+            )
+        });
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
     let alloc = bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
@@ -350,7 +351,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             r.replay_vs_read()
         );
     }
-    let yardstick = if backend == reprise::BackendKind::Host {
+    let yardstick = if !reprise::executors::traits(backend).device_memory {
         "one memcpy of the snapshot"
     } else {
         "one copy of the snapshot on the device"

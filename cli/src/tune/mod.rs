@@ -126,7 +126,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         builder = builder.device_id(d);
     }
     let backend = builder.resolved_backend()?;
-    if backend == reprise::BackendKind::Host {
+    if !reprise::executors::traits(backend).launch_geometry {
         return Err(reprise::Error::NoGeometry.into());
     }
     let configs = configurations(&a, recorded)?;
