@@ -198,14 +198,50 @@ impl<'a> ReplayBuilder<'a> {
     pub fn resolved_backend(&self) -> Result<BackendKind> {
         resolve_backend(self.capture, self.backend)
     }
+}
 
-    async fn run(self) -> Result<Outcome> {
-        let descriptor = self.capture.paths.descriptor.clone();
-        let spec = ExecutorSpec::new(self.resolved_backend()?)
-            .device(self.device_id.unwrap_or(self.capture.record.device_id));
-        let replay =
-            executors::with_executor(spec, ReplayJob(self)).map_err(|e| e.in_file(&descriptor))?;
-        replay.await.map_err(|e| e.in_file(&descriptor))
+/// Work on the executor a capture runs on, what replaying and tuning have
+/// in common: which executor, on which device, and errors that name the
+/// capture.
+trait OnCapture<'a>: Sized + Send + 'a {
+    /// What the work gives.
+    type Output: Send + 'a;
+    /// The capture.
+    fn capture(&self) -> &'a Capture;
+    /// The executor asked for, if any, and the device.
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>);
+    /// The work, on `exec`.
+    fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Self::Output>;
+}
+
+/// Opens the executor `work` needs and does it (a boxed future rather than
+/// an `async fn`, whose `Send` the compiler cannot prove for every `'a`).
+fn on_capture<'a, W: OnCapture<'a>>(work: W) -> Working<'a, W::Output> {
+    let capture = work.capture();
+    let descriptor = capture.paths.descriptor.clone();
+    let (backend, device) = work.asked();
+    let backend = match resolve_backend(capture, backend) {
+        Ok(b) => b,
+        Err(e) => return Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
+    };
+    let spec = ExecutorSpec::new(backend).device(device.unwrap_or(capture.record.device_id));
+    match executors::with_executor(spec, OnExecutor(work, std::marker::PhantomData)) {
+        Ok(work) => Box::pin(async move { work.await.map_err(|e| e.in_file(&descriptor)) }),
+        Err(e) => Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
+    }
+}
+
+/// A boxed future of work on an executor.
+type Working<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// An [`OnCapture`] on whatever executor [`executors::with_executor`] opens.
+struct OnExecutor<'a, W>(W, std::marker::PhantomData<&'a ()>);
+
+impl<'a, W: OnCapture<'a>> ExecutorJob for OnExecutor<'a, W> {
+    type Output = Working<'a, W::Output>;
+
+    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Self::Output> {
+        Ok(self.0.on(executors.open()?))
     }
 }
 
@@ -238,40 +274,41 @@ fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<Ba
     Ok(backend)
 }
 
-/// A boxed replay future.
-type Replaying<'a> = Pin<Box<dyn Future<Output = Result<Outcome>> + Send + 'a>>;
+impl<'a> OnCapture<'a> for ReplayBuilder<'a> {
+    type Output = Outcome;
 
-/// Replaying on whatever executor [`executors::with_executor`] opens.
-struct ReplayJob<'a>(ReplayBuilder<'a>);
+    fn capture(&self) -> &'a Capture {
+        self.capture
+    }
 
-impl<'a> ExecutorJob for ReplayJob<'a> {
-    type Output = Replaying<'a>;
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>) {
+        (self.backend, self.device_id)
+    }
 
-    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Replaying<'a>> {
-        let exec = executors.open()?;
+    fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Outcome> {
         let ReplayBuilder {
             capture,
             options,
             mut progress,
             ..
-        } = self.0;
-        Ok(Box::pin(async move {
+        } = self;
+        Box::pin(async move {
             let mut nothing = |_| {};
             let progress: &mut (dyn FnMut(u32) + Send) = match &mut progress {
                 Some(p) => p.as_mut(),
                 None => &mut nothing,
             };
             reprise_std::replay_on(&exec, capture, &options, progress).await
-        }))
+        })
     }
 }
 
 impl<'a> IntoFuture for ReplayBuilder<'a> {
     type Output = Result<Outcome>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send + 'a>>;
+    type IntoFuture = Working<'a, Outcome>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.run())
+        on_capture(self)
     }
 }
 
@@ -353,35 +390,27 @@ impl<'a> TuneBuilder<'a> {
     pub fn resolved_backend(&self) -> Result<BackendKind> {
         resolve_backend(self.capture, self.backend)
     }
-
-    async fn run(self) -> Result<tune::TuneReport> {
-        let descriptor = self.capture.paths.descriptor.clone();
-        let spec = ExecutorSpec::new(self.resolved_backend()?)
-            .device(self.device_id.unwrap_or(self.capture.record.device_id));
-        let sweep =
-            executors::with_executor(spec, TuneJob(self)).map_err(|e| e.in_file(&descriptor))?;
-        sweep.await.map_err(|e| e.in_file(&descriptor))
-    }
 }
 
-/// A boxed sweep future.
-type Tuning<'a> = Pin<Box<dyn Future<Output = Result<tune::TuneReport>> + Send + 'a>>;
+impl<'a> OnCapture<'a> for TuneBuilder<'a> {
+    type Output = tune::TuneReport;
 
-/// Sweeping on whatever executor [`executors::with_executor`] opens.
-struct TuneJob<'a>(TuneBuilder<'a>);
+    fn capture(&self) -> &'a Capture {
+        self.capture
+    }
 
-impl<'a> ExecutorJob for TuneJob<'a> {
-    type Output = Tuning<'a>;
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>) {
+        (self.backend, self.device_id)
+    }
 
-    fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Tuning<'a>> {
-        let exec = executors.open()?;
+    fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, tune::TuneReport> {
         let TuneBuilder {
             capture,
             options,
             mut progress,
             ..
-        } = self.0;
-        Ok(Box::pin(async move {
+        } = self;
+        Box::pin(async move {
             let mut all = |_: usize, _: usize, _: &tune::Measured| true;
             let progress: &mut (dyn FnMut(usize, usize, &tune::Measured) -> bool + Send) =
                 match &mut progress {
@@ -389,15 +418,15 @@ impl<'a> ExecutorJob for TuneJob<'a> {
                     None => &mut all,
                 };
             tune::tune_on(&exec, capture, &options, progress).await
-        }))
+        })
     }
 }
 
 impl<'a> IntoFuture for TuneBuilder<'a> {
     type Output = Result<tune::TuneReport>;
-    type IntoFuture = Tuning<'a>;
+    type IntoFuture = Working<'a, tune::TuneReport>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.run())
+        on_capture(self)
     }
 }
