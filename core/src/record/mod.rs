@@ -60,6 +60,7 @@ use heapless::{String, Vec};
 
 mod de;
 mod error;
+mod files;
 #[cfg(test)]
 mod marks_tests;
 mod ser;
@@ -67,6 +68,7 @@ mod ser;
 mod tests;
 
 pub use error::{ArgSizeProblem, RecordError};
+pub use files::{Checksummer, FileNames, KNOWN_EXTENSIONS, checksum};
 
 /// Most arguments a record can hold.
 pub const MAX_ARGS: usize = 128;

@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use reprise_core::exec::{Executor, MapFile};
-use reprise_core::record::KernelRecord;
+use reprise_core::record::{Checksummer, KernelRecord};
 
 use crate::error::{CaptureProblem, Error, Result};
 
@@ -332,9 +332,9 @@ pub(crate) fn stream(
 
 /// The xxh3-64 checksum of a file, streamed.
 pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut h = Checksummer::new();
     stream(file, path, 1 << 20, &mut |b| h.update(b))?;
-    Ok(h.digest())
+    Ok(h.finish())
 }
 
 /// The error for a file whose checksum is `got` where the descriptor says
@@ -372,7 +372,5 @@ pub(crate) fn entry_checksum_mismatch(
     )
 }
 
-/// The xxh3-64 checksum of bytes (what the writer records).
-pub fn checksum(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
-}
+/// The checksum of bytes (what the writer records: the core's rule).
+pub use reprise_core::record::checksum;

@@ -1,5 +1,6 @@
 //! Where a capture's files are: siblings of the descriptor, named by its
-//! stem and the generation's extensions.
+//! stem and the generation's extensions (the core's
+//! [`Generation::file_names`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,35 +23,14 @@ pub struct CapturePaths {
     pub image: PathBuf,
 }
 
-/// The extensions of data files, by generation: (input, output, replay output).
-fn extensions(generation: Generation) -> (&'static str, &'static str, &'static str) {
-    match generation {
-        Generation::LlvmLegacy => ("memory", "original.output", "replay.output"),
-        Generation::LlvmCurrent | Generation::Reprise => {
-            ("record_input", "record_output", "replay_output")
-        }
-    }
-}
-
-/// Every extension a capture's files may carry (for listing and orphans).
-pub const KNOWN_EXTENSIONS: &[&str] = &[
-    "json",
-    "memory",
-    "original.output",
-    "replay.output",
-    "record_input",
-    "record_output",
-    "replay_output",
-    "globals",
-    "image",
-    "bc",
-];
+/// Every extension a capture's files may carry (the core's rule).
+pub use reprise_core::record::KNOWN_EXTENSIONS;
 
 impl CapturePaths {
     /// The sibling files of `descriptor` for a capture of `generation`.
     pub fn new(descriptor: &Path, generation: Generation) -> Self {
         let stem = stem_of(descriptor);
-        let (input, output, replay) = extensions(generation);
+        let names = generation.file_names();
         let with = |ext: &str| {
             let mut s = stem.clone().into_os_string();
             s.push(".");
@@ -59,11 +39,11 @@ impl CapturePaths {
         };
         CapturePaths {
             descriptor: descriptor.to_path_buf(),
-            input: with(input),
-            output: with(output),
-            replay_output: with(replay),
-            globals: with("globals"),
-            image: with("image"),
+            input: with(names.input),
+            output: with(names.output),
+            replay_output: with(names.replay_output),
+            globals: with(names.globals),
+            image: with(names.image),
         }
     }
 }

@@ -194,7 +194,7 @@ pub fn verify(
             },
         ));
     }
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = reprise_core::record::Checksummer::new();
     let mut feeder = RangeFeeder::new(tolerance, &ranges);
     let mut at = 0u64;
     recorded.for_each_chunk(1 << 20, |chunk| {
@@ -206,7 +206,7 @@ pub fn verify(
         at += chunk.len() as u64;
     })?;
     if let Some(want) = checksum {
-        let got = hasher.digest();
+        let got = hasher.finish();
         if got != want {
             return Err(checksum_mismatch(&recorded.path, want, got));
         }
