@@ -32,6 +32,14 @@ impl ImageInfo for AmdImages {
             .unwrap_or_default()
     }
 
+    /// The sizes of the kernel's explicit arguments, from its metadata (the
+    /// hidden ones the executor fills are not the caller's).
+    fn param_sizes(&self, image: &[u8], kernel: &str) -> Option<Vec<u32>> {
+        let code = code_object::parse(image).ok()?;
+        let k = code.kernels().iter().find(|k| k.name == kernel)?;
+        Some(k.explicit_args().map(|a| a.size).collect())
+    }
+
     /// The target (LLVM target id: processor and features) and the kernels
     /// with their kernarg segment sizes.
     fn targets(&self, image: &[u8]) -> Vec<String> {

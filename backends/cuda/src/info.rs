@@ -63,6 +63,14 @@ impl ImageInfo for CudaImages {
         }
     }
 
+    /// From PTX's `.entry` declaration; a cubin's or fat binary's layout
+    /// is the driver's to tell (`cuFuncGetParamInfo`, once loaded).
+    fn param_sizes(&self, image: &[u8], kernel: &str) -> Option<Vec<u32>> {
+        (sniff(image) == ImageKind::Ptx)
+            .then(|| ptx::param_sizes(&String::from_utf8_lossy(ptx_text(image)), kernel))
+            .flatten()
+    }
+
     fn targets(&self, image: &[u8]) -> Vec<String> {
         targets::targets(image)
             .iter()

@@ -37,6 +37,7 @@
 //! assert!(info.launch_problems(b"", "k", &[8]).is_empty());
 //! assert_eq!(info.launch_problems(b"", "j", &[8])[0].message, "no kernel `j`");
 //! assert_eq!(info.globals(b""), None, "no globals listed unless the backend can");
+//! assert_eq!(info.param_sizes(b"", "k"), None, "nor a parameter layout");
 //! ```
 
 use alloc::string::String;
@@ -117,6 +118,15 @@ pub trait ImageInfo: Sync {
     fn targets(&self, image: &[u8]) -> Vec<String> {
         let _ = image;
         Vec::new()
+    }
+
+    /// The parameter layout of `kernel`: each parameter's size in bytes as
+    /// the image declares it (PTX `.param`s, an AMD code object's explicit
+    /// kernel arguments); `None` when the image does not say (a host shared
+    /// object, a cubin) or lacks the kernel.
+    fn param_sizes(&self, image: &[u8], kernel: &str) -> Option<Vec<u32>> {
+        let _ = (image, kernel);
+        None
     }
 
     /// What the executor's loader and launch would refuse in launching
