@@ -1,10 +1,10 @@
 //! The registry (`reprise::executors`): the one place that chooses by
 //! executor kind hands out, for each kind in the build, the executor's
-//! [`ImageInfo`], which reads the built-in sample images as their
+//! `ImageInfo`, which reads the built-in sample images as their
 //! executors would, without a device. CI runs this with each backend
 //! feature alone too.
 
-use reprise::core::image::{ImageInfo, ProblemSite};
+use reprise::core::image::ProblemSite;
 use reprise::core::record::BackendKind;
 use reprise::executors::{image_info, in_build, traits};
 use reprise::samples::{bench_kernel, demo_kernel};
