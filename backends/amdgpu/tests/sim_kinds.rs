@@ -3,26 +3,16 @@
 //! without knowing `AmdError`. One test: the simulator's state is per
 //! process.
 
+mod common;
+
+use common::{fixture, synchronize};
 use reprise_test_support::hsa_runtime as sim;
 
-use std::path::Path;
-
-use reprise_amdgpu::{AmdError, AmdExecutor, AmdQueue, FRESH_BASE};
+use reprise_amdgpu::{AmdError, AmdExecutor, FRESH_BASE};
 use reprise_core::exec::{
     DeviceRegion, ErrorKind, ExecError, Executor, KernelArgs, Launch, LaunchConfig, Queue,
     RegionRequest, Segment,
 };
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn synchronize(q: &mut AmdQueue) -> Result<(), AmdError> {
-    reprise_core::block_on(core::future::poll_fn(|cx| q.poll_synchronize(cx)))
-}
 
 /// A saxpy launch (`a`, `x`, `y`, `n`) with `block` and as many of the
 /// four argument sizes as `sizes` gives.

@@ -7,25 +7,15 @@
 //! The simulator's state is per process, so the checks run in one test, in
 //! order.
 
-use reprise_test_support::hsa_runtime as sim;
+mod common;
 
-use std::path::Path;
+use common::{fixture, synchronize};
+use reprise_test_support::hsa_runtime as sim;
 
 use reprise_amdgpu::{AmdBuffer, AmdError, AmdExecutor, AmdKernel, AmdQueue, FRESH_BASE};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, Ticket,
 };
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn synchronize(q: &mut AmdQueue) -> Result<(), AmdError> {
-    reprise_core::block_on(core::future::poll_fn(|cx| q.poll_synchronize(cx)))
-}
 
 fn floats(bytes: &[u8]) -> Vec<f32> {
     bytes
