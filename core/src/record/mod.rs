@@ -58,6 +58,8 @@ use core::fmt;
 
 use heapless::{String, Vec};
 
+#[cfg(feature = "alloc")]
+pub mod base;
 mod de;
 mod error;
 mod files;
