@@ -1,286 +1,21 @@
 //! Where a capture's region was, when its descriptor does not say: LLVM 16
-//! writes no `BumpAllocVAStart`.
-//!
-//! What LLVM 16's runtime does (seen on its host plugin, and in its
-//! sources): the region is one `malloc` per process, glibc's `mmap`'d
-//! chunk, so its base is a page plus 16 bytes (the chunk header); every
-//! allocation is bumped contiguously from the base in 16-byte steps, so
-//! each snapshot starts at the base and `DeviceMemorySize` is everything
-//! allocated so far. A pointer argument's `ArgPtrs` entry is the
-//! allocation LLVM made (a mapped section's `ArgOffsets` then takes the
-//! kernel's pointer below it, so the offset is left out here); a scalar
-//! passed by value (a trip count, a `float`'s bits, a 64-bit integer)
-//! stands in `ArgPtrs` as it is.
-//!
-//! The evidence, in order:
-//! 1. **Containment.** A base `B` (a page + 0x10, at or above Linux's
-//!    lowest mappable address, its region below the top of x86-64 user
-//!    space) is possible when at least one argument lies in
-//!    `[B, B + DeviceMemorySize)`; those arguments are its pointers, the
-//!    others scalars. Pointers cluster within the snapshot's length of
-//!    each other; scalars mostly do not, and the doubles' bits lie above
-//!    user space.
-//! 2. **Siblings.** The captures of one process share their base, so the
-//!    sibling descriptors without a base in the same directory narrow the
-//!    possible bases to those all of them allow (when a sibling allows none
-//!    in common, it came from another process, and is left out).
-//! 3. When one base remains among those that hold the most arguments, it
-//!    is the base ([`Evidence::Only`]): any other would take a value
-//!    within the snapshot's length of the other pointers for a scalar.
-//! 4. When several remain, the base is one at which an argument's
-//!    allocation starts, of this capture or an agreeing sibling, whose
-//!    pointers are the most: LLVM's first allocation lies at the base, so
-//!    the process's first kernel has one ([`Evidence::FirstAllocation`]).
-//!    This is evidence, not proof: a later kernel whose earlier buffers
-//!    were whole pages also has one, and then a replay that faults or
-//!    differs says that the base may be wrong and names the others.
-//! 5. Otherwise nothing tells the bases apart: the capture is refused as
-//!    [`BaseOrigin::Ambiguous`], with the candidates, for `--region-base`.
+//! writes no `BumpAllocVAStart`. The rule, and the types that say what it
+//! found, are the core's ([`reprise_core::record::base`], re-exported
+//! here); this module reads what the rule weighs: the sibling descriptors
+//! of a capture's directory ([`Siblings`], once per directory).
 
 use std::path::Path;
 
-use reprise_core::record::{Generation, KernelRecord};
+use reprise_core::record::KernelRecord;
+use reprise_core::record::base;
+pub use reprise_core::record::base::{
+    BaseOrigin, Candidates, Derivation, Evidence, NAMED, ResolvedBase,
+};
 
 use super::read_descriptor;
 
-/// The page size the rule assumes (glibc's `mmap` granularity on x86-64).
-const PAGE: u64 = 4096;
-/// glibc's chunk header before a `malloc`ed block.
-const CHUNK_HEADER: u64 = 0x10;
-/// The lowest base: Linux maps nothing below `vm.mmap_min_addr` (64 KiB by
-/// default), and the chunk's header comes first.
-const LOWEST: u64 = 0x1_0000 + CHUNK_HEADER;
-/// The end of x86-64 user space (47-bit addresses).
-const TOP: u64 = 1 << 47;
 /// Siblings looked at, at most.
 const MAX_SIBLINGS: usize = 256;
-/// Candidates kept to be named.
-pub const NAMED: usize = 8;
-
-/// Bases that remain possible, as named to people: the first [`NAMED`] in
-/// order of likelihood, and how many in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Candidates {
-    first: [u64; NAMED],
-    len: usize,
-    /// How many bases remain possible in all.
-    pub total: u64,
-}
-
-impl Candidates {
-    /// The candidates named, most likely first.
-    pub fn named(&self) -> &[u64] {
-        &self.first[..self.len]
-    }
-}
-
-impl std::fmt::Display for Candidates {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::error::write_addresses(f, self.named(), self.total)
-    }
-}
-
-/// Why a derived base was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Evidence {
-    /// No other base puts the pointer arguments inside the snapshot.
-    Only,
-    /// Several do; at this one an argument's allocation starts (LLVM's
-    /// first allocation is at the base). The others stay possible.
-    FirstAllocation {
-        /// The other bases possible.
-        others: Candidates,
-    },
-}
-
-/// Where a capture's region base came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BaseOrigin {
-    /// The descriptor records it.
-    Recorded,
-    /// The caller gave it ([`super::OpenOptions::region_base`]).
-    Given,
-    /// Derived by the rule in this module's documentation.
-    Derived {
-        /// Why this base.
-        evidence: Evidence,
-        /// Sibling captures without a base whose allowed bases narrowed
-        /// this one's.
-        agreeing: usize,
-        /// Sibling captures without a base that allow none of this one's
-        /// (recorded by another process).
-        disagreeing: usize,
-    },
-    /// No base: several remain possible and nothing tells them apart
-    /// (`record.region_base` stays `None`).
-    Ambiguous {
-        /// The bases possible.
-        candidates: Candidates,
-    },
-}
-
-/// A capture's region base as settled for a replay, beside the record,
-/// which keeps what was recorded: the address (none when several are
-/// possible, [`BaseOrigin::Ambiguous`]) and where it came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResolvedBase {
-    /// The base address.
-    pub addr: Option<u64>,
-    /// Where it came from.
-    pub origin: BaseOrigin,
-}
-
-impl BaseOrigin {
-    /// The other bases a derived one was chosen among, if any.
-    pub fn alternatives(&self) -> Option<&Candidates> {
-        match self {
-            BaseOrigin::Derived {
-                evidence: Evidence::FirstAllocation { others },
-                ..
-            } => Some(others),
-            BaseOrigin::Ambiguous { candidates } => Some(candidates),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for BaseOrigin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (evidence, agreeing, disagreeing) = match *self {
-            BaseOrigin::Recorded => return f.write_str("recorded"),
-            BaseOrigin::Given => return f.write_str("given"),
-            BaseOrigin::Ambiguous { candidates } => {
-                return write!(
-                    f,
-                    "ambiguous: {} page + 0x10 addresses put the pointer arguments inside the \
-                     snapshot, and nothing tells them apart: {candidates}",
-                    candidates.total
-                );
-            }
-            BaseOrigin::Derived {
-                evidence,
-                agreeing,
-                disagreeing,
-            } => (evidence, agreeing, disagreeing),
-        };
-        f.write_str("derived: the descriptor records none; ")?;
-        match evidence {
-            Evidence::Only => f.write_str(
-                "the only page + 0x10 address that puts the pointer arguments inside the \
-                 DeviceMemorySize-byte snapshot",
-            )?,
-            Evidence::FirstAllocation { others } => write!(
-                f,
-                "of the page + 0x10 addresses that put the pointer arguments inside the \
-                 snapshot, the one where an argument's buffer starts (LLVM allocates its \
-                 first buffer at the base); {} other(s) are possible, and a replay that \
-                 faults or differs names them",
-                others.total
-            )?,
-        }
-        if agreeing > 0 {
-            write!(
-                f,
-                ", narrowed by {agreeing} sibling capture(s) of the directory"
-            )?;
-        }
-        if disagreeing > 0 {
-            write!(
-                f,
-                "; {disagreeing} sibling capture(s) allow no base in common with it \
-                 (recorded by another process?) and were left out"
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// A run of bases `(lo, hi]` that hold the same arguments.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    lo: u64,
-    hi: u64,
-    /// How many of the capture's arguments lie inside the snapshot.
-    members: usize,
-}
-
-/// The page + 0x10 addresses in `(lo, hi]`: the first and how many.
-fn points(lo: u64, hi: u64) -> Option<(u64, u64)> {
-    let first = (lo.saturating_sub(CHUNK_HEADER) / PAGE + 1)
-        .checked_mul(PAGE)?
-        .checked_add(CHUNK_HEADER)?;
-    (first <= hi).then(|| (first, (hi - first) / PAGE + 1))
-}
-
-/// The argument values that may be pointers into the region of `record`.
-fn values(record: &KernelRecord) -> Vec<u64> {
-    let mut v: Vec<u64> = record
-        .arg_ptrs
-        .iter()
-        .map(|&p| p as u64)
-        .filter(|&p| (LOWEST..TOP).contains(&p))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// The bases `record` allows, as disjoint spans in order, with their
-/// members; empty when it allows none (no `DeviceMemorySize`, no
-/// argument that can be a pointer).
-fn spans(record: &KernelRecord) -> Vec<Span> {
-    let Some(size) = record.memory_size.filter(|&s| s > 0 && s < TOP) else {
-        return Vec::new();
-    };
-    let values = values(record);
-    // Argument v is inside for B in (v - size, v]: the members change
-    // only at these ends.
-    let mut ends: Vec<u64> = values
-        .iter()
-        .flat_map(|&v| [v.saturating_sub(size), v])
-        .collect();
-    ends.sort_unstable();
-    ends.dedup();
-    let top = TOP - size;
-    let mut out: Vec<Span> = Vec::new();
-    for w in ends.windows(2) {
-        let (lo, hi) = (w[0].max(LOWEST - 1), w[1].min(top));
-        if hi <= lo || points(lo, hi).is_none() {
-            continue;
-        }
-        // Every base in (lo, hi] holds the same arguments: those of hi.
-        let members = values.iter().filter(|&&v| v >= hi && v - hi < size).count();
-        if members > 0 {
-            out.push(Span { lo, hi, members });
-        }
-    }
-    out
-}
-
-/// `ours` narrowed to the bases `theirs` allows too.
-fn intersect(ours: &[Span], theirs: &[Span]) -> Vec<Span> {
-    let mut out = Vec::new();
-    for a in ours {
-        for b in theirs {
-            let (lo, hi) = (a.lo.max(b.lo), a.hi.min(b.hi));
-            if hi > lo && points(lo, hi).is_some() {
-                out.push(Span { lo, hi, ..*a });
-            }
-        }
-    }
-    out
-}
-
-/// What the rule of this module makes of a record without a base.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Derivation {
-    /// No base is possible.
-    None,
-    /// This base, for this reason.
-    Base(u64, BaseOrigin),
-    /// Several, and nothing tells them apart.
-    Ambiguous(Candidates),
-}
 
 #[cfg(test)]
 thread_local! {
@@ -321,7 +56,7 @@ impl Siblings {
             .take(MAX_SIBLINGS)
             .filter(|p| p.metadata().is_ok_and(|m| m.is_file()))
             .filter_map(|p| Some((p.file_name()?.to_owned(), read_descriptor(p).ok()?)))
-            .filter(|(_, r)| r.region_base.is_none() && r.generation == Generation::LlvmLegacy)
+            .filter(|(_, r)| base::derivable(r))
             .collect();
         Siblings { records }
     }
@@ -339,129 +74,16 @@ impl Siblings {
 }
 
 /// The base of the record that has none in `descriptor`, derived by the
-/// rule of this module with the `siblings` of its directory.
+/// core's rule ([`base::derive()`]) with the `siblings` of its directory,
+/// the descriptor itself left out.
 pub fn derive_among(record: &KernelRecord, descriptor: &Path, siblings: &Siblings) -> Derivation {
-    if record.region_base.is_some() || record.generation != Generation::LlvmLegacy {
-        return Derivation::None;
-    }
-    let mut spans = spans(record);
-    if spans.is_empty() {
-        return Derivation::None;
-    }
-    let mut evidence = values(record);
-    let (mut agreeing, mut disagreeing) = (0, 0);
-    for other in siblings.except(descriptor.file_name()) {
-        let theirs = self::spans(other);
-        if theirs.is_empty() {
-            continue;
-        }
-        let narrowed = intersect(&spans, &theirs);
-        if narrowed.is_empty() {
-            disagreeing += 1;
-        } else {
-            spans = narrowed;
-            agreeing += 1;
-            evidence.extend(values(other));
-        }
-    }
-    let total: u64 = spans
-        .iter()
-        .filter_map(|s| points(s.lo, s.hi).map(|(_, n)| n))
-        .fold(0u64, u64::saturating_add);
-    // Where an allocation starts, with the span's members.
-    let mut starts: Vec<(u64, usize)> = evidence
-        .iter()
-        .filter(|&&v| v % PAGE == CHUNK_HEADER)
-        .filter_map(|&v| {
-            spans
-                .iter()
-                .find(|s| s.lo < v && v <= s.hi)
-                .map(|s| (v, s.members))
-        })
-        .collect();
-    starts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-    starts.dedup();
-    // The bases that hold the most arguments: any other takes one of the
-    // pointers these hold for a scalar.
-    let most = spans.iter().map(|s| s.members).max().unwrap_or(0);
-    let mut best = spans
-        .iter()
-        .filter(|s| s.members == most)
-        .filter_map(|s| points(s.lo, s.hi));
-    let only = match (best.next(), best.next()) {
-        (Some((b, 1)), None) => Some(b),
-        _ => None,
-    };
-    let chosen = if let Some(b) = only {
-        Some((b, Evidence::Only))
-    } else {
-        match starts.as_slice() {
-            [(b, _)] => Some(*b),
-            [(b, m), (_, n), ..] if m > n => Some(*b),
-            _ => None,
-        }
-        .map(|b| {
-            (
-                b,
-                Evidence::FirstAllocation {
-                    others: candidates(&spans, &starts, Some(b), total - 1),
-                },
-            )
-        })
-    };
-    match chosen {
-        Some((b, evidence)) => Derivation::Base(
-            b,
-            BaseOrigin::Derived {
-                evidence,
-                agreeing,
-                disagreeing,
-            },
-        ),
-        None => Derivation::Ambiguous(candidates(&spans, &starts, None, total)),
-    }
+    base::derive(record, siblings.except(descriptor.file_name()))
 }
 
-/// The candidates to name: the spans with the most pointers first, in
-/// each its allocation starts, then its bases nearest its pointers;
-/// `except` left out.
-fn candidates(
-    spans: &[Span],
-    starts: &[(u64, usize)],
-    except: Option<u64>,
-    total: u64,
-) -> Candidates {
-    let mut c = Candidates {
-        first: [0; NAMED],
-        len: 0,
-        total,
-    };
-    let mut by_members: Vec<&Span> = spans.iter().collect();
-    by_members.sort_by(|a, b| b.members.cmp(&a.members).then(b.hi.cmp(&a.hi)));
-    let ordered = by_members.iter().flat_map(|s| {
-        let (first, n) = points(s.lo, s.hi).unwrap_or((0, 0));
-        let last = first + (n.saturating_sub(1)) * PAGE;
-        let inside = starts
-            .iter()
-            .map(|t| t.0)
-            .filter(move |&b| s.lo < b && b <= s.hi);
-        inside.chain((0..n.min(NAMED as u64)).map(move |i| last - i * PAGE))
-    });
-    for b in ordered {
-        if c.len == NAMED {
-            break;
-        }
-        if Some(b) != except && !c.first[..c.len].contains(&b) {
-            c.first[c.len] = b;
-            c.len += 1;
-        }
-    }
-    c
-}
-
-/// [`derive_among`] with the siblings of `descriptor`, read now.
+/// [`derive_among`] with the siblings of `descriptor`, read now (not when
+/// the rule does not apply to `record`).
 pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
-    if record.region_base.is_some() || record.generation != Generation::LlvmLegacy {
+    if !base::derivable(record) {
         return Derivation::None;
     }
     derive_among(record, descriptor, &Siblings::of(descriptor))
@@ -470,6 +92,7 @@ pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reprise_core::record::Generation;
 
     fn record(ptrs: &[i64], size: u64) -> KernelRecord {
         let mut r = KernelRecord::new("k").unwrap();
@@ -484,133 +107,21 @@ mod tests {
 
     const B: u64 = 0x7fe7_e2ff_f010;
 
-    fn siblings(r: KernelRecord) -> Siblings {
-        Siblings {
-            records: vec![("other.json".into(), Box::new(r))],
-        }
-    }
-
-    fn base(d: Derivation) -> (u64, BaseOrigin) {
-        match d {
-            Derivation::Base(b, o) => (b, o),
-            other => panic!("no base: {other:?}"),
-        }
-    }
-
     #[test]
-    fn scalars_beside_pointers_are_not_taken_for_pointers() {
-        // n = 100000, x, 1.25f, y, 3.0 (a double's bits), 1 << 40.
-        let r = record(
-            &[
-                100_000,
-                B as i64,
-                0x3fa0_0000,
-                (B + 400_000) as i64,
-                0x4008_0000_0000_0000,
-                1 << 40,
-            ],
-            800_000,
-        );
-        let (b, o) = base(derive_among(&r, Path::new("k.json"), &Siblings::default()));
-        assert_eq!(b, B);
-        assert!(matches!(
-            o,
-            BaseOrigin::Derived {
-                evidence: Evidence::FirstAllocation { .. },
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn a_small_last_buffer_leaves_one_base() {
-        let r = record(&[1000, B as i64, (B + 4000) as i64], 8000);
-        assert_eq!(
-            base(derive_among(&r, Path::new("k.json"), &Siblings::default())),
-            (
-                B,
-                BaseOrigin::Derived {
-                    evidence: Evidence::Only,
-                    agreeing: 0,
-                    disagreeing: 0
-                }
-            )
-        );
-    }
-
-    #[test]
-    fn offsets_are_left_out_of_containment() {
-        let mut r = record(&[B as i64, (B + 4000) as i64], 8000);
-        r.arg_offsets[0] = -24_000;
-        r.arg_offsets[1] = -8000;
-        assert_eq!(
-            base(derive_among(&r, Path::new("k.json"), &Siblings::default())).0,
-            B
-        );
-    }
-
-    #[test]
-    fn a_later_launch_alone_is_ambiguous_and_names_the_base() {
-        // The third launch of a kernel whose buffers are 4000 bytes.
-        let r = record(&[1000, (B + 16_000) as i64, (B + 20_000) as i64, 2], 24_000);
-        match derive_among(&r, Path::new("k.json"), &Siblings::default()) {
-            Derivation::Ambiguous(c) => {
-                assert!(c.named().contains(&B), "{c}");
-                assert!(c.total >= 2 && c.total <= 6, "{c}");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn siblings_of_one_process_narrow_to_one_base() {
+    fn the_descriptor_is_not_its_own_sibling() {
         let first = record(&[1000, B as i64, (B + 4000) as i64], 8000);
         let second = record(&[1000, (B + 8000) as i64, (B + 12_000) as i64], 16_000);
-        let (b, o) = base(derive_among(&second, Path::new("k.json"), &siblings(first)));
-        assert_eq!(b, B);
-        assert!(matches!(o, BaseOrigin::Derived { agreeing: 1, .. }), "{o}");
-    }
-
-    #[test]
-    fn a_sibling_of_another_process_is_left_out() {
-        let ours = record(&[B as i64, (B + 4000) as i64], 8000);
-        let theirs = record(&[0x5555_0000_0010, 0x5555_0000_1010], 8000);
-        let (b, o) = base(derive_among(&ours, Path::new("k.json"), &siblings(theirs)));
-        assert_eq!(b, B);
-        assert!(
-            matches!(o, BaseOrigin::Derived { disagreeing: 1, .. }),
-            "{o}"
-        );
-    }
-
-    #[test]
-    fn no_pointer_no_base() {
-        assert_eq!(
-            derive_among(
-                &record(&[7, 1000], 8000),
-                Path::new("k.json"),
-                &Siblings::default()
-            ),
-            Derivation::None
-        );
-        assert_eq!(
-            derive_among(
-                &record(&[B as i64], 0),
-                Path::new("k.json"),
-                &Siblings::default()
-            ),
-            Derivation::None
-        );
-    }
-
-    #[test]
-    fn huge_sizes_and_values_do_not_overflow() {
-        for size in [u64::MAX, TOP, TOP - 1, 1] {
-            let r = record(
-                &[i64::MAX, i64::MIN, -1, (TOP - 16) as i64, LOWEST as i64],
-                size,
-            );
-            let _ = derive_among(&r, Path::new("k.json"), &Siblings::default());
+        let siblings = Siblings {
+            records: vec![
+                ("a.json".into(), Box::new(first)),
+                ("k.json".into(), Box::new(second.clone())),
+            ],
+        };
+        match derive_among(&second, Path::new("dir/k.json"), &siblings) {
+            Derivation::Base(b, BaseOrigin::Derived { agreeing, .. }) => {
+                assert_eq!((b, agreeing), (B, 1));
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

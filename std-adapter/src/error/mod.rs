@@ -8,7 +8,6 @@
 
 mod capture_problem;
 mod messages;
-pub(crate) use messages::write_addresses;
 mod names;
 
 use std::fmt;
