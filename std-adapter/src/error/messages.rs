@@ -240,17 +240,5 @@ impl Error {
 }
 
 /// Writes `named` addresses, comma-separated, and how many more of `total`
-/// there are.
-pub(crate) fn write_addresses(
-    f: &mut fmt::Formatter<'_>,
-    named: &[u64],
-    total: u64,
-) -> fmt::Result {
-    for (i, b) in named.iter().enumerate() {
-        write!(f, "{}{b:#x}", if i == 0 { "" } else { ", " })?;
-    }
-    if total > named.len() as u64 {
-        write!(f, " (and {} more)", total - named.len() as u64)?;
-    }
-    Ok(())
-}
+/// there are (the core's wording, which its candidates use too).
+pub(crate) use reprise_core::record::base::write_addresses;
