@@ -324,9 +324,10 @@ impl CudaKernel {
     /// (the driver would only say "invalid value"). A launch asking for more
     /// dynamic shared memory than that maximum (by default 48 KiB less the
     /// static size) raises it (`cuFuncSetAttribute`), after checking static
-    /// plus dynamic against the device's opt-in limit, which is a
-    /// [`CudaError::SharedMemory`] naming both. The context is bound by the
-    /// caller.
+    /// plus dynamic against the device's opt-in limit: over it is a
+    /// [`CudaError::Geometry`]
+    /// ([`GeometryError::SharedMemory`](reprise_core::exec::GeometryError::SharedMemory))
+    /// naming both. The context is bound by the caller.
     pub(crate) fn prepare(
         &self,
         block: [u32; 3],

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use reprise_core::exec::{ErrorKind, ExecError};
+use reprise_core::exec::{ErrorKind, ExecError, GeometryError};
 use reprise_core::image::ImageKind;
 
 use super::DriverError;
@@ -37,13 +37,6 @@ pub enum CudaError {
         kernels: Vec<String>,
         /// The driver's error, as the call that found the fault reported it.
         source: DriverError,
-    },
-    /// A dimension of the launch's grid or block is 0.
-    ZeroDimension {
-        /// `"block"` or `"grid"`.
-        what: &'static str,
-        /// The block or grid asked for.
-        dims: [u32; 3],
     },
     /// The device ordinal is not one of the `count` devices.
     BadOrdinal {
@@ -121,14 +114,6 @@ pub enum CudaError {
         /// The error's kind, as the standard library classifies it.
         io_kind: std::io::ErrorKind,
     },
-    /// The launch's block has more threads than the device allows
-    /// (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
-    ThreadsPerBlock {
-        /// The block asked for.
-        block: [u32; 3],
-        /// The device's most threads per block.
-        limit: u32,
-    },
     /// The launch's block has more threads than the kernel allows
     /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: its `.maxntid` or launch
     /// bounds, an OpenMP kernel's thread limit, or its register use).
@@ -140,36 +125,22 @@ pub enum CudaError {
         /// The kernel's most threads per block.
         limit: u32,
     },
-    /// One dimension of the launch's block or grid is larger than the device
-    /// allows (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_*`/`MAX_GRID_DIM_*`).
-    LaunchDimension {
-        /// `"block"` or `"grid"`.
-        what: &'static str,
-        /// The block or grid asked for.
-        dims: [u32; 3],
-        /// The dimension over the limit: 0 for x, 1 for y, 2 for z.
-        axis: usize,
-        /// The device's limit in that dimension.
-        limit: u32,
-    },
-    /// The kernel's static shared memory and the launch's dynamic shared
-    /// memory together are more than a block may have on this device, even
-    /// opted in (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
-    SharedMemory {
-        /// The kernel's static shared memory in bytes
-        /// (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; OpenMP kernels always
-        /// have some).
-        static_bytes: u32,
-        /// Bytes of dynamic shared memory the launch asks for.
-        dynamic_bytes: u32,
-        /// The most shared memory per block the device allows, static and
-        /// dynamic together.
-        limit: u32,
-    },
-    /// Another launch geometry the device cannot run, as the core's one
-    /// check found it ([`reprise_core::exec::LaunchLimits::check`]); the
-    /// variants above are the core's errors the CUDA executor names itself.
-    Geometry(reprise_core::exec::GeometryError),
+    /// A launch geometry the device cannot run, as the core's checks found
+    /// it from the device's limits ([`LaunchLimits::check`],
+    /// [`LaunchLimits::check_shared`]): a dimension of the grid or block
+    /// that is 0; a block with more threads than the device allows
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`); a dimension of the
+    /// block or grid larger than the device allows
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_*`/`MAX_GRID_DIM_*`); the kernel's
+    /// static shared memory (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; OpenMP
+    /// kernels always have some) and the launch's dynamic shared memory
+    /// together more than a block may have, even opted in
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`). Its message
+    /// is the core's.
+    ///
+    /// [`LaunchLimits::check`]: reprise_core::exec::LaunchLimits::check
+    /// [`LaunchLimits::check_shared`]: reprise_core::exec::LaunchLimits::check_shared
+    Geometry(GeometryError),
     /// The driver would not load the image, and none of its code is for this
     /// device's architecture.
     NoCodeForDevice {
@@ -190,6 +161,25 @@ impl CudaError {
             | CudaError::AddressUnavailable { source: e, .. }
             | CudaError::NoCodeForDevice { source: e, .. }
             | CudaError::KernelFault { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The core's geometry error inside, if this is one.
+    ///
+    /// ```
+    /// use reprise_core::exec::{Dims, GeometryError};
+    /// use reprise_cuda::CudaError;
+    /// let zero = GeometryError::ZeroDimension {
+    ///     what: Dims::Grid,
+    ///     dims: [0, 1, 1],
+    /// };
+    /// assert_eq!(CudaError::from(zero).geometry(), Some(zero));
+    /// assert_eq!(CudaError::NoDevice.geometry(), None);
+    /// ```
+    pub fn geometry(&self) -> Option<GeometryError> {
+        match *self {
+            CudaError::Geometry(e) => Some(e),
             _ => None,
         }
     }
@@ -244,12 +234,9 @@ impl ExecError for CudaError {
             CudaError::Driver(e) => e.kind(),
             CudaError::NoDevice | CudaError::BadOrdinal { .. } => ErrorKind::NoDevice,
             CudaError::KernelFault { .. } => ErrorKind::KernelFault,
-            CudaError::ZeroDimension { .. }
-            | CudaError::ThreadsPerBlock { .. }
-            | CudaError::KernelThreadsPerBlock { .. }
-            | CudaError::LaunchDimension { .. }
-            | CudaError::SharedMemory { .. }
-            | CudaError::Geometry(_) => ErrorKind::LaunchRefused,
+            CudaError::KernelThreadsPerBlock { .. } | CudaError::Geometry(_) => {
+                ErrorKind::LaunchRefused
+            }
             CudaError::NoVirtualMemory { .. }
             | CudaError::AddressMismatch { .. }
             | CudaError::AddressUnavailable { .. } => ErrorKind::AddressUnavailable,
@@ -275,6 +262,12 @@ impl ExecError for CudaError {
 impl From<DriverError> for CudaError {
     fn from(e: DriverError) -> Self {
         CudaError::Driver(e)
+    }
+}
+
+impl From<GeometryError> for CudaError {
+    fn from(e: GeometryError) -> Self {
+        CudaError::Geometry(e)
     }
 }
 
@@ -309,11 +302,7 @@ impl fmt::Display for CudaError {
                 }
                 f.write_str("; the device context is unusable until the process restarts")
             }
-            CudaError::ZeroDimension { .. }
-            | CudaError::ThreadsPerBlock { .. }
-            | CudaError::LaunchDimension { .. }
-            | CudaError::SharedMemory { .. }
-            | CudaError::Geometry(_) => self.geometry().map_or(Ok(()), |g| g.fmt(f)),
+            CudaError::Geometry(e) => e.fmt(f),
             CudaError::BadOrdinal { ordinal, count } => write!(
                 f,
                 "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",

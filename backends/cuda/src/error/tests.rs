@@ -1,6 +1,8 @@
 //! The error messages, the code table and which errors mean the context is
 //! lost.
 
+use reprise_core::exec::{Dims, GeometryError};
+
 use super::codes::{CODES, KERNEL_FAULTS};
 use super::*;
 
@@ -192,10 +194,10 @@ fn the_context_is_lost_from_the_first_report_of_a_fault_on() {
         CudaError::Driver(DriverError::from_code("cuMemHostAlloc", 2)),
         CudaError::NoDevice,
         CudaError::DriverNotFound,
-        CudaError::ZeroDimension {
-            what: "grid",
+        CudaError::Geometry(GeometryError::ZeroDimension {
+            what: Dims::Grid,
             dims: [0, 1, 1],
-        },
+        }),
     ] {
         assert!(!e.context_lost(), "{e}");
     }
@@ -203,10 +205,10 @@ fn the_context_is_lost_from_the_first_report_of_a_fault_on() {
 
 #[test]
 fn launch_limits_name_the_launch_and_the_device_limit() {
-    let t = CudaError::ThreadsPerBlock {
+    let t = CudaError::Geometry(GeometryError::ThreadsPerBlock {
         block: [2048, 1, 1],
         limit: 1024,
-    };
+    });
     assert_eq!(
         t.to_string(),
         "block 2048x1x1 (2048 threads) exceeds this device's limit of 1024 threads per block"
@@ -221,40 +223,40 @@ fn launch_limits_name_the_launch_and_the_device_limit() {
         "block 256x1x1 (256 threads) exceeds kernel k's limit of 128 threads per block \
          (its launch bounds, or the registers it uses)"
     );
-    let d = CudaError::LaunchDimension {
-        what: "grid",
+    let d = CudaError::Geometry(GeometryError::Dimension {
+        what: Dims::Grid,
         dims: [1, 70000, 1],
         axis: 1,
         limit: 65535,
-    };
+    });
     assert_eq!(
         d.to_string(),
         "grid 1x70000x1 exceeds this device's limit of 65535 in y"
     );
-    let z = CudaError::ZeroDimension {
-        what: "grid",
+    let z = CudaError::Geometry(GeometryError::ZeroDimension {
+        what: Dims::Grid,
         dims: [0, 1, 1],
-    };
+    });
     assert_eq!(
         z.to_string(),
         "grid 0x1x1: every dimension must be at least 1"
     );
-    let s = CudaError::SharedMemory {
+    let s = CudaError::Geometry(GeometryError::SharedMemory {
         static_bytes: 0,
         dynamic_bytes: 300 << 10,
         limit: 227 << 10,
-    }
+    })
     .to_string();
     assert_eq!(
         s,
         "the launch asks for 307200 bytes of dynamic shared memory, more than \
          this device's limit of 232448 bytes per block"
     );
-    let s = CudaError::SharedMemory {
+    let s = CudaError::Geometry(GeometryError::SharedMemory {
         static_bytes: 16 << 10,
         dynamic_bytes: 220 << 10,
         limit: 227 << 10,
-    }
+    })
     .to_string();
     assert_eq!(
         s,
@@ -262,6 +264,48 @@ fn launch_limits_name_the_launch_and_the_device_limit() {
          kernel's 16384 bytes of static shared memory that is 241664 bytes, more \
          than this device's limit of 232448 bytes per block"
     );
+}
+
+#[test]
+fn every_geometry_error_converts_both_ways_with_the_cores_message() {
+    let errors = [
+        GeometryError::ZeroDimension {
+            what: Dims::Grid,
+            dims: [0, 1, 1],
+        },
+        GeometryError::ZeroDimension {
+            what: Dims::Block,
+            dims: [1, 0, 1],
+        },
+        GeometryError::ThreadsPerBlock {
+            block: [2048, 1, 1],
+            limit: 1024,
+        },
+        GeometryError::Dimension {
+            what: Dims::Grid,
+            dims: [1, 70000, 1],
+            axis: 1,
+            limit: 65535,
+        },
+        GeometryError::SharedMemory {
+            static_bytes: 1,
+            dynamic_bytes: 227 << 10,
+            limit: 227 << 10,
+        },
+        GeometryError::GridThreads {
+            grid: [2, 1, 1],
+            block: [2, 1, 1],
+            axis: 0,
+            limit: 3,
+        },
+    ];
+    for e in errors {
+        let cuda = CudaError::from(e);
+        assert_eq!(cuda, CudaError::Geometry(e));
+        assert_eq!(cuda.geometry(), Some(e), "{cuda:?}");
+        assert_eq!(cuda.to_string(), e.to_string());
+    }
+    assert_eq!(CudaError::NoDevice.geometry(), None);
 }
 
 #[test]
@@ -284,16 +328,24 @@ fn every_error_says_its_kind() {
             K::KernelFault,
         ),
         (
-            CudaError::ThreadsPerBlock {
+            CudaError::Geometry(GeometryError::ThreadsPerBlock {
                 block: [2048, 1, 1],
                 limit: 1024,
-            },
+            }),
             K::LaunchRefused,
         ),
         (
-            CudaError::ZeroDimension {
-                what: "grid",
+            CudaError::Geometry(GeometryError::ZeroDimension {
+                what: Dims::Grid,
                 dims: [0, 1, 1],
+            }),
+            K::LaunchRefused,
+        ),
+        (
+            CudaError::KernelThreadsPerBlock {
+                kernel: "k".into(),
+                block: [256, 1, 1],
+                limit: 128,
             },
             K::LaunchRefused,
         ),

@@ -3,7 +3,8 @@
 //! both limits, and launches beyond a limit refused as typed errors.
 
 use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest,
+    DeviceRegion, Dims, Executor, GeometryError, KernelArgs, Launch, LaunchConfig, Queue,
+    RegionRequest,
 };
 use reprise_cuda::{CudaError, CudaExecutor};
 
@@ -131,7 +132,11 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     };
     let err = launch([1, 1, 1], [2048, 1, 1], 16).unwrap_err();
     assert!(
-        matches!(err, CudaError::ThreadsPerBlock { block: [2048, 1, 1], limit } if limit >= 1024),
+        matches!(
+            err,
+            CudaError::Geometry(GeometryError::ThreadsPerBlock { block: [2048, 1, 1], limit })
+                if limit >= 1024
+        ),
         "{err:?}"
     );
     assert!(
@@ -143,12 +148,12 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     assert!(
         matches!(
             err,
-            CudaError::LaunchDimension {
-                what: "block",
+            CudaError::Geometry(GeometryError::Dimension {
+                what: Dims::Block,
                 axis: 2,
                 limit: 64,
                 ..
-            }
+            })
         ),
         "{err:?}"
     );
@@ -156,12 +161,12 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     assert!(
         matches!(
             err,
-            CudaError::LaunchDimension {
-                what: "grid",
+            CudaError::Geometry(GeometryError::Dimension {
+                what: Dims::Grid,
                 axis: 1,
                 limit: 65535,
                 ..
-            }
+            })
         ),
         "{err:?}"
     );
@@ -171,10 +176,10 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     let err = launch([0, 1, 1], [4, 1, 1], 16).unwrap_err();
     assert_eq!(
         err,
-        CudaError::ZeroDimension {
-            what: "grid",
+        CudaError::Geometry(GeometryError::ZeroDimension {
+            what: Dims::Grid,
             dims: [0, 1, 1]
-        }
+        })
     );
     assert_eq!(
         err.to_string(),
@@ -184,10 +189,10 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     assert!(
         matches!(
             err,
-            CudaError::ZeroDimension {
-                what: "block",
+            CudaError::Geometry(GeometryError::ZeroDimension {
+                what: Dims::Block,
                 dims: [4, 1, 0]
-            }
+            })
         ),
         "{err:?}"
     );
@@ -196,11 +201,11 @@ fn launches_beyond_the_device_limits_are_typed_errors() {
     let err = launch([1, 1, 1], [1, 1, 1], too_much / 4).unwrap_err();
     println!("{err}");
     match err {
-        CudaError::SharedMemory {
+        CudaError::Geometry(GeometryError::SharedMemory {
             static_bytes,
             dynamic_bytes,
             limit,
-        } => {
+        }) => {
             assert_eq!((static_bytes, dynamic_bytes), (0, too_much));
             assert!((48 << 10..too_much).contains(&limit), "{limit}");
             assert_eq!(limit, exec.launch_limits().shared_optin);
@@ -278,11 +283,11 @@ fn static_shared_memory_counts_against_both_shared_memory_limits() {
         .unwrap_err();
     assert_eq!(
         err,
-        CudaError::SharedMemory {
+        CudaError::Geometry(GeometryError::SharedMemory {
             static_bytes: 16 << 10,
             dynamic_bytes: dynamic,
             limit: 227 << 10,
-        }
+        })
     );
     let m = err.to_string();
     for part in [

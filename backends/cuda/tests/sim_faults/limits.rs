@@ -1,7 +1,7 @@
 //! Launch limits the driver is asked: a device attribute it will not report
 //! leaves that limit unchecked, and a kernel's shared memory is asked once.
 
-use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest};
+use reprise_core::exec::{DeviceRegion, Dims, Executor, GeometryError, Queue, RegionRequest};
 use reprise_cuda::{CudaError, CudaExecutor, LaunchLimits};
 
 use crate::common::{fixture_kernel, sim, sync};
@@ -66,10 +66,10 @@ fn a_device_attribute_the_driver_will_not_report_is_an_unchecked_limit() {
         .unwrap_err();
     assert_eq!(
         err,
-        CudaError::ZeroDimension {
-            what: "block",
+        CudaError::Geometry(GeometryError::ZeroDimension {
+            what: Dims::Block,
             dims: [4, 0, 1]
-        }
+        })
     );
     // Dynamic shared memory past 48 KiB is still opted in to (the opt-in
     // limit unknown is no limit), and beyond the device's limit the driver
@@ -133,11 +133,11 @@ fn a_kernels_shared_memory_is_asked_of_the_driver_once() {
     assert!(
         matches!(
             err,
-            CudaError::SharedMemory {
+            CudaError::Geometry(GeometryError::SharedMemory {
                 static_bytes: 8192,
                 dynamic_bytes: 225_280,
                 limit: 232_448
-            }
+            })
         ),
         "{err:?}"
     );
@@ -160,7 +160,8 @@ fn a_launch_beyond_the_limits_is_of_the_refused_kind_whoever_checks_it() {
     assert!(
         matches!(
             err,
-            CudaError::ThreadsPerBlock { .. } | CudaError::KernelThreadsPerBlock { .. }
+            CudaError::Geometry(GeometryError::ThreadsPerBlock { .. })
+                | CudaError::KernelThreadsPerBlock { .. }
         ),
         "{err:?}"
     );
