@@ -187,16 +187,31 @@ fn elf_type_name(t: u16) -> &'static str {
     }
 }
 
-/// Every loadable segment's file bytes lie inside the file: a truncated
-/// image is refused before the dynamic loader maps past its end.
-fn segments_in_file(bytes: &[u8]) -> Result<(), BadImageReason> {
-    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+/// A 64-bit ELF file's byte order and its program headers, to be read in it.
+type ProgramHeaders<'a> = (
+    object::Endianness,
+    &'a [object::elf::ProgramHeader64<object::Endianness>],
+);
+
+/// The program headers of a 64-bit ELF file (for [`segments_in_file`] and
+/// [`executable_segments`]): the file or its headers unreadable is the
+/// reason.
+fn program_headers(bytes: &[u8]) -> Result<ProgramHeaders<'_>, BadImageReason> {
+    use object::read::elf::{ElfFile64, FileHeader};
     let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(unreadable(ElfPart::File))?;
     let endian = file.endian();
     let headers = file
         .elf_header()
         .program_headers(endian, bytes)
         .map_err(unreadable(ElfPart::ProgramHeaders))?;
+    Ok((endian, headers))
+}
+
+/// Every loadable segment's file bytes lie inside the file: a truncated
+/// image is refused before the dynamic loader maps past its end.
+fn segments_in_file(bytes: &[u8]) -> Result<(), BadImageReason> {
+    use object::read::elf::ProgramHeader;
+    let (endian, headers) = program_headers(bytes)?;
     let len = bytes.len() as u64;
     for ph in headers {
         if ph.p_type(endian) != object::elf::PT_LOAD {
@@ -269,13 +284,8 @@ pub fn dynamic_symbol_names(bytes: &[u8]) -> Result<Vec<String>, BadImageReason>
 /// The executable loadable segments (`PT_LOAD` with `PF_X`): each one's
 /// virtual address and size in memory, before the load bias is added.
 pub fn executable_segments(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BadImageReason> {
-    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(unreadable(ElfPart::File))?;
-    let endian = file.endian();
-    let headers = file
-        .elf_header()
-        .program_headers(endian, bytes)
-        .map_err(unreadable(ElfPart::ProgramHeaders))?;
+    use object::read::elf::ProgramHeader;
+    let (endian, headers) = program_headers(bytes)?;
     Ok(headers
         .iter()
         .filter(|ph| {
