@@ -426,7 +426,13 @@ fn kind_choices(text: &str) -> Vec<String> {
             while let Some(path) = before.strip_suffix("::") {
                 before = path.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
             }
+            // `== Ok(BackendKind::X)`, `!= Some(BackendKind::X)`.
             let before = before.trim_end();
+            let before = ["Ok(", "Some("]
+                .iter()
+                .find_map(|w| before.strip_suffix(w))
+                .unwrap_or(before)
+                .trim_end();
             let after = &rest[at + "BackendKind::".len()..];
             let name_len = after
                 .find(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -460,6 +466,10 @@ fn only_the_registry_chooses_by_executor_kind() {
     );
     assert_eq!(kind_choices("if kind == BackendKind::Host {").len(), 1);
     assert_eq!(kind_choices("(b != reprise::BackendKind::Cuda)").len(), 1);
+    assert_eq!(
+        kind_choices("k.backend() == Ok(BackendKind::Host)").len(),
+        1
+    );
     assert_eq!(
         kind_choices("if let (BackendKind::Host, Some(d)) = x {").len(),
         1

@@ -102,11 +102,12 @@ impl Description {
     pub fn notes_named(&self, names: Names) -> Vec<String> {
         let mut out = Vec::new();
         // A host kernel is given no geometry: the host replays it as it is.
-        let on_host = self
-            .image_kind
-            .is_some_and(|k| k.backend() == Ok(reprise_core::record::BackendKind::Host));
+        let without_geometry = self.image_kind.is_some_and(|k| {
+            k.backend()
+                .is_ok_and(|b| !crate::executors::traits(b).launch_geometry)
+        });
         if let Some(why) = UnknownGeometry::of(&self.record, None, None)
-            && !on_host
+            && !without_geometry
         {
             out.push(why.named(names).to_string());
         }
