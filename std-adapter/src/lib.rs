@@ -6,6 +6,7 @@
 
 pub mod background;
 pub mod capture;
+pub mod chunks;
 pub mod config;
 pub mod error;
 pub mod exec;

@@ -234,6 +234,7 @@ impl Error {
                 )
             }
             Error::WriterStopped => f.write_str("the capture writer thread has stopped"),
+            Error::Store { path, problem } => write!(f, "{}: {problem}", path.display()),
             Error::Internal(what) => write!(f, "internal error: {what}"),
         }
     }

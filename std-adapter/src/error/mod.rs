@@ -9,6 +9,7 @@
 mod capture_problem;
 mod messages;
 mod names;
+mod store_problem;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -20,6 +21,9 @@ use reprise_core::region::AllocError;
 
 pub use capture_problem::CaptureProblem;
 pub use names::{Names, Setting, UnknownGeometry};
+pub use store_problem::{
+    ChunkFault, ChunkHash, ChunkProblem, ManifestError, StoreProblem, VersionProblem,
+};
 
 /// An executor's error, boxed so that code above the backends can carry any.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -384,6 +388,14 @@ pub enum Error {
     },
     /// The background writer's thread has stopped.
     WriterStopped,
+    /// The chunk store, a manifest or a chunk is damaged or unusable
+    /// ([`crate::chunks`]).
+    Store {
+        /// The store's directory, the manifest or the chunk file at fault.
+        path: PathBuf,
+        /// What is wrong.
+        problem: StoreProblem,
+    },
     /// Something reprise relies on did not hold: an executor handed back
     /// fewer buffers than it was given, say. A bug, in reprise or an
     /// executor.
@@ -563,6 +575,7 @@ impl std::error::Error for Error {
             Error::Descriptor { source, .. } => Some(source),
             Error::Globals { source, .. } => Some(source),
             Error::Capture { problem, .. } => Some(problem),
+            Error::Store { problem, .. } => Some(problem),
             Error::Executor { source, .. } => Some(source.get_ref()),
             _ => None,
         }

@@ -1,0 +1,334 @@
+//! Garbage collection: removes the chunks that no manifest of the capture
+//! directory names, and stale temporary files, while writers write.
+//!
+//! One gc runs at a time (it holds `gc.lock`). In order, it:
+//!
+//! 1. puts back what a gc that died left in `tmp/` (a chunk it was removing
+//!    is linked back to its name: the next gc decides on it again);
+//! 2. notes its start `T`: the modification time of a file it makes;
+//! 3. reads every live pin (a locked `tmp/pin.*`: a put in progress) and
+//!    keeps every chunk named in one; removes dead ones;
+//! 4. *then* lists the manifests of the directory and keeps every chunk
+//!    they name (a manifest it cannot read stops it: it cannot know what
+//!    that one names);
+//! 5. removes each other chunk whose modification time is older than
+//!    `T - grace`: it renames the chunk into `tmp/`, looks at its time
+//!    again, and links it back when a writer touched it meanwhile.
+//!
+//! Why nothing a writer's manifest names is lost: a writer appends a
+//! chunk's hash to its pin before it looks for the chunk, touches (or
+//! writes) the chunk after, and places its manifest before it drops the
+//! pin. If gc read the pin after the append, it keeps the chunk (3). If it
+//! read it before, the touch came after `T`, so the chunk is young (5): a
+//! touch before gc's rename shows on the renamed file, which is linked
+//! back; a touch after it finds no chunk, and the writer writes it anew.
+//! If gc found no pin at all, the writer had placed its manifest before
+//! gc listed the manifests (4 comes after 3). `grace` (default 5 minutes)
+//! only absorbs clocks: file times are the file system's (the kernel's, or
+//! an NFS server's), and a clock stepped back must not make a fresh touch
+//! look old.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::time::Duration;
+
+use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::error::{ChunkHash, Error, Result};
+
+use super::fs::{self, Mtime};
+use super::layout::{self, tmp};
+use super::manifest::Manifest;
+
+/// How [`gc_with`] decides what is old.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcOptions {
+    /// Chunks touched less than this long before gc started are kept even
+    /// when no manifest names them. Default: 5 minutes.
+    pub grace: Duration,
+    /// Temporary files (chunks being written, pins being made) older than
+    /// this are a dead writer's and removed. Default: 1 hour.
+    pub stale_temp: Duration,
+}
+
+impl Default for GcOptions {
+    fn default() -> Self {
+        GcOptions {
+            grace: Duration::from_secs(5 * 60),
+            stale_temp: Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+/// What a gc did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Manifests read.
+    pub manifests: u64,
+    /// Live pins read (puts in progress).
+    pub pins: u64,
+    /// Chunks kept: named by a manifest or a pin, or too young.
+    pub kept: u64,
+    /// Chunks removed.
+    pub removed: u64,
+    /// Their bytes on disk.
+    pub removed_bytes: u64,
+    /// Chunks a writer touched while gc was removing them, put back.
+    pub restored: u64,
+    /// Temporary files removed (and dead writers' pins).
+    pub temp_removed: u64,
+}
+
+/// [`gc_with`] with the default options.
+pub fn gc(dir: impl AsRef<Path>) -> Result<GcReport> {
+    gc_with(dir, &GcOptions::default())
+}
+
+/// Removes from the store of the capture directory `dir` the chunks no
+/// manifest in `dir` names, and stale temporary files; safe while writers
+/// write (the module's documentation says why). A directory without a
+/// store has nothing to remove.
+pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
+    let dir = dir.as_ref();
+    let mut report = GcReport::default();
+    let Some(store) = super::ChunkStore::open(dir)? else {
+        return Ok(report);
+    };
+    let root = store.root.clone();
+    let io = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |e: std::io::Error| Error::io(path, what, e)
+    };
+    let root_fd = fs::open_dir(open_dir_fd(dir)?, layout::STORE_DIR)
+        .map_err(io(&root, "open store directory"))?;
+    let tmp_path = root.join(layout::TMP_DIR);
+    let tmp_fd = fs::open_or_make_dir(&root_fd, layout::TMP_DIR)
+        .map_err(io(&tmp_path, "open store directory"))?;
+    let chunks_path = root.join(layout::CHUNKS_DIR);
+    let chunks_fd = &store.chunks_fd;
+
+    // One gc at a time.
+    let lock_path = root.join(layout::GC_LOCK);
+    let lock = rustix::fs::openat(
+        &root_fd,
+        layout::GC_LOCK,
+        OFlags::CREATE | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|e| Error::io(&lock_path, "open", e.into()))?;
+    rustix::fs::flock(&lock, FlockOperation::LockExclusive)
+        .map_err(|e| Error::io(&lock_path, "lock", e.into()))?;
+
+    // 1. What a dead gc was removing goes back.
+    let tmp_names = fs::names(&tmp_fd).map_err(io(&tmp_path, "list"))?;
+    for (name, _) in &tmp_names {
+        let Some(name) = std::str::from_utf8(name).ok() else {
+            continue;
+        };
+        if let Some(hash) = doomed_hash(name) {
+            restore(chunks_fd, &tmp_fd, name, &hash)
+                .map_err(io(&tmp_path.join(name), "restore"))?;
+            report.restored += 1;
+        }
+    }
+
+    // 2. The start.
+    let (marker, file) =
+        fs::create_fresh(&tmp_fd, tmp::START, 0o600).map_err(io(&tmp_path, "create"))?;
+    let start = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .map_err(io(&tmp_path.join(&marker), "stat"));
+    drop(file);
+    let _ = fs::remove(&tmp_fd, &marker);
+    let start = Mtime(
+        start?
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
+    let young = start.minus(options.grace);
+    let stale = start.minus(options.stale_temp);
+
+    // 3. Pins, then stale temporary files.
+    let mut keep: HashSet<ChunkHash> = HashSet::new();
+    let tmp_names = fs::names(&tmp_fd).map_err(io(&tmp_path, "list"))?;
+    for (name, _) in &tmp_names {
+        let Some(name) = std::str::from_utf8(name).ok() else {
+            continue;
+        };
+        let path = tmp_path.join(name);
+        if name.starts_with(tmp::PIN) {
+            match read_pin(&tmp_fd, name).map_err(io(&path, "read pin"))? {
+                Some(hashes) => {
+                    report.pins += 1;
+                    keep.extend(hashes);
+                }
+                None => {
+                    fs::remove(&tmp_fd, name).map_err(io(&path, "remove"))?;
+                    report.temp_removed += 1;
+                }
+            }
+        } else if [tmp::CHUNK, tmp::NEW_PIN, tmp::VERSION, tmp::START]
+            .iter()
+            .any(|p| name.starts_with(p))
+            && let Some((_, _, mtime)) = fs::stat(&tmp_fd, name).map_err(io(&path, "stat"))?
+            && mtime < stale
+        {
+            fs::remove(&tmp_fd, name).map_err(io(&path, "remove"))?;
+            report.temp_removed += 1;
+        }
+    }
+
+    // 4. Manifests, after the pins.
+    let dir_fd = open_dir_fd(dir)?;
+    for (name, kind) in fs::names(&dir_fd).map_err(io(dir, "list"))? {
+        if !layout::is_manifest_name(&name)
+            || !matches!(kind, FileType::RegularFile | FileType::Unknown)
+        {
+            continue;
+        }
+        let Ok(name) = String::from_utf8(name) else {
+            continue;
+        };
+        let path = dir.join(&name);
+        let file = match fs::open_file(&dir_fd, &name) {
+            Ok(f) => f,
+            // Removed (with its capture) since the listing.
+            Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => continue,
+            // A link is no manifest of the store's.
+            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => continue,
+            Err(e) => return Err(Error::io(&path, "open manifest", e)),
+        };
+        let m = Manifest::read_file(file, &path)?;
+        report.manifests += 1;
+        keep.extend(m.chunks().iter().map(|c| c.hash));
+    }
+
+    // 5. The rest, when old.
+    for (prefix, kind) in fs::names(chunks_fd).map_err(io(&chunks_path, "list"))? {
+        let Some(prefix) = std::str::from_utf8(&prefix).ok().filter(|p| is_prefix(p)) else {
+            continue;
+        };
+        if !matches!(kind, FileType::Directory | FileType::Unknown) {
+            continue;
+        }
+        let prefix_path = chunks_path.join(prefix);
+        let prefix_fd = match fs::open_dir(chunks_fd, prefix) {
+            Ok(fd) => fd,
+            Err(_) => continue, // not a directory of the store's
+        };
+        for (name, _) in fs::names(&prefix_fd).map_err(io(&prefix_path, "list"))? {
+            let Some(name) = std::str::from_utf8(&name).ok() else {
+                continue;
+            };
+            let Some(hash) = ChunkHash::from_hex(name).filter(|_| name.starts_with(prefix)) else {
+                continue; // no chunk: left alone
+            };
+            if keep.contains(&hash) {
+                report.kept += 1;
+                continue;
+            }
+            let path = prefix_path.join(name);
+            match fs::stat(&prefix_fd, name).map_err(io(&path, "stat"))? {
+                Some((FileType::RegularFile, _, mtime)) if mtime < young => {}
+                Some((FileType::RegularFile, _, _)) => {
+                    report.kept += 1;
+                    continue;
+                }
+                _ => continue,
+            }
+            // Renamed away, then looked at again: a writer's touch before
+            // the rename shows on the file, one after it finds nothing.
+            let doomed = format!("{}{name}.{:016x}", tmp::DOOMED, fastrand::u64(..));
+            match rustix::fs::renameat(&prefix_fd, name, &tmp_fd, doomed.as_str()) {
+                Ok(()) => {}
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io(&path, "remove chunk", e.into())),
+            }
+            let doomed_path = tmp_path.join(&doomed);
+            match fs::stat(&tmp_fd, &doomed).map_err(io(&doomed_path, "stat"))? {
+                Some((_, _, mtime)) if mtime >= young => {
+                    restore(chunks_fd, &tmp_fd, &doomed, &hash)
+                        .map_err(io(&doomed_path, "restore"))?;
+                    report.restored += 1;
+                    report.kept += 1;
+                }
+                Some((_, len, _)) => {
+                    fs::remove(&tmp_fd, &doomed).map_err(io(&doomed_path, "remove"))?;
+                    report.removed += 1;
+                    report.removed_bytes += len;
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(report)
+}
+
+pub(super) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
+    rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(dir, "open directory", e.into()))
+}
+
+/// Whether `name` is a chunk directory's: two lowercase hexadecimal digits.
+pub(super) fn is_prefix(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The chunk a `tmp/gc.HASH.RANDOM` file was.
+fn doomed_hash(name: &str) -> Option<ChunkHash> {
+    let rest = name.strip_prefix(tmp::DOOMED)?;
+    ChunkHash::from_hex(rest.get(..64)?).filter(|_| rest[64..].starts_with('.'))
+}
+
+/// Links the `tmp/` file `name` back to chunk `hash`'s name (a chunk there
+/// already is as good) and removes it from `tmp/`.
+fn restore(
+    chunks_fd: &OwnedFd,
+    tmp_fd: &OwnedFd,
+    name: &str,
+    hash: &ChunkHash,
+) -> std::io::Result<()> {
+    let hex = hash.hex();
+    let prefix_fd = fs::open_or_make_dir(chunks_fd, layout::prefix(&hex))?;
+    fs::place(
+        tmp_fd,
+        name,
+        &prefix_fd,
+        std::str::from_utf8(&hex).unwrap_or_default(),
+    )?;
+    fs::remove(tmp_fd, name)
+}
+
+/// The hashes a pin holds while its writer lives; `None` for a dead
+/// writer's pin (its lock free) or one gone.
+fn read_pin(tmp_fd: &OwnedFd, name: &str) -> std::io::Result<Option<Vec<ChunkHash>>> {
+    let mut file = match fs::open_file(tmp_fd, name) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared) {
+        // Nobody holds it: its writer is gone.
+        Ok(()) => return Ok(None),
+        Err(Errno::WOULDBLOCK) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    // A hash being appended as this reads is cut off: its chunk is
+    // touched after this, and so kept as young.
+    Ok(Some(
+        bytes
+            .chunks_exact(32)
+            .map(|h| ChunkHash(h.try_into().unwrap_or([0; 32])))
+            .collect(),
+    ))
+}

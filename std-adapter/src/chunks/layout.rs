@@ -1,0 +1,190 @@
+//! Where the store keeps what, and its `VERSION` file (`docs/store.md`
+//! describes the layout):
+//!
+//! ```text
+//! D/STEM.record_input.chunks          a manifest: the raw file's name + .chunks
+//! D/.reprise-store/VERSION            format name and version, hash, compression, chunk size
+//! D/.reprise-store/chunks/XX/HASH     a chunk: zstd of the bytes whose blake3 is HASH
+//! D/.reprise-store/tmp/               writes in progress, pins, gc's removals
+//! D/.reprise-store/gc.lock            held by a running gc
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{ChunkHash, VersionProblem};
+
+/// The store's directory, inside the capture directory.
+pub const STORE_DIR: &str = ".reprise-store";
+/// The file naming the store's format, inside [`STORE_DIR`].
+pub const VERSION_FILE: &str = "VERSION";
+/// The chunks' directory, inside [`STORE_DIR`].
+pub const CHUNKS_DIR: &str = "chunks";
+/// Writes in progress, inside [`STORE_DIR`].
+pub const TMP_DIR: &str = "tmp";
+/// The file a running gc holds locked, inside [`STORE_DIR`].
+pub const GC_LOCK: &str = "gc.lock";
+/// What a manifest's name adds to the name of the raw file it stands for.
+pub const MANIFEST_SUFFIX: &str = ".chunks";
+
+/// The format's name, the first word of `VERSION`.
+pub const FORMAT_NAME: &str = "reprise-chunk-store";
+/// The store format's version (of the layout and of the manifests).
+pub const FORMAT_VERSION: u32 = 1;
+/// The hash that names chunks.
+pub const HASH: &str = "blake3";
+/// The compression of chunk files.
+pub const COMPRESSION: &str = "zstd";
+
+/// The chunk size of a new store: 1 MiB (measured: `docs/store.md`).
+pub const DEFAULT_CHUNK_SIZE: u32 = 1 << 20;
+/// The smallest chunk size a store or manifest may have.
+pub const MIN_CHUNK_SIZE: u32 = 4 << 10;
+/// The largest.
+pub const MAX_CHUNK_SIZE: u32 = 64 << 20;
+/// The zstd level new chunks are compressed at (measured: `docs/store.md`).
+pub const DEFAULT_LEVEL: i32 = 1;
+
+/// The most bytes a `VERSION` file may have.
+pub(super) const MAX_VERSION_LEN: u64 = 4096;
+
+/// Names of files in `tmp/`, by what they are.
+pub(super) mod tmp {
+    /// A chunk being written (then linked to its name).
+    pub const CHUNK: &str = "chunk.";
+    /// A `VERSION` being written.
+    pub const VERSION: &str = "version.";
+    /// A pin being made (then renamed to [`PIN`]).
+    pub const NEW_PIN: &str = "new.";
+    /// A pin: the hashes of a put in progress, locked while its writer lives.
+    pub const PIN: &str = "pin.";
+    /// A chunk gc is removing (`gc.HASH.RANDOM`).
+    pub const DOOMED: &str = "gc.";
+    /// gc's start marker, whose time is gc's start.
+    pub const START: &str = "start.";
+}
+
+/// The manifest's path of the raw capture file `raw`: its name plus
+/// [`MANIFEST_SUFFIX`].
+///
+/// ```
+/// use std::path::Path;
+/// use reprise_std::chunks::layout::manifest_path;
+/// assert_eq!(
+///     manifest_path(Path::new("d/k-1-0.record_input")),
+///     Path::new("d/k-1-0.record_input.chunks")
+/// );
+/// ```
+pub fn manifest_path(raw: &Path) -> PathBuf {
+    let mut name = raw.as_os_str().to_owned();
+    name.push(MANIFEST_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Whether a file of the capture directory named `name` is a manifest:
+/// it ends with [`MANIFEST_SUFFIX`] after a name of its own, and is not
+/// hidden (temporary files of interrupted writes are).
+pub fn is_manifest_name(name: &[u8]) -> bool {
+    name.len() > MANIFEST_SUFFIX.len()
+        && name.ends_with(MANIFEST_SUFFIX.as_bytes())
+        && !name.starts_with(b".")
+}
+
+/// A chunk's directory inside `chunks/`: the first two digits of its name.
+pub(super) fn prefix(hex: &[u8; 64]) -> &str {
+    std::str::from_utf8(&hex[..2]).unwrap_or("00")
+}
+
+/// A chunk's path relative to [`STORE_DIR`] (`chunks/XX/HASH`), for
+/// messages.
+pub fn chunk_path(hash: &ChunkHash) -> PathBuf {
+    let hex = hash.to_string();
+    Path::new(CHUNKS_DIR).join(&hex[..2]).join(hex)
+}
+
+/// The contents of a store's `VERSION` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreVersion {
+    /// The size of the chunks its writers cut.
+    pub chunk_size: u32,
+}
+
+impl StoreVersion {
+    /// The file's text:
+    ///
+    /// ```text
+    /// reprise-chunk-store 1
+    /// hash blake3
+    /// compression zstd
+    /// chunk-size 1048576
+    /// ```
+    pub fn to_text(self) -> String {
+        format!(
+            "{FORMAT_NAME} {FORMAT_VERSION}\nhash {HASH}\ncompression {COMPRESSION}\nchunk-size {}\n",
+            self.chunk_size
+        )
+    }
+
+    /// Reads the file's text: the first line is the format's name and
+    /// version 1, then `hash blake3`, `compression zstd` and `chunk-size N`
+    /// in any order, each once; empty lines are allowed, nothing else.
+    pub fn parse(text: &[u8]) -> Result<Self, VersionProblem> {
+        let text = std::str::from_utf8(text).map_err(|_| VersionProblem::NotAStore)?;
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or("");
+        let version = first
+            .strip_prefix(FORMAT_NAME)
+            .and_then(|v| v.strip_prefix(' '))
+            .ok_or(VersionProblem::NotAStore)?;
+        if version != FORMAT_VERSION.to_string() {
+            return Err(VersionProblem::UnsupportedVersion {
+                found: version.to_string(),
+                supported: FORMAT_VERSION,
+            });
+        }
+        let (mut hash, mut compression, mut chunk_size) = (None, None, None);
+        for line in lines.filter(|l| !l.trim().is_empty()) {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            let slot = match key {
+                "hash" => &mut hash,
+                "compression" => &mut compression,
+                "chunk-size" => &mut chunk_size,
+                _ => {
+                    return Err(VersionProblem::UnknownLine {
+                        line: line.to_string(),
+                    });
+                }
+            };
+            if slot.replace(value).is_some() {
+                return Err(VersionProblem::UnknownLine {
+                    line: line.to_string(),
+                });
+            }
+        }
+        for (key, value, want) in [
+            ("hash", hash, HASH),
+            ("compression", compression, COMPRESSION),
+        ] {
+            match value {
+                None => return Err(VersionProblem::MissingKey { key }),
+                Some(v) if v != want => {
+                    return Err(VersionProblem::Unsupported {
+                        key,
+                        found: v.to_string(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        let found = chunk_size.ok_or(VersionProblem::MissingKey { key: "chunk-size" })?;
+        let chunk_size = found
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (MIN_CHUNK_SIZE..=MAX_CHUNK_SIZE).contains(n))
+            .ok_or_else(|| VersionProblem::BadChunkSize {
+                found: found.to_string(),
+                min: MIN_CHUNK_SIZE,
+                max: MAX_CHUNK_SIZE,
+            })?;
+        Ok(StoreVersion { chunk_size })
+    }
+}

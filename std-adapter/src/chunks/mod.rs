@@ -1,0 +1,234 @@
+//! The chunk store: capture files as content-addressed, compressed chunks,
+//! each kept once per capture directory, and a manifest per file.
+//!
+//! A file's bytes are cut into fixed-size chunks (1 MiB unless the store
+//! says otherwise); each chunk is named by the blake3 hash of its bytes and
+//! kept, zstd-compressed, as `D/.reprise-store/chunks/XX/HASH`, once however
+//! many files hold it. The file itself becomes a [`Manifest`]: its length
+//! and its chunks' names, in order. `docs/store.md` describes the layout,
+//! the format's version and the measurements behind the chunk size and the
+//! compression level; [`layout`] has the names.
+//!
+//! Several writers, in one process or many (an MPI job's ranks), may write
+//! one store at once: a chunk is compressed into a fresh temporary file and
+//! linked to its name, which never replaces a chunk that is there (another
+//! writer stored the same bytes), and a chunk file is never rewritten.
+//! Manifests are renamed into place by the caller
+//! (`reprise_std::store::write_atomically`). [`gc`] removes the chunks no
+//! manifest names while writers write, and [`usage`] says what the store
+//! holds.
+//!
+//! ```
+//! use reprise_std::chunks::{ChunkStore, StoreOptions};
+//! # fn main() -> reprise_std::Result<()> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = ChunkStore::create(dir.path(), StoreOptions::default())?;
+//! let input = vec![1u8; 3 << 20];
+//! let mut output = input.clone();
+//! output[5] = 2; // the kernel changed the first chunk only
+//!
+//! // A pin keeps what is stored from a concurrent gc until the manifests
+//! // naming it are in the directory.
+//! let pin = store.pin()?;
+//! let m_in = store.put_pinned(&pin, &input)?;
+//! let m_out = store.put_pinned(&pin, &output)?;
+//! let path = dir.path().join("k.record_output.chunks");
+//! reprise_std::store::write_atomically(&path, &m_out.encode(), false)?;
+//! drop(pin);
+//!
+//! // The output's last two chunks are the input's: four chunk files in all
+//! // (the input's three equal chunks are one).
+//! assert_eq!(m_out.chunks()[1..], m_in.chunks()[1..]);
+//! let mut back = vec![0u8; m_out.len() as usize];
+//! store.read_into(&reprise_std::chunks::Manifest::read(&path)?, &mut back)?;
+//! assert_eq!(back, output);
+//! assert!(store.check(&m_out).is_empty());
+//! # Ok(()) }
+//! ```
+
+mod fs;
+mod gc;
+pub mod layout;
+mod manifest;
+mod pin;
+mod read;
+#[cfg(test)]
+mod tests;
+mod usage;
+mod write;
+
+use std::collections::HashSet;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rustix::io::Errno;
+
+pub use crate::error::{
+    ChunkFault, ChunkHash, ChunkProblem, ManifestError, StoreProblem, VersionProblem,
+};
+pub use gc::{GcOptions, GcReport, gc, gc_with};
+pub use layout::{StoreVersion, manifest_path};
+pub use manifest::{ChunkRef, MAX_ENCODED_LEN, Manifest};
+pub use pin::Pin;
+pub use usage::{Usage, usage};
+
+use crate::error::{Error, Result};
+
+/// How a store writes and reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Flush every new chunk file to disk before it is linked to its name,
+    /// and the directories it was linked into before a put returns (what
+    /// `RecordConfig::fsync` asks of a capture). Default: on.
+    pub fsync: bool,
+    /// The zstd level new chunks are compressed at. Default:
+    /// [`layout::DEFAULT_LEVEL`].
+    pub level: i32,
+    /// The chunk size of a store that does not exist yet; a store that
+    /// exists keeps its own (its `VERSION` says it). Default:
+    /// [`layout::DEFAULT_CHUNK_SIZE`].
+    pub chunk_size: u32,
+    /// How many threads a put or a read uses at most (1: the calling thread
+    /// alone). Default: the machine's cores, at most 4.
+    pub threads: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            fsync: true,
+            level: layout::DEFAULT_LEVEL,
+            chunk_size: layout::DEFAULT_CHUNK_SIZE,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// The chunk store of one capture directory, for writing
+/// ([`ChunkStore::create`]) or reading ([`ChunkStore::open`]).
+///
+/// It is `Sync`: one store may be shared by the threads of a process.
+#[derive(Debug)]
+pub struct ChunkStore {
+    dir: PathBuf,
+    root: PathBuf,
+    chunks_fd: OwnedFd,
+    /// `tmp/`: `None` for a store opened for reading.
+    tmp_fd: Option<OwnedFd>,
+    chunk_size: u32,
+    options: StoreOptions,
+    /// Chunks [`ChunkStore::check`] found whole.
+    verified: Mutex<HashSet<ChunkHash>>,
+}
+
+impl ChunkStore {
+    /// The store of the capture directory `dir`, for writing: the
+    /// directory and its `.reprise-store` are made when missing (by any
+    /// number of processes at once), and the store's `VERSION` is checked
+    /// (or written, with `options.chunk_size`).
+    pub fn create(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Self> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        let root = dir.join(layout::STORE_DIR);
+        let dir_fd = open_capture_dir(dir)?;
+        let root_fd = fs::open_or_make_dir(&dir_fd, layout::STORE_DIR)
+            .map_err(|e| Error::io(&root, "create store directory", e))?;
+        let sub = |name: &str| {
+            fs::open_or_make_dir(&root_fd, name)
+                .map_err(|e| Error::io(root.join(name), "create store directory", e))
+        };
+        let chunks_fd = sub(layout::CHUNKS_DIR)?;
+        let tmp_fd = sub(layout::TMP_DIR)?;
+        let version = write::version(&root, &root_fd, &tmp_fd, options)?;
+        Ok(ChunkStore {
+            dir: dir.to_path_buf(),
+            root,
+            chunks_fd,
+            tmp_fd: Some(tmp_fd),
+            chunk_size: version.chunk_size,
+            options,
+            verified: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The store of the capture directory `dir`, for reading; `None` when
+    /// the directory has none. Its `VERSION` is checked.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Option<Self>> {
+        Self::open_with(dir, StoreOptions::default())
+    }
+
+    /// [`ChunkStore::open`], reading with `options.threads` threads.
+    pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Option<Self>> {
+        let dir = dir.as_ref();
+        let root = dir.join(layout::STORE_DIR);
+        let dir_fd = open_capture_dir(dir)?;
+        let root_fd = match fs::open_dir(&dir_fd, layout::STORE_DIR) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
+            Err(e) => return Err(Error::io(&root, "open store directory", e)),
+        };
+        let version = read::version(&root, &root_fd)?;
+        let chunks_fd = fs::open_dir(&root_fd, layout::CHUNKS_DIR)
+            .map_err(|e| Error::io(root.join(layout::CHUNKS_DIR), "open store directory", e))?;
+        Ok(Some(ChunkStore {
+            dir: dir.to_path_buf(),
+            root,
+            chunks_fd,
+            tmp_fd: None,
+            chunk_size: version.chunk_size,
+            options,
+            verified: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    /// The capture directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store's own directory, `dir/.reprise-store`.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The size of the chunks this store's writers cut.
+    pub fn chunk_size(&self) -> u32 {
+        self.chunk_size
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> StoreOptions {
+        self.options
+    }
+
+    /// The path of a chunk's file, for messages.
+    pub fn chunk_file(&self, hash: &ChunkHash) -> PathBuf {
+        self.root.join(layout::chunk_path(hash))
+    }
+
+    /// How many threads to use for `n` chunks.
+    fn threads_for(&self, n: usize) -> usize {
+        self.options.threads.clamp(1, n.max(1))
+    }
+
+    fn tmp(&self) -> Result<&OwnedFd> {
+        self.tmp_fd
+            .as_ref()
+            .ok_or_else(|| Error::store(&self.root, StoreProblem::ReadOnly))
+    }
+}
+
+/// Opens the capture directory itself (following a link to it: that is
+/// the caller's choice of directory).
+fn open_capture_dir(dir: &Path) -> Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(dir, "open directory", e.into()))
+}

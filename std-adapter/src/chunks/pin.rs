@@ -1,0 +1,121 @@
+//! Pins: what keeps the chunks of a write in progress from a concurrent
+//! [`super::gc`] until the manifests that name them are in the directory.
+//!
+//! A pin is a file `tmp/pin.RANDOM` that its writer holds locked (`flock`,
+//! exclusive) for as long as it lives, and to which the writer appends each
+//! chunk's hash *before* it looks whether the chunk is stored (and touches
+//! it, or writes it). gc reads every locked pin before it lists the
+//! manifests, and keeps every hash in one; a pin whose lock it can take
+//! belongs to a writer that is gone (the kernel drops a dead process's
+//! locks), and is removed. A pin is made as `tmp/new.RANDOM`, locked, and
+//! only then renamed to its name, so gc never sees a pin unlocked by a
+//! live writer. `docs/store.md` gives the argument that nothing a writer's
+//! manifests name is lost.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Write;
+use std::sync::Mutex;
+
+use rustix::fs::FlockOperation;
+
+use crate::error::{ChunkHash, Error, Result};
+
+use super::layout::tmp;
+use super::{ChunkStore, fs};
+
+/// A pin on a store: the chunks put through it ([`ChunkStore::put_pinned`])
+/// are kept by every [`super::gc`] until it is dropped. Hold it until the
+/// manifests naming them are renamed into place.
+#[derive(Debug)]
+pub struct Pin<'a> {
+    store: &'a ChunkStore,
+    name: String,
+    file: Mutex<File>,
+    /// The chunks made sure of under this pin (appended, then found or
+    /// written).
+    seen: Mutex<HashSet<ChunkHash>>,
+}
+
+impl ChunkStore {
+    /// A new pin on this store (a store opened for writing).
+    pub fn pin(&self) -> Result<Pin<'_>> {
+        let tmp_fd = self.tmp()?;
+        let at = self.root.join(super::layout::TMP_DIR);
+        let at = &at;
+        let io = |what| move |e: std::io::Error| Error::io(at, what, e);
+        let (new, file) =
+            fs::create_fresh(tmp_fd, tmp::NEW_PIN, 0o600).map_err(io("create pin"))?;
+        let made = (|| {
+            rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
+            let name = format!("{}{}", tmp::PIN, &new[tmp::NEW_PIN.len()..]);
+            rustix::fs::renameat(tmp_fd, new.as_str(), tmp_fd, name.as_str())?;
+            Ok::<_, rustix::io::Errno>(name)
+        })();
+        match made {
+            Ok(name) => Ok(Pin {
+                store: self,
+                name,
+                file: Mutex::new(file),
+                seen: Mutex::new(HashSet::new()),
+            }),
+            Err(e) => {
+                let _ = fs::remove(tmp_fd, &new);
+                Err(io("lock pin")(e.into()))
+            }
+        }
+    }
+}
+
+impl Pin<'_> {
+    /// The store it pins.
+    pub fn store(&self) -> &ChunkStore {
+        self.store
+    }
+
+    /// Records `hash` as pinned, before the chunk is looked for (or
+    /// written): `true` when it is new to this pin and must be made sure
+    /// of, `false` when this pin has seen it already (gc keeps it for the
+    /// first time's sake: see the module's documentation).
+    pub(super) fn add(&self, hash: &ChunkHash) -> Result<bool> {
+        if !self
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(*hash)
+        {
+            return Ok(false);
+        }
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(&hash.0).map(|()| true).map_err(|e| {
+            self.unsee(hash);
+            Error::io(
+                self.store
+                    .root
+                    .join(super::layout::TMP_DIR)
+                    .join(&self.name),
+                "write pin",
+                e,
+            )
+        })
+    }
+
+    /// Forgets `hash`, whose storing failed: it is made sure of again the
+    /// next time.
+    pub(super) fn unsee(&self, hash: &ChunkHash) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(hash);
+    }
+}
+
+impl Drop for Pin<'_> {
+    fn drop(&mut self) {
+        // Removed before it is unlocked (when the file closes, after this):
+        // gc takes an unlocked pin for a dead writer's.
+        if let Some(tmp_fd) = &self.store.tmp_fd {
+            let _ = fs::remove(tmp_fd, &self.name);
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Reading: a store's `VERSION`, a manifest's bytes back (in parallel over
+//! its chunks, each decompressed straight into its place), streaming them,
+//! and checking them.
+//!
+//! Every chunk read is bounded and verified: its file may be no larger than
+//! zstd's bound for its length, it is decompressed into exactly the
+//! manifest's length for it and no further, and what comes out must hash to
+//! its name.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use rustix::fs::FileType;
+use rustix::io::Errno;
+
+use crate::error::{ChunkFault, ChunkHash, ChunkProblem, Error, Result, StoreProblem};
+
+use super::layout::{self, MAX_VERSION_LEN, StoreVersion};
+use super::manifest::{ChunkRef, Manifest};
+use super::{ChunkStore, fs};
+
+/// The store's `VERSION`, read and checked.
+pub(super) fn version(root: &Path, root_fd: &OwnedFd) -> Result<StoreVersion> {
+    let path = root.join(layout::VERSION_FILE);
+    let file = match fs::open_file(root_fd, layout::VERSION_FILE) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
+            return Err(Error::store(
+                &path,
+                StoreProblem::Version(crate::error::VersionProblem::Missing),
+            ));
+        }
+        Err(e) => return Err(Error::io(&path, "open", e)),
+    };
+    let text = fs::read_file_bounded(file, MAX_VERSION_LEN).map_err(|e| match e {
+        fs::Bounded::Io(e) => Error::io(&path, "read", e),
+        fs::Bounded::TooLarge(len) => Error::store(
+            &path,
+            StoreProblem::Version(crate::error::VersionProblem::TooLarge {
+                len,
+                limit: MAX_VERSION_LEN,
+            }),
+        ),
+    })?;
+    StoreVersion::parse(&text).map_err(|p| Error::store(&path, StoreProblem::Version(p)))
+}
+
+/// What one reader thread uses again for each chunk.
+pub(super) struct Scratch {
+    decompressor: zstd::bulk::Decompressor<'static>,
+    compressed: Vec<u8>,
+}
+
+impl Scratch {
+    fn new() -> Result<Self> {
+        Ok(Scratch {
+            decompressor: zstd::bulk::Decompressor::new()
+                .map_err(|e| Error::io("zstd", "start zstd", e))?,
+            compressed: Vec::new(),
+        })
+    }
+}
+
+impl ChunkStore {
+    /// Reads the bytes `m` stands for into `out`, which must be `m.len()`
+    /// bytes: every chunk decompressed into its place (in parallel, on up
+    /// to [`super::StoreOptions::threads`] threads) and its hash checked.
+    /// The first chunk that is missing or damaged is the error, naming it.
+    pub fn read_into(&self, m: &Manifest, out: &mut [u8]) -> Result<()> {
+        if out.len() as u64 != m.len() {
+            return Err(Error::store(
+                &self.root,
+                StoreProblem::BufferLength {
+                    manifest: m.len(),
+                    buffer: out.len() as u64,
+                },
+            ));
+        }
+        let threads = self.threads_for(m.chunks().len());
+        let mut slots: Vec<Vec<(usize, &mut [u8])>> = (0..threads).map(|_| Vec::new()).collect();
+        // Round robin: zero chunks decompress faster than others, and
+        // neighbours are alike.
+        for (i, place) in out.chunks_mut(m.chunk_size() as usize).enumerate() {
+            slots[i % threads].push((i, place));
+        }
+        let stop = AtomicBool::new(false);
+        let work = |mine: Vec<(usize, &mut [u8])>| -> Result<()> {
+            let mut scratch = Scratch::new()?;
+            for (i, place) in mine {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let c = &m.chunks()[i];
+                if let Err(fault) = self.load(c, place, &mut scratch) {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(self.chunk_error(i, c, fault));
+                }
+            }
+            Ok(())
+        };
+        if threads == 1 {
+            return work(slots.pop().unwrap_or_default());
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = slots
+                .into_iter()
+                .map(|mine| s.spawn(|| work(mine)))
+                .collect();
+            let mut first = Ok(());
+            for h in handles {
+                let r = h
+                    .join()
+                    .unwrap_or(Err(Error::Internal("a chunk store reader panicked")));
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })
+    }
+
+    /// Calls `f` with each chunk of `m` in order, decompressed and checked
+    /// (one chunk in memory at a time: to stream a file's bytes, to hash
+    /// them, to compare them). Stops at the first chunk that is missing or
+    /// damaged, which is the error.
+    pub fn for_each_chunk(&self, m: &Manifest, mut f: impl FnMut(&[u8])) -> Result<()> {
+        let mut scratch = Scratch::new()?;
+        let mut buf =
+            vec![0u8; m.chunk_size().min(m.len().try_into().unwrap_or(u32::MAX)) as usize];
+        for (i, c) in m.chunks().iter().enumerate() {
+            let place = &mut buf[..c.len as usize];
+            self.load(c, place, &mut scratch)
+                .map_err(|fault| self.chunk_error(i, c, fault))?;
+            f(place);
+        }
+        Ok(())
+    }
+
+    /// Every chunk of `m` that cannot be read back, each named once (at its
+    /// first place): missing, not a regular file, unreadable, or damaged
+    /// (too large, undecompressible, of the wrong length or hash). Every
+    /// chunk is decompressed and hashed, once per store: a chunk found
+    /// whole is not read again by a later check.
+    pub fn check(&self, m: &Manifest) -> Vec<ChunkProblem> {
+        let todo = self.distinct(m, |h| {
+            !self
+                .verified
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(h)
+        });
+        let threads = self.threads_for(todo.len());
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut problems = Vec::new();
+            let mut scratch = match Scratch::new() {
+                Ok(s) => s,
+                // No decompressor: every chunk goes unread.
+                Err(_) => {
+                    return todo
+                        .iter()
+                        .map(|&(index, c)| ChunkProblem {
+                            index: index as u32,
+                            hash: c.hash,
+                            fault: ChunkFault::Undecompressible,
+                        })
+                        .collect();
+                }
+            };
+            let mut buf = Vec::new();
+            loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(index, c)) = todo.get(k) else {
+                    break;
+                };
+                buf.resize(c.len as usize, 0);
+                match self.load(&c, &mut buf, &mut scratch) {
+                    Ok(()) => {
+                        self.verified
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(c.hash);
+                    }
+                    Err(fault) => problems.push(ChunkProblem {
+                        index: index as u32,
+                        hash: c.hash,
+                        fault,
+                    }),
+                }
+            }
+            problems
+        };
+        let mut problems: Vec<ChunkProblem> = if threads == 1 {
+            work()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        problems.sort_by_key(|p| p.index);
+        problems
+    }
+
+    /// The chunks of `m` that the store has no regular file for, each named
+    /// once: [`ChunkStore::check`] without reading any chunk (a look at
+    /// each name only).
+    pub fn missing(&self, m: &Manifest) -> Vec<ChunkProblem> {
+        let mut problems = Vec::new();
+        for (index, c) in self.distinct(m, |_| true) {
+            let hex = c.hash.hex();
+            let name = std::str::from_utf8(&hex).unwrap_or_default();
+            let fault = match fs::open_dir(&self.chunks_fd, layout::prefix(&hex)) {
+                Ok(dir) => match fs::stat(&dir, name) {
+                    Ok(Some((FileType::RegularFile, _, _))) => continue,
+                    Ok(Some(_)) => ChunkFault::NotRegular,
+                    Ok(None) => ChunkFault::Missing,
+                    Err(e) => ChunkFault::Unreadable { kind: e.kind() },
+                },
+                Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
+                    ChunkFault::Missing
+                }
+                Err(e) => ChunkFault::Unreadable { kind: e.kind() },
+            };
+            problems.push(ChunkProblem {
+                index: index as u32,
+                hash: c.hash,
+                fault,
+            });
+        }
+        problems
+    }
+
+    /// The distinct chunks of `m` that `keep` keeps, each at its first
+    /// place.
+    fn distinct(&self, m: &Manifest, keep: impl Fn(&ChunkHash) -> bool) -> Vec<(usize, ChunkRef)> {
+        let mut seen = std::collections::HashSet::new();
+        m.chunks()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| seen.insert(c.hash) && keep(&c.hash))
+            .map(|(i, c)| (i, *c))
+            .collect()
+    }
+
+    fn chunk_error(&self, index: usize, c: &ChunkRef, fault: ChunkFault) -> Error {
+        Error::store(
+            self.chunk_file(&c.hash),
+            StoreProblem::Chunk(ChunkProblem {
+                index: index as u32,
+                hash: c.hash,
+                fault,
+            }),
+        )
+    }
+
+    /// Decompresses chunk `c` into `place` (its length) and checks its
+    /// hash.
+    fn load(
+        &self,
+        c: &ChunkRef,
+        place: &mut [u8],
+        scratch: &mut Scratch,
+    ) -> Result<(), ChunkFault> {
+        let unreadable = |e: std::io::Error| match e.raw_os_error().map(Errno::from_raw_os_error) {
+            Some(Errno::NOENT) => ChunkFault::Missing,
+            Some(Errno::LOOP | Errno::NOTDIR) => ChunkFault::NotRegular,
+            _ => ChunkFault::Unreadable { kind: e.kind() },
+        };
+        let hex = c.hash.hex();
+        let name = std::str::from_utf8(&hex).unwrap_or_default();
+        let dir = fs::open_dir(&self.chunks_fd, layout::prefix(&hex)).map_err(unreadable)?;
+        let mut file = fs::open_file(&dir, name).map_err(unreadable)?;
+        let meta = file.metadata().map_err(unreadable)?;
+        if !meta.is_file() {
+            return Err(ChunkFault::NotRegular);
+        }
+        let limit = zstd::zstd_safe::compress_bound(c.len as usize) as u64;
+        if meta.len() > limit {
+            return Err(ChunkFault::TooLarge {
+                len: meta.len(),
+                limit,
+            });
+        }
+        scratch.compressed.clear();
+        (&mut file)
+            .take(limit + 1)
+            .read_to_end(&mut scratch.compressed)
+            .map_err(unreadable)?;
+        let src = &scratch.compressed;
+        if src.len() as u64 > limit {
+            return Err(ChunkFault::TooLarge {
+                len: src.len() as u64,
+                limit,
+            });
+        }
+        match zstd::zstd_safe::get_frame_content_size(src) {
+            Ok(Some(n)) if n != u64::from(c.len) => {
+                return Err(ChunkFault::WrongLength {
+                    found: n,
+                    expected: c.len,
+                });
+            }
+            Ok(_) => {}
+            Err(_) => return Err(ChunkFault::Undecompressible),
+        }
+        // Into the chunk's place and no further: a frame that holds more
+        // fails here.
+        let n = scratch
+            .decompressor
+            .decompress_to_buffer(src, place)
+            .map_err(|_| ChunkFault::Undecompressible)?;
+        if n != place.len() {
+            return Err(ChunkFault::WrongLength {
+                found: n as u64,
+                expected: c.len,
+            });
+        }
+        let found = ChunkHash::of(place);
+        if found != c.hash {
+            return Err(ChunkFault::HashMismatch { found });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,153 @@
+//! What a capture directory's store holds: raw against stored bytes, and
+//! how much of that deduplication and compression each bought.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rustix::fs::FileType;
+use rustix::io::Errno;
+
+use crate::error::{ChunkHash, Error, Result};
+
+use super::fs;
+use super::gc::{is_prefix, open_dir_fd};
+use super::layout;
+use super::manifest::Manifest;
+
+/// The sizes of a capture directory's store ([`usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Manifests in the directory.
+    pub manifests: u64,
+    /// Their own bytes.
+    pub manifest_bytes: u64,
+    /// The bytes the manifests stand for (what raw files would hold).
+    pub raw_bytes: u64,
+    /// Chunks the manifests name, each once.
+    pub distinct_chunks: u64,
+    /// Their uncompressed bytes.
+    pub distinct_bytes: u64,
+    /// The bytes on disk of those of them that are stored.
+    pub referenced_stored_bytes: u64,
+    /// Chunks named but not stored.
+    pub missing_chunks: u64,
+    /// Chunk files in the store (named or not).
+    pub chunk_files: u64,
+    /// Their bytes: what the store takes, less its directories.
+    pub stored_bytes: u64,
+}
+
+impl Usage {
+    /// Raw bytes against distinct bytes: what deduplication saves (1 for an
+    /// empty store).
+    pub fn dedup_ratio(&self) -> f64 {
+        ratio(self.raw_bytes, self.distinct_bytes)
+    }
+
+    /// Distinct bytes against their bytes on disk: what compression saves.
+    pub fn compression_ratio(&self) -> f64 {
+        ratio(self.distinct_bytes, self.referenced_stored_bytes)
+    }
+
+    /// Raw bytes against everything on disk (chunks and manifests).
+    pub fn ratio(&self) -> f64 {
+        ratio(self.raw_bytes, self.stored_bytes + self.manifest_bytes)
+    }
+
+    /// Bytes of chunk files no manifest names (what [`super::gc`] would
+    /// remove, young ones aside).
+    pub fn unreferenced_bytes(&self) -> u64 {
+        self.stored_bytes
+            .saturating_sub(self.referenced_stored_bytes)
+    }
+}
+
+/// The names in the directory `fd`; errors name `path`.
+fn list(fd: &std::os::fd::OwnedFd, path: &Path) -> Result<Vec<(Vec<u8>, FileType)>> {
+    fs::names(fd).map_err(|e| Error::io(path, "list", e))
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+/// The sizes of the store of the capture directory `dir`, from its
+/// manifests and its chunk files (all zero without a store). A manifest
+/// that cannot be read is the error, naming it.
+pub fn usage(dir: impl AsRef<Path>) -> Result<Usage> {
+    let dir = dir.as_ref();
+    let mut u = Usage::default();
+    let Some(store) = super::ChunkStore::open(dir)? else {
+        return Ok(u);
+    };
+    let dir_fd = open_dir_fd(dir)?;
+    // Each chunk named, with its length.
+    let mut named: HashMap<ChunkHash, u32> = HashMap::new();
+    for (name, kind) in fs::names(&dir_fd).map_err(|e| Error::io(dir, "list", e))? {
+        if !layout::is_manifest_name(&name)
+            || !matches!(kind, FileType::RegularFile | FileType::Unknown)
+        {
+            continue;
+        }
+        let Ok(name) = String::from_utf8(name) else {
+            continue;
+        };
+        let path = dir.join(&name);
+        let file = match fs::open_file(&dir_fd, &name) {
+            Ok(f) => f,
+            Err(e)
+                if [Errno::NOENT, Errno::LOOP]
+                    .map(|e| Some(e.raw_os_error()))
+                    .contains(&e.raw_os_error()) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(Error::io(&path, "open manifest", e)),
+        };
+        let m = Manifest::read_file(file, &path)?;
+        u.manifests += 1;
+        u.manifest_bytes += m.encoded_len() as u64;
+        u.raw_bytes += m.len();
+        for c in m.chunks() {
+            named.insert(c.hash, c.len);
+        }
+    }
+    u.distinct_chunks = named.len() as u64;
+    u.distinct_bytes = named.values().map(|&l| u64::from(l)).sum();
+    let mut stored: HashMap<ChunkHash, u64> = HashMap::new();
+    let chunks_path = store.root().join(layout::CHUNKS_DIR);
+    for (prefix, _) in list(&store.chunks_fd, &chunks_path)? {
+        let Some(prefix) = std::str::from_utf8(&prefix).ok().filter(|p| is_prefix(p)) else {
+            continue;
+        };
+        let Ok(prefix_fd) = fs::open_dir(&store.chunks_fd, prefix) else {
+            continue;
+        };
+        let prefix_path = chunks_path.join(prefix);
+        for (name, _) in list(&prefix_fd, &prefix_path)? {
+            let Some(hash) = std::str::from_utf8(&name)
+                .ok()
+                .and_then(ChunkHash::from_hex)
+            else {
+                continue;
+            };
+            let name = std::str::from_utf8(&name).unwrap_or_default();
+            match fs::stat(&prefix_fd, name) {
+                Ok(Some((FileType::RegularFile, len, _))) => {
+                    stored.insert(hash, len);
+                }
+                Ok(_) => {}
+                Err(e) => return Err(Error::io(prefix_path.join(name), "stat", e)),
+            }
+        }
+    }
+    u.chunk_files = stored.len() as u64;
+    u.stored_bytes = stored.values().sum();
+    for hash in named.keys() {
+        match stored.get(hash) {
+            Some(len) => u.referenced_stored_bytes += len,
+            None => u.missing_chunks += 1,
+        }
+    }
+    Ok(u)
+}
