@@ -82,9 +82,9 @@ pub use reprise_host::{
 };
 pub use reprise_std::replayer::{self, CompareSpec, OutputRange, compare_files};
 pub use reprise_std::{
-    Args, Capture, CapturePaths, CaptureProblem, Error, ImageId, Kernel, LaunchReport, Names,
-    OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result, Setting, Verification,
-    WriterKind, block_on,
+    Args, Capture, CaptureFormat, CapturePaths, CaptureProblem, Error, ImageId, Kernel,
+    LaunchReport, Names, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
+    Setting, Verification, WriterKind, block_on,
 };
 pub use reprise_std::{capture, config, executors, list, offload, store, summary};
 

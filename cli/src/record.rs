@@ -69,9 +69,33 @@ pub struct RecordArgs {
     /// program's allocations.
     #[arg(long, value_name = "SIZE", value_parser = region_size)]
     pub region_size: Option<u64>,
+    /// How the data files are written: raw (a plain file each) or store
+    /// (chunks in DIR's content-addressed, compressed store and a manifest
+    /// each). Default: `REPRISE_RECORD_FORMAT`, else raw.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<FormatArg>,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
     pub program: Vec<OsString>,
+}
+
+/// `--format` (of `record` and `demo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// A plain file per snapshot, globals and image (LLVM's replay tool
+    /// reads them).
+    Raw,
+    /// Chunks in the directory's store, a manifest per file.
+    Store,
+}
+
+impl From<FormatArg> for reprise::CaptureFormat {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Raw => reprise::CaptureFormat::Raw,
+            FormatArg::Store => reprise::CaptureFormat::Store,
+        }
+    }
 }
 
 /// `--mode`.
@@ -204,6 +228,12 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     }
     if let Some(s) = a.region_size {
         cmd.env("REPRISE_RECORD_MEMSIZE", s.to_string());
+    }
+    if let Some(f) = a.format {
+        cmd.env(
+            "REPRISE_RECORD_FORMAT",
+            reprise::CaptureFormat::from(f).as_str(),
+        );
     }
     let status = cmd
         .status()

@@ -12,6 +12,7 @@
 //! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
 //! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
 //! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
+//! | `REPRISE_RECORD_FORMAT` | `raw` (one file per snapshot) or `store` (chunks in the directory's content-addressed, compressed store, see [`CaptureFormat`]) | `raw` |
 //! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
 //! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
 //! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
@@ -46,6 +47,7 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_MODE",
     "REPRISE_RECORD_WRITER",
     "REPRISE_RECORD_FSYNC",
+    "REPRISE_RECORD_FORMAT",
     "REPRISE_RECORD_DEDUP",
     "REPRISE_RECORD_REPORT",
     "REPRISE_RECORD_SUMMARY",
@@ -89,6 +91,46 @@ pub enum WriterKind {
     },
 }
 
+/// How a capture's data files (snapshots, globals, image) are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CaptureFormat {
+    /// One plain file each, `STEM.record_input` and the like (what LLVM's
+    /// replay tool reads).
+    #[default]
+    Raw,
+    /// Chunks in the capture directory's content-addressed, compressed
+    /// store (`D/.reprise-store`, see [`crate::chunks`]), and a manifest
+    /// each in the directory, `STEM.record_input.chunks` and the like:
+    /// chunks that earlier captures (or the same capture's input) hold
+    /// already cost nothing.
+    Store,
+}
+
+impl CaptureFormat {
+    /// Parses `raw` or `store` (any case); `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "raw" => Some(CaptureFormat::Raw),
+            "store" => Some(CaptureFormat::Store),
+            _ => None,
+        }
+    }
+
+    /// Its name: `raw` or `store`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaptureFormat::Raw => "raw",
+            CaptureFormat::Store => "store",
+        }
+    }
+}
+
+impl std::fmt::Display for CaptureFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How launches are recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordConfig {
@@ -116,6 +158,9 @@ pub struct RecordConfig {
     pub writer: WriterKind,
     /// Flush every file to disk before renaming it into place.
     pub fsync: bool,
+    /// How the data files are written: plain files, or chunks in the
+    /// directory's store.
+    pub format: CaptureFormat,
     /// Record only the first launch of each (kernel, grid, block, shared
     /// memory); later ones are counted (in the record report), not
     /// recorded. Deduplicated launches count toward
@@ -154,6 +199,7 @@ impl Default for RecordConfig {
             mode: Mode::Async,
             writer: WriterKind::Background { depth: 4 },
             fsync: true,
+            format: CaptureFormat::default(),
             dedup: false,
             report: None,
             memsize_var: MemsizeOrigin::default(),
@@ -335,6 +381,10 @@ impl RecordConfig {
         if let Some(v) = get("REPRISE_RECORD_FSYNC") {
             c.fsync = parse_bool("REPRISE_RECORD_FSYNC", &v)?;
         }
+        if let Some(v) = get("REPRISE_RECORD_FORMAT") {
+            c.format = CaptureFormat::parse(&v)
+                .ok_or_else(|| bad("REPRISE_RECORD_FORMAT", &v, "expected raw or store"))?;
+        }
         if let Some(v) = get("REPRISE_RECORD_DEDUP") {
             c.dedup = parse_bool("REPRISE_RECORD_DEDUP", &v)?;
         }
@@ -395,6 +445,11 @@ impl RecordConfig {
     /// Flushes files to disk (or not) before renaming them.
     pub fn fsync(mut self, on: bool) -> Self {
         self.fsync = on;
+        self
+    }
+    /// Sets how the data files are written (see [`CaptureFormat`]).
+    pub fn format(mut self, format: CaptureFormat) -> Self {
+        self.format = format;
         self
     }
     /// Records only the first launch of each (kernel, grid, block, shared
@@ -495,9 +550,19 @@ mod tests {
             ("REPRISE_RECORD_MODE", "sync"),
             ("REPRISE_RECORD_WRITER", "inline"),
             ("REPRISE_RECORD_FSYNC", "0"),
+            ("REPRISE_RECORD_FORMAT", "Store"),
         ])
         .unwrap();
         assert!(c.enabled && !c.save_output && !c.fsync);
+        assert_eq!(c.format, CaptureFormat::Store);
+        assert_eq!(vars(&[]).unwrap().format, CaptureFormat::Raw);
+        assert!(matches!(
+            vars(&[("REPRISE_RECORD_FORMAT", "zip")]),
+            Err(Error::Config {
+                var: "REPRISE_RECORD_FORMAT",
+                ..
+            })
+        ));
         assert_eq!(c.dir, PathBuf::from("/tmp/x"));
         assert_eq!(c.region_size, 64 << 20);
         assert_eq!(c.filter.as_deref(), Some("*saxpy*"));

@@ -21,7 +21,7 @@ pub mod summary;
 pub mod tune;
 
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};
-pub use config::{RecordConfig, WriterKind};
+pub use config::{CaptureFormat, RecordConfig, WriterKind};
 pub use error::{
     BoxError, CaptureProblem, ChecksumMapProblem, CopyKind, Error, Handle, Names, Result, Setting,
     UnknownGeometry,

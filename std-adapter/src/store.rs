@@ -5,17 +5,25 @@
 //! disk, and renamed into place; the descriptor comes last, so a crash leaves
 //! either a whole capture or orphaned data files (which `reprise list`
 //! reports), never a descriptor whose files are half written.
+//!
+//! In [`CaptureFormat::Store`] the data files are chunks of the directory's
+//! store ([`crate::chunks`]) and a manifest each, renamed into place beside
+//! the descriptor as the raw files are; the chunks are stored (and pinned
+//! against a concurrent `gc`) before any manifest naming them is, and the
+//! descriptor still comes last.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
 use crate::capture::{CapturePaths, checksum};
+use crate::chunks::{ChunkStore, StoreOptions, manifest_path};
+use crate::config::CaptureFormat;
 use crate::error::{CaptureProblem, Error, Result};
 
 /// Sequence numbers of the matching launches (recorded or not), process-wide.
@@ -34,6 +42,11 @@ pub const TEMP_PREFIX: &str = ".reprise-tmp.";
 pub struct CaptureStore {
     dir: PathBuf,
     fsync: bool,
+    /// How the data files are written.
+    format: CaptureFormat,
+    /// The directory's chunk store, opened at the first capture written in
+    /// [`CaptureFormat::Store`].
+    chunks: OnceLock<ChunkStore>,
     /// Images already written by this store, by checksum: later captures of
     /// the same image hard-link to them instead of writing it again.
     images: Mutex<HashMap<u64, PathBuf>>,
@@ -88,14 +101,48 @@ pub fn file_stem_for(name: &str) -> String {
 impl CaptureStore {
     /// A store writing into `dir` (created if needed). With `fsync`, every
     /// file is flushed to disk before it is renamed into place.
+    /// Its data files are plain files ([`CaptureFormat::Raw`]).
     pub fn new(dir: impl Into<PathBuf>, fsync: bool) -> Result<Self> {
+        Self::with_format(dir, fsync, CaptureFormat::Raw)
+    }
+
+    /// [`CaptureStore::new`], writing the data files in `format`.
+    pub fn with_format(
+        dir: impl Into<PathBuf>,
+        fsync: bool,
+        format: CaptureFormat,
+    ) -> Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
         Ok(CaptureStore {
             dir,
             fsync,
+            format,
+            chunks: OnceLock::new(),
             images: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// How its data files are written.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// The directory's chunk store, created (or opened) on first use.
+    fn chunk_store(&self) -> Result<&ChunkStore> {
+        if let Some(s) = self.chunks.get() {
+            return Ok(s);
+        }
+        let options = StoreOptions {
+            fsync: self.fsync,
+            ..StoreOptions::default()
+        };
+        let store = ChunkStore::create(&self.dir, options)?;
+        // Another writer thread may have set it meanwhile: either will do.
+        let _ = self.chunks.set(store);
+        self.chunks
+            .get()
+            .ok_or(Error::Internal("a chunk store that was set is not there"))
     }
 
     /// The directory.
@@ -113,11 +160,11 @@ impl CaptureStore {
         );
         let mut candidate = self.dir.join(format!("{base}.json"));
         let mut n = 2;
-        while candidate.exists()
-            || CapturePaths::new(&candidate, Generation::Reprise)
-                .input
-                .exists()
-        {
+        let taken = |descriptor: &Path| {
+            let input = CapturePaths::new(descriptor, Generation::Reprise).input;
+            descriptor.exists() || input.exists() || manifest_path(&input).exists()
+        };
+        while taken(&candidate) {
             candidate = self.dir.join(format!("{base}.{n}.json"));
             n += 1;
         }
@@ -142,36 +189,52 @@ impl CaptureStore {
         record.checksums.image = Some(image_sum);
 
         // Files already in place when a later one fails (a full disk) are
-        // removed again: a failed capture leaves nothing behind.
-        let mut written: Vec<&Path> = Vec::new();
+        // removed again: a failed capture leaves nothing behind (in the
+        // store format, chunks no manifest names, which `gc` removes).
+        let mut written: Vec<PathBuf> = Vec::new();
         let result = (|| {
-            self.write_file(&paths.input, data.input)?;
-            written.push(&paths.input);
-            if let Some(out) = data.output {
-                self.write_file(&paths.output, out)?;
-                written.push(&paths.output);
+            match self.format {
+                CaptureFormat::Raw => {
+                    self.write_file(&paths.input, data.input)?;
+                    written.push(paths.input.clone());
+                    if let Some(out) = data.output {
+                        self.write_file(&paths.output, out)?;
+                        written.push(paths.output.clone());
+                    }
+                    self.write_file(&paths.globals, data.globals)?;
+                    written.push(paths.globals.clone());
+                    self.write_image(&paths.image, data.image, image_sum)?;
+                    written.push(paths.image.clone());
+                }
+                CaptureFormat::Store => {
+                    let store = self.chunk_store()?;
+                    // Every chunk stays pinned until the descriptor is in
+                    // place: a `gc` meanwhile keeps them.
+                    let pin = store.pin()?;
+                    let files = [
+                        (&paths.input, Some(data.input)),
+                        (&paths.output, data.output),
+                        (&paths.globals, Some(data.globals)),
+                        (&paths.image, Some(data.image)),
+                    ];
+                    for (raw, bytes) in files {
+                        let Some(bytes) = bytes else { continue };
+                        let manifest = store.put_pinned(&pin, bytes)?;
+                        let path = manifest_path(raw);
+                        self.write_file(&path, &manifest.encode())?;
+                        written.push(path);
+                    }
+                    self.write_descriptor(record, &descriptor)?;
+                    written.push(descriptor.clone());
+                    self.sync_dir()?;
+                    drop(pin);
+                    return Ok(());
+                }
             }
-            self.write_file(&paths.globals, data.globals)?;
-            written.push(&paths.globals);
-            self.write_image(&paths.image, data.image, image_sum)?;
-            written.push(&paths.image);
 
-            let mut json = vec![0u8; MAX_JSON_LEN];
-            let n = record
-                .to_json(Generation::Reprise, &mut json)
-                .map_err(|source| Error::Descriptor {
-                    path: descriptor.clone(),
-                    source,
-                })?;
-            self.write_file(&descriptor, &json[..n])?;
-            written.push(&descriptor);
-            if self.fsync {
-                // Make the renames themselves durable.
-                File::open(&self.dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(|e| Error::io(&self.dir, "sync directory", e))?;
-            }
-            Ok(())
+            self.write_descriptor(record, &descriptor)?;
+            written.push(descriptor.clone());
+            self.sync_dir()
         })();
         if let Err(e) = result {
             let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
@@ -182,6 +245,28 @@ impl CaptureStore {
             return Err(e);
         }
         Ok(descriptor)
+    }
+
+    /// Writes `record` as the descriptor at `path`.
+    fn write_descriptor(&self, record: &KernelRecord, path: &Path) -> Result<()> {
+        let mut json = vec![0u8; MAX_JSON_LEN];
+        let n = record
+            .to_json(Generation::Reprise, &mut json)
+            .map_err(|source| Error::Descriptor {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        self.write_file(path, &json[..n])
+    }
+
+    /// Makes the renames into the directory durable (with `fsync`).
+    fn sync_dir(&self) -> Result<()> {
+        if self.fsync {
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(&self.dir, "sync directory", e))?;
+        }
+        Ok(())
     }
 
     fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<()> {

@@ -99,7 +99,7 @@ where
             });
         }
         let store = if config.enabled {
-            let store = CaptureStore::new(&config.dir, config.fsync)?;
+            let store = CaptureStore::with_format(&config.dir, config.fsync, config.format)?;
             check_writable(store.dir(), id)?;
             Some(Arc::new(store))
         } else {
