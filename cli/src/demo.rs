@@ -40,6 +40,10 @@ pub struct DemoArgs {
     /// The CUDA device (with `--backend cuda`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     pub device_id: Option<i32>,
+    /// How the capture's data files are written: raw or store (see
+    /// `reprise record --format`).
+    #[arg(long, value_enum, default_value = "raw", value_name = "FORMAT")]
+    pub format: crate::record::FormatArg,
 }
 
 fn step(n: u32, text: impl std::fmt::Display) {
@@ -149,6 +153,7 @@ fn demo<E: AnyExecutor>(
         .enabled(true)
         .dir(&a.dir)
         .region_size(region_size)
+        .format(a.format.into())
         .save_output(true);
     let mut rec = Recorder::new(exec, device, config)?;
     let input = rec.alloc(bytes as u64, 256)?;
@@ -203,7 +208,9 @@ fn demo<E: AnyExecutor>(
         &capture.paths.globals,
         &capture.paths.image,
     ] {
-        let len = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+        // A file of the store format is its manifest.
+        let f = reprise::capture::data_file(f);
+        let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
         out!("      {:>10}  {}", human_bytes(len), f.display());
     }
 

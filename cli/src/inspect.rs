@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise::capture::{FileState, IMAGE_LIMIT, read_bounded};
+use reprise::capture::{FileState, IMAGE_LIMIT, Storage, read_data, storage};
 use reprise::list::{ChecksumStatus, Description, describe_with};
 
 use crate::backend::BackendArg;
@@ -63,7 +63,7 @@ fn gpu_targets(d: &Description) -> Vec<String> {
     {
         return Vec::new();
     }
-    match read_bounded(&d.paths.image, "device image", IMAGE_LIMIT) {
+    match read_data(&d.paths.image, "device image", IMAGE_LIMIT) {
         Ok(Some(image)) => reprise::capture::targets::describe(kind, &image),
         _ => Vec::new(),
     }
@@ -76,6 +76,25 @@ fn state_text(state: &FileState) -> String {
         FileState::Missing => "MISSING".into(),
         FileState::Special(kind) => kind.trim_start_matches("a ").to_uppercase(),
         FileState::Unreadable(_) => "UNREADABLE".into(),
+        FileState::Chunked { len, .. } => human_bytes(*len),
+    }
+}
+
+/// How the capture's data files are kept, for people.
+fn storage_text(s: Storage) -> String {
+    match s {
+        Storage::Raw => "raw files".into(),
+        Storage::Store {
+            version,
+            chunks,
+            stored_bytes,
+            raw_bytes,
+        } => format!(
+            "store v{version}: {} in {chunks} distinct chunk(s), {} stored (shared with the \
+             directory's other captures)",
+            human_bytes(raw_bytes),
+            human_bytes(stored_bytes)
+        ),
     }
 }
 
@@ -125,6 +144,11 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                         FileState::Missing => "missing",
                         FileState::Special(k) => k,
                         FileState::Unreadable(_) => "unreadable",
+                        FileState::Chunked { .. } => "manifest",
+                    },
+                    "chunks": match &f.state {
+                        FileState::Chunked { chunks, .. } => Some(*chunks),
+                        _ => None,
                     },
                     "checksum": match f.checksum {
                         ChecksumStatus::NotRecorded => "none",
@@ -167,6 +191,13 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 Err(e) => json!({ "error": e }),
             },
             "files": files,
+            "storage": match storage(&d.paths) {
+                Storage::Raw => json!({ "kind": "raw" }),
+                Storage::Store { version, chunks, stored_bytes, raw_bytes } => json!({
+                    "kind": "store", "version": version, "chunks": chunks,
+                    "stored_bytes": stored_bytes, "raw_bytes": raw_bytes,
+                }),
+            },
             "problems": problems,
             "notes": notes,
         });
@@ -275,6 +306,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
         }
         Err(e) => out!("globals   unreadable: {e}"),
     }
+    out!("storage   {}", storage_text(storage(&d.paths)));
     out!("files");
     for f in &d.files {
         out!(

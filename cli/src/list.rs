@@ -19,6 +19,9 @@ use crate::ui::human_bytes;
 /// `REPRISE_RECORD_REPORT`), each capture shows how many launches of its
 /// kernel and geometry there were.
 ///
+/// A capture of the store format whose chunks are missing or damaged (each
+/// named), or whose manifests are malformed, is BROKEN too.
+///
 /// Exits 1 when a capture is unreadable (BROKEN) or incomplete (a file
 /// missing or not a regular file, a size or checksum that does not match),
 /// 0 otherwise.
@@ -36,6 +39,17 @@ pub struct ListArgs {
     /// incomplete.
     #[arg(long, value_name = "PATH")]
     pub image: Option<PathBuf>,
+}
+
+/// Whether `e` says a capture's chunks or manifests are damaged or gone.
+fn is_store_damage(e: &reprise::Error) -> bool {
+    use reprise::CaptureProblem as P;
+    matches!(
+        e.capture_problem(),
+        Some(
+            P::MissingChunk { .. } | P::DamagedChunk { .. } | P::BadManifest(_) | P::NoStore { .. }
+        )
+    )
 }
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
@@ -61,6 +75,23 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                     })
                     .unwrap_or_else(|| "?".into());
                 let problems = d.problems_named(FLAGS);
+                // A chunk the store cannot give back (or a manifest that
+                // cannot be read) breaks the capture: nothing rewrites it.
+                let chunk_problems: Vec<String> = d
+                    .findings
+                    .iter()
+                    .filter(|f| f.incomplete && is_store_damage(&f.error))
+                    .map(|f| f.error.named(FLAGS).to_string())
+                    .collect();
+                if !chunk_problems.is_empty() {
+                    broken += 1;
+                    out!(
+                        "BROKEN   {}: {}",
+                        d.paths.descriptor.display(),
+                        chunk_problems.join("; ")
+                    );
+                    continue;
+                }
                 incomplete += usize::from(!problems.is_empty());
                 let launches = d
                     .paths

@@ -23,11 +23,13 @@ use reprise_core::record::{Generation, KernelRecord};
 
 use super::base::{BaseOrigin, ResolvedBase};
 use super::files::{
-    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, entry_checksum_mismatch,
-    file_checksum, not_regular, open_regular, read_bounded,
+    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum, checksum_mismatch,
+    entry_checksum_mismatch, file_checksum, not_regular, open_regular,
 };
 use super::offload::ImageOrigin;
+use super::stored::{self, read_data};
 use super::{CapturePaths, OpenOptions};
+use crate::chunks::manifest_path;
 use crate::error::{CaptureProblem, ChecksumMapProblem, Error, Setting};
 
 /// The state of one file's checksum.
@@ -220,24 +222,64 @@ pub fn assess(
 
     state_of(&mut a, "descriptor", &paths.descriptor);
 
+    // What is at a data file's path, or the manifest standing for it;
+    // `None` when that manifest is malformed (and reported so).
+    let data_state = |a: &mut Assessment, role: &'static str, raw: &Path, listed_missing: bool| {
+        let raw_state = FileState::of(raw);
+        let (path, state) = match stored::manifest_for(raw) {
+            Ok(Some((path, m))) => (
+                path,
+                FileState::Chunked {
+                    len: m.len(),
+                    chunks: m.chunks().len() as u64,
+                },
+            ),
+            Ok(None) => (raw.to_path_buf(), raw_state),
+            Err(e) => {
+                a.files.push(FileReport {
+                    role,
+                    path: manifest_path(raw),
+                    state: FileState::Unreadable(e.to_string()),
+                    checksum: ChecksumStatus::NotRecorded,
+                });
+                a.findings.push(Finding {
+                    error: e,
+                    incomplete: true,
+                    blocks: Blocks::Replay,
+                });
+                return None;
+            }
+        };
+        if listed_missing || state.exists() {
+            a.files.push(FileReport {
+                role,
+                path,
+                state: state.clone(),
+                checksum: ChecksumStatus::NotRecorded,
+            });
+        }
+        Some(state)
+    };
+
     // The snapshots.
-    let input = state_of(&mut a, "input", &paths.input);
+    let input = data_state(&mut a, "input", &paths.input, true);
     match &input {
-        FileState::Missing => problem(
+        Some(FileState::Missing) => problem(
             &mut a,
             Error::capture(&paths.input, CaptureProblem::MissingSnapshot),
         ),
-        other => special(&mut a, &paths.input, other),
+        Some(other) => special(&mut a, &paths.input, other),
+        None => {}
     }
-    let output = FileState::of(&paths.output);
-    if output.exists() {
-        state_of(&mut a, "output", &paths.output);
+    let output = data_state(&mut a, "output", &paths.output, false);
+    if let Some(output) = &output {
+        special(&mut a, &paths.output, output);
+        if let Some(f) = output_problem(record, paths, output) {
+            a.findings.push(f);
+        }
     }
-    special(&mut a, &paths.output, &output);
-    if let Some(f) = output_problem(record, paths, &output) {
-        a.findings.push(f);
-    }
-    if let Some(len) = input.regular_len() {
+    let output = output.unwrap_or(FileState::Missing);
+    if let Some(len) = input.as_ref().and_then(FileState::regular_len) {
         check_lengths(&mut a, record, base_addr, paths, len, output.regular_len());
     }
 
@@ -260,11 +302,12 @@ pub fn assess(
             Err(e) => problem(&mut a, e),
         }
     } else {
-        let image_state = state_of(&mut a, "image", &paths.image);
+        let image_state = data_state(&mut a, "image", &paths.image, true);
         match &image_state {
-            FileState::Missing => problem(&mut a, missing_image(record, paths)),
-            FileState::Regular(_) => {
-                match read_bounded(&paths.image, "device image", IMAGE_LIMIT) {
+            None => {}
+            Some(FileState::Missing) => problem(&mut a, missing_image(record, paths)),
+            Some(FileState::Regular(_) | FileState::Chunked { .. }) => {
+                match read_data(&paths.image, "device image", IMAGE_LIMIT) {
                     Ok(Some(bytes)) => {
                         let kind = image::sniff(&bytes);
                         a.image_kind = Some(kind);
@@ -278,14 +321,15 @@ pub fn assess(
                     Err(e) => problem(&mut a, e),
                 }
             }
-            other => special(&mut a, &paths.image, other),
+            Some(other) => special(&mut a, &paths.image, other),
         }
     }
 
     // The globals.
-    let globals_state = state_of(&mut a, "globals", &paths.globals);
+    let globals_state = data_state(&mut a, "globals", &paths.globals, true);
     match &globals_state {
-        FileState::Missing => {
+        None => {}
+        Some(FileState::Missing) => {
             let checksummed = sums.globals.is_some();
             a.findings.push(Finding {
                 error: Error::MissingGlobals {
@@ -296,8 +340,8 @@ pub fn assess(
                 blocks: Blocks::ReplayUnless(Setting::AllowMissingGlobals),
             });
         }
-        FileState::Regular(_) => {
-            match read_bounded(&paths.globals, "globals file", GLOBALS_LIMIT) {
+        Some(FileState::Regular(_) | FileState::Chunked { .. }) => {
+            match read_data(&paths.globals, "globals file", GLOBALS_LIMIT) {
                 Ok(Some(bytes)) => {
                     let layout = record.generation.globals_layout();
                     match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
@@ -318,8 +362,12 @@ pub fn assess(
                 Err(e) => problem(&mut a, e),
             }
         }
-        other => special(&mut a, &paths.globals, other),
+        Some(other) => special(&mut a, &paths.globals, other),
     }
+
+    // The chunks the manifests name: every one there (and, hashing every
+    // file, whole).
+    check_chunks(&mut a, hashing == Hashing::All);
 
     // A replay's saved output: only shown.
     if FileState::of(&paths.replay_output).exists() {
@@ -562,6 +610,36 @@ fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
     let mut mismatches = Vec::new();
     for f in &mut a.files {
         let (want, small) = match f.role {
+            "input" | "output" if matches!(f.state, FileState::Chunked { .. }) => {
+                let want = if f.role == "input" {
+                    sums.input
+                } else {
+                    sums.output
+                };
+                let Some(want) = want else { continue };
+                f.checksum = ChecksumStatus::NotChecked;
+                if hashing != Hashing::All {
+                    continue;
+                }
+                let raw = f.path.with_extension("");
+                let Some(got) = SnapshotFile::open(&raw)
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.checksum().ok())
+                else {
+                    continue;
+                };
+                if got == want {
+                    f.checksum = ChecksumStatus::Verified;
+                } else {
+                    mismatches.push(checksum_mismatch(&f.path, want, got));
+                    f.checksum = ChecksumStatus::Mismatch {
+                        recorded: want,
+                        actual: got,
+                    };
+                }
+                continue;
+            }
             "input" => (sums.input, None),
             "output" => (sums.output, None),
             "globals" => (sums.globals, Some(globals)),
@@ -607,6 +685,56 @@ fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
             error,
             incomplete: true,
             blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
+        });
+    }
+}
+
+/// Checks the chunks every manifest among `a`'s files names: that each is
+/// in the store, and with `whole`, that each decompresses to the bytes of
+/// its name. Each chunk that is not is a finding naming it (once per file,
+/// a chunk a read already reported aside).
+fn check_chunks(a: &mut Assessment, whole: bool) {
+    let mut store: Option<std::sync::Arc<crate::chunks::ChunkStore>> = None;
+    let mut found = Vec::new();
+    for f in &a.files {
+        if !matches!(f.state, FileState::Chunked { .. }) {
+            continue;
+        }
+        let Ok(m) = crate::chunks::Manifest::read(&f.path) else {
+            continue;
+        };
+        if store.is_none() {
+            match stored::store_for(&f.path) {
+                Ok(s) => store = Some(s),
+                Err(e) => {
+                    found.push(e);
+                    break;
+                }
+            }
+        }
+        let Some(s) = &store else { break };
+        let problems = if whole { s.check(&m) } else { s.missing(&m) };
+        for p in problems {
+            let error = Error::capture(&f.path, CaptureProblem::of_chunk(p));
+            let known = a.findings.iter().any(|k| {
+                matches!(
+                    (&k.error, &error),
+                    (
+                        Error::Capture { path: kp, problem: kq },
+                        Error::Capture { path: ep, problem: eq },
+                    ) if kp == ep && kq == eq
+                )
+            });
+            if !known {
+                found.push(error);
+            }
+        }
+    }
+    for error in found {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::Replay,
         });
     }
 }

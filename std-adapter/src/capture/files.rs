@@ -14,11 +14,15 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use reprise_core::exec::{Executor, MapFile};
 use reprise_core::record::{Checksummer, KernelRecord};
 
+use crate::chunks::{ChunkStore, Manifest};
 use crate::error::{CaptureProblem, Error, Result};
+
+use super::stored;
 
 /// Largest descriptor accepted (any real one is a few KiB).
 pub const DESCRIPTOR_LIMIT: u64 = 1 << 20;
@@ -43,6 +47,14 @@ pub enum FileState {
     Special(&'static str),
     /// It could not be looked at (permissions, say): the system's message.
     Unreadable(String),
+    /// A manifest of the directory's chunk store, standing for a file of
+    /// `len` bytes in `chunks` chunks (a capture of the store format).
+    Chunked {
+        /// The bytes it stands for.
+        len: u64,
+        /// Its chunks.
+        chunks: u64,
+    },
 }
 
 impl FileState {
@@ -59,10 +71,12 @@ impl FileState {
         }
     }
 
-    /// The length of a regular file.
+    /// The length of a regular file, or of the file a manifest stands
+    /// for: the length of the bytes a capture's file holds.
     pub fn regular_len(&self) -> Option<u64> {
         match self {
             FileState::Regular(n) => Some(*n),
+            FileState::Chunked { len, .. } => Some(*len),
             _ => None,
         }
     }
@@ -229,40 +243,78 @@ pub fn head(path: &Path, max: u64) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// An open snapshot file.
+/// Where an open snapshot's bytes are.
+#[derive(Debug)]
+pub enum SnapshotSource {
+    /// A raw file, open.
+    File(File),
+    /// Chunks of the directory's store, as a manifest names them.
+    Chunked {
+        /// The manifest.
+        manifest: Manifest,
+        /// The store holding its chunks.
+        store: Arc<ChunkStore>,
+    },
+}
+
+/// An open snapshot: a raw file, or a manifest of the directory's chunk
+/// store standing for one.
 #[derive(Debug)]
 pub struct SnapshotFile {
-    /// Its path.
+    /// Its path (the manifest's, for a chunked snapshot).
     pub path: PathBuf,
-    /// The open file.
-    pub file: File,
-    /// Its length in bytes.
+    /// Where its bytes are.
+    pub source: SnapshotSource,
+    /// Its length in bytes (the length a manifest stands for).
     pub len: u64,
 }
 
 impl SnapshotFile {
-    /// Opens the regular file at `path`; `Ok(None)` when there is none.
+    /// Opens the regular file at `path`, or where it is missing the
+    /// manifest standing for it (`path` with `.chunks` added) and the
+    /// directory's chunk store; `Ok(None)` when there is neither.
     pub fn open(path: &Path) -> Result<Option<Self>> {
-        Ok(open_regular(path)?.map(|(file, len)| SnapshotFile {
-            path: path.to_path_buf(),
-            file,
-            len,
+        if let Some((file, len)) = open_regular(path)? {
+            return Ok(Some(SnapshotFile {
+                path: path.to_path_buf(),
+                source: SnapshotSource::File(file),
+                len,
+            }));
+        }
+        let Some((mpath, manifest)) = stored::manifest_for(path)? else {
+            return Ok(None);
+        };
+        let store = stored::store_for(&mpath)?;
+        Ok(Some(SnapshotFile {
+            path: mpath,
+            len: manifest.len(),
+            source: SnapshotSource::Chunked { manifest, store },
         }))
     }
 
+    /// Whether its bytes are chunks of the store.
+    pub fn is_chunked(&self) -> bool {
+        matches!(self.source, SnapshotSource::Chunked { .. })
+    }
+
     /// The file as an executor may map it: its first `len` bytes (at most
-    /// [`SnapshotFile::len`]).
-    pub fn map(&self, len: u64) -> MapFile {
+    /// [`SnapshotFile::len`]); `None` for a chunked snapshot, which is not
+    /// mappable (it is read).
+    pub fn map(&self, len: u64) -> Option<MapFile> {
         use std::os::fd::AsRawFd;
-        MapFile {
-            fd: self.file.as_raw_fd(),
-            len: len.min(self.len),
+        match &self.source {
+            SnapshotSource::File(file) => Some(MapFile {
+                fd: file.as_raw_fd(),
+                len: len.min(self.len),
+            }),
+            SnapshotSource::Chunked { .. } => None,
         }
     }
 
     /// A buffer of `exec`'s holding the file's first `len` bytes: mapped
     /// where the executor can map files ([`Executor::buffer_mapped`]),
-    /// else read straight into one of its buffers.
+    /// else read (for a chunked snapshot, decompressed) straight into one
+    /// of its buffers.
     pub fn read_into<E: Executor>(&self, exec: &E, len: usize) -> Result<E::Buffer> {
         use std::os::unix::fs::FileExt;
         if len as u64 > self.len {
@@ -274,9 +326,10 @@ impl SnapshotFile {
                 },
             ));
         }
-        if let Some(b) = exec
-            .buffer_mapped(self.map(len as u64))
-            .map_err(|e| Error::executor(format!("mapping {}", self.path.display()), e))?
+        if let Some(map) = self.map(len as u64)
+            && let Some(b) = exec
+                .buffer_mapped(map)
+                .map_err(|e| Error::executor(format!("mapping {}", self.path.display()), e))?
         {
             return Ok(b);
         }
@@ -286,15 +339,44 @@ impl SnapshotFile {
                 e,
             )
         })?;
-        self.file
-            .read_exact_at(&mut buf.as_mut()[..len], 0)
-            .map_err(|e| Error::io(&self.path, "read", e))?;
+        let out = &mut buf.as_mut()[..len];
+        match &self.source {
+            SnapshotSource::File(file) => file
+                .read_exact_at(out, 0)
+                .map_err(|e| Error::io(&self.path, "read", e))?,
+            SnapshotSource::Chunked { manifest, store } if len as u64 == manifest.len() => store
+                .read_into(manifest, out)
+                .map_err(|e| stored::capture_error(&self.path, e))?,
+            SnapshotSource::Chunked { .. } => {
+                let mut at = 0;
+                self.for_each_chunk(1 << 20, |chunk| {
+                    let n = chunk.len().min(len - at);
+                    out[at..at + n].copy_from_slice(&chunk[..n]);
+                    at += n;
+                })?;
+            }
+        }
         Ok(buf)
     }
 
-    /// Streams the file through `f` in chunks of at most `chunk` bytes.
+    /// Streams the file through `f`, in order, in chunks of at most
+    /// `chunk` bytes (a chunked snapshot: in its own chunks, each
+    /// decompressed and its hash checked).
     pub fn for_each_chunk(&self, chunk: usize, mut f: impl FnMut(&[u8])) -> Result<()> {
-        stream(&self.file, &self.path, chunk, &mut f)
+        match &self.source {
+            SnapshotSource::File(file) => stream(file, &self.path, chunk, &mut f),
+            SnapshotSource::Chunked { manifest, store } => store
+                .for_each_chunk(manifest, f)
+                .map_err(|e| stored::capture_error(&self.path, e)),
+        }
+    }
+
+    /// The xxh3-64 checksum of its bytes, streamed (what the descriptor's
+    /// checksums are, raw or chunked).
+    pub fn checksum(&self) -> Result<u64> {
+        let mut h = Checksummer::new();
+        self.for_each_chunk(1 << 20, |b| h.update(b))?;
+        Ok(h.finish())
     }
 }
 

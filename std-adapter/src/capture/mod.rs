@@ -18,6 +18,13 @@
 //! Sizes written in a descriptor are only ever compared with real file
 //! lengths, so a lying size field costs nothing. Snapshots stay on disk: the
 //! executor reads them into its own buffers (the host executor maps them).
+//!
+//! A capture of the store format (`RecordConfig::format`) has a manifest
+//! `FILE.chunks` in place of each data file `FILE`, its chunks in the
+//! directory's chunk store ([`crate::chunks`]); it opens, checks and
+//! replays as a raw one does (a chunked snapshot is decompressed into the
+//! executor's buffer rather than mapped), and a chunk missing or damaged is
+//! a problem naming it.
 
 mod assess;
 pub mod base;
@@ -25,6 +32,7 @@ mod files;
 mod launch_env;
 pub mod offload;
 mod paths;
+mod stored;
 pub mod targets;
 
 use std::path::{Path, PathBuf};
@@ -43,10 +51,11 @@ pub use assess::{
 };
 pub(crate) use files::checksum_mismatch;
 pub use files::{
-    DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum, file_checksum,
-    head, open_regular, read_bounded, read_descriptor,
+    DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, SnapshotSource,
+    checksum, file_checksum, head, open_regular, read_bounded, read_descriptor,
 };
 pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
+pub use stored::{Storage, data_file, read_data, storage};
 
 /// How a capture is opened. Build it from [`OpenOptions::new`] (or
 /// `..OpenOptions::default()`, the same): checksums verified.
@@ -348,14 +357,14 @@ impl Capture {
         let mut any = self.verify_small_files()?;
         if let Some(want) = sums.input {
             any = true;
-            let got = file_checksum(&self.input.file, &self.input.path)?;
+            let got = self.input.checksum()?;
             if got != want {
                 return Err(checksum_mismatch(&self.input.path, want, got));
             }
         }
         if let (Some(want), Some(out)) = (sums.output, &self.output) {
             any = true;
-            let got = file_checksum(&out.file, &out.path)?;
+            let got = out.checksum()?;
             if got != want {
                 return Err(checksum_mismatch(&out.path, want, got));
             }

@@ -13,7 +13,7 @@ use reprise_core::image::{ImageError, ImageKind};
 use reprise_core::offload::OffloadError;
 use reprise_core::record::BackendKind;
 
-use super::Error;
+use super::{ChunkFault, ChunkHash, ChunkProblem, Error, ManifestError};
 
 /// What is wrong with a capture's file: the `problem` of an
 /// [`Error::Capture`] (see [`Error::capture_problem`]).
@@ -279,6 +279,51 @@ pub enum CaptureProblem {
         /// What the file holds, for people.
         held: String,
     },
+
+    // The chunk store (a capture of the store format; the path is the
+    // manifest's).
+    /// The manifest standing for the file is malformed.
+    BadManifest(ManifestError),
+    /// The manifest names a chunk the directory's store has no file for.
+    MissingChunk {
+        /// Its place in the manifest, from 0.
+        index: u32,
+        /// Its name.
+        hash: ChunkHash,
+    },
+    /// The manifest names a chunk whose file is damaged (it does not
+    /// decompress to the bytes of its name) or cannot be read.
+    DamagedChunk {
+        /// Its place in the manifest, from 0.
+        index: u32,
+        /// Its name.
+        hash: ChunkHash,
+        /// What is wrong with it.
+        fault: ChunkFault,
+    },
+    /// The capture's files are manifests, but its directory has no chunk
+    /// store.
+    NoStore {
+        /// The store's directory that is missing.
+        store: PathBuf,
+    },
+}
+
+impl CaptureProblem {
+    /// The capture problem a chunk the store cannot read back is.
+    pub fn of_chunk(p: ChunkProblem) -> Self {
+        match p.fault {
+            ChunkFault::Missing => CaptureProblem::MissingChunk {
+                index: p.index,
+                hash: p.hash,
+            },
+            fault => CaptureProblem::DamagedChunk {
+                index: p.index,
+                hash: p.hash,
+                fault,
+            },
+        }
+    }
 }
 
 impl Error {
@@ -487,6 +532,22 @@ impl fmt::Display for CaptureProblem {
                 "more than one entry of its {section} section defines the kernel {kernel} for \
                  the {backend} executor: it holds {held}"
             ),
+            P::BadManifest(e) => write!(f, "is a damaged chunk manifest: {e}"),
+            P::MissingChunk { index, hash } => write!(
+                f,
+                "names chunk {index} ({hash}), which is missing from the directory's chunk \
+                 store: the capture is broken"
+            ),
+            P::DamagedChunk { index, hash, fault } => write!(
+                f,
+                "names chunk {index} ({hash}), which {fault}: the capture is broken"
+            ),
+            P::NoStore { store } => write!(
+                f,
+                "is a chunk manifest, but the capture's directory has no chunk store ({} is \
+                 missing): the capture is broken",
+                store.display()
+            ),
         }
     }
 }
@@ -496,6 +557,7 @@ impl std::error::Error for CaptureProblem {
         match self {
             CaptureProblem::NoExecutor(e) => Some(e),
             CaptureProblem::Offload(e) => Some(e),
+            CaptureProblem::BadManifest(e) => Some(e),
             _ => None,
         }
     }

@@ -301,8 +301,11 @@ fn reserve_region<E: Executor>(
         });
     for request in recorded_request.into_iter().chain([snapshot_request]) {
         // (A file maps only from a page boundary.)
-        if let Some(r) = (lead == 0)
-            .then(|| exec.reserve_mapped(request, capture.input.map(len as u64)))
+        if let Some(r) = capture
+            .input
+            .map(len as u64)
+            .filter(|_| lead == 0)
+            .map(|file| exec.reserve_mapped(request, file))
             .transpose()
             .map(Option::flatten)
             .map_err(|e| {

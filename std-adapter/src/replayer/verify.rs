@@ -8,7 +8,7 @@ use std::path::Path;
 use reprise_core::compare::{Comparer, Comparison, Tolerance};
 use reprise_core::record::KernelRecord;
 
-use crate::capture::{SnapshotFile, checksum_mismatch};
+use crate::capture::{SnapshotFile, SnapshotSource, checksum_mismatch};
 use crate::error::{CaptureProblem, Error, Result, Setting};
 
 /// Which bytes of an output a verification compares, and how.
@@ -265,19 +265,51 @@ pub fn compare_files(
         });
     }
     let mut feeder = RangeFeeder::new(tolerance, ranges);
-    let mut buf = vec![0u8; 1 << 20];
+    // `expected` streams (in its own chunks, when it is a manifest); the
+    // other file is read at the same offsets, or, chunked too, whole.
+    let theirs_whole = match &a.source {
+        SnapshotSource::File(_) => None,
+        SnapshotSource::Chunked { .. } => {
+            let n = usize::try_from(a.len).map_err(|_| Error::TooLarge {
+                what: "a buffer for a chunked output",
+                bytes: a.len,
+            })?;
+            let mut v = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| Error::TooLarge {
+                what: "a buffer for a chunked output",
+                bytes: a.len,
+            })?;
+            a.for_each_chunk(1 << 20, |c| v.extend_from_slice(c))?;
+            Some(v)
+        }
+    };
     let mut theirs = vec![0u8; 1 << 20];
     let mut at = 0u64;
-    while at < e.len {
-        let n = ((e.len - at) as usize).min(buf.len());
-        e.file
-            .read_exact_at(&mut buf[..n], at)
-            .map_err(|err| Error::io(expected, "read", err))?;
-        a.file
-            .read_exact_at(&mut theirs[..n], at)
-            .map_err(|err| Error::io(actual, "read", err))?;
-        feeder.feed(at, &buf[..n], &theirs[..n]);
+    let mut failed = None;
+    e.for_each_chunk(1 << 20, |mine| {
+        if failed.is_some() {
+            return;
+        }
+        let n = mine.len();
+        let other: &[u8] = match (&theirs_whole, &a.source) {
+            (Some(v), _) => &v[at as usize..at as usize + n],
+            (None, SnapshotSource::File(file)) => {
+                if theirs.len() < n {
+                    theirs.resize(n, 0);
+                }
+                if let Err(err) = file.read_exact_at(&mut theirs[..n], at) {
+                    failed = Some(Error::io(actual, "read", err));
+                    return;
+                }
+                &theirs[..n]
+            }
+            (None, SnapshotSource::Chunked { .. }) => return,
+        };
+        feeder.feed(at, mine, other);
         at += n as u64;
+    })?;
+    if let Some(err) = failed {
+        return Err(err);
     }
     Ok(feeder.finish())
 }
