@@ -22,6 +22,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cuda_image", cuda_image),
     ("offload", offload),
     ("amdgpu_code_object", amdgpu_code_object),
+    ("chunk_manifest", chunk_manifest),
 ];
 
 /// A descriptor of any generation: read; when it reads, written in each key
@@ -377,4 +378,60 @@ fn repeated_section_headers(data: &[u8], copies: usize) -> Option<Vec<u8>> {
     out[40..48].copy_from_slice(&new_shoff.to_le_bytes());
     out[60..62].copy_from_slice(&total.to_le_bytes());
     Some(out)
+}
+
+/// The chunk store's manifest reader (`reprise_std::chunks::Manifest`):
+/// the input as a manifest; the input sealed with a right checksum (so the
+/// checks behind the checksum are reached); and the input as the entries
+/// of a manifest whose header says as many as it holds, with its total
+/// length and chunk size from the input's first bytes. What reads must
+/// encode to the very same bytes, and add up: its chunks hold its length,
+/// each at most a chunk.
+pub fn chunk_manifest(data: &[u8]) {
+    use reprise_std::chunks::{ChunkHash, Manifest};
+    let sealed = |mut body: Vec<u8>| {
+        let sum = ChunkHash::of(&body);
+        body.extend_from_slice(&sum.0);
+        body
+    };
+    let read = |bytes: &[u8]| match Manifest::decode(bytes) {
+        Ok(m) => {
+            assert_eq!(m.encode(), bytes, "a manifest read encodes to other bytes");
+            let sum: u64 = m.chunks().iter().map(|c| u64::from(c.len)).sum();
+            assert_eq!(sum, m.len(), "the chunks do not hold the manifest's length");
+            assert!(
+                m.chunks()
+                    .iter()
+                    .all(|c| c.len >= 1 && c.len <= m.chunk_size()),
+                "a chunk longer than the chunk size, or empty"
+            );
+            assert_eq!(Manifest::decode(&m.encode()).as_ref(), Ok(&m));
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    };
+    read(data);
+    read(&sealed(data.to_vec()));
+    let Some((head, entries)) = data.split_at_checked(12) else {
+        return;
+    };
+    let total = u64::from_le_bytes(head[..8].try_into().unwrap());
+    // Chunk sizes near the bounds, and totals near what the entries hold.
+    let chunk_size = u32::from_le_bytes(head[8..12].try_into().unwrap()) % (80 << 20);
+    let count = entries.len() / 36;
+    let total = if total & 1 == 0 {
+        (count as u64)
+            .saturating_mul(u64::from(chunk_size))
+            .saturating_sub(total >> 40)
+    } else {
+        total
+    };
+    let mut body = b"RPCHUNKS".to_vec();
+    body.extend_from_slice(&1u32.to_le_bytes());
+    body.extend_from_slice(&total.to_le_bytes());
+    body.extend_from_slice(&chunk_size.to_le_bytes());
+    body.extend_from_slice(&(count as u32).to_le_bytes());
+    body.extend_from_slice(&entries[..count * 36]);
+    read(&sealed(body));
 }
