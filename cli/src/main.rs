@@ -6,6 +6,7 @@ mod ui;
 
 mod backend;
 mod bench;
+mod check;
 mod compare_args;
 mod completions;
 mod demo;
@@ -59,6 +60,7 @@ enum Command {
     Extract(extract::ExtractArgs),
     Diff(diff::DiffArgs),
     Tune(tune::TuneArgs),
+    Check(check::CheckArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     // What `reprise bench` times with and without the interposer.
@@ -104,6 +106,7 @@ fn main() -> ExitCode {
         Command::Extract(a) => extract::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Tune(a) => tune::run(a),
+        Command::Check(a) => check::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
         Command::LaunchLoop(a) => launch_loop::run(a),

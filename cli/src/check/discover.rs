@@ -1,0 +1,151 @@
+//! Finding the captures of a corpus: every descriptor under the
+//! directories given (recursively) and the files given, through the
+//! library's listing, whose completeness check (the one `list`, `inspect`
+//! and `replay` share) decides which can be run at all.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use reprise::BackendKind;
+use reprise::list::{Entry, describe_with, scan_with};
+
+use crate::error::{FLAGS, Result};
+
+/// A capture found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// Its descriptor, as found (the directory given joined with the rest).
+    pub path: PathBuf,
+    /// The descriptor's path relative to the directory it was found in
+    /// (for a file given, its name): what `--shard` hashes.
+    pub name: String,
+    /// Its kernel, when the descriptor could be read.
+    pub kernel: Option<String>,
+    /// The executor its image calls for (or its descriptor names).
+    pub backend: Option<BackendKind>,
+    /// Why it cannot be replayed, when the listing already knows: an
+    /// unreadable descriptor, or a capture that is incomplete.
+    pub refused: Option<String>,
+}
+
+/// What was found.
+#[derive(Debug, Default)]
+pub struct Corpus {
+    /// The captures, sorted by path, each once.
+    pub captures: Vec<Found>,
+    /// Files that belong to no whole capture (interrupted recordings).
+    pub orphans: usize,
+}
+
+/// Every capture under `paths` (directories, recursively, and descriptor
+/// files), opened with `options` as a replay would be.
+pub fn find(paths: &[PathBuf], options: &reprise::OpenOptions) -> Result<Corpus> {
+    // By canonical path, so that a capture found twice (a file given and
+    // its directory, nested directories) is checked once.
+    let mut by_file: BTreeMap<PathBuf, Found> = BTreeMap::new();
+    let mut orphans = 0;
+    for given in paths {
+        let meta = std::fs::metadata(given).map_err(|e| reprise::Error::io(given, "look at", e))?;
+        if meta.is_dir() {
+            let mut dirs = vec![given.clone()];
+            while let Some(dir) = dirs.pop() {
+                orphans += scan_one(given, &dir, options, &mut by_file)?;
+                dirs.extend(subdirectories(&dir)?);
+            }
+        } else {
+            let name = given
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| given.display().to_string());
+            let found = match describe_with(given, options.clone()) {
+                Ok(d) => described(given.clone(), name, &d),
+                Err(e) => unreadable(given.clone(), name, &e),
+            };
+            by_file.insert(canonical(given), found);
+        }
+    }
+    let mut captures: Vec<Found> = by_file.into_values().collect();
+    captures.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Corpus { captures, orphans })
+}
+
+/// The captures of `dir` (found under the directory `root` given) into
+/// `out`; returns how many orphaned files it has.
+fn scan_one(
+    root: &Path,
+    dir: &Path,
+    options: &reprise::OpenOptions,
+    out: &mut BTreeMap<PathBuf, Found>,
+) -> Result<usize> {
+    let mut orphans = 0;
+    for entry in scan_with(dir, options)? {
+        match entry {
+            Entry::Capture(d) => {
+                let path = d.paths.descriptor.clone();
+                let found = described(path.clone(), name_in(root, &path), &d);
+                out.insert(canonical(&path), found);
+            }
+            Entry::Broken { path, error } => {
+                let found = unreadable(path.clone(), name_in(root, &path), &error);
+                out.insert(canonical(&path), found);
+            }
+            Entry::Orphan { .. } => orphans += 1,
+            Entry::Other { .. } => {}
+        }
+    }
+    Ok(orphans)
+}
+
+/// The directories in `dir`, not through symbolic links (a corpus is
+/// untrusted input: a link could lead anywhere, or round in a circle).
+fn subdirectories(dir: &Path) -> Result<Vec<PathBuf>> {
+    let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// A capture the listing read.
+fn described(path: PathBuf, name: String, d: &reprise::list::Description) -> Found {
+    let backend = d
+        .image_kind
+        .and_then(|k| k.backend().ok())
+        .or(d.record.backend);
+    let problems = d.problems_named(FLAGS);
+    Found {
+        path,
+        name,
+        kernel: Some(d.record.name.to_string()),
+        backend,
+        refused: (!problems.is_empty()).then(|| format!("incomplete: {}", problems.join("; "))),
+    }
+}
+
+/// A descriptor the listing could not read.
+fn unreadable(path: PathBuf, name: String, e: &reprise::Error) -> Found {
+    let text = e.named(FLAGS).to_string();
+    Found {
+        path,
+        name,
+        kernel: None,
+        backend: None,
+        refused: Some(format!("unreadable: {text}")),
+    }
+}
+
+/// `path` relative to `root`, with `/` between its parts.
+fn name_in(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}

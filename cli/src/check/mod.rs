@@ -1,0 +1,491 @@
+//! `reprise check`: a corpus of captures as a regression suite. Every
+//! capture found is replayed and verified in a worker process of its own,
+//! in parallel; results are written as they come (JSON lines), so a killed
+//! run resumes; the summary says what passed, differs, was refused, failed
+//! or timed out, and which kernels are slowest or slower than a baseline.
+
+mod baseline;
+mod discover;
+mod junit;
+mod pool;
+mod results;
+mod shard;
+mod summary;
+mod worker;
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::compare_args::CompareArgs;
+use crate::error::{CliError, Result};
+use crate::ui::check_output_file;
+use results::{CaptureResult, Read, ResultsFile, Status};
+use shard::Shard;
+use summary::Summary;
+
+/// Replay and verify every capture of a corpus, as a regression suite.
+///
+/// Every capture descriptor under the DIRs (searched recursively, not
+/// through symbolic links) and every FILE given is found through the same
+/// listing as `reprise list`, sorted by path; one that is incomplete or
+/// unreadable is refused without running it. Each of the others is
+/// replayed with verification (`reprise replay --verify`, with the
+/// comparison options below) and timed over --repetitions, in a worker
+/// process of its own: a kernel that faults, kills its process or hangs
+/// past --timeout is that capture's result, and the suite goes on.
+///
+/// Host captures run --jobs at a time. GPU captures run one at a time per
+/// visible device, on devices 0 to D-1 (not the recorded device), where D
+/// is the longest list in CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or
+/// HIP_VISIBLE_DEVICES, and 1 when none is set; the host and GPU workers
+/// run side by side.
+///
+/// Each capture's result is appended to the results file (--results) as
+/// one JSON line as soon as it is known: path, name (the path relative to
+/// the DIR it was found in), kernel, backend, status (passed, differs,
+/// refused, failed, timeout), exit_code (the worker's: 0 passed, 1
+/// differs, 2 could not run) and signal, kernel_ns (the median kernel time
+/// where the executor measures it) and kernel_times_ns, replay_ns (the
+/// median repetition, restore included) and replay_times_ns, wall_ns (the
+/// worker's whole run) and message. Times are in nanoseconds.
+///
+/// At the end a table (or, with --json, one JSON object) gives the counts
+/// of each status, the slowest kernels, and the captures that did not
+/// pass.
+///
+/// Exit status: 0 when every capture passed, 1 when some differ (or are
+/// slower than --baseline allows) and all of them ran, 2 when some could
+/// not run (refused, failed or timed out), or on an error (bad options,
+/// nothing found).
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Directories to search for captures (recursively), and capture
+    /// descriptors (`NAME.json`).
+    #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker"])]
+    pub paths: Vec<PathBuf>,
+    /// How many host captures to replay at once [default: the number of
+    /// cores]. GPU captures run one per visible device whatever this says.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+    /// Check only shard K of N (K from 0 to N-1, as SLURM_ARRAY_TASK_ID):
+    /// the captures whose name (the descriptor's path relative to the DIR
+    /// it was found in) hashes to K modulo N. The N shards of a corpus
+    /// cover each capture exactly once, wherever and in whatever order
+    /// they run.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Kill a capture's worker (its whole process group) after S seconds,
+    /// and count it as timed out; 0 for no limit.
+    #[arg(long, value_name = "S", default_value = "600", value_parser = seconds)]
+    pub timeout: Duration,
+    /// Timed replays per capture; the median is the capture's time, and
+    /// their spread the noise --baseline reports.
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repetitions: u32,
+    /// The results file (JSON lines) [default: `reprise-check.jsonl` in the
+    /// current directory, `reprise-check-K-of-N.jsonl` with --shard]. It
+    /// is emptied first, unless --resume.
+    #[arg(long, value_name = "F.jsonl")]
+    pub results: Option<PathBuf>,
+    /// Keep the results file and check only the captures it has no result
+    /// for (after a run was killed, say); the summary covers them all.
+    /// Give the same DIRs and FILEs: captures are matched by path.
+    #[arg(long)]
+    pub resume: bool,
+    /// Also write a JUnit XML report to F.xml: one testcase per capture
+    /// (classname its directory, name its stem); a difference (or a
+    /// slow-down past --slower) is a failure, a capture that failed or
+    /// timed out an error, a refused one skipped.
+    #[arg(long, value_name = "F.xml")]
+    pub junit: Option<PathBuf>,
+    /// Print the summary as one JSON object instead of the table: the
+    /// counts, the slowest, the baseline comparison and every result.
+    #[arg(long)]
+    pub json: bool,
+    /// Compare each capture's median time with an earlier result: a
+    /// results file (.jsonl) or a --json summary. Captures are matched by
+    /// path, else by name; kernel times with kernel times.
+    #[arg(long, value_name = "F")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: flag captures more than X times slower than their
+    /// baseline (1.2: 20% slower), with the noise (the spread of the
+    /// repetitions, now and then) where it is known.
+    #[arg(long, value_name = "X", default_value_t = 1.2, value_parser = factor)]
+    pub slower: f64,
+    /// Run nothing: read every results file (*.jsonl) in DIR (the shards'
+    /// files) and give the one summary, JUnit report and JSON of them all.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["paths", "shard", "resume", "results"])]
+    pub merge: Option<PathBuf>,
+    /// Take each capture's device image from PATH (as `replay --image`).
+    #[arg(long, value_name = "PATH")]
+    pub image: Option<PathBuf>,
+    /// Replay captures that have no globals file (as `replay
+    /// --allow-missing-globals`).
+    #[arg(long)]
+    pub allow_missing_globals: bool,
+    /// Skip checking the checksums reprise captures carry.
+    #[arg(long)]
+    pub no_checksums: bool,
+    #[command(flatten)]
+    pub compare: CompareArgs,
+    /// A worker: replay this one capture and report (run by the suite).
+    #[arg(long, hide = true, value_name = "CAPTURE")]
+    pub worker: Option<PathBuf>,
+    /// A worker's GPU.
+    #[arg(long, hide = true, value_name = "N", requires = "worker")]
+    pub worker_device: Option<i32>,
+}
+
+pub fn run(a: CheckArgs) -> Result<ExitCode> {
+    if let Some(capture) = &a.worker {
+        return worker::run(worker::Job {
+            path: capture,
+            options: open_options(&a).verify_checksums(!a.no_checksums),
+            device: a.worker_device,
+            repetitions: a.repetitions,
+            compare: &a.compare,
+        });
+    }
+    if let Some(p) = &a.junit {
+        check_output_file(p, Some("xml"))?;
+    }
+    let baseline = match &a.baseline {
+        Some(p) => {
+            let mut read = Read::default();
+            read.add_file(p)?;
+            if read.results.is_empty() {
+                return Err(CliError::Command(format!(
+                    "{}: no results in it (a results file or a `reprise check --json` summary)",
+                    p.display()
+                )));
+            }
+            Some(read)
+        }
+        None => None,
+    };
+    if let Some(dir) = &a.merge {
+        let (read, files) = results::read_dir(dir)?;
+        if files.is_empty() {
+            return Err(CliError::Command(format!(
+                "{}: no results files (*.jsonl) to merge",
+                dir.display()
+            )));
+        }
+        if read.bad_lines > 0 {
+            note!(
+                "warning: {} line(s) in {} are no results (cut short?) and were skipped",
+                read.bad_lines,
+                dir.display()
+            );
+        }
+        let source = format!("{} file(s) merged from {}", files.len(), dir.display());
+        let all = read.results.values().collect();
+        return finish(&a, all, (None, 0), baseline, source);
+    }
+    suite(&a, baseline)
+}
+
+/// Finds the corpus, checks what is left of it, and summarizes.
+fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
+    let started = Instant::now();
+    let shard = a.shard.unwrap_or(Shard::ALL);
+    let results_path = a.results.clone().unwrap_or_else(|| match a.shard {
+        Some(s) => PathBuf::from(format!("reprise-check-{}-of-{}.jsonl", s.index, s.count)),
+        None => PathBuf::from("reprise-check.jsonl"),
+    });
+    check_output_file(&results_path, Some("jsonl"))?;
+    // Found without hashing: the workers' replays check the checksums.
+    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
+    if corpus.captures.is_empty() {
+        return Err(CliError::Command(format!(
+            "no captures found in {}",
+            a.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if corpus.orphans > 0 {
+        note!(
+            "note: {} file(s) belong to no whole capture (interrupted recordings; `reprise list` \
+             names them)",
+            corpus.orphans
+        );
+    }
+    let total = corpus.captures.len();
+    let selected: Vec<discover::Found> = corpus
+        .captures
+        .into_iter()
+        .filter(|f| shard.holds(&f.name))
+        .collect();
+    if a.shard.is_some() {
+        note!(
+            "shard {shard}: {} of the {total} captures found",
+            selected.len()
+        );
+    }
+    let mut earlier = Read::default();
+    if a.resume {
+        earlier.add_file(&results_path)?;
+    }
+    let mut file = ResultsFile::open(&results_path, a.resume)?;
+    let mut all: Vec<CaptureResult> = Vec::new();
+    let (mut host, mut gpu) = (Vec::new(), Vec::new());
+    for f in &selected {
+        let path = f.path.display().to_string();
+        if let Some(r) = earlier.results.get(&path) {
+            all.push(r.clone());
+        } else if let Some(why) = &f.refused {
+            let r = refused(f, why);
+            note!("REFUSED {}: {why}", r.path);
+            file.append(&r)?;
+            all.push(r);
+        } else if f
+            .backend
+            .is_some_and(|b| reprise::executors::traits(b).has_devices)
+        {
+            gpu.push(f.clone());
+        } else {
+            host.push(f.clone());
+        }
+    }
+    if a.resume {
+        note!(
+            "resuming: {} of {} capture(s) already have a result in {}",
+            all.len(),
+            selected.len(),
+            results_path.display()
+        );
+    }
+    let workers = pool::Workers {
+        exe: std::env::current_exe()
+            .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?,
+        args: worker_args(),
+        timeout: (a.timeout > Duration::ZERO).then_some(a.timeout),
+        jobs: a.jobs.map_or_else(cores, |j| j as usize),
+        devices: visible_devices(),
+    };
+    let to_run = host.len() + gpu.len();
+    let mut done = 0;
+    let mut write_error = None;
+    pool::run(&workers, host, gpu, |r| {
+        done += 1;
+        if r.status != Status::Passed {
+            note!(
+                "[{done}/{to_run}] {} {}: {}",
+                r.status.as_str().to_uppercase(),
+                r.path,
+                r.message.lines().next().unwrap_or("")
+            );
+        }
+        if write_error.is_none()
+            && let Err(e) = file.append(&r)
+        {
+            write_error = Some(e);
+        }
+        all.push(r);
+    });
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    // The summary covers this run's selection, in path order.
+    let keep: HashSet<String> = selected
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    all.retain(|r| keep.contains(&r.path));
+    all.sort_by(|x, y| x.path.cmp(&y.path));
+    finish(
+        a,
+        all.iter().collect(),
+        (Some(started.elapsed()), to_run),
+        baseline,
+        results_path.display().to_string(),
+    )
+}
+
+/// Prints the summary of `results` (and writes the JUnit report).
+fn finish(
+    a: &CheckArgs,
+    results: Vec<&CaptureResult>,
+    (wall, ran): (Option<Duration>, usize),
+    baseline: Option<Read>,
+    source: String,
+) -> Result<ExitCode> {
+    let comparison = baseline.map(|b| baseline::compare(results.iter().copied(), &b, a.slower));
+    let s = Summary {
+        results,
+        wall,
+        ran,
+        baseline: comparison,
+        source,
+    };
+    if let Some(p) = &a.junit {
+        let xml = junit::document(&s).map_err(|e| reprise::Error::io(p, "write", e))?;
+        write_new(p, &xml)?;
+    }
+    if a.json {
+        let text = serde_json::to_string_pretty(&s.json()).expect("JSON values serialize");
+        out_text!("{text}");
+    } else {
+        for line in s.lines() {
+            out!("{line}");
+        }
+    }
+    Ok(s.exit())
+}
+
+/// A capture the listing refused: its result, without a worker.
+fn refused(f: &discover::Found, why: &str) -> CaptureResult {
+    CaptureResult {
+        path: f.path.display().to_string(),
+        name: f.name.clone(),
+        kernel: f.kernel.clone(),
+        backend: f.backend.map(|b| b.to_string()),
+        status: Status::Refused,
+        exit_code: None,
+        signal: None,
+        kernel_ns: None,
+        kernel_times_ns: Vec::new(),
+        replay_ns: None,
+        replay_times_ns: Vec::new(),
+        wall_ns: 0,
+        message: why.to_string(),
+    }
+}
+
+/// Writes `bytes` to `path` (replacing it) through a temporary file in
+/// its directory, renamed: never through a symbolic link, never half.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)
+        .map_err(|e| reprise::Error::io(&temp, "create", e))?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    drop(f);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&temp, path)) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(reprise::Error::io(path, "write", e).into());
+    }
+    Ok(())
+}
+
+/// How to open the captures, from the options given.
+fn open_options(a: &CheckArgs) -> reprise::OpenOptions {
+    let mut o = reprise::OpenOptions::new().allow_missing_globals(a.allow_missing_globals);
+    if let Some(image) = &a.image {
+        o = o.image(image);
+    }
+    o
+}
+
+/// This command's arguments after `check`, for the workers: they read the
+/// comparison and opening options from them as this process did.
+fn worker_args() -> Vec<OsString> {
+    std::env::args_os().skip(2).collect()
+}
+
+/// The number of cores this process may use.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How many GPUs are visible: the longest list of the variables that
+/// choose them (each executor reads its own), 1 when none is set.
+fn visible_devices() -> usize {
+    visible_devices_in(|v| std::env::var(v).ok())
+}
+
+/// [`visible_devices`] in an environment whose variables `var` reads.
+fn visible_devices_in(var: impl Fn(&str) -> Option<String>) -> usize {
+    [
+        "CUDA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+    ]
+    .iter()
+    .filter_map(|v| var(v))
+    .map(|list| list.split(',').filter(|d| !d.trim().is_empty()).count())
+    .max()
+    .unwrap_or(1)
+    .max(1)
+}
+
+/// `--timeout`: seconds, 0 for none.
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds (600, say; 0 for no limit)"))?;
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| format!("{s}: a timeout is a finite number of seconds, at least 0"))
+}
+
+/// `--slower`: a factor of at least 1.
+fn factor(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a factor (1.2 flags what is 20% slower)"))?;
+    if !v.is_finite() || v < 1.0 {
+        return Err(format!(
+            "{s}: the factor is at least 1 (1.2 flags what is 20% slower)"
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_visible_devices_are_the_longest_list() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |v: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| x.to_string())
+            }
+        };
+        assert_eq!(visible_devices_in(env(&[])), 1);
+        assert_eq!(
+            visible_devices_in(env(&[("CUDA_VISIBLE_DEVICES", "0,1,2")])),
+            3
+        );
+        assert_eq!(
+            visible_devices_in(env(&[
+                ("CUDA_VISIBLE_DEVICES", "3"),
+                ("ROCR_VISIBLE_DEVICES", "0,1")
+            ])),
+            2
+        );
+        // None visible: one worker still, whose replays say so.
+        assert_eq!(visible_devices_in(env(&[("CUDA_VISIBLE_DEVICES", "")])), 1);
+    }
+
+    #[test]
+    fn timeouts_and_factors() {
+        assert_eq!(seconds("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+        assert_eq!(seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(seconds("-1").is_err() && seconds("inf").is_err() && seconds("x").is_err());
+        assert_eq!(factor("1.2"), Ok(1.2));
+        assert!(factor("0.9").is_err() && factor("nan").is_err());
+    }
+}

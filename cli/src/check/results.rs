@@ -1,0 +1,330 @@
+//! One result per capture, as a JSON line: written whole as each capture
+//! finishes (one `write` per line, `O_APPEND`), so that a run killed at
+//! any moment leaves whole lines, which `--resume` reads to skip what was
+//! checked and `--merge` reads to join the shards' files.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CliError, Result};
+
+/// What became of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Replayed, and its output is the recorded one.
+    Passed,
+    /// Replayed, and its output differs from the recorded one.
+    Differs,
+    /// Not run: the replay refused it before its kernel ran (an incomplete
+    /// capture, a checksum that does not match, no executor or device for
+    /// it, a launch the device refuses).
+    Refused,
+    /// Ran and failed: the kernel faulted, the worker crashed or was killed
+    /// by a signal, or ended without a result.
+    Failed,
+    /// Ran past `--timeout`, and its worker was killed.
+    Timeout,
+}
+
+impl Status {
+    /// Every status, in the order the summary lists them.
+    pub const ALL: [Status; 5] = [
+        Status::Passed,
+        Status::Differs,
+        Status::Refused,
+        Status::Failed,
+        Status::Timeout,
+    ];
+
+    /// The status as the result lines spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Differs => "differs",
+            Status::Refused => "refused",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+        }
+    }
+
+    /// Whether the capture could not be checked (refused, failed, timed
+    /// out): the suite then exits 2.
+    pub fn did_not_run(self) -> bool {
+        matches!(self, Status::Refused | Status::Failed | Status::Timeout)
+    }
+}
+
+/// One capture's result: one line of a results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureResult {
+    /// The descriptor, as found (what `--resume` matches).
+    pub path: String,
+    /// Its path relative to the directory it was found in (the name
+    /// `--shard` and `--baseline` go by).
+    pub name: String,
+    /// The kernel, when the descriptor could be read.
+    pub kernel: Option<String>,
+    /// The executor it runs on, when known.
+    pub backend: Option<String>,
+    /// What became of it.
+    pub status: Status,
+    /// The worker's exit status (0 passed, 1 differs, 2 could not run);
+    /// none when it was killed by a signal or never started.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the worker, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The median of the kernel's times over the repetitions, where the
+    /// executor measures them (nanoseconds).
+    #[serde(default)]
+    pub kernel_ns: Option<u64>,
+    /// Each repetition's kernel time (nanoseconds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_times_ns: Vec<u64>,
+    /// The median of each repetition's wall time (restore, launch, wait),
+    /// nanoseconds.
+    #[serde(default)]
+    pub replay_ns: Option<u64>,
+    /// Each repetition's wall time (nanoseconds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay_times_ns: Vec<u64>,
+    /// The worker's wall time, start to end (nanoseconds).
+    pub wall_ns: u64,
+    /// What the replay said: the verification's line, or why it could not
+    /// run.
+    pub message: String,
+}
+
+impl CaptureResult {
+    /// The time the summary and the baseline go by, and what it is: the
+    /// kernel's median where the executor measured it, else the median
+    /// repetition.
+    pub fn time(&self) -> Option<(u64, &'static str, &[u64])> {
+        match (self.kernel_ns, self.replay_ns) {
+            (Some(k), _) => Some((k, "kernel", &self.kernel_times_ns)),
+            (None, Some(r)) => Some((r, "replay", &self.replay_times_ns)),
+            (None, None) => None,
+        }
+    }
+
+    /// This result as one line of a results file (newline included):
+    /// JSON, with every character a terminal could act on escaped.
+    pub fn line(&self) -> String {
+        let json = serde_json::to_string(self).expect("a result serializes");
+        let mut line = crate::ui::shown_text(&json).into_owned();
+        line.push('\n');
+        line
+    }
+}
+
+/// A results file being written: every line with one `write` on an
+/// `O_APPEND` descriptor.
+pub struct ResultsFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl ResultsFile {
+    /// Opens `path` for results: appended to with `resume`, else emptied
+    /// first. Never through a symbolic link.
+    pub fn open(path: &Path, resume: bool) -> Result<ResultsFile> {
+        let mut options = std::fs::OpenOptions::new();
+        options
+            .append(true)
+            .create(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        let file = options
+            .open(path)
+            .map_err(|e| reprise::Error::io(path, "open the results file", e))?;
+        if !resume {
+            file.set_len(0)
+                .map_err(|e| reprise::Error::io(path, "empty the results file", e))?;
+        }
+        Ok(ResultsFile {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends `r` as one whole line.
+    pub fn append(&mut self, r: &CaptureResult) -> Result<()> {
+        let line = r.line();
+        // One write: with O_APPEND, a regular file takes it whole.
+        let n = self
+            .file
+            .write(line.as_bytes())
+            .map_err(|e| reprise::Error::io(&self.path, "write to the results file", e))?;
+        if n != line.len() {
+            return Err(CliError::Command(format!(
+                "{}: only {n} of a result line's {} bytes were written (is the disk full?)",
+                self.path.display(),
+                line.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What a results file holds: the results by path (a later line for the
+/// same capture replaces an earlier one), and how many lines were not
+/// results (a line cut short, say).
+#[derive(Debug, Default)]
+pub struct Read {
+    /// The results, by path.
+    pub results: BTreeMap<String, CaptureResult>,
+    /// Lines that are no result.
+    pub bad_lines: usize,
+}
+
+impl Read {
+    /// Adds what `text` holds: result lines (a results file), or the
+    /// `results` of a `reprise check --json` summary.
+    pub fn add_text(&mut self, text: &str) {
+        if let Ok(serde_json::Value::Object(summary)) = serde_json::from_str(text)
+            && let Some(serde_json::Value::Array(all)) = summary.get("results")
+        {
+            for v in all {
+                match serde_json::from_value::<CaptureResult>(v.clone()) {
+                    Ok(r) => {
+                        self.results.insert(r.path.clone(), r);
+                    }
+                    Err(_) => self.bad_lines += 1,
+                }
+            }
+            return;
+        }
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<CaptureResult>(line) {
+                Ok(r) => {
+                    self.results.insert(r.path.clone(), r);
+                }
+                Err(_) => self.bad_lines += 1,
+            }
+        }
+    }
+
+    /// Adds what the file `path` holds; a file that is not there holds
+    /// nothing.
+    pub fn add_file(&mut self, path: &Path) -> Result<()> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                self.add_text(&String::from_utf8_lossy(&bytes));
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(reprise::Error::io(path, "read", e).into()),
+        }
+    }
+}
+
+/// Reads every `*.jsonl` file in `dir` (the shards' results files), in
+/// name order; returns what they hold and the files read.
+pub fn read_dir(dir: &Path) -> Result<(Read, Vec<PathBuf>)> {
+    let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .collect();
+    files.sort();
+    let mut read = Read::default();
+    for f in &files {
+        read.add_file(f)?;
+    }
+    Ok((read, files))
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub fn median(v: &[u64]) -> Option<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let n = s.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(s[n / 2]),
+        _ => Some(((u128::from(s[n / 2 - 1]) + u128::from(s[n / 2])) / 2) as u64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(path: &str, status: Status) -> CaptureResult {
+        CaptureResult {
+            path: path.into(),
+            name: path.into(),
+            kernel: Some("k\u{1b}[2J\u{202e}".into()),
+            backend: Some("host".into()),
+            status,
+            exit_code: Some(0),
+            signal: None,
+            kernel_ns: Some(5),
+            kernel_times_ns: vec![4, 5, 9],
+            replay_ns: Some(7),
+            replay_times_ns: vec![7, 7, 8],
+            wall_ns: 1000,
+            message: "line one\nline two".into(),
+        }
+    }
+
+    #[test]
+    fn a_result_is_one_line_that_reads_back() {
+        let r = result("a/b.json", Status::Differs);
+        let line = r.line();
+        assert_eq!(line.matches('\n').count(), 1, "{line}");
+        assert!(
+            !line.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'),
+            "{line}"
+        );
+        let mut read = Read::default();
+        read.add_text(&format!("{line}{{\"path\": \"cut sh"));
+        assert_eq!(read.results["a/b.json"], r);
+        assert_eq!(read.bad_lines, 1);
+    }
+
+    #[test]
+    fn a_summary_reads_as_its_results() {
+        let all = [
+            result("x.json", Status::Passed),
+            result("y.json", Status::Timeout),
+        ];
+        let summary = serde_json::json!({ "passed": 1, "results": all });
+        let mut read = Read::default();
+        read.add_text(&serde_json::to_string_pretty(&summary).unwrap());
+        assert_eq!(read.results.len(), 2);
+        assert_eq!(read.results["y.json"].status, Status::Timeout);
+    }
+
+    #[test]
+    fn the_file_keeps_whole_lines_and_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let mut f = ResultsFile::open(&path, false).unwrap();
+        f.append(&result("one.json", Status::Passed)).unwrap();
+        drop(f);
+        let mut f = ResultsFile::open(&path, true).unwrap();
+        f.append(&result("two.json", Status::Failed)).unwrap();
+        drop(f);
+        let (read, files) = read_dir(dir.path()).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(read.results.len(), 2);
+        // Without --resume, the file starts empty.
+        ResultsFile::open(&path, false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3, 1, 2]), Some(2));
+        assert_eq!(median(&[4, 1, 3, 2]), Some(2));
+        assert_eq!(median(&[u64::MAX, u64::MAX]), Some(u64::MAX));
+    }
+}
