@@ -366,3 +366,43 @@ pub fn llvm_saxpy_capture(
     std::fs::write(path("globals"), &blob).unwrap();
     (path("json"), expected)
 }
+
+pub const CHECK_MODES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels/check_modes.so"));
+
+/// Records `launches` launches of the `check_modes` kernel (mode 0: adds
+/// one to each of `n` floats) through the library with `config`. Returns
+/// the descriptors.
+pub fn record_check_modes(config: RecordConfig, n: usize, launches: usize) -> Vec<PathBuf> {
+    let exec = HostExecutor::new().unwrap();
+    let mut rec = Recorder::new(exec, 0, config).unwrap();
+    let mode = rec.alloc(8, 8).unwrap();
+    let data = rec.alloc((n * 4) as u64, 64).unwrap();
+    rec.upload(mode, &0i64.to_le_bytes()).unwrap();
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    rec.upload(data, &floats(&xs)).unwrap();
+    let image = rec.load_image(CHECK_MODES).unwrap();
+    let k = rec.kernel(image, "check_modes").unwrap();
+    let args = Args::new().ptr(mode).ptr(data).scalar(n as u64);
+    reprise::block_on(async {
+        for _ in 0..launches {
+            rec.launch(&k, geometry(1, 1), &args).await.unwrap();
+        }
+        rec.finish().await.unwrap()
+    })
+}
+
+/// Rewrites the mode in a `check_modes` capture's snapshot (where its
+/// first argument points) and the descriptor's checksum of it, so that
+/// its replay spins (1), faults (2), kills itself (3) or takes 100 ms (4).
+pub fn set_check_mode(descriptor: &Path, mode: i64) {
+    let mut rec = KernelRecord::from_json(&std::fs::read(descriptor).unwrap()).unwrap();
+    let input = reprise_std::CapturePaths::new(descriptor, rec.generation).input;
+    let mut bytes = std::fs::read(&input).unwrap();
+    let at = (rec.arg_value(0) - rec.region_base.unwrap()) as usize;
+    bytes[at..at + 8].copy_from_slice(&mode.to_le_bytes());
+    std::fs::write(&input, &bytes).unwrap();
+    if rec.checksums.input.is_some() {
+        rec.checksums.input = Some(reprise_std::capture::checksum(&bytes));
+        std::fs::write(descriptor, rec.to_json_string(rec.generation).unwrap()).unwrap();
+    }
+}
