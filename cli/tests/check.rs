@@ -131,6 +131,28 @@ fn a_corpus_that_passes_exits_0_with_its_counts() {
 }
 
 #[test]
+fn store_captures_are_checked_beside_raw_ones_and_the_store_is_no_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = record_axpy(
+        config(&dir.path().join("store")).format(reprise::CaptureFormat::Store),
+        256,
+        3,
+    );
+    let raw = record_axpy(config(&dir.path().join("raw")), 256, 2);
+    assert!(dir.path().join("store/.reprise-store").is_dir());
+    let results = dir.path().join("r.jsonl");
+    let out = reprise(&["check", "--json", s(dir.path()), "--results", s(&results)]);
+    assert_exit(&out, 0);
+    let (stdout, stderr) = text(&out);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(count(&v, "passed"), 5, "{v:#}");
+    let found: BTreeSet<PathBuf> = statuses(&v).into_keys().map(PathBuf::from).collect();
+    assert_eq!(found, stored.iter().chain(&raw).cloned().collect());
+    // The store's chunks and temporary files are not taken for orphans.
+    assert!(!stderr.contains("no whole capture"), "{stderr}");
+}
+
+#[test]
 fn a_capture_whose_output_differs_exits_1_and_the_rest_pass() {
     let dir = tempfile::tempdir().unwrap();
     let found = corpus(dir.path(), 6, 4);

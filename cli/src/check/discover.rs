@@ -96,13 +96,16 @@ fn scan_one(
     Ok(orphans)
 }
 
-/// The directories in `dir`, not through symbolic links (a corpus is
-/// untrusted input: a link could lead anywhere, or round in a circle).
+/// The directories in `dir` to search: not through symbolic links (a
+/// corpus is untrusted input: a link could lead anywhere, or round in a
+/// circle), and not hidden ones (`.git`; the chunk store's own directory,
+/// whose chunks and temporary files are no captures).
 fn subdirectories(dir: &Path) -> Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
     let mut out: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect();
     out.sort();

@@ -31,7 +31,8 @@ use summary::Summary;
 /// Replay and verify every capture of a corpus, as a regression suite.
 ///
 /// Every capture descriptor under the DIRs (searched recursively, not
-/// through symbolic links) and every FILE given is found through the same
+/// through symbolic links nor into hidden directories such as the chunk
+/// store's) and every FILE given, raw or store, is found through the same
 /// listing as `reprise list`, sorted by path; one that is incomplete or
 /// unreadable is refused without running it. Each of the others is
 /// replayed with verification (`reprise replay --verify`, with the
