@@ -47,9 +47,16 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
     let (expected, record) = output_of(&a.a)?;
     let (actual, other) = output_of(&a.b)?;
     let record = record.or(other);
-    let len = std::fs::metadata(&expected)
-        .map_err(|e| reprise::Error::io(&expected, "stat", e))?
-        .len();
+    // A raw output file, or the manifest standing for it in a store.
+    let len = reprise::capture::SnapshotFile::open(&expected)?
+        .ok_or_else(|| {
+            reprise::Error::io(
+                &expected,
+                "open",
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+        })?
+        .len;
     let spec = a.compare.spec();
     let (ranges, base) = match &record {
         Some(r) => {

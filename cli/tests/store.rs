@@ -90,6 +90,23 @@ fn raw_and_store_captures_of_one_launch_replay_to_the_same_output() {
 }
 
 #[test]
+fn diff_compares_a_store_captures_recorded_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = record_axpy(config(dir.path(), CaptureFormat::Store), N, 1);
+    let c = &written[0];
+    assert_exit(&reprise(&["replay", "--verify", "--save-output", s(c)]), 0);
+    let replayed = c.with_extension("replay_output");
+    // The recorded output is a manifest; the replay's is a plain file.
+    assert_exit(&reprise(&["diff", s(c), s(&replayed)]), 0);
+    let mut other = std::fs::read(&replayed).unwrap();
+    other[12345] ^= 0x40;
+    let changed = dir.path().join("changed.replay_output");
+    std::fs::write(&changed, &other).unwrap();
+    let out = reprise(&["diff", s(c), s(&changed)]);
+    assert_exit(&out, 1);
+}
+
+#[test]
 fn list_and_inspect_show_a_store_capture_whole() {
     let dir = tempfile::tempdir().unwrap();
     let written = record_axpy(config(dir.path(), CaptureFormat::Store), N, 1);
