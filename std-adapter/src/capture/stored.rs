@@ -1,0 +1,165 @@
+//! A capture's data files in the store format: each raw file
+//! (`STEM.record_input` and the like) replaced by a manifest beside it
+//! (`STEM.record_input.chunks`), whose chunks are in the directory's chunk
+//! store ([`crate::chunks`]).
+//!
+//! A raw file that is there wins: a manifest is looked for only where the
+//! raw file is missing. A manifest's length is checked against what its
+//! role allows before anything is allocated for its bytes, and a chunk the
+//! store cannot give back is a capture problem naming the chunk
+//! ([`CaptureProblem::MissingChunk`], [`CaptureProblem::DamagedChunk`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::chunks::{self, ChunkStore, Manifest};
+use crate::error::{CaptureProblem, Error, Result, StoreProblem};
+
+use super::CapturePaths;
+use super::files::{FileState, read_bounded};
+
+/// The path a capture's data file is at: `raw` itself, or the manifest
+/// standing for it where `raw` is missing and the manifest is there.
+pub fn data_file(raw: &Path) -> PathBuf {
+    let manifest = chunks::manifest_path(raw);
+    if !FileState::of(raw).exists() && FileState::of(&manifest).exists() {
+        manifest
+    } else {
+        raw.to_path_buf()
+    }
+}
+
+/// The manifest standing for `raw`, when `raw` is missing and a manifest
+/// is at its manifest path: `Ok(None)` when there is none, an error
+/// naming the manifest when it cannot be read or is malformed
+/// ([`CaptureProblem::BadManifest`]).
+pub fn manifest_for(raw: &Path) -> Result<Option<(PathBuf, Manifest)>> {
+    if FileState::of(raw).exists() {
+        return Ok(None);
+    }
+    let path = chunks::manifest_path(raw);
+    if !FileState::of(&path).exists() {
+        return Ok(None);
+    }
+    let m = Manifest::read(&path).map_err(|e| capture_error(&path, e))?;
+    Ok(Some((path, m)))
+}
+
+/// The chunk store of the directory of the capture file `manifest`; an
+/// error naming the manifest when there is none.
+pub fn store_for(manifest: &Path) -> Result<Arc<ChunkStore>> {
+    let dir = manifest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match ChunkStore::open(dir).map_err(|e| capture_error(manifest, e))? {
+        Some(s) => Ok(Arc::new(s)),
+        None => Err(Error::capture(
+            manifest,
+            CaptureProblem::NoStore {
+                store: dir.join(chunks::layout::STORE_DIR),
+            },
+        )),
+    }
+}
+
+/// The store's error `e` about the capture file `manifest`, as a capture
+/// problem of that file where it is one (a malformed manifest, a chunk
+/// that cannot be read back); other errors as they are.
+pub fn capture_error(manifest: &Path, e: Error) -> Error {
+    match e.store_problem() {
+        Some(StoreProblem::Manifest(m)) => {
+            Error::capture(manifest, CaptureProblem::BadManifest(*m))
+        }
+        Some(StoreProblem::Chunk(c)) => Error::capture(manifest, CaptureProblem::of_chunk(*c)),
+        _ => e,
+    }
+}
+
+/// The bytes of the capture's data file `raw` (its `role`, "device image"
+/// say, for messages), at most `limit` of them, from the raw file or from
+/// the manifest standing for it: a larger file, or a manifest saying a
+/// larger length, is an error naming the bound before anything is
+/// allocated. `Ok(None)` when neither is there.
+pub fn read_data(raw: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+    let Some((path, m)) = manifest_for(raw)? else {
+        return read_bounded(raw, role, limit);
+    };
+    if m.len() > limit {
+        return Err(Error::capture(
+            &path,
+            CaptureProblem::TooLarge {
+                role: role.to_string(),
+                len: m.len(),
+                limit,
+            },
+        ));
+    }
+    let store = store_for(&path)?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(m.len() as usize)
+        .map_err(|_| Error::TooLarge {
+            what: "a buffer for a capture file",
+            bytes: m.len(),
+        })?;
+    bytes.resize(m.len() as usize, 0);
+    store
+        .read_into(&m, &mut bytes)
+        .map_err(|e| capture_error(&path, e))?;
+    Ok(Some(bytes))
+}
+
+/// How a capture's data files are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// Plain files.
+    Raw,
+    /// Manifests in the directory, chunks in its store.
+    Store {
+        /// The store format's version.
+        version: u32,
+        /// Distinct chunks the capture's manifests name.
+        chunks: u64,
+        /// The bytes on disk of those of them that are there (compressed;
+        /// shared with every other capture that names them).
+        stored_bytes: u64,
+        /// The bytes the manifests stand for.
+        raw_bytes: u64,
+    },
+}
+
+/// How the capture at `paths` keeps its data files: [`Storage::Store`]
+/// when any of them is a manifest.
+pub fn storage(paths: &CapturePaths) -> Storage {
+    let mut seen = std::collections::HashSet::new();
+    let (mut any, mut stored_bytes, mut raw_bytes) = (false, 0, 0);
+    let mut store: Option<Arc<ChunkStore>> = None;
+    for raw in [&paths.input, &paths.output, &paths.globals, &paths.image] {
+        let Ok(Some((path, m))) = manifest_for(raw) else {
+            continue;
+        };
+        any = true;
+        raw_bytes += m.len();
+        if store.is_none() {
+            store = store_for(&path).ok();
+        }
+        for c in m.chunks() {
+            if seen.insert(c.hash) {
+                stored_bytes += store
+                    .as_ref()
+                    .and_then(|s| std::fs::symlink_metadata(s.chunk_file(&c.hash)).ok())
+                    .map_or(0, |md| md.len());
+            }
+        }
+    }
+    if !any {
+        return Storage::Raw;
+    }
+    Storage::Store {
+        version: chunks::layout::FORMAT_VERSION,
+        chunks: seen.len() as u64,
+        stored_bytes,
+        raw_bytes,
+    }
+}
