@@ -221,7 +221,8 @@ pub fn derived_hint(base: u64, origin: &BaseOrigin) -> String {
     }
 }
 
-fn signal_name(sig: i32) -> String {
+/// A signal for people: `SIGSEGV (signal 11)`.
+pub(crate) fn signal_name(sig: i32) -> String {
     let name = match sig {
         libc::SIGSEGV => "SIGSEGV",
         libc::SIGBUS => "SIGBUS",
@@ -229,6 +230,7 @@ fn signal_name(sig: i32) -> String {
         libc::SIGFPE => "SIGFPE",
         libc::SIGABRT => "SIGABRT",
         libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
         libc::SIGTRAP => "SIGTRAP",
         libc::SIGSYS => "SIGSYS",
         _ => return format!("signal {sig}"),

@@ -129,7 +129,7 @@ pub fn one(w: &Workers, found: &Found, device: Option<i32>) -> CaptureResult {
         (_, _) => {
             let ended = match (ran.status.code(), ran.status.signal()) {
                 (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(sig)) => format!("was killed by {}", signal_name(sig)),
+                (None, Some(sig)) => format!("was killed by {}", crate::isolate::signal_name(sig)),
                 (None, None) => "ended".to_string(),
             };
             // What the worker said last: the fault guard's report, an error.
@@ -288,21 +288,4 @@ fn keep_tail(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>
 /// (a process that left its group may still hold the pipe).
 fn collected(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
     rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default()
-}
-
-/// `SIGSEGV (signal 11)`.
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("signal {sig}"),
-    };
-    format!("{name} (signal {sig})")
 }
