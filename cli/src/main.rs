@@ -11,8 +11,10 @@ mod compare_args;
 mod completions;
 mod demo;
 mod diff;
+mod du;
 mod error;
 mod extract;
+mod gc;
 mod inspect;
 mod isolate;
 mod launch_loop;
@@ -61,6 +63,8 @@ enum Command {
     Diff(diff::DiffArgs),
     Tune(tune::TuneArgs),
     Check(check::CheckArgs),
+    Du(du::DuArgs),
+    Gc(gc::GcArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     // What `reprise bench` times with and without the interposer.
@@ -107,6 +111,8 @@ fn main() -> ExitCode {
         Command::Diff(a) => diff::run(a),
         Command::Tune(a) => tune::run(a),
         Command::Check(a) => check::run(a),
+        Command::Du(a) => du::run(a),
+        Command::Gc(a) => gc::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
         Command::LaunchLoop(a) => launch_loop::run(a),

@@ -287,3 +287,71 @@ fn a_manifest_whose_length_passes_the_limit_is_refused_before_anything_is_alloca
         assert_exit(&out, if args[0] == "inspect" { 1 } else { 2 });
     }
 }
+
+#[test]
+fn du_reports_the_store_and_gc_removes_only_what_no_capture_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = record_mostly_unchanged(dir.path(), CaptureFormat::Store);
+    let du = |dir: &Path| -> serde_json::Value {
+        let out = reprise(&["du", "--json", s(dir)]);
+        assert_exit(&out, 0);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = du(dir.path());
+    let usage = chunks::usage(dir.path()).unwrap();
+    assert_eq!(before["raw_bytes"], usage.raw_bytes);
+    assert!(before["ratio"].as_f64().unwrap() > 5.0, "{before}");
+    assert_eq!(before["unreferenced_bytes"], 0);
+    let (text, _) = text(&reprise(&["du", s(dir.path())]));
+    assert!(text.contains("dedup") && text.contains("on disk"), "{text}");
+
+    // Every chunk is in use: gc removes nothing, and the captures replay.
+    let out = reprise(&["gc", "--grace", "0", "--json", s(dir.path())]);
+    assert_exit(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["removed"], 0, "{r}");
+    assert_exit(&reprise(&["replay", "--verify", s(&written[9])]), 0);
+
+    // The first nine captures go (descriptors and manifests): the chunks
+    // only they used are removed, the tenth still replays.
+    for w in &written[..9] {
+        let stem = w.with_extension("");
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let own = format!("{}.", stem.file_name().unwrap().to_string_lossy());
+            if name.starts_with(&own) {
+                std::fs::remove_file(&p).unwrap();
+            }
+        }
+    }
+    let out = reprise(&["gc", "--grace", "0", "--json", s(dir.path())]);
+    assert_exit(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["removed"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(du(dir.path())["unreferenced_bytes"], 0);
+    assert_exit(&reprise(&["replay", "--verify", s(&written[9])]), 0);
+
+    // With the default grace, young chunks of a removed capture stay.
+    let young = tempfile::tempdir().unwrap();
+    let w = record_mostly_unchanged(young.path(), CaptureFormat::Store);
+    for p in std::fs::read_dir(young.path()).unwrap() {
+        let p = p.unwrap().path();
+        if p.is_file() {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    assert_eq!(w.len(), 10);
+    let out = reprise(&["gc", "--json", s(young.path())]);
+    assert_exit(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["removed"], 0, "{r}");
+}
+
+#[test]
+fn du_of_a_directory_without_a_store_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = reprise(&["du", s(dir.path())]);
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("no stored captures"));
+}

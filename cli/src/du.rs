@@ -1,0 +1,93 @@
+//! `reprise du`: what a capture directory's store takes on disk, against
+//! the raw files it stands for.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::error::Result;
+use crate::ui::human_bytes;
+
+/// Say what the captures of a directory take on disk.
+///
+/// Captures are kept in the directory's chunk store (`.reprise-store`, see
+/// docs/store.md): their snapshots, globals and images cut into 1 MiB
+/// chunks named by their hash, each kept once and compressed. This reads
+/// every manifest of DIR and the store's chunk files, and prints the raw
+/// size (what the files would take written out), the distinct bytes, what
+/// is on disk, and the deduplication and compression ratios. Chunks that
+/// no manifest names (`reprise gc` removes them) and chunks a manifest
+/// names but the store lacks are counted too. Nothing is written.
+#[derive(Args, Debug)]
+pub struct DuArgs {
+    /// The capture directory.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Print one JSON object (sizes in bytes).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: DuArgs) -> Result<ExitCode> {
+    let u = reprise::chunks::usage(&a.dir)?;
+    if a.json {
+        out!(
+            "{}",
+            json!({
+                "dir": a.dir,
+                "manifests": u.manifests,
+                "raw_bytes": u.raw_bytes,
+                "distinct_chunks": u.distinct_chunks,
+                "distinct_bytes": u.distinct_bytes,
+                "stored_bytes": u.stored_bytes,
+                "manifest_bytes": u.manifest_bytes,
+                "unreferenced_bytes": u.unreferenced_bytes(),
+                "missing_chunks": u.missing_chunks,
+                "dedup_ratio": u.dedup_ratio(),
+                "compression_ratio": u.compression_ratio(),
+                "ratio": u.ratio(),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if u.manifests == 0 && u.chunk_files == 0 {
+        out!("{}: no stored captures (raw files only)", a.dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!("{}", a.dir.display());
+    out!(
+        "  raw       {:>10}  in {} manifests",
+        human_bytes(u.raw_bytes),
+        u.manifests
+    );
+    out!(
+        "  distinct  {:>10}  {} chunks (dedup {:.1}x)",
+        human_bytes(u.distinct_bytes),
+        u.distinct_chunks,
+        u.dedup_ratio()
+    );
+    out!(
+        "  on disk   {:>10}  {} chunk files + {} of manifests (compression {:.2}x)",
+        human_bytes(u.stored_bytes),
+        u.chunk_files,
+        human_bytes(u.manifest_bytes),
+        u.compression_ratio()
+    );
+    out!("  ratio     {:.1}x raw against on disk", u.ratio());
+    if u.unreferenced_bytes() > 0 {
+        out!(
+            "  unreferenced {} (no manifest names them: `reprise gc` removes them)",
+            human_bytes(u.unreferenced_bytes())
+        );
+    }
+    if u.missing_chunks > 0 {
+        note!(
+            "warning: {} chunks named by manifests are missing: `reprise list {}` names the broken captures",
+            u.missing_chunks,
+            a.dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
