@@ -42,7 +42,7 @@ pub struct DemoArgs {
     pub device_id: Option<i32>,
     /// How the capture's data files are written: raw or store (see
     /// `reprise record --format`).
-    #[arg(long, value_enum, default_value = "raw", value_name = "FORMAT")]
+    #[arg(long, value_enum, default_value = "store", value_name = "FORMAT")]
     pub format: crate::record::FormatArg,
 }
 

@@ -71,7 +71,7 @@ pub struct RecordArgs {
     pub region_size: Option<u64>,
     /// How the data files are written: raw (a plain file each) or store
     /// (chunks in DIR's content-addressed, compressed store and a manifest
-    /// each). Default: `REPRISE_RECORD_FORMAT`, else raw.
+    /// each). Default: `REPRISE_RECORD_FORMAT`, else store.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<FormatArg>,
     /// The program and its arguments (after `--`).

@@ -27,15 +27,18 @@ fn config(dir: &Path) -> RecordConfig {
 /// A corpus of `a + b` axpy captures: `a` in `root/a`, `b` in
 /// `root/b/deeper` (found recursively).
 fn corpus(root: &Path, a: usize, b: usize) -> Vec<PathBuf> {
-    let mut all = record_axpy(config(&root.join("a")), 256, a);
-    all.extend(record_axpy(config(&root.join("b/deeper")), 256, b));
+    // Raw files: tests change their recorded outputs.
+    let raw = |d: &Path| config(d).format(reprise::CaptureFormat::Raw);
+    let mut all = record_axpy(raw(&root.join("a")), 256, a);
+    all.extend(record_axpy(raw(&root.join("b/deeper")), 256, b));
     all.sort();
     all
 }
 
 /// One `check_modes` capture in `dir`, set to `mode`.
 fn modal(dir: &Path, mode: i64) -> PathBuf {
-    let d = record_check_modes(config(dir), 64, 1).remove(0);
+    // Raw files: set_check_mode edits the recorded input.
+    let d = record_check_modes(config(dir).format(reprise::CaptureFormat::Raw), 64, 1).remove(0);
     if mode != 0 {
         set_check_mode(&d, mode);
     }
@@ -138,7 +141,11 @@ fn store_captures_are_checked_beside_raw_ones_and_the_store_is_no_corpus() {
         256,
         3,
     );
-    let raw = record_axpy(config(&dir.path().join("raw")), 256, 2);
+    let raw = record_axpy(
+        config(&dir.path().join("raw")).format(reprise::CaptureFormat::Raw),
+        256,
+        2,
+    );
     assert!(dir.path().join("store/.reprise-store").is_dir());
     let results = dir.path().join("r.jsonl");
     let out = reprise(&["check", "--json", s(dir.path()), "--results", s(&results)]);

@@ -9,7 +9,15 @@ use reprise::core::record::Generation;
 #[test]
 fn demo_records_replays_and_verifies() {
     let dir = tempfile::tempdir().unwrap();
-    let out = reprise(&["demo", "--dir", s(dir.path()), "--size", "1M"]);
+    let out = reprise(&[
+        "demo",
+        "--dir",
+        s(dir.path()),
+        "--size",
+        "1M",
+        "--format",
+        "raw",
+    ]);
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);
     assert!(stdout.contains("[4/4] verified"), "{stdout}");

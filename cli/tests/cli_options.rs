@@ -290,7 +290,8 @@ fn a_capture_from_before_llvm_saved_globals_is_a_note_not_a_problem() {
         reprise::RecordConfig::default()
             .enabled(true)
             .dir(dir.path())
-            .fsync(false),
+            .fsync(false)
+            .format(reprise::CaptureFormat::Raw),
         16,
         1,
     );

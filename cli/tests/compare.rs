@@ -10,9 +10,13 @@ use std::path::{Path, PathBuf};
 use common::*;
 use reprise::RecordConfig;
 
-/// One axpy capture over 4096 elements (x, y, then an 8-byte counter).
+/// One axpy capture over 4096 elements (x, y, then an 8-byte counter), in
+/// raw files: the tests change its recorded output.
 fn capture(dir: &Path) -> PathBuf {
-    let config = RecordConfig::default().enabled(true).dir(dir);
+    let config = RecordConfig::default()
+        .enabled(true)
+        .dir(dir)
+        .format(reprise::CaptureFormat::Raw);
     record_axpy(config, 4096, 1).remove(0)
 }
 

@@ -154,7 +154,7 @@ fn recording_options_and_variables_say_what_is_wrong() {
     let out = record_env(
         &program,
         dir.path(),
-        &[],
+        &["--format", "raw"],
         &[],
         &[
             ("REPRISE_RECORD_OUTPT", "0"),

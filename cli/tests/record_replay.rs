@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use reprise::RecordConfig;
 use reprise::core::schedule::Mode;
+use reprise::{CaptureFormat, RecordConfig};
 use reprise_std::WriterKind;
 
 fn config(dir: &std::path::Path) -> RecordConfig {
@@ -29,7 +29,7 @@ fn recorded_launch_replays_and_verifies_in_another_process() {
 #[test]
 fn a_flipped_output_byte_fails_verification_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
-    let written = record_axpy(config(dir.path()), 1000, 1);
+    let written = record_axpy(config(dir.path()).format(CaptureFormat::Raw), 1000, 1);
     corrupt_output(&written[0], 1004);
     let out = reprise(&["replay", "--verify", s(&written[0])]);
     assert_exit(&out, 1);
@@ -155,7 +155,8 @@ fn twenty_three_arguments_arrive_in_order() {
 #[test]
 fn save_output_writes_next_to_the_capture() {
     let dir = tempfile::tempdir().unwrap();
-    let written = record_axpy(config(dir.path()), 300, 1);
+    // Raw: the recorded output is read as a file.
+    let written = record_axpy(config(dir.path()).format(CaptureFormat::Raw), 300, 1);
     let out = reprise(&["replay", "--save-output", "--repetitions=3", s(&written[0])]);
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);

@@ -14,14 +14,16 @@ use reprise::{Args, LaunchConfig, RecordConfig, Recorder};
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
 /// Records one saxpy launch over `n` elements, 128 teams of 256 threads
-/// (`n` = 32768 covers them exactly); returns the descriptor.
+/// (`n` = 32768 covers them exactly); returns the descriptor. Raw files:
+/// tests read and change its recorded output.
 fn record_saxpy(dir: &Path, n: usize) -> Option<PathBuf> {
     let gpu = gpu()?;
     let config = RecordConfig::default()
         .enabled(true)
         .dir(dir)
         .region_size(64 << 20)
-        .fsync(false);
+        .fsync(false)
+        .format(reprise::CaptureFormat::Raw);
     let mut rec = Recorder::new(gpu, 0, config).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();
@@ -281,7 +283,10 @@ fn every_run_matches_the_recording<E: reprise::core::Executor>(
 #[test]
 fn every_run_of_a_session_starts_from_the_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let config = RecordConfig::default().enabled(true).dir(dir.path());
+    let config = RecordConfig::default()
+        .enabled(true)
+        .dir(dir.path())
+        .format(reprise::CaptureFormat::Raw);
     let host_capture = record_axpy(config, 4096, 1).remove(0);
     let host = reprise::HostExecutor::new().unwrap();
     every_run_matches_the_recording(&host, &host_capture, 6);

@@ -36,8 +36,8 @@ pub use allocator::{AllocResult, allocator};
 use crate::executors::{AnyExecutor, ExecutorJob, Executors};
 use crate::samples::{BuiltinKernel, bench_kernel};
 use crate::{
-    Args, Capture, Error, LaunchConfig, Mode, OpenOptions, RecordConfig, Recorder, ReplayOptions,
-    Result, WriterKind,
+    Args, Capture, CaptureFormat, Error, LaunchConfig, Mode, OpenOptions, RecordConfig, Recorder,
+    ReplayOptions, Result, WriterKind,
 };
 
 /// The sizes measured: 64 KiB, 1 MiB, 16 MiB, 256 MiB.
@@ -223,7 +223,10 @@ impl Way {
 
     /// The recording configuration for this way, writing into `dir`.
     pub fn config(self, dir: &Path, size: u64) -> RecordConfig {
+        // Raw files: the bench times writing and reading them, against
+        // LLVM's way.
         let base = RecordConfig::default()
+            .format(CaptureFormat::Raw)
             .dir(dir)
             .region_size(size.saturating_add(64 << 20))
             .save_output(true);

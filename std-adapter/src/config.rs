@@ -12,7 +12,7 @@
 //! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
 //! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
 //! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
-//! | `REPRISE_RECORD_FORMAT` | `raw` (one file per snapshot) or `store` (chunks in the directory's content-addressed, compressed store, see [`CaptureFormat`]) | `raw` |
+//! | `REPRISE_RECORD_FORMAT` | `raw` (one file per snapshot) or `store` (chunks in the directory's content-addressed, compressed store, see [`CaptureFormat`]) | `store` |
 //! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
 //! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
 //! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
@@ -96,13 +96,13 @@ pub enum WriterKind {
 pub enum CaptureFormat {
     /// One plain file each, `STEM.record_input` and the like (what LLVM's
     /// replay tool reads).
-    #[default]
     Raw,
     /// Chunks in the capture directory's content-addressed, compressed
     /// store (`D/.reprise-store`, see [`crate::chunks`]), and a manifest
     /// each in the directory, `STEM.record_input.chunks` and the like:
     /// chunks that earlier captures (or the same capture's input) hold
-    /// already cost nothing.
+    /// already cost nothing. The default.
+    #[default]
     Store,
 }
 
@@ -555,7 +555,7 @@ mod tests {
         .unwrap();
         assert!(c.enabled && !c.save_output && !c.fsync);
         assert_eq!(c.format, CaptureFormat::Store);
-        assert_eq!(vars(&[]).unwrap().format, CaptureFormat::Raw);
+        assert_eq!(vars(&[]).unwrap().format, CaptureFormat::Store);
         assert!(matches!(
             vars(&[("REPRISE_RECORD_FORMAT", "zip")]),
             Err(Error::Config {

@@ -161,6 +161,8 @@ fn measure_with(
                 // Only the timed launches, and every one of them.
                 ("REPRISE_RECORD_SKIP", WARMUP.to_string().into()),
                 ("REPRISE_RECORD_MAX", "1000000".into()),
+                // Raw files, whose bytes a capture's size counts.
+                ("REPRISE_RECORD_FORMAT", "raw".into()),
             ],
         )?);
         let captures = descriptors(&dirs[1]).len() - before;

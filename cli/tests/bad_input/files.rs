@@ -210,7 +210,8 @@ fn checksum_mismatch_names_the_file() {
         .enabled(true)
         .dir(dir.path())
         .region_size(16 << 20)
-        .fsync(false);
+        .fsync(false)
+        .format(reprise::CaptureFormat::Raw);
     let written = record_axpy(config, 128, 1);
     let c = reprise_std::Capture::open(&written[0]).unwrap();
     let mut bytes = std::fs::read(&c.paths.input).unwrap();
@@ -226,7 +227,8 @@ fn a_pseudo_file_in_place_of_a_snapshot_is_refused_not_read_for_ever() {
     let dir = tempfile::tempdir().unwrap();
     let config = reprise::RecordConfig::default()
         .enabled(true)
-        .dir(dir.path());
+        .dir(dir.path())
+        .format(reprise::CaptureFormat::Raw);
     let d = record_axpy(config, 256, 1).remove(0);
     let rec = reprise::core::KernelRecord::from_json(&std::fs::read(&d).unwrap()).unwrap();
     let input = reprise_std::CapturePaths::new(&d, rec.generation).input;

@@ -139,7 +139,8 @@ fn originals(root: &Path) -> Vec<Original> {
             .enabled(true)
             .dir(&dir)
             .fsync(false)
-            .region_size(1 << 30),
+            .region_size(1 << 30)
+            .format(reprise::CaptureFormat::Raw),
         256,
         1,
     );
