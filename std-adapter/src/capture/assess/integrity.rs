@@ -1,0 +1,195 @@
+//! Whether a capture's files are what its descriptor says: the checksum
+//! map, the files' checksums (hashed once, where asked), and the chunks of
+//! a store capture.
+
+use super::*;
+/// A reprise capture always records its files' checksums: a descriptor of
+/// reprise's format without a `Checksums` map (or with one naming no file
+/// of a capture) was damaged, and its files would go unchecked unawares. A
+/// map that covers only some files is valid (those files are unchecked, as
+/// `inspect` shows).
+pub(super) fn check_checksum_map(
+    a: &mut Assessment,
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    options: &OpenOptions,
+) {
+    if record.generation != Generation::Reprise || !options.verify_checksums {
+        return;
+    }
+    let sums = record.checksums;
+    let problem = if let Some(name) = sums.unknown {
+        Some(ChecksumMapProblem::UnknownEntry(name))
+    } else if sums.is_empty() {
+        Some(ChecksumMapProblem::Missing)
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        a.findings.push(Finding {
+            error: Error::ChecksumMap {
+                path: paths.descriptor.clone(),
+                problem,
+            },
+            incomplete: true,
+            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
+        });
+    }
+}
+
+/// Checks the checksums `hashing` asks for, recording each file's status.
+///
+/// An image taken from an entry of an offload binary (an application
+/// binary, or a container given for the capture's own image) matches the
+/// descriptor when the entry does (the recorded image, found in an
+/// application) or the whole file does (the capture's own file, which
+/// holds the entry); the status's `actual` is then the whole file's.
+pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) {
+    let sums = record.checksums;
+    let image = a.image.as_deref().map(checksum);
+    let globals = a.globals.as_deref().map(checksum);
+    let entry = a
+        .image_origin
+        .as_ref()
+        .and_then(|o| o.entry.as_ref())
+        .map(|(index, _, _)| *index);
+    let mut mismatches = Vec::new();
+    for f in &mut a.files {
+        let (want, small) = match f.role {
+            "input" | "output" if matches!(f.state, FileState::Chunked { .. }) => {
+                let want = if f.role == "input" {
+                    sums.input
+                } else {
+                    sums.output
+                };
+                let Some(want) = want else { continue };
+                f.checksum = ChecksumStatus::NotChecked;
+                if hashing != Hashing::All {
+                    continue;
+                }
+                let raw = f.path.with_extension("");
+                let Some(got) = SnapshotFile::open(&raw)
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.checksum().ok())
+                else {
+                    continue;
+                };
+                if got == want {
+                    f.checksum = ChecksumStatus::Verified;
+                } else {
+                    mismatches.push(checksum_mismatch(&f.path, want, got));
+                    f.checksum = ChecksumStatus::Mismatch {
+                        recorded: want,
+                        actual: got,
+                    };
+                }
+                continue;
+            }
+            "input" => (sums.input, None),
+            "output" => (sums.output, None),
+            "globals" => (sums.globals, Some(globals)),
+            "image" => (sums.image, Some(image)),
+            _ => continue,
+        };
+        let Some(want) = want else { continue };
+        f.checksum = ChecksumStatus::NotChecked;
+        let got = match (small, hashing) {
+            (_, Hashing::None) => None,
+            (Some(got), _) => got,
+            (None, Hashing::SmallFiles) => None,
+            (None, Hashing::All) => whole_file_checksum(&f.path),
+        };
+        let Some(got) = got else { continue };
+        if got == want {
+            f.checksum = ChecksumStatus::Verified;
+            continue;
+        }
+        if f.role == "image"
+            && let Some(index) = entry
+        {
+            let file = whole_file_checksum(&f.path);
+            if file == Some(want) {
+                f.checksum = ChecksumStatus::Verified;
+                continue;
+            }
+            mismatches.push(entry_checksum_mismatch(&f.path, index, want, got, file));
+            f.checksum = ChecksumStatus::Mismatch {
+                recorded: want,
+                actual: file.unwrap_or(got),
+            };
+            continue;
+        }
+        mismatches.push(checksum_mismatch(&f.path, want, got));
+        f.checksum = ChecksumStatus::Mismatch {
+            recorded: want,
+            actual: got,
+        };
+    }
+    for error in mismatches {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
+        });
+    }
+}
+
+/// Checks the chunks every manifest among `a`'s files names: that each is
+/// in the store, and with `whole`, that each decompresses to the bytes of
+/// its name. Each chunk that is not is a finding naming it (once per file,
+/// a chunk a read already reported aside).
+pub(super) fn check_chunks(a: &mut Assessment, whole: bool) {
+    let mut store: Option<std::sync::Arc<crate::chunks::ChunkStore>> = None;
+    let mut found = Vec::new();
+    for f in &a.files {
+        if !matches!(f.state, FileState::Chunked { .. }) {
+            continue;
+        }
+        let Ok(m) = crate::chunks::Manifest::read(&f.path) else {
+            continue;
+        };
+        if store.is_none() {
+            match stored::store_for(&f.path) {
+                Ok(s) => store = Some(s),
+                Err(e) => {
+                    found.push(e);
+                    break;
+                }
+            }
+        }
+        let Some(s) = &store else { break };
+        let problems = if whole { s.check(&m) } else { s.missing(&m) };
+        for p in problems {
+            let error = Error::capture(&f.path, CaptureProblem::of_chunk(p));
+            let known = a.findings.iter().any(|k| {
+                matches!(
+                    (&k.error, &error),
+                    (
+                        Error::Capture { path: kp, problem: kq },
+                        Error::Capture { path: ep, problem: eq },
+                    ) if kp == ep && kq == eq
+                )
+            });
+            if !known {
+                found.push(error);
+            }
+        }
+    }
+    for error in found {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::Replay,
+        });
+    }
+}
+
+/// The checksum of the regular file at `path`, streamed; `None` when it
+/// cannot be read.
+pub(super) fn whole_file_checksum(path: &Path) -> Option<u64> {
+    match open_regular(path) {
+        Ok(Some((file, _))) => file_checksum(&file, path).ok(),
+        _ => None,
+    }
+}
