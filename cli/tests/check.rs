@@ -629,28 +629,13 @@ const SAXPY_PTX: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx"
 /// Records `launches` saxpy launches on CUDA device 0 (the simulated
 /// driver unless `REPRISE_GPU_TESTS=1`); `None` when the GPU tests skip.
 fn record_saxpy(dir: &Path, launches: usize) -> Option<Vec<PathBuf>> {
-    use reprise::{Args, LaunchConfig, Recorder};
-    let gpu = gpu()?;
-    let n = 4096;
-    let mut rec = Recorder::new(gpu, 0, config(dir)).unwrap();
-    let x = rec.alloc((n * 4) as u64, 256).unwrap();
-    let y = rec.alloc((n * 4) as u64, 256).unwrap();
-    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
-    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
-    let image = rec.load_image(SAXPY_PTX).unwrap();
-    let k = rec.kernel(image, "saxpy").unwrap();
-    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
-    let geometry = LaunchConfig {
-        grid: [(n as u32).div_ceil(256), 1, 1],
-        block: [256, 1, 1],
-        shared_mem: 0,
-    };
-    Some(reprise::block_on(async {
-        for _ in 0..launches {
-            rec.launch(&k, geometry, &args).await.unwrap();
-        }
-        rec.finish().await.unwrap()
-    }))
+    Some(record_gpu_saxpy(
+        gpu()?,
+        config(dir),
+        SAXPY_PTX,
+        4096,
+        launches,
+    ))
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::{Args, LaunchConfig, RecordConfig, Recorder};
+use reprise::RecordConfig;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
@@ -17,31 +17,15 @@ const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 /// (`n` = 32768 covers them exactly); returns the descriptor. Raw files:
 /// tests read and change its recorded output.
 fn record_saxpy(dir: &Path, n: usize) -> Option<PathBuf> {
-    let gpu = gpu()?;
     let config = RecordConfig::default()
         .enabled(true)
         .dir(dir)
         .region_size(64 << 20)
         .fsync(false)
         .format(reprise::CaptureFormat::Raw);
-    let mut rec = Recorder::new(gpu, 0, config).unwrap();
-    let x = rec.alloc((n * 4) as u64, 256).unwrap();
-    let y = rec.alloc((n * 4) as u64, 256).unwrap();
-    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
-    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
-    let image = rec.load_image(SAXPY).unwrap();
-    let k = rec.kernel(image, "saxpy").unwrap();
-    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
-    let geometry = LaunchConfig {
-        grid: [(n as u32).div_ceil(256), 1, 1],
-        block: [256, 1, 1],
-        shared_mem: 0,
-    };
-    let written = reprise::block_on(async {
-        rec.launch(&k, geometry, &args).await.unwrap();
-        rec.finish().await.unwrap()
-    });
-    written.into_iter().next()
+    record_gpu_saxpy(gpu()?, config, SAXPY, n, 1)
+        .into_iter()
+        .next()
 }
 
 #[test]

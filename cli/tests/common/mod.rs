@@ -127,6 +127,36 @@ pub fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|f| f.to_le_bytes()).collect()
 }
 
+/// Records `launches` launches of `saxpy(3.0, x, y, n)` from the GPU image
+/// `image` (PTX or a code object) on `exec`, `x` all 1.0 and `y` all 2.0,
+/// 256 threads a block; the descriptors written.
+pub fn record_gpu_saxpy<E>(
+    exec: E,
+    config: RecordConfig,
+    image: &[u8],
+    n: usize,
+    launches: usize,
+) -> Vec<PathBuf>
+where
+    E: reprise::executors::AnyExecutor,
+{
+    let mut rec = Recorder::new(exec, 0, config).unwrap();
+    let x = rec.alloc((n * 4) as u64, 256).unwrap();
+    let y = rec.alloc((n * 4) as u64, 256).unwrap();
+    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
+    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
+    let image = rec.load_image(image).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
+    let geometry = geometry((n as u32).div_ceil(256), 256);
+    reprise::block_on(async {
+        for _ in 0..launches {
+            rec.launch(&k, geometry, &args).await.unwrap();
+        }
+        rec.finish().await.unwrap()
+    })
+}
+
 pub fn geometry(teams: u32, threads: u32) -> LaunchConfig {
     LaunchConfig {
         grid: [teams, 1, 1],

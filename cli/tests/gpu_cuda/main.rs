@@ -23,7 +23,7 @@ mod limits;
 use std::path::PathBuf;
 
 use common::*;
-use reprise::{Args, CudaExecutor, LaunchConfig, RecordConfig, Recorder};
+use reprise::{CudaExecutor, RecordConfig};
 
 const SAXPY: &[u8] = include_bytes!("../../../backends/cuda/fixtures/saxpy.ptx");
 const MIXED: &[u8] = include_bytes!("../../../backends/cuda/fixtures/mixed.ptx");
@@ -67,24 +67,7 @@ fn simulated() -> Option<CudaExecutor> {
 
 /// Records one saxpy launch over 4096 elements into `dir`.
 fn record_saxpy(gpu: CudaExecutor, dir: &std::path::Path) -> PathBuf {
-    let n = 4096usize;
-    let mut rec = Recorder::new(gpu, 0, config(dir)).unwrap();
-    let x = rec.alloc((n * 4) as u64, 256).unwrap();
-    let y = rec.alloc((n * 4) as u64, 256).unwrap();
-    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
-    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
-    let image = rec.load_image(SAXPY).unwrap();
-    let k = rec.kernel(image, "saxpy").unwrap();
-    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
-    let geometry = LaunchConfig {
-        grid: [(n as u32).div_ceil(256), 1, 1],
-        block: [256, 1, 1],
-        shared_mem: 0,
-    };
-    let written = reprise::block_on(async {
-        rec.launch(&k, geometry, &args).await.unwrap();
-        rec.finish().await.unwrap()
-    });
+    let written = record_gpu_saxpy(gpu, config(dir), SAXPY, 4096, 1);
     written.into_iter().next().expect("one capture")
 }
 
