@@ -1,0 +1,40 @@
+//! Recording configuration, from code (a builder) or from the environment.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `REPRISE_RECORD` | record launches (`1`/`0`, `true`/`false`, `on`/`off`) | off |
+//! | `REPRISE_RECORD_DIR` | directory for captures | `.` |
+//! | `REPRISE_RECORD_OUTPUT` | also save the post-kernel snapshot | on |
+//! | `REPRISE_RECORD_MEMSIZE` | recording region size (`64M`, `2G`, bytes) | `1G` |
+//! | `REPRISE_RECORD_FILTER` | record only kernels whose name matches this glob (`*`, `?`) | all |
+//! | `REPRISE_RECORD_SKIP` | skip the first N matching launches | 0 |
+//! | `REPRISE_RECORD_MAX` | record at most M launches (failed launches do not count) | unlimited |
+//! | `REPRISE_RECORD_MODE` | `async` (one synchronize) or `sync` (LLVM's) | `async` |
+//! | `REPRISE_RECORD_WRITER` | `background` or `inline` file writes | `background` |
+//! | `REPRISE_RECORD_FSYNC` | flush files to disk before renaming | on |
+//! | `REPRISE_RECORD_FORMAT` | `raw` (one file per snapshot) or `store` (chunks in the directory's content-addressed, compressed store, see [`CaptureFormat`]) | `store` |
+//! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
+//! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
+//! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
+//!
+//! An empty value (`VAR=`) is as if the variable were unset: the default
+//! holds, for every variable. A value that cannot be used (including one
+//! that is not valid UTF-8) is an error naming the variable.
+//! [`RecordConfig::from_env`] also logs a warning for every other
+//! `REPRISE_RECORD_*` variable it finds (a misspelling such as
+//! `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence), and
+//! the interposer prints it on stderr ([`unknown_variables`]).
+//!
+//! The module's rooms: [`RecordConfig`] and its builder (`record`), who
+//! writes and in what format (`kinds`), reading the environment (`env`),
+//! and the parsers for sizes, counts and globs (`parse`).
+
+mod env;
+mod kinds;
+mod parse;
+mod record;
+
+pub use env::{VARIABLE_PREFIX, VARIABLES, unknown_variables, unknown_warning};
+pub use kinds::{CaptureFormat, WriterKind};
+pub use parse::{glob_match, parse_size};
+pub use record::{DEFAULT_REGION_SIZE, RecordConfig};

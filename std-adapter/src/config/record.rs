@@ -1,0 +1,202 @@
+//! [`RecordConfig`]: what is recorded, where, and how; its builder and the
+//! launch selection.
+
+use std::path::PathBuf;
+
+use reprise_core::schedule::Mode;
+
+use super::parse::glob_match;
+use super::{CaptureFormat, WriterKind};
+
+/// Default size of the recording region: 1 GiB.
+pub const DEFAULT_REGION_SIZE: u64 = 1 << 30;
+
+/// How launches are recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordConfig {
+    /// Record at all.
+    pub enabled: bool,
+    /// Where captures go.
+    pub dir: PathBuf,
+    /// Save the post-kernel snapshot.
+    pub save_output: bool,
+    /// Bytes reserved for the recording region.
+    pub region_size: u64,
+    /// Glob over kernel names; `None` records every kernel.
+    pub filter: Option<String>,
+    /// Matching launches to skip before recording. A launch counts once it
+    /// has been queued; one that fails before that does not. (An unrecorded
+    /// launch is not waited for: a fault it causes surfaces at the next
+    /// synchronize, after it has counted.)
+    pub skip: u64,
+    /// Most launches to record. Only launches whose snapshots were taken
+    /// count: a launch that fails while being recorded does not.
+    pub max: Option<u64>,
+    /// One synchronize, or one per step.
+    pub mode: Mode,
+    /// Who writes the files.
+    pub writer: WriterKind,
+    /// Flush every file to disk before renaming it into place.
+    pub fsync: bool,
+    /// How the data files are written: plain files, or chunks in the
+    /// directory's store.
+    pub format: CaptureFormat,
+    /// Record only the first launch of each (kernel, grid, block, shared
+    /// memory); later ones are counted (in the record report), not
+    /// recorded. Deduplicated launches count toward
+    /// [`RecordConfig::skip`] like any other matching launch.
+    pub dedup: bool,
+    /// Write a record report beside the captures; `None`: when
+    /// [`RecordConfig::dedup`] is on.
+    pub report: Option<bool>,
+    /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
+    /// that a region that cannot be reserved is reported against it.
+    pub(super) memsize_var: MemsizeOrigin,
+}
+
+/// Where `region_size` came from: `Some((size, value))` when it was parsed
+/// from `REPRISE_RECORD_MEMSIZE=value` (and is still `size`). Configurations
+/// that differ only in it compare equal.
+#[derive(Debug, Clone, Default, Eq)]
+pub(super) struct MemsizeOrigin(pub(super) Option<(u64, String)>);
+
+impl PartialEq for MemsizeOrigin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        RecordConfig {
+            enabled: false,
+            dir: PathBuf::from("."),
+            save_output: true,
+            region_size: DEFAULT_REGION_SIZE,
+            filter: None,
+            skip: 0,
+            max: None,
+            mode: Mode::Async,
+            writer: WriterKind::Background { depth: 4 },
+            fsync: true,
+            format: CaptureFormat::default(),
+            dedup: false,
+            report: None,
+            memsize_var: MemsizeOrigin::default(),
+        }
+    }
+}
+
+impl RecordConfig {
+    /// Turns recording on.
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = on;
+        self
+    }
+    /// Sets the capture directory.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = dir.into();
+        self
+    }
+    /// Saves (or not) the post-kernel snapshot.
+    pub fn save_output(mut self, on: bool) -> Self {
+        self.save_output = on;
+        self
+    }
+    /// Sets the region size in bytes (more than 0: [`Recorder::new`]
+    /// refuses an empty region).
+    ///
+    /// [`Recorder::new`]: crate::Recorder::new
+    pub fn region_size(mut self, bytes: u64) -> Self {
+        self.region_size = bytes;
+        self
+    }
+    /// Records only kernels whose names match `glob`.
+    pub fn filter(mut self, glob: impl Into<String>) -> Self {
+        self.filter = Some(glob.into());
+        self
+    }
+    /// Skips the first `n` matching launches.
+    pub fn skip(mut self, n: u64) -> Self {
+        self.skip = n;
+        self
+    }
+    /// Records at most `m` launches.
+    pub fn max(mut self, m: u64) -> Self {
+        self.max = Some(m);
+        self
+    }
+    /// Sets the schedule mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Sets who writes the files.
+    pub fn writer(mut self, writer: WriterKind) -> Self {
+        self.writer = writer;
+        self
+    }
+    /// Flushes files to disk (or not) before renaming them.
+    pub fn fsync(mut self, on: bool) -> Self {
+        self.fsync = on;
+        self
+    }
+    /// Sets how the data files are written (see [`CaptureFormat`]).
+    pub fn format(mut self, format: CaptureFormat) -> Self {
+        self.format = format;
+        self
+    }
+    /// Records only the first launch of each (kernel, grid, block, shared
+    /// memory), and counts the rest.
+    pub fn dedup(mut self, on: bool) -> Self {
+        self.dedup = on;
+        self
+    }
+    /// Writes (or not) a record report beside the captures.
+    pub fn report(mut self, on: bool) -> Self {
+        self.report = Some(on);
+        self
+    }
+    /// Whether a record report is written.
+    pub fn writes_report(&self) -> bool {
+        self.enabled && self.report.unwrap_or(self.dedup)
+    }
+
+    /// The `REPRISE_RECORD_MEMSIZE` value the region size was read from,
+    /// when it was (and has not been changed since).
+    pub fn region_size_var(&self) -> Option<&str> {
+        match &self.memsize_var.0 {
+            Some((size, value)) if *size == self.region_size => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Whether kernel `name` passes the name filter.
+    pub fn matches(&self, name: &str) -> bool {
+        self.filter.as_deref().is_none_or(|p| glob_match(p, name))
+    }
+
+    /// Whether the `index`-th matching launch (from 0), with `recorded`
+    /// launches recorded so far, should be recorded.
+    pub fn selects(&self, index: u64, recorded: u64) -> bool {
+        self.enabled && index >= self.skip && self.max.is_none_or(|m| recorded < m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_skips_then_caps() {
+        let c = RecordConfig::default().enabled(true).skip(1).max(2);
+        let picks: Vec<bool> = (0..5)
+            .scan(0, |rec, i| {
+                let s = c.selects(i, *rec);
+                *rec += s as u64;
+                Some(s)
+            })
+            .collect();
+        assert_eq!(picks, [false, true, true, false, false]);
+    }
+}
