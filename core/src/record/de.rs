@@ -8,6 +8,7 @@ use heapless::{String, Vec};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use super::reachable::{self, MAX_REACHABLE_RANGES, Ranges};
 use super::{
     BackendKind, Checksums, EntryName, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA,
     MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
@@ -302,6 +303,7 @@ struct Raw {
     checksums: Option<RawChecksums>,
     args_outside: Option<CappedVec<u64, MAX_ARGS>>,
     args_in_globals: Option<CappedVec<u64, MAX_ARGS>>,
+    reachable: Option<CappedVec<CappedVec<u64, 2>, MAX_REACHABLE_RANGES>>,
     /// Whether the top-level value was an object.
     in_object: bool,
     /// How many descriptor keys it held.
@@ -349,6 +351,7 @@ const KEYS: &[&str] = &[
     "Checksums",
     "ArgsOutside",
     "ArgsInGlobals",
+    "Reachable",
 ];
 
 impl<'de> Visitor<'de> for RawSeed<'_> {
@@ -399,6 +402,7 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
                 "LaunchSeq" => r.launch_seq = Some(map.next_value()?),
                 "ArgsOutside" => r.args_outside = Some(map.next_value()?),
                 "ArgsInGlobals" => r.args_in_globals = Some(map.next_value()?),
+                "Reachable" => r.reachable = Some(map.next_value()?),
                 _ => r.checksums = Some(map.next_value()?),
             }
         }
@@ -632,6 +636,27 @@ impl Raw {
                 unknown: c.unknown,
             },
         };
+        let reachable = match self.reachable {
+            None => None,
+            Some(c) if c.len > MAX_REACHABLE_RANGES as u64 => {
+                return Err(TooManyRanges {
+                    count: c.len,
+                    max: MAX_REACHABLE_RANGES,
+                });
+            }
+            Some(c) => {
+                let mut out = Ranges::new();
+                for r in &c.v {
+                    if r.len != 2 {
+                        return Err(BadValue("Reachable"));
+                    }
+                    // Fits: at most MAX_REACHABLE_RANGES entries were kept.
+                    let _ = out.push([r.v[0], r.v[1]]);
+                }
+                reachable::check_ranges(&out, memory_size)?;
+                Some(out)
+            }
+        };
         Ok(KernelRecord {
             generation,
             name: name.s,
@@ -658,6 +683,7 @@ impl Raw {
             checksums,
             args_outside: arg_indices(self.args_outside, "ArgsOutside", num_args)?,
             args_in_globals: arg_indices(self.args_in_globals, "ArgsInGlobals", num_args)?,
+            reachable,
         })
     }
 }

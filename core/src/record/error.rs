@@ -3,6 +3,7 @@
 use core::fmt;
 
 use super::Generation;
+use super::reachable::RangeProblem;
 
 /// What is wrong with one `ArgSizes` entry ([`RecordError::BadArgSize`]).
 #[non_exhaustive]
@@ -187,6 +188,20 @@ pub enum RecordError {
         /// The key that would have no value.
         key: &'static str,
     },
+    /// `Reachable` range `index` cannot be right.
+    BadReachable {
+        /// Which range.
+        index: usize,
+        /// What is wrong with it.
+        problem: RangeProblem,
+    },
+    /// `Reachable` holds more ranges than a record can.
+    TooManyRanges {
+        /// How many the descriptor has.
+        count: u64,
+        /// [`MAX_REACHABLE_RANGES`](super::reachable::MAX_REACHABLE_RANGES).
+        max: usize,
+    },
 }
 
 /// Writes `[x,y,z]`.
@@ -334,6 +349,23 @@ impl fmt::Display for RecordError {
                 f,
                 "DeviceMemorySize {snapshot} is larger than VAllocSize {region}: a snapshot \
                  cannot be larger than the region it was taken from"
+            ),
+            RecordError::BadReachable { index, problem } => {
+                write!(f, "Reachable[{index}] ")?;
+                match problem {
+                    RangeProblem::Empty => f.write_str("has a length of 0"),
+                    RangeProblem::Overlaps => {
+                        f.write_str("starts before the range before it ends: ranges are sorted")
+                    }
+                    RangeProblem::Wraps => f.write_str("runs past the end of the address space"),
+                    RangeProblem::PastSnapshot { snapshot } => {
+                        write!(f, "ends past the snapshot (DeviceMemorySize {snapshot})")
+                    }
+                }
+            }
+            RecordError::TooManyRanges { count, max } => write!(
+                f,
+                "Reachable has {count} ranges, more than the supported {max}"
             ),
             RecordError::CannotWrite { generation, key } => {
                 write!(

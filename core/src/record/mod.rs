@@ -10,8 +10,11 @@
 //!   `VAllocAddr`, `VAllocSize`, `TeamsLimits`, `ThreadsLimits`;
 //! - **reprise**: the current set plus `RepriseFormat` (format version),
 //!   `Backend`, `Grid`, `Block` (3-D geometry), `ArgSizes`, `ArgData`,
-//!   `DeviceMemorySize` (snapshot length), `LaunchSeq`, `Checksums`, and
-//!   `ArgsOutside`/`ArgsInGlobals` (arguments a replay may not reproduce).
+//!   `DeviceMemorySize` (snapshot length), `LaunchSeq`, `Checksums`,
+//!   `ArgsOutside`/`ArgsInGlobals` (arguments a replay may not reproduce),
+//!   and `Reachable` (a reachable-only capture: the `[offset, len]` ranges
+//!   of the region its snapshots hold, the rest being poison; see
+//!   [`reachable`]).
 //!
 //! The generation is detected from the keys present; unknown keys are
 //! ignored. Reading also checks what the descriptor alone can tell: a
@@ -65,6 +68,7 @@ mod error;
 mod files;
 #[cfg(test)]
 mod marks_tests;
+pub mod reachable;
 mod ser;
 #[cfg(test)]
 mod tests;
@@ -328,6 +332,13 @@ pub struct KernelRecord {
     /// device global. A replay loads the image anew and its globals may land
     /// elsewhere, so the old address may not be the global's.
     pub args_in_globals: Vec<u8, MAX_ARGS>,
+    /// `Reachable` (reprise): `Some` for a reachable-only capture, the
+    /// ranges (`[offset, len]` from the region's base) of its snapshots that
+    /// hold recorded memory, the allocations the launch could reach (see
+    /// [`reachable`]); every other byte of both snapshots is
+    /// [`reachable::POISON`]. `None`, the rest of reprise's captures and
+    /// every LLVM one: the snapshots hold the whole region used.
+    pub reachable: Option<reachable::Ranges>,
 }
 
 impl KernelRecord {
@@ -362,6 +373,7 @@ impl KernelRecord {
             checksums: Checksums::default(),
             args_outside: Vec::new(),
             args_in_globals: Vec::new(),
+            reachable: None,
         })
     }
 
@@ -511,6 +523,9 @@ impl KernelRecord {
                 if value.contains(&0) {
                     return Err(ZeroDimension { key, value });
                 }
+            }
+            if let Some(ranges) = &self.reachable {
+                reachable::check_ranges(ranges, self.memory_size)?;
             }
             match self.format_version {
                 Some(0) => return Err(Zero("RepriseFormat")),

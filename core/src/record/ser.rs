@@ -123,6 +123,9 @@ impl Serialize for JsonView<'_> {
             m.serialize_entry("NumTeams", &r.grid[0])?;
             m.serialize_entry("NumThreads", &r.block[0])?;
         }
+        if reprise && let Some(ranges) = &r.reachable {
+            m.serialize_entry("Reachable", ranges.as_slice())?;
+        }
         if reprise {
             m.serialize_entry("RepriseFormat", &r.format_version.unwrap_or(FORMAT_VERSION))?;
         }
