@@ -245,7 +245,7 @@ impl Way {
             Way::AsyncBackground => base
                 .enabled(true)
                 .mode(Mode::Async)
-                .writer(WriterKind::Background { depth: 4 })
+                .writer(WriterKind::BACKGROUND)
                 .fsync(true),
         }
     }

@@ -1,15 +1,20 @@
 //! A background writer: capture files are written by one thread fed through a
 //! bounded queue, off the launching thread.
 //!
-//! The queue is bounded, so a producer faster than the disk blocks in
-//! [`BackgroundWriter::submit`] (back-pressure) instead of piling snapshots up
-//! in memory. [`BackgroundWriter::flush`] waits for everything submitted and
-//! reports what was written and the first error; dropping the writer also
-//! waits, so no capture is lost when the process exits normally.
+//! The queue is bounded by the bytes its captures hold (their snapshot
+//! buffers), and by a count of captures, so a producer faster than the disk
+//! blocks in [`BackgroundWriter::submit`] (back-pressure) instead of piling
+//! snapshots up in memory without end. Small captures (a few KiB each) never
+//! come near the bytes bound: the launching thread does not wait for the
+//! writer's work, its `fsync`s included, which stay the writer's alone.
+//! [`BackgroundWriter::flush`] waits for everything submitted and reports
+//! what was written and the first error; dropping the writer also waits, so
+//! no capture is lost when the process exits normally.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -17,9 +22,29 @@ use crate::error::{Error, Result};
 /// One unit of work: writes a capture and returns its descriptor's path.
 pub type Job = Box<dyn FnOnce() -> Result<PathBuf> + Send + 'static>;
 
+/// How much may wait in a [`BackgroundWriter`]'s queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimit {
+    /// Captures that may wait (at least one).
+    pub jobs: usize,
+    /// Bytes the waiting captures may hold. A capture larger than this on
+    /// its own is still taken when the queue is empty.
+    pub bytes: u64,
+}
+
 enum Msg {
-    Job(Job),
+    Job(Job, u64),
     Flush(SyncSender<()>),
+}
+
+#[derive(Default)]
+struct Queue {
+    msgs: VecDeque<Msg>,
+    /// Jobs waiting or being written, and their bytes.
+    jobs: usize,
+    bytes: u64,
+    /// The writer is gone (no more messages are taken).
+    closed: bool,
 }
 
 #[derive(Default)]
@@ -28,34 +53,85 @@ struct Outcomes {
     errors: Vec<Error>,
 }
 
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Signalled when a message arrives or the queue closes.
+    work: Condvar,
+    /// Signalled when a job is done (room in the queue).
+    room: Condvar,
+    outcomes: Mutex<Outcomes>,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A thread that runs capture-writing jobs in submission order.
 pub struct BackgroundWriter {
-    tx: Option<SyncSender<Msg>>,
+    shared: Arc<Shared>,
+    limit: QueueLimit,
     thread: Option<JoinHandle<()>>,
-    outcomes: Arc<Mutex<Outcomes>>,
 }
 
 impl std::fmt::Debug for BackgroundWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BackgroundWriter").finish_non_exhaustive()
+        f.debug_struct("BackgroundWriter")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
     }
 }
 
-fn run(rx: Receiver<Msg>, outcomes: Arc<Mutex<Outcomes>>) {
-    for msg in rx {
+/// Closes the queue when the writer thread ends, also by a panicking job:
+/// waiting submitters and flushes are then answered
+/// ([`Error::WriterStopped`]) instead of waiting for ever.
+struct CloseOnExit(Arc<Shared>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        let mut q = self.0.queue();
+        q.closed = true;
+        // Drops the flushes' senders: their waiters wake.
+        q.msgs.clear();
+        self.0.room.notify_all();
+    }
+}
+
+fn run(shared: Arc<Shared>) {
+    let _close = CloseOnExit(shared.clone());
+    loop {
+        let msg = {
+            let mut q = shared.queue();
+            loop {
+                if let Some(m) = q.msgs.pop_front() {
+                    break m;
+                }
+                if q.closed {
+                    return;
+                }
+                q = shared.work.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
         match msg {
-            Msg::Job(job) => {
+            Msg::Job(job, bytes) => {
                 let r = job();
-                let mut o = outcomes.lock().unwrap_or_else(|e| e.into_inner());
-                match r {
-                    Ok(p) => o.written.push(p),
-                    Err(e) => {
-                        // The next flush returns it (a writer dropped
-                        // unflushed logs it as an error).
-                        log::debug!("writing a capture failed: {e}");
-                        o.errors.push(e);
+                {
+                    let mut o = shared.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+                    match r {
+                        Ok(p) => o.written.push(p),
+                        Err(e) => {
+                            // The next flush returns it (a writer dropped
+                            // unflushed logs it as an error).
+                            log::debug!("writing a capture failed: {e}");
+                            o.errors.push(e);
+                        }
                     }
                 }
+                let mut q = shared.queue();
+                q.jobs -= 1;
+                q.bytes -= bytes;
+                shared.room.notify_all();
             }
             Msg::Flush(done) => {
                 let _ = done.send(());
@@ -65,41 +141,79 @@ fn run(rx: Receiver<Msg>, outcomes: Arc<Mutex<Outcomes>>) {
 }
 
 impl BackgroundWriter {
-    /// A writer whose queue holds at most `depth` pending jobs.
-    pub fn new(depth: usize) -> Self {
-        let (tx, rx) = sync_channel(depth.max(1));
-        let outcomes = Arc::new(Mutex::new(Outcomes::default()));
-        let o = outcomes.clone();
+    /// A writer whose queue holds at most `limit`.
+    pub fn new(limit: QueueLimit) -> Self {
+        let limit = QueueLimit {
+            jobs: limit.jobs.max(1),
+            ..limit
+        };
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            work: Condvar::new(),
+            room: Condvar::new(),
+            outcomes: Mutex::new(Outcomes::default()),
+        });
+        let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("reprise-writer".into())
-            .spawn(move || run(rx, o))
+            .spawn(move || run(s))
             .expect("spawning the capture writer thread");
         BackgroundWriter {
-            tx: Some(tx),
+            shared,
+            limit,
             thread: Some(thread),
-            outcomes,
         }
     }
 
-    fn send(&self, msg: Msg) -> Result<()> {
-        self.tx
-            .as_ref()
-            .and_then(|tx| tx.send(msg).ok())
-            .ok_or(Error::WriterStopped)
+    /// Its queue's bounds.
+    pub fn limit(&self) -> QueueLimit {
+        self.limit
     }
 
-    /// Queues a job; blocks while the queue is full.
-    pub fn submit(&self, job: Job) -> Result<()> {
-        self.send(Msg::Job(job))
+    fn push(&self, mut q: MutexGuard<'_, Queue>, msg: Msg) -> Result<()> {
+        if q.closed {
+            return Err(Error::WriterStopped);
+        }
+        q.msgs.push_back(msg);
+        self.shared.work.notify_one();
+        Ok(())
+    }
+
+    /// Queues a job whose captures hold `bytes`; blocks while the queue is
+    /// full (a job that would take it past [`QueueLimit::bytes`] waits
+    /// until the jobs ahead of it are written, or the queue is empty).
+    pub fn submit(&self, job: Job, bytes: u64) -> Result<()> {
+        let mut q = self.shared.queue();
+        while !q.closed
+            && q.jobs > 0
+            && (q.jobs >= self.limit.jobs || q.bytes.saturating_add(bytes) > self.limit.bytes)
+        {
+            q = self.shared.room.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        if !q.closed {
+            q.jobs += 1;
+            q.bytes += bytes;
+        }
+        self.push(q, Msg::Job(job, bytes))
+    }
+
+    /// Captures waiting or being written, and the bytes they hold.
+    pub fn pending(&self) -> (usize, u64) {
+        let q = self.shared.queue();
+        (q.jobs, q.bytes)
     }
 
     /// Waits for every job submitted so far. Returns the captures written
     /// since the last flush, or the first error since then.
     pub fn flush(&self) -> Result<Vec<PathBuf>> {
         let (done_tx, done_rx) = sync_channel(1);
-        self.send(Msg::Flush(done_tx))?;
+        self.push(self.shared.queue(), Msg::Flush(done_tx))?;
         done_rx.recv().map_err(|_| Error::WriterStopped)?;
-        let mut o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut o = self
+            .shared
+            .outcomes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if !o.errors.is_empty() {
             let first = o.errors.remove(0);
             o.errors.clear();
@@ -115,8 +229,14 @@ impl BackgroundWriter {
         r
     }
 
+    /// Lets the thread write what is queued, then stops it.
     fn stop(&mut self) {
-        self.tx.take();
+        {
+            let mut q = self.shared.queue();
+            q.closed = true;
+            self.shared.work.notify_all();
+            self.shared.room.notify_all();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -126,7 +246,11 @@ impl BackgroundWriter {
 impl Drop for BackgroundWriter {
     fn drop(&mut self) {
         self.stop();
-        let o = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        let o = self
+            .shared
+            .outcomes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         for e in &o.errors {
             log::error!("capture not written: {e}");
         }
@@ -140,26 +264,35 @@ mod tests {
 
     #[test]
     fn runs_jobs_in_order_and_reports_errors() {
-        let w = BackgroundWriter::new(1);
+        let w = BackgroundWriter::new(QueueLimit {
+            jobs: 1,
+            bytes: 1 << 20,
+        });
         let order = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let order = order.clone();
-            w.submit(Box::new(move || {
-                order.lock().unwrap().push(i);
-                Ok(PathBuf::from(format!("c{i}.json")))
-            }))
+            w.submit(
+                Box::new(move || {
+                    order.lock().unwrap().push(i);
+                    Ok(PathBuf::from(format!("c{i}.json")))
+                }),
+                10,
+            )
             .unwrap();
         }
         let written = w.flush().unwrap();
         assert_eq!(written.len(), 5);
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
-        w.submit(Box::new(|| {
-            Err(Error::io(
-                "capture.json",
-                "write",
-                std::io::Error::other("disk full"),
-            ))
-        }))
+        w.submit(
+            Box::new(|| {
+                Err(Error::io(
+                    "capture.json",
+                    "write",
+                    std::io::Error::other("disk full"),
+                ))
+            }),
+            10,
+        )
         .unwrap();
         assert_eq!(
             w.flush().unwrap_err().to_string(),
@@ -172,17 +305,81 @@ mod tests {
     fn drop_waits_for_pending_jobs() {
         let count = Arc::new(AtomicUsize::new(0));
         {
-            let w = BackgroundWriter::new(2);
+            let w = BackgroundWriter::new(QueueLimit {
+                jobs: 2,
+                bytes: 1 << 20,
+            });
             for _ in 0..4 {
                 let c = count.clone();
-                w.submit(Box::new(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    c.fetch_add(1, Ordering::SeqCst);
-                    Ok(PathBuf::new())
-                }))
+                w.submit(
+                    Box::new(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        c.fetch_add(1, Ordering::SeqCst);
+                        Ok(PathBuf::new())
+                    }),
+                    10,
+                )
                 .unwrap();
             }
         }
         assert_eq!(count.load(Ordering::SeqCst), 4);
+    }
+
+    /// A job that waits for `gate` before it is done.
+    fn gated(gate: Arc<(Mutex<bool>, Condvar)>) -> Job {
+        Box::new(move || {
+            let (open, cv) = &*gate;
+            let mut o = open.lock().unwrap();
+            while !*o {
+                o = cv.wait(o).unwrap();
+            }
+            Ok(PathBuf::from("gated.json"))
+        })
+    }
+
+    #[test]
+    fn the_queue_is_bounded_by_bytes_not_by_count() {
+        let w = Arc::new(BackgroundWriter::new(QueueLimit {
+            jobs: 1000,
+            bytes: 100,
+        }));
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        // Many small captures fit, whatever their number ...
+        w.submit(gated(gate.clone()), 10).unwrap();
+        for _ in 0..8 {
+            w.submit(Box::new(|| Ok(PathBuf::new())), 10).unwrap();
+        }
+        assert_eq!(w.pending(), (9, 90));
+        // ... but one that would pass the bytes waits for room.
+        let w2 = w.clone();
+        let big = std::thread::spawn(move || w2.submit(Box::new(|| Ok(PathBuf::new())), 50));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(w.pending(), (9, 90), "the large capture waited");
+        assert!(!big.is_finished());
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+        big.join().unwrap().unwrap();
+        assert_eq!(w.flush().unwrap().len(), 10);
+        assert_eq!(w.pending(), (0, 0));
+        // A capture larger than the bound alone still goes, into an empty
+        // queue.
+        w.submit(Box::new(|| Ok(PathBuf::from("huge.json"))), 1000)
+            .unwrap();
+        assert_eq!(w.flush().unwrap(), [PathBuf::from("huge.json")]);
+    }
+
+    #[test]
+    fn a_panicking_job_stops_the_writer_without_a_hang() {
+        let w = BackgroundWriter::new(QueueLimit { jobs: 1, bytes: 10 });
+        w.submit(
+            Box::new(|| panic!("a writer job panicked (expected by the test)")),
+            10,
+        )
+        .unwrap();
+        // The queue is full until the job ends; the writer's end frees it.
+        let e = w.submit(Box::new(|| Ok(PathBuf::new())), 10);
+        assert!(matches!(e, Err(Error::WriterStopped)), "{e:?}");
+        assert!(matches!(w.flush(), Err(Error::WriterStopped)));
     }
 }

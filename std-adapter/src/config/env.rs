@@ -25,6 +25,7 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_FORMAT",
     "REPRISE_RECORD_DEDUP",
     "REPRISE_RECORD_REPORT",
+    "REPRISE_RECORD_REACHABLE",
     "REPRISE_RECORD_SUMMARY",
 ];
 
@@ -135,7 +136,7 @@ impl RecordConfig {
         }
         if let Some(v) = get("REPRISE_RECORD_WRITER") {
             c.writer = match v.trim().to_ascii_lowercase().as_str() {
-                "background" => WriterKind::Background { depth: 4 },
+                "background" => WriterKind::BACKGROUND,
                 "inline" => WriterKind::Inline,
                 _ => {
                     return Err(bad(
@@ -158,6 +159,9 @@ impl RecordConfig {
         }
         if let Some(v) = get("REPRISE_RECORD_REPORT") {
             c.report = Some(parse_bool("REPRISE_RECORD_REPORT", &v)?);
+        }
+        if let Some(v) = get("REPRISE_RECORD_REACHABLE") {
+            c.reachable = parse_bool("REPRISE_RECORD_REACHABLE", &v)?;
         }
         Ok(c)
     }

@@ -15,6 +15,7 @@
 //! | `REPRISE_RECORD_FORMAT` | `raw` (one file per snapshot) or `store` (chunks in the directory's content-addressed, compressed store, see [`CaptureFormat`]) | `store` |
 //! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
 //! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
+//! | `REPRISE_RECORD_REACHABLE` | snapshot only the allocations a launch can reach from its arguments (a conservative scan); the rest is poison, and a kernel reaching it shows a difference on replay | off |
 //! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
 //!
 //! An empty value (`VAR=`) is as if the variable were unset: the default
@@ -35,6 +36,6 @@ mod parse;
 mod record;
 
 pub use env::{VARIABLE_PREFIX, VARIABLES, unknown_variables, unknown_warning};
-pub use kinds::{CaptureFormat, WriterKind};
+pub use kinds::{CaptureFormat, DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, WriterKind};
 pub use parse::{glob_match, parse_size};
 pub use record::{DEFAULT_REGION_SIZE, RecordConfig};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use reprise_core::schedule::Mode;
 
 use super::parse::glob_match;
-use super::{CaptureFormat, WriterKind};
+use super::{CaptureFormat, DEFAULT_QUEUE_BYTES, WriterKind};
 
 /// Default size of the recording region: 1 GiB.
 pub const DEFAULT_REGION_SIZE: u64 = 1 << 30;
@@ -36,6 +36,10 @@ pub struct RecordConfig {
     pub mode: Mode,
     /// Who writes the files.
     pub writer: WriterKind,
+    /// Bytes of snapshots that may wait for the background writer
+    /// ([`DEFAULT_QUEUE_BYTES`]); a launch that would pass it waits for
+    /// room (one capture larger than it alone is still taken).
+    pub queue_bytes: u64,
     /// Flush every file to disk before renaming it into place.
     pub fsync: bool,
     /// How the data files are written: plain files, or chunks in the
@@ -49,6 +53,13 @@ pub struct RecordConfig {
     /// Write a record report beside the captures; `None`: when
     /// [`RecordConfig::dedup`] is on.
     pub report: Option<bool>,
+    /// Snapshot only what the launch can reach: the allocations its
+    /// pointer arguments (and the pointers found inside them, as a
+    /// conservative garbage collector scans) point into. Everything else of
+    /// the region is poison in both snapshots: a replay of a kernel that
+    /// reaches past the closure shows a difference (see
+    /// [`reprise_core::record::reachable`]).
+    pub reachable: bool,
     /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
     /// that a region that cannot be reserved is reported against it.
     pub(super) memsize_var: MemsizeOrigin,
@@ -77,11 +88,13 @@ impl Default for RecordConfig {
             skip: 0,
             max: None,
             mode: Mode::Async,
-            writer: WriterKind::Background { depth: 4 },
+            writer: WriterKind::BACKGROUND,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
             fsync: true,
             format: CaptureFormat::default(),
             dedup: false,
             report: None,
+            reachable: false,
             memsize_var: MemsizeOrigin::default(),
         }
     }
@@ -136,6 +149,12 @@ impl RecordConfig {
         self.writer = writer;
         self
     }
+    /// Bounds the bytes of snapshots waiting for the background writer
+    /// (see [`RecordConfig::queue_bytes`](Self::queue_bytes)).
+    pub fn queue_bytes(mut self, bytes: u64) -> Self {
+        self.queue_bytes = bytes;
+        self
+    }
     /// Flushes files to disk (or not) before renaming them.
     pub fn fsync(mut self, on: bool) -> Self {
         self.fsync = on;
@@ -150,6 +169,12 @@ impl RecordConfig {
     /// memory), and counts the rest.
     pub fn dedup(mut self, on: bool) -> Self {
         self.dedup = on;
+        self
+    }
+    /// Snapshots only the memory a launch can reach (see
+    /// [`RecordConfig::reachable`](Self::reachable)).
+    pub fn reachable(mut self, on: bool) -> Self {
+        self.reachable = on;
         self
     }
     /// Writes (or not) a record report beside the captures.

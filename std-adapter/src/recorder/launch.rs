@@ -6,7 +6,7 @@ use reprise_core::globals::{self, Layout};
 use reprise_core::record::{KernelRecord, MAX_ARGS};
 use reprise_core::schedule::{self, Buffers, RecordPlan};
 
-use super::{Args, Kernel, LaunchReport, Recorder};
+use super::{Args, Kernel, LaunchReport, Recorder, reachable};
 use crate::error::{Error, Handle, Result};
 use crate::layout::globals_segments;
 use crate::store::{CaptureData, next_launch_seq};
@@ -174,14 +174,37 @@ where
         let globals_blob =
             encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
         let image_bytes = image.bytes.clone();
+        // What the capture holds while it waits: its snapshot buffers.
+        let held = [Some(&out.input), out.output.as_ref(), out.globals.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|b| b.as_ref().len() as u64)
+            .sum::<u64>();
+        // Reachable-only: the writer selects what the snapshots hold.
+        let reach = self
+            .allocations
+            .sorted()
+            .map(|allocs| (allocs, self.bump.base(), global_segs.clone()));
         let job = move || {
+            let mut out = out;
+            let selected = match &reach {
+                Some((allocs, base, segs)) => reachable::select(
+                    &mut record,
+                    allocs,
+                    *base,
+                    (out.globals.as_ref().map_or(&[][..], |g| g.as_ref()), segs),
+                    &mut out.input.as_mut()[..used],
+                    out.output.as_mut().map(|o| &mut o.as_mut()[..used]),
+                ),
+                None => Ok(()),
+            };
             let data = CaptureData {
                 input: &out.input.as_ref()[..used],
                 output: out.output.as_ref().map(|o| &o.as_ref()[..used]),
                 globals: &globals_blob,
                 image: &image_bytes,
             };
-            let r = store.write(&mut record, data);
+            let r = selected.and_then(|()| store.write(&mut record, data));
             if let Ok(p) = &r
                 && let Some(n) = p.file_name()
             {
@@ -198,7 +221,7 @@ where
             r
         };
         match &self.writer {
-            Some(w) => w.submit(Box::new(job))?,
+            Some(w) => w.submit(Box::new(job), held)?,
             None => self.written.push(job()?),
         }
         Ok(LaunchReport {

@@ -26,7 +26,7 @@ use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment};
 use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::Upload;
 
-use crate::background::BackgroundWriter;
+use crate::background::{BackgroundWriter, QueueLimit};
 use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
 use crate::pool::{self, BufferPool};
@@ -35,6 +35,7 @@ use crate::store::{CaptureStore, TEMP_PREFIX};
 mod args;
 mod handles;
 mod launch;
+mod reachable;
 pub mod report;
 
 pub use args::Args;
@@ -57,6 +58,8 @@ pub struct Recorder<E: Executor> {
     pool: Arc<BufferPool<E::Buffer>>,
     pending: Vec<Upload<E::Buffer>>,
     images: Vec<LoadedImage<E>>,
+    /// The allocations made, when recording reachable-only.
+    allocations: reachable::Allocations,
     /// Device ranges (address, size) of the globals copies may touch.
     globals: Mutex<Vec<(u64, u64)>>,
     /// `None` when recording is off.
@@ -113,7 +116,10 @@ where
             .map_err(|e| Error::executor("creating a queue", e))?;
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
-                Some(BackgroundWriter::new(depth))
+                Some(BackgroundWriter::new(QueueLimit {
+                    jobs: depth,
+                    bytes: config.queue_bytes,
+                }))
             }
             _ => None,
         };
@@ -138,6 +144,7 @@ where
             pending: Vec::new(),
             images: Vec::new(),
             globals: Mutex::new(Vec::new()),
+            allocations: reachable::Allocations::new(config.enabled && config.reachable),
             store,
             writer,
             written: Vec::new(),
@@ -170,7 +177,7 @@ where
     /// Allocates `size` bytes in the recording region (see
     /// [`BumpRegion::alloc`]).
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
-        self.bump.alloc(size, align).map_err(|e| match e {
+        let addr = self.bump.alloc(size, align).map_err(|e| match e {
             AllocError::OutOfSpace { .. } => Error::RegionFull {
                 source: e,
                 size: match self.config.region_size_var() {
@@ -179,7 +186,9 @@ where
                 },
             },
             _ => Error::Alloc(e),
-        })
+        })?;
+        self.allocations.add(addr, size);
+        Ok(addr)
     }
 
     /// Checks that a copy of `len` bytes at `addr` lies within the region or
