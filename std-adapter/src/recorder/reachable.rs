@@ -1,0 +1,116 @@
+//! Reachable-only recording ([`RecordConfig::reachable`](crate::RecordConfig::reachable)):
+//! the allocations a recorder has handed out, and the selection of what a
+//! launch's snapshots hold, made by the writer (off the launching thread)
+//! with the core's closure ([`reprise_core::record::reachable`]).
+
+use std::sync::Mutex;
+
+use reprise_core::exec::Segment;
+use reprise_core::record::KernelRecord;
+use reprise_core::record::reachable::{self, Ranges};
+
+use crate::error::{Error, Result};
+
+/// Allocations closer than this are one range of a capture (the padding
+/// between them held too): the interposer aligns every allocation to 256
+/// bytes, and a capture keeps few ranges.
+const MERGE_GAP: u64 = 256;
+
+/// Every allocation a recorder made, as `(address, size)`, when recording
+/// reachable-only; nothing otherwise.
+#[derive(Debug, Default)]
+pub(super) struct Allocations {
+    on: bool,
+    list: Mutex<Vec<(u64, u64)>>,
+}
+
+impl Allocations {
+    /// A list that keeps allocations only when `on`.
+    pub(super) fn new(on: bool) -> Self {
+        Allocations {
+            on,
+            list: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The recorder handed out `[addr, addr + size)`.
+    pub(super) fn add(&self, addr: u64, size: u64) {
+        if self.on && size > 0 {
+            self.lock().push((addr, size));
+        }
+    }
+
+    /// The allocations so far, sorted by address (`None` when not
+    /// recording reachable-only).
+    pub(super) fn sorted(&self) -> Option<Vec<(u64, u64)>> {
+        if !self.on {
+            return None;
+        }
+        let mut list = self.lock().clone();
+        // Allocations from several threads may have been listed out of
+        // order; the bump allocator never hands out overlapping ones.
+        list.sort_unstable();
+        Some(list)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+        self.list.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The roots of a launch's closure: its argument values, the words of its
+/// by-value arguments larger than 8 bytes, and the words of each global
+/// (`globals` holds the segments `global_segs` describe).
+fn roots(record: &KernelRecord, globals: &[u8], global_segs: &[Segment]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut scratch = [0u8; 8];
+    for i in 0..record.num_args() {
+        if record.arg_size(i) > 8 {
+            out.extend(reachable::words(record.arg_bytes(i, &mut scratch)));
+        } else {
+            out.push(record.arg_value(i));
+        }
+    }
+    for seg in global_segs {
+        if let Some(bytes) = globals.get(seg.host_offset..seg.host_offset + seg.len) {
+            out.extend(reachable::words(bytes));
+        }
+    }
+    out
+}
+
+/// Selects what a reachable-only capture holds: the closure of `record`'s
+/// roots over `allocs` in the input snapshot `input` (taken at `base`),
+/// written into `record` (`Reachable`), and poison in `input` and `output`
+/// everywhere else.
+pub(super) fn select(
+    record: &mut KernelRecord,
+    allocs: &[(u64, u64)],
+    base: u64,
+    globals: (&[u8], &[Segment]),
+    input: &mut [u8],
+    output: Option<&mut [u8]>,
+) -> Result<()> {
+    let roots = roots(record, globals.0, globals.1);
+    let mut marks = vec![false; allocs.len()];
+    let mut stack = vec![0u32; allocs.len()];
+    reachable::close(allocs, base, input, roots, &mut marks, &mut stack)
+        .map_err(|_| Error::Internal("the recorder's allocations overlap"))?;
+    let mut ranges = Ranges::new();
+    reachable::ranges(allocs, &marks, base, MERGE_GAP, &mut ranges);
+    reachable::poison_outside(input, &ranges);
+    if let Some(output) = output {
+        reachable::poison_outside(output, &ranges);
+    }
+    log::debug!(
+        "{}: {} of {} allocations reachable, {} of {} bytes held in {} ranges",
+        record.name,
+        marks.iter().filter(|&&m| m).count(),
+        allocs.len(),
+        reachable::held(&ranges),
+        input.len(),
+        ranges.len()
+    );
+    record.reachable = Some(ranges);
+    Ok(())
+}
