@@ -181,6 +181,9 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 "base_origin": d.base_origin().map(|b| b.to_string()),
                 "reserved": r.region_size,
                 "snapshot_bytes": d.snapshot_len(),
+                "reachable_only": r.reachable.as_ref().map(|rs| json!({
+                    "ranges": rs.as_slice(), "held_bytes": reprise::core::record::reachable::held(rs),
+                })),
             },
             "image_origin": d.image_origin.as_ref().map(origin_text),
             "arguments": args.iter().map(|(i, v, size, in_region, off)| json!({
@@ -274,6 +277,14 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 .unwrap_or_default()
         ),
         None => out!("region    address not recorded (cannot be replayed)"),
+    }
+    if let Some(rs) = &r.reachable {
+        out!(
+            "          reachable-only: {} held in {} range(s), the rest is poison (0xff): a \
+             kernel that reaches past them differs on replay",
+            human_bytes(reprise::core::record::reachable::held(rs)),
+            rs.len()
+        );
     }
     if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin() {
         out!("          base {b}");

@@ -74,6 +74,12 @@ pub struct RecordArgs {
     /// each). Default: `REPRISE_RECORD_FORMAT`, else store.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<FormatArg>,
+    /// Snapshot only the allocations a launch can reach from its arguments
+    /// (pointers inside them followed, as a conservative garbage collector
+    /// scans); the rest is poison, so a kernel reaching it differs on
+    /// replay (`REPRISE_RECORD_REACHABLE`).
+    #[arg(long)]
+    pub reachable: bool,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
     pub program: Vec<OsString>,
@@ -228,6 +234,9 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     }
     if let Some(s) = a.region_size {
         cmd.env("REPRISE_RECORD_MEMSIZE", s.to_string());
+    }
+    if a.reachable {
+        cmd.env("REPRISE_RECORD_REACHABLE", "1");
     }
     if let Some(f) = a.format {
         cmd.env(
