@@ -115,7 +115,8 @@ impl<K> Copy for ReplayPlan<'_, K> {}
 /// (replay), handed back when the schedule completes.
 #[derive(Debug)]
 pub struct Buffers<B> {
-    /// The pre-kernel memory snapshot.
+    /// The pre-kernel memory snapshot (a replay reads it only when it
+    /// restores by [`Restore::Upload`]).
     pub input: B,
     /// The globals' contents, laid out as the plan's global segments say.
     pub globals: Option<B>,
@@ -192,14 +193,18 @@ fn check<B: AsRef<[u8]>, E>(buf: &B, segments: &[Segment]) -> Result<(), Schedul
 }
 
 /// Checks that every buffer the plan uses is there and large enough, before
-/// anything is enqueued.
+/// anything is enqueued (the input buffer only when `input` says the plan
+/// copies through it).
 fn check_buffers<B: AsRef<[u8]>, E>(
     buffers: &Buffers<B>,
+    input: bool,
     memory: &[Segment],
     globals: &[Segment],
     save_output: bool,
 ) -> Result<(), ScheduleError<E>> {
-    check(&buffers.input, memory)?;
+    if input {
+        check(&buffers.input, memory)?;
+    }
     if !globals.is_empty() {
         check(
             buffers
@@ -322,7 +327,7 @@ where
 {
     let sync = plan.mode == Mode::Sync;
     let snapshot = nonempty(&plan.snapshot);
-    check_buffers(&buffers, snapshot, plan.globals, plan.save_output)?;
+    check_buffers(&buffers, true, snapshot, plan.globals, plan.save_output)?;
 
     // 1. H2D: the application's pending copies.
     for up in uploads {
@@ -362,8 +367,11 @@ where
 /// Replays one launch: restores globals and memory, launches, copies the
 /// output back when asked, and synchronizes once.
 ///
-/// `buffers.input` holds the snapshot at `plan.memory.host_offset`,
-/// `buffers.globals` (required when `plan.globals` is not empty) the globals,
+/// `buffers.input` holds the snapshot at `plan.memory.host_offset` when
+/// the plan restores by [`Restore::Upload`]; with any other restore it is
+/// never read nor checked, and may be any buffer (a GPU replay that
+/// streamed the snapshot from a chunk store into the device holds none of
+/// the snapshot's size). `buffers.globals` (required when `plan.globals` is not empty) the globals,
 /// `buffers.output` (required when `plan.save_output`) receives the result.
 /// All buffers come back, unchanged except `output`.
 pub async fn replay<Q: Queue>(
@@ -376,7 +384,13 @@ where
     Q::Buffer: AsRef<[u8]>,
 {
     let memory = nonempty(&plan.memory);
-    check_buffers(&buffers, memory, plan.globals, plan.save_output)?;
+    check_buffers(
+        &buffers,
+        plan.restore == Restore::Upload,
+        memory,
+        plan.globals,
+        plan.save_output,
+    )?;
 
     let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
         queue.upload(g, plan.globals)

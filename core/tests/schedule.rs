@@ -480,3 +480,55 @@ fn replay_restores_from_a_pristine_device_copy_without_uploading_it() {
     );
     assert!(!log.contains(&Op::Upload(vec![s.snapshot])), "{log:?}");
 }
+
+#[test]
+fn a_replay_that_does_not_upload_reads_no_input_buffer_and_one_that_does_checks_it() {
+    // A GPU replay that streamed the snapshot into the device holds no
+    // host buffer of its size: with any restore but an upload, the input
+    // buffer is not checked against the snapshot (nor read).
+    let s = setup();
+    s.fake.0.borrow_mut().device_copies = true;
+    s.fake
+        .0
+        .borrow_mut()
+        .device
+        .slice(BASE + 0x80, 4)
+        .copy_from_slice(&[1, 2, 3, 4]);
+    let args = [BASE, 4];
+    let plan = |restore| ReplayPlan {
+        kernel: &s.kernel,
+        launch: launch(&args),
+        memory: s.snapshot,
+        globals: &[],
+        save_output: true,
+        restore,
+    };
+    let bufs = || Buffers {
+        input: vec![9],
+        globals: None,
+        output: Some(vec![0; 4]),
+    };
+    for restore in [Restore::FromDevice(BASE + 0x80), Restore::Nothing] {
+        let mut q = s.fake.queue().unwrap();
+        let out = run(schedule::replay(&mut q, plan(restore), bufs(), drop)).unwrap();
+        assert_eq!(
+            out.input,
+            [9],
+            "{restore:?}: the input comes back untouched"
+        );
+        assert_eq!(out.output.unwrap().len(), 4);
+    }
+    // An upload from a one-byte buffer is refused before anything is
+    // enqueued.
+    s.fake.0.borrow_mut().log.clear();
+    let mut q = s.fake.queue().unwrap();
+    let e = run(schedule::replay(
+        &mut q,
+        plan(Restore::Upload),
+        bufs(),
+        drop,
+    ))
+    .unwrap_err();
+    assert_eq!(e, ScheduleError::SegmentOutOfBounds { end: 4, buffer: 1 });
+    assert!(s.fake.log().is_empty(), "{:?}", s.fake.log());
+}

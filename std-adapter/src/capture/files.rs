@@ -359,6 +359,73 @@ impl SnapshotFile {
         Ok(buf)
     }
 
+    /// How a chunked snapshot is cut: its chunk size in bytes and its
+    /// number of chunks; `None` for a raw file. Chunk `i` holds the bytes
+    /// from `i * chunk size`, and every chunk but the last is full.
+    pub fn chunking(&self) -> Option<(usize, usize)> {
+        match &self.source {
+            SnapshotSource::File(_) => None,
+            SnapshotSource::Chunked { manifest, .. } => {
+                Some((manifest.chunk_size() as usize, manifest.chunks().len()))
+            }
+        }
+    }
+
+    /// How many threads a read of a chunked snapshot decompresses on (the
+    /// store's [`crate::chunks::StoreOptions::threads`]); 1 for a raw
+    /// file.
+    pub fn read_threads(&self) -> usize {
+        match &self.source {
+            SnapshotSource::File(_) => 1,
+            SnapshotSource::Chunked { store, .. } => store.options().threads.max(1),
+        }
+    }
+
+    /// Decompresses chunks `chunks` (indices, as [`SnapshotFile::chunking`]
+    /// counts them) of a chunked snapshot into `out`, which must be exactly
+    /// their bytes long: in parallel on up to
+    /// [`SnapshotFile::read_threads`] threads, each chunk bounded and its
+    /// hash checked, as [`SnapshotFile::read_into`] reads a whole one. A
+    /// chunk that is missing or damaged is the error, naming the manifest
+    /// and the chunk's place in it. This is how a GPU replay streams a
+    /// snapshot through small staging buffers instead of one the size of
+    /// the snapshot.
+    pub fn read_chunks_into(&self, chunks: std::ops::Range<usize>, out: &mut [u8]) -> Result<()> {
+        let SnapshotSource::Chunked { manifest, store } = &self.source else {
+            return Err(Error::Internal("read_chunks_into on a raw snapshot"));
+        };
+        let refs = manifest
+            .chunks()
+            .get(chunks.clone())
+            .ok_or(Error::Internal("chunks past the end of a manifest"))?;
+        let len: u64 = refs.iter().map(|c| u64::from(c.len)).sum();
+        if len != out.len() as u64 {
+            return Err(Error::Internal("a staging buffer of the wrong length"));
+        }
+        // The run of chunks is itself a manifest: every chunk but its last
+        // is full (only the snapshot's last chunk is short), so the
+        // store's parallel read takes it as it is.
+        let part = Manifest::new(len, manifest.chunk_size(), refs.to_vec())
+            .map_err(|_| Error::Internal("a run of a manifest's chunks is no manifest"))?;
+        store.read_into(&part, out).map_err(|e| {
+            // Name the chunk by its place in the whole manifest.
+            let e = match e {
+                Error::Store {
+                    path,
+                    problem: crate::error::StoreProblem::Chunk(mut c),
+                } => {
+                    c.index = c.index.saturating_add(chunks.start as u32);
+                    Error::Store {
+                        path,
+                        problem: crate::error::StoreProblem::Chunk(c),
+                    }
+                }
+                e => e,
+            };
+            stored::capture_error(&self.path, e)
+        })
+    }
+
     /// Streams the file through `f`, in order, in chunks of at most
     /// `chunk` bytes (a chunked snapshot: in its own chunks, each
     /// decompressed and its hash checked).

@@ -5,6 +5,7 @@
 
 mod geometry;
 mod session;
+mod stream;
 mod verify;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::store::write_atomically;
 
 pub use geometry::{launch_config, launch_config_for};
 pub use session::{RestoreWay, Run, Session};
+pub use stream::Streamed;
 pub use verify::{CompareSpec, OutputRange, Verification, compare_files, resolve_ranges, verify};
 
 /// How to replay.

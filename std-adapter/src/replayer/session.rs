@@ -11,6 +11,17 @@
 //! the snapshot on the device and restores the region from it with a
 //! device-to-device copy ([`Restore::FromDevice`]), a fraction of an
 //! upload's time; where that second copy cannot be had, it uploads.
+//!
+//! A snapshot of the chunk store is streamed on a GPU (see
+//! [`super::stream`]): its chunks are decompressed into two small
+//! page-locked staging buffers and copied into the device while the next
+//! ones decompress, into the pristine copy when there is one (every run
+//! then restores from it, the first included) and into the region when a
+//! single run is expected. No host buffer of the snapshot's size is made,
+//! and repetitions restore as from raw files, from the device, without
+//! decompressing again. Only where the session runs more than once and the
+//! device has no room for the pristine copy is the snapshot decompressed
+//! whole into one host buffer, to upload from at each run.
 
 use std::time::{Duration, Instant};
 
@@ -19,9 +30,11 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
-use crate::capture::{Capture, global_problem};
+use crate::capture::{Capture, checksum_mismatch, global_problem};
 use crate::error::{CaptureProblem, Error, Result};
 use crate::layout::globals_segments;
+
+use super::stream::{self, Streamed};
 
 /// Reservations start on a page boundary.
 const PAGE: u64 = 4096;
@@ -63,6 +76,9 @@ pub struct Session<'c, E: Executor> {
     len: usize,
     /// The region holds the snapshot and no kernel has run on it yet.
     fresh: bool,
+    /// How the snapshot was streamed from the store, when it was: then
+    /// `buffers.input` is a staging buffer, not the snapshot.
+    streamed: Option<Streamed>,
     /// Whether the last run copied the output back.
     has_output: bool,
 }
@@ -86,11 +102,59 @@ impl<'c, E: Executor> Session<'c, E> {
             )
         })?;
         let (region, fresh) = reserve_region(exec, capture, base, len)?;
+        // The pristine copy, then the queue: dropped in the other order, so
+        // that nothing in flight outlives the memory it copies into.
+        let pristine = if runs > 1 && exec.copies_on_device() && len > 0 {
+            match exec.reserve(RegionRequest::new(None, len as u64)) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    log::info!(
+                        "no room for a second copy of the {len}-byte snapshot on the device \
+                         ({e}); each repetition uploads it"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let mut queue = exec
+            .queue()
+            .map_err(|e| Error::executor("creating a queue", e))?;
         // Every check that needs no run comes before the image is loaded
         // (its constructors run then): the snapshot's checksum here, the
         // image's kernel and globals when the capture was opened.
-        let input = capture.input.read_into(exec, len)?;
-        capture.check_input(&input.as_ref()[..len])?;
+        let stream_it = !fresh
+            && len > 0
+            && capture.input.is_chunked()
+            && exec.copies_on_device()
+            && (runs <= 1 || pristine.is_some());
+        let (input, streamed, fresh) = if stream_it {
+            let target = pristine.as_ref().map_or(base, |p| p.base());
+            let (streamed, mut staging, sum) =
+                stream::stream(exec, &mut queue, &capture.input, target, len).await?;
+            check_input_sum(capture, sum)?;
+            log::info!(
+                "streamed {} chunks of {} into the device in {} copies through {} staging \
+                 buffers of {} bytes",
+                streamed.chunks,
+                capture.input.path.display(),
+                streamed.batches,
+                streamed.buffers,
+                streamed.buffer_len
+            );
+            // A staging buffer stands in for the snapshot, which no restore
+            // uploads from.
+            let placeholder = staging
+                .pop()
+                .ok_or(Error::Internal("no staging buffer came back"))?;
+            // Streamed into the region itself: it holds the snapshot.
+            (placeholder, Some(streamed), pristine.is_none())
+        } else {
+            let input = capture.input.read_into(exec, len)?;
+            capture.check_input(&input.as_ref()[..len])?;
+            (input, None, fresh)
+        };
         let image = exec.load_image(&capture.image).map_err(|e| {
             Error::executor(format!("loading {}", capture.image_path().display()), e)
         })?;
@@ -104,46 +168,29 @@ impl<'c, E: Executor> Session<'c, E> {
             )
         })?;
         let (global_segs, globals) = stage_globals(exec, capture, &image)?;
-        let mut queue = exec
-            .queue()
-            .map_err(|e| Error::executor("creating a queue", e))?;
         let mut buffers = Buffers {
             input,
             globals,
             output: None,
         };
-        let pristine = if runs > 1 && exec.copies_on_device() && len > 0 {
-            match exec.reserve(RegionRequest::new(None, len as u64)) {
-                Ok(p) => {
-                    let seg = [Segment {
-                        device: p.base(),
-                        host_offset: 0,
-                        len,
-                    }];
-                    let input = buffers.input;
-                    queue
-                        .upload(input, &seg)
-                        .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
-                    std::future::poll_fn(|cx| queue.poll_synchronize(cx))
-                        .await
-                        .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
-                    buffers.input = queue
-                        .reclaim()
-                        .map(|(_, b)| b)
-                        .ok_or(Error::Internal("the snapshot buffer did not come back"))?;
-                    Some(p)
-                }
-                Err(e) => {
-                    log::info!(
-                        "no room for a second copy of the {len}-byte snapshot on the device \
-                         ({e}); each repetition uploads it"
-                    );
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        if let (Some(p), None) = (&pristine, streamed) {
+            let seg = [Segment {
+                device: p.base(),
+                host_offset: 0,
+                len,
+            }];
+            let input = buffers.input;
+            queue
+                .upload(input, &seg)
+                .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
+            std::future::poll_fn(|cx| queue.poll_synchronize(cx))
+                .await
+                .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
+            buffers.input = queue
+                .reclaim()
+                .map(|(_, b)| b)
+                .ok_or(Error::Internal("the snapshot buffer did not come back"))?;
+        }
         Ok(Session {
             exec,
             capture,
@@ -158,8 +205,16 @@ impl<'c, E: Executor> Session<'c, E> {
             base,
             len,
             fresh,
+            streamed,
             has_output: false,
         })
+    }
+
+    /// How the snapshot was streamed from the chunk store into the device,
+    /// when it was (a chunked snapshot on a GPU); `None` when it was read
+    /// into a host buffer (or mapped).
+    pub fn streamed(&self) -> Option<Streamed> {
+        self.streamed
     }
 
     /// How runs after the first restore the region.
@@ -187,6 +242,12 @@ impl<'c, E: Executor> Session<'c, E> {
         if self.buffers.is_none() {
             // A failed run lost them.
             self.recover().await?;
+        }
+        if self.streamed.is_some() && self.pristine.is_none() && !self.fresh {
+            // Streamed into the region for one run, and run again: the
+            // snapshot is in no host buffer to upload from, so it is
+            // streamed again.
+            self.restream().await?;
         }
         let record = &self.capture.record;
         let args = KernelArgs {
@@ -252,13 +313,38 @@ impl<'c, E: Executor> Session<'c, E> {
     async fn recover(&mut self) -> Result<()> {
         let _ = std::future::poll_fn(|cx| self.queue.poll_synchronize(cx)).await;
         while self.queue.reclaim().is_some() {}
-        let input = self.capture.input.read_into(self.exec, self.len)?;
+        let input = if self.streamed.is_some() {
+            // A stand-in, as after streaming (see `new`); `run` streams the
+            // snapshot again when there is no pristine copy to restore from.
+            self.exec
+                .buffer(PAGE as usize)
+                .map_err(|e| Error::executor("allocating a staging buffer", e))?
+        } else {
+            self.capture.input.read_into(self.exec, self.len)?
+        };
         let (_, globals) = stage_globals(self.exec, self.capture, &self.image)?;
         self.buffers = Some(Buffers {
             input,
             globals,
             output: None,
         });
+        Ok(())
+    }
+
+    /// Streams the snapshot from the store into the region again (a
+    /// session streamed for one run that runs again); the region then
+    /// holds it, as after `new`.
+    async fn restream(&mut self) -> Result<()> {
+        let (_, _, sum) = stream::stream(
+            self.exec,
+            &mut self.queue,
+            &self.capture.input,
+            self.base,
+            self.len,
+        )
+        .await?;
+        check_input_sum(self.capture, sum)?;
+        self.fresh = true;
         Ok(())
     }
 
@@ -269,6 +355,17 @@ impl<'c, E: Executor> Session<'c, E> {
         }
         let out = self.buffers.as_ref()?.output.as_ref()?;
         Some(&out.as_ref()[..self.len])
+    }
+}
+
+/// Checks the checksum of the snapshot's bytes as streamed against the
+/// descriptor's, as [`Capture::check_input`] checks bytes read whole.
+fn check_input_sum(capture: &Capture, got: u64) -> Result<()> {
+    match capture.record.checksums.input {
+        Some(want) if capture.verify_snapshots && got != want => {
+            Err(checksum_mismatch(&capture.input.path, want, got))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -16,6 +16,7 @@ static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.len = len;
+  op->u.copy.pinned = kind == OP_HTOD && host_pinned(src, len);
   return enqueue(s, op, per_thread);
 }
 

@@ -136,6 +136,13 @@
  *                               microseconds more, so streams overlap
  *                               unpredictably (also
  *                               reprise_sim_set_copy_delay_us(N))
+ *   REPRISE_SIM_CUDA_UPLOAD_DELAY_US=N  make each host-to-device copy
+ *                               from page-locked memory wait a random 0 to
+ *                               N microseconds on its stream before it
+ *                               reads its source, so a caller that writes
+ *                               a staging buffer before a synchronize
+ *                               covered its copy shows (also
+ *                               reprise_sim_set_upload_delay_us(N))
  *   REPRISE_SIM_CUDA_STATIC_SHARED=BYTES  give every function of the
  *                               modules loaded from then on BYTES of static
  *                               shared memory (default 0; as an OpenMP
@@ -154,6 +161,7 @@
  * For tests: reprise_sim_fail() makes one call fail (reprise_sim_fail_times()
  * several in a row), reprise_sim_counts() tells what is live,
  * reprise_sim_set_copy_delay_us() slows copies,
+ * reprise_sim_set_upload_delay_us() uploads from page-locked memory,
  * reprise_sim_set_static_shared() gives the functions of modules loaded
  * later static shared memory, reprise_sim_set_shared_optin() changes the
  * opt-in limit,
@@ -187,6 +195,7 @@ int g_vmm = 1;
 int g_param_info = 1;
 int g_cc = 90; /* compute capability as major * 10 + minor */
 unsigned g_copy_delay_us;
+unsigned g_upload_delay_us;
 unsigned g_kernel_delay_us;
 unsigned g_launch_return_delay_us;
 /* Static shared memory of the functions of modules loaded from now on
@@ -270,6 +279,9 @@ static void read_env(void) {
   const char *c = getenv("REPRISE_SIM_CUDA_COPY_DELAY_US");
   if (c)
     __atomic_store_n(&g_copy_delay_us, (unsigned)atoi(c), __ATOMIC_RELAXED);
+  const char *u = getenv("REPRISE_SIM_CUDA_UPLOAD_DELAY_US");
+  if (u)
+    __atomic_store_n(&g_upload_delay_us, (unsigned)atoi(u), __ATOMIC_RELAXED);
   const char *k = getenv("REPRISE_SIM_CUDA_KERNEL_DELAY_US");
   if (k)
     __atomic_store_n(&g_kernel_delay_us, (unsigned)atoi(k), __ATOMIC_RELAXED);
@@ -299,6 +311,13 @@ EXPORT CUresult cuInit(unsigned flags) {
  * overlaps unpredictably and a missing dependency between them shows. */
 EXPORT void reprise_sim_set_copy_delay_us(unsigned us) {
   __atomic_store_n(&g_copy_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Simulator only: the most (microseconds) a host-to-device copy from
+ * page-locked memory waits on its stream before it reads its source, at
+ * random, so that a staging buffer rewritten before its copy ran shows. */
+EXPORT void reprise_sim_set_upload_delay_us(unsigned us) {
+  __atomic_store_n(&g_upload_delay_us, us, __ATOMIC_RELAXED);
 }
 
 /* Simulator only: how long (microseconds) every kernel launched from now on

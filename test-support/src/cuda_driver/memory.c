@@ -529,6 +529,13 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
+int host_pinned(uintptr_t base, size_t size) {
+  pthread_mutex_lock(&g_mem);
+  int pinned = inside(g_host, g_nhost, base, size);
+  pthread_mutex_unlock(&g_mem);
+  return pinned;
+}
+
 EXPORT CUresult cuMemFreeHost(void *p) {
   INJECT();
   CUresult r = unsafe_call();

@@ -219,10 +219,11 @@ pub fn set_launch_return_delay_us(us: u32) {
 }
 
 /// Puts the simulator loaded in this process back as it starts: no copy,
-/// kernel or launch delays, no pending fault injection or callback status, no static
+/// upload, kernel or launch delays, no pending fault injection or callback status, no static
 /// shared memory, the opt-in limit it started with.
 pub fn reset() {
     set_copy_delay_us(0);
+    set_upload_delay_us(0);
     set_kernel_delay_us(0);
     set_launch_return_delay_us(0);
     set_callback_status(0);
@@ -280,6 +281,17 @@ fn call_u32(name: &[u8], value: u32) {
 /// them shows. Does nothing unless [`load`] loaded the simulator.
 pub fn set_copy_delay_us(us: u32) {
     call_u32(b"reprise_sim_set_copy_delay_us", us);
+}
+
+/// Makes each host-to-device copy from page-locked memory of the simulator
+/// loaded in this process wait a random 0 to `us` microseconds on its
+/// stream before it reads its source (the driver documents such a copy as
+/// fully asynchronous), so a caller that rewrites a staging buffer before
+/// a synchronize covered its copy uploads the wrong bytes. A child process
+/// gets the same from `REPRISE_SIM_CUDA_UPLOAD_DELAY_US=N`. Does nothing
+/// unless [`load`] loaded the simulator.
+pub fn set_upload_delay_us(us: u32) {
+    call_u32(b"reprise_sim_set_upload_delay_us", us);
 }
 
 /// The environment a child process needs to find the simulator as its CUDA

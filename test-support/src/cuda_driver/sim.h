@@ -205,6 +205,7 @@ extern int g_vmm;
 extern int g_param_info;
 extern int g_cc;
 extern unsigned g_copy_delay_us;
+extern unsigned g_upload_delay_us;
 extern unsigned g_kernel_delay_us;
 extern unsigned g_launch_return_delay_us;
 extern unsigned g_static_shared;
@@ -274,6 +275,8 @@ int subtract_range(struct range *set, int *n, uintptr_t base, size_t size);
 int overlaps(const struct range *set, int n, uintptr_t base, size_t size);
 /* Whether kernels and copies may touch [base, base + size). */
 int accessible(uintptr_t base, size_t size);
+/* Whether [base, base + size) lies in one cuMemHostAlloc'd allocation. */
+int host_pinned(uintptr_t base, size_t size);
 /* Frees the allocation at `ptr`; `call` names the caller in an abort. */
 CUresult free_device(const char *call, CUdeviceptr ptr, int freeing);
 
@@ -404,6 +407,7 @@ struct op {
     struct {
       uintptr_t dst, src;
       size_t len;
+      int pinned; /* a host-to-device copy from page-locked memory */
     } copy;
     struct launch launch;
     struct {

@@ -87,6 +87,15 @@ static void run_op(CUstream s, struct op *op) {
     unsigned delay = __atomic_load_n(&g_copy_delay_us, __ATOMIC_RELAXED);
     if (delay && op->kind != OP_HTOD)
       usleep(rand_r(&t_seed) % (delay + 1));
+    /* A copy from page-locked memory reads its source when the stream
+     * reaches it, not when it was queued: the driver API documents
+     * cuMemcpyHtoDAsync from pinned memory as fully asynchronous ("API
+     * synchronization behavior"), so the caller may not touch the source
+     * until the stream has passed the copy. (From pageable memory the
+     * driver may stage the bytes before it returns: never delayed.) */
+    unsigned upload = __atomic_load_n(&g_upload_delay_us, __ATOMIC_RELAXED);
+    if (upload && op->kind == OP_HTOD && op->u.copy.pinned)
+      usleep(rand_r(&t_seed) % (upload + 1));
     memcpy((void *)op->u.copy.dst, (const void *)op->u.copy.src,
            op->u.copy.len);
     break;
