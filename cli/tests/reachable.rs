@@ -302,3 +302,40 @@ fn measure_the_40_launch_saxpy_with_and_without_reachable() {
     println!("stored: whole {whole} bytes, reachable-only {reach} bytes");
     assert!(reach < whole);
 }
+
+/// `reprise record --reachable` of a driver-API program on the simulated
+/// driver, through the interposer: `chunks.c` puts saxpy's x in its first
+/// allocation (8 MiB) and y in its last (4 MiB); the middle one (4 MiB)
+/// only holds a pattern. Each capture holds the two it reaches, says so,
+/// and replays and verifies on the simulator.
+#[test]
+fn record_reachable_through_the_interposer_holds_what_saxpy_reaches() {
+    use common::programs::*;
+    if !matches!(setup(), Some(Target::Simulated)) || interposer().is_none() {
+        return;
+    }
+    let program = build_program("chunks");
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("CHUNKS", "8192,4096,4096")];
+    let out = record_env(&program, dir.path(), &["--reachable"], &[], &env);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("patterns ok"), "{stdout}");
+    let captures = descriptors(dir.path());
+    assert_eq!(captures.len(), 3, "{stderr}");
+    let (k, v) = sim_env();
+    for c in &captures {
+        let rec = record_of(c);
+        let ranges = rec.reachable.clone().expect("a Reachable key");
+        let held: u64 = ranges.iter().map(|r| r[1]).sum();
+        assert_eq!(ranges.len(), 2, "{ranges:?}");
+        assert!(held <= (12 << 20) + 4096, "{ranges:?}");
+        assert!(rec.memory_size.unwrap() >= held + (4 << 20));
+        let (stdout, _) = text(&reprise(&["inspect", s(c)]));
+        assert!(stdout.contains("reachable-only"), "{stdout}");
+        let out = reprise_env(&["replay", "--verify", s(c)], &[(k, v.to_str().unwrap())]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+        assert!(stdout.contains("verification: PASS"), "{stdout}");
+    }
+}
