@@ -9,7 +9,8 @@ mod discover;
 mod junit;
 mod pool;
 mod results;
-mod shard;
+pub(crate) mod shard;
+pub(crate) mod slurm;
 mod summary;
 mod worker;
 
@@ -134,6 +135,8 @@ pub struct CheckArgs {
     pub no_checksums: bool,
     #[command(flatten)]
     pub compare: CompareArgs,
+    #[command(flatten)]
+    pub slurm: slurm::SlurmArgs,
     /// A worker: replay this one capture and report (run by the suite).
     #[arg(long, hide = true, value_name = "CAPTURE")]
     pub worker: Option<PathBuf>,
@@ -187,6 +190,9 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
         let source = format!("{} file(s) merged from {}", files.len(), dir.display());
         let all = read.results.values().collect();
         return finish(&a, all, (None, 0), baseline, source);
+    }
+    if a.slurm.slurm {
+        return slurm::check(&a, baseline);
     }
     suite(&a, baseline)
 }
@@ -363,7 +369,7 @@ fn refused(f: &discover::Found, why: &str) -> CaptureResult {
 
 /// Writes `bytes` to `path` (replacing it) through a temporary file in
 /// its directory, renamed: never through a symbolic link, never half.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let dir = match path.parent() {

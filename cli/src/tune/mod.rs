@@ -4,6 +4,8 @@
 mod lists;
 mod plot;
 mod report;
+mod shard;
+mod slurm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,6 +96,23 @@ pub struct TuneArgs {
     pub open: OpenArgs,
     #[command(flatten)]
     pub compare: CompareArgs,
+    /// Sweep only shard K of N of the configurations (K from 0 to N-1, as
+    /// SLURM_ARRAY_TASK_ID; the recorded one counts as one of them), and
+    /// write its rows to --rows; `--merge` joins the shards' rows into the
+    /// one ranking of the whole sweep.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::check::shard::Shard>,
+    /// With --shard, the rows file [default: reprise-tune-K-of-N.jsonl];
+    /// with --slurm, the job directory is NAME.slurm beside it [default:
+    /// reprise-tune.slurm].
+    #[arg(long, value_name = "F.jsonl")]
+    pub rows: Option<std::path::PathBuf>,
+    /// Sweep nothing: merge the shards' rows files (*.jsonl) in DIR into
+    /// one ranking (give the same lists, for the order of ties).
+    #[arg(long, value_name = "DIR", conflicts_with = "shard")]
+    pub merge: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub slurm: crate::check::slurm::SlurmArgs,
 }
 
 /// Set by Ctrl-C: the sweep stops after the configuration under way.
@@ -105,6 +124,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         if let Some(p) = path {
             crate::ui::check_output_file(p, ext)?;
         }
+    }
+    if let Some(code) = slurm::before(&a)? {
+        return Ok(code);
     }
     let options = a
         .open
@@ -130,6 +152,10 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         return Err(reprise::Error::NoGeometry.into());
     }
     let configs = configurations(&a, recorded)?;
+    let held = a
+        .shard
+        .map(|s| shard::slice(&shard::full_list(&configs, recorded), s));
+    let configs = held.clone().unwrap_or(configs);
     let builder = builder.options(TuneOptions {
         configs: configs.clone(),
         repetitions: a.repetitions,
@@ -170,6 +196,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     )));
     drop(progress);
     let report = outcome?;
+    if let (Some(s), Some(held)) = (a.shard, &held) {
+        shard::write_rows(&a, s, held, &rec.name, &report)?;
+    }
     if a.json {
         out_text!("{}", report::json(&capture, &report, &a));
     } else {

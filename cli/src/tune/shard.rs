@@ -1,0 +1,538 @@
+//! `reprise tune --shard K/N`: a stable slice of a sweep's
+//! configurations, its rows written to a file of their own, and the merge
+//! of the shards' rows into the one ranking the whole sweep gives.
+//!
+//! The configurations are the sweep's list with the recorded one first
+//! (the tuner always measures it); configuration C belongs to shard
+//! `xxh3(key(C)) % N`, with the same hash as `check --shard`, so the
+//! shards of N hold each configuration once whatever order the lists give
+//! them in. Every shard measures the recorded configuration (its speed-ups
+//! are over it) but only the shard it belongs to writes its row; the
+//! merge computes the speed-ups over that row.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use reprise::LaunchConfig;
+use reprise::tune::{Measured, Status, TuneReport};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::TuneArgs;
+use super::report::{config_text, label};
+use crate::check::shard::{self, Shard};
+use crate::error::{CliError, Result};
+use crate::ui::human_time;
+
+/// The first line of a shard's rows file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Header {
+    /// `K/N`.
+    pub tune_shard: String,
+    /// The kernel swept.
+    pub kernel: String,
+    /// The capture's descriptor.
+    pub capture: String,
+    /// How many configurations the shard holds (its rows, when whole).
+    pub configs: usize,
+    /// Whether the times are the device's own.
+    pub device_times: bool,
+    /// Why the shard's sweep stopped early, if it did.
+    pub stopped: Option<String>,
+}
+
+/// One configuration's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The grid.
+    pub grid: [u32; 3],
+    /// The block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory (bytes).
+    pub shared_mem: u32,
+    /// Whether it is the recorded configuration.
+    pub recorded: bool,
+    /// `verified`, `unverified`, `differs`, `refused`, `failed`.
+    pub status: String,
+    /// Why it differs, was refused or failed.
+    pub detail: Option<String>,
+    /// Each timed run (nanoseconds).
+    pub times_ns: Vec<u64>,
+}
+
+impl Row {
+    fn of(m: &Measured) -> Row {
+        let (status, detail) = match &m.status {
+            Status::Verified => ("verified", None),
+            Status::Unverified => ("unverified", None),
+            Status::Differs(v) => ("differs", Some(v.to_string())),
+            Status::Refused(w) => ("refused", Some(w.to_string())),
+            Status::Failed(w) => ("failed", Some(w.to_string())),
+        };
+        Row {
+            grid: m.config.grid,
+            block: m.config.block,
+            shared_mem: m.config.shared_mem,
+            recorded: m.recorded,
+            status: status.into(),
+            detail,
+            times_ns: m
+                .times
+                .iter()
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .collect(),
+        }
+    }
+
+    fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid: self.grid,
+            block: self.block,
+            shared_mem: self.shared_mem,
+        }
+    }
+
+    fn good(&self) -> bool {
+        self.status == "verified" || self.status == "unverified"
+    }
+
+    /// The median (the lower middle one for an even count, as the tuner's).
+    fn median(&self) -> Option<u64> {
+        let mut t = self.times_ns.clone();
+        t.sort_unstable();
+        t.get(t.len().saturating_sub(1) / 2).copied()
+    }
+
+    /// 0 ranked, 1 differs, 2 the rest: the table's order.
+    fn class(&self) -> u8 {
+        match self.status.as_str() {
+            _ if self.good() && self.median().is_some() => 0,
+            "differs" => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// What shards a configuration: its geometry, spelt out.
+pub fn key(c: &LaunchConfig) -> String {
+    format!("{:?}/{:?}/{}", c.grid, c.block, c.shared_mem)
+}
+
+/// The whole sweep's configurations: the recorded one first (where the
+/// capture records it), then the lists' others, each once.
+pub fn full_list(configs: &[LaunchConfig], recorded: LaunchConfig) -> Vec<LaunchConfig> {
+    let known = recorded.grid[0] != 0 && recorded.block[0] != 0;
+    let mut out: Vec<LaunchConfig> = known.then_some(recorded).into_iter().collect();
+    out.extend(
+        configs
+            .iter()
+            .copied()
+            .filter(|c| !(known && *c == recorded)),
+    );
+    out
+}
+
+/// The configurations of `shard`, in the sweep's order.
+pub fn slice(all: &[LaunchConfig], s: Shard) -> Vec<LaunchConfig> {
+    all.iter().copied().filter(|c| s.holds(&key(c))).collect()
+}
+
+/// The rows file of a shard: `--rows`, else `reprise-tune-K-of-N.jsonl`.
+pub fn rows_path(a: &TuneArgs, s: Shard) -> PathBuf {
+    a.rows
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("reprise-tune-{}-of-{}.jsonl", s.index, s.count)))
+}
+
+/// Writes the rows of shard `s` of `report` (the configurations of
+/// `held`, the shard's slice) to its rows file, whole or not at all.
+pub fn write_rows(
+    a: &TuneArgs,
+    s: Shard,
+    held: &[LaunchConfig],
+    kernel: &str,
+    report: &TuneReport,
+) -> Result<()> {
+    let header = Header {
+        tune_shard: s.to_string(),
+        kernel: kernel.to_string(),
+        capture: a.file.display().to_string(),
+        configs: held.len(),
+        device_times: report.device_times,
+        stopped: report.stopped.as_ref().map(ToString::to_string),
+    };
+    let mut text = serde_json::to_string(&header).expect("a header serializes");
+    text.push('\n');
+    for m in report.measured.iter().filter(|m| held.contains(&m.config)) {
+        text.push_str(&serde_json::to_string(&Row::of(m)).expect("a row serializes"));
+        text.push('\n');
+    }
+    let path = rows_path(a, s);
+    crate::check::write_new(&path, crate::ui::shown_text(&text).as_bytes())
+}
+
+/// What a directory of rows files holds.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Every row, by configuration key.
+    pub rows: BTreeMap<String, Row>,
+    /// The shards' headers, by shard.
+    pub headers: BTreeMap<String, Header>,
+    /// Rows per shard.
+    pub per_shard: BTreeMap<String, usize>,
+    /// Lines that were neither.
+    pub bad_lines: usize,
+}
+
+/// Reads every `*.jsonl` file in `dir`.
+pub fn read_dir(dir: &Path) -> Result<Merged> {
+    let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .collect();
+    files.sort();
+    let mut m = Merged::default();
+    for f in &files {
+        let text = std::fs::read_to_string(f).map_err(|e| reprise::Error::io(f, "read", e))?;
+        let mut shard = None;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if let Ok(h) = serde_json::from_str::<Header>(line) {
+                shard = Some(h.tune_shard.clone());
+                m.headers.insert(h.tune_shard.clone(), h);
+            } else if let Ok(r) = serde_json::from_str::<Row>(line) {
+                if let Some(s) = &shard {
+                    *m.per_shard.entry(s.clone()).or_default() += 1;
+                }
+                m.rows.insert(key(&r.config()), r);
+            } else {
+                m.bad_lines += 1;
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// The rows in table order: ranked by median, then those that differ (by
+/// median), then refused and failed ones, each class in the sweep's order
+/// where medians tie.
+pub fn ranking(rows: &[Row], order: &[LaunchConfig]) -> Vec<Row> {
+    let at = |r: &Row| {
+        order
+            .iter()
+            .position(|c| *c == r.config())
+            .unwrap_or(usize::MAX)
+    };
+    let mut v = rows.to_vec();
+    v.sort_by_key(|r| {
+        let class = r.class();
+        let t = if class == 2 { None } else { r.median() };
+        (class, t, at(r))
+    });
+    v
+}
+
+fn speedup(r: &Row, recorded: Option<&Row>) -> Option<f64> {
+    if !r.good() {
+        return None;
+    }
+    let base = recorded?.median()? as f64;
+    let t = r.median()? as f64;
+    (t > 0.0).then(|| base / t)
+}
+
+fn status_text(r: &Row) -> String {
+    let d = r.detail.clone().unwrap_or_default();
+    match r.status.as_str() {
+        "verified" => "verified".into(),
+        "unverified" => "not verified".into(),
+        "differs" => format!("OUTPUT DIFFERS: {d}"),
+        "refused" => format!("refused: {d}"),
+        _ => format!("FAILED: {d}"),
+    }
+}
+
+/// The merged CSV, in the columns `tune --csv` writes.
+pub fn csv(ranked: &[Row]) -> String {
+    let mut out = String::from(
+        "rank,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_mem,recorded,status,\
+         min_us,median_us,max_us,speedup,detail\n",
+    );
+    let recorded = ranked.iter().find(|r| r.recorded);
+    let us = |t: Option<u64>| t.map_or_else(String::new, |t| format!("{:.3}", t as f64 / 1e3));
+    let mut rank = 0;
+    for r in ranked {
+        let shown = if r.class() == 0 {
+            rank += 1;
+            rank.to_string()
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{shown},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
+            r.grid[0],
+            r.grid[1],
+            r.grid[2],
+            r.block[0],
+            r.block[1],
+            r.block[2],
+            r.shared_mem,
+            r.recorded,
+            r.status,
+            us(r.times_ns.iter().min().copied()),
+            us(r.median()),
+            us(r.times_ns.iter().max().copied()),
+            speedup(r, recorded).map_or_else(String::new, |s| format!("{s:.4}")),
+            r.detail.clone().unwrap_or_default().replace('"', "\"\"")
+        ));
+    }
+    out
+}
+
+/// The merged table.
+pub fn table(ranked: &[Row], device_times: bool) -> Vec<String> {
+    let time =
+        |t: Option<u64>| t.map_or_else(|| "-".into(), |t| human_time(Duration::from_nanos(t)));
+    let mut lines = vec![format!(
+        "{:>4}  {:<28} {:>8}  {:>10} {:>10} {:>10}  {:>8}  output",
+        "rank", "configuration", "shared", "min", "median", "max", "speed-up"
+    )];
+    let recorded = ranked.iter().find(|r| r.recorded);
+    let mut rank = 0;
+    for r in ranked {
+        let shown = if r.class() == 0 {
+            rank += 1;
+            rank.to_string()
+        } else {
+            "-".into()
+        };
+        let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
+        let cfg = format!(
+            "{}{} x {}",
+            if r.recorded { "*" } else { " " },
+            d(r.grid),
+            d(r.block)
+        );
+        let s = speedup(r, recorded).map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
+        lines.push(format!(
+            "{shown:>4}  {cfg:<28} {:>8}  {:>10} {:>10} {:>10}  {s:>8}  {}",
+            r.shared_mem,
+            time(r.times_ns.iter().min().copied()),
+            time(r.median()),
+            time(r.times_ns.iter().max().copied()),
+            status_text(r)
+        ));
+    }
+    let timing = if device_times {
+        "device time of each kernel"
+    } else {
+        "host clock around each run"
+    };
+    lines.push(format!(
+        "(* the recorded configuration; grid x block; times: {timing})"
+    ));
+    match ranked.first().filter(|r| r.class() == 0) {
+        Some(b) => lines.push(format!(
+            "fastest: {}: {} median ({})",
+            config_text(&b.config()),
+            time(b.median()),
+            label(&b.config())
+        )),
+        None => lines.push("no configuration ran with a usable output".into()),
+    }
+    lines
+}
+
+/// The merged JSON: the shape of `tune --json`.
+pub fn json(kernel: &str, capture: &str, ranked: &[Row], device_times: bool) -> String {
+    let recorded = ranked.iter().find(|r| r.recorded);
+    let secs = |t: Option<u64>| t.map(|t| t as f64 / 1e9);
+    let entry = |r: &Row| {
+        json!({
+            "grid": r.grid,
+            "block": r.block,
+            "shared_mem": r.shared_mem,
+            "recorded": r.recorded,
+            "status": r.status,
+            "detail": r.detail,
+            "times_s": r.times_ns.iter().map(|&t| t as f64 / 1e9).collect::<Vec<_>>(),
+            "min_s": secs(r.times_ns.iter().min().copied()),
+            "median_s": secs(r.median()),
+            "max_s": secs(r.times_ns.iter().max().copied()),
+            "speedup": speedup(r, recorded),
+        })
+    };
+    json!({
+        "kernel": kernel,
+        "capture": capture,
+        "device_times": device_times,
+        "best": ranked.first().filter(|r| r.class() == 0).map(entry),
+        "recorded": recorded.map(entry),
+        "results": ranked.iter().map(entry).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+/// Prints (and writes) the merged ranking of `rows`; the exit status is
+/// the sweep's (0 usable, 1 all differ, 2 none ran or rows are missing).
+pub fn report(
+    a: &TuneArgs,
+    kernel: &str,
+    rows: &[Row],
+    order: &[LaunchConfig],
+    device_times: bool,
+    incomplete: &[String],
+) -> Result<ExitCode> {
+    let ranked = ranking(rows, order);
+    if a.json {
+        out_text!(
+            "{}",
+            json(kernel, &a.file.display().to_string(), &ranked, device_times)
+        );
+    } else {
+        for line in table(&ranked, device_times) {
+            out!("{line}");
+        }
+    }
+    if let Some(path) = &a.csv {
+        reprise::store::write_atomically(path, csv(&ranked).as_bytes(), false)?;
+    }
+    for l in incomplete {
+        note!("INCOMPLETE {l}");
+    }
+    Ok(if !incomplete.is_empty() {
+        ExitCode::from(2)
+    } else if ranked.iter().any(Row::good) {
+        ExitCode::SUCCESS
+    } else if ranked.iter().any(|r| r.status == "differs") {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// `reprise tune FILE --merge DIR`: the rows files of DIR as one ranking.
+pub fn merge(a: &TuneArgs, dir: &Path, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode> {
+    let m = read_dir(dir)?;
+    if m.headers.is_empty() {
+        return Err(CliError::Command(format!(
+            "{}: no tuning rows files (*.jsonl written by tune --shard) to merge",
+            dir.display()
+        )));
+    }
+    if m.bad_lines > 0 {
+        note!(
+            "warning: {} line(s) in {} are no rows and were skipped",
+            m.bad_lines,
+            dir.display()
+        );
+    }
+    let mut incomplete = Vec::new();
+    let count = m
+        .headers
+        .keys()
+        .filter_map(|k| k.parse::<Shard>().ok())
+        .map(|s| s.count)
+        .max();
+    if let Some(n) = count {
+        for k in 0..n {
+            let name = Shard { index: k, count: n }.to_string();
+            match m.headers.get(&name) {
+                None => incomplete.push(format!("shard {name}: no rows file")),
+                Some(h) => {
+                    let got = m.per_shard.get(&name).copied().unwrap_or(0);
+                    if got < h.configs {
+                        incomplete.push(format!(
+                            "shard {name}: {got} of its {} configuration(s) have rows",
+                            h.configs
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let device_times = m.headers.values().all(|h| h.device_times);
+    let rows: Vec<Row> = m.rows.into_values().collect();
+    report(a, kernel, &rows, order, device_times, &incomplete)
+}
+
+/// The shard a configuration key is in (for the Slurm job's bookkeeping).
+pub fn of(c: &LaunchConfig, count: u64) -> u64 {
+    shard::of(&key(c), count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(g: u32, b: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [g, 1, 1],
+            block: [b, 1, 1],
+            shared_mem: 0,
+        }
+    }
+
+    #[test]
+    fn the_slices_hold_every_configuration_once() {
+        let recorded = c(128, 256);
+        let mut lists = Vec::new();
+        for g in [64, 128, 256, 512] {
+            for b in [128, 256, 512, 1024] {
+                lists.push(c(g, b));
+            }
+        }
+        let all = full_list(&lists, recorded);
+        assert_eq!(all.len(), 16);
+        assert_eq!(all[0], recorded);
+        for n in 1..=7 {
+            let mut seen = Vec::new();
+            for k in 0..n {
+                seen.extend(slice(&all, Shard { index: k, count: n }));
+            }
+            seen.sort_by_key(key);
+            let mut want = all.clone();
+            want.sort_by_key(key);
+            assert_eq!(seen, want, "{n} shards");
+        }
+        // Reordered lists: the same slices.
+        let mut reversed = lists.clone();
+        reversed.reverse();
+        let again = full_list(&reversed, recorded);
+        let s = Shard { index: 1, count: 3 };
+        let mut x = slice(&all, s);
+        let mut y = slice(&again, s);
+        x.sort_by_key(key);
+        y.sort_by_key(key);
+        assert_eq!(x, y);
+    }
+
+    #[test]
+    fn the_ranking_is_by_median_then_differs_then_the_rest() {
+        let row = |g, status: &str, t: &[u64]| Row {
+            grid: [g, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+            recorded: g == 2,
+            status: status.into(),
+            detail: None,
+            times_ns: t.to_vec(),
+        };
+        let rows = vec![
+            row(1, "refused", &[]),
+            row(2, "verified", &[30, 10, 20]),
+            row(3, "differs", &[1]),
+            row(4, "verified", &[5, 5]),
+        ];
+        let order: Vec<LaunchConfig> = (1..=4).map(|g| c(g, 1)).collect();
+        let r = ranking(&rows, &order);
+        let grids: Vec<u32> = r.iter().map(|r| r.grid[0]).collect();
+        assert_eq!(grids, [4, 2, 3, 1]);
+        let text = csv(&r);
+        assert!(text.lines().nth(1).unwrap().starts_with("1,4,"), "{text}");
+        assert!(text.contains(",4.0000,"), "speed-up 20/5: {text}");
+    }
+}

@@ -1,0 +1,149 @@
+//! `reprise tune --slurm` and `--merge`: a sweep's shards as the tasks of
+//! one Slurm job array (each `tune --shard K/N` into its own rows file in
+//! the job directory), merged into one ranking once the job has ended.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reprise::{Capture, LaunchConfig};
+
+use super::TuneArgs;
+use super::shard::{self, Row};
+use crate::check::slurm::{self as cs, JobRecord, Submission, queue, script};
+use crate::error::{CliError, Result};
+
+/// Handles `--merge` and `--slurm`; `None` for a sweep run here.
+pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
+    if a.merge.is_none() && !a.slurm.slurm {
+        return Ok(None);
+    }
+    let options = a
+        .open
+        .options(a.backend.kind())
+        .allow_missing_globals(a.allow_missing_globals)
+        .verify_checksums(!a.no_checksums);
+    let capture = Capture::open_with(&a.file, options)?;
+    let rec = &capture.record;
+    let recorded = LaunchConfig {
+        grid: rec.grid,
+        block: rec.block,
+        shared_mem: rec.shared_mem,
+    };
+    let order = shard::full_list(&super::configurations(a, recorded)?, recorded);
+    let kernel = rec.name.to_string();
+    if let Some(dir) = &a.merge {
+        return shard::merge(a, dir, &kernel, &order).map(Some);
+    }
+    submit(a, &kernel, &order).map(Some)
+}
+
+/// Submits the sweep's shards, waits, merges.
+fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode> {
+    let rows = cs::absolute(
+        &a.rows
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("reprise-tune.jsonl")),
+    )?;
+    let dir = cs::job_dir(&rows);
+    let cwd = std::env::current_dir()
+        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
+    let record = JobRecord::read(&dir)?;
+    cs::earlier_job(record.as_ref(), false, &dir)?;
+    let n = u64::from(a.slurm.array_size.unwrap_or(16))
+        .min(order.len() as u64)
+        .max(1);
+    let mut expected: BTreeMap<u64, Vec<LaunchConfig>> = BTreeMap::new();
+    for c in order {
+        expected.entry(shard::of(c, n)).or_default().push(*c);
+    }
+    if dir.exists() {
+        for e in std::fs::read_dir(&dir)
+            .map_err(|e| reprise::Error::io(&dir, "list directory", e))?
+            .flatten()
+        {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                std::fs::remove_file(&p).map_err(|e| reprise::Error::io(&p, "remove", e))?;
+            }
+        }
+    }
+    std::fs::create_dir_all(dir.join("logs"))
+        .map_err(|e| reprise::Error::io(&dir, "create the job directory", e))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let mut values = script::SLURM_VALUES.to_vec();
+    values.extend(["--rows", "--csv", "--plot", "--shard"]);
+    let mut flags = script::SLURM_FLAGS.to_vec();
+    flags.push("--json");
+    let mut command = vec![exe.display().to_string(), "tune".into()];
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+    command.extend(script::forwarded(&args, &values, &flags)?);
+    let file = script::quoted(&format!("{}/shard-", dir.display()));
+    let s = script::Script {
+        job_name: "reprise-tune",
+        dir: &dir,
+        cwd: &cwd,
+        command,
+        task_args: format!(
+            "--shard \"$SLURM_ARRAY_TASK_ID/{n}\" --json --rows {file}\"$SLURM_ARRAY_TASK_ID\"-of-{n}.jsonl"
+        ),
+        cpus_per_task: None,
+        slurm: &a.slurm,
+    };
+    let script_path = dir.join("tune.sbatch");
+    s.write(&script_path)?;
+    let tasks: Vec<u64> = expected.keys().copied().collect();
+    let job = queue::submit(&script_path, &tasks, &a.slurm.sbatch_args, &cwd)?;
+    let record = JobRecord {
+        shards: n,
+        submissions: vec![Submission {
+            job_id: job.clone(),
+            tasks: tasks.clone(),
+        }],
+    };
+    record.write(&dir)?;
+    if a.slurm.no_wait {
+        out!(
+            "submitted job {job}: {} array task(s) of {n} shards into {}",
+            tasks.len(),
+            dir.display()
+        );
+        out!(
+            "when it has ended: reprise tune {} --merge {} (with the same lists)",
+            a.file.display(),
+            dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    note!(
+        "submitted job {job}: {} array task(s), {} configurations; waiting for it",
+        tasks.len(),
+        order.len()
+    );
+    queue::wait(&job, cs::poll(), |_| {})?;
+    let mut ends = BTreeMap::new();
+    ends.insert(job.clone(), queue::task_ends(&job));
+    let m = shard::read_dir(&dir)?;
+    let mut missing = BTreeMap::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (&k, configs) in &expected {
+        let mut absent = 0;
+        for c in configs {
+            match m.rows.get(&shard::key(c)) {
+                Some(r) => rows.push(r.clone()),
+                None => absent += 1,
+            }
+        }
+        missing.insert(k, absent);
+    }
+    let incomplete = cs::incomplete_lines(&record, &missing, &ends, "configuration(s)");
+    if rows.is_empty() && incomplete.is_empty() {
+        return Err(CliError::Command(format!(
+            "{}: the job wrote no rows",
+            dir.display()
+        )));
+    }
+    let device_times = m.headers.values().all(|h| h.device_times);
+    shard::report(a, kernel, &rows, order, device_times, &incomplete)
+}
