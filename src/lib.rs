@@ -86,7 +86,9 @@ pub use reprise_std::{
     LaunchReport, Names, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
     Setting, Verification, WriterKind, block_on,
 };
-pub use reprise_std::{capture, chunks, config, executors, list, offload, store, summary};
+pub use reprise_std::{
+    capture, chunks, config, executors, list, offload, store, summary, transfer,
+};
 
 /// Comparing outputs: byte for byte, or element by element within a
 /// tolerance (`f16` to `f64`, integers; relative, absolute and ULP

@@ -13,9 +13,14 @@ use crate::ui::human_bytes;
 ///
 /// A chunk stays while a manifest of DIR names it or a recorder writing
 /// into the store has pinned it; others older than the grace period are
-/// removed (`--grace`), as are temporary files of writes that were interrupted. It is
-/// safe while recorders write into the same store (docs/store.md gives
-/// the protocol), and one gc runs at a time. A manifest that cannot be
+/// removed (`--grace`), as are the leftovers of writers that were killed
+/// (what `reprise list` shows as ORPHAN): manifests whose capture has no
+/// descriptor, temporary files of interrupted writes older than the grace
+/// period, and the store's own (chunks being written and pins of writers
+/// that are gone). Orphans stay while a recorder writes into the store
+/// (they may be its work in progress). It is safe while recorders write
+/// into the same store (docs/store.md gives the protocol), and one gc runs
+/// at a time. A manifest that cannot be
 /// read stops it before anything is removed (it cannot know what that one
 /// names). Exit 0 on success, 2 on an error.
 #[derive(Args, Debug)]
@@ -37,7 +42,7 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
         grace: std::time::Duration::from_secs(a.grace),
         ..Default::default()
     };
-    let r = reprise::chunks::gc_with(&a.dir, &options)?;
+    let (o, r) = reprise::transfer::gc(&a.dir, &options)?;
     if a.json {
         out!(
             "{}",
@@ -50,6 +55,9 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
                 "removed_bytes": r.removed_bytes,
                 "restored": r.restored,
                 "temp_removed": r.temp_removed,
+                "orphan_manifests_removed": o.manifests.len(),
+                "orphan_temp_files_removed": o.temp_files.len(),
+                "orphans_left_for_writers": o.left_for_writers,
             })
         );
     } else {
@@ -63,6 +71,20 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
             human_bytes(r.removed_bytes),
             r.temp_removed
         );
+        if !o.manifests.is_empty() || !o.temp_files.is_empty() {
+            out!(
+                "  removed {} manifest(s) without a descriptor and {} temporary file(s) of \
+                 interrupted writes",
+                o.manifests.len(),
+                o.temp_files.len()
+            );
+        }
+        if o.left_for_writers > 0 {
+            out!(
+                "  left {} orphan(s): a recorder is writing into the store",
+                o.left_for_writers
+            );
+        }
         if r.restored > 0 {
             out!(
                 "  put back {} chunks an interrupted gc was removing",

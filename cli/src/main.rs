@@ -13,8 +13,10 @@ mod demo;
 mod diff;
 mod du;
 mod error;
+mod export;
 mod extract;
 mod gc;
+mod import;
 mod inspect;
 mod isolate;
 mod launch_loop;
@@ -65,6 +67,8 @@ enum Command {
     Check(check::CheckArgs),
     Du(du::DuArgs),
     Gc(gc::GcArgs),
+    Import(import::ImportArgs),
+    Export(export::ExportArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     // What `reprise bench` times with and without the interposer.
@@ -113,6 +117,8 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Du(a) => du::run(a),
         Command::Gc(a) => gc::run(a),
+        Command::Import(a) => import::run(a),
+        Command::Export(a) => export::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
         Command::LaunchLoop(a) => launch_loop::run(a),

@@ -18,6 +18,7 @@ pub mod recorder;
 pub mod replayer;
 pub mod store;
 pub mod summary;
+pub mod transfer;
 pub mod tune;
 
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};

@@ -232,6 +232,25 @@ fn mentions_descriptor_keys(path: &Path) -> bool {
     .any(|k| text.contains(&format!("\"{k}\"")))
 }
 
+/// Splits the name of a capture's file into (stem, extension): a raw
+/// file's for the known extensions (`k.record_input` -> `k`,
+/// `record_input`), and a manifest's standing for one
+/// (`k.record_input.chunks` -> `k`, `record_input.chunks`).
+pub(crate) fn split_data_name(name: &str) -> Option<(&str, String)> {
+    match name.strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX) {
+        Some(raw) if !name.starts_with('.') => split_known(raw)
+            .filter(|(_, ext)| *ext != "json")
+            .map(|(stem, ext)| {
+                (
+                    stem,
+                    format!("{ext}{}", crate::chunks::layout::MANIFEST_SUFFIX),
+                )
+            }),
+        Some(_) => None,
+        None => split_known(name).map(|(stem, ext)| (stem, ext.to_string())),
+    }
+}
+
 /// Splits a file name into (stem, extension) for the known extensions.
 fn split_known(name: &str) -> Option<(&str, &str)> {
     // Two-part extensions first ("original.output" before "output").
@@ -283,11 +302,8 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
             });
             continue;
         }
-        if let Some((stem, ext)) = split_known(&name) {
-            stems
-                .entry(stem.to_string())
-                .or_default()
-                .push((ext.to_string(), path));
+        if let Some((stem, ext)) = split_data_name(&name) {
+            stems.entry(stem.to_string()).or_default().push((ext, path));
         }
     }
     for (_, files) in stems {
@@ -297,7 +313,19 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
                     // Data files of the other generation's naming belong to nothing.
                     let mine: Vec<&PathBuf> = d.files.iter().map(|f| &f.path).collect();
                     for (ext, p) in &files {
-                        if ext != "json" && ext != "bc" && !mine.contains(&p) {
+                        // A manifest beside the raw file it stands for: an
+                        // import was interrupted between the two (the raw
+                        // file is read; `import` again finishes it).
+                        let beside_raw = ext
+                            .strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX)
+                            .is_some_and(|_| {
+                                p.to_str()
+                                    .and_then(|s| {
+                                        s.strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX)
+                                    })
+                                    .is_some_and(|raw| mine.contains(&&PathBuf::from(raw)))
+                            });
+                        if ext != "json" && ext != "bc" && !beside_raw && !mine.contains(&p) {
                             out.push(Entry::Orphan {
                                 path: p.clone(),
                                 why: "data file this capture's format does not use",
@@ -315,14 +343,26 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
                 }),
             },
             None => {
-                for (_, p) in files {
+                for (ext, p) in files {
                     out.push(Entry::Orphan {
                         path: p,
-                        why: "data file without a descriptor (an interrupted recording)",
+                        why: if ext.ends_with(crate::chunks::layout::MANIFEST_SUFFIX) {
+                            "manifest without a descriptor (an interrupted recording; gc \
+                             removes it)"
+                        } else {
+                            "data file without a descriptor (an interrupted recording)"
+                        },
                     });
                 }
             }
         }
+    }
+    // What writers that died left in the store.
+    for l in crate::chunks::store_leftovers(dir)? {
+        out.push(Entry::Orphan {
+            path: l.path,
+            why: l.kind.why(),
+        });
     }
     Ok(out)
 }

@@ -26,8 +26,8 @@ use reprise_core::record::{Generation, KernelRecord};
 
 use super::base::{BaseOrigin, ResolvedBase};
 use super::files::{
-    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum, checksum_mismatch,
-    entry_checksum_mismatch, file_checksum, not_regular, open_regular,
+    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, entry_checksum_mismatch,
+    file_checksum, not_regular, open_regular,
 };
 use super::offload::ImageOrigin;
 use super::stored::{self, read_data};
@@ -182,6 +182,9 @@ pub fn assess(
     base: Option<ResolvedBase>,
     hashing: Hashing,
 ) -> Assessment {
+    // One store per directory for the whole assessment: a chunk read once
+    // is not decompressed again to be checked.
+    let _shared = stored::SharedStores::enter();
     let base_addr = base.and_then(|b| b.addr);
     let mut a = Assessment {
         files: Vec::new(),
@@ -370,7 +373,7 @@ pub fn assess(
 
     // The chunks the manifests name: every one there (and, hashing every
     // file, whole).
-    check_chunks(&mut a, hashing == Hashing::All);
+    check_chunks(&mut a, record, hashing == Hashing::All);
 
     // A replay's saved output: only shown.
     if FileState::of(&paths.replay_output).exists() {

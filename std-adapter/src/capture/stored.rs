@@ -45,6 +45,49 @@ pub fn manifest_for(raw: &Path) -> Result<Option<(PathBuf, Manifest)>> {
     Ok(Some((path, m)))
 }
 
+thread_local! {
+    /// The stores opened while a [`SharedStores`] lives on this thread, by
+    /// capture directory.
+    static SHARED: std::cell::RefCell<Option<(usize, Vec<(PathBuf, Arc<ChunkStore>)>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While it lives, every [`store_for`] on this thread gives one store per
+/// directory, so that what one read found whole (a capture's globals and
+/// image, read; its snapshots, hashed) a later check of the same chunks
+/// does not decompress again ([`ChunkStore::check`]). An assessment holds
+/// one; what it shares goes when the last one is dropped, so a chunk
+/// damaged later is found by the next assessment.
+pub(crate) struct SharedStores(());
+
+impl SharedStores {
+    /// Starts sharing (or joins the sharing in progress).
+    pub(crate) fn enter() -> Self {
+        SHARED.with(|s| {
+            let mut s = s.borrow_mut();
+            match &mut *s {
+                Some((depth, _)) => *depth += 1,
+                None => *s = Some((1, Vec::new())),
+            }
+        });
+        SharedStores(())
+    }
+}
+
+impl Drop for SharedStores {
+    fn drop(&mut self) {
+        SHARED.with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some((depth, _)) = &mut *s {
+                *depth -= 1;
+                if *depth == 0 {
+                    *s = None;
+                }
+            }
+        });
+    }
+}
+
 /// The chunk store of the directory of the capture file `manifest`; an
 /// error naming the manifest when there is none.
 pub fn store_for(manifest: &Path) -> Result<Arc<ChunkStore>> {
@@ -52,8 +95,27 @@ pub fn store_for(manifest: &Path) -> Result<Arc<ChunkStore>> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    let shared = SHARED.with(|s| {
+        s.borrow().as_ref().and_then(|(_, stores)| {
+            stores
+                .iter()
+                .find(|(d, _)| d == dir)
+                .map(|(_, st)| st.clone())
+        })
+    });
+    if let Some(store) = shared {
+        return Ok(store);
+    }
     match ChunkStore::open(dir).map_err(|e| capture_error(manifest, e))? {
-        Some(s) => Ok(Arc::new(s)),
+        Some(s) => {
+            let store = Arc::new(s);
+            SHARED.with(|s| {
+                if let Some((_, stores)) = &mut *s.borrow_mut() {
+                    stores.push((dir.to_path_buf(), store.clone()));
+                }
+            });
+            Ok(store)
+        }
         None => Err(Error::capture(
             manifest,
             CaptureProblem::NoStore {

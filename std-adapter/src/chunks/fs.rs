@@ -96,7 +96,7 @@ pub(super) fn create_fresh(dir: impl AsFd, prefix: &str, mode: u32) -> io::Resul
 /// when the name was taken (by another writer of the same content, for a
 /// chunk). File systems without hard links get an exclusive rename
 /// (`RENAME_NOREPLACE`), which moves `from` instead.
-pub(super) fn place(
+pub(crate) fn place(
     from_dir: impl AsFd,
     from: &str,
     to_dir: impl AsFd,
@@ -117,7 +117,7 @@ pub(super) fn place(
 }
 
 /// Removes `name` from `dir`; one already gone is fine.
-pub(super) fn remove(dir: impl AsFd, name: &str) -> io::Result<()> {
+pub(crate) fn remove(dir: impl AsFd, name: &str) -> io::Result<()> {
     match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(e.into()),

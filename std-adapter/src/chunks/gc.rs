@@ -7,7 +7,8 @@
 //!    is linked back to its name: the next gc decides on it again);
 //! 2. notes its start `T`: the modification time of a file it makes;
 //! 3. reads every live pin (a locked `tmp/pin.*`: a put in progress) and
-//!    keeps every chunk named in one; removes dead ones;
+//!    keeps every chunk named in one; removes dead ones, and the chunk files
+//!    being written under them (`tmp/chunk.PIN_ID.*`);
 //! 4. *then* lists the manifests of the directory and keeps every chunk
 //!    they name (a manifest it cannot read stops it: it cannot know what
 //!    that one names);
@@ -41,6 +42,7 @@ use crate::error::{ChunkHash, Error, Result};
 
 use super::fs::{self, Mtime};
 use super::layout::{self, tmp};
+use super::leftovers;
 use super::manifest::Manifest;
 
 /// How [`gc_with`] decides what is old.
@@ -49,8 +51,11 @@ pub struct GcOptions {
     /// Chunks touched less than this long before gc started are kept even
     /// when no manifest names them. Default: 5 minutes.
     pub grace: Duration,
-    /// Temporary files (chunks being written, pins being made) older than
-    /// this are a dead writer's and removed. Default: 1 hour.
+    /// Chunk files being written under no pin's name (named before
+    /// chunks were named after their pins) older than this are a dead
+    /// writer's and removed. Default: 1 hour. (A chunk being written under
+    /// a pin goes as soon as its pin is unlocked, a pin being made or a
+    /// `VERSION` being written once older than `grace`.)
     pub stale_temp: Duration,
 }
 
@@ -152,31 +157,53 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
     let young = start.minus(options.grace);
     let stale = start.minus(options.stale_temp);
 
-    // 3. Pins, then stale temporary files.
+    // 3. Pins, then the temporary files of writers that are gone.
     let mut keep: HashSet<ChunkHash> = HashSet::new();
-    let tmp_names = fs::names(&tmp_fd).map_err(io(&tmp_path, "list"))?;
-    for (name, _) in &tmp_names {
-        let Some(name) = std::str::from_utf8(name).ok() else {
+    let mut live: HashSet<String> = HashSet::new();
+    let tmp_names: Vec<String> = fs::names(&tmp_fd)
+        .map_err(io(&tmp_path, "list"))?
+        .into_iter()
+        .filter_map(|(n, _)| String::from_utf8(n).ok())
+        .collect();
+    for name in tmp_names.iter().filter(|n| n.starts_with(tmp::PIN)) {
+        let path = tmp_path.join(name);
+        match read_pin(&tmp_fd, name).map_err(io(&path, "read pin"))? {
+            Some(hashes) => {
+                report.pins += 1;
+                keep.extend(hashes);
+                live.insert(name[tmp::PIN.len()..].to_string());
+            }
+            None => {
+                fs::remove(&tmp_fd, name).map_err(io(&path, "remove"))?;
+                report.temp_removed += 1;
+            }
+        }
+    }
+    for name in tmp_names.iter().filter(|n| !n.starts_with(tmp::PIN)) {
+        let path = tmp_path.join(name);
+        let Some((_, _, mtime)) = fs::stat(&tmp_fd, name).map_err(io(&path, "stat"))? else {
             continue;
         };
-        let path = tmp_path.join(name);
-        if name.starts_with(tmp::PIN) {
-            match read_pin(&tmp_fd, name).map_err(io(&path, "read pin"))? {
-                Some(hashes) => {
-                    report.pins += 1;
-                    keep.extend(hashes);
-                }
-                None => {
-                    fs::remove(&tmp_fd, name).map_err(io(&path, "remove"))?;
-                    report.temp_removed += 1;
-                }
+        let dead = if name.starts_with(tmp::CHUNK) {
+            match leftovers::chunk_write_pin(name) {
+                // Its writer's pin is not locked: the writer is gone (a
+                // live one removes its chunk files before it drops its pin).
+                Some(id) => !live.contains(id),
+                None => mtime < stale,
             }
-        } else if [tmp::CHUNK, tmp::NEW_PIN, tmp::VERSION, tmp::START]
-            .iter()
-            .any(|p| name.starts_with(p))
-            && let Some((_, _, mtime)) = fs::stat(&tmp_fd, name).map_err(io(&path, "stat"))?
-            && mtime < stale
-        {
+        } else if name.starts_with(tmp::NEW_PIN) {
+            // Locked as soon as it is made; one that is not, and old, is a
+            // dead writer's.
+            mtime < young
+                && leftovers::locked(&tmp_fd, name).map_err(io(&path, "lock"))? == Some(false)
+        } else if name.starts_with(tmp::VERSION) {
+            mtime < young
+        } else {
+            // Another gc's start marker: that gc is gone (this one holds
+            // the lock).
+            name.starts_with(tmp::START)
+        };
+        if dead {
             fs::remove(&tmp_fd, name).map_err(io(&path, "remove"))?;
             report.temp_removed += 1;
         }

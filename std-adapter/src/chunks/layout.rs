@@ -49,7 +49,9 @@ pub(super) const MAX_VERSION_LEN: u64 = 4096;
 
 /// Names of files in `tmp/`, by what they are.
 pub(super) mod tmp {
-    /// A chunk being written (then linked to its name).
+    /// A chunk being written (then linked to its name):
+    /// `chunk.PIN_ID.RANDOM`, after the pin (`pin.PIN_ID`) it is written
+    /// under.
     pub const CHUNK: &str = "chunk.";
     /// A `VERSION` being written.
     pub const VERSION: &str = "version.";

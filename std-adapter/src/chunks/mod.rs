@@ -46,9 +46,10 @@
 //! # Ok(()) }
 //! ```
 
-mod fs;
+pub(crate) mod fs;
 mod gc;
 pub mod layout;
+mod leftovers;
 mod manifest;
 mod pin;
 mod read;
@@ -69,6 +70,7 @@ pub use crate::error::{
 };
 pub use gc::{GcOptions, GcReport, gc, gc_with};
 pub use layout::{StoreVersion, manifest_path};
+pub use leftovers::{Leftover, LeftoverKind, live_pins, store_leftovers};
 pub use manifest::{ChunkRef, MAX_ENCODED_LEN, Manifest};
 pub use pin::Pin;
 pub use usage::{Usage, usage};
@@ -120,8 +122,11 @@ pub struct ChunkStore {
     tmp_fd: Option<OwnedFd>,
     chunk_size: u32,
     options: StoreOptions,
-    /// Chunks [`ChunkStore::check`] found whole.
+    /// Chunks [`ChunkStore::check`] or a read found whole.
     verified: Mutex<HashSet<ChunkHash>>,
+    /// Chunk files read (decompressed or refused), for the tests.
+    #[cfg(test)]
+    pub(crate) loads: std::sync::atomic::AtomicU64,
 }
 
 impl ChunkStore {
@@ -151,6 +156,8 @@ impl ChunkStore {
             chunk_size: version.chunk_size,
             options,
             verified: Mutex::new(HashSet::new()),
+            #[cfg(test)]
+            loads: Default::default(),
         })
     }
 
@@ -181,6 +188,8 @@ impl ChunkStore {
             chunk_size: version.chunk_size,
             options,
             verified: Mutex::new(HashSet::new()),
+            #[cfg(test)]
+            loads: Default::default(),
         }))
     }
 

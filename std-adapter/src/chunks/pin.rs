@@ -68,6 +68,13 @@ impl ChunkStore {
 }
 
 impl Pin<'_> {
+    /// The random part of its name (`pin.ID`), which names the temporary
+    /// files of the chunks written under it (`chunk.ID.RANDOM`): once the
+    /// pin is not locked, they are a dead writer's.
+    pub(super) fn id(&self) -> &str {
+        &self.name[tmp::PIN.len()..]
+    }
+
     /// The store it pins.
     pub fn store(&self) -> &ChunkStore {
         self.store

@@ -119,7 +119,7 @@ impl ChunkStore {
                 let hash = ChunkHash::of(chunk);
                 let result = match pin.add(&hash) {
                     Ok(true) => self
-                        .ensure(tmp_fd, &hash, chunk, &mut scratch)
+                        .ensure(tmp_fd, pin.id(), &hash, chunk, &mut scratch)
                         .inspect_err(|_| pin.unsee(&hash)),
                     // Made sure of under this pin already.
                     Ok(false) => Ok(false),
@@ -186,10 +186,12 @@ impl ChunkStore {
     }
 
     /// Makes sure the chunk `hash` (of `data`) is stored: touched when it
-    /// is, written when it is not. `true` when this call linked it.
+    /// is, written when it is not (through `tmp/chunk.PIN_ID.RANDOM`, named
+    /// after the pin it is written under). `true` when this call linked it.
     fn ensure(
         &self,
         tmp_fd: &OwnedFd,
+        pin_id: &str,
         hash: &ChunkHash,
         data: &[u8],
         scratch: &mut Scratch,
@@ -229,8 +231,9 @@ impl ChunkStore {
             .compress_to_buffer(data, &mut scratch.out)
             .map_err(|e| Error::io(path(), "compress chunk", e))?;
         let tmp_path = || self.root.join(layout::TMP_DIR);
-        let (tmp_name, mut file) = fs::create_fresh(tmp_fd, tmp::CHUNK, 0o444)
-            .map_err(|e| Error::io(tmp_path(), "create chunk", e))?;
+        let (tmp_name, mut file) =
+            fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
+                .map_err(|e| Error::io(tmp_path(), "create chunk", e))?;
         let placed = (|| {
             file.write_all(&scratch.out)?;
             if self.options.fsync {

@@ -22,7 +22,7 @@ use reprise_core::region::AllocError;
 pub use capture_problem::CaptureProblem;
 pub use names::{Names, Setting, UnknownGeometry};
 pub use store_problem::{
-    ChunkFault, ChunkHash, ChunkProblem, ManifestError, StoreProblem, VersionProblem,
+    ChunkFault, ChunkHash, ChunkProblem, ExportProblem, ManifestError, StoreProblem, VersionProblem,
 };
 
 /// An executor's error, boxed so that code above the backends can carry any.

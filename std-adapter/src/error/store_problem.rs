@@ -424,6 +424,110 @@ pub enum StoreProblem {
         /// The buffer's.
         buffer: u64,
     },
+    /// A capture cannot be exported to the format asked for as that
+    /// format's own recorder would have written it (`reprise export`).
+    Export(ExportProblem),
+}
+
+/// Why a capture has no exact form in the format it was to be exported to
+/// (`reprise_std::transfer::export`): LLVM's formats cannot say everything
+/// reprise's does, and LLVM 16 saved less than the others need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportProblem {
+    /// A grid or block with more than one dimension: LLVM records teams
+    /// and threads per team as single numbers.
+    Dimensions {
+        /// The grid.
+        grid: [u32; 3],
+        /// The block.
+        block: [u32; 3],
+    },
+    /// An argument that is not an 8-byte slot: LLVM passes every argument
+    /// as one.
+    ArgumentSize {
+        /// The argument.
+        index: usize,
+        /// Its size in bytes.
+        size: u32,
+    },
+    /// Dynamic shared memory, which LLVM legacy does not record.
+    SharedMemory {
+        /// Its bytes.
+        bytes: u32,
+    },
+    /// A file the target format always has is missing from the capture
+    /// (LLVM 16 saves no image and no globals).
+    Missing {
+        /// Its role: "device image", "globals file".
+        role: &'static str,
+        /// The file looked for.
+        path: PathBuf,
+    },
+    /// The descriptor cannot be written in the target's key set.
+    Descriptor(reprise_core::record::RecordError),
+    /// The capture's globals file cannot be read in its own layout.
+    GlobalsUnreadable(reprise_core::globals::DecodeError),
+    /// The globals cannot be written in the target's layout.
+    Globals(reprise_core::globals::EncodeError<core::convert::Infallible>),
+    /// LLVM legacy names a capture's files after its kernel, and this
+    /// kernel's name is no file name.
+    KernelName {
+        /// The kernel's name.
+        name: String,
+    },
+    /// A file of that name is in the target directory already: export
+    /// never replaces a file.
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ExportProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportProblem::Dimensions { grid, block } => write!(
+                f,
+                "the launch has a {}x{}x{} grid of {}x{}x{} blocks; LLVM records teams and \
+                 threads in one dimension",
+                grid[0], grid[1], grid[2], block[0], block[1], block[2]
+            ),
+            ExportProblem::ArgumentSize { index, size } => write!(
+                f,
+                "argument {index} is {size} bytes; LLVM passes every argument in an 8-byte slot"
+            ),
+            ExportProblem::SharedMemory { bytes } => write!(
+                f,
+                "the launch uses {bytes} bytes of dynamic shared memory, which LLVM legacy's \
+                 format does not record"
+            ),
+            ExportProblem::Missing { role, path } => write!(
+                f,
+                "the capture has no {role} ({} is missing), and the format always has one",
+                path.display()
+            ),
+            ExportProblem::Descriptor(e) => write!(f, "the descriptor cannot be written: {e}"),
+            ExportProblem::GlobalsUnreadable(why) => {
+                write!(f, "the globals file cannot be read: {why}")
+            }
+            ExportProblem::Globals(why) => {
+                write!(
+                    f,
+                    "the globals cannot be written in the format's layout: {why}"
+                )
+            }
+            ExportProblem::KernelName { name } => write!(
+                f,
+                "LLVM legacy names a capture's files after its kernel, and {name:?} is no file \
+                 name"
+            ),
+            ExportProblem::Exists { path } => write!(
+                f,
+                "{} exists already (export never replaces a file)",
+                path.display()
+            ),
+        }
+    }
 }
 
 impl fmt::Display for StoreProblem {
@@ -439,6 +543,7 @@ impl fmt::Display for StoreProblem {
                 f,
                 "a manifest of {manifest} bytes read into a buffer of {buffer} bytes"
             ),
+            StoreProblem::Export(e) => write!(f, "cannot be exported exactly: {e}"),
         }
     }
 }

@@ -56,33 +56,15 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
     let mut mismatches = Vec::new();
     for f in &mut a.files {
         let (want, small) = match f.role {
+            // Hashed where its chunks were checked ([`check_chunks`]).
             "input" | "output" if matches!(f.state, FileState::Chunked { .. }) => {
                 let want = if f.role == "input" {
                     sums.input
                 } else {
                     sums.output
                 };
-                let Some(want) = want else { continue };
-                f.checksum = ChecksumStatus::NotChecked;
-                if hashing != Hashing::All {
-                    continue;
-                }
-                let raw = f.path.with_extension("");
-                let Some(got) = SnapshotFile::open(&raw)
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.checksum().ok())
-                else {
-                    continue;
-                };
-                if got == want {
-                    f.checksum = ChecksumStatus::Verified;
-                } else {
-                    mismatches.push(checksum_mismatch(&f.path, want, got));
-                    f.checksum = ChecksumStatus::Mismatch {
-                        recorded: want,
-                        actual: got,
-                    };
+                if want.is_some() && hashing != Hashing::All {
+                    f.checksum = ChecksumStatus::NotChecked;
                 }
                 continue;
             }
@@ -139,10 +121,20 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
 /// in the store, and with `whole`, that each decompresses to the bytes of
 /// its name. Each chunk that is not is a finding naming it (once per file,
 /// a chunk a read already reported aside).
-pub(super) fn check_chunks(a: &mut Assessment, whole: bool) {
+///
+/// With `whole`, a chunked snapshot is read once for both: its chunks are
+/// streamed, each checked as it is decompressed, into the checksum the
+/// descriptor records for it (its status set here, not in [`hash`]); only
+/// when a chunk fails are the others checked on their own, to name every
+/// one that does. The store is the assessment's own
+/// ([`stored::SharedStores`]), so the chunks the globals and the image were
+/// read from are not decompressed again either.
+pub(super) fn check_chunks(a: &mut Assessment, record: &KernelRecord, whole: bool) {
     let mut store: Option<std::sync::Arc<crate::chunks::ChunkStore>> = None;
     let mut found = Vec::new();
-    for f in &a.files {
+    let mut mismatches = Vec::new();
+    let sums = record.checksums;
+    for f in &mut a.files {
         if !matches!(f.state, FileState::Chunked { .. }) {
             continue;
         }
@@ -159,6 +151,28 @@ pub(super) fn check_chunks(a: &mut Assessment, whole: bool) {
             }
         }
         let Some(s) = &store else { break };
+        let want = match f.role {
+            "input" => sums.input,
+            "output" => sums.output,
+            _ => None,
+        };
+        if whole && let Some(want) = want {
+            f.checksum = ChecksumStatus::NotChecked;
+            let mut h = reprise_core::record::Checksummer::new();
+            if s.for_each_chunk(&m, |b| h.update(b)).is_ok() {
+                let got = h.finish();
+                if got == want {
+                    f.checksum = ChecksumStatus::Verified;
+                } else {
+                    mismatches.push(checksum_mismatch(&f.path, want, got));
+                    f.checksum = ChecksumStatus::Mismatch {
+                        recorded: want,
+                        actual: got,
+                    };
+                }
+                continue;
+            }
+        }
         let problems = if whole { s.check(&m) } else { s.missing(&m) };
         for p in problems {
             let error = Error::capture(&f.path, CaptureProblem::of_chunk(p));
@@ -181,6 +195,13 @@ pub(super) fn check_chunks(a: &mut Assessment, whole: bool) {
             error,
             incomplete: true,
             blocks: Blocks::Replay,
+        });
+    }
+    for error in mismatches {
+        a.findings.push(Finding {
+            error,
+            incomplete: true,
+            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
         });
     }
 }
