@@ -122,6 +122,19 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     };
     let dst = CapturePaths::new(&dir.join(format!("{stem}.json")), to);
 
+    // What a format always has, first: it is what the capture lacks most.
+    if image.is_none() && to != from {
+        return Err(refuse(ExportProblem::Missing {
+            role: "device image",
+            path: src.image.clone(),
+        }));
+    }
+    if globals.is_none() && to != from {
+        return Err(refuse(ExportProblem::Missing {
+            role: "globals file",
+            path: src.globals.clone(),
+        }));
+    }
     let json = if to == from {
         read_bounded(descriptor, "descriptor", DESCRIPTOR_LIMIT)?
             .ok_or_else(|| Error::capture(descriptor, CaptureProblem::MissingSnapshot))?
@@ -141,12 +154,6 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
         }
         None => None,
     };
-    if image.is_none() && to != from {
-        return Err(refuse(ExportProblem::Missing {
-            role: "device image",
-            path: src.image.clone(),
-        }));
-    }
 
     // Everything to write, the descriptor last.
     let mut files: Vec<(PathBuf, Source)> =
