@@ -80,6 +80,12 @@ pub struct RecordArgs {
     /// replay (`REPRISE_RECORD_REACHABLE`).
     #[arg(long)]
     pub reachable: bool,
+    /// Stop recording before the captures take more than SIZE of disk
+    /// (K/M/G/T suffixes: 500M, 10G): one line says so, and the program
+    /// goes on, unrecorded. With or without it, recording stops while the
+    /// file system still has 5% free (`REPRISE_RECORD_MAX_DISK`).
+    #[arg(long, value_name = "SIZE", value_parser = disk_size)]
+    pub max_disk: Option<u64>,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
     pub program: Vec<OsString>,
@@ -238,6 +244,9 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     if a.reachable {
         cmd.env("REPRISE_RECORD_REACHABLE", "1");
     }
+    if let Some(n) = a.max_disk {
+        cmd.env("REPRISE_RECORD_MAX_DISK", n.to_string());
+    }
     if let Some(f) = a.format {
         cmd.env(
             "REPRISE_RECORD_FORMAT",
@@ -286,4 +295,9 @@ fn region_size(s: &str) -> std::result::Result<u64, String> {
         0 => Err("the region cannot be empty".into()),
         n => Ok(n),
     }
+}
+
+/// `--max-disk`: a size, K/M/G/T suffixes.
+fn disk_size(s: &str) -> std::result::Result<u64, String> {
+    reprise::config::parse_size("--max-disk", s).map_err(|e| e.to_string())
 }

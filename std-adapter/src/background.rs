@@ -203,6 +203,15 @@ impl BackgroundWriter {
         (q.jobs, q.bytes)
     }
 
+    /// Waits until every job submitted so far is written, leaving their
+    /// outcomes for the next [`BackgroundWriter::flush`].
+    pub fn wait_idle(&self) {
+        let mut q = self.shared.queue();
+        while !q.closed && q.jobs > 0 {
+            q = self.shared.room.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// Waits for every job submitted so far. Returns the captures written
     /// since the last flush, or the first error since then.
     pub fn flush(&self) -> Result<Vec<PathBuf>> {

@@ -97,6 +97,11 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
             if ran.recorded {
                 summary::recorded(ran.marked);
             }
+            // The disk budget (or the free space kept) refused this
+            // launch's capture: it ran, unrecorded, and so do the rest.
+            if let Some(why) = s.rec.disk_stop().map(str::to_owned) {
+                give_up(&mut phase, why);
+            }
             Some(SUCCESS)
         }
         Err(NotRecorded::Refused) => {

@@ -26,6 +26,7 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_DEDUP",
     "REPRISE_RECORD_REPORT",
     "REPRISE_RECORD_REACHABLE",
+    "REPRISE_RECORD_MAX_DISK",
     "REPRISE_RECORD_SUMMARY",
 ];
 
@@ -159,6 +160,9 @@ impl RecordConfig {
         }
         if let Some(v) = get("REPRISE_RECORD_REPORT") {
             c.report = Some(parse_bool("REPRISE_RECORD_REPORT", &v)?);
+        }
+        if let Some(v) = get("REPRISE_RECORD_MAX_DISK") {
+            c.max_disk = Some(parse_size("REPRISE_RECORD_MAX_DISK", &v)?);
         }
         if let Some(v) = get("REPRISE_RECORD_REACHABLE") {
             c.reachable = parse_bool("REPRISE_RECORD_REACHABLE", &v)?;
@@ -311,5 +315,26 @@ mod tests {
         assert_eq!(RecordConfig::default().region_size_var(), None);
         // Where a size came from does not make configurations differ.
         assert_eq!(c, RecordConfig::default().region_size(200 << 40));
+    }
+
+    #[test]
+    fn the_disk_budget_is_a_size() {
+        assert_eq!(vars(&[]).unwrap().max_disk, None);
+        let c = vars(&[("REPRISE_RECORD_MAX_DISK", "500M")]).unwrap();
+        assert_eq!(c.max_disk, Some(500 << 20));
+        assert_eq!(
+            vars(&[("REPRISE_RECORD_MAX_DISK", "10G")])
+                .unwrap()
+                .max_disk,
+            Some(10 << 30)
+        );
+        let e = vars(&[("REPRISE_RECORD_MAX_DISK", "lots")]).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Config {
+                var: "REPRISE_RECORD_MAX_DISK",
+                ..
+            }
+        ));
     }
 }

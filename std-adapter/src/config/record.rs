@@ -60,6 +60,15 @@ pub struct RecordConfig {
     /// reaches past the closure shows a difference (see
     /// [`reprise_core::record::reachable`]).
     pub reachable: bool,
+    /// Stop recording before the bytes the captures take on disk (files,
+    /// and the store's chunk files new since recording began) could pass
+    /// this; `None`: no limit but the free space. Either way recording
+    /// stops while the file system still has
+    /// [`MIN_FREE_PERCENT`](crate::store::MIN_FREE_PERCENT) of its size
+    /// free. Stopping is for good, says why once
+    /// ([`Recorder::disk_stop`](crate::Recorder::disk_stop)), and leaves
+    /// the program's launches as they are: they run unrecorded.
+    pub max_disk: Option<u64>,
     /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
     /// that a region that cannot be reserved is reported against it.
     pub(super) memsize_var: MemsizeOrigin,
@@ -95,6 +104,7 @@ impl Default for RecordConfig {
             dedup: false,
             report: None,
             reachable: false,
+            max_disk: None,
             memsize_var: MemsizeOrigin::default(),
         }
     }
@@ -180,6 +190,12 @@ impl RecordConfig {
     /// Writes (or not) a record report beside the captures.
     pub fn report(mut self, on: bool) -> Self {
         self.report = Some(on);
+        self
+    }
+    /// Stops recording before the captures could take more than `bytes`
+    /// of disk (see [`RecordConfig::max_disk`](Self::max_disk)).
+    pub fn max_disk(mut self, bytes: u64) -> Self {
+        self.max_disk = Some(bytes);
         self
     }
     /// Whether a record report is written.

@@ -81,7 +81,10 @@ where
         self.check_params(kernel, args)?;
         let matches = self.config.enabled && self.config.matches(&kernel.name);
         let repeat = matches && self.config.dedup && self.occurrences.seen(&kernel.name, &config);
-        let selected = matches && !repeat && self.config.selects(self.matched, self.recorded);
+        let selected = matches
+            && !repeat
+            && self.config.selects(self.matched, self.recorded)
+            && self.reserve_disk(kernel);
         let launch = Launch {
             config,
             args: args.as_kernel_args(),

@@ -30,9 +30,10 @@ use crate::background::{BackgroundWriter, QueueLimit};
 use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
 use crate::pool::{self, BufferPool};
-use crate::store::{CaptureStore, TEMP_PREFIX};
+use crate::store::{CaptureStore, DiskBudget, TEMP_PREFIX};
 
 mod args;
+mod budget;
 mod handles;
 mod launch;
 mod reachable;
@@ -104,6 +105,7 @@ where
         let store = if config.enabled {
             let store = CaptureStore::with_format(&config.dir, config.fsync, config.format)?;
             check_writable(store.dir(), id)?;
+            let store = store.with_budget(DiskBudget::new(&config.dir, config.max_disk));
             Some(Arc::new(store))
         } else {
             None

@@ -21,6 +21,10 @@ use std::sync::{Mutex, OnceLock};
 
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
+mod budget;
+
+pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
+
 use crate::capture::{CapturePaths, checksum};
 use crate::chunks::{ChunkStore, StoreOptions, manifest_path};
 use crate::config::CaptureFormat;
@@ -50,6 +54,8 @@ pub struct CaptureStore {
     /// Images already written by this store, by checksum: later captures of
     /// the same image hard-link to them instead of writing it again.
     images: Mutex<HashMap<u64, PathBuf>>,
+    /// The recording's disk budget, when it has one.
+    budget: Option<DiskBudget>,
 }
 
 /// The contents of one capture to write.
@@ -63,6 +69,18 @@ pub struct CaptureData<'a> {
     pub globals: &'a [u8],
     /// The device image.
     pub image: &'a [u8],
+}
+
+impl CaptureData<'_> {
+    /// The most the capture can take on disk ([`estimate`]).
+    pub fn estimate(&self) -> u64 {
+        estimate(
+            self.input.len() as u64,
+            self.output.map_or(0, |o| o.len() as u64),
+            self.globals.len() as u64,
+            self.image.len() as u64,
+        )
+    }
 }
 
 /// `text` made safe for a file name: every character outside
@@ -120,7 +138,21 @@ impl CaptureStore {
             format,
             chunks: OnceLock::new(),
             images: Mutex::new(HashMap::new()),
+            budget: None,
         })
+    }
+
+    /// The store with a disk budget: every capture written settles its
+    /// reservation ([`DiskBudget::reserve`], taken by the launching thread
+    /// for [`CaptureData::estimate`] bytes) and is charged what it wrote.
+    pub fn with_budget(mut self, budget: DiskBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The disk budget, when it has one.
+    pub fn budget(&self) -> Option<&DiskBudget> {
+        self.budget.as_ref()
     }
 
     /// How its data files are written.
@@ -173,7 +205,25 @@ impl CaptureStore {
 
     /// Writes one capture and returns its descriptor's path. Fills in the
     /// record's checksums, snapshot length and generation.
+    ///
+    /// With a budget, the capture's reservation ([`CaptureData::estimate`])
+    /// is given back and what it wrote is charged, written or not.
     pub fn write(&self, record: &mut KernelRecord, data: CaptureData<'_>) -> Result<PathBuf> {
+        let mut bytes = 0u64;
+        let r = self.write_counted(record, data, &mut bytes);
+        if let Some(b) = &self.budget {
+            b.settle(data.estimate(), if r.is_ok() { bytes } else { 0 });
+        }
+        r
+    }
+
+    /// [`CaptureStore::write`], adding to `counted` what it writes.
+    fn write_counted(
+        &self,
+        record: &mut KernelRecord,
+        data: CaptureData<'_>,
+        counted: &mut u64,
+    ) -> Result<PathBuf> {
         let descriptor = self.fresh_descriptor(record);
         let paths = CapturePaths::new(&descriptor, Generation::Reprise);
 
@@ -203,7 +253,9 @@ impl CaptureStore {
                     }
                     self.write_file(&paths.globals, data.globals)?;
                     written.push(paths.globals.clone());
-                    self.write_image(&paths.image, data.image, image_sum)?;
+                    *counted += (data.input.len() + data.output.map_or(0, <[u8]>::len)) as u64
+                        + data.globals.len() as u64;
+                    *counted += self.write_image(&paths.image, data.image, image_sum)?;
                     written.push(paths.image.clone());
                 }
                 CaptureFormat::Store => {
@@ -221,10 +273,14 @@ impl CaptureStore {
                         let Some(bytes) = bytes else { continue };
                         let manifest = store.put_pinned(&pin, bytes)?;
                         let path = manifest_path(raw);
-                        self.write_file(&path, &manifest.encode())?;
+                        let encoded = manifest.encode();
+                        self.write_file(&path, &encoded)?;
                         written.push(path);
+                        if let Some(b) = &self.budget {
+                            *counted += encoded.len() as u64 + b.new_chunk_bytes(store, &manifest);
+                        }
                     }
-                    self.write_descriptor(record, &descriptor)?;
+                    *counted += self.write_descriptor(record, &descriptor)?;
                     written.push(descriptor.clone());
                     self.sync_dir()?;
                     drop(pin);
@@ -232,7 +288,7 @@ impl CaptureStore {
                 }
             }
 
-            self.write_descriptor(record, &descriptor)?;
+            *counted += self.write_descriptor(record, &descriptor)?;
             written.push(descriptor.clone());
             self.sync_dir()
         })();
@@ -247,8 +303,8 @@ impl CaptureStore {
         Ok(descriptor)
     }
 
-    /// Writes `record` as the descriptor at `path`.
-    fn write_descriptor(&self, record: &KernelRecord, path: &Path) -> Result<()> {
+    /// Writes `record` as the descriptor at `path`; returns its length.
+    fn write_descriptor(&self, record: &KernelRecord, path: &Path) -> Result<u64> {
         let mut json = vec![0u8; MAX_JSON_LEN];
         let n = record
             .to_json(Generation::Reprise, &mut json)
@@ -256,7 +312,8 @@ impl CaptureStore {
                 path: path.to_path_buf(),
                 source,
             })?;
-        self.write_file(path, &json[..n])
+        self.write_file(path, &json[..n])?;
+        Ok(n as u64)
     }
 
     /// Makes the renames into the directory durable (with `fsync`).
@@ -269,16 +326,18 @@ impl CaptureStore {
         Ok(())
     }
 
-    fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<()> {
+    /// Writes the image, or links an earlier capture's; returns the bytes
+    /// written (none for a link).
+    fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<u64> {
         let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = images.get(&sum)
             && fs::hard_link(existing, path).is_ok()
         {
-            return Ok(());
+            return Ok(0);
         }
         self.write_file(path, image)?;
         images.insert(sum, path.to_path_buf());
-        Ok(())
+        Ok(image.len() as u64)
     }
 
     /// Writes `bytes` to a temporary name, flushes, and renames to `path`.
