@@ -1,6 +1,7 @@
 //! `reprise check`: a corpus of captures as a regression suite. Every
-//! capture found is replayed and verified in a worker process of its own,
-//! in parallel; results are written as they come (JSON lines), so a killed
+//! capture found is replayed and verified in worker processes (each takes
+//! captures one at a time, and a fresh one follows any that fails), in
+//! parallel; results are written as they come (JSON lines), so a killed
 //! run resumes; the summary says what passed, differs, was refused, failed
 //! or timed out, and which kernels are slowest or slower than a baseline.
 
@@ -9,6 +10,7 @@ mod discover;
 mod junit;
 mod pool;
 mod results;
+mod serve;
 pub(crate) mod shard;
 pub(crate) mod slurm;
 mod summary;
@@ -38,8 +40,9 @@ use summary::Summary;
 /// unreadable is refused without running it. Each of the others is
 /// replayed with verification (`reprise replay --verify`, with the
 /// comparison options below) and timed over --repetitions, in a worker
-/// process of its own: a kernel that faults, kills its process or hangs
-/// past --timeout is that capture's result, and the suite goes on.
+/// process (each checks up to 64 captures one at a time, and ends after
+/// any that failed): a kernel that faults, kills its process or hangs past
+/// --timeout is that capture's result, and the suite goes on.
 ///
 /// Host captures run --jobs at a time. GPU captures run one at a time per
 /// visible device, on devices 0 to D-1 (not the recorded device), where D
@@ -68,7 +71,7 @@ use summary::Summary;
 pub struct CheckArgs {
     /// Directories to search for captures (recursively), and capture
     /// descriptors (`NAME.json`).
-    #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker"])]
+    #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker", "worker_serve"])]
     pub paths: Vec<PathBuf>,
     /// How many host captures to replay at once [default: the number of
     /// cores]. GPU captures run one per visible device whatever this says.
@@ -140,8 +143,12 @@ pub struct CheckArgs {
     /// A worker: replay this one capture and report (run by the suite).
     #[arg(long, hide = true, value_name = "CAPTURE")]
     pub worker: Option<PathBuf>,
+    /// A worker that replays the captures named on its stdin (one JSON
+    /// string a line), answering each (run by the suite).
+    #[arg(long, hide = true, conflicts_with = "worker")]
+    pub worker_serve: bool,
     /// A worker's GPU.
-    #[arg(long, hide = true, value_name = "N", requires = "worker")]
+    #[arg(long, hide = true, value_name = "N")]
     pub worker_device: Option<i32>,
 }
 
@@ -154,6 +161,14 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             repetitions: a.repetitions,
             compare: &a.compare,
         });
+    }
+    if a.worker_serve {
+        return worker::serve(
+            open_options(&a).verify_checksums(!a.no_checksums),
+            a.worker_device,
+            a.repetitions,
+            &a.compare,
+        );
     }
     if let Some(p) = &a.junit {
         check_output_file(p, Some("xml"))?;

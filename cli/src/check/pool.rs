@@ -1,24 +1,23 @@
-//! Running the workers: each capture in a child process of its own (this
-//! executable, `check --worker`), so that a kernel that faults, hangs or
-//! kills its process is that capture's result and the suite goes on. Host
-//! captures run `jobs` at a time; GPU captures one at a time per visible
-//! device. A worker runs in a process group of its own, which is killed
-//! when it passes the timeout (and once it has ended, so that nothing it
-//! started lingers), and it dies with the suite (`PR_SET_PDEATHSIG`).
+//! Running the workers: captures are checked in child processes (this
+//! executable, `check --worker-serve`, each taking captures one at a time:
+//! see the serve module), so that a kernel that faults, hangs or kills its
+//! process is that capture's result and the suite goes on. Host captures
+//! run `jobs` at a time; GPU captures one at a time per visible device. A
+//! worker runs in a process group of its own, which is killed when it
+//! passes the timeout (and once it has ended, so that nothing it started
+//! lingers), and it dies with the suite (`PR_SET_PDEATHSIG`).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::discover::Found;
 use super::results::{CaptureResult, Status};
-use super::worker::Report;
+use super::serve::Slot;
 
 /// How workers are started.
 pub struct Workers {
@@ -60,10 +59,11 @@ pub fn run(w: &Workers, host: Vec<Found>, gpu: Vec<Found>, mut done: impl FnMut(
         for (queue, device) in slots {
             let tx = tx.clone();
             s.spawn(move || {
+                let mut slot = Slot::new(w, device);
                 loop {
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
                     let Some(found) = next else { break };
-                    if tx.send(one(w, &found, device)).is_err() {
+                    if tx.send(slot.check(&found)).is_err() {
                         break;
                     }
                 }
@@ -76,9 +76,10 @@ pub fn run(w: &Workers, host: Vec<Found>, gpu: Vec<Found>, mut done: impl FnMut(
     });
 }
 
-/// Checks one capture in a worker.
-pub fn one(w: &Workers, found: &Found, device: Option<i32>) -> CaptureResult {
-    let mut result = CaptureResult {
+/// A result for `found` before its worker says anything: failed, with
+/// no times.
+pub fn blank(found: &Found) -> CaptureResult {
+    CaptureResult {
         path: found.path.display().to_string(),
         name: found.name.clone(),
         kernel: found.kernel.clone(),
@@ -92,61 +93,11 @@ pub fn one(w: &Workers, found: &Found, device: Option<i32>) -> CaptureResult {
         replay_times_ns: Vec::new(),
         wall_ns: 0,
         message: String::new(),
-    };
-    let started = Instant::now();
-    let ran = run_worker(w, found, device);
-    result.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let ran = match ran {
-        Ok(r) => r,
-        Err(why) => {
-            result.message = why;
-            return result;
-        }
-    };
-    result.exit_code = ran.status.code();
-    result.signal = ran.status.signal();
-    let report = Report::find(&String::from_utf8_lossy(&ran.stdout));
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    if ran.timed_out {
-        result.status = Status::Timeout;
-        result.message = format!(
-            "ran past the timeout of {} and was killed",
-            crate::ui::human_time(w.timeout.unwrap_or_default())
-        );
-        return result;
     }
-    match (report, ran.status.code()) {
-        (Some(r), Some(code @ 0..=2)) if code == expected_code(r.status) => {
-            result.status = r.status;
-            result.kernel_ns = r.kernel_ns();
-            result.replay_ns = r.replay_ns();
-            result.kernel = r.kernel.or(result.kernel);
-            result.backend = r.backend.or(result.backend);
-            result.kernel_times_ns = r.kernel_times_ns;
-            result.replay_times_ns = r.replay_times_ns;
-            result.message = r.message;
-        }
-        (_, _) => {
-            let ended = match (ran.status.code(), ran.status.signal()) {
-                (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(sig)) => format!("was killed by {}", crate::isolate::signal_name(sig)),
-                (None, None) => "ended".to_string(),
-            };
-            // What the worker said last: the fault guard's report, an error.
-            let said = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| format!(": {}", l.trim()))
-                .unwrap_or_default();
-            result.message = format!("the worker {ended} before it gave a result{said}");
-        }
-    }
-    result
 }
 
 /// The exit status a worker ends with for `status`.
-fn expected_code(status: Status) -> i32 {
+pub fn expected_code(status: Status) -> i32 {
     match status {
         Status::Passed => 0,
         Status::Differs => 1,
@@ -154,86 +105,8 @@ fn expected_code(status: Status) -> i32 {
     }
 }
 
-/// How a worker ended.
-struct Ran {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    timed_out: bool,
-}
-
-/// Starts the worker for `found` and waits for it, killing its process
-/// group once it passes the timeout.
-fn run_worker(w: &Workers, found: &Found, device: Option<i32>) -> Result<Ran, String> {
-    let mut cmd = Command::new(&w.exe);
-    cmd.arg("check").arg("--worker").arg(&found.path);
-    if let Some(d) = device {
-        cmd.arg("--worker-device").arg(d.to_string());
-    }
-    cmd.args(&w.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            // Dies with the suite, which otherwise could not kill it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start a worker ({}): {e}", w.exe.display()))?;
-    let pid = child.id() as libc::pid_t;
-    let out = keep_tail(child.stdout.take());
-    let err = keep_tail(child.stderr.take());
-    // Reaped only under this lock, after its group was killed: until then
-    // the group's id cannot be another's, so killing it never hits a
-    // stranger.
-    let reaped = Arc::new(Mutex::new(false));
-    let (tx, rx) = mpsc::channel();
-    let r = reaped.clone();
-    std::thread::spawn(move || {
-        wait_unreaped(pid);
-        let mut reaped = r.lock().unwrap_or_else(|e| e.into_inner());
-        kill_group(pid);
-        let status = child.wait();
-        *reaped = true;
-        drop(reaped);
-        let _ = tx.send(status);
-    });
-    let mut timed_out = false;
-    let status = match w.timeout {
-        None => rx.recv(),
-        Some(limit) => match rx.recv_timeout(limit) {
-            Ok(s) => Ok(s),
-            Err(_) => {
-                {
-                    let reaped = reaped.lock().unwrap_or_else(|e| e.into_inner());
-                    if !*reaped {
-                        kill_group(pid);
-                        timed_out = true;
-                    }
-                }
-                rx.recv()
-            }
-        },
-    };
-    let status = status
-        .map_err(|_| "the worker's waiter went away".to_string())?
-        .map_err(|e| format!("waiting for the worker: {e}"))?;
-    Ok(Ran {
-        status,
-        stdout: collected(out),
-        stderr: collected(err),
-        timed_out,
-    })
-}
-
 /// Waits until process `pid` has ended, leaving it to be reaped.
-fn wait_unreaped(pid: libc::pid_t) {
+pub fn wait_unreaped(pid: libc::pid_t) {
     loop {
         // SAFETY: waitid writes into the siginfo_t given, nothing else.
         let rc = unsafe {
@@ -252,13 +125,13 @@ fn wait_unreaped(pid: libc::pid_t) {
 }
 
 /// Kills the process group `pid` leads (gone already: nothing happens).
-fn kill_group(pid: libc::pid_t) {
+pub fn kill_group(pid: libc::pid_t) {
     // SAFETY: kill sends a signal; the group is the worker's own.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
 }
 
 /// Reads `pipe` to its end on a thread, keeping the last [`KEPT`] bytes.
-fn keep_tail(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+pub fn keep_tail(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel();
     if let Some(mut pipe) = pipe {
         std::thread::spawn(move || {
@@ -286,6 +159,6 @@ fn keep_tail(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>
 
 /// What a reader kept: waits a moment at most once the worker has ended
 /// (a process that left its group may still hold the pipe).
-fn collected(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
+pub fn collected(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
     rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default()
 }

@@ -48,15 +48,6 @@ impl Report {
     pub fn replay_ns(&self) -> Option<u64> {
         median(&self.replay_times_ns)
     }
-
-    /// The report in the last marked line of a worker's `stdout`.
-    pub fn find(stdout: &str) -> Option<Report> {
-        stdout
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix(MARK))
-            .and_then(|json| serde_json::from_str(json).ok())
-    }
 }
 
 /// What the worker is asked.
@@ -185,4 +176,37 @@ fn could_not_start(e: &reprise::Error) -> bool {
             ErrorKind::DeviceMissing | ErrorKind::NoDevice | ErrorKind::LaunchRefused
         ),
     }
+}
+
+/// `check --worker-serve`: replays each capture named on stdin (one JSON
+/// string a line) and answers with its marked report line, until stdin
+/// ends or a capture fails (a kernel that faulted may have left the
+/// process unsound: the suite starts a fresh worker).
+pub fn serve(
+    options: reprise::OpenOptions,
+    device: Option<i32>,
+    repetitions: u32,
+    compare: &CompareArgs,
+) -> Result<ExitCode> {
+    use std::io::BufRead as _;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| reprise::Error::io("stdin", "read", e))?;
+        let path: String = serde_json::from_str(&line).map_err(|e| {
+            CliError::Command(format!("a worker reads capture paths as JSON strings: {e}"))
+        })?;
+        let report = replay(&Job {
+            path: Path::new(&path),
+            options: options.clone(),
+            device,
+            repetitions,
+            compare,
+        });
+        let json = serde_json::to_string(&report).expect("a report serializes");
+        // On a line of its own, whatever the kernel printed before it.
+        out_text!("\n{MARK}{json}");
+        if report.status == Status::Failed {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,254 @@
+//! Workers that check many captures each: a worker process (`check
+//! --worker-serve`) reads capture paths on stdin, one JSON string a line,
+//! and answers each with its marked report line, so that the start of a
+//! process (loading this executable, its libraries, an executor) is paid
+//! once per [`PER_WORKER`] captures instead of once per capture. A capture
+//! is still its own result whatever it does: one that hangs past the
+//! timeout has the worker's process group killed, one that kills its
+//! worker is named with how the process ended, and a new worker takes the
+//! next capture. A worker also ends after any capture that failed (a
+//! kernel that faulted may have left the process unsound), and after
+//! [`PER_WORKER`] captures, so that nothing one capture leaves behind
+//! weighs on many others.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use super::discover::Found;
+use super::pool::{self, Workers};
+use super::results::{CaptureResult, Status};
+use super::worker::{MARK, Report};
+
+/// Captures one worker checks before a fresh one takes over.
+pub const PER_WORKER: usize = 64;
+
+/// The longest line kept of a worker's stdout (a kernel may print one
+/// without end); the rest of it is skipped.
+const LONGEST_LINE: usize = 1 << 20;
+
+/// A running worker.
+struct Served {
+    child: Child,
+    pid: libc::pid_t,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    stderr: Receiver<Vec<u8>>,
+    served: usize,
+}
+
+/// One slot of the pool: its worker, started when needed.
+pub struct Slot<'a> {
+    w: &'a Workers,
+    device: Option<i32>,
+    worker: Option<Served>,
+}
+
+impl<'a> Slot<'a> {
+    /// A slot for host captures (`device` none) or for one GPU.
+    pub fn new(w: &'a Workers, device: Option<i32>) -> Slot<'a> {
+        Slot {
+            w,
+            device,
+            worker: None,
+        }
+    }
+
+    /// Checks `found` in this slot's worker.
+    pub fn check(&mut self, found: &Found) -> CaptureResult {
+        let mut result = pool::blank(found);
+        let started = Instant::now();
+        if self.worker.is_none() {
+            match start(self.w, self.device) {
+                Ok(s) => self.worker = Some(s),
+                Err(why) => {
+                    result.message = why;
+                    return result;
+                }
+            }
+        }
+        let wk = self.worker.as_mut().expect("started above");
+        let mut line =
+            serde_json::to_string(&found.path.display().to_string()).expect("a string serializes");
+        line.push('\n');
+        // A worker that has gone cannot take it: how it ended is said below.
+        let _ = wk
+            .stdin
+            .as_mut()
+            .map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush()));
+        let deadline = self.w.timeout.map(|t| started + t);
+        let report = loop {
+            let got = match deadline {
+                Some(d) => wk
+                    .lines
+                    .recv_timeout(d.saturating_duration_since(Instant::now())),
+                None => wk.lines.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match got {
+                Ok(l) => {
+                    let text = String::from_utf8_lossy(&l);
+                    if let Some(r) = text
+                        .trim_end()
+                        .strip_prefix(MARK)
+                        .and_then(|j| serde_json::from_str::<Report>(j).ok())
+                    {
+                        break Ok(r);
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        result.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        match report {
+            Ok(r) => {
+                result.status = r.status;
+                result.exit_code = Some(pool::expected_code(r.status));
+                result.kernel_ns = r.kernel_ns();
+                result.replay_ns = r.replay_ns();
+                result.kernel = r.kernel.or(result.kernel);
+                result.backend = r.backend.or(result.backend);
+                result.kernel_times_ns = r.kernel_times_ns;
+                result.replay_times_ns = r.replay_times_ns;
+                result.message = r.message;
+                wk.served += 1;
+                if r.status == Status::Failed || wk.served >= PER_WORKER {
+                    self.retire();
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let wk = self.worker.take().expect("running");
+                pool::kill_group(wk.pid);
+                let _ = end(wk, Duration::from_secs(5));
+                result.status = Status::Timeout;
+                result.message = format!(
+                    "ran past the timeout of {} and was killed",
+                    crate::ui::human_time(self.w.timeout.unwrap_or_default())
+                );
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let wk = self.worker.take().expect("running");
+                let (status, stderr) = end(wk, Duration::from_secs(2));
+                result.exit_code = status.and_then(|s| s.code());
+                result.signal = status.and_then(|s| s.signal());
+                let ended = match (result.exit_code, result.signal) {
+                    (Some(code), _) => format!("exited with status {code}"),
+                    (None, Some(sig)) => {
+                        format!("was killed by {}", crate::isolate::signal_name(sig))
+                    }
+                    (None, None) => "ended".to_string(),
+                };
+                let stderr = String::from_utf8_lossy(&stderr);
+                let said = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(|l| format!(": {}", l.trim()))
+                    .unwrap_or_default();
+                result.status = Status::Failed;
+                result.message = format!("the worker {ended} before it gave a result{said}");
+            }
+        }
+        result
+    }
+
+    /// Lets the worker end (its stdin closed), and waits for it.
+    fn retire(&mut self) {
+        if let Some(mut wk) = self.worker.take() {
+            drop(wk.stdin.take());
+            let _ = end(wk, Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+/// Starts a worker.
+fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
+    let mut cmd = Command::new(&w.exe);
+    cmd.arg("check").arg("--worker-serve");
+    if let Some(d) = device {
+        cmd.arg("--worker-device").arg(d.to_string());
+    }
+    cmd.args(&w.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Dies with the suite, which otherwise could not kill it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start a worker ({}): {e}", w.exe.display()))?;
+    let pid = child.id() as libc::pid_t;
+    let stdin = child.stdin.take();
+    let lines = line_reader(child.stdout.take());
+    let stderr = pool::keep_tail(child.stderr.take());
+    Ok(Served {
+        child,
+        pid,
+        stdin,
+        lines,
+        stderr,
+        served: 0,
+    })
+}
+
+/// Waits for the worker to end (killing its group after `grace`), then
+/// kills what is left of its group and reaps it: its exit status (none
+/// when it could not be had) and the end of its stderr.
+fn end(mut wk: Served, grace: Duration) -> (Option<ExitStatus>, Vec<u8>) {
+    drop(wk.stdin.take());
+    let pid = wk.pid;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        pool::wait_unreaped(pid);
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(grace).is_err() {
+        pool::kill_group(pid);
+        let _ = rx.recv();
+    }
+    // Not reaped yet: the group's id is still the worker's own.
+    pool::kill_group(pid);
+    let status = wk.child.wait().ok();
+    (status, pool::collected(wk.stderr))
+}
+
+/// Reads `pipe` line by line on a thread (each line at most
+/// [`LONGEST_LINE`] bytes kept).
+fn line_reader(pipe: Option<impl Read + Send + 'static>) -> Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(pipe) = pipe {
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(pipe);
+            loop {
+                let mut line = Vec::new();
+                match r
+                    .by_ref()
+                    .take(LONGEST_LINE as u64)
+                    .read_until(b'\n', &mut line)
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    rx
+}
