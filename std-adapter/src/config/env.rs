@@ -252,6 +252,16 @@ mod tests {
         assert_eq!((c.skip, c.max), (2, Some(3)));
         assert_eq!(c.mode, Mode::Sync);
         assert_eq!(c.writer, WriterKind::Inline);
+        assert!(!c.reachable);
+        let c = vars(&[("REPRISE_RECORD_REACHABLE", "1")]).unwrap();
+        assert!(c.reachable);
+        assert!(matches!(
+            vars(&[("REPRISE_RECORD_REACHABLE", "some")]),
+            Err(Error::Config {
+                var: "REPRISE_RECORD_REACHABLE",
+                ..
+            })
+        ));
     }
 
     #[test]
