@@ -18,6 +18,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use common::*;
 use reprise::replayer::Session;
@@ -32,6 +33,10 @@ const SAXPY_GFX90A: &[u8] =
 /// Floats of x and of y: 5 MiB of both and 12 bytes more, so the last
 /// chunk is short.
 const N: usize = (5 << 20) / 8 + 3;
+
+/// Held by the tests that use the CUDA driver in this process: the
+/// simulator's delays and injected failures are the whole process's.
+static CUDA: Mutex<()> = Mutex::new(());
 
 /// The chunk size of the test's stores.
 const CHUNK: u32 = 256 << 10;
@@ -169,6 +174,7 @@ fn record_cuda(dir: &Path) -> Option<PathBuf> {
 
 #[test]
 fn cuda_store_captures_stream_through_the_staging_ring_and_verify() {
+    let _cuda = CUDA.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let Some(descriptor) = record_cuda(dir.path()) else {
         return;
@@ -201,6 +207,7 @@ fn cuda_store_captures_stream_through_the_staging_ring_and_verify() {
 
 #[test]
 fn cuda_a_missing_chunk_is_named_by_its_place_in_the_snapshot() {
+    let _cuda = CUDA.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let Some(descriptor) = record_cuda(dir.path()) else {
         return;
@@ -214,6 +221,63 @@ fn cuda_a_missing_chunk_is_named_by_its_place_in_the_snapshot() {
         "{stderr}"
     );
     assert!(stderr.contains("missing"), "{stderr}");
+}
+
+#[test]
+fn cuda_a_streamed_session_recovers_from_a_failed_run_and_reads_whole_without_room_for_a_copy() {
+    let _cuda = CUDA.lock().unwrap_or_else(|e| e.into_inner());
+    // Failures are injected: the simulator only.
+    match sim::driver() {
+        Ok(sim::Driver::Simulated) => {}
+        Ok(sim::Driver::Real) => return eprintln!("skipped: needs the simulated CUDA driver"),
+        Err(why) => return eprintln!("skipped: {why}"),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(descriptor) = record_cuda(dir.path()) else {
+        return;
+    };
+    let exec = gpu().unwrap();
+    let capture = Capture::open(&descriptor).unwrap();
+    let want = recorded_output(&capture);
+    const INVALID_VALUE: u32 = 1;
+    const OUT_OF_MEMORY: u32 = 2;
+    reprise::block_on(async {
+        // Streamed into the region for one run; that run's launch fails.
+        let mut session = Session::new(&exec, &capture, 1).await.unwrap();
+        assert!(session.streamed().is_some());
+        assert!(sim::fail("cuLaunchKernel", INVALID_VALUE, 0));
+        let e = session.run(saxpy_geometry(), true).await.unwrap_err();
+        assert!(e.to_string().contains("cuLaunchKernel"), "{e}");
+        // The next run finds the buffers gone and the region no longer
+        // fresh: it streams the snapshot again, and verifies.
+        session.run(saxpy_geometry(), true).await.unwrap();
+        assert!(
+            session.output() == Some(want.as_slice()),
+            "the output after recovering"
+        );
+        drop(session);
+        // No room for the pristine copy (the region's reservation is the
+        // first, every later one fails): the snapshot is read whole into
+        // one host buffer and each run uploads it.
+        assert!(sim::fail_times(
+            "cuMemAddressReserve",
+            OUT_OF_MEMORY,
+            1,
+            100
+        ));
+        let session = Session::new(&exec, &capture, 3).await;
+        sim::fail("", 0, 0);
+        let mut session = session.unwrap();
+        assert_eq!(session.streamed(), None);
+        assert_eq!(session.restore_way(), reprise::replayer::RestoreWay::Upload);
+        for _ in 0..3 {
+            session.run(saxpy_geometry(), true).await.unwrap();
+            assert!(
+                session.output() == Some(want.as_slice()),
+                "uploaded from the host"
+            );
+        }
+    });
 }
 
 /// The simulated HSA runtime in this process, or `None` after saying why.
