@@ -287,8 +287,8 @@ fn the_store_is_smaller_with_reachable_by_about_the_untouched_buffer() {
 /// saxpy of issue 25 (x and y 16 MiB, beside 32 MiB no kernel touches),
 /// recorded into a store with and without the mode.
 #[test]
-#[ignore = "a measurement (5 GiB of snapshots, about a minute in release): \
-            cargo test --release -p reprise-cli --test reachable -- --ignored --nocapture"]
+#[ignore = "a measurement (5 GiB of snapshots, two minutes in a debug build): \
+            cargo test -p reprise-cli --test reachable -- --ignored --nocapture"]
 fn measure_the_40_launch_saxpy_with_and_without_reachable() {
     let (n, untouched, launches) = (4 << 20, 8 << 20, 40);
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -338,4 +338,42 @@ fn record_reachable_through_the_interposer_holds_what_saxpy_reaches() {
         assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
         assert!(stdout.contains("verification: PASS"), "{stdout}");
     }
+}
+
+/// A caller that frees memory (the interposer) says what is live: a stale
+/// pointer into a freed block does not hold it.
+#[test]
+fn a_stale_pointer_into_a_freed_allocation_holds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 256usize;
+    let mut rec = Recorder::new(HostExecutor::new().unwrap(), 0, config(dir.path(), true)).unwrap();
+    let bytes = (n * 4) as u64;
+    let (live, freed) = (
+        rec.alloc(bytes, 256).unwrap(),
+        rec.alloc(bytes, 256).unwrap(),
+    );
+    let table = rec.alloc(16, 256).unwrap();
+    let out = rec.alloc(bytes, 256).unwrap();
+    rec.upload(live, &floats(&field(n, 0.0))).unwrap();
+    let names: Vec<u8> = [live, freed].iter().flat_map(|p| p.to_le_bytes()).collect();
+    rec.upload(table, &names).unwrap();
+    rec.set_live_allocations([(live, bytes), (table, 16), (out, bytes)]);
+    let image = rec.load_image(REACH).unwrap();
+    let k = rec.kernel(image, "gather").unwrap();
+    let args = Args::new().ptr(table).scalar(1).ptr(out).scalar(n as u64);
+    let written = reprise::block_on(async {
+        rec.launch(&k, geometry(1, 1), &args).await.unwrap();
+        rec.finish().await.unwrap()
+    });
+    let r = record_of(&written[0]);
+    let base = r.region_base.unwrap();
+    let ranges = r.reachable.clone().unwrap();
+    let holds = |addr: u64| {
+        ranges
+            .iter()
+            .any(|g| g[0] <= addr - base && addr - base < g[0] + g[1])
+    };
+    assert!(holds(live) && holds(table) && holds(out), "{ranges:?}");
+    assert!(!holds(freed), "{ranges:?}");
+    assert_exit(&reprise(&["replay", "--verify", s(&written[0])]), 0);
 }

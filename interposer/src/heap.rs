@@ -283,6 +283,12 @@ impl Heap {
         containing(&self.live, addr, |&s| s)
     }
 
+    /// The allocations the program holds in the region, as (base, size),
+    /// in address order (blocks it freed are not among them).
+    pub fn live(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.live.iter().map(|(&a, &s)| (a, s))
+    }
+
     /// The region serves no more allocations (recording stopped).
     pub fn stop_serving(&mut self) {
         self.serving = false;
@@ -360,6 +366,8 @@ mod tests {
         assert_eq!(h.reuse(200, 7), Some(0x2000));
         assert_eq!(h.allocation(0x1000 + 511), Some((0x1000, 512)));
         assert_eq!(h.allocation(0x1000 + 512), None);
+        let live: Vec<_> = h.live().collect();
+        assert_eq!(live, [(0x1000, 512), (0x2000, 256)], "0x3000 is freed");
     }
 
     #[test]

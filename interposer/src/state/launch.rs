@@ -194,6 +194,9 @@ unsafe fn launch_known(
         }
         args = args.bytes(bytes);
     }
+    // Reachable-only recording closes over what the program holds now,
+    // not over blocks it freed.
+    s.rec.set_live_allocations(heap.live());
     drop(heap);
     let marked = !outside.is_empty() || !in_globals.is_empty();
     for i in outside {

@@ -5,10 +5,11 @@
 
 use std::sync::Mutex;
 
-use reprise_core::exec::Segment;
+use reprise_core::exec::{Executor, Segment};
 use reprise_core::record::KernelRecord;
 use reprise_core::record::reachable::{self, Ranges};
 
+use super::Recorder;
 use crate::error::{Error, Result};
 
 /// Allocations closer than this are one range of a capture (the padding
@@ -55,6 +56,23 @@ impl Allocations {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
         self.list.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<E: Executor> Recorder<E> {
+    /// Replaces the allocations a reachable-only launch is closed over with
+    /// `live` (`(address, size)`, disjoint, in the recording region): for a
+    /// caller that frees memory of the region and hands it out again, as
+    /// the interposer does, so that a stale pointer into a freed block
+    /// does not hold it. Until it is called, every allocation
+    /// [`Recorder::alloc`] made counts as live. Does nothing unless
+    /// recording reachable-only.
+    pub fn set_live_allocations(&self, live: impl IntoIterator<Item = (u64, u64)>) {
+        if self.allocations.on {
+            let mut list = self.allocations.lock();
+            list.clear();
+            list.extend(live.into_iter().filter(|a| a.1 > 0));
+        }
     }
 }
 
