@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod allocator;
+pub mod store;
 
 pub use allocator::{AllocResult, allocator};
 
@@ -269,17 +270,34 @@ impl<E: AnyExecutor> Session<E> {
     /// Reserves the region, fills `size` bytes, loads the kernel. `dir` is
     /// emptied first (made if missing): give it a scratch directory.
     pub fn new(exec: E, kernel: &BuiltinKernel, size: u64, way: Way, dir: &Path) -> Result<Self> {
-        clear_dir(dir)?;
-        let mut rec = Recorder::new(exec, 0, way.config(dir, size))?;
+        Self::with(exec, kernel, size, way, way.config(dir, size), None)
+    }
+
+    /// [`Session::new`] recording with `config` (its directory emptied
+    /// first), the region's bytes after the kernel's counter from
+    /// `contents` (cut or repeated to fit) instead of a constant.
+    pub fn with(
+        exec: E,
+        kernel: &BuiltinKernel,
+        size: u64,
+        way: Way,
+        config: RecordConfig,
+        contents: Option<&[u8]>,
+    ) -> Result<Self> {
+        clear_dir(&config.dir)?;
+        let mut rec = Recorder::new(exec, 0, config)?;
         let counter = rec.alloc(8, 16)?;
         let rest = size.saturating_sub(16);
         let mut data = 0;
         if rest > 0 {
             data = rec.alloc(rest, 16)?;
-            rec.upload(
-                data,
-                &Error::filled_buffer(rest, 7, "the benchmark's region contents")?,
-            )?;
+            let mut fill = Error::filled_buffer(rest, 7, "the benchmark's region contents")?;
+            if let Some(c) = contents.filter(|c| !c.is_empty()) {
+                for piece in fill.chunks_mut(c.len()) {
+                    piece.copy_from_slice(&c[..piece.len()]);
+                }
+            }
+            rec.upload(data, &fill)?;
         }
         rec.upload(counter, &[0u8; 8])?;
         let image = rec.load_image(kernel.image)?;
@@ -323,6 +341,23 @@ impl<E: AnyExecutor> Session<E> {
     }
 }
 
+impl<E: AnyExecutor> Session<E> {
+    /// One launch, the writer drained after it; every capture is kept.
+    pub fn launch_keeping(&mut self) -> Result<()> {
+        let Session {
+            rec,
+            kernel,
+            args,
+            geometry,
+            ..
+        } = self;
+        crate::block_on(async {
+            rec.launch(kernel, *geometry, args).await?;
+            rec.finish().await.map(drop)
+        })
+    }
+}
+
 /// Median launching-thread time of the measured launches made `way`, after
 /// the warm-up ones, on a region holding `size` bytes. Returns the median
 /// and, for a recorded way, the last capture written.
@@ -345,7 +380,9 @@ fn measure_way<E: AnyExecutor>(
     Ok((median(times), session.last.take()))
 }
 
-fn remove_capture(descriptor: &Path) {
+/// Removes a capture's files (raw files, or in the store format its
+/// manifests; chunks stay for `gc`).
+pub fn remove_capture(descriptor: &Path) {
     if let Ok(c) = Capture::open_with(
         descriptor,
         OpenOptions::new()
@@ -360,6 +397,7 @@ fn remove_capture(descriptor: &Path) {
             &c.paths.descriptor,
         ] {
             let _ = std::fs::remove_file(p);
+            let _ = std::fs::remove_file(crate::chunks::manifest_path(p));
         }
     }
 }

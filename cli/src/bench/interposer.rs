@@ -45,8 +45,11 @@ pub struct Measured {
     /// With the interposer preloaded and recording enabled, the launch not
     /// selected.
     pub pass_through: Way,
-    /// With every timed launch recorded.
+    /// With every timed launch recorded, into raw files (its row is
+    /// "interposer, recorded").
     pub recorded: Way,
+    /// The same into the store (the default format).
+    pub recorded_store: Way,
     /// Captures the recorded way wrote (one per timed launch).
     pub captures: usize,
     /// Bytes of all its captures' files, over `captures`.
@@ -62,6 +65,11 @@ impl Measured {
     /// Recorded median over the plain median.
     pub fn recorded_vs_plain(&self) -> f64 {
         self.recorded.median / self.plain.median
+    }
+
+    /// Recorded into the store, median over the plain median.
+    pub fn recorded_store_vs_plain(&self) -> f64 {
+        self.recorded_store.median / self.plain.median
     }
 }
 
@@ -115,11 +123,13 @@ fn measure_with(
     let dirs = [
         scratch.join("interposer-pass"),
         scratch.join("interposer-record"),
+        scratch.join("interposer-store"),
     ];
     for d in &dirs {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
     let (mut plain, mut pass_through, mut recorded) = (Vec::new(), Vec::new(), Vec::new());
+    let mut recorded_store = Vec::new();
     for round in 1..=rounds {
         let of = if rounds > 1 {
             format!(" (round {round} of {rounds})")
@@ -166,6 +176,21 @@ fn measure_with(
             ],
         )?);
         let captures = descriptors(&dirs[1]).len() - before;
+        progress(&format!(
+            "interposer: {recorded_launches} launches, every one recorded into the store{of}"
+        ));
+        recorded_store.push(run_loop(
+            &exe,
+            Some(lib),
+            recorded_launches,
+            elements,
+            &[
+                ("REPRISE_RECORD_DIR", dirs[2].as_os_str().to_owned()),
+                ("REPRISE_RECORD_SKIP", WARMUP.to_string().into()),
+                ("REPRISE_RECORD_MAX", "1000000".into()),
+                ("REPRISE_RECORD_FORMAT", "store".into()),
+            ],
+        )?);
         if captures != recorded_launches as usize {
             return Err(format!(
                 "the recorded way wrote {captures} captures for {recorded_launches} timed launches into {}{}",
@@ -192,6 +217,7 @@ fn measure_with(
         plain: combine(&plain),
         pass_through: combine(&pass_through),
         recorded: combine(&recorded),
+        recorded_store: combine(&recorded_store),
         captures,
         capture_bytes: total / captures.max(1) as u64,
     })
@@ -328,6 +354,8 @@ pub fn to_json(o: &Outcome) -> serde_json::Value {
             "recorded": way(&m.recorded),
             "pass_through_vs_plain": m.pass_through_vs_plain(),
             "recorded_vs_plain": m.recorded_vs_plain(),
+            "recorded_store": way(&m.recorded_store),
+            "recorded_store_vs_plain": m.recorded_store_vs_plain(),
             "captures": m.captures,
             "capture_bytes": m.capture_bytes,
         }),
@@ -377,6 +405,11 @@ pub fn print(o: &Outcome) {
         "interposer, recorded",
         &m.recorded,
         Some(m.recorded_vs_plain()),
+    );
+    row(
+        "interposer, recorded into the store",
+        &m.recorded_store,
+        Some(m.recorded_store_vs_plain()),
     );
     out_text!(
         "\ncapture per recorded launch: {} ({} captures)",

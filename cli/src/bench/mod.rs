@@ -3,6 +3,7 @@
 //! launch.
 
 mod interposer;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,8 +33,8 @@ use crate::ui::human_bytes;
 /// the saxpy (over the smallest size, at most 1 MiB) launched and
 /// synchronized through `libcuda.so.1` in child processes, plain; with the
 /// interposer preloaded and recording on but no kernel selected (what a
-/// launch it does not record costs); and with every timed launch recorded
-/// (and the size of one capture); without `--quick` the three alternate
+/// launch it does not record costs); and with every timed launch recorded,
+/// into raw files (and the size of one capture) and into the store; without `--quick` the three alternate
 /// over three rounds. The ratios are of the medians. The rows are skipped,
 /// saying why, when the interposer is not found (next to this executable,
 /// or `REPRISE_INTERPOSER=PATH`).
@@ -65,6 +66,15 @@ pub struct BenchArgs {
     /// temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Measure the capture store against raw files instead (same run):
+    /// the disk a recording takes (the 40-launch program of x and y,
+    /// 16 MiB each, beside 32 MiB no kernel touches, and a few launches at
+    /// each size), the launching thread's cost and the writer's time per
+    /// capture with the store and with raw files (every chunk new, and
+    /// about 90% stored), replay from the store and from raw files, and
+    /// blake3's and zstd's throughput per core against memcpy.
+    #[arg(long)]
+    pub store: bool,
     /// Only these region sizes (bytes; K/M/G suffixes), comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_bench_size)]
     pub sizes: Vec<u64>,
@@ -183,6 +193,31 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         }
     };
     let backend = a.backend.kind().unwrap_or(reprise::BackendKind::Host);
+    if a.store {
+        let results = with_executor(
+            ExecutorSpec::new(backend),
+            bench::store::StoreBenchJob {
+                config: &cfg,
+                progress: &mut progress,
+            },
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        let results = results?;
+        if a.json {
+            let v = json!({
+                "backend": backend.as_str(),
+                "quick": a.quick,
+                "store": store::to_json(&results),
+            });
+            out_text!(
+                "{}",
+                serde_json::to_string_pretty(&v).expect("JSON values serialize")
+            );
+        } else {
+            store::print(&results, backend);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let results = with_executor(
         ExecutorSpec::new(backend),
         BenchJob {

@@ -1,0 +1,158 @@
+//! `reprise bench --store`: the capture store against raw files, printed
+//! (see [`reprise::bench::store`]).
+
+use reprise::bench::store::{Disk, PROGRAM_LAUNCHES, StoreResults};
+use reprise::bench::{self};
+use serde_json::json;
+
+use super::ms;
+use crate::ui::human_bytes;
+
+fn gb_s(bytes_per_s: f64) -> String {
+    format!("{:.2} GiB/s", bytes_per_s / f64::from(1u32 << 30))
+}
+
+fn ratio(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        "-".into()
+    }
+}
+
+fn disk_json(d: &Disk) -> serde_json::Value {
+    json!({
+        "captures": d.captures,
+        "raw_bytes": d.raw,
+        "stored_bytes": d.stored,
+        "raw_vs_stored": d.ratio(),
+    })
+}
+
+/// The results as JSON (sizes in bytes, times in seconds).
+pub fn to_json(r: &StoreResults) -> serde_json::Value {
+    let t = &r.throughput;
+    json!({
+        "program": disk_json(&r.program),
+        "sizes": r.sizes.iter().map(|s| json!({
+            "size_bytes": s.size,
+            "disk": disk_json(&s.disk),
+            "plain_launch_s": s.plain,
+            "llvm_s": s.llvm,
+            "raw_launch_s": s.raw_launch,
+            "store_launch_s": s.store_launch,
+            "launch_store_vs_raw": s.launch_store_vs_raw(),
+            "store_vs_llvm": s.store_vs_llvm(),
+            "raw_write_s": s.raw_write,
+            "store_write_new_s": s.store_write_new,
+            "store_write_stored_s": s.store_write_stored,
+            "stored_share": s.stored_share,
+            "write_new_vs_raw": s.write_new_vs_raw(),
+            "write_stored_vs_raw": s.write_stored_vs_raw(),
+            "replay_raw_s": s.replay_raw,
+            "replay_store_s": s.replay_store,
+            "read_raw_s": s.read_raw,
+            "replay_store_vs_raw": s.replay_store_vs_raw(),
+            "replay_store_vs_read": s.replay_store_vs_read(),
+        })).collect::<Vec<_>>(),
+        "throughput": {
+            "memcpy_bytes_per_s": t.memcpy,
+            "blake3_bytes_per_s": t.blake3,
+            "zstd_bytes_per_s": t.zstd,
+            "unzstd_bytes_per_s": t.unzstd,
+            "zstd_ratio": t.zstd_ratio,
+            "blake3_vs_memcpy": t.blake3 / t.memcpy,
+            "zstd_vs_memcpy": t.zstd / t.memcpy,
+        },
+    })
+}
+
+/// Prints the tables.
+pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
+    let p = &r.program;
+    out!(
+        "capture store against raw files on the {backend} executor (same run; the region holds a float field)"
+    );
+    out_text!(
+        "\ndisk: what the directory holds (descriptors, manifests, chunk files) against raw files\n"
+    );
+    out!("| recording | captures | raw | stored | raw / stored |");
+    out!("| :--- | ---: | ---: | ---: | ---: |");
+    out!(
+        "| {PROGRAM_LAUNCHES}-launch program (x, y 16 MiB, 32 MiB untouched) | {} | {} | {} | {:.2} |",
+        p.captures,
+        human_bytes(p.raw),
+        human_bytes(p.stored),
+        p.ratio()
+    );
+    for s in &r.sizes {
+        out!(
+            "| bench kernel, {} region | {} | {} | {} | {:.2} |",
+            bench::human(s.size),
+            s.disk.captures,
+            human_bytes(s.disk.raw),
+            human_bytes(s.disk.stored),
+            s.disk.ratio()
+        );
+    }
+    out_text!(
+        "\nrecording: the launching thread's cost (recorded minus plain; medians) and the writer's time per capture (fsync on)\n"
+    );
+    out!(
+        "| size | plain | LLVM (sync, inline raw) | raw files | store | store / raw | store / LLVM | writer raw | writer store, all new | store / raw | writer store, ~90% stored | store / raw |"
+    );
+    out!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for s in &r.sizes {
+        out!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({:.0}%) | {} |",
+            bench::human(s.size),
+            ms(s.plain),
+            ms(s.llvm),
+            ms(s.raw_launch),
+            ms(s.store_launch),
+            ratio(s.launch_store_vs_raw()),
+            ratio(s.store_vs_llvm()),
+            ms(s.raw_write),
+            ms(s.store_write_new),
+            ratio(s.write_new_vs_raw()),
+            ms(s.store_write_stored),
+            s.stored_share * 100.0,
+            ratio(s.write_stored_vs_raw())
+        );
+    }
+    out_text!("\nreplay (open, verify checksums, launch) from a warm page cache\n");
+    out!("| size | raw files | store | store / raw | read raw files | store / read |");
+    out!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    for s in &r.sizes {
+        out!(
+            "| {} | {} | {} | {} | {} | {} |",
+            bench::human(s.size),
+            ms(s.replay_raw),
+            ms(s.replay_store),
+            ratio(s.replay_store_vs_raw()),
+            ms(s.read_raw),
+            ratio(s.replay_store_vs_read())
+        );
+    }
+    let t = &r.throughput;
+    out_text!("\nthroughput per core (16 MiB of a float field, 1 MiB chunks)\n");
+    out!("| operation | rate | vs memcpy |");
+    out!("| :--- | ---: | ---: |");
+    out!("| memcpy | {} | 1.00 |", gb_s(t.memcpy));
+    out!(
+        "| blake3 (naming chunks) | {} | {:.2} |",
+        gb_s(t.blake3),
+        t.blake3 / t.memcpy
+    );
+    out!(
+        "| zstd level 1 (to {:.1}%) | {} | {:.2} |",
+        t.zstd_ratio * 100.0,
+        gb_s(t.zstd),
+        t.zstd / t.memcpy
+    );
+    out!(
+        "| zstd decompression | {} | {:.2} |",
+        gb_s(t.unzstd),
+        t.unzstd / t.memcpy
+    );
+}
