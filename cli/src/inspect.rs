@@ -280,10 +280,11 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     }
     if let Some(rs) = &r.reachable {
         out!(
-            "          reachable-only: {} held in {} range(s), the rest is poison (0xff): a \
+            "          reachable-only: {} held in {} range(s), the rest is poison ({:#04x}): a \
              kernel that reaches past them differs on replay",
             human_bytes(reprise::core::record::reachable::held(rs)),
-            rs.len()
+            rs.len(),
+            reprise::core::record::reachable::POISON
         );
     }
     if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin() {

@@ -22,8 +22,8 @@
 //! What a reachable-only capture holds outside the closure is [`POISON`]
 //! in both snapshots, input and output ([`poison_outside`]). A replay restores
 //! the input as it is, so memory outside the closure holds poison while the
-//! kernel runs: a kernel that reads it computes from `0xff` bytes (NaN as a
-//! float, -1 as an integer, a non-canonical address as a pointer) and its
+//! kernel runs: a kernel that reads it computes from `0x7b` bytes (a huge
+//! float, a large integer, a non-canonical address as a pointer) and its
 //! output differs from the recorded one, and a kernel that writes there
 //! leaves something other than the poison the recorded output holds. Either
 //! way the verification shows a difference, never a silent pass.
@@ -53,8 +53,14 @@ use super::RecordError;
 /// closest ones (holding the gap between them) to stay within it.
 pub const MAX_REACHABLE_RANGES: usize = 64;
 
-/// The byte memory outside the closure holds in a reachable-only snapshot.
-pub const POISON: u8 = 0xff;
+/// The byte memory outside the closure holds in a reachable-only snapshot:
+/// `0x7b`. Repeated, it is a finite number of large magnitude in every
+/// float type a comparison reads (f16 61280, bf16 and f32 about 1.3e36,
+/// f64 about 1e286), so a value comparison with any tolerance finds poison
+/// equal to poison (a NaN would not be, without `--nan-equal`). It is a
+/// large positive integer, and as a pointer (`0x7b7b7b7b7b7b7b7b`) it is a
+/// non-canonical x86-64 address, which faults.
+pub const POISON: u8 = 0x7b;
 
 /// The ranges a reachable-only snapshot holds: `[offset, len]` from the
 /// region's base, sorted, disjoint, none empty.

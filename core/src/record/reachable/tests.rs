@@ -383,3 +383,20 @@ fn the_largest_record_with_the_most_ranges_still_fits_the_descriptor_buffer() {
     assert!(n > 16 * 1024, "{n}");
     assert_eq!(KernelRecord::from_json(&buf[..n]).unwrap(), rec);
 }
+
+#[test]
+fn poison_is_a_finite_number_in_every_float_type_and_no_canonical_address() {
+    use crate::compare::DType;
+    for dtype in [DType::F16, DType::Bf16, DType::F32, DType::F64] {
+        let bytes = [POISON; 8];
+        match dtype.value(&bytes[..dtype.size()]) {
+            crate::compare::Value::Float(v) => {
+                assert!(v.is_finite() && v.abs() > 6e4, "{dtype:?}: {v}")
+            }
+            other => panic!("{dtype:?}: {other:?}"),
+        }
+    }
+    // x86-64 addresses are canonical when bits 63..47 are all equal.
+    let p = u64::from_le_bytes([POISON; 8]);
+    assert!(p >> 47 != 0 && p >> 47 != (1 << 17) - 1, "{p:#x}");
+}
