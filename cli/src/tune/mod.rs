@@ -199,15 +199,24 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if let (Some(s), Some(held)) = (a.shard, &held) {
         shard::write_rows(&a, s, held, &rec.name, &report)?;
     }
+    let rows = report::rows(&report);
+    let stopped = report.stopped.as_ref().map(ToString::to_string);
     if a.json {
-        out_text!("{}", report::json(&capture, &report, &a));
+        let sweep = report::Sweep {
+            kernel: rec.name.as_str(),
+            capture: capture.paths.descriptor.display().to_string(),
+            runs: Some((a.repetitions, a.warmup)),
+            device_times: report.device_times,
+            stopped,
+        };
+        out_text!("{}", report::json(&sweep, &rows));
     } else {
-        for line in report::table(&report) {
+        for line in report::table(&rows, report.device_times, stopped.as_deref()) {
             out!("{line}");
         }
     }
     if let Some(path) = &a.csv {
-        report::write_csv(path, &report)?;
+        report::write_csv(path, &rows)?;
         if !a.json {
             out!("wrote {}", path.display());
         }

@@ -1,14 +1,15 @@
 //! What `reprise tune` prints and writes: the table, CSV rows, a JSON
-//! object.
+//! object, all from the configurations' [`Row`]s in table order, whether
+//! measured here or merged from the shards of a sweep.
 
 use std::path::Path;
 use std::time::Duration;
 
+use reprise::LaunchConfig;
 use reprise::tune::{Measured, Status, TuneReport};
-use reprise::{Capture, LaunchConfig};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::TuneArgs;
 use crate::error::Result;
 use crate::ui::human_time;
 
@@ -57,65 +58,159 @@ pub fn in_order(r: &TuneReport) -> Vec<&Measured> {
     good
 }
 
-/// What became of a configuration, in a word or a few.
-fn status_text(s: &Status) -> String {
-    match s {
-        Status::Verified => "verified".into(),
-        Status::Unverified => "not verified".into(),
-        Status::Differs(v) => format!("OUTPUT DIFFERS: {v}"),
-        Status::Refused(why) => format!("refused: {why}"),
-        Status::Failed(why) => format!("FAILED: {why}"),
+/// One configuration as the table, the CSV and the JSON show it (and as
+/// a shard's rows file holds it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The grid.
+    pub grid: [u32; 3],
+    /// The block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory (bytes).
+    pub shared_mem: u32,
+    /// Whether it is the recorded configuration.
+    pub recorded: bool,
+    /// `verified`, `unverified`, `differs`, `refused`, `failed`.
+    pub status: String,
+    /// Why it differs, was refused or failed.
+    pub detail: Option<String>,
+    /// Each timed run (nanoseconds).
+    pub times_ns: Vec<u64>,
+}
+
+impl Row {
+    /// The row of what the sweep measured.
+    pub fn of(m: &Measured) -> Row {
+        let (status, detail) = match &m.status {
+            Status::Verified => ("verified", None),
+            Status::Unverified => ("unverified", None),
+            Status::Differs(v) => ("differs", Some(v.to_string())),
+            Status::Refused(w) => ("refused", Some(w.to_string())),
+            Status::Failed(w) => ("failed", Some(w.to_string())),
+        };
+        Row {
+            grid: m.config.grid,
+            block: m.config.block,
+            shared_mem: m.config.shared_mem,
+            recorded: m.recorded,
+            status: status.into(),
+            detail,
+            times_ns: m
+                .times
+                .iter()
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                .collect(),
+        }
+    }
+
+    /// Its geometry.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid: self.grid,
+            block: self.block,
+            shared_mem: self.shared_mem,
+        }
+    }
+
+    /// Whether its output is usable.
+    pub fn good(&self) -> bool {
+        self.status == "verified" || self.status == "unverified"
+    }
+
+    /// The median (the lower middle one for an even count, as the tuner's).
+    pub fn median(&self) -> Option<Duration> {
+        let mut t = self.times_ns.clone();
+        t.sort_unstable();
+        t.get(t.len().saturating_sub(1) / 2)
+            .map(|&ns| Duration::from_nanos(ns))
+    }
+
+    fn min(&self) -> Option<Duration> {
+        self.times_ns
+            .iter()
+            .min()
+            .map(|&ns| Duration::from_nanos(ns))
+    }
+
+    fn max(&self) -> Option<Duration> {
+        self.times_ns
+            .iter()
+            .max()
+            .map(|&ns| Duration::from_nanos(ns))
+    }
+
+    /// Whether it is ranked: usable and timed.
+    pub fn ranked(&self) -> bool {
+        self.good() && self.median().is_some()
+    }
+
+    /// What became of it, in a word or a few.
+    fn status_text(&self) -> String {
+        let d = self.detail.as_deref().unwrap_or("");
+        match self.status.as_str() {
+            "verified" => "verified".into(),
+            "unverified" => "not verified".into(),
+            "differs" => format!("OUTPUT DIFFERS: {d}"),
+            "refused" => format!("refused: {d}"),
+            _ => format!("FAILED: {d}"),
+        }
     }
 }
 
-fn status_word(s: &Status) -> &'static str {
-    match s {
-        Status::Verified => "verified",
-        Status::Unverified => "unverified",
-        Status::Differs(_) => "differs",
-        Status::Refused(_) => "refused",
-        Status::Failed(_) => "failed",
+/// The rows of a sweep measured here, in table order.
+pub fn rows(r: &TuneReport) -> Vec<Row> {
+    in_order(r).into_iter().map(Row::of).collect()
+}
+
+/// How many times faster than the recorded configuration `r` is (median
+/// against median); none for a configuration whose output is not usable.
+fn speedup(r: &Row, rows: &[Row]) -> Option<f64> {
+    if !r.good() {
+        return None;
     }
+    let base = rows.iter().find(|r| r.recorded)?.median()?.as_secs_f64();
+    let t = r.median()?.as_secs_f64();
+    (t > 0.0).then(|| base / t)
+}
+
+/// Each row with its rank (ranked rows come first, in table order).
+fn ranks(rows: &[Row]) -> impl Iterator<Item = (Option<usize>, &Row)> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| (r.ranked().then_some(i + 1), r))
 }
 
 fn time(d: Option<Duration>) -> String {
     d.map_or_else(|| "-".into(), human_time)
 }
 
-/// The table, the recorded and the fastest configurations, and why the
-/// sweep stopped early if it did.
-pub fn table(r: &TuneReport) -> Vec<String> {
+/// The table of `rows` (in table order), the recorded and the fastest
+/// configurations, and why the sweep stopped early if it did.
+pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<String> {
     let mut lines = vec![format!(
         "{:>4}  {:<28} {:>8}  {:>10} {:>10} {:>10}  {:>8}  output",
         "rank", "configuration", "shared", "min", "median", "max", "speed-up"
     )];
-    let ranked = r.ranked().len();
-    for (i, m) in in_order(r).into_iter().enumerate() {
-        let rank = if i < ranked {
-            (i + 1).to_string()
-        } else {
-            "-".into()
-        };
+    for (rank, r) in ranks(rows) {
+        let rank = rank.map_or_else(|| "-".into(), |i| i.to_string());
         let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
         let cfg = format!(
             "{}{} x {}",
-            if m.recorded { "*" } else { " " },
-            d(m.config.grid),
-            d(m.config.block)
+            if r.recorded { "*" } else { " " },
+            d(r.grid),
+            d(r.block)
         );
-        let speedup = r
-            .speedup(m)
-            .map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
+        let speedup = speedup(r, rows).map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
         lines.push(format!(
             "{rank:>4}  {cfg:<28} {:>8}  {:>10} {:>10} {:>10}  {speedup:>8}  {}",
-            m.config.shared_mem,
-            time(m.min()),
-            time(m.median()),
-            time(m.max()),
-            status_text(&m.status)
+            r.shared_mem,
+            time(r.min()),
+            time(r.median()),
+            time(r.max()),
+            r.status_text()
         ));
     }
-    let timing = if r.device_times {
+    let timing = if device_times {
         "device time of each kernel"
     } else {
         "host clock around each run"
@@ -123,28 +218,29 @@ pub fn table(r: &TuneReport) -> Vec<String> {
     lines.push(format!(
         "(* the recorded configuration; grid x block; times: {timing})"
     ));
-    match (r.best(), r.recorded()) {
+    let best = rows.first().filter(|r| r.ranked());
+    match (best, rows.iter().find(|r| r.recorded)) {
         (Some(b), _) if b.recorded => lines.push(format!(
             "fastest: the recorded configuration, {}: {} median",
-            config_text(&b.config),
+            config_text(&b.config()),
             time(b.median())
         )),
         (Some(b), Some(rec)) => lines.push(format!(
             "fastest: {}: {} median, {:.2}x the recorded configuration ({}, {})",
-            config_text(&b.config),
+            config_text(&b.config()),
             time(b.median()),
-            r.speedup(b).unwrap_or(1.0),
-            config_text(&rec.config),
+            speedup(b, rows).unwrap_or(1.0),
+            config_text(&rec.config()),
             time(rec.median())
         )),
         (Some(b), None) => lines.push(format!(
             "fastest: {}: {} median",
-            config_text(&b.config),
+            config_text(&b.config()),
             time(b.median())
         )),
         (None, _) => lines.push("no configuration ran with a usable output".into()),
     }
-    if let Some(why) = &r.stopped {
+    if let Some(why) = stopped {
         lines.push(format!(
             "the sweep stopped early ({why}): the table holds what was measured"
         ));
@@ -153,88 +249,85 @@ pub fn table(r: &TuneReport) -> Vec<String> {
 }
 
 /// The CSV: a header, then one row per configuration in table order.
-pub fn csv(r: &TuneReport) -> String {
+pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
         "rank,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_mem,recorded,status,\
          min_us,median_us,max_us,speedup,detail\n",
     );
-    let ranked = r.ranked().len();
     let us = |d: Option<Duration>| {
         d.map_or_else(String::new, |d| format!("{:.3}", d.as_secs_f64() * 1e6))
     };
-    for (i, m) in in_order(r).into_iter().enumerate() {
-        let c = m.config;
-        let detail = match &m.status {
-            Status::Differs(v) => v.to_string(),
-            Status::Refused(w) => w.to_string(),
-            Status::Failed(w) => w.to_string(),
-            _ => String::new(),
-        };
+    for (rank, r) in ranks(rows) {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-            if i < ranked {
-                (i + 1).to_string()
-            } else {
-                String::new()
-            },
-            c.grid[0],
-            c.grid[1],
-            c.grid[2],
-            c.block[0],
-            c.block[1],
-            c.block[2],
-            c.shared_mem,
-            m.recorded,
-            status_word(&m.status),
-            us(m.min()),
-            us(m.median()),
-            us(m.max()),
-            r.speedup(m).map_or_else(String::new, |s| format!("{s:.4}")),
-            detail.replace('"', "\"\"")
+            rank.map_or_else(String::new, |i| i.to_string()),
+            r.grid[0],
+            r.grid[1],
+            r.grid[2],
+            r.block[0],
+            r.block[1],
+            r.block[2],
+            r.shared_mem,
+            r.recorded,
+            r.status,
+            us(r.min()),
+            us(r.median()),
+            us(r.max()),
+            speedup(r, rows).map_or_else(String::new, |s| format!("{s:.4}")),
+            r.detail.as_deref().unwrap_or("").replace('"', "\"\"")
         ));
     }
     out
 }
 
 /// Writes the CSV to `path` (whole or not at all).
-pub fn write_csv(path: &Path, r: &TuneReport) -> Result<()> {
-    reprise::store::write_atomically(path, csv(r).as_bytes(), false)?;
+pub fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
+    reprise::store::write_atomically(path, csv(rows).as_bytes(), false)?;
     Ok(())
 }
 
+/// What the JSON says of the sweep besides its rows.
+pub struct Sweep<'a> {
+    /// The kernel.
+    pub kernel: &'a str,
+    /// The capture's descriptor.
+    pub capture: String,
+    /// Timed runs and warm-ups per configuration, where known.
+    pub runs: Option<(u32, u32)>,
+    /// Whether the times are the device's own.
+    pub device_times: bool,
+    /// Why the sweep stopped early.
+    pub stopped: Option<String>,
+}
+
 /// One JSON object: the capture, the settings, every configuration.
-pub fn json(capture: &Capture, r: &TuneReport, a: &TuneArgs) -> String {
+pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
-    let entry = |m: &Measured| {
+    let entry = |r: &Row| {
         json!({
-            "grid": m.config.grid,
-            "block": m.config.block,
-            "shared_mem": m.config.shared_mem,
-            "recorded": m.recorded,
-            "status": status_word(&m.status),
-            "detail": match &m.status {
-                Status::Differs(v) => Some(v.to_string()),
-                Status::Refused(w) => Some(w.to_string()),
-                Status::Failed(w) => Some(w.to_string()),
-                _ => None,
-            },
-            "times_s": m.times.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
-            "min_s": secs(m.min()),
-            "median_s": secs(m.median()),
-            "max_s": secs(m.max()),
-            "speedup": r.speedup(m),
+            "grid": r.grid,
+            "block": r.block,
+            "shared_mem": r.shared_mem,
+            "recorded": r.recorded,
+            "status": r.status,
+            "detail": r.detail,
+            "times_s": r.times_ns.iter().map(|&t| Duration::from_nanos(t).as_secs_f64()).collect::<Vec<_>>(),
+            "min_s": secs(r.min()),
+            "median_s": secs(r.median()),
+            "max_s": secs(r.max()),
+            "speedup": speedup(r, rows),
         })
     };
     json!({
-        "kernel": capture.record.name.as_str(),
-        "capture": capture.paths.descriptor.display().to_string(),
-        "repetitions": a.repetitions,
-        "warmup": a.warmup,
-        "device_times": r.device_times,
-        "stopped": r.stopped.as_ref().map(ToString::to_string),
-        "best": r.best().map(entry),
-        "recorded": r.recorded().map(entry),
-        "results": in_order(r).into_iter().map(entry).collect::<Vec<_>>(),
+        "kernel": s.kernel,
+        "capture": s.capture,
+        "repetitions": s.runs.map(|r| r.0),
+        "warmup": s.runs.map(|r| r.1),
+        "device_times": s.device_times,
+        "stopped": s.stopped,
+        "best": rows.first().filter(|r| r.ranked()).map(entry),
+        "recorded": rows.iter().find(|r| r.recorded).map(entry),
+        "results": rows.iter().map(entry).collect::<Vec<_>>(),
     })
     .to_string()
 }

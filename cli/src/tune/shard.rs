@@ -13,18 +13,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use reprise::LaunchConfig;
-use reprise::tune::{Measured, Status, TuneReport};
+use reprise::tune::TuneReport;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::TuneArgs;
-use super::report::{config_text, label};
+pub use super::report::Row;
+use super::report::{Sweep, json, table, write_csv};
 use crate::check::shard::{self, Shard};
 use crate::error::{CliError, Result};
-use crate::ui::human_time;
 
 /// The first line of a shard's rows file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,75 +41,12 @@ pub struct Header {
     pub stopped: Option<String>,
 }
 
-/// One configuration's row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// The grid.
-    pub grid: [u32; 3],
-    /// The block.
-    pub block: [u32; 3],
-    /// Dynamic shared memory (bytes).
-    pub shared_mem: u32,
-    /// Whether it is the recorded configuration.
-    pub recorded: bool,
-    /// `verified`, `unverified`, `differs`, `refused`, `failed`.
-    pub status: String,
-    /// Why it differs, was refused or failed.
-    pub detail: Option<String>,
-    /// Each timed run (nanoseconds).
-    pub times_ns: Vec<u64>,
-}
-
-impl Row {
-    fn of(m: &Measured) -> Row {
-        let (status, detail) = match &m.status {
-            Status::Verified => ("verified", None),
-            Status::Unverified => ("unverified", None),
-            Status::Differs(v) => ("differs", Some(v.to_string())),
-            Status::Refused(w) => ("refused", Some(w.to_string())),
-            Status::Failed(w) => ("failed", Some(w.to_string())),
-        };
-        Row {
-            grid: m.config.grid,
-            block: m.config.block,
-            shared_mem: m.config.shared_mem,
-            recorded: m.recorded,
-            status: status.into(),
-            detail,
-            times_ns: m
-                .times
-                .iter()
-                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-                .collect(),
-        }
-    }
-
-    fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid: self.grid,
-            block: self.block,
-            shared_mem: self.shared_mem,
-        }
-    }
-
-    fn good(&self) -> bool {
-        self.status == "verified" || self.status == "unverified"
-    }
-
-    /// The median (the lower middle one for an even count, as the tuner's).
-    fn median(&self) -> Option<u64> {
-        let mut t = self.times_ns.clone();
-        t.sort_unstable();
-        t.get(t.len().saturating_sub(1) / 2).copied()
-    }
-
-    /// 0 ranked, 1 differs, 2 the rest: the table's order.
-    fn class(&self) -> u8 {
-        match self.status.as_str() {
-            _ if self.good() && self.median().is_some() => 0,
-            "differs" => 1,
-            _ => 2,
-        }
+/// 0 ranked, 1 differs, 2 the rest: the table's order.
+fn class(r: &Row) -> u8 {
+    match r.status.as_str() {
+        _ if r.ranked() => 0,
+        "differs" => 1,
+        _ => 2,
     }
 }
 
@@ -228,152 +163,11 @@ pub fn ranking(rows: &[Row], order: &[LaunchConfig]) -> Vec<Row> {
     };
     let mut v = rows.to_vec();
     v.sort_by_key(|r| {
-        let class = r.class();
+        let class = class(r);
         let t = if class == 2 { None } else { r.median() };
         (class, t, at(r))
     });
     v
-}
-
-fn speedup(r: &Row, recorded: Option<&Row>) -> Option<f64> {
-    if !r.good() {
-        return None;
-    }
-    let base = recorded?.median()? as f64;
-    let t = r.median()? as f64;
-    (t > 0.0).then(|| base / t)
-}
-
-fn status_text(r: &Row) -> String {
-    let d = r.detail.clone().unwrap_or_default();
-    match r.status.as_str() {
-        "verified" => "verified".into(),
-        "unverified" => "not verified".into(),
-        "differs" => format!("OUTPUT DIFFERS: {d}"),
-        "refused" => format!("refused: {d}"),
-        _ => format!("FAILED: {d}"),
-    }
-}
-
-/// The merged CSV, in the columns `tune --csv` writes.
-pub fn csv(ranked: &[Row]) -> String {
-    let mut out = String::from(
-        "rank,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_mem,recorded,status,\
-         min_us,median_us,max_us,speedup,detail\n",
-    );
-    let recorded = ranked.iter().find(|r| r.recorded);
-    let us = |t: Option<u64>| t.map_or_else(String::new, |t| format!("{:.3}", t as f64 / 1e3));
-    let mut rank = 0;
-    for r in ranked {
-        let shown = if r.class() == 0 {
-            rank += 1;
-            rank.to_string()
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "{shown},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-            r.grid[0],
-            r.grid[1],
-            r.grid[2],
-            r.block[0],
-            r.block[1],
-            r.block[2],
-            r.shared_mem,
-            r.recorded,
-            r.status,
-            us(r.times_ns.iter().min().copied()),
-            us(r.median()),
-            us(r.times_ns.iter().max().copied()),
-            speedup(r, recorded).map_or_else(String::new, |s| format!("{s:.4}")),
-            r.detail.clone().unwrap_or_default().replace('"', "\"\"")
-        ));
-    }
-    out
-}
-
-/// The merged table.
-pub fn table(ranked: &[Row], device_times: bool) -> Vec<String> {
-    let time =
-        |t: Option<u64>| t.map_or_else(|| "-".into(), |t| human_time(Duration::from_nanos(t)));
-    let mut lines = vec![format!(
-        "{:>4}  {:<28} {:>8}  {:>10} {:>10} {:>10}  {:>8}  output",
-        "rank", "configuration", "shared", "min", "median", "max", "speed-up"
-    )];
-    let recorded = ranked.iter().find(|r| r.recorded);
-    let mut rank = 0;
-    for r in ranked {
-        let shown = if r.class() == 0 {
-            rank += 1;
-            rank.to_string()
-        } else {
-            "-".into()
-        };
-        let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
-        let cfg = format!(
-            "{}{} x {}",
-            if r.recorded { "*" } else { " " },
-            d(r.grid),
-            d(r.block)
-        );
-        let s = speedup(r, recorded).map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
-        lines.push(format!(
-            "{shown:>4}  {cfg:<28} {:>8}  {:>10} {:>10} {:>10}  {s:>8}  {}",
-            r.shared_mem,
-            time(r.times_ns.iter().min().copied()),
-            time(r.median()),
-            time(r.times_ns.iter().max().copied()),
-            status_text(r)
-        ));
-    }
-    let timing = if device_times {
-        "device time of each kernel"
-    } else {
-        "host clock around each run"
-    };
-    lines.push(format!(
-        "(* the recorded configuration; grid x block; times: {timing})"
-    ));
-    match ranked.first().filter(|r| r.class() == 0) {
-        Some(b) => lines.push(format!(
-            "fastest: {}: {} median ({})",
-            config_text(&b.config()),
-            time(b.median()),
-            label(&b.config())
-        )),
-        None => lines.push("no configuration ran with a usable output".into()),
-    }
-    lines
-}
-
-/// The merged JSON: the shape of `tune --json`.
-pub fn json(kernel: &str, capture: &str, ranked: &[Row], device_times: bool) -> String {
-    let recorded = ranked.iter().find(|r| r.recorded);
-    let secs = |t: Option<u64>| t.map(|t| t as f64 / 1e9);
-    let entry = |r: &Row| {
-        json!({
-            "grid": r.grid,
-            "block": r.block,
-            "shared_mem": r.shared_mem,
-            "recorded": r.recorded,
-            "status": r.status,
-            "detail": r.detail,
-            "times_s": r.times_ns.iter().map(|&t| t as f64 / 1e9).collect::<Vec<_>>(),
-            "min_s": secs(r.times_ns.iter().min().copied()),
-            "median_s": secs(r.median()),
-            "max_s": secs(r.times_ns.iter().max().copied()),
-            "speedup": speedup(r, recorded),
-        })
-    };
-    json!({
-        "kernel": kernel,
-        "capture": capture,
-        "device_times": device_times,
-        "best": ranked.first().filter(|r| r.class() == 0).map(entry),
-        "recorded": recorded.map(entry),
-        "results": ranked.iter().map(entry).collect::<Vec<_>>(),
-    })
-    .to_string()
 }
 
 /// Prints (and writes) the merged ranking of `rows`; the exit status is
@@ -388,17 +182,21 @@ pub fn report(
 ) -> Result<ExitCode> {
     let ranked = ranking(rows, order);
     if a.json {
-        out_text!(
-            "{}",
-            json(kernel, &a.file.display().to_string(), &ranked, device_times)
-        );
+        let sweep = Sweep {
+            kernel,
+            capture: a.file.display().to_string(),
+            runs: None,
+            device_times,
+            stopped: None,
+        };
+        out_text!("{}", json(&sweep, &ranked));
     } else {
-        for line in table(&ranked, device_times) {
+        for line in table(&ranked, device_times, None) {
             out!("{line}");
         }
     }
     if let Some(path) = &a.csv {
-        reprise::store::write_atomically(path, csv(&ranked).as_bytes(), false)?;
+        write_csv(path, &ranked)?;
     }
     for l in incomplete {
         note!("INCOMPLETE {l}");
@@ -467,6 +265,7 @@ pub fn of(c: &LaunchConfig, count: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tune::report::csv;
 
     fn c(g: u32, b: u32) -> LaunchConfig {
         LaunchConfig {

@@ -10,7 +10,7 @@ use reprise::{Capture, LaunchConfig};
 
 use super::TuneArgs;
 use super::shard::{self, Row};
-use crate::check::slurm::{self as cs, JobRecord, Submission, queue, script};
+use crate::check::slurm::{self as cs, JobRecord, prepare, script};
 use crate::error::{CliError, Result};
 
 /// Handles `--merge` and `--slurm`; `None` for a sweep run here.
@@ -57,28 +57,12 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode
     for c in order {
         expected.entry(shard::of(c, n)).or_default().push(*c);
     }
-    if dir.exists() {
-        for e in std::fs::read_dir(&dir)
-            .map_err(|e| reprise::Error::io(&dir, "list directory", e))?
-            .flatten()
-        {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                std::fs::remove_file(&p).map_err(|e| reprise::Error::io(&p, "remove", e))?;
-            }
-        }
-    }
-    std::fs::create_dir_all(dir.join("logs"))
-        .map_err(|e| reprise::Error::io(&dir, "create the job directory", e))?;
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
-    let mut values = script::SLURM_VALUES.to_vec();
-    values.extend(["--rows", "--csv", "--plot", "--shard"]);
-    let mut flags = script::SLURM_FLAGS.to_vec();
-    flags.push("--json");
-    let mut command = vec![exe.display().to_string(), "tune".into()];
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
-    command.extend(script::forwarded(&args, &values, &flags)?);
+    prepare(&dir, true)?;
+    let command = cs::task_command(
+        "tune",
+        &["--rows", "--csv", "--plot", "--shard"],
+        &["--json"],
+    )?;
     let file = script::quoted(&format!("{}/shard-", dir.display()));
     let s = script::Script {
         job_name: "reprise-tune",
@@ -91,39 +75,20 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode
         cpus_per_task: None,
         slurm: &a.slurm,
     };
-    let script_path = dir.join("tune.sbatch");
-    s.write(&script_path)?;
     let tasks: Vec<u64> = expected.keys().copied().collect();
-    let job = queue::submit(&script_path, &tasks, &a.slurm.sbatch_args, &cwd)?;
-    let record = JobRecord {
+    let mut record = JobRecord {
         shards: n,
-        submissions: vec![Submission {
-            job_id: job.clone(),
-            tasks: tasks.clone(),
-        }],
+        submissions: Vec::new(),
     };
-    record.write(&dir)?;
-    if a.slurm.no_wait {
-        out!(
-            "submitted job {job}: {} array task(s) of {n} shards into {}",
-            tasks.len(),
-            dir.display()
-        );
-        out!(
-            "when it has ended: reprise tune {} --merge {} (with the same lists)",
-            a.file.display(),
-            dir.display()
-        );
+    let merge = format!(
+        "reprise tune {} --merge {} (with the same lists)",
+        a.file.display(),
+        dir.display()
+    );
+    if cs::submit_and_wait(&s, "tune.sbatch", &tasks, &mut record, &merge)?.is_none() {
         return Ok(ExitCode::SUCCESS);
     }
-    note!(
-        "submitted job {job}: {} array task(s), {} configurations; waiting for it",
-        tasks.len(),
-        order.len()
-    );
-    queue::wait(&job, cs::poll(), |_| {})?;
-    let mut ends = BTreeMap::new();
-    ends.insert(job.clone(), queue::task_ends(&job));
+    let ends = cs::ends(&record);
     let m = shard::read_dir(&dir)?;
     let mut missing = BTreeMap::new();
     let mut rows: Vec<Row> = Vec::new();

@@ -7,21 +7,20 @@
 //! incomplete; each task resumes its own file, so that no capture is
 //! checked twice.
 
+mod check;
 pub mod queue;
 pub mod script;
 
+pub use check::run as check;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::discover::{self, Found};
-use super::results::{self, CaptureResult, Read, Status};
-use super::shard::Shard;
-use super::{CheckArgs, finish, open_options, write_new};
+use super::write_new;
 use crate::error::{CliError, Result};
 
 /// Running the shards as a Slurm job array.
@@ -195,247 +194,86 @@ pub fn incomplete_lines(
     lines
 }
 
-/// `reprise check --slurm`: submits the shards (all, or with `--resume`
-/// those incomplete), waits, and merges.
-pub fn check(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
-    let started = Instant::now();
-    let results_path = absolute(
-        &a.results
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("reprise-check.jsonl")),
-    )?;
-    crate::ui::check_output_file(&results_path, Some("jsonl"))?;
-    let dir = job_dir(&results_path);
-    let cwd = std::env::current_dir()
-        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
-    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
-    if corpus.captures.is_empty() {
-        return Err(CliError::Command("no captures found to check".into()));
-    }
-    let record = JobRecord::read(&dir)?;
-    earlier_job(record.as_ref(), a.resume, &dir)?;
-    let shards = match (&record, a.resume) {
-        (Some(r), true) => {
-            if let Some(n) = a.slurm.array_size
-                && u64::from(n) != r.shards
-            {
-                return Err(CliError::Command(format!(
-                    "{}: the job was cut into {} shards, and --resume keeps them (--array-size \
-                     {n} would cut it anew: leave out --resume for that)",
-                    dir.display(),
-                    r.shards
-                )));
-            }
-            r.shards
-        }
-        _ => u64::from(a.slurm.array_size.unwrap_or(16)).min(corpus.captures.len() as u64),
-    };
-    let mut record = match (record, a.resume) {
-        (Some(r), true) => r,
-        _ => JobRecord {
-            shards,
-            submissions: Vec::new(),
-        },
-    };
-    // Each shard's captures, by path.
-    let mut expected: BTreeMap<u64, Vec<&Found>> = (0..shards).map(|k| (k, vec![])).collect();
-    for f in &corpus.captures {
-        let k = super::shard::of(&f.name, shards);
-        expected.entry(k).or_default().push(f);
-    }
-    if !a.resume {
-        // A fresh run: the files of an earlier one go.
-        if dir.exists() {
-            for e in std::fs::read_dir(&dir)
-                .map_err(|e| reprise::Error::io(&dir, "list directory", e))?
-                .flatten()
-            {
-                let p = e.path();
-                if p.extension().is_some_and(|x| x == "jsonl") {
-                    std::fs::remove_file(&p).map_err(|e| reprise::Error::io(&p, "remove", e))?;
-                }
+/// Makes the job directory `dir` (and its `logs/`); with `fresh`, the
+/// results files of an earlier run in it go first.
+pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
+    if fresh && dir.exists() {
+        let rd =
+            std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                std::fs::remove_file(&p).map_err(|e| reprise::Error::io(&p, "remove", e))?;
             }
         }
     }
     std::fs::create_dir_all(dir.join("logs"))
-        .map_err(|e| reprise::Error::io(&dir, "create the job directory", e))?;
-    let missing = |expected: &BTreeMap<u64, Vec<&Found>>| -> Result<BTreeMap<u64, usize>> {
-        let mut out = BTreeMap::new();
-        for (&k, captures) in expected {
-            let mut read = Read::default();
-            read.add_file(&shard_file(&dir, k, shards))?;
-            let n = captures
-                .iter()
-                .filter(|f| !read.results.contains_key(&f.path.display().to_string()))
-                .count();
-            out.insert(k, n);
-        }
-        Ok(out)
-    };
-    let to_submit: Vec<u64> = missing(&expected)?
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, _)| k)
-        .collect();
-    if a.resume && !record.submissions.is_empty() {
-        note!(
-            "resuming: {} of the {shards} shards are incomplete",
-            to_submit.len()
-        );
-    }
-    if !to_submit.is_empty() {
-        let script_path = dir.join("check.sbatch");
-        write_script(a, &dir, &cwd, shards)?.write(&script_path)?;
-        let job = queue::submit(&script_path, &to_submit, &a.slurm.sbatch_args, &cwd)?;
-        record.submissions.push(Submission {
-            job_id: job.clone(),
-            tasks: to_submit.clone(),
-        });
-        record.write(&dir)?;
-        if a.slurm.no_wait {
-            out!(
-                "submitted job {job}: {} array task(s) of {shards} shards into {}",
-                to_submit.len(),
-                dir.display()
-            );
-            out!(
-                "when it has ended: reprise check --merge {} (or this command with --resume, \
-                 which waits for it and resubmits what is incomplete)",
-                dir.display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        note!(
-            "submitted job {job}: {} array task(s) of {shards} shards; waiting for it",
-            to_submit.len()
-        );
-        let total: usize = to_submit.iter().map(|k| expected[k].len()).sum();
-        let mut last = String::new();
-        queue::wait(&job, poll(), |q| {
-            let running = q.iter().filter(|(_, s)| s == "RUNNING").count();
-            let line = format!(
-                "job {job}: {running} task(s) running, {} queued; {total} capture(s) to check",
-                q.len() - running
-            );
-            if line != last {
-                note!("{line}");
-                last = line;
-            }
-        })?;
-    }
-    // Merge: the shards' files are the truth.
-    let mut ends = BTreeMap::new();
-    for s in &record.submissions {
-        ends.insert(s.job_id.clone(), queue::task_ends(&s.job_id));
-    }
-    let (read, _) = results::read_dir(&dir)?;
-    let left = missing(&expected)?;
-    let lines = incomplete_lines(&record, &left, &ends, "capture(s)");
-    let mut all: Vec<CaptureResult> = Vec::new();
-    let mut merged = String::new();
-    for (&k, captures) in &expected {
-        for f in captures {
-            let path = f.path.display().to_string();
-            match read.results.get(&path) {
-                Some(r) => {
-                    merged.push_str(&r.line());
-                    all.push(r.clone());
-                }
-                None => all.push(no_result(f, k, shards)),
-            }
-        }
-    }
-    all.sort_by(|x, y| x.path.cmp(&y.path));
-    write_new(&results_path, merged.as_bytes())?;
-    for l in &lines {
-        note!("INCOMPLETE {l}");
-    }
-    for (job, tasks) in &ends {
-        for (k, e) in tasks {
-            let expected_end = e.state == "COMPLETED"
-                || (e.state == "FAILED" && matches!(e.exit_status(), Some(1 | 2)));
-            if !expected_end && left.get(k) == Some(&0) {
-                note!(
-                    "warning: array task {job}_{k} ended {} (exit code {}), though shard {k} \
-                     has every result",
-                    e.state,
-                    e.exit_code
-                );
-            }
-        }
-    }
-    if !lines.is_empty() {
-        note!(
-            "the same command with --resume resubmits the incomplete shards ({})",
-            dir.display()
-        );
-    }
-    let jobs: Vec<&str> = record
-        .submissions
-        .iter()
-        .map(|s| s.job_id.as_str())
-        .collect();
-    let source = format!(
-        "{} (merged from {shards} shards of Slurm job {} in {})",
-        results_path.display(),
-        jobs.join(", "),
-        dir.display()
-    );
-    let ran = all.iter().filter(|r| r.wall_ns > 0).count();
-    finish(
-        a,
-        all.iter().collect(),
-        (Some(started.elapsed()), ran),
-        baseline,
-        source,
-    )
+        .map_err(|e| reprise::Error::io(dir, "create the job directory", e))?;
+    Ok(())
 }
 
-/// The sbatch script for `a`'s corpus in `shards` shards.
-fn write_script<'a>(
-    a: &'a CheckArgs,
-    dir: &'a Path,
-    cwd: &'a Path,
-    shards: u64,
-) -> Result<script::Script<'a>> {
+/// What an array task runs: this executable, `subcommand`, and this
+/// command's arguments less the Slurm options and those in `values`
+/// (which take a value) and `flags`, which only the submission acts on.
+pub fn task_command(subcommand: &str, values: &[&str], flags: &[&str]) -> Result<Vec<String>> {
     let exe = std::env::current_exe()
         .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
-    let mut values = script::SLURM_VALUES.to_vec();
-    values.extend(["--results", "--junit", "--baseline", "--slower", "--shard"]);
-    let mut flags = script::SLURM_FLAGS.to_vec();
-    flags.extend(["--resume", "--json"]);
-    let mut command = vec![exe.display().to_string(), "check".into()];
-    command.extend(script::forwarded(&super::worker_args(), &values, &flags)?);
-    let file = script::quoted(&format!("{}/shard-", dir.display()));
-    let task_args = format!(
-        "--shard \"$SLURM_ARRAY_TASK_ID/{shards}\" --resume --json \
-         --results {file}\"$SLURM_ARRAY_TASK_ID\"-of-{shards}.jsonl{}",
-        if a.jobs.is_none() {
-            " --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
-        } else {
-            ""
-        }
-    );
-    Ok(script::Script {
-        job_name: "reprise-check",
-        dir,
-        cwd,
-        command,
-        task_args,
-        cpus_per_task: a.jobs,
-        slurm: &a.slurm,
-    })
+    let mut all_values = script::SLURM_VALUES.to_vec();
+    all_values.extend_from_slice(values);
+    let mut all_flags = script::SLURM_FLAGS.to_vec();
+    all_flags.extend_from_slice(flags);
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+    let mut command = vec![exe.display().to_string(), subcommand.to_string()];
+    command.extend(script::forwarded(&args, &all_values, &all_flags)?);
+    Ok(command)
 }
 
-/// A capture of shard `k` that no task gave a result for: it counts as
-/// failed in the summary (and is not written to the results file, so
-/// that `--resume` checks it).
-fn no_result(f: &Found, k: u64, n: u64) -> CaptureResult {
-    let mut r = super::refused(f, "");
-    r.status = Status::Failed;
-    r.message = format!(
-        "no result: shard {} (array task {k}) did not check it; --resume checks it",
-        Shard { index: k, count: n }
-    );
-    r
+/// Writes `s` to `dir/name`, submits its `tasks` from `cwd` and records
+/// the submission in `record`; then waits for the job, saying what runs,
+/// or with `--no-wait` says how to merge later (`merge`, a command) and
+/// returns `None`.
+pub fn submit_and_wait(
+    s: &script::Script<'_>,
+    name: &str,
+    tasks: &[u64],
+    record: &mut JobRecord,
+    merge: &str,
+) -> Result<Option<String>> {
+    let path = s.dir.join(name);
+    s.write(&path)?;
+    let job = queue::submit(&path, tasks, &s.slurm.sbatch_args, s.cwd)?;
+    record.submissions.push(Submission {
+        job_id: job.clone(),
+        tasks: tasks.to_vec(),
+    });
+    record.write(s.dir)?;
+    let what = format!("{} array task(s) of {} shards", tasks.len(), record.shards);
+    if s.slurm.no_wait {
+        out!("submitted job {job}: {what} into {}", s.dir.display());
+        out!("when it has ended: {merge}");
+        return Ok(None);
+    }
+    note!("submitted job {job}: {what}; waiting for it");
+    let mut last = String::new();
+    queue::wait(&job, poll(), |q| {
+        let running = q.iter().filter(|(_, s)| s == "RUNNING").count();
+        let line = format!(
+            "job {job}: {running} task(s) running, {} queued",
+            q.len() - running
+        );
+        if line != last {
+            note!("{line}");
+            last = line;
+        }
+    })?;
+    Ok(Some(job))
+}
+
+/// How each task of each of `record`'s submissions ended, by job id.
+pub fn ends(record: &JobRecord) -> BTreeMap<String, BTreeMap<u64, queue::TaskEnd>> {
+    record
+        .submissions
+        .iter()
+        .map(|s| (s.job_id.clone(), queue::task_ends(&s.job_id)))
+        .collect()
 }

@@ -1,0 +1,211 @@
+//! `reprise check --slurm`: the corpus's shards as one job array, merged
+//! from the shards' results files once it has ended.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use super::{JobRecord, absolute, earlier_job, ends, incomplete_lines, job_dir, prepare};
+use super::{script, shard_file, submit_and_wait};
+use crate::check::discover::{self, Found};
+use crate::check::results::{self, CaptureResult, Read, Status};
+use crate::check::shard::{self, Shard};
+use crate::check::{CheckArgs, finish, open_options, write_new};
+use crate::error::{CliError, Result};
+
+/// `reprise check --slurm`: submits the shards (all, or with `--resume`
+/// those incomplete), waits, and merges.
+pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
+    let started = Instant::now();
+    let results_path = absolute(
+        &a.results
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("reprise-check.jsonl")),
+    )?;
+    crate::ui::check_output_file(&results_path, Some("jsonl"))?;
+    let dir = job_dir(&results_path);
+    let cwd = std::env::current_dir()
+        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
+    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
+    if corpus.captures.is_empty() {
+        return Err(CliError::Command("no captures found to check".into()));
+    }
+    let record = JobRecord::read(&dir)?;
+    earlier_job(record.as_ref(), a.resume, &dir)?;
+    let shards = match (&record, a.resume) {
+        (Some(r), true) => {
+            if let Some(n) = a.slurm.array_size
+                && u64::from(n) != r.shards
+            {
+                return Err(CliError::Command(format!(
+                    "{}: the job was cut into {} shards, and --resume keeps them (--array-size \
+                     {n} would cut it anew: leave out --resume for that)",
+                    dir.display(),
+                    r.shards
+                )));
+            }
+            r.shards
+        }
+        _ => u64::from(a.slurm.array_size.unwrap_or(16)).min(corpus.captures.len() as u64),
+    };
+    let mut record = match (record, a.resume) {
+        (Some(r), true) => r,
+        _ => JobRecord {
+            shards,
+            submissions: Vec::new(),
+        },
+    };
+    // Each shard's captures, by path.
+    let mut expected: BTreeMap<u64, Vec<&Found>> = (0..shards).map(|k| (k, vec![])).collect();
+    for f in &corpus.captures {
+        let k = shard::of(&f.name, shards);
+        expected.entry(k).or_default().push(f);
+    }
+    // A fresh run: the files of an earlier one go.
+    prepare(&dir, !a.resume)?;
+    let missing = |expected: &BTreeMap<u64, Vec<&Found>>| -> Result<BTreeMap<u64, usize>> {
+        let mut out = BTreeMap::new();
+        for (&k, captures) in expected {
+            let mut read = Read::default();
+            read.add_file(&shard_file(&dir, k, shards))?;
+            let n = captures
+                .iter()
+                .filter(|f| !read.results.contains_key(&f.path.display().to_string()))
+                .count();
+            out.insert(k, n);
+        }
+        Ok(out)
+    };
+    let to_submit: Vec<u64> = missing(&expected)?
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, _)| k)
+        .collect();
+    if a.resume && !record.submissions.is_empty() {
+        note!(
+            "resuming: {} of the {shards} shards are incomplete",
+            to_submit.len()
+        );
+    }
+    if !to_submit.is_empty() {
+        let merge = format!(
+            "reprise check --merge {} (or this command with --resume, which waits for it and \
+             resubmits what is incomplete)",
+            dir.display()
+        );
+        let s = script_for(a, &dir, &cwd, shards)?;
+        if submit_and_wait(&s, "check.sbatch", &to_submit, &mut record, &merge)?.is_none() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    // Merge: the shards' files are the truth.
+    let ends = ends(&record);
+    let (read, _) = results::read_dir(&dir)?;
+    let left = missing(&expected)?;
+    let lines = incomplete_lines(&record, &left, &ends, "capture(s)");
+    let mut all: Vec<CaptureResult> = Vec::new();
+    let mut merged = String::new();
+    for (&k, captures) in &expected {
+        for f in captures {
+            let path = f.path.display().to_string();
+            match read.results.get(&path) {
+                Some(r) => {
+                    merged.push_str(&r.line());
+                    all.push(r.clone());
+                }
+                None => all.push(no_result(f, k, shards)),
+            }
+        }
+    }
+    all.sort_by(|x, y| x.path.cmp(&y.path));
+    write_new(&results_path, merged.as_bytes())?;
+    for l in &lines {
+        note!("INCOMPLETE {l}");
+    }
+    for (job, tasks) in &ends {
+        for (k, e) in tasks {
+            let expected_end = e.state == "COMPLETED"
+                || (e.state == "FAILED" && matches!(e.exit_status(), Some(1 | 2)));
+            if !expected_end && left.get(k) == Some(&0) {
+                note!(
+                    "warning: array task {job}_{k} ended {} (exit code {}), though shard {k} \
+                     has every result",
+                    e.state,
+                    e.exit_code
+                );
+            }
+        }
+    }
+    if !lines.is_empty() {
+        note!(
+            "the same command with --resume resubmits the incomplete shards ({})",
+            dir.display()
+        );
+    }
+    let jobs: Vec<&str> = record
+        .submissions
+        .iter()
+        .map(|s| s.job_id.as_str())
+        .collect();
+    let source = format!(
+        "{} (merged from {shards} shards of Slurm job {} in {})",
+        results_path.display(),
+        jobs.join(", "),
+        dir.display()
+    );
+    let ran = all.iter().filter(|r| r.wall_ns > 0).count();
+    finish(
+        a,
+        all.iter().collect(),
+        (Some(started.elapsed()), ran),
+        baseline,
+        source,
+    )
+}
+
+/// The sbatch script for `a`'s corpus in `shards` shards.
+fn script_for<'a>(
+    a: &'a CheckArgs,
+    dir: &'a std::path::Path,
+    cwd: &'a std::path::Path,
+    shards: u64,
+) -> Result<script::Script<'a>> {
+    let command = super::task_command(
+        "check",
+        &["--results", "--junit", "--baseline", "--slower", "--shard"],
+        &["--resume", "--json"],
+    )?;
+    let file = script::quoted(&format!("{}/shard-", dir.display()));
+    let task_args = format!(
+        "--shard \"$SLURM_ARRAY_TASK_ID/{shards}\" --resume --json \
+         --results {file}\"$SLURM_ARRAY_TASK_ID\"-of-{shards}.jsonl{}",
+        if a.jobs.is_none() {
+            " --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
+        } else {
+            ""
+        }
+    );
+    Ok(script::Script {
+        job_name: "reprise-check",
+        dir,
+        cwd,
+        command,
+        task_args,
+        cpus_per_task: a.jobs,
+        slurm: &a.slurm,
+    })
+}
+
+/// A capture of shard `k` that no task gave a result for: it counts as
+/// failed in the summary (and is not written to the results file, so
+/// that `--resume` checks it).
+fn no_result(f: &Found, k: u64, n: u64) -> CaptureResult {
+    let mut r = crate::check::refused(f, "");
+    r.status = Status::Failed;
+    r.message = format!(
+        "no result: shard {} (array task {k}) did not check it; --resume checks it",
+        Shard { index: k, count: n }
+    );
+    r
+}
