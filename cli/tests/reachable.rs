@@ -74,6 +74,12 @@ fn record_saxpy_beside(
         for _ in 0..launches {
             rec.launch(&k, geometry(1, 1), &args).await.unwrap();
         }
+        // The program is unaffected: poison goes into the snapshots only.
+        let kept = rec.download(rest, untouched.min(4096) * 4).await.unwrap();
+        assert_eq!(kept, floats(&field(untouched.min(4096), 0.4)));
+        let y1 = rec.download(y + 4, 4).await.unwrap();
+        let want = (0..launches).fold(field(2, 0.0)[1], |y, _| 1.0 * 1.5 + y);
+        assert_eq!(f32::from_le_bytes(y1.try_into().unwrap()), want);
         rec.finish().await.unwrap()
     })
 }
