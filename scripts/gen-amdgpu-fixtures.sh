@@ -1,6 +1,8 @@
 #!/bin/sh
 # Regenerates the HSA code objects backends/amdgpu/fixtures/saxpy_mixed.*.hsaco
-# from saxpy_mixed.hip next to them with clang-19 and lld-19 (Debian:
+# from saxpy_mixed.hip next to them, and chunk_hash.gfx90a.hsaco from
+# chunk_hash.hip (which includes test-support/src/cuda_driver/blake3_chunks.h),
+# with clang-19 and lld-19 (Debian:
 # apt-get install clang-19 lld-19); no ROCm, HIP headers or device libraries
 # needed. The flags are deterministic: the same clang rebuilds the committed
 # bytes exactly (backends/amdgpu/tests/fixtures.rs checks it when clang-19 is
@@ -19,7 +21,7 @@ build() { # offload-arch output [flags...]
     shift 2
     "$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output -nogpuinc -nogpulib \
         -fuse-cuid=none -fno-ident -O2 --offload-arch="$arch" "$@" \
-        -o "$out" saxpy_mixed.hip
+        -o "$out" "${src:-saxpy_mixed.hip}"
     chmod 644 "$out"
     echo "generated backends/amdgpu/fixtures/$out"
 }
@@ -30,3 +32,5 @@ build gfx90a saxpy_mixed.gfx90a.v4.hsaco -mcode-object-version=4
 build gfx1030 saxpy_mixed.gfx1030.hsaco
 # Explicit target features (target-id syntax, as the HSA runtime names ISAs).
 build gfx90a:sramecc-:xnack+ 'saxpy_mixed.gfx90a_sramecc-_xnack+.hsaco'
+# The chunk-hashing kernel (issue 25's device-side hashing).
+src=chunk_hash.hip build gfx90a chunk_hash.gfx90a.hsaco

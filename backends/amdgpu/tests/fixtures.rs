@@ -1,5 +1,6 @@
 //! The code object reader on real compiler output: the HSA code objects in
-//! `fixtures/`, built by clang from `fixtures/saxpy_mixed.hip`
+//! `fixtures/`, built by clang from `fixtures/saxpy_mixed.hip` (and the
+//! chunk-hashing kernel from `fixtures/chunk_hash.hip`)
 //! (`scripts/gen-amdgpu-fixtures.sh`), and the script itself, which must
 //! rebuild them byte for byte where clang-19 is installed.
 
@@ -20,6 +21,9 @@ const OBJECTS: [&str; 4] = [
     "saxpy_mixed.gfx1030.hsaco",
     "saxpy_mixed.gfx90a_sramecc-_xnack+.hsaco",
 ];
+
+/// The chunk-hashing kernel's code object, which the script builds too.
+const CHUNK_HASH: &str = "chunk_hash.gfx90a.hsaco";
 
 /// The fixture `name`, parsed.
 fn object(name: &str) -> CodeObject {
@@ -125,6 +129,29 @@ fn variables_with_their_sizes() {
         names.dedup();
         assert_eq!(names.len(), all, "{name}: .dynsym and .symtab listed once");
     }
+}
+
+#[test]
+fn the_chunk_hashing_kernel_takes_three_pointers_and_a_chunk_size() {
+    let co = object(CHUNK_HASH);
+    let k = co
+        .kernel("reprise_chunk_hashes")
+        .expect("reprise_chunk_hashes");
+    assert_eq!(
+        explicit(k),
+        [
+            (0, 8, "global_buffer"),
+            (8, 8, "by_value"),
+            (16, 8, "global_buffer"),
+            (24, 4, "by_value"),
+        ]
+    );
+    // No globals of its own (clang's compilation-unit id aside).
+    assert!(
+        co.variables().iter().all(|v| v.name.starts_with("__hip_cuid")),
+        "{:?}",
+        co.variables()
+    );
 }
 
 #[test]
@@ -236,11 +263,13 @@ fn script_regenerates_the_committed_code_objects() {
     std::fs::create_dir_all(&sources).unwrap();
     let script = scripts.join("gen-amdgpu-fixtures.sh");
     std::fs::copy(root.join("scripts/gen-amdgpu-fixtures.sh"), &script).unwrap();
-    std::fs::copy(
-        fixtures().join("saxpy_mixed.hip"),
-        sources.join("saxpy_mixed.hip"),
-    )
-    .unwrap();
+    for source in ["saxpy_mixed.hip", "chunk_hash.hip"] {
+        std::fs::copy(fixtures().join(source), sources.join(source)).unwrap();
+    }
+    // The BLAKE3 code chunk_hash.hip includes, where it includes it from.
+    let header = "test-support/src/cuda_driver/blake3_chunks.h";
+    std::fs::create_dir_all(repo.join(header).parent().unwrap()).unwrap();
+    std::fs::copy(root.join(header), repo.join(header)).unwrap();
     let out = Command::new("sh")
         .arg(&script)
         .env("CLANG", &clang)
@@ -251,7 +280,7 @@ fn script_regenerates_the_committed_code_objects() {
         out.status.success(),
         "the script failed with {version}: {stderr}"
     );
-    for name in OBJECTS {
+    for name in OBJECTS.into_iter().chain([CHUNK_HASH]) {
         let built = std::fs::read(sources.join(name)).unwrap();
         let committed = std::fs::read(fixtures().join(name)).unwrap();
         assert!(

@@ -19,13 +19,15 @@ fn g(name: &str, size: u64) -> PtxGlobal {
 
 #[test]
 fn fixtures_are_ptx_with_their_kernels_and_globals() {
-    let cases: [(&str, &str, Vec<PtxGlobal>); 5] = [
+    let cases: [(&str, &str, Vec<PtxGlobal>); 6] = [
         ("saxpy", "saxpy", vec![g("bias", 4), g("launches", 4)]),
         ("saxpy.sm_52", "saxpy", vec![g("bias", 4), g("launches", 4)]),
         ("mixed", "mixed", vec![g("table", 64)]),
         ("grid2d", "grid2d", vec![g("scale", 8)]),
         // Its tile is dynamic shared memory, not a global.
         ("shared_reverse", "shared_reverse", vec![]),
+        // The chunk-hashing kernel: no globals.
+        ("chunk_hash", "reprise_chunk_hashes", vec![]),
     ];
     for (file, kernel, expected) in cases {
         let ptx = fixture(&format!("{file}.ptx"));

@@ -1,5 +1,6 @@
 /*
- * The fixtures' kernels (backends/amdgpu/fixtures/saxpy_mixed.hip) as C,
+ * The fixtures' kernels (backends/amdgpu/fixtures/saxpy_mixed.hip and
+ * chunk_hash.hip) as C,
  * one call per work-item, found by the code object's kernel symbol name.
  * Every load and store goes through a check against the memory the GPU
  * may reach (memory.c); a bad one is a GPU memory fault
@@ -7,6 +8,7 @@
  * queue.c reports as ROCr does: to the system event handlers.
  */
 #include "sim.h"
+#include "blake3_chunks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -114,9 +116,53 @@ static hsa_status_t mixed(const sim_item *it) {
   return HSA_STATUS_SUCCESS;
 }
 
+/* reprise_chunk_hashes(const u8 *src @0, u64 len @8, u32 *out @16,
+ * u32 chunk_size @24): the BLAKE3 hash of each `chunk_size`-byte store
+ * chunk of src[0..len) into out (then the chaining values' scratch), one
+ * work-group per store chunk. Work-item 0 of each work-group does its
+ * group's work, as the kernel's work-items do it together: the same BLAKE3
+ * chunks, the same tree (blake3_chunks.h). */
+static hsa_status_t chunk_hashes(const sim_item *it) {
+  uint64_t src, len, out;
+  uint32_t chunk_size;
+  arg(it, 0, &src, 8);
+  arg(it, 8, &len, 8);
+  arg(it, 16, &out, 8);
+  arg(it, 24, &chunk_size, 4);
+  if (it->gid[0] % it->wg[0] || it->gid[1] % it->wg[1] ||
+      it->gid[2] % it->wg[2] || chunk_size == 0)
+    return HSA_STATUS_SUCCESS;
+  unsigned long long c = it->gid[0] / it->wg[0];
+  unsigned long long start = c * chunk_size;
+  if (start >= len) return HSA_STATUS_SUCCESS;
+  unsigned long long clen = len - start < chunk_size ? len - start : chunk_size;
+  unsigned long long n = b3_chunks_of(clen);
+  unsigned long long chunks = b3_store_chunks(len, chunk_size);
+  uint64_t cvs = out + 4 * (8 * chunks + 8 * c * b3_chunks_of(chunk_size));
+  if (!sim_gpu_can(src + start, clen, false))
+    return fault("reprise_chunk_hashes", src + start, (unsigned)clen, false);
+  if (!sim_gpu_can(cvs, 32 * n, true))
+    return fault("reprise_chunk_hashes", cvs, (unsigned)(32 * n), true);
+  if (!sim_gpu_can(out + 32 * c, 32, true))
+    return fault("reprise_chunk_hashes", out + 32 * c, 32, true);
+  const unsigned char *in = (const unsigned char *)(uintptr_t)(src + start);
+  unsigned *cv = (unsigned *)(uintptr_t)cvs;
+  for (unsigned long long j = 0; j < n; j++) {
+    unsigned long long at = j * B3_CHUNK_LEN;
+    unsigned m = clen - at < B3_CHUNK_LEN ? (unsigned)(clen - at) : B3_CHUNK_LEN;
+    b3_chunk(cv + 8 * j, in + at, m, j, n == 1);
+  }
+  for (unsigned long long s = 1; s < n; s *= 2)
+    for (unsigned long long i = 0; i + s < n; i += 2 * s)
+      b3_parent(cv + 8 * i, cv + 8 * (i + s), 2 * s >= n);
+  memcpy((void *)(uintptr_t)(out + 32 * c), cv, 32);
+  return HSA_STATUS_SUCCESS;
+}
+
 static const struct { const char *symbol; sim_kernel_fn fn; } kernels[] = {
     {"saxpy.kd", saxpy},
     {"mixed.kd", mixed},
+    {"reprise_chunk_hashes.kd", chunk_hashes},
 };
 
 sim_kernel_fn sim_kernel_lookup(const char *symbol) {

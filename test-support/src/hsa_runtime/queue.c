@@ -152,7 +152,8 @@ static hsa_status_t dispatch(struct sim_queue *s, const uint8_t *slot) {
     rc = HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION;
   } else {
     sim_item it = {{0}, {grid[0], grid[1], grid[2]},
-                   (const uint8_t *)(uintptr_t)kernarg, k.exe};
+                   (const uint8_t *)(uintptr_t)kernarg, k.exe,
+                   {wg[0], wg[1], wg[2]}};
     uint32_t n[3];
     for (int d = 0; d < 3; d++) n[d] = (grid[d] + wg[d] - 1) / wg[d];
     for (uint64_t bz = 0; bz < n[2] && !rc; bz++)

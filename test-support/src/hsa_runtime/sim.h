@@ -234,6 +234,7 @@ typedef struct sim_item {
   uint32_t grid[3];      /* grid size in work-items */
   const uint8_t *kernarg;
   struct sim_exe *exe;
+  uint32_t wg[3];        /* work-group size in work-items */
 } sim_item;
 /* A kernel's C body: 0, or the status of its fault. */
 typedef hsa_status_t (*sim_kernel_fn)(const sim_item *);

@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod chunk_hash;
 mod images;
 mod queue;
 mod regions;
