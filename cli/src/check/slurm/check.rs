@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{JobRecord, absolute, earlier_job, ends, incomplete_lines, job_dir, prepare};
 use super::{script, shard_file, submit_and_wait};
 use crate::check::discover::{self, Found};
-use crate::check::results::{self, CaptureResult, Read, Status};
+use crate::check::results::{CaptureResult, Read, Status};
 use crate::check::shard::{self, Shard};
 use crate::check::{CheckArgs, finish, open_options, write_new};
 use crate::error::{CliError, Result};
@@ -64,20 +64,27 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     }
     // A fresh run: the files of an earlier one go.
     prepare(&dir, !a.resume)?;
-    let missing = |expected: &BTreeMap<u64, Vec<&Found>>| -> Result<BTreeMap<u64, usize>> {
-        let mut out = BTreeMap::new();
-        for (&k, captures) in expected {
-            let mut read = Read::default();
+    // What the shards' files hold (those of this job's N only).
+    let read_shards = || -> Result<Read> {
+        let mut read = Read::default();
+        for k in 0..shards {
             read.add_file(&shard_file(&dir, k, shards))?;
-            let n = captures
-                .iter()
-                .filter(|f| !read.results.contains_key(&f.path.display().to_string()))
-                .count();
-            out.insert(k, n);
         }
-        Ok(out)
+        Ok(read)
     };
-    let to_submit: Vec<u64> = missing(&expected)?
+    let missing = |read: &Read| -> BTreeMap<u64, usize> {
+        expected
+            .iter()
+            .map(|(&k, captures)| {
+                let absent = captures
+                    .iter()
+                    .filter(|f| !read.results.contains_key(&f.path.display().to_string()))
+                    .count();
+                (k, absent)
+            })
+            .collect()
+    };
+    let to_submit: Vec<u64> = missing(&read_shards()?)
         .into_iter()
         .filter(|(_, n)| *n > 0)
         .map(|(k, _)| k)
@@ -101,8 +108,8 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     }
     // Merge: the shards' files are the truth.
     let ends = ends(&record);
-    let (read, _) = results::read_dir(&dir)?;
-    let left = missing(&expected)?;
+    let read = read_shards()?;
+    let left = missing(&read);
     let lines = incomplete_lines(&record, &left, &ends, "capture(s)");
     let mut all: Vec<CaptureResult> = Vec::new();
     let mut merged = String::new();
@@ -125,9 +132,10 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     }
     for (job, tasks) in &ends {
         for (k, e) in tasks {
+            let last = record.last_for(*k).is_some_and(|s| s.job_id == *job);
             let expected_end = e.state == "COMPLETED"
                 || (e.state == "FAILED" && matches!(e.exit_status(), Some(1 | 2)));
-            if !expected_end && left.get(k) == Some(&0) {
+            if last && !expected_end && left.get(k) == Some(&0) {
                 note!(
                     "warning: array task {job}_{k} ended {} (exit code {}), though shard {k} \
                      has every result",
