@@ -98,8 +98,21 @@ impl Drop for CloseOnExit {
     }
 }
 
+/// How much lower than the launching threads' the writer's scheduling
+/// priority is (its nice value, raised by this much).
+const WRITER_NICENESS: i32 = 10;
+
 fn run(shared: Arc<Shared>) {
     let _close = CloseOnExit(shared.clone());
+    // Writing is background work: on a machine with few cores, the
+    // program's threads (the launching thread, the driver's) go first.
+    // On Linux the nice value is a thread's own (setpriority(2), "BUGS":
+    // under NPTL it is a per-thread attribute), so this lowers the
+    // writer's alone; elsewhere, or where it is refused, nothing changes.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::nice(WRITER_NICENESS) {
+        log::debug!("the capture writer keeps its priority: {e}");
+    }
     loop {
         let msg = {
             let mut q = shared.queue();
