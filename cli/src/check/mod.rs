@@ -99,7 +99,9 @@ pub struct CheckArgs {
     pub results: Option<PathBuf>,
     /// Keep the results file and check only the captures it has no result
     /// for (after a run was killed, say); the summary covers them all.
-    /// Give the same DIRs and FILEs: captures are matched by path.
+    /// Give the same DIRs and FILEs: captures are matched by path. With
+    /// --slurm: waits for the job submitted before if it is still queued,
+    /// then resubmits only the shards whose results are incomplete.
     #[arg(long)]
     pub resume: bool,
     /// Also write a JUnit XML report to F.xml: one testcase per capture
