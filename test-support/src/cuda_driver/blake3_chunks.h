@@ -4,7 +4,11 @@
 // fixture kernels backends/cuda/fixtures/chunk_hash.cu and
 // backends/amdgpu/fixtures/chunk_hash.hip (which include this file from
 // here) and the simulators' C twins of them (kernels.c of each simulator)
-// run the same code. B3_FN is `__device__` in device code and empty in C.
+// run the same code: b3_store_chunk is the kernel's whole body, run by
+// every thread of a block on the GPU, and by one thread of each block in
+// the simulators. B3_FN is `__device__` in device code and empty in C;
+// B3_SYNC() is the block's barrier (`__syncthreads()`; nothing with one
+// thread; a pthread barrier in the test that runs it on CPU threads).
 //
 // From the BLAKE3 specification (Aumasson, Neves, O'Connor, Wilcox-O'Hearn,
 // 2020), section 2: the 32-bit words, the IV of SHA-256, seven rounds of
@@ -145,3 +149,40 @@ B3_FN static inline unsigned long long b3_out_words(unsigned long long len,
   unsigned long long n = b3_store_chunks(len, chunk_size);
   return 8 * n + 8 * n * b3_chunks_of(chunk_size);
 }
+
+#ifdef B3_SYNC
+// The kernel's work for store chunk `c` (its block), as thread `tid` of
+// `bdim`: the BLAKE3 chunks tid, tid + bdim, ... of the store chunk into
+// its scratch, a barrier, then each level of the tree (the node pairs
+// tid, tid + bdim, ... of the level) and a barrier after each, and thread
+// 0 copies the root to the store chunk's hash. Every thread of a block
+// makes the same calls of B3_SYNC().
+B3_FN static inline void b3_store_chunk(const unsigned char *src,
+                                        unsigned long long len, unsigned *out,
+                                        unsigned chunk_size,
+                                        unsigned long long c, unsigned tid,
+                                        unsigned bdim) {
+  unsigned long long start = c * chunk_size;
+  if (chunk_size == 0 || start >= len)
+    return;
+  unsigned long long clen = len - start < chunk_size ? len - start : chunk_size;
+  unsigned long long n = b3_chunks_of(clen);
+  unsigned long long chunks = b3_store_chunks(len, chunk_size);
+  unsigned *cvs = out + 8 * chunks + 8 * c * b3_chunks_of(chunk_size);
+  for (unsigned long long j = tid; j < n; j += bdim) {
+    unsigned long long at = j * B3_CHUNK_LEN;
+    unsigned l =
+        clen - at < B3_CHUNK_LEN ? (unsigned)(clen - at) : B3_CHUNK_LEN;
+    b3_chunk(cvs + 8 * j, src + start + at, l, j, n == 1);
+  }
+  B3_SYNC();
+  for (unsigned long long s = 1; s < n; s *= 2) {
+    for (unsigned long long i = 2 * s * tid; i + s < n; i += 2 * s * bdim)
+      b3_parent(cvs + 8 * i, cvs + 8 * (i + s), 2 * s >= n);
+    B3_SYNC();
+  }
+  if (tid == 0)
+    for (int w = 0; w < 8; w++)
+      out[8 * c + w] = cvs[w];
+}
+#endif
