@@ -15,7 +15,8 @@
  *    stream callbacks (which run even after a fault, with the error) and host
  *    functions (which do not) in order;
  *  - modules: the kernels of reprise's CUDA fixtures (saxpy, mixed, grid2d,
- *    shared_reverse, and clang's OpenMP kernels of omp_saxpy and omp_sum),
+ *    shared_reverse, the chunk hashing reprise_chunk_hashes, and clang's
+ *    OpenMP kernels of omp_saxpy and omp_sum),
  *    found by name in PTX, cubin or fat binary images (PTX that declares a
  *    function it does not define fails to load, CUDA_ERROR_INVALID_PTX, as
  *    the driver's compiler links nothing), each
