@@ -86,9 +86,11 @@ pub struct Session<'c, E: Executor> {
 impl<'c, E: Executor> Session<'c, E> {
     /// Sets `capture` up on `exec`: reserves the region at the recorded
     /// address, loads the image, finds the kernel, checks the recorded
-    /// globals against the image's, and stages the snapshot. `runs` says
-    /// how many runs are expected: more than one, on an executor that
-    /// copies on the device, makes the pristine device copy.
+    /// globals against the image's, and stages the snapshot (a store
+    /// capture's, on a GPU, streamed into the device: see the module's
+    /// documentation). `runs` says how many runs are expected: more than
+    /// one, on an executor that copies on the device, makes the pristine
+    /// device copy.
     pub async fn new(exec: &'c E, capture: &'c Capture, runs: u32) -> Result<Self> {
         let record = &capture.record;
         let name = record.name.as_str();
