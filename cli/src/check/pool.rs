@@ -9,7 +9,6 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -36,9 +35,6 @@ pub struct Workers {
 
 /// Captures waiting for a worker, shared by the workers that take them.
 type Queue = Arc<Mutex<VecDeque<Found>>>;
-
-/// The most bytes kept of a worker's stdout and stderr (their ends).
-const KEPT: usize = 256 << 10;
 
 /// Runs every capture of `host` and `gpu` and hands each result to
 /// `done` as it comes, on this thread.
@@ -128,37 +124,4 @@ pub fn wait_unreaped(pid: libc::pid_t) {
 pub fn kill_group(pid: libc::pid_t) {
     // SAFETY: kill sends a signal; the group is the worker's own.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-}
-
-/// Reads `pipe` to its end on a thread, keeping the last [`KEPT`] bytes.
-pub fn keep_tail(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(mut pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut chunk = [0u8; 16 << 10];
-            loop {
-                match pipe.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        kept.extend_from_slice(&chunk[..n]);
-                        if kept.len() > 2 * KEPT {
-                            kept.drain(..kept.len() - KEPT);
-                        }
-                    }
-                }
-            }
-            if kept.len() > KEPT {
-                kept.drain(..kept.len() - KEPT);
-            }
-            let _ = tx.send(kept);
-        });
-    }
-    rx
-}
-
-/// What a reader kept: waits a moment at most once the worker has ended
-/// (a process that left its group may still hold the pipe).
-pub fn collected(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
-    rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default()
 }

@@ -15,12 +15,16 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::discover::Found;
 use super::pool::{self, Workers};
 use super::results::{CaptureResult, Status};
 use super::worker::{MARK, Report};
+
+/// The most bytes kept of a worker's stderr (its end).
+const KEPT: usize = 256 << 10;
 
 /// Captures one worker checks before a fresh one takes over.
 pub const PER_WORKER: usize = 64;
@@ -35,8 +39,60 @@ struct Served {
     pid: libc::pid_t,
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
-    stderr: Receiver<Vec<u8>>,
+    stderr: Tail,
     served: usize,
+}
+
+/// The end of a worker's stderr since the capture under way was sent: a
+/// reader thread appends, the slot clears it before each capture, so that
+/// what a worker that died said is its last capture's.
+#[derive(Clone, Default)]
+struct Tail {
+    kept: Arc<Mutex<Vec<u8>>>,
+    done: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Tail {
+    /// Reads `pipe` to its end on a thread, keeping the last
+    /// [`KEPT`] bytes.
+    fn of(pipe: Option<impl Read + Send + 'static>) -> Tail {
+        let tail = Tail::default();
+        let t = tail.clone();
+        std::thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let mut chunk = [0u8; 16 << 10];
+                while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                    let mut kept = t.kept.lock().unwrap_or_else(|e| e.into_inner());
+                    kept.extend_from_slice(&chunk[..n]);
+                    if kept.len() > 2 * KEPT {
+                        let cut = kept.len() - KEPT;
+                        kept.drain(..cut);
+                    }
+                }
+            }
+            let (done, cv) = &*t.done;
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        });
+        tail
+    }
+
+    fn clear(&self) {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// What was kept, once the pipe has ended (waiting `grace` at most: a
+    /// process that left the group may hold it open).
+    fn take(&self, grace: Duration) -> Vec<u8> {
+        let (done, cv) = &*self.done;
+        let guard = done.lock().unwrap_or_else(|e| e.into_inner());
+        drop(cv.wait_timeout_while(guard, grace, |d| !*d));
+        let mut kept = std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()));
+        if kept.len() > KEPT {
+            kept.drain(..kept.len() - KEPT);
+        }
+        kept
+    }
 }
 
 /// One slot of the pool: its worker, started when needed.
@@ -69,15 +125,24 @@ impl<'a> Slot<'a> {
                 }
             }
         }
-        let wk = self.worker.as_mut().expect("started above");
         let mut line =
             serde_json::to_string(&found.path.display().to_string()).expect("a string serializes");
         line.push('\n');
-        // A worker that has gone cannot take it: how it ended is said below.
-        let _ = wk
-            .stdin
-            .as_mut()
-            .map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush()));
+        if !self.send(&line) {
+            // The worker ended while it waited (killed from outside, say):
+            // that is no capture's doing, and a fresh one takes this one.
+            self.retire();
+            match start(self.w, self.device) {
+                Ok(s) => self.worker = Some(s),
+                Err(why) => {
+                    result.message = why;
+                    return result;
+                }
+            }
+            // One that cannot take it either: how it ended is said below.
+            self.send(&line);
+        }
+        let wk = self.worker.as_mut().expect("started above");
         let deadline = self.w.timeout.map(|t| started + t);
         let report = loop {
             let got = match deadline {
@@ -153,6 +218,20 @@ impl<'a> Slot<'a> {
         result
     }
 
+    /// Hands `line` to the worker, its stderr cleared first; whether it
+    /// took it.
+    fn send(&mut self, line: &str) -> bool {
+        let Some(wk) = self.worker.as_mut() else {
+            return false;
+        };
+        wk.stderr.clear();
+        wk.stdin.as_mut().is_some_and(|s| {
+            s.write_all(line.as_bytes())
+                .and_then(|()| s.flush())
+                .is_ok()
+        })
+    }
+
     /// Lets the worker end (its stdin closed), and waits for it.
     fn retire(&mut self) {
         if let Some(mut wk) = self.worker.take() {
@@ -194,7 +273,7 @@ fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
     let pid = child.id() as libc::pid_t;
     let stdin = child.stdin.take();
     let lines = line_reader(child.stdout.take());
-    let stderr = pool::keep_tail(child.stderr.take());
+    let stderr = Tail::of(child.stderr.take());
     Ok(Served {
         child,
         pid,
@@ -223,7 +302,7 @@ fn end(mut wk: Served, grace: Duration) -> (Option<ExitStatus>, Vec<u8>) {
     // Not reaped yet: the group's id is still the worker's own.
     pool::kill_group(pid);
     let status = wk.child.wait().ok();
-    (status, pool::collected(wk.stderr))
+    (status, wk.stderr.take(Duration::from_secs(2)))
 }
 
 /// Reads `pipe` line by line on a thread (each line at most
