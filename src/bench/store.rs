@@ -159,6 +159,9 @@ pub struct Throughput {
 pub struct StoreResults {
     /// The 40-launch program.
     pub program: Disk,
+    /// The same recorded reachable-only ([`RecordConfig::reachable`]): the
+    /// untouched buffer is not held.
+    pub program_reachable: Disk,
     /// Per size.
     pub sizes: Vec<StoreSizeResult>,
     /// Per core.
@@ -197,15 +200,22 @@ fn disk_of(dir: &Path, captures: usize) -> Result<Disk> {
 }
 
 /// Records the 40-launch program into a fresh `dir` on `exec` with
-/// `kernel` (the demo kernel: input x, output y): what it takes on disk.
-pub fn program<E: AnyExecutor>(exec: E, kernel: &BuiltinKernel, dir: &Path) -> Result<Disk> {
+/// `kernel` (the demo kernel: input x, output y), reachable-only when
+/// `reachable` says so: what it takes on disk.
+pub fn program<E: AnyExecutor>(
+    exec: E,
+    kernel: &BuiltinKernel,
+    dir: &Path,
+    reachable: bool,
+) -> Result<Disk> {
     clear_dir(dir)?;
     let size = PROGRAM_X + PROGRAM_Y + PROGRAM_UNTOUCHED;
     let config = RecordConfig::default()
         .enabled(true)
         .format(CaptureFormat::Store)
         .dir(dir)
-        .region_size(size + (1 << 20));
+        .region_size(size + (1 << 20))
+        .reachable(reachable);
     let mut rec = Recorder::new(exec, 0, config)?;
     let x = rec.alloc(PROGRAM_X, 16)?;
     let y = rec.alloc(PROGRAM_Y, 16)?;
@@ -404,7 +414,11 @@ pub fn run<E: AnyExecutor>(
     progress(&format!(
         "store: the {PROGRAM_LAUNCHES}-launch program (x, y 16 MiB, 32 MiB untouched)"
     ));
-    let program = program(make()?, &demo, &scratch.join("program"))?;
+    let program_whole = program(make()?, &demo, &scratch.join("program"), false)?;
+    progress(&format!(
+        "store: the {PROGRAM_LAUNCHES}-launch program, reachable-only"
+    ));
+    let program_reachable = program(make()?, &demo, &scratch.join("program"), true)?;
     clear_dir(&scratch)?;
     let mut sizes = Vec::new();
     for &size in &cfg.sizes {
@@ -511,7 +525,8 @@ pub fn run<E: AnyExecutor>(
     let throughput = throughput()?;
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(StoreResults {
-        program,
+        program: program_whole,
+        program_reachable,
         sizes,
         throughput,
     })

@@ -34,6 +34,7 @@ pub fn to_json(r: &StoreResults) -> serde_json::Value {
     let t = &r.throughput;
     json!({
         "program": disk_json(&r.program),
+        "program_reachable": disk_json(&r.program_reachable),
         "sizes": r.sizes.iter().map(|s| json!({
             "size_bytes": s.size,
             "disk": disk_json(&s.disk),
@@ -80,6 +81,14 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     out!("| :--- | ---: | ---: | ---: | ---: |");
     out!(
         "| {PROGRAM_LAUNCHES}-launch program (x, y 16 MiB, 32 MiB untouched) | {} | {} | {} | {:.2} |",
+        p.captures,
+        human_bytes(p.raw),
+        human_bytes(p.stored),
+        p.ratio()
+    );
+    let p = &r.program_reachable;
+    out!(
+        "| the same, --reachable (the untouched buffer not held) | {} | {} | {} | {:.2} |",
         p.captures,
         human_bytes(p.raw),
         human_bytes(p.stored),
