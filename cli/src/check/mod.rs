@@ -71,7 +71,7 @@ use summary::Summary;
 pub struct CheckArgs {
     /// Directories to search for captures (recursively), and capture
     /// descriptors (`NAME.json`).
-    #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker", "worker_serve"])]
+    #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker_serve"])]
     pub paths: Vec<PathBuf>,
     /// How many host captures to replay at once [default: the number of
     /// cores]. GPU captures run one per visible device whatever this says.
@@ -142,12 +142,9 @@ pub struct CheckArgs {
     pub compare: CompareArgs,
     #[command(flatten)]
     pub slurm: slurm::SlurmArgs,
-    /// A worker: replay this one capture and report (run by the suite).
-    #[arg(long, hide = true, value_name = "CAPTURE")]
-    pub worker: Option<PathBuf>,
     /// A worker that replays the captures named on its stdin (one JSON
     /// string a line), answering each (run by the suite).
-    #[arg(long, hide = true, conflicts_with = "worker")]
+    #[arg(long, hide = true)]
     pub worker_serve: bool,
     /// A worker's GPU.
     #[arg(long, hide = true, value_name = "N")]
@@ -155,15 +152,6 @@ pub struct CheckArgs {
 }
 
 pub fn run(a: CheckArgs) -> Result<ExitCode> {
-    if let Some(capture) = &a.worker {
-        return worker::run(worker::Job {
-            path: capture,
-            options: open_options(&a).verify_checksums(!a.no_checksums),
-            device: a.worker_device,
-            repetitions: a.repetitions,
-            compare: &a.compare,
-        });
-    }
     if a.worker_serve {
         return worker::serve(
             open_options(&a).verify_checksums(!a.no_checksums),

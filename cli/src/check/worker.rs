@@ -1,8 +1,7 @@
-//! The worker: `reprise check --worker CAPTURE ...`, run by the suite in a
-//! child process of its own for each capture. It replays the capture with
+//! The worker: `reprise check --worker-serve ...`, run by the suite in
+//! child processes. It replays each capture named on its stdin with
 //! verification, as `reprise replay --verify` does, and prints what
-//! happened as one marked JSON line on stdout; its exit status is
-//! replay's (0 passed, 1 differs, 2 could not run). A kernel that takes the
+//! happened as one marked JSON line on stdout. A kernel that takes the
 //! process with it leaves no line, and the suite says how the process
 //! ended instead.
 
@@ -62,20 +61,6 @@ pub struct Job<'a> {
     pub repetitions: u32,
     /// How to compare.
     pub compare: &'a CompareArgs,
-}
-
-/// Replays one capture and prints its report; the exit status says the
-/// same.
-pub fn run(job: Job<'_>) -> Result<ExitCode> {
-    let report = replay(&job);
-    let code = match report.status {
-        Status::Passed => 0,
-        Status::Differs => 1,
-        _ => 2,
-    };
-    let json = serde_json::to_string(&report).expect("a report serializes");
-    out_text!("{MARK}{json}");
-    Ok(ExitCode::from(code))
 }
 
 /// The replay, as a report.
