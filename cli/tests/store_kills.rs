@@ -335,7 +335,7 @@ fn import_killed_at_random_points_loses_no_byte() {
     while !killer.done(20) {
         // Every other run starts again from raw files; the others go on
         // from what the kill before left.
-        if killer.runs % 2 == 0 {
+        if killer.runs.is_multiple_of(2) {
             fresh();
         }
         killer.run(reprise_cmd(&["import", s(dir.path())]));

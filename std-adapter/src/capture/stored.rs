@@ -45,11 +45,13 @@ pub fn manifest_for(raw: &Path) -> Result<Option<(PathBuf, Manifest)>> {
     Ok(Some((path, m)))
 }
 
+/// How many [`SharedStores`] live on a thread, and the stores they share,
+/// by capture directory.
+type Shared = Option<(usize, Vec<(PathBuf, Arc<ChunkStore>)>)>;
+
 thread_local! {
-    /// The stores opened while a [`SharedStores`] lives on this thread, by
-    /// capture directory.
-    static SHARED: std::cell::RefCell<Option<(usize, Vec<(PathBuf, Arc<ChunkStore>)>)>> =
-        const { std::cell::RefCell::new(None) };
+    /// The stores opened while a [`SharedStores`] lives on this thread.
+    static SHARED: std::cell::RefCell<Shared> = const { std::cell::RefCell::new(None) };
 }
 
 /// While it lives, every [`store_for`] on this thread gives one store per

@@ -182,14 +182,13 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
     Ok(report)
 }
 
+/// A file's device, inode and link count.
+type Inode = (u64, u64, u64);
+
 /// Moves the raw file `raw` into `store` (steps 1 to 4 of the module's
-/// documentation): what was moved and the file's (device, inode, links);
-/// `None` when the file changed while it was read, and was left.
-fn import_file(
-    store: &ChunkStore,
-    raw: &Path,
-    fsync: bool,
-) -> Result<Option<(Moved, (u64, u64, u64))>> {
+/// documentation): what was moved and the file's [`Inode`]; `None` when
+/// the file changed while it was read, and was left.
+fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Moved, Inode)>> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::open(
         raw,
