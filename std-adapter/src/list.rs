@@ -357,12 +357,14 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
             }
         }
     }
-    // What writers that died left in the store.
-    for l in crate::chunks::store_leftovers(dir)? {
-        out.push(Entry::Orphan {
+    // What writers that died left in the store (a store that cannot be
+    // looked into hides none of the captures).
+    match crate::chunks::store_leftovers(dir) {
+        Ok(leftovers) => out.extend(leftovers.into_iter().map(|l| Entry::Orphan {
             path: l.path,
             why: l.kind.why(),
-        });
+        })),
+        Err(e) => log::warn!("{e}: the store's leftovers are not listed"),
     }
     Ok(out)
 }

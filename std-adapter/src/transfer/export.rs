@@ -137,7 +137,7 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     }
     let json = if to == from {
         read_bounded(descriptor, "descriptor", DESCRIPTOR_LIMIT)?
-            .ok_or_else(|| Error::capture(descriptor, CaptureProblem::MissingSnapshot))?
+            .ok_or_else(|| Error::capture(descriptor, CaptureProblem::Vanished))?
     } else {
         convert_descriptor(&record, to, input.len).map_err(refuse)?
     };
