@@ -15,6 +15,8 @@ use core::fmt;
 use crate::record::BackendKind;
 
 #[cfg(feature = "alloc")]
+pub mod bitcode;
+#[cfg(feature = "alloc")]
 mod info;
 #[cfg(feature = "alloc")]
 pub use info::{ImageGlobal, ImageInfo, ImageProblem, ProblemSite};
@@ -71,8 +73,9 @@ impl fmt::Display for ImageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             ImageError::Jit => f.write_str(
-                "the image is LLVM bitcode (a JIT-compiled image); JIT images are not supported: \
-                 record with an ahead-of-time compiled image",
+                "the image is LLVM bitcode (a JIT-compiled image); JIT images are not supported \
+                 as they are: compile the IR for a target first (`replay --from-ir`), or record \
+                 with an ahead-of-time compiled image",
             ),
             ImageError::Container => f.write_str(
                 "the image is an LLVM offload binary container; extract the device image from it first",
