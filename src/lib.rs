@@ -87,7 +87,7 @@ pub use reprise_std::{
     Setting, Verification, WriterKind, block_on,
 };
 pub use reprise_std::{
-    capture, chunks, config, executors, list, offload, store, summary, transfer,
+    capture, chunks, compile, config, executors, list, offload, store, summary, transfer,
 };
 
 /// Comparing outputs: byte for byte, or element by element within a

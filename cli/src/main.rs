@@ -15,6 +15,7 @@ mod du;
 mod error;
 mod export;
 mod extract;
+mod from_ir;
 mod gc;
 mod import;
 mod inspect;

@@ -69,14 +69,24 @@ pub struct ReplayArgs {
     pub open: OpenArgs,
     #[command(flatten)]
     pub compare: CompareArgs,
+    #[command(flatten)]
+    pub ir: crate::from_ir::IrArgs,
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
-    let options = a
+    let mut options = a
         .open
         .options(a.backend.kind())
         .allow_missing_globals(a.allow_missing_globals)
         .verify_checksums(!a.no_checksums);
+    if a.ir.wanted() {
+        // Compiled (or found in the cache) here and again, from the
+        // cache, by the child that runs a host replay: said once.
+        let quiet = std::env::var_os(isolate::CHILD).is_some();
+        let compiled =
+            crate::from_ir::prepare(&a.file, &a.ir, a.backend.kind(), a.device_id, quiet)?;
+        options = options.image(compiled.path);
+    }
     if isolate::wanted(&a.file, &options) {
         return isolate::replay_in_child(&a.file, &options);
     }

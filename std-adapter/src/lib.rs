@@ -7,6 +7,7 @@
 pub mod background;
 pub mod capture;
 pub mod chunks;
+pub mod compile;
 pub mod config;
 pub mod error;
 pub mod exec;

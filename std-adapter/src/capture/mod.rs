@@ -29,6 +29,7 @@
 mod assess;
 pub mod base;
 mod files;
+pub mod ir;
 mod launch_env;
 pub mod offload;
 mod paths;
@@ -54,6 +55,7 @@ pub use files::{
     DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, SnapshotSource,
     checksum, file_checksum, head, open_regular, read_bounded, read_descriptor,
 };
+pub use ir::{ir_path, read_ir};
 pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
 pub use stored::{Storage, data_file, read_data, storage};
 

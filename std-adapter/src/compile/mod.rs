@@ -1,0 +1,525 @@
+//! Compiling a capture's LLVM IR (`STEM.bc`, what LLVM's recorder keeps
+//! beside a JIT-compiled image) for the executor's target with an LLVM
+//! toolchain found on the machine ([`Toolchain::find`]).
+//!
+//! - x86-64 host: a shared object (`clang -shared`; OpenMP IR linked with
+//!   the toolchain's `libomp` when it has one), what the host executor loads;
+//! - nvptx64: PTX for the device's `sm_XX` (`llc -march=nvptx64
+//!   -mcpu=sm_XX`, else `clang --target=nvptx64-nvidia-cuda`), which the
+//!   driver JITs;
+//! - amdgcn: a code object for the agent's `gfx` target (`clang
+//!   --target=amdgcn-amd-amdhsa -mcpu=gfxNNN -c`, linked with `ld.lld
+//!   -shared`).
+//!
+//! The bitcode's producer version (its identification block, read by
+//! [`reprise_core::image::bitcode`]) is checked first: a toolchain older
+//! than the bitcode is refused, naming both versions. Compiled images are
+//! cached by (bitcode hash, target, options, toolchain version) in the
+//! platform's cache directory ([`cache::dir`]), written atomically.
+
+pub mod cache;
+mod toolchain;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use reprise_core::image::bitcode::{self, BitcodeInfo};
+use reprise_core::record::BackendKind;
+
+pub use toolchain::{Toolchain, parse_tool_version};
+
+/// The most bytes of IR or of a compiled image read.
+pub const IR_LIMIT: u64 = 1 << 30;
+
+/// What the IR is compiled for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The host executor: an x86-64 shared object.
+    Host,
+    /// An NVIDIA GPU of compute capability `sm` (80 for `sm_80`): PTX.
+    Nvptx {
+        /// The SM architecture.
+        sm: u32,
+    },
+    /// An AMD GPU agent (`gfx90a`): a code object.
+    Amdgcn {
+        /// The agent's `gfx` name.
+        gfx: String,
+    },
+}
+
+impl Target {
+    /// The executor that runs images of this target.
+    pub fn backend(&self) -> BackendKind {
+        match self {
+            Target::Host => BackendKind::Host,
+            Target::Nvptx { .. } => BackendKind::Cuda,
+            Target::Amdgcn { .. } => BackendKind::Amdgpu,
+        }
+    }
+
+    /// The executor a module of `triple` runs on (`x86_64-*`, `nvptx64-*`,
+    /// `amdgcn-*`).
+    pub fn backend_of_triple(triple: &str) -> Option<BackendKind> {
+        let arch = triple.split('-').next().unwrap_or("");
+        match arch {
+            "x86_64" => Some(BackendKind::Host),
+            "nvptx64" | "nvptx" => Some(BackendKind::Cuda),
+            "amdgcn" => Some(BackendKind::Amdgpu),
+            _ => None,
+        }
+    }
+
+    /// The file extension of a compiled image.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            Target::Host => "so",
+            Target::Nvptx { .. } => "ptx",
+            Target::Amdgcn { .. } => "hsaco",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Host => f.write_str("x86-64 host"),
+            Target::Nvptx { sm } => write!(f, "nvptx64 sm_{sm}"),
+            Target::Amdgcn { gfx } => write!(f, "amdgcn {gfx}"),
+        }
+    }
+}
+
+/// How the IR is compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// The optimisation level, 0 to 3 (`-O0` .. `-O3`). Default 3, as
+    /// LLVM's JIT (`LIBOMPTARGET_JIT_OPT_LEVEL`).
+    pub opt_level: u8,
+    /// Arguments for LLVM's code generator (`-mllvm ARG` to clang, as they
+    /// are to llc).
+    pub llvm_args: Vec<String>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            opt_level: 3,
+            llvm_args: Vec::new(),
+        }
+    }
+}
+
+impl CompileOptions {
+    /// Parses `O0`..`O3` (or `0`..`3`, `-O2`).
+    pub fn parse_opt_level(s: &str) -> Option<u8> {
+        let t = s.trim_start_matches('-');
+        let t = t
+            .strip_prefix('O')
+            .or_else(|| t.strip_prefix('o'))
+            .unwrap_or(t);
+        t.parse::<u8>().ok().filter(|&n| n <= 3)
+    }
+}
+
+/// A compiled image.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// Its file in the cache (or in a temporary directory when there is no
+    /// cache directory).
+    pub path: PathBuf,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Whether it came from the cache (no compile ran).
+    pub cached: bool,
+    /// How long the compile took (zero when cached).
+    pub compile_time: Duration,
+    /// The toolchain's version.
+    pub toolchain: String,
+}
+
+/// Why IR could not be compiled.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum CompileError {
+    /// No LLVM toolchain was found.
+    NoToolchain {
+        /// Where it was looked for.
+        looked: String,
+    },
+    /// The bitcode is newer than the toolchain.
+    TooOld {
+        /// The bitcode's file.
+        path: PathBuf,
+        /// The bitcode's producer version.
+        bitcode: String,
+        /// The toolchain's clang.
+        clang: PathBuf,
+        /// The toolchain's version.
+        toolchain: String,
+    },
+    /// The file is not LLVM bitcode, or is damaged.
+    Bitcode {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: bitcode::BitcodeError,
+    },
+    /// The module is for a target other than the executor's.
+    WrongTarget {
+        /// The file.
+        path: PathBuf,
+        /// The module's triple.
+        triple: String,
+        /// The target asked for.
+        target: Target,
+    },
+    /// A tool failed.
+    Tool {
+        /// The tool.
+        tool: PathBuf,
+        /// What it said (its standard error), or why it could not run.
+        message: String,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl CompileError {
+    fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
+        CompileError::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::NoToolchain { looked } => write!(
+                f,
+                "no LLVM toolchain found in {looked}: install clang (and llc, ld.lld for GPU \
+                 targets) or name one with --llvm DIR"
+            ),
+            CompileError::TooOld {
+                path,
+                bitcode,
+                clang,
+                toolchain,
+            } => write!(
+                f,
+                "{}: the bitcode was produced by LLVM {bitcode}, newer than the toolchain \
+                 ({}, LLVM {toolchain}), which may not read it: use LLVM {bitcode} or newer \
+                 (--llvm DIR)",
+                path.display(),
+                clang.display()
+            ),
+            CompileError::Bitcode { path, problem } => write!(f, "{}: {problem}", path.display()),
+            CompileError::WrongTarget {
+                path,
+                triple,
+                target,
+            } => write!(
+                f,
+                "{}: the module is for {triple}, not for the {target} executor",
+                path.display()
+            ),
+            CompileError::Tool { tool, message } => write!(f, "{}: {message}", tool.display()),
+            CompileError::Io {
+                path,
+                action,
+                source,
+            } => write!(f, "{}: could not {action}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Reads what the bitcode file `bytes` (from `path`) says about itself.
+pub fn describe(path: &Path, bytes: &[u8]) -> Result<BitcodeInfo, CompileError> {
+    bitcode::read(bytes).map_err(|problem| CompileError::Bitcode {
+        path: path.to_path_buf(),
+        problem,
+    })
+}
+
+/// Checks that `toolchain` is not older than the bitcode `info` (of
+/// `path`) says it was produced by.
+pub fn check_version(
+    path: &Path,
+    info: &BitcodeInfo,
+    toolchain: &Toolchain,
+) -> Result<(), CompileError> {
+    match info.version() {
+        Some(v) if v > toolchain.version => Err(CompileError::TooOld {
+            path: path.to_path_buf(),
+            bitcode: format!("{}.{}.{}", v.0, v.1, v.2),
+            clang: toolchain.clang.clone(),
+            toolchain: toolchain.version_text(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Compiles the bitcode `ir` (read from `path`) for `target`, or takes the
+/// image from the cache when the same compile was done before.
+pub fn compile(
+    path: &Path,
+    ir: &[u8],
+    target: &Target,
+    options: &CompileOptions,
+    toolchain: &Toolchain,
+) -> Result<Compiled, CompileError> {
+    let info = describe(path, ir)?;
+    if let Some(triple) = &info.triple
+        && Target::backend_of_triple(triple).is_some_and(|b| b != target.backend())
+    {
+        return Err(CompileError::WrongTarget {
+            path: path.to_path_buf(),
+            triple: triple.clone(),
+            target: target.clone(),
+        });
+    }
+    check_version(path, &info, toolchain)?;
+    let target_text = target.to_string();
+    let level = [options.opt_level];
+    let args = options.llvm_args.join("\u{1f}");
+    let clang = toolchain.clang.to_string_lossy();
+    let key = cache::key(&[
+        blake3::hash(ir).as_bytes(),
+        target_text.as_bytes(),
+        &level,
+        args.as_bytes(),
+        toolchain.version_text().as_bytes(),
+        clang.as_bytes(),
+    ]);
+    let dir = cache::dir();
+    let cached_path = dir
+        .as_ref()
+        .map(|d| d.join(format!("{key}.{}", target.extension())));
+    if let Some(p) = &cached_path
+        && let Ok(bytes) = read_limited(p)
+        && !bytes.is_empty()
+    {
+        return Ok(Compiled {
+            path: p.clone(),
+            bytes,
+            cached: true,
+            compile_time: Duration::ZERO,
+            toolchain: toolchain.version_text(),
+        });
+    }
+    let work = std::env::temp_dir().join(format!("reprise-ir-{}", fastrand::u64(..)));
+    std::fs::create_dir(&work).map_err(|e| CompileError::io(&work, "create", e))?;
+    let started = Instant::now();
+    let built = build(&work, ir, target, options, toolchain);
+    let compile_time = started.elapsed();
+    let bytes = built.and_then(|out| read_limited(&out));
+    let _ = std::fs::remove_dir_all(&work);
+    let bytes = bytes?;
+    let path = match cached_path {
+        Some(p) => {
+            cache::write_atomically(&p, &bytes)?;
+            p
+        }
+        None => {
+            let p = std::env::temp_dir().join(format!("reprise-ir-{key}.{}", target.extension()));
+            cache::write_atomically(&p, &bytes)?;
+            p
+        }
+    };
+    Ok(Compiled {
+        path,
+        bytes,
+        cached: false,
+        compile_time,
+        toolchain: toolchain.version_text(),
+    })
+}
+
+fn read_limited(path: &Path) -> Result<Vec<u8>, CompileError> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| CompileError::io(path, "read", e))?
+        .len();
+    if len > IR_LIMIT {
+        return Err(CompileError::io(
+            path,
+            "read",
+            std::io::Error::other(format!("{len} bytes, more than the {IR_LIMIT} allowed")),
+        ));
+    }
+    std::fs::read(path).map_err(|e| CompileError::io(path, "read", e))
+}
+
+/// Runs the tools in `work`; the compiled image's path.
+fn build(
+    work: &Path,
+    ir: &[u8],
+    target: &Target,
+    options: &CompileOptions,
+    tc: &Toolchain,
+) -> Result<PathBuf, CompileError> {
+    let input = work.join("input.bc");
+    std::fs::write(&input, ir).map_err(|e| CompileError::io(&input, "write", e))?;
+    let opt = format!("-O{}", options.opt_level);
+    let mllvm: Vec<&str> = options
+        .llvm_args
+        .iter()
+        .flat_map(|a| ["-mllvm", a.as_str()])
+        .collect();
+    let out = work.join(format!("image.{}", target.extension()));
+    match target {
+        Target::Host => {
+            let mut c = Command::new(&tc.clang);
+            c.args([
+                "-shared",
+                "-fPIC",
+                "-Wno-unused-command-line-argument",
+                &opt,
+            ])
+            .args(&mllvm)
+            .arg(&input)
+            .arg("-o")
+            .arg(&out);
+            if let Some(lib) = &tc.omp_lib {
+                c.arg(format!("-L{}", lib.display()))
+                    .arg("-lomp")
+                    .arg(format!("-Wl,-rpath,{}", lib.display()));
+            }
+            run(&tc.clang, &mut c)?;
+        }
+        Target::Nvptx { sm } => {
+            let cpu = format!("sm_{sm}");
+            match &tc.llc {
+                Some(llc) => {
+                    let mut c = Command::new(llc);
+                    c.args(["-march=nvptx64", &format!("-mcpu={cpu}"), &opt])
+                        .args(&options.llvm_args)
+                        .arg(&input)
+                        .arg("-o")
+                        .arg(&out);
+                    run(llc, &mut c)?;
+                }
+                None => {
+                    let mut c = Command::new(&tc.clang);
+                    c.args([
+                        "--target=nvptx64-nvidia-cuda",
+                        &format!("-march={cpu}"),
+                        "-S",
+                    ])
+                    .arg(&opt)
+                    .args(&mllvm)
+                    .arg(&input)
+                    .arg("-o")
+                    .arg(&out);
+                    run(&tc.clang, &mut c)?;
+                }
+            }
+        }
+        Target::Amdgcn { gfx } => {
+            let lld = tc.lld.as_ref().ok_or_else(|| CompileError::NoToolchain {
+                looked: format!(
+                    "the toolchain of {} (no ld.lld beside it, which links AMD GPU code objects)",
+                    tc.clang.display()
+                ),
+            })?;
+            let obj = work.join("image.o");
+            let mut c = Command::new(&tc.clang);
+            c.args(["--target=amdgcn-amd-amdhsa", &format!("-mcpu={gfx}"), "-c"])
+                .arg(&opt)
+                .args(&mllvm)
+                .arg(&input)
+                .arg("-o")
+                .arg(&obj);
+            run(&tc.clang, &mut c)?;
+            let mut l = Command::new(lld);
+            l.arg("-shared").arg(&obj).arg("-o").arg(&out);
+            run(lld, &mut l)?;
+        }
+    }
+    Ok(out)
+}
+
+fn run(tool: &Path, c: &mut Command) -> Result<(), CompileError> {
+    let out = c.output().map_err(|e| CompileError::Tool {
+        tool: tool.to_path_buf(),
+        message: format!("could not run it: {e}"),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let tail: String = err
+        .lines()
+        .rev()
+        .take(20)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    Err(CompileError::Tool {
+        tool: tool.to_path_buf(),
+        message: format!("failed ({}):\n{tail}", out.status),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opt_levels_and_triples() {
+        assert_eq!(CompileOptions::parse_opt_level("O2"), Some(2));
+        assert_eq!(CompileOptions::parse_opt_level("-O0"), Some(0));
+        assert_eq!(CompileOptions::parse_opt_level("O4"), None);
+        assert_eq!(
+            Target::backend_of_triple("nvptx64-nvidia-cuda"),
+            Some(BackendKind::Cuda)
+        );
+        assert_eq!(
+            Target::backend_of_triple("x86_64-pc-linux-gnu"),
+            Some(BackendKind::Host)
+        );
+        assert_eq!(Target::backend_of_triple("riscv64"), None);
+    }
+
+    #[test]
+    fn a_newer_bitcode_is_refused_naming_both_versions() {
+        let info = BitcodeInfo {
+            producer: Some("LLVM19.1.7".into()),
+            ..Default::default()
+        };
+        let tc = Toolchain {
+            clang: "clang-16".into(),
+            llc: None,
+            lld: None,
+            version: (16, 0, 6),
+            omp_lib: None,
+        };
+        let e = check_version(Path::new("k.bc"), &info, &tc)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("19.1.7") && e.contains("16.0.6") && e.contains("k.bc"),
+            "{e}"
+        );
+        let older = BitcodeInfo {
+            producer: Some("LLVM16.0.6".into()),
+            ..Default::default()
+        };
+        assert!(check_version(Path::new("k.bc"), &older, &tc).is_ok());
+    }
+}
