@@ -29,8 +29,8 @@ pub struct IrArgs {
     /// Write the compiled image beside the capture (`STEM.jit.EXT`), or to
     /// FILE, as LLVM's `LIBOMPTARGET_JIT_SAVE_IMAGE_FILENAME` keeps the
     /// image its JIT made.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    pub jit_save_image: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    pub jit_save_image: Option<Option<PathBuf>>,
     /// The optimisation level of the compile from IR (O0 to O3).
     #[arg(long, value_name = "LEVEL", default_value = "O3", value_parser = parse_level)]
     pub ir_opt_level: u8,
@@ -116,13 +116,11 @@ pub fn prepare(
         }
     }
     if let Some(save) = &a.jit_save_image {
-        let to = if save.as_os_str().is_empty() {
+        let to = save.clone().unwrap_or_else(|| {
             let mut s = reprise::capture::stem_of(descriptor).into_os_string();
             s.push(format!(".jit.{}", target.extension()));
             PathBuf::from(s)
-        } else {
-            save.clone()
-        };
+        });
         reprise::store::write_atomically(&to, &compiled.bytes, false)?;
         if !quiet {
             out!("compiled image saved to {}", to.display());

@@ -1,0 +1,289 @@
+//! Replay from IR: captures in LLVM main's layout with a `.bc` beside the
+//! `.image` (`RecordReplay.cpp`: `<KernelHash>_<LaunchConfigHash>.bc`),
+//! made here from a real OpenMP program.
+//!
+//! clang-16 compiles `tests/openmp/saxpy.c` with `-fopenmp-target-jit`, so
+//! the application carries the kernel as LLVM bitcode; `reprise extract`
+//! takes the bitcode out. Debian's LLVM 16 runtime cannot JIT for the
+//! host, so the recorded run is reprise's own: the bitcode compiled ahead
+//! of time, launched through the Recorder on the host executor, its files
+//! then laid out as LLVM main writes them (current keys, hashed names) with
+//! the bitcode as `.bc`. Skipped with a message when clang-16 is absent,
+//! unless `REPRISE_REQUIRE_LLVM16=1`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::llvm16;
+use common::*;
+use reprise::compile::{self, CompileOptions, Target, Toolchain};
+use reprise::core::record::{Generation, KernelRecord};
+use reprise::{Args, HostExecutor, RecordConfig, Recorder};
+
+const LLVM16: &str = "/usr/lib/llvm-16/bin";
+const N: usize = 1024;
+
+/// The application, its bitcode as `reprise extract` wrote it, and the
+/// capture in LLVM main's layout; `None` when skipped.
+struct Made {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    bitcode: PathBuf,
+    descriptor: PathBuf,
+}
+
+fn made(test: &str) -> Option<Made> {
+    llvm16::need(llvm16::compiler(), test)?;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openmp/saxpy.c");
+    let app = root.join("saxpy");
+    let st = Command::new("clang-16")
+        .args([
+            "-fopenmp",
+            "-fopenmp-targets=x86_64-pc-linux-gnu",
+            "-fopenmp-target-jit",
+            "-O2",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&app)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "clang-16 -fopenmp-target-jit {}",
+        src.display()
+    );
+    let out = reprise(&["extract", "--dir", s(&root.join("images")), s(&app)]);
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("LLVM bitcode"), "{stdout}");
+    let bitcode = root.join("images/saxpy.x86_64-pc-linux-gnu.bc");
+    let ir = std::fs::read(&bitcode).unwrap();
+    let info = compile::describe(&bitcode, &ir).unwrap();
+    assert_eq!(info.triple.as_deref(), Some("x86_64-pc-linux-gnu"));
+    assert_eq!(info.version().map(|v| v.0), Some(16), "{:?}", info.producer);
+    let kernel = info
+        .functions
+        .iter()
+        .find(|f| f.starts_with("__omp_offloading_"))
+        .expect("the bitcode defines the target region's entry")
+        .clone();
+
+    // The recorded run: the bitcode compiled ahead of time, launched
+    // through reprise's Recorder: y = scale * x + y, scale = 2.
+    let tc = Toolchain::find(Some(Path::new(LLVM16))).unwrap();
+    let so = compile::compile(
+        &bitcode,
+        &ir,
+        &Target::Host,
+        &CompileOptions::default(),
+        &tc,
+    )
+    .unwrap();
+    let rec_dir = root.join("recorded");
+    let config = RecordConfig::default()
+        .enabled(true)
+        .dir(&rec_dir)
+        .region_size(64 << 20)
+        .format(reprise::CaptureFormat::Raw)
+        .fsync(false);
+    let mut rec = Recorder::new(HostExecutor::new().unwrap(), 0, config).unwrap();
+    let x = rec.alloc((N * 4) as u64, 64).unwrap();
+    let y = rec.alloc((N * 4) as u64, 64).unwrap();
+    let xs: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let ys: Vec<f32> = (0..N).map(|i| 1000.0 - i as f32).collect();
+    rec.upload(x, &floats(&xs)).unwrap();
+    rec.upload(y, &floats(&ys)).unwrap();
+    let image = rec.load_image(&so.bytes).unwrap();
+    let k = rec.kernel(image, &kernel).unwrap();
+    // The entry's parameters, as the IR declares them: (i64 n, ptr y, ptr x).
+    let args = Args::new().scalar(N as u64).ptr(y).ptr(x);
+    let written = reprise::block_on(async {
+        rec.launch(&k, geometry(1, 1), &args).await.unwrap();
+        let out = rec.download(y, N * 4).await.unwrap();
+        let y1 = f32::from_le_bytes(out[4..8].try_into().unwrap());
+        assert_eq!(y1, 2.0 * 1.0 + 999.0, "the kernel ran");
+        rec.finish().await.unwrap()
+    });
+    assert_eq!(written.len(), 1);
+
+    // Laid out as LLVM main writes it.
+    let llvm = root.join("llvm");
+    std::fs::create_dir(&llvm).unwrap();
+    let mut record = KernelRecord::from_json(&std::fs::read(&written[0]).unwrap()).unwrap();
+    record.generation = Generation::LlvmCurrent;
+    record.region_size = Some(64 << 20);
+    record.teams_limits = Some([0, 0]);
+    record.threads_limits = Some([1, 1024]);
+    let stem = "4118283624592312345_1274526373";
+    let at = |ext: &str| llvm.join(format!("{stem}.{ext}"));
+    std::fs::write(
+        at("json"),
+        record.to_json_string(Generation::LlvmCurrent).unwrap(),
+    )
+    .unwrap();
+    let from = reprise::CapturePaths::new(&written[0], Generation::Reprise);
+    for (src, ext) in [
+        (&from.input, "record_input"),
+        (&from.output, "record_output"),
+        (&from.globals, "globals"),
+        (&from.image, "image"),
+    ] {
+        std::fs::copy(src, at(ext)).unwrap_or_else(|e| {
+            let listing: Vec<_> = std::fs::read_dir(&rec_dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            panic!("{}: {e}; {listing:?}", src.display())
+        });
+    }
+    std::fs::copy(&bitcode, at("bc")).unwrap();
+    Some(Made {
+        _dir: dir,
+        root,
+        bitcode,
+        descriptor: at("json"),
+    })
+}
+
+fn run(m: &Made, args: &[&str]) -> std::process::Output {
+    let cache = m.root.join("cache");
+    reprise_env(args, &[("REPRISE_IR_CACHE", s(&cache))])
+}
+
+#[test]
+fn a_capture_in_llvm_mains_layout_replays_from_its_ir_and_the_cache_is_hit_the_second_time() {
+    let Some(m) = made("from_ir::replays") else {
+        return;
+    };
+    let d = s(&m.descriptor);
+    let first = run(
+        &m,
+        &["replay", "--from-ir", "--verify", "--llvm", LLVM16, d],
+    );
+    assert_exit(&first, 0);
+    let (stdout, _) = text(&first);
+    assert!(stdout.contains("llvm-current capture"), "{stdout}");
+    assert!(stdout.contains("compiled for x86-64 host"), "{stdout}");
+    assert!(stdout.contains("LLVM 16.0.6, -O3"), "{stdout}");
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+    let second = run(
+        &m,
+        &["replay", "--from-ir", "--verify", "--llvm", LLVM16, d],
+    );
+    assert_exit(&second, 0);
+    let (stdout, _) = text(&second);
+    assert!(stdout.contains("taken from the cache"), "{stdout}");
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+    // Another level is another compile, verified too.
+    let o0 = run(
+        &m,
+        &[
+            "replay",
+            "--from-ir",
+            "--ir-opt-level",
+            "O0",
+            "--verify",
+            "--llvm",
+            LLVM16,
+            d,
+        ],
+    );
+    assert_exit(&o0, 0);
+    let (stdout, _) = text(&o0);
+    assert!(
+        stdout.contains("compiled for x86-64 host") && stdout.contains("-O0"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn jit_save_image_keeps_the_compiled_image_beside_the_capture() {
+    let Some(m) = made("from_ir::jit_save_image") else {
+        return;
+    };
+    let d = s(&m.descriptor);
+    let out = run(
+        &m,
+        &[
+            "replay",
+            "--bitcode",
+            s(&m.bitcode),
+            "--jit-save-image",
+            "--llvm",
+            LLVM16,
+            d,
+        ],
+    );
+    assert_exit(&out, 0);
+    let saved = m.descriptor.with_extension("jit.so");
+    let bytes = std::fs::read(&saved).unwrap_or_else(|e| panic!("{}: {e}", saved.display()));
+    assert_eq!(&bytes[..4], b"\x7fELF");
+}
+
+#[test]
+fn a_bitcode_newer_than_the_toolchain_is_refused_naming_both_versions() {
+    let Some(m) = made("from_ir::newer_bitcode") else {
+        return;
+    };
+    let found = Command::new("sh")
+        .args(["-c", "command -v clang-19"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("REPRISE_REQUIRE_LLVM16").as_deref() != Ok("1"),
+            "REPRISE_REQUIRE_LLVM16=1 but clang-19 is missing (Debian's clang-19)"
+        );
+        eprintln!("skipped from_ir::newer_bitcode: clang-19 is missing");
+        return;
+    }
+    let c = m.root.join("k.c");
+    std::fs::write(&c, "void k(float *y) { y[0] += 1.0f; }\n").unwrap();
+    let bc = m.root.join("k19.bc");
+    let st = Command::new("clang-19")
+        .args(["-c", "-emit-llvm", "-O2"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = run(
+        &m,
+        &[
+            "replay",
+            "--bitcode",
+            s(&bc),
+            "--llvm",
+            LLVM16,
+            s(&m.descriptor),
+        ],
+    );
+    assert_exit(&out, 2);
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("k19.bc") && stderr.contains("LLVM 19.") && stderr.contains("LLVM 16.0.6"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bitcode_file_that_is_not_bitcode_is_named() {
+    let Some(m) = made("from_ir::not_bitcode") else {
+        return;
+    };
+    let bogus = m.root.join("bogus.bc");
+    std::fs::write(&bogus, b"\x7fELF\x02\x01 not IR").unwrap();
+    let out = run(&m, &["replay", "--bitcode", s(&bogus), s(&m.descriptor)]);
+    assert!(!out.status.success());
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("bogus.bc") && stderr.contains("not LLVM bitcode"),
+        "{stderr}"
+    );
+}
