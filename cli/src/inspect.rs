@@ -186,6 +186,13 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                 })),
             },
             "image_origin": d.image_origin.as_ref().map(origin_text),
+            "ir": ir_of(&d).map(|(path, bytes, info)| match info {
+                Ok(i) => json!({
+                    "path": path, "bytes": bytes, "producer": i.producer,
+                    "triple": i.triple, "functions": i.functions,
+                }),
+                Err(e) => json!({ "path": path, "bytes": bytes, "error": e }),
+            }),
             "arguments": args.iter().map(|(i, v, size, in_region, off)| json!({
                 "index": i, "value": v, "size": size, "in_region": in_region, "region_offset": off,
             })).collect::<Vec<_>>(),
@@ -239,6 +246,9 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     );
     if let Some(o) = &d.image_origin {
         out!("          from {}", origin_text(o));
+    }
+    for line in ir_lines(&d) {
+        out!("{line}");
     }
     out!(
         "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",
@@ -344,6 +354,58 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
 }
 
 /// 1 when the capture has problems (as a failed verification), else 0.
+/// The capture's LLVM IR (`STEM.bc`, or an image that is bitcode), read
+/// without LLVM: its file, size and what it says (or why it could not be
+/// read); `None` when there is none.
+fn ir_of(
+    d: &Description,
+) -> Option<(
+    std::path::PathBuf,
+    usize,
+    std::result::Result<reprise::core::image::bitcode::BitcodeInfo, String>,
+)> {
+    match reprise::capture::read_ir(&d.paths, None) {
+        Ok(Some((path, bytes))) => {
+            let info = reprise::core::image::bitcode::read(&bytes).map_err(|e| e.to_string());
+            Some((path, bytes.len(), info))
+        }
+        Ok(None) => None,
+        Err(e) => Some((
+            reprise::capture::ir_path(&d.paths.descriptor),
+            0,
+            Err(e.to_string()),
+        )),
+    }
+}
+
+/// The IR lines of `inspect`.
+fn ir_lines(d: &Description) -> Vec<String> {
+    let Some((path, len, info)) = ir_of(d) else {
+        return vec!["ir        none".into()];
+    };
+    let name = path.file_name().map_or(path.display().to_string(), |n| {
+        n.to_string_lossy().into_owned()
+    });
+    match info {
+        Ok(i) => {
+            let mut v = vec![format!(
+                "ir        {name} ({}, {}): {}",
+                human_bytes(len as u64),
+                i.producer.as_deref().unwrap_or("producer unknown"),
+                i.triple.as_deref().unwrap_or("no target triple")
+            )];
+            if !i.functions.is_empty() {
+                v.push(format!("          defines {}", i.functions.join(", ")));
+            }
+            v
+        }
+        Err(e) => vec![format!(
+            "ir        {name}: IR present ({len} bytes) but not read ({e}); install LLVM \
+             (llvm-dis) to see more"
+        )],
+    }
+}
+
 fn status(problems: &[String]) -> ExitCode {
     if problems.is_empty() {
         ExitCode::SUCCESS

@@ -287,3 +287,27 @@ fn a_bitcode_file_that_is_not_bitcode_is_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn inspect_shows_the_ir_its_triple_and_the_functions_it_defines() {
+    let Some(m) = made("from_ir::inspect") else {
+        return;
+    };
+    let out = reprise(&["inspect", s(&m.descriptor)]);
+    let (stdout, _) = text(&out);
+    let ir = stdout
+        .lines()
+        .find(|l| l.starts_with("ir "))
+        .unwrap_or_else(|| panic!("no ir line:\n{stdout}"));
+    assert!(ir.contains(".bc") && ir.contains("LLVM16.0.6"), "{ir}");
+    assert!(ir.contains("x86_64-pc-linux-gnu"), "{ir}");
+    assert!(stdout.contains("defines __omp_offloading_"), "{stdout}");
+    let json = reprise(&["inspect", "--json", s(&m.descriptor)]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["ir"]["triple"], "x86_64-pc-linux-gnu");
+    // A capture without IR says so.
+    std::fs::remove_file(m.descriptor.with_extension("bc")).unwrap();
+    let out = reprise(&["inspect", s(&m.descriptor)]);
+    let (stdout, _) = text(&out);
+    assert!(stdout.lines().any(|l| l == "ir        none"), "{stdout}");
+}

@@ -33,6 +33,12 @@ pub fn read_ir(paths: &CapturePaths, given: Option<&Path>) -> Result<Option<(Pat
         None => vec![ir_path(&paths.descriptor), paths.image.clone()],
     };
     for (i, path) in candidates.iter().enumerate() {
+        // The image is read whole only when it is bitcode.
+        if i == 1
+            && !super::files::head(path, 4).is_some_and(|h| image::sniff(&h) == ImageKind::Bitcode)
+        {
+            return Ok(None);
+        }
         let Some(bytes) = read_bounded(path, "LLVM IR", IMAGE_LIMIT)? else {
             if given.is_some() {
                 return Err(Error::io(
