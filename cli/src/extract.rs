@@ -17,7 +17,9 @@ use crate::ui::human_bytes;
 /// per target triple and architecture: x86-64 shared objects for the host,
 /// cubins or PTX for NVIDIA GPUs, code objects for AMD GPUs. For each
 /// entry this prints its triple, architecture, kind, size and the kernels
-/// its symbols define, and writes it to DIR as `APP.TRIPLE[.ARCH].EXT`
+/// its symbols define (for an LLVM bitcode entry, what
+/// `-fopenmp-target-jit` embeds, the functions the module defines), and
+/// writes it to DIR as `APP.TRIPLE[.ARCH].EXT`
 /// (characters outside `[A-Za-z0-9_.-]` written as `_`).
 /// (`reprise replay --image APP` and `reprise inspect --image APP` take the
 /// entry for a capture's kernel without extracting anything.)
@@ -31,6 +33,27 @@ pub struct ExtractArgs {
     /// Only list them.
     #[arg(long)]
     pub list: bool,
+}
+
+/// The kernels of an LLVM bitcode entry (a JIT image, `-fopenmp-target-jit`):
+/// the OpenMP target regions' entries among the functions it defines, else
+/// every function it defines; `None` when it is not readable bitcode.
+fn bitcode_entries(bytes: &[u8]) -> Option<Vec<String>> {
+    use reprise::core::image::{ImageKind, bitcode, sniff};
+    if sniff(bytes) != ImageKind::Bitcode {
+        return None;
+    }
+    let functions = bitcode::read(bytes).ok()?.functions;
+    let entries: Vec<String> = functions
+        .iter()
+        .filter(|f| f.starts_with("__omp_offloading_"))
+        .cloned()
+        .collect();
+    Some(if entries.is_empty() {
+        functions
+    } else {
+        entries
+    })
 }
 
 pub fn run(a: ExtractArgs) -> Result<ExitCode> {
@@ -55,10 +78,10 @@ pub fn run(a: ExtractArgs) -> Result<ExitCode> {
             arch,
             i.kind.to_string(),
             human_bytes(i.bytes.len() as u64),
-            if i.kernels.is_empty() {
-                "(none found)".to_string()
-            } else {
-                i.kernels.join(", ")
+            match (&i.kernels[..], bitcode_entries(&i.bytes)) {
+                ([], Some(entries)) if !entries.is_empty() => entries.join(", "),
+                ([], _) => "(none found)".to_string(),
+                (k, _) => k.join(", "),
             }
         );
         if !a.list {

@@ -61,6 +61,7 @@ fn made(test: &str) -> Option<Made> {
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);
     assert!(stdout.contains("LLVM bitcode"), "{stdout}");
+    assert!(stdout.contains("kernels: __omp_offloading_"), "{stdout}");
     let bitcode = root.join("images/saxpy.x86_64-pc-linux-gnu.bc");
     let ir = std::fs::read(&bitcode).unwrap();
     let info = compile::describe(&bitcode, &ir).unwrap();
