@@ -100,6 +100,16 @@ fn made(test: &str) -> Option<Made> {
     rec.upload(x, &floats(&xs)).unwrap();
     rec.upload(y, &floats(&ys)).unwrap();
     let image = rec.load_image(&so.bytes).unwrap();
+    // The Recorder keeps the IR beside each capture's image; what is not
+    // LLVM bitcode (NVVM IR, PTX) it refuses.
+    let refused = rec
+        .attach_ir(image, b".version 8.0\n.target sm_80\n")
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("not LLVM bitcode"),
+        "{refused}"
+    );
+    rec.attach_ir(image, &ir).unwrap();
     let k = rec.kernel(image, &kernel).unwrap();
     // The entry's parameters, as the IR declares them: (i64 n, ptr y, ptr x).
     let args = Args::new().scalar(N as u64).ptr(y).ptr(x);
@@ -142,7 +152,9 @@ fn made(test: &str) -> Option<Made> {
             panic!("{}: {e}; {listing:?}", src.display())
         });
     }
-    std::fs::copy(&bitcode, at("bc")).unwrap();
+    let kept = reprise::capture::ir_path(&written[0]);
+    assert_eq!(std::fs::read(&kept).unwrap(), ir, "{}", kept.display());
+    std::fs::copy(&kept, at("bc")).unwrap();
     Some(Made {
         _dir: dir,
         root,

@@ -46,6 +46,9 @@ pub(super) struct LoadedImage<E: Executor> {
     pub(super) bytes: Arc<Vec<u8>>,
     /// Writable globals: name, device address, size.
     pub(super) globals: Vec<(String, u64, u64)>,
+    /// The LLVM bitcode the image was compiled from, when attached
+    /// ([`super::Recorder::attach_ir`]): written beside each capture.
+    pub(super) ir: Option<Arc<Vec<u8>>>,
 }
 
 /// What a launch did.

@@ -177,6 +177,7 @@ where
         let globals_blob =
             encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
         let image_bytes = image.bytes.clone();
+        let ir = image.ir.clone();
         // What the capture holds while it waits: its snapshot buffers.
         let held = [Some(&out.input), out.output.as_ref(), out.globals.as_ref()]
             .into_iter()
@@ -208,6 +209,13 @@ where
                 image: &image_bytes,
             };
             let r = selected.and_then(|()| store.write(&mut record, data));
+            let r = match (r, &ir) {
+                (Ok(p), Some(ir)) => {
+                    crate::store::write_atomically(&crate::capture::ir_path(&p), ir, false)
+                        .map(|()| p)
+                }
+                (r, _) => r,
+            };
             if let Ok(p) = &r
                 && let Some(n) = p.file_name()
             {

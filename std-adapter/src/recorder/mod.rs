@@ -350,11 +350,35 @@ where
             image,
             bytes: Arc::new(bytes.to_vec()),
             globals,
+            ir: None,
         });
         Ok(ImageId {
             recorder: self.id,
             index: self.images.len() - 1,
         })
+    }
+
+    /// Keeps the LLVM bitcode `ir` that the loaded `image` was compiled
+    /// from: each capture of its kernels then has it beside its image, as
+    /// `STEM.bc` (the name LLVM's recorder gives a JIT-compiled image's IR),
+    /// which `replay --from-ir` compiles again. Only LLVM bitcode is taken
+    /// (NVVM IR given to `cuLink*` is not: an error says so). The file is
+    /// written after the capture, atomically: a capture without it is
+    /// whole, only without IR.
+    pub fn attach_ir(&mut self, image: ImageId, ir: &[u8]) -> Result<()> {
+        if reprise_core::image::sniff(ir) != reprise_core::image::ImageKind::Bitcode {
+            return Err(Error::Config {
+                var: "Recorder::attach_ir",
+                value: format!("{} bytes", ir.len()),
+                problem: format!(
+                    "the IR to attach is {}, not LLVM bitcode",
+                    reprise_core::image::sniff(ir)
+                ),
+            });
+        }
+        self.loaded(image)?;
+        self.images[image.index].ir = Some(Arc::new(ir.to_vec()));
+        Ok(())
     }
 
     /// The image `image` names, when this recorder loaded it.
