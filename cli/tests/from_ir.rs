@@ -180,6 +180,7 @@ fn a_capture_in_llvm_mains_layout_replays_from_its_ir_and_the_cache_is_hit_the_s
     );
     assert_exit(&first, 0);
     let (stdout, _) = text(&first);
+    eprintln!("{stdout}");
     assert!(stdout.contains("llvm-current capture"), "{stdout}");
     assert!(stdout.contains("compiled for x86-64 host"), "{stdout}");
     assert!(stdout.contains("LLVM 16.0.6, -O3"), "{stdout}");
