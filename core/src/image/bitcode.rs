@@ -483,7 +483,7 @@ mod tests {
             self.fixed(v, w);
         }
         fn align(&mut self) {
-            while self.bit % 32 != 0 {
+            while !self.bit.is_multiple_of(32) {
                 self.fixed(0, 1);
             }
         }
