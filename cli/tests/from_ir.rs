@@ -325,3 +325,44 @@ fn inspect_shows_the_ir_its_triple_and_the_functions_it_defines() {
     let (stdout, _) = text(&out);
     assert!(stdout.lines().any(|l| l == "ir        none"), "{stdout}");
 }
+
+#[test]
+fn tune_ranks_optimisation_levels_from_ir_each_verified_with_its_compile_time_apart() {
+    let Some(m) = made("from_ir::tune_opt_levels") else {
+        return;
+    };
+    let out = run(
+        &m,
+        &[
+            "tune",
+            "--opt-level",
+            "O0,O2,O3",
+            "--repetitions",
+            "3",
+            "--llvm",
+            LLVM16,
+            s(&m.descriptor),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}");
+    assert_exit(&out, 0);
+    assert!(stdout.contains("3 optimisation levels"), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("compile") && stdout.contains("kernel med"),
+        "{stdout}"
+    );
+    for level in ["O0", "O2", "O3"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(level))
+            .unwrap_or_else(|| panic!("no row for {level}:\n{stdout}"));
+        assert!(row.ends_with("verified"), "{row}");
+    }
+    let ranks: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(ranks, ["1", "2", "3"], "{stdout}");
+}

@@ -2,6 +2,7 @@
 //! configuration, and report the fastest.
 
 mod lists;
+mod opt_levels;
 mod plot;
 mod report;
 mod shard;
@@ -113,6 +114,8 @@ pub struct TuneArgs {
     pub merge: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub slurm: crate::check::slurm::SlurmArgs,
+    #[command(flatten)]
+    pub ir: opt_levels::IrSweepArgs,
 }
 
 /// Set by Ctrl-C: the sweep stops after the configuration under way.
@@ -127,6 +130,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     }
     if let Some(code) = slurm::before(&a)? {
         return Ok(code);
+    }
+    if !a.ir.opt_level.is_empty() {
+        return opt_levels::run(&a);
     }
     let options = a
         .open

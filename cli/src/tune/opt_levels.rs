@@ -1,0 +1,155 @@
+//! `tune --opt-level LIST`: a sweep of compile options from IR. The
+//! capture's LLVM IR is compiled at each level ([`crate::from_ir`], cached),
+//! and each image is replayed, verified against the recorded output and
+//! timed; the compile time is reported apart from the kernel time.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use reprise::Capture;
+
+use crate::error::{CliError, Result};
+use crate::from_ir::IrArgs;
+use crate::ui::human_time;
+
+/// Options of a sweep from IR.
+#[derive(Args, Debug, Default)]
+pub struct IrSweepArgs {
+    /// Compile the capture's LLVM IR (`STEM.bc`) at each of these
+    /// optimisation levels (`O0,O2,O3`), replay, verify and time each
+    /// image, and rank them; the compile time is a column of its own.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_level)]
+    pub opt_level: Vec<u8>,
+    /// An argument for LLVM's code generator for every compile of the
+    /// sweep (`-mllvm ARG`); repeatable.
+    #[arg(long = "llvm-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub llvm_args: Vec<String>,
+    /// The LLVM toolchain of the sweep's compiles (see `replay --llvm`).
+    #[arg(long, value_name = "DIR")]
+    pub llvm: Option<PathBuf>,
+    /// The LLVM bitcode to compile instead of `STEM.bc`.
+    #[arg(long, value_name = "FILE")]
+    pub bitcode: Option<PathBuf>,
+}
+
+fn parse_level(s: &str) -> std::result::Result<u8, String> {
+    reprise::compile::CompileOptions::parse_opt_level(s)
+        .ok_or_else(|| format!("{s:?} is not O0, O1, O2 or O3"))
+}
+
+/// One level's result.
+struct Row {
+    level: u8,
+    compile: Option<Duration>,
+    median: Option<Duration>,
+    min: Option<Duration>,
+    verdict: String,
+    ok: bool,
+}
+
+/// Runs the sweep over `ir.opt_level` for the capture `a.file`.
+pub fn run(a: &super::TuneArgs) -> Result<ExitCode> {
+    let ir = &a.ir;
+    let mut rows = Vec::new();
+    for &level in &ir.opt_level {
+        let args = IrArgs {
+            from_ir: true,
+            bitcode: ir.bitcode.clone(),
+            llvm: ir.llvm.clone(),
+            jit_save_image: None,
+            ir_opt_level: level,
+            llvm_args: ir.llvm_args.clone(),
+        };
+        let compiled =
+            crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
+        let options = a
+            .open
+            .options(a.backend.kind())
+            .allow_missing_globals(a.allow_missing_globals)
+            .verify_checksums(!a.no_checksums)
+            .image(&compiled.path);
+        let capture = Capture::open_with(&a.file, options)?;
+        let mut builder = reprise::replay(&capture)
+            .verify(capture.output.is_some())
+            .compare(a.compare.spec())
+            .repetitions(a.warmup + a.repetitions);
+        if let Some(b) = a.backend.kind() {
+            builder = builder.backend(b);
+        }
+        if let Some(d) = a.device_id {
+            builder = builder.device_id(d);
+        }
+        let compile = (!compiled.cached).then_some(compiled.compile_time);
+        let row = match reprise::block_on(std::future::IntoFuture::into_future(builder)) {
+            Ok(o) => {
+                let mut timed: Vec<Duration> = o
+                    .times
+                    .iter()
+                    .zip(&o.kernel_times)
+                    .skip(a.warmup as usize)
+                    .map(|(t, k)| k.unwrap_or(*t))
+                    .collect();
+                timed.sort();
+                let (verdict, ok) = match &o.verification {
+                    None => ("not verified (no recorded output)".to_string(), true),
+                    Some(v) if v.is_match() => ("verified".to_string(), true),
+                    Some(_) => ("OUTPUT DIFFERS".to_string(), false),
+                };
+                Row {
+                    level,
+                    compile,
+                    median: timed.get(timed.len() / 2).copied(),
+                    min: timed.first().copied(),
+                    verdict,
+                    ok,
+                }
+            }
+            Err(e) => Row {
+                level,
+                compile,
+                median: None,
+                min: None,
+                verdict: format!("failed: {}", CliError::from(e)),
+                ok: false,
+            },
+        };
+        rows.push(row);
+    }
+    rows.sort_by_key(|r| (!r.ok, r.median.unwrap_or(Duration::MAX)));
+    out!(
+        "tuning {} from IR: {} optimisation levels, {} timed runs each after {} warm-up(s)",
+        a.file.display(),
+        rows.len(),
+        a.repetitions,
+        a.warmup
+    );
+    out!(
+        "{:<4} {:>5} {:>12} {:>12} {:>12}  result",
+        "rank",
+        "level",
+        "compile",
+        "kernel med",
+        "kernel min"
+    );
+    let t = |d: Option<Duration>| d.map_or("-".to_string(), human_time);
+    for (i, r) in rows.iter().enumerate() {
+        out!(
+            "{:<4} {:>5} {:>12} {:>12} {:>12}  {}",
+            i + 1,
+            format!("O{}", r.level),
+            r.compile.map_or("cached".to_string(), human_time),
+            t(r.median),
+            t(r.min),
+            r.verdict
+        );
+    }
+    Ok(if rows.iter().any(|r| r.ok) {
+        ExitCode::SUCCESS
+    } else if rows.iter().any(|r| r.median.is_some()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(2)
+    })
+}
