@@ -67,14 +67,16 @@ pub fn prepare(
     let record = reprise::capture::read_descriptor(descriptor)?;
     let paths = reprise::CapturePaths::new(descriptor, record.generation);
     let (ir_path, ir) =
-        reprise::capture::read_ir(&paths, a.bitcode.as_deref())?.ok_or_else(|| {
-            CliError::Command(format!(
-                "{}: the capture has no LLVM IR ({} is missing and its image is not bitcode); \
+        reprise::capture::read_ir(&paths, record.checksums.ir, a.bitcode.as_deref())?.ok_or_else(
+            || {
+                CliError::Command(format!(
+                    "{}: the capture has no LLVM IR ({} is missing and its image is not bitcode); \
              name one with --bitcode FILE",
-                descriptor.display(),
-                reprise::capture::ir_path(descriptor).display()
-            ))
-        })?;
+                    descriptor.display(),
+                    reprise::capture::ir_path(descriptor).display()
+                ))
+            },
+        )?;
     let info = compile::describe(&ir_path, &ir).map_err(err)?;
     let backend = forced
         .or_else(|| info.triple.as_deref().and_then(Target::backend_of_triple))

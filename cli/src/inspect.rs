@@ -364,7 +364,7 @@ fn ir_of(
     usize,
     std::result::Result<reprise::core::image::bitcode::BitcodeInfo, String>,
 )> {
-    match reprise::capture::read_ir(&d.paths, None) {
+    match reprise::capture::read_ir(&d.paths, d.record.checksums.ir, None) {
         Ok(Some((path, bytes))) => {
             let info = reprise::core::image::bitcode::read(&bytes).map_err(|e| e.to_string());
             Some((path, bytes.len(), info))

@@ -32,6 +32,8 @@ struct Made {
     root: PathBuf,
     bitcode: PathBuf,
     descriptor: PathBuf,
+    /// The capture as reprise's Recorder wrote it, IR attached.
+    recorded: PathBuf,
 }
 
 fn made(test: &str) -> Option<Made> {
@@ -160,6 +162,7 @@ fn made(test: &str) -> Option<Made> {
         root,
         bitcode,
         descriptor: at("json"),
+        recorded: written[0].clone(),
     })
 }
 
@@ -365,4 +368,36 @@ fn tune_ranks_optimisation_levels_from_ir_each_verified_with_its_compile_time_ap
         .filter(|w| w.parse::<u32>().is_ok())
         .collect();
     assert_eq!(ranks, ["1", "2", "3"], "{stdout}");
+}
+
+#[test]
+fn the_recorders_capture_names_its_ir_in_its_descriptor_and_replays_from_it() {
+    let Some(m) = made("from_ir::recorder_key") else {
+        return;
+    };
+    let json = std::fs::read_to_string(&m.recorded).unwrap();
+    assert!(json.contains("\"ir\":"), "{json}");
+    let d = s(&m.recorded);
+    let out = run(
+        &m,
+        &["replay", "--from-ir", "--verify", "--llvm", LLVM16, d],
+    );
+    assert_exit(&out, 0);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+    // The descriptor says there is IR: a missing one is named.
+    let bc = reprise::capture::ir_path(&m.recorded);
+    std::fs::remove_file(&bc).unwrap();
+    let out = run(&m, &["replay", "--from-ir", "--llvm", LLVM16, d]);
+    assert!(!out.status.success());
+    let (_, stderr) = text(&out);
+    assert!(stderr.contains(s(&bc)), "{stderr}");
+    // A changed one too.
+    std::fs::write(&bc, b"BC\xc0\xde changed").unwrap();
+    let out = run(&m, &["replay", "--from-ir", "--llvm", LLVM16, d]);
+    let (_, stderr) = text(&out);
+    assert!(
+        !out.status.success() && stderr.contains("checksum"),
+        "{stderr}"
+    );
 }

@@ -234,6 +234,7 @@ struct RawChecksums {
     output: Option<u64>,
     globals: Option<u64>,
     image: Option<u64>,
+    ir: Option<u64>,
     unknown: Option<EntryName>,
     bad: bool,
 }
@@ -254,6 +255,7 @@ impl<'de> Deserialize<'de> for RawChecksums {
                         "output" => &mut out.output,
                         "globals" => &mut out.globals,
                         "image" => &mut out.image,
+                        "ir" => &mut out.ir,
                         other => {
                             out.unknown.get_or_insert(EntryName::new(other));
                             map.next_value::<IgnoredAny>()?;
@@ -633,6 +635,7 @@ impl Raw {
                 output: c.output,
                 globals: c.globals,
                 image: c.image,
+                ir: c.ir,
                 unknown: c.unknown,
             },
         };

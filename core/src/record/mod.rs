@@ -212,6 +212,9 @@ pub struct Checksums {
     pub globals: Option<u64>,
     /// The device image.
     pub image: Option<u64>,
+    /// The LLVM IR the image was compiled from (`STEM.bc`, key `ir`):
+    /// reprise's own key, written when the Recorder was given the IR.
+    pub ir: Option<u64>,
     /// The first entry of the descriptor's `Checksums` map that names no
     /// file of a capture (`"3input"`, say): a mangled map, whose checksum
     /// for some file is then missing. Never written.

@@ -58,6 +58,7 @@ impl Serialize for Checksums {
             ("globals", self.globals),
             ("image", self.image),
             ("input", self.input),
+            ("ir", self.ir),
             ("output", self.output),
         ] {
             if let Some(v) = v {

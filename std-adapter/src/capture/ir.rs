@@ -26,8 +26,28 @@ pub fn ir_path(descriptor: &Path) -> PathBuf {
 /// The LLVM bitcode of the capture at `paths`: the file `given` when named
 /// (it must be there), else `STEM.bc`, else the image when it is bitcode;
 /// `Ok(None)` when there is none. Read with the image's bound; a file that
-/// is not LLVM bitcode is an error naming it.
-pub fn read_ir(paths: &CapturePaths, given: Option<&Path>) -> Result<Option<(PathBuf, Vec<u8>)>> {
+/// is not LLVM bitcode is an error naming it. `want` is the checksum the
+/// descriptor records for `STEM.bc` (reprise's `Checksums` key `ir`): then
+/// the file must be there and match.
+pub fn read_ir(
+    paths: &CapturePaths,
+    want: Option<u64>,
+    given: Option<&Path>,
+) -> Result<Option<(PathBuf, Vec<u8>)>> {
+    if let (Some(want), None) = (want, given) {
+        let path = ir_path(&paths.descriptor);
+        let Some(bytes) = read_bounded(&path, "LLVM IR", IMAGE_LIMIT)? else {
+            return Err(Error::io(
+                &path,
+                "read (the descriptor records its checksum)",
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        };
+        let got = super::files::checksum(&bytes);
+        if got != want {
+            return Err(super::files::checksum_mismatch(&path, want, got));
+        }
+    }
     let candidates: Vec<PathBuf> = match given {
         Some(p) => vec![p.to_path_buf()],
         None => vec![ir_path(&paths.descriptor), paths.image.clone()],

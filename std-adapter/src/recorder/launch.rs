@@ -178,6 +178,7 @@ where
             encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
         let image_bytes = image.bytes.clone();
         let ir = image.ir.clone();
+        record.checksums.ir = ir.as_ref().map(|b| reprise_core::record::checksum(b));
         // What the capture holds while it waits: its snapshot buffers.
         let held = [Some(&out.input), out.output.as_ref(), out.globals.as_ref()]
             .into_iter()
