@@ -79,14 +79,16 @@ fn made(test: &str) -> Option<Made> {
     // The recorded run: the bitcode compiled ahead of time, launched
     // through reprise's Recorder: y = scale * x + y, scale = 2.
     let tc = Toolchain::find(Some(Path::new(LLVM16))).unwrap();
-    let so = compile::compile(
+    let so = compile::compile_cached_in(
         &bitcode,
         &ir,
         &Target::Host,
         &CompileOptions::default(),
         &tc,
+        Some(root.join("made-cache")),
     )
     .unwrap();
+    assert!(!so.cached);
     let rec_dir = root.join("recorded");
     let config = RecordConfig::default()
         .enabled(true)

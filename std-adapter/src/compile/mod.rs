@@ -274,13 +274,27 @@ pub fn check_version(
 }
 
 /// Compiles the bitcode `ir` (read from `path`) for `target`, or takes the
-/// image from the cache when the same compile was done before.
+/// image from the cache ([`cache::dir`]) when the same compile was done
+/// before.
 pub fn compile(
     path: &Path,
     ir: &[u8],
     target: &Target,
     options: &CompileOptions,
     toolchain: &Toolchain,
+) -> Result<Compiled, CompileError> {
+    compile_cached_in(path, ir, target, options, toolchain, cache::dir())
+}
+
+/// [`compile`] with the cache in `dir` (none: a temporary file, never
+/// reused).
+pub fn compile_cached_in(
+    path: &Path,
+    ir: &[u8],
+    target: &Target,
+    options: &CompileOptions,
+    toolchain: &Toolchain,
+    dir: Option<PathBuf>,
 ) -> Result<Compiled, CompileError> {
     let info = describe(path, ir)?;
     if let Some(triple) = &info.triple
@@ -305,7 +319,6 @@ pub fn compile(
         toolchain.version_text().as_bytes(),
         clang.as_bytes(),
     ]);
-    let dir = cache::dir();
     let cached_path = dir
         .as_ref()
         .map(|d| d.join(format!("{key}.{}", target.extension())));

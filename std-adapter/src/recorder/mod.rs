@@ -362,9 +362,11 @@ where
     /// from: each capture of its kernels then has it beside its image, as
     /// `STEM.bc` (the name LLVM's recorder gives a JIT-compiled image's IR),
     /// which `replay --from-ir` compiles again. Only LLVM bitcode is taken
-    /// (NVVM IR given to `cuLink*` is not: an error says so). The file is
-    /// written after the capture, atomically: a capture without it is
-    /// whole, only without IR.
+    /// (NVVM IR given to `cuLink*` is not: an error says so). The
+    /// descriptor records its checksum (`Checksums` key `ir`); the file is
+    /// written atomically right after the capture, so a capture that lost
+    /// it is still replayed from its image, and only `--from-ir` names the
+    /// missing file.
     pub fn attach_ir(&mut self, image: ImageId, ir: &[u8]) -> Result<()> {
         if reprise_core::image::sniff(ir) != reprise_core::image::ImageKind::Bitcode {
             return Err(Error::Config {
