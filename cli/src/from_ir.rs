@@ -131,31 +131,9 @@ pub fn prepare(
     Ok(compiled)
 }
 
-/// The compile target of executor `backend`'s device `device`.
+/// The compile target of executor `backend`'s device `device` (the
+/// registry asks the device).
 fn target_for(backend: BackendKind, device: Option<i32>) -> Result<Target> {
-    let device = device.unwrap_or(0);
-    match backend {
-        BackendKind::Host => Ok(Target::Host),
-        BackendKind::Cuda => {
-            let e = reprise::CudaExecutor::new(device)
-                .map_err(|e| CliError::Command(format!("CUDA device {device}: {e}")))?;
-            let (major, minor) = e
-                .compute_capability()
-                .map_err(|e| CliError::Command(format!("CUDA device {device}: {e}")))?;
-            Ok(Target::Nvptx {
-                sm: major * 10 + minor,
-            })
-        }
-        BackendKind::Amdgpu => {
-            let e = reprise::AmdExecutor::new(device)
-                .map_err(|e| CliError::Command(format!("AMD GPU agent {device}: {e}")))?;
-            Ok(Target::Amdgcn {
-                gfx: e.name().to_string(),
-            })
-        }
-        #[allow(unreachable_patterns)]
-        other => Err(CliError::Command(format!(
-            "compiling IR for the {other} executor is not supported by this build"
-        ))),
-    }
+    let spec = reprise::executors::ExecutorSpec::new(backend).device(device.unwrap_or(0));
+    Ok(reprise::executors::compile_target(spec)?)
 }

@@ -233,6 +233,38 @@ pub const fn traits(kind: BackendKind) -> Traits {
     }
 }
 
+/// What LLVM IR is compiled for to run on the executor `spec` names
+/// ([`crate::compile`]): the host, or the device's architecture (a CUDA
+/// device's `sm_XX`, an AMD agent's `gfx` name), asked of the device.
+pub fn compile_target(spec: ExecutorSpec) -> Result<crate::compile::Target> {
+    use crate::compile::Target;
+    match spec.kind {
+        BackendKind::Host => Ok(Target::Host),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            let exec = open_cuda(&spec)?;
+            let (major, minor) = exec.compute_capability().map_err(|e| {
+                Error::executor(
+                    format!("asking CUDA device {} its architecture", spec.device),
+                    e,
+                )
+            })?;
+            Ok(Target::Nvptx {
+                sm: major * 10 + minor,
+            })
+        }
+        #[cfg(feature = "amdgpu")]
+        BackendKind::Amdgpu => Ok(Target::Amdgcn {
+            gfx: open_amdgpu(&spec)?.name().to_string(),
+        }),
+        #[allow(unreachable_patterns)]
+        other => Err(Error::NotInBuild {
+            path: None,
+            backend: other,
+        }),
+    }
+}
+
 /// Runs `job` on executors of the kind `spec` names: the one function that
 /// maps an executor kind to an executor.
 ///
