@@ -403,3 +403,94 @@ fn the_recorders_capture_names_its_ir_in_its_descriptor_and_replays_from_it() {
         "{stderr}"
     );
 }
+
+/// LLVM 19's tools, where Debian's clang-19, llvm-19 and lld-19 put them;
+/// `None` after saying why when absent.
+fn llvm19(test: &str) -> Option<Toolchain> {
+    let dir = Path::new("/usr/lib/llvm-19/bin");
+    let missing: Vec<&str> = ["clang", "llc", "ld.lld"]
+        .into_iter()
+        .filter(|t| !dir.join(t).exists())
+        .collect();
+    if missing.is_empty() {
+        return Some(Toolchain::find(Some(dir)).unwrap());
+    }
+    let why = format!("{missing:?} missing (Debian's clang-19, llvm-19, lld-19)");
+    assert!(
+        std::env::var("REPRISE_REQUIRE_LLVM16").as_deref() != Ok("1"),
+        "{test}: REPRISE_REQUIRE_LLVM16=1 but {why}"
+    );
+    eprintln!("skipped {test}: {why}");
+    None
+}
+
+#[test]
+fn gpu_ir_compiles_to_ptx_for_the_sm_and_to_an_amd_code_object_for_the_gfx() {
+    let Some(tc) = llvm19("from_ir::gpu_targets") else {
+        return;
+    };
+    assert!(tc.llc.is_some() && tc.lld.is_some());
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("k.c");
+    std::fs::write(&c, "void k(float *y) { y[0] += 1.0f; }\n").unwrap();
+    for (triple, extra, target) in [
+        ("nvptx64-nvidia-cuda", None, Target::Nvptx { sm: 80 }),
+        (
+            "amdgcn-amd-amdhsa",
+            Some("-mcpu=gfx90a"),
+            Target::Amdgcn {
+                gfx: "gfx90a".into(),
+            },
+        ),
+    ] {
+        let bc = dir.path().join(format!("{triple}.bc"));
+        let st = Command::new(&tc.clang)
+            .arg(format!("--target={triple}"))
+            .args(extra)
+            .args(["-O2", "-c", "-emit-llvm", "-nogpulib"])
+            .arg(&c)
+            .arg("-o")
+            .arg(&bc)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{triple}");
+        let ir = std::fs::read(&bc).unwrap();
+        let got = compile::compile_cached_in(
+            &bc,
+            &ir,
+            &target,
+            &CompileOptions::default(),
+            &tc,
+            Some(dir.path().join("cache")),
+        )
+        .unwrap_or_else(|e| panic!("{triple}: {e}"));
+        match target {
+            Target::Nvptx { .. } => {
+                let text = String::from_utf8_lossy(&got.bytes);
+                assert!(text.contains(".target sm_80"), "{text}");
+                assert_eq!(
+                    reprise::core::image::sniff(&got.bytes),
+                    reprise::core::image::ImageKind::Ptx
+                );
+            }
+            _ => assert_eq!(
+                reprise::core::image::sniff(&got.bytes),
+                reprise::core::image::ImageKind::Elf {
+                    machine: reprise::core::image::EM_AMDGPU,
+                    elf_type: 3
+                }
+            ),
+        }
+        // IR for one target is not compiled for another.
+        let e = compile::compile_cached_in(
+            &bc,
+            &ir,
+            &Target::Host,
+            &CompileOptions::default(),
+            &tc,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not for the x86-64 host"), "{e}");
+    }
+}

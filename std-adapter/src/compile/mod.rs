@@ -430,6 +430,7 @@ fn build(
                     c.args([
                         "--target=nvptx64-nvidia-cuda",
                         &format!("-march={cpu}"),
+                        "-nogpulib",
                         "-S",
                     ])
                     .arg(&opt)
@@ -450,12 +451,18 @@ fn build(
             })?;
             let obj = work.join("image.o");
             let mut c = Command::new(&tc.clang);
-            c.args(["--target=amdgcn-amd-amdhsa", &format!("-mcpu={gfx}"), "-c"])
-                .arg(&opt)
-                .args(&mllvm)
-                .arg(&input)
-                .arg("-o")
-                .arg(&obj);
+            // The IR is whole: no device library is linked into it again.
+            c.args([
+                "--target=amdgcn-amd-amdhsa",
+                &format!("-mcpu={gfx}"),
+                "-nogpulib",
+                "-c",
+            ])
+            .arg(&opt)
+            .args(&mllvm)
+            .arg(&input)
+            .arg("-o")
+            .arg(&obj);
             run(&tc.clang, &mut c)?;
             let mut l = Command::new(lld);
             l.arg("-shared").arg(&obj).arg("-o").arg(&out);
