@@ -494,3 +494,20 @@ fn gpu_ir_compiles_to_ptx_for_the_sm_and_to_an_amd_code_object_for_the_gfx() {
         assert!(e.to_string().contains("not for the x86-64 host"), "{e}");
     }
 }
+
+#[test]
+fn the_toolchain_on_path_is_found_by_its_versioned_name() {
+    let Some(m) = made("from_ir::toolchain_on_path") else {
+        return;
+    };
+    // clang-16 at least is on PATH (or a newer clang-N, whose host images
+    // link the system's OpenMP runtime).
+    let out = run(&m, &["replay", "--from-ir", "--verify", s(&m.descriptor)]);
+    let (stdout, stderr) = text(&out);
+    assert_exit(&out, 0);
+    assert!(
+        stdout.contains("compiled for x86-64 host with "),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+}

@@ -406,10 +406,19 @@ fn build(
             .arg(&input)
             .arg("-o")
             .arg(&out);
-            if let Some(lib) = &tc.omp_lib {
-                c.arg(format!("-L{}", lib.display()))
-                    .arg("-lomp")
-                    .arg(format!("-Wl,-rpath,{}", lib.display()));
+            // OpenMP IR calls the OpenMP runtime (`__kmpc_*`): the
+            // toolchain's own libomp, else the system's `libomp.so.5`.
+            let calls_omp = ir.windows(7).any(|w| w == b"__kmpc_");
+            match &tc.omp_lib {
+                Some(lib) => {
+                    c.arg(format!("-L{}", lib.display()))
+                        .arg("-lomp")
+                        .arg(format!("-Wl,-rpath,{}", lib.display()));
+                }
+                None if calls_omp => {
+                    c.arg("-l:libomp.so.5");
+                }
+                None => {}
             }
             run(&tc.clang, &mut c)?;
         }
