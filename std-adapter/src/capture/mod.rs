@@ -10,6 +10,7 @@
 //! | memory after the kernel (replayed) | `STEM.replay.output` | `STEM.replay_output` |
 //! | globals | `STEM.globals` (seed layout) | `STEM.globals` (current layout) |
 //! | device image | `STEM.image` | `STEM.image` |
+//! | LLVM IR, optional ([`ir`]) | `STEM.image` when it is bitcode | `STEM.bc` |
 //!
 //! Opening checks everything that can be checked without running anything:
 //! snapshot lengths against the descriptor, the recorded region and each
