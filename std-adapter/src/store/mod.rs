@@ -269,16 +269,54 @@ impl CaptureStore {
                         (&paths.globals, Some(data.globals)),
                         (&paths.image, Some(data.image)),
                     ];
-                    for (raw, bytes) in files {
-                        let Some(bytes) = bytes else { continue };
+                    // Each file on a thread of its own: their chunk files'
+                    // and manifests' fsyncs then overlap, and a journaling
+                    // file system commits them together, where one after
+                    // the other each waited for a commit of its own.
+                    let put = |raw: &PathBuf, bytes: &[u8]| -> Result<(PathBuf, u64)> {
                         let manifest = store.put_pinned(&pin, bytes)?;
                         let path = manifest_path(raw);
                         let encoded = manifest.encode();
                         self.write_file(&path, &encoded)?;
-                        written.push(path);
-                        if let Some(b) = &self.budget {
-                            *counted += encoded.len() as u64 + b.new_chunk_bytes(store, &manifest);
+                        let charged = self.budget.as_ref().map_or(0, |b| {
+                            encoded.len() as u64 + b.new_chunk_bytes(store, &manifest)
+                        });
+                        Ok((path, charged))
+                    };
+                    let put = &put;
+                    let each = files.iter().filter_map(|&(raw, bytes)| Some((raw, bytes?)));
+                    let results: Vec<Result<(PathBuf, u64)>> = if !self.fsync {
+                        // Nothing to wait for: threads would only cost.
+                        each.map(|(raw, bytes)| put(raw, bytes)).collect()
+                    } else {
+                        std::thread::scope(|scope| {
+                            let running: Vec<_> = each
+                                .map(|(raw, bytes)| scope.spawn(move || put(raw, bytes)))
+                                .collect();
+                            running
+                                .into_iter()
+                                .map(|t| {
+                                    t.join().unwrap_or(Err(Error::Internal(
+                                        "a thread writing a capture file panicked",
+                                    )))
+                                })
+                                .collect()
+                        })
+                    };
+                    let mut first_error = None;
+                    for r in results {
+                        match r {
+                            Ok((path, charged)) => {
+                                written.push(path);
+                                *counted += charged;
+                            }
+                            Err(e) => {
+                                first_error.get_or_insert(e);
+                            }
                         }
+                    }
+                    if let Some(e) = first_error {
+                        return Err(e);
                     }
                     *counted += self.write_descriptor(record, &descriptor)?;
                     written.push(descriptor.clone());
