@@ -21,6 +21,20 @@ pub struct CudaExecutor {
     dev: Arc<Device>,
     /// Stage downloads of at least this many bytes on the device.
     staging: Option<u64>,
+    /// JIT options for PTX images loaded from now on.
+    jit: JitSetting,
+}
+
+/// The JIT options of an executor; a clone starts with the same ones.
+#[derive(Debug, Default)]
+struct JitSetting(std::sync::Mutex<Option<crate::jit::JitOptions>>);
+
+impl Clone for JitSetting {
+    fn clone(&self) -> Self {
+        JitSetting(std::sync::Mutex::new(
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        ))
+    }
 }
 
 impl CudaExecutor {
@@ -34,7 +48,17 @@ impl CudaExecutor {
         Ok(CudaExecutor {
             dev: Arc::new(Device::open(ordinal)?),
             staging: None,
+            jit: JitSetting::default(),
         })
+    }
+
+    /// Loads the PTX images loaded from now on with `options`
+    /// (`cuModuleLoadDataEx`, with verbose info and error logs kept); `None`
+    /// or empty options load with `cuModuleLoadData`. While options are
+    /// set, an image that is not PTX is refused
+    /// ([`CudaError::JitOptionsNeedPtx`]).
+    pub fn set_jit_options(&self, options: Option<crate::jit::JitOptions>) {
+        *self.jit.0.lock().unwrap_or_else(|p| p.into_inner()) = options;
     }
 
     /// Device-side staging for the queues made from now on (off by default).
@@ -128,7 +152,8 @@ impl Executor for CudaExecutor {
     }
 
     fn load_image(&self, image: &[u8]) -> Result<CudaImage, CudaError> {
-        CudaImage::load(&self.dev, image)
+        let jit = self.jit.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        CudaImage::load(&self.dev, image, jit.as_ref())
     }
 
     fn kernel(&self, image: &CudaImage, name: &str) -> Result<CudaKernel, CudaError> {

@@ -10,6 +10,7 @@ use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 use crate::context;
 use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
+use crate::jit::{Compiled, JitLog, JitOptions};
 use crate::raw;
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
@@ -98,11 +99,75 @@ pub struct CudaImage {
     /// Why the image's globals cannot be listed, when they cannot (a fat
     /// binary of compressed entries only): warned about when they are.
     unlisted: Option<String>,
+    /// The JIT options and logs of a load with options.
+    jit: Option<(JitOptions, JitLog)>,
+}
+
+/// The size of each JIT log buffer.
+const LOG_BYTES: usize = 64 * 1024;
+
+/// Loads PTX at `image` with `jit`, asking for verbose info and error
+/// logs. A failure keeps the logs ([`CudaError::JitFailed`]).
+fn load_jit(
+    image: *const c_void,
+    jit: &JitOptions,
+) -> Result<(sys::CUmodule, Option<(JitOptions, JitLog)>), CudaError> {
+    use sys::CUjit_option as O;
+    let mut info = vec![0u8; LOG_BYTES];
+    let mut error = vec![0u8; LOG_BYTES];
+    let mut options = Vec::new();
+    let mut values: Vec<*mut c_void> = Vec::new();
+    for &(o, v) in jit.entries() {
+        options.push(o.code());
+        // An unsigned int travels in the value slot itself.
+        values.push(v as usize as *mut c_void);
+    }
+    options.extend([
+        O::CU_JIT_INFO_LOG_BUFFER,
+        O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_ERROR_LOG_BUFFER,
+        O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_LOG_VERBOSE,
+    ]);
+    values.extend([
+        info.as_mut_ptr().cast::<c_void>(),
+        LOG_BYTES as *mut c_void,
+        error.as_mut_ptr().cast::<c_void>(),
+        LOG_BYTES as *mut c_void,
+        1usize as *mut c_void,
+    ]);
+    // SAFETY: the context is bound (the caller's); `image` is NUL-terminated
+    // PTX; both log buffers are live and `LOG_BYTES` long, as their size
+    // options say, and outlive the call.
+    let loaded = unsafe { raw::module_load_data_ex(image, &mut options, &mut values) };
+    let text = |b: &[u8]| {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    };
+    let log = JitLog {
+        info: text(&info),
+        error: text(&error),
+    };
+    match loaded {
+        Ok(handle) => Ok((handle, Some((jit.clone(), log)))),
+        Err(f) => Err(CudaError::JitFailed {
+            options: jit.to_string(),
+            log: format!("{}{}", log.error, log.info),
+            source: f.into(),
+        }),
+    }
 }
 
 impl CudaImage {
-    pub(crate) fn load(dev: &Arc<Device>, image: &[u8]) -> Result<Self, CudaError> {
+    pub(crate) fn load(
+        dev: &Arc<Device>,
+        image: &[u8],
+        jit: Option<&JitOptions>,
+    ) -> Result<Self, CudaError> {
         let kind = sniff(image);
+        if jit.is_some_and(|j| !j.is_empty()) && kind != ImageKind::Ptx {
+            return Err(CudaError::JitOptionsNeedPtx(kind));
+        }
         let bytes = match kind {
             ImageKind::Ptx => {
                 // The driver reads PTX up to a NUL byte.
@@ -126,9 +191,13 @@ impl CudaImage {
         // SAFETY: the context is bound; `bytes` is a whole cubin or fat
         // binary, or NUL-terminated PTX, and outlives the call (the driver
         // copies what it needs).
-        let handle = match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
-            Ok(handle) => handle,
-            Err(f) => return Err(explain_load_error(dev, image, f.into())),
+        let (handle, log) = match jit.filter(|j| !j.is_empty()) {
+            Some(jit) => load_jit(bytes.as_ptr().cast::<c_void>(), jit)
+                .map_err(|e| explain_load_error(dev, image, e))?,
+            None => match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
+                Ok(handle) => (handle, None),
+                Err(f) => return Err(explain_load_error(dev, image, DriverError::from(f).into())),
+            },
         };
         Ok(CudaImage {
             module: Arc::new(Module {
@@ -139,7 +208,14 @@ impl CudaImage {
             kind,
             globals,
             unlisted,
+            jit: log,
         })
+    }
+
+    /// The JIT options this image was loaded with and the JIT's logs, when
+    /// it was loaded with options.
+    pub fn jit(&self) -> Option<&(JitOptions, JitLog)> {
+        self.jit.as_ref()
     }
 
     /// What kind of image this is.
@@ -170,11 +246,25 @@ impl CudaImage {
         } else {
             None
         };
+        // Asked only of a load with JIT options (what a sweep reports).
+        let compiled = self.jit.as_ref().map(|(options, log)| Compiled {
+            options: options.clone(),
+            // SAFETY: `func` is a function of the loaded module; the
+            // context is bound.
+            registers: unsafe {
+                raw::func_get_attribute(func, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+            }
+            .ok()
+            .map(|r| r.max(0) as u32),
+            spills: log.spills(name),
+            log: log.clone(),
+        });
         Ok(CudaKernel {
             module: self.module.clone(),
             func,
             name: Arc::from(name),
             params,
+            compiled,
         })
     }
 
@@ -229,13 +319,16 @@ fn unlisted_globals(image: &[u8]) -> String {
 
 /// A failed load, explained when the image holds no code for the device
 /// (the driver only says "no binary" or "invalid PTX").
-fn explain_load_error(dev: &Device, image: &[u8], e: DriverError) -> CudaError {
+fn explain_load_error(dev: &Device, image: &[u8], e: CudaError) -> CudaError {
+    let Some(&driver) = e.driver() else {
+        return e;
+    };
     let Ok((major, minor)) = dev.compute_capability() else {
-        return e.into();
+        return e;
     };
     let targets = crate::targets::targets(image);
     if targets.is_empty() || targets.iter().any(|t| t.runs_on(major, minor)) {
-        return e.into();
+        return e;
     }
     let image = targets
         .iter()
@@ -245,7 +338,7 @@ fn explain_load_error(dev: &Device, image: &[u8], e: DriverError) -> CudaError {
     CudaError::NoCodeForDevice {
         device_sm: major * 10 + minor,
         image,
-        source: e,
+        source: driver,
     }
 }
 
@@ -283,6 +376,8 @@ pub struct CudaKernel {
     /// faults.
     name: Arc<str>,
     params: Option<Vec<u32>>,
+    /// What the JIT made of it, when its image was loaded with options.
+    compiled: Option<Compiled>,
 }
 
 // SAFETY: a `CUfunction` is a driver handle usable from any thread; the
@@ -295,6 +390,12 @@ impl CudaKernel {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What the JIT made of the kernel (registers, spills, logs), when its
+    /// image was PTX loaded with JIT options.
+    pub fn compiled(&self) -> Option<&Compiled> {
+        self.compiled.as_ref()
     }
 
     /// Parameter sizes in bytes, where the driver tells them (CUDA 12.4+).

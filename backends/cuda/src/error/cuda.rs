@@ -74,6 +74,20 @@ pub enum CudaError {
     UnsupportedImage(ImageKind),
     /// The image has no kernel of this name.
     KernelNotFound(String),
+    /// JIT options were given for an image that is not PTX: a cubin is
+    /// compiled already, and the driver applies no JIT option to it.
+    JitOptionsNeedPtx(ImageKind),
+    /// The driver's JIT could not compile the PTX with the options given:
+    /// its error, the options and its logs (`CU_JIT_ERROR_LOG_BUFFER`,
+    /// `CU_JIT_INFO_LOG_BUFFER`).
+    JitFailed {
+        /// The options given (`MAX_REGISTERS=32`, ...).
+        options: String,
+        /// The error log, then the info log.
+        log: String,
+        /// The driver's error.
+        source: DriverError,
+    },
     /// A kernel or global name contains a NUL byte.
     BadName(String),
     /// A copy segment does not fit its host buffer.
@@ -160,6 +174,7 @@ impl CudaError {
             CudaError::Driver(e)
             | CudaError::AddressUnavailable { source: e, .. }
             | CudaError::NoCodeForDevice { source: e, .. }
+            | CudaError::JitFailed { source: e, .. }
             | CudaError::KernelFault { source: e, .. } => Some(e),
             _ => None,
         }
@@ -241,6 +256,8 @@ impl ExecError for CudaError {
             | CudaError::AddressMismatch { .. }
             | CudaError::AddressUnavailable { .. } => ErrorKind::AddressUnavailable,
             CudaError::UnsupportedImage(_)
+            | CudaError::JitOptionsNeedPtx(_)
+            | CudaError::JitFailed { .. }
             | CudaError::KernelNotFound(_)
             | CudaError::BadName(_)
             | CudaError::SegmentOutOfBounds { .. }
@@ -333,6 +350,26 @@ impl fmt::Display for CudaError {
                 "the CUDA executor cannot load this image ({kind}); it takes PTX, cubins and fat binaries"
             ),
             CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
+            CudaError::JitOptionsNeedPtx(kind) => write!(
+                f,
+                "JIT options apply to PTX only, and this image is {kind}: a cubin is compiled \
+                 already, and the driver applies no JIT option to it (record the PTX, or \
+                 replay without JIT options)"
+            ),
+            CudaError::JitFailed {
+                options,
+                log,
+                source,
+            } => {
+                write!(
+                    f,
+                    "the driver's JIT could not compile the PTX with {options}: {source}"
+                )?;
+                if !log.trim().is_empty() {
+                    write!(f, "\nJIT log:\n{}", log.trim_end())?;
+                }
+                Ok(())
+            }
             CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
             CudaError::Thread {
                 name,

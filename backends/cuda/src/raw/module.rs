@@ -136,3 +136,34 @@ pub(crate) unsafe fn func_get_param_info(
     })?;
     Ok((offset, size))
 }
+
+/// `cuModuleLoadDataEx`: loads `image` with JIT `options` and their
+/// `values` (one `void *` slot each, in and out, as the driver API
+/// documents).
+///
+/// # Safety
+///
+/// As for [`module_load_data`]; `options` and `values` have the same
+/// length, and every value slot that is a buffer pointer
+/// (`CU_JIT_INFO_LOG_BUFFER`, `CU_JIT_ERROR_LOG_BUFFER`) points to a live
+/// buffer of the size its size option gives.
+pub(crate) unsafe fn module_load_data_ex(
+    image: *const c_void,
+    options: &mut [sys::CUjit_option],
+    values: &mut [*mut c_void],
+) -> Result<sys::CUmodule, Failure> {
+    let mut handle = std::ptr::null_mut();
+    let n = options.len().min(values.len()) as u32;
+    // SAFETY: the caller's contract; `handle` is a live out-parameter and
+    // both arrays hold `n` entries.
+    result("cuModuleLoadDataEx", unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut handle,
+            image,
+            n,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    })?;
+    Ok(handle)
+}
