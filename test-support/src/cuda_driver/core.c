@@ -56,7 +56,7 @@
  *    bytes; the pitch is the width rounded up to 512), cuMemAllocManaged
  *    (CU_MEM_ATTACH_GLOBAL or _HOST; the host reads and writes it
  *    directly, cuMemFree frees it), cuMemGetAddressRange_v2 (and
- *    cuPointerGetAttribute[s] for its range), cuMemGetInfo_v2, cuModuleLoadDataEx (options ignored),
+ *    cuPointerGetAttribute[s] for its range), cuMemGetInfo_v2, cuModuleLoadDataEx (JIT options recorded and simulated: see module.c),
  *    cuModuleLoadFatBinary, cuModuleLoad (from a file;
  *    CUDA_ERROR_FILE_NOT_FOUND when it cannot be read), the linker
  *    (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkAddFile_v2, cuLinkComplete,

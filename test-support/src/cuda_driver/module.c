@@ -241,8 +241,7 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
 }
 
 /* Whether a call that takes JIT options may go on: the context usable,
- * and the options and their values given when they are counted. JIT
- * options change nothing the simulator does. */
+ * and the options and their values given when they are counted. */
 static CUresult usable_with_options(unsigned nopts, int *opts,
                                     void **values) {
   CUresult r = usable();
@@ -252,11 +251,181 @@ static CUresult usable_with_options(unsigned nopts, int *opts,
                                      : CUDA_SUCCESS;
 }
 
+/* CUjit_option values (cuda.h; CUDA driver API, cuModuleLoadDataEx). */
+enum {
+  JIT_MAX_REGISTERS = 0,
+  JIT_INFO_LOG_BUFFER = 3,
+  JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  JIT_ERROR_LOG_BUFFER = 5,
+  JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  JIT_OPTIMIZATION_LEVEL = 7,
+  JIT_LOG_VERBOSE = 12,
+};
+
+/* The registers a kernel's PTX needs, by the simulator's rule: the sum of
+ * the counts its `.reg` declarations give (`.reg .f32 %f<80>;` is 80), a
+ * 64-bit type counting 2 a register and predicates none, capped at 255
+ * and at the kernel's `.maxnreg`. */
+static unsigned ptx_registers(const unsigned char *image, size_t len,
+                              const char *name) {
+  char pat[96];
+  size_t n = (size_t)snprintf(pat, sizeof pat, ".entry %s(", name);
+  const char *at = memmem(image, len, pat, n);
+  if (!at)
+    return 32;
+  const char *end = (const char *)image + len;
+  const char *next = memmem(at + n, (size_t)(end - at - n), ".entry ", 7);
+  if (next)
+    end = next;
+  unsigned need = 0, cap = 255;
+  const char *m = memmem(at, (size_t)(end - at), ".maxnreg", 8);
+  if (m)
+    cap = (unsigned)strtoul(m + 8, NULL, 10);
+  for (const char *p = at; (p = memmem(p, (size_t)(end - p), ".reg .", 6));) {
+    p += 6;
+    int wide = p[1] == '6' && p[2] == '4', pred = strncmp(p, "pred", 4) == 0;
+    const char *lt = memchr(p, '<', (size_t)(end - p));
+    const char *semi = memchr(p, ';', (size_t)(end - p));
+    unsigned count = 1;
+    if (lt && semi && lt < semi)
+      count = (unsigned)strtoul(lt + 1, NULL, 10);
+    if (!pred)
+      need += wide ? 2 * count : count;
+  }
+  if (need == 0)
+    need = 1;
+  return need < cap ? need : cap;
+}
+
+/* Appends `text` to a log buffer of `size` bytes (NUL-terminated). */
+static void log_to(char *buf, unsigned size, const char *text) {
+  if (!buf || size == 0)
+    return;
+  size_t have = strnlen(buf, size);
+  if (have + 1 >= size)
+    return;
+  snprintf(buf + have, size - have, "%s", text);
+}
+
+/* cuModuleLoadDataEx, as the driver API documents it: the options and
+ * their values (an unsigned int option's value is the slot itself; the
+ * log buffers' size options are in/out). Simulated:
+ * - every call appends one line to the file REPRISE_SIM_CUDA_JIT_RECORD
+ *   names, when set: `cuModuleLoadDataEx OPT=VALUE ...` with the numeric
+ *   CUjit_option codes (buffers as `buf`), so tests see what was given;
+ * - CU_JIT_OPTIMIZATION_LEVEL above 4 (the documented range is 0 to 4) is
+ *   CUDA_ERROR_INVALID_VALUE, and PTX holding the comment
+ *   `// reprise-sim: jit-fail` is CUDA_ERROR_INVALID_PTX; both write a
+ *   ptxas-style line to the error log;
+ * - each kernel's CU_FUNC_ATTRIBUTE_NUM_REGS is what its PTX needs
+ *   (ptx_registers) capped at CU_JIT_MAX_REGISTERS; below the need it
+ *   spills 4 bytes a register short, stored and loaded;
+ * - with CU_JIT_LOG_VERBOSE the info log says so in ptxas's words
+ *   ("Function properties for NAME", "N bytes stack frame, N bytes spill
+ *   stores, N bytes spill loads", "Used N registers"). */
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image,
                                    unsigned nopts, int *opts, void **values) {
   INJECT();
   CUresult r = usable_with_options(nopts, opts, values);
-  return r ? r : load_module(out, image);
+  if (r)
+    return r;
+  char *info = NULL, *err = NULL;
+  unsigned info_size = 0, err_size = 0, max_regs = 255, level = 4;
+  int verbose = 0;
+  const char *rec = getenv("REPRISE_SIM_CUDA_JIT_RECORD");
+  FILE *f = rec && *rec ? fopen(rec, "a") : NULL;
+  if (f)
+    fputs("cuModuleLoadDataEx", f);
+  for (unsigned i = 0; i < nopts; i++) {
+    uintptr_t v = (uintptr_t)values[i];
+    int buffer = opts[i] == JIT_INFO_LOG_BUFFER || opts[i] == JIT_ERROR_LOG_BUFFER;
+    if (f) {
+      if (buffer)
+        fprintf(f, " %d=buf", opts[i]);
+      else
+        fprintf(f, " %d=%lu", opts[i], (unsigned long)v);
+    }
+    switch (opts[i]) {
+    case JIT_MAX_REGISTERS:
+      max_regs = (unsigned)v;
+      break;
+    case JIT_INFO_LOG_BUFFER:
+      info = (char *)values[i];
+      break;
+    case JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+      info_size = (unsigned)v;
+      break;
+    case JIT_ERROR_LOG_BUFFER:
+      err = (char *)values[i];
+      break;
+    case JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+      err_size = (unsigned)v;
+      break;
+    case JIT_OPTIMIZATION_LEVEL:
+      level = (unsigned)v;
+      break;
+    case JIT_LOG_VERBOSE:
+      verbose = v != 0;
+      break;
+    default:
+      break;
+    }
+  }
+  if (f) {
+    fputc('\n', f);
+    fclose(f);
+  }
+  if (info && info_size)
+    info[0] = 0;
+  if (err && err_size)
+    err[0] = 0;
+  char line[256];
+  if (level > 4) {
+    snprintf(line, sizeof line,
+             "ptxas fatal   : Invalid value %u for option "
+             "CU_JIT_OPTIMIZATION_LEVEL (0 to 4)\n",
+             level);
+    log_to(err, err_size, line);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const char *text = image;
+  if (text && image_len(image) == 0 && strstr(text, "// reprise-sim: jit-fail")) {
+    log_to(err, err_size,
+           "ptxas fatal   : the simulated JIT rejects this PTX (it is marked "
+           "'reprise-sim: jit-fail')\n");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  r = load_module(out, image);
+  if (r)
+    return r;
+  struct sim_module *m = *out;
+  size_t len = strlen(text);
+  if (image_len(image) == 0)
+    for (int k = 0; k < m->nkernels; k++) {
+      struct sim_function *fn = &m->functions[k];
+      unsigned need = ptx_registers(image, len, fn->def->name);
+      unsigned regs = need < max_regs ? need : max_regs;
+      fn->regs = regs ? regs : 1;
+      unsigned spill = need > regs ? 4 * (need - regs) : 0;
+      if (verbose) {
+        snprintf(line, sizeof line,
+                 "ptxas info    : Compiling entry function '%s' for 'sm_90'\n"
+                 "ptxas info    : Function properties for %s\n"
+                 "    %u bytes stack frame, %u bytes spill stores, %u bytes "
+                 "spill loads\n"
+                 "ptxas info    : Used %u registers, 380 bytes cmem[0]\n",
+                 fn->def->name, fn->def->name, spill, spill, spill, fn->regs);
+        log_to(info, info_size, line);
+      }
+    }
+  /* The size options say how much of each log was filled (out). */
+  for (unsigned i = 0; i < nopts; i++) {
+    if (opts[i] == JIT_INFO_LOG_BUFFER_SIZE_BYTES && info)
+      values[i] = (void *)(uintptr_t)(strnlen(info, info_size) + 1);
+    if (opts[i] == JIT_ERROR_LOG_BUFFER_SIZE_BYTES && err)
+      values[i] = (void *)(uintptr_t)(strnlen(err, err_size) + 1);
+  }
+  return CUDA_SUCCESS;
 }
 
 void *read_image_file(const char *path, CUresult *err) {
@@ -422,6 +591,9 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
     return CUDA_SUCCESS;
   case FUNC_ATTR_MAX_DYNAMIC_SHARED:
     *value = (int)__atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_NUM_REGS:
+    *value = f->regs ? (int)f->regs : 32;
     return CUDA_SUCCESS;
   default:
     return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */

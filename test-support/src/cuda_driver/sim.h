@@ -162,6 +162,7 @@ enum {
 #define FUNC_ATTR_MAX_THREADS_PER_BLOCK 0
 #define FUNC_ATTR_SHARED_SIZE 1
 #define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
+#define FUNC_ATTR_NUM_REGS 4
 #define MAX_THREADS_PER_BLOCK 1024
 extern const unsigned MAX_BLOCK[3];
 extern const unsigned MAX_GRID[3];
@@ -324,6 +325,9 @@ struct sim_function {
    * `.maxntid` for the kernel (OpenMP kernels say 128 unless a thread_limit
    * says otherwise), else the device's limit. */
   unsigned max_threads;
+  /* CU_FUNC_ATTRIBUTE_NUM_REGS: see jit_registers in module.c (0: not
+   * loaded through cuModuleLoadDataEx, reported as 32). */
+  unsigned regs;
 };
 
 struct sim_module {
