@@ -120,7 +120,7 @@ fn load_jit(
     for &(o, v) in jit.entries() {
         options.push(o.code());
         // An unsigned int travels in the value slot itself.
-        values.push(v as usize as *mut c_void);
+        values.push(std::ptr::without_provenance_mut::<c_void>(v as usize));
     }
     options.extend([
         O::CU_JIT_INFO_LOG_BUFFER,
@@ -131,10 +131,11 @@ fn load_jit(
     ]);
     values.extend([
         info.as_mut_ptr().cast::<c_void>(),
-        LOG_BYTES as *mut c_void,
+        std::ptr::without_provenance_mut::<c_void>(LOG_BYTES),
         error.as_mut_ptr().cast::<c_void>(),
-        LOG_BYTES as *mut c_void,
-        1usize as *mut c_void,
+        std::ptr::without_provenance_mut::<c_void>(LOG_BYTES),
+        // The flag's value 1 in its slot (not a pointer).
+        std::ptr::without_provenance_mut::<c_void>(1),
     ]);
     // SAFETY: the context is bound (the caller's); `image` is NUL-terminated
     // PTX; both log buffers are live and `LOG_BYTES` long, as their size
