@@ -148,7 +148,9 @@ fn the_chunk_hashing_kernel_takes_three_pointers_and_a_chunk_size() {
     );
     // No globals of its own (clang's compilation-unit id aside).
     assert!(
-        co.variables().iter().all(|v| v.name.starts_with("__hip_cuid")),
+        co.variables()
+            .iter()
+            .all(|v| v.name.starts_with("__hip_cuid")),
         "{:?}",
         co.variables()
     );

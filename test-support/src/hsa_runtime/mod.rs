@@ -21,7 +21,10 @@ const SOURCES: [(&str, &str); 10] = [
     ("sim.h", include_str!("sim.h")),
     // The BLAKE3 code of the chunk-hashing kernel, which the CUDA
     // simulator's twin of it shares.
-    ("blake3_chunks.h", include_str!("../cuda_driver/blake3_chunks.h")),
+    (
+        "blake3_chunks.h",
+        include_str!("../cuda_driver/blake3_chunks.h"),
+    ),
     ("core.c", include_str!("core.c")),
     ("memory.c", include_str!("memory.c")),
     ("vmem.c", include_str!("vmem.c")),
