@@ -75,7 +75,7 @@ fn input_manifest(descriptor: &Path) -> Manifest {
     let m = Manifest::read(&chunks::manifest_path(&paths.input)).unwrap();
     assert_eq!(m.chunk_size(), CHUNK, "the store's chunk size");
     assert!(
-        m.len() > 5 << 20 && m.len() % u64::from(CHUNK) != 0,
+        m.len() > 5 << 20 && !m.len().is_multiple_of(u64::from(CHUNK)),
         "{}",
         m.len()
     );
