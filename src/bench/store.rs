@@ -84,7 +84,7 @@ impl Disk {
 pub struct StoreSizeResult {
     /// Region bytes recorded.
     pub size: u64,
-    /// [`DISK_LAUNCHES`] launches of the bench kernel recorded into the
+    /// `DISK_LAUNCHES` launches of the bench kernel recorded into the
     /// store.
     pub disk: Disk,
     /// A plain launch and synchronize.
