@@ -221,3 +221,63 @@ fn names_of_manifests_and_chunks() {
     assert_eq!(ChunkHash::from_hex(&hex.to_uppercase()), None);
     assert_eq!(ChunkHash::from_hex(&hex[1..]), None);
 }
+
+#[test]
+fn raw_frames_are_zstd_frames_of_the_bytes() {
+    let block = 128 << 10;
+    for len in [
+        0,
+        1,
+        100,
+        block - 1,
+        block,
+        block + 1,
+        8 * block,
+        8 * block + 3,
+    ] {
+        let data: Vec<u8> = (0..len).map(|i| (i * 131 % 251) as u8).collect();
+        let mut frame = Vec::new();
+        layout::raw_frame(&data, &mut frame);
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&frame).ok(),
+            Some(Some(len as u64))
+        );
+        assert!(frame.len() <= zstd::zstd_safe::compress_bound(len), "{len}");
+        let mut back = vec![0u8; len];
+        let n = zstd::bulk::Decompressor::new()
+            .unwrap()
+            .decompress_to_buffer(&frame, &mut back)
+            .unwrap();
+        assert_eq!(n, len);
+        assert_eq!(back, data, "{len}");
+    }
+}
+
+#[test]
+fn chunks_that_hardly_compress_are_stored_raw_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ChunkStore::create(dir.path(), StoreOptions::default()).unwrap();
+    // Noise (xorshift): zstd saves nothing; and zeros, which it does.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut noise = vec![0u8; 3 << 20];
+    for b in noise.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b.copy_from_slice(&x.to_le_bytes());
+    }
+    let zeros = vec![0u8; 1 << 20];
+    for (data, raw) in [(&noise, true), (&zeros, false)] {
+        let m = store.put(data).unwrap();
+        for c in m.chunks() {
+            let on_disk = std::fs::metadata(store.chunk_file(&c.hash)).unwrap().len();
+            // A raw frame: the bytes, a 13-byte header and 3 bytes a block.
+            let framed = u64::from(c.len) + 13 + 3 * u64::from(c.len).div_ceil(128 << 10);
+            assert_eq!(on_disk == framed, raw, "{on_disk} of {}", c.len);
+        }
+        let mut back = vec![1u8; data.len()];
+        store.read_into(&m, &mut back).unwrap();
+        assert_eq!(&back, data);
+        assert!(store.check(&m).is_empty());
+    }
+}

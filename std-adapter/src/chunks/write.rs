@@ -230,6 +230,13 @@ impl ChunkStore {
             .compressor
             .compress_to_buffer(data, &mut scratch.out)
             .map_err(|e| Error::io(path(), "compress chunk", e))?;
+        // Bytes that hardly compress are kept raw: their replay is then a
+        // copy, not zstd's ~1 GiB/s a core.
+        let saved = data.len().saturating_sub(scratch.out.len());
+        if saved < data.len() / layout::KEEP_COMPRESSED_BELOW {
+            scratch.out.clear();
+            layout::raw_frame(data, &mut scratch.out);
+        }
         let tmp_path = || self.root.join(layout::TMP_DIR);
         let (tmp_name, mut file) =
             fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
