@@ -55,6 +55,41 @@ pub const KEEP_COMPRESSED_BELOW: usize = 8;
 /// The largest block a zstd frame may hold (RFC 8878, 3.1.1.2.3).
 const ZSTD_MAX_BLOCK: usize = 128 << 10;
 
+/// The length of [`raw_frame`] of `len` bytes.
+pub fn raw_frame_len(len: usize) -> usize {
+    len + 13 + 3 * len.div_ceil(ZSTD_MAX_BLOCK).max(1)
+}
+
+/// Reads the [`raw_frame`] of `place.len()` bytes from `file` straight
+/// into `place` (no copy through a buffer): `Ok(false)` when the file's
+/// framing is not exactly that (another frame, or one read short), and
+/// then `place` holds nothing to trust.
+pub(super) fn read_raw_frame(file: &std::fs::File, place: &mut [u8]) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut want = Vec::with_capacity(13);
+    want.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    want.push(0xE0);
+    want.extend_from_slice(&(place.len() as u64).to_le_bytes());
+    let mut header = [0u8; 13];
+    file.read_exact_at(&mut header, 0)?;
+    if header[..] != want[..] || place.is_empty() {
+        return Ok(false);
+    }
+    let blocks = place.len().div_ceil(ZSTD_MAX_BLOCK);
+    let mut at = 13u64;
+    for (i, b) in place.chunks_mut(ZSTD_MAX_BLOCK).enumerate() {
+        let last = u32::from(i + 1 == blocks);
+        let mut bh = [0u8; 3];
+        file.read_exact_at(&mut bh, at)?;
+        if bh[..] != (last | ((b.len() as u32) << 3)).to_le_bytes()[..3] {
+            return Ok(false);
+        }
+        file.read_exact_at(b, at + 3)?;
+        at += 3 + b.len() as u64;
+    }
+    Ok(true)
+}
+
 /// Appends to `out` a zstd frame (RFC 8878, 3.1.1) holding `data` in raw
 /// blocks: magic number, a single-segment frame header with the 8-byte
 /// content size, and `Raw_Block`s of at most 128 KiB, the last one marked.
@@ -62,7 +97,7 @@ const ZSTD_MAX_BLOCK: usize = 128 << 10;
 /// writes for bytes it cannot compress, so the store's format is
 /// unchanged.
 pub fn raw_frame(data: &[u8], out: &mut Vec<u8>) {
-    out.reserve(data.len() + 13 + 3 * data.len().div_ceil(ZSTD_MAX_BLOCK).max(1));
+    out.reserve(raw_frame_len(data.len()));
     out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
     // Frame_Header_Descriptor: FCS field 8 bytes (3 << 6), single segment
     // (1 << 5), no checksum, no dictionary.

@@ -290,6 +290,13 @@ impl ChunkStore {
                 limit,
             });
         }
+        // A chunk kept raw ([`layout::raw_frame`]) is read straight into
+        // its place; its hash is checked below all the same.
+        if meta.len() == layout::raw_frame_len(place.len()) as u64
+            && layout::read_raw_frame(&file, place).unwrap_or(false)
+        {
+            return self.check_loaded(c, place);
+        }
         scratch.compressed.clear();
         (&mut file)
             .take(limit + 1)
@@ -324,6 +331,12 @@ impl ChunkStore {
                 expected: c.len,
             });
         }
+        self.check_loaded(c, place)
+    }
+
+    /// Checks that `place`, chunk `c` as read, hashes to its name, and
+    /// remembers it as whole.
+    fn check_loaded(&self, c: &ChunkRef, place: &[u8]) -> Result<(), ChunkFault> {
         let found = ChunkHash::of(place);
         if found != c.hash {
             return Err(ChunkFault::HashMismatch { found });

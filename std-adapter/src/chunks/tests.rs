@@ -281,3 +281,39 @@ fn chunks_that_hardly_compress_are_stored_raw_and_read_back() {
         assert!(store.check(&m).is_empty());
     }
 }
+
+#[test]
+fn a_damaged_raw_chunk_is_named() {
+    use std::os::unix::fs::{FileExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let store = ChunkStore::create(dir.path(), StoreOptions::default()).unwrap();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut noise = vec![0u8; 2 << 20];
+    for b in noise.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b.copy_from_slice(&x.to_le_bytes());
+    }
+    let m = store.put(&noise).unwrap();
+    let c = m.chunks()[1];
+    let path = store.chunk_file(&c.hash);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all_at(b"damaged", 5000).unwrap();
+    drop(f);
+    let mut back = vec![0u8; noise.len()];
+    let e = store.read_into(&m, &mut back).unwrap_err();
+    match e.store_problem() {
+        Some(crate::error::StoreProblem::Chunk(p)) => {
+            assert_eq!(p.index, 1);
+            assert_eq!(p.hash, c.hash);
+            assert!(matches!(p.fault, ChunkFault::HashMismatch { .. }), "{p:?}");
+        }
+        other => panic!("not a chunk problem: {other:?}"),
+    }
+    let fresh = ChunkStore::open(dir.path()).unwrap().unwrap();
+    let problems = fresh.check(&m);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].index, 1);
+}
