@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod replayer;
 pub mod store;
 pub mod summary;
+mod threads;
 pub mod transfer;
 pub mod tune;
 

@@ -106,7 +106,7 @@ impl ChunkStore {
         std::thread::scope(|s| {
             let handles: Vec<_> = slots
                 .into_iter()
-                .map(|mine| s.spawn(|| work(mine)))
+                .map(|mine| crate::threads::spawn_or_run(s, || work(mine)))
                 .collect();
             let mut first = Ok(());
             for h in handles {
@@ -197,7 +197,9 @@ impl ChunkStore {
             work()
         } else {
             std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| crate::threads::spawn_or_run(s, work))
+                    .collect();
                 handles
                     .into_iter()
                     .flat_map(|h| h.join().unwrap_or_default())

@@ -152,7 +152,9 @@ impl ChunkStore {
             vec![work()]
         } else {
             std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| crate::threads::spawn_or_run(s, work))
+                    .collect();
                 handles
                     .into_iter()
                     .map(|h| {

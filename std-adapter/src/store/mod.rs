@@ -291,7 +291,9 @@ impl CaptureStore {
                     } else {
                         std::thread::scope(|scope| {
                             let running: Vec<_> = each
-                                .map(|(raw, bytes)| scope.spawn(move || put(raw, bytes)))
+                                .map(|(raw, bytes)| {
+                                    crate::threads::spawn_or_run(scope, move || put(raw, bytes))
+                                })
                                 .collect();
                             running
                                 .into_iter()

@@ -1,0 +1,59 @@
+//! Scoped threads that degrade instead of panicking: where the system
+//! refuses a thread (`EAGAIN` under an address-space or process limit),
+//! the work runs on the calling thread, so a store read or write is slower
+//! there, never a panic (`std::thread::Scope::spawn` panics on failure).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{Builder, Scope, ScopedJoinHandle};
+
+/// Work given to [`spawn_or_run`]: on a thread of its own, or already done.
+pub(crate) enum Task<'scope, T> {
+    /// Running on a scoped thread.
+    Thread(ScopedJoinHandle<'scope, Option<T>>),
+    /// Run on the calling thread, because no thread could be made.
+    Done(Option<T>),
+}
+
+impl<T> Task<'_, T> {
+    /// The work's result, as [`ScopedJoinHandle::join`] gives it.
+    pub(crate) fn join(self) -> std::thread::Result<T> {
+        let done = match self {
+            Task::Done(t) => t,
+            Task::Thread(h) => h.join()?,
+        };
+        done.ok_or_else(|| Box::new("a scoped task lost its work") as _)
+    }
+}
+
+/// `f` on a new thread of scope `s`, or on this thread when none can be
+/// made.
+pub(crate) fn spawn_or_run<'scope, T, F>(s: &'scope Scope<'scope, '_>, f: F) -> Task<'scope, T>
+where
+    T: Send + 'scope,
+    F: FnOnce() -> T + Send + 'scope,
+{
+    let slot = Arc::new(Mutex::new(Some(f)));
+    let theirs = Arc::clone(&slot);
+    let take = |slot: &Mutex<Option<F>>| slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+    match Builder::new().spawn_scoped(s, move || take(&theirs).map(|f| f())) {
+        Ok(h) => Task::Thread(h),
+        Err(_) => Task::Done(take(&slot).map(|f| f())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn work_is_done_once_on_a_thread() {
+        let n = std::sync::atomic::AtomicUsize::new(0);
+        let r = std::thread::scope(|s| {
+            super::spawn_or_run(s, || {
+                n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 41
+            })
+            .join()
+            .ok()
+        });
+        assert_eq!(r, Some(41));
+        assert_eq!(n.into_inner(), 1);
+    }
+}
