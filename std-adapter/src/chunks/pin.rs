@@ -44,24 +44,33 @@ impl ChunkStore {
         let at = self.root.join(super::layout::TMP_DIR);
         let at = &at;
         let io = |what| move |e: std::io::Error| Error::io(at, what, e);
-        let (new, file) =
-            fs::create_fresh(tmp_fd, tmp::NEW_PIN, 0o600).map_err(io("create pin"))?;
-        let made = (|| {
-            rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
-            let name = format!("{}{}", tmp::PIN, &new[tmp::NEW_PIN.len()..]);
-            rustix::fs::renameat(tmp_fd, new.as_str(), tmp_fd, name.as_str())?;
-            Ok::<_, rustix::io::Errno>(name)
-        })();
-        match made {
-            Ok(name) => Ok(Pin {
-                store: self,
-                name,
-                file: Mutex::new(file),
-                seen: Mutex::new(HashSet::new()),
-            }),
-            Err(e) => {
-                let _ = fs::remove(tmp_fd, &new);
-                Err(io("lock pin")(e.into()))
+        // A gc that finds `tmp/new.*` old and not yet locked takes it for a
+        // dead writer's and removes it (with a grace of zero, at once): the
+        // rename then finds nothing, and a fresh pin is made.
+        let mut attempt = 0;
+        loop {
+            let (new, file) =
+                fs::create_fresh(tmp_fd, tmp::NEW_PIN, 0o600).map_err(io("create pin"))?;
+            let made = (|| {
+                rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
+                let name = format!("{}{}", tmp::PIN, &new[tmp::NEW_PIN.len()..]);
+                rustix::fs::renameat(tmp_fd, new.as_str(), tmp_fd, name.as_str())?;
+                Ok::<_, rustix::io::Errno>(name)
+            })();
+            match made {
+                Ok(name) => {
+                    return Ok(Pin {
+                        store: self,
+                        name,
+                        file: Mutex::new(file),
+                        seen: Mutex::new(HashSet::new()),
+                    });
+                }
+                Err(rustix::io::Errno::NOENT) if attempt < 16 => attempt += 1,
+                Err(e) => {
+                    let _ = fs::remove(tmp_fd, &new);
+                    return Err(io("lock pin")(e.into()));
+                }
             }
         }
     }
