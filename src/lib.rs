@@ -48,9 +48,13 @@
 //! ```
 //!
 //! The recorder loads images ([`ImageId`]), finds [`Kernel`]s in them and
-//! reports each launch ([`LaunchReport`]). A host kernel that faults is an
-//! [`Error::Executor`] whose source downcasts to
-//! [`HostError::KernelFault`]. Errors name the library's settings
+//! reports each launch ([`LaunchReport`]). The recorder runs on any of
+//! the three executors: [`HostExecutor`] (the host CPU), [`CudaExecutor`]
+//! (an NVIDIA GPU) and [`AmdExecutor`] (an AMD GPU, through the HSA
+//! runtime). A kernel that faults is an [`Error::Executor`] whose source
+//! downcasts to the executor's error: [`HostError::KernelFault`] on the
+//! host, a [`CudaError`] or an [`AmdError`] naming the driver's fault code
+//! on a GPU. Errors name the library's settings
 //! ([`Setting`], `ReplayOptions::num_teams`); a front end names its own
 //! with [`Error::named`].
 //!
@@ -69,6 +73,11 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+
+/// The README's examples, compiled (not run) as doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 #[cfg(feature = "amdgpu")]
 pub use reprise_amdgpu::{AmdError, AmdExecutor};

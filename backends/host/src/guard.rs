@@ -8,161 +8,24 @@
 //! fault inside it comes back to the queue's worker as a [`Caught`], which the
 //! queue reports at its next synchronize.
 //!
-//! How:
-//! - One process-wide handler for `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL`
-//!   (`SA_SIGINFO | SA_ONSTACK`), installed once, the first time a kernel is
-//!   launched. It jumps back (`siglongjmp`) only for a fault the kernel
-//!   raised for an instruction (`si_code > 0`, less the asynchronous
-//!   `BUS_MCEERR_AO` and `SEGV_MTEAERR`) on a thread that is inside a
-//!   guarded call (its guard state, below, says so), and only when the
-//!   faulting instruction lies in the kernel's own code: the executable
-//!   segments of its image, which the caller passes in (see
-//!   [`call_guarded`]). The fetch of an
-//!   instruction at a bad address (nothing there ran) counts as the
-//!   kernel's own fault too when what led there was
-//!   - a call from that code (a wild function pointer): the return address
-//!     it pushed, the word at the stack pointer, lies in that code; or
-//!   - a return (a return address overwritten by a stack buffer overrun,
-//!     common in offload images, which clang builds without a stack
-//!     protector): the word just below the stack pointer, the slot `ret`
-//!     popped, is the bad address. Which code returned cannot be read, and
-//!     it is taken to be the kernel's: an overrun by the kernel's code
-//!     reaches its own frames and its callers', not those of a library it
-//!     called, which lie below and are gone by the time its code runs
-//!     again. A library returns to a bad address only when it overran its
-//!     own frame (a distribution's glibc, built with a stack protector,
-//!     aborts first), or when it called the kernel's code back (`qsort`)
-//!     and that code overran its own return slot too, which it returns
-//!     through first, and that return is caught.
+//! In short: one process-wide handler for `SIGSEGV`, `SIGBUS`, `SIGFPE` and
+//! `SIGILL` jumps back (`siglongjmp`) only for a fault raised by an
+//! instruction of the kernel's own code (the executable segments the caller
+//! passes to [`call_guarded`]), or a bad fetch that a call or return from
+//! that code led to, read inside the thread's stack ([`thread_stack`]);
+//! every other fault goes to the handler that was there before, or ends the
+//! process as before, after one line on stderr. The handler's state lives in
+//! thread-local storage, not on the stack a kernel can overrun, and a canary
+//! in `reprise_guarded_call`'s frame tells whether the frames the jump
+//! returns into are intact. Each worker has an alternate signal stack
+//! ([`AltStack`]), so a stack overflow is caught too. The frames the jump
+//! skips are the kernel's, [`crate::call::call`]'s and [`trampoline`]'s,
+//! which own nothing with a destructor.
 //!
-//!   The handler reads those two words only inside the worker thread's
-//!   stack, whose bounds [`thread_stack`] reads before the call: after a
-//!   `leave` with a corrupted frame pointer the stack pointer can be
-//!   anything, and a read that faulted inside the handler would end the
-//!   process without a word. A stack pointer outside the thread's stack is
-//!   no evidence either way (code may run on a stack of its own, a
-//!   coroutine's), so the fault is not caught: a wrong catch risks a hang,
-//!   a wrong miss ends the process with a message, as before.
-//! - A fault on a guarded thread outside that code — inside `memset`,
-//!   `malloc` or `printf` called by the kernel — is not caught: the library
-//!   may hold a lock (the heap's, a stream's) that the worker would then wait
-//!   on forever, since it allocates to report the fault. It takes its course
-//!   as below. Only x86-64 reads the faulting instruction's address;
-//!   elsewhere nothing is caught (the executor runs kernels on x86-64 only).
-//! - Anything else goes to the handler that was there before — Rust's own
-//!   stack-overflow reporter, usually — or, if there was none, gets the
-//!   default action back and faults again (a signal that is not a fault is
-//!   raised again), so every fault outside a kernel ends the process exactly
-//!   as before.
-//! - When a guarded thread's fault is about to end the process that way —
-//!   the default action is back, set here or by the previous handler, which
-//!   returned (Rust's does, for a fault outside a guard page) — the handler
-//!   first writes one line to stderr with `write(2)`: "reprise: the kernel
-//!   `k` faulted inside a library it called (SIGSEGV at 0x…, instruction
-//!   0x…); the process cannot continue safely", or, for a bad fetch, "…
-//!   `k` continued at 0x…, outside its own code[, with the stack pointer at
-//!   0x…, outside its thread's stack] (SIGSEGV); …" ("continued at": a
-//!   jump, call or return, by the kernel or a library it called). Nothing
-//!   is written when the previous handler returns with its own handler
-//!   still in place: it may have repaired the fault (a library mapping
-//!   pages on demand), and the instruction then runs again as if nothing
-//!   had happened; nor when it ends the process itself or jumps away (it
-//!   owns the fault then). So every line written is followed by the end of
-//!   the process, and none is written for a fault that is not fatal.
-//! - Each worker thread has an alternate signal stack (Rust's runtime gives
-//!   its threads one; [`AltStack`] adds one where it did not), so a kernel
-//!   that overflows the worker's stack is caught too.
-//! - `sigsetjmp` saves the signal mask and `siglongjmp` restores it, so the
-//!   signal being handled is unblocked again and the next fault is caught
-//!   the same way: the worker keeps working.
-//!
-//! Where the handler's state lives: a kernel that overruns a stack buffer
-//! upward writes over the frames above its own, the ones the jump skips
-//! first, then `reprise_guarded_call`'s, then its callers'. So nothing the
-//! handler decides with, or jumps with, lives on the stack:
-//! `reprise_guarded_call` copies the kernel's code ranges (the first 16),
-//! its name (200 bytes) and the stack's bounds into the calling thread's
-//! guard state, a thread-local struct (initial-exec TLS: reading it in the
-//! handler never allocates), saves the context there with `sigsetjmp`, and
-//! the handler writes the fault there, which [`call_guarded`] copies out
-//! after `reprise_guarded_call` has returned. The handler reads no stack
-//! memory but the two words next to the stack pointer (inside the stack's
-//! bounds) and the canary below. There is one guard state per thread:
-//! guarded calls cannot nest (one on a thread already inside one is
-//! refused, and [`call_guarded`] panics; only the queue's worker calls it,
-//! and a kernel cannot call back into it).
-//!
-//! Why the jump is sound: `siglongjmp` discards the frames between the
-//! `sigsetjmp` in `reprise_guarded_call` and the handler without running
-//! anything in them. Those frames are the kernel's own (the faulting
-//! instruction is the kernel's, or the bad address that its call or return
-//! led to, so no library frame is on top; but see the limitations for a
-//! library's return and for callbacks), [`crate::call::call`]'s and
-//! [`trampoline`]'s. The two Rust ones own nothing with a destructor (plain
-//! old frames: integers, a slice and a function pointer), and nothing in
-//! them is read after the jump: an overrun may have written over them. The
-//! jump returns into `reprise_guarded_call`'s frame, and from there into
-//! `call_guarded`'s and the worker's, which own what the skipped frames
-//! borrowed; those must be intact, and a canary checks that they are not
-//! overwritten: a random word in `reprise_guarded_call`'s frame, which lies
-//! between the kernel's frames and its callers', with its value in the
-//! guard state. The handler checks the canary before it jumps (and the
-//! guard state against a checksum); `reprise_guarded_call` checks it again
-//! after the jump, and after a kernel that returned. A damaged canary means
-//! an overrun ran on into the frames that the return needs: instead of
-//! returning into them, the process ends (`SIGABRT`) after one line on
-//! stderr, "reprise: the kernel `k` overwrote the stack above its own
-//! frames (SIGSEGV at 0x…, instruction 0x…); the process cannot continue
-//! safely" (without the parenthesis when found after the jump or the
-//! return). An overrun that stops short of the canary (the frames the jump
-//! skips are some 3 KiB: `call`'s argument array and the stack arguments of
-//! its call) is caught as any fault, and the worker goes on.
-//!
-//! A worker thread's TLS lies at the top of its stack mapping (glibc puts
-//! the static TLS blocks and the thread's descriptor there), above all of
-//! its frames: an overrun that runs on past the worker's frames reaches the
-//! guard state itself. Its checksum, and a pair of words at its top (armed,
-//! and the complement), tell the handler so: it writes "reprise: a kernel
-//! overwrote its thread's stack up to the fault guard's state at its top
-//! (…); the process cannot continue safely" and ends the process
-//! (`SIGABRT`) with system calls only (the C library's `abort` and `write`
-//! read the thread's descriptor, which lies above the guard state).
-//!
-//! Limitations, as with any recovery from a fault:
-//! - a lock the kernel's own code took and had not released (a
-//!   `pthread_mutex_lock` it called, which returned) stays held, and a later
-//!   call that takes it can hang; so does a lock held by a library that
-//!   called the kernel's code back (`qsort`'s comparison, a
-//!   `dl_iterate_phdr` callback) when that code faults;
-//! - whatever the kernel had written is there, half done: region and global
-//!   contents after a fault are undefined (the queue skips the copies queued
-//!   after the failed launch, as it does after any error);
-//! - a fault inside a library the kernel called, at a bad address the
-//!   kernel jumped to without a call (a tail call), or at a bad address with
-//!   the stack pointer outside the worker's stack, ends the process, with
-//!   the message above; so does a bad address reached when the thread's
-//!   stack bounds are unknown (no `pthread_getattr_np`);
-//! - a library that overruns its own stack frame (built without a stack
-//!   protector) and returns to the bad address is taken for the kernel: a
-//!   lock it held stays held;
-//! - where the C library counts the stack's guard page in the bounds it
-//!   reports (current glibc does not), a stack pointer inside that page at
-//!   a bad fetch (after a jump: a call or return would have faulted on the
-//!   stack access first) is read, and the process ends without the message;
-//! - a signal that the process sends itself with a fault's `si_code`
-//!   (`rt_tgsigqueueinfo`) while a kernel runs looks like a fault;
-//! - a handler installed for these signals after this one (by a library
-//!   loaded later) takes precedence, and faults then reach it instead;
-//! - the canary sees an overrun that runs upward without a gap: a store
-//!   that skips it (an index far out of bounds, a wild pointer into the
-//!   worker's frames) is not seen, and the worker returns into what it
-//!   wrote;
-//! - an overrun that reaches the thread's descriptor (past the guard state)
-//!   also overwrites its `rseq` area, which Linux reads when it returns to
-//!   the thread (after a preemption, before a signal handler): it can end
-//!   the process with `SIGSEGV` before the handler has said anything;
-//! - a fault in an image's 17th executable segment or later (images have
-//!   one, or a few) is not taken for the kernel's.
+//! The whole design (which faults are caught and why, where the state
+//! lives, why the jump is sound, and the limitations) is the book's
+//! chapter "Failure behaviour", section "How the host executor catches a
+//! kernel fault" (`docs/failures.md`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
