@@ -5,6 +5,7 @@ mod lists;
 mod opt_levels;
 mod plot;
 mod report;
+mod sampler;
 mod shard;
 mod slurm;
 
@@ -116,6 +117,8 @@ pub struct TuneArgs {
     pub slurm: crate::check::slurm::SlurmArgs,
     #[command(flatten)]
     pub ir: opt_levels::IrSweepArgs,
+    #[command(flatten)]
+    pub search: sampler::SearchArgs,
 }
 
 /// Set by Ctrl-C: the sweep stops after the configuration under way.
@@ -156,6 +159,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     let backend = builder.resolved_backend()?;
     if !reprise::executors::traits(backend).launch_geometry {
         return Err(reprise::Error::NoGeometry.into());
+    }
+    if a.search.active(&a) {
+        return sampler::run(&a, &capture, recorded, backend);
     }
     let configs = configurations(&a, recorded)?;
     let held = a

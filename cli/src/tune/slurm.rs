@@ -30,7 +30,12 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
         block: rec.block,
         shared_mem: rec.shared_mem,
     };
-    let order = shard::full_list(&super::configurations(a, recorded)?, recorded);
+    let configs = if a.search.active(a) {
+        super::sampler::candidates(a, recorded)?.1
+    } else {
+        super::configurations(a, recorded)?
+    };
+    let order = shard::full_list(&configs, recorded);
     let kernel = rec.name.to_string();
     if let Some(dir) = &a.merge {
         return shard::merge(a, dir, &kernel, &order).map(Some);
