@@ -64,7 +64,8 @@ enum Command {
     Bench(bench::BenchArgs),
     Extract(extract::ExtractArgs),
     Diff(diff::DiffArgs),
-    Tune(tune::TuneArgs),
+    // Boxed: the sweep's options outweigh every other command's.
+    Tune(Box<tune::TuneArgs>),
     Check(check::CheckArgs),
     Du(du::DuArgs),
     Gc(gc::GcArgs),
@@ -114,7 +115,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::Extract(a) => extract::run(a),
         Command::Diff(a) => diff::run(a),
-        Command::Tune(a) => tune::run(a),
+        Command::Tune(a) => tune::run(*a),
         Command::Check(a) => check::run(a),
         Command::Du(a) => du::run(a),
         Command::Gc(a) => gc::run(a),

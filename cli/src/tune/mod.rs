@@ -105,6 +105,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::check::shard::Shard>,
     /// With --shard, the rows file [default: reprise-tune-K-of-N.jsonl];
+    /// without it, the study's results file, a row written as each
+    /// configuration is measured (see --resume);
     /// with --slurm, the job directory is NAME.slurm beside it [default:
     /// reprise-tune.slurm].
     #[arg(long, value_name = "F.jsonl")]
