@@ -199,6 +199,20 @@ fn a_resumed_study_measures_only_what_its_results_file_lacks() {
         text(&out).0
     );
     assert_eq!(rows_of(&part).len(), 16);
+    // A line in the middle that is no row is an error naming the file and
+    // the line; a missing file is named too.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, format!("{}\nnot json\n{}\n", lines[0], lines[1])).unwrap();
+    let out = tune(&capture, &["--resume", s(&bad)]);
+    assert_exit(&out, 2);
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains("bad.jsonl") && stderr.contains("line 2 is neither a header nor a row"),
+        "{stderr}"
+    );
+    let out = tune(&capture, &["--resume", s(&dir.path().join("absent.jsonl"))]);
+    assert_exit(&out, 2);
+    assert!(text(&out).1.contains("absent.jsonl"), "{}", text(&out).1);
 }
 
 #[test]
@@ -394,4 +408,21 @@ fn bad_search_values_exit_2_with_the_reason() {
         let stderr = text(&out).1;
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn compile_levels_in_a_search_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_saxpy(dir.path()) else {
+        return;
+    };
+    let out = tune(&capture, &["--sampler", "random", "--opt-level", "O2,O3"]);
+    assert_exit(&out, 2);
+    assert!(
+        text(&out)
+            .1
+            .contains("--opt-level is not a dimension of a search yet"),
+        "{}",
+        text(&out).1
+    );
 }

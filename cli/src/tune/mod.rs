@@ -136,7 +136,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if let Some(code) = slurm::before(&a)? {
         return Ok(code);
     }
-    if !a.ir.opt_level.is_empty() {
+    if !a.ir.opt_level.is_empty() && !a.search.active(&a) {
         return opt_levels::run(&a);
     }
     let options = a

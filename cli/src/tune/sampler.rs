@@ -402,6 +402,14 @@ pub fn candidates(a: &TuneArgs, recorded: LaunchConfig) -> Result<(u64, Vec<Laun
                 .into(),
         ));
     }
+    if !a.ir.opt_level.is_empty() {
+        return Err(CliError::Command(
+            "--opt-level is not a dimension of a search yet (--sampler, --trials, \
+             --time-budget, --resume, --workers, --rows): sweep the levels alone, or search \
+             the geometry and shared memory"
+                .into(),
+        ));
+    }
     let space = space(a, recorded)?;
     let size = space.size();
     let wanted = search.trials.unwrap_or(size);
@@ -455,6 +463,15 @@ pub fn run(
         .clone()
         .or_else(|| a.rows.clone())
         .or_else(|| a.shard.map(|s| shard::rows_path(a, s)));
+    if let (Some(r), Some(rows)) = (&search.resume, &a.rows)
+        && r != rows
+    {
+        return Err(CliError::Command(format!(
+            "--resume {} appends to the file it continues: give --rows {} only to start a study",
+            r.display(),
+            rows.display()
+        )));
+    }
     let mut old: Vec<Row> = Vec::new();
     if let Some(path) = &search.resume {
         let prev = read_results(path, &kernel)?;
