@@ -7,8 +7,9 @@
 //!   command line on the facade alone (`cargo tree -e normal`);
 //! - a plain `reprise` dependency compiles none of the command line's
 //!   dependencies;
-//! - within each crate, no module imports a module that imports it back
-//!   (`use crate::…` and `crate::…` paths between top-level modules).
+//! - within each crate, no top-level module imports a top-level module
+//!   that imports it back (`use crate::…` and `crate::…` paths between
+//!   them; modules nested in one folder may use each other).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
