@@ -472,6 +472,11 @@ pub fn run(
             rows.display()
         )));
     }
+    if a.device_id.is_some() && !matches!(search.workers, None | Some(Workers::Count(1))) {
+        return Err(CliError::Command(
+            "--workers use devices 0 to N-1: give --device-id or --workers, not both".into(),
+        ));
+    }
     let mut old: Vec<Row> = Vec::new();
     if let Some(path) = &search.resume {
         let prev = read_results(path, &kernel)?;
@@ -508,19 +513,18 @@ pub fn run(
     // holds it and has no row of it yet.
     let write_recorded = held.contains(&recorded) && !done.contains(&shard::key(&recorded));
 
-    let devices = device_count(backend);
+    // The driver is asked only when workers are.
+    let devices = if search.workers.is_some() {
+        device_count(backend)
+    } else {
+        1
+    };
     let asked = match search.workers {
         None => 1,
         Some(Workers::Auto) => devices,
         Some(Workers::Count(n)) => n,
     };
     let workers = asked.min(devices).min(todo.len().max(1)).max(1);
-    if workers > 1 && a.device_id.is_some() {
-        return Err(CliError::Command(
-            "--workers above 1 use devices 0 to N-1: give --device-id or --workers, not both"
-                .into(),
-        ));
-    }
     if !a.json {
         let how = match search.sampler {
             Sampler::Grid => "grid".to_string(),
@@ -544,7 +548,7 @@ pub fn run(
                 "resuming {}: {} configuration(s) already measured, {} to measure",
                 path.display(),
                 old.len(),
-                todo.len()
+                todo.len() + usize::from(write_recorded)
             );
         }
         if capture.output.is_none() {
@@ -586,6 +590,7 @@ pub fn run(
                 // The workers' rows meet in a file of this run's own.
                 let p =
                     std::env::temp_dir().join(format!("reprise-tune-{}.jsonl", std::process::id()));
+                let _ = std::fs::remove_file(&p);
                 append(&p, &header_line(a, &kernel, held.len()))?;
                 temporary = Some(p.clone());
                 p
