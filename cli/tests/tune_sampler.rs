@@ -134,6 +134,11 @@ fn more_trials_than_the_product_are_capped_with_a_note() {
         stdout.contains("of 16 of the 16 configurations"),
         "{stdout}"
     );
+    assert!(
+        stdout
+            .contains("search space: 4 (--num-teams) x 4 (--num-threads) x 1 (--shared-mem) = 16"),
+        "{stdout}"
+    );
     let got: BTreeSet<_> = rows_of(&rows).into_iter().collect();
     assert_eq!(got.len(), 16, "every configuration once");
     // The results file is refused as the start of a new study.

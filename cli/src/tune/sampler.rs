@@ -207,6 +207,16 @@ impl Space {
             .fold(1u64, |n, d| n.saturating_mul(d.values.len() as u64))
     }
 
+    /// `4 (--num-teams) x 4 (--num-threads) x 1 (--shared-mem)`.
+    pub fn shape(&self) -> String {
+        let parts: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| format!("{} ({})", d.values.len(), d.flag))
+            .collect();
+        parts.join(" x ")
+    }
+
     /// The configuration at `index` (below [`size`](Self::size)): `base`
     /// with each dimension's setting applied.
     pub fn point(&self, mut index: u64, base: LaunchConfig) -> LaunchConfig {
@@ -540,6 +550,7 @@ pub fn run(
             a.warmup,
             if a.warmup == 1 { "" } else { "s" }
         );
+        out!("search space: {} = {size}", space(a, recorded)?.shape());
         if let Some(s) = a.shard {
             out!("shard {s}: {} of them", held.len());
         }
@@ -1012,6 +1023,7 @@ mod tests {
             .map(|i| shard::key(&s.point(i, base)))
             .collect();
         assert_eq!(all.len(), 12);
+        assert_eq!(s.shape(), "3 (a) x 2 (b) x 2 (c)");
     }
 
     #[test]
