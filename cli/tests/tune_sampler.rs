@@ -416,7 +416,7 @@ fn bad_search_values_exit_2_with_the_reason() {
 }
 
 #[test]
-fn compile_levels_in_a_search_are_refused_with_the_reason() {
+fn compile_levels_and_plots_in_a_search_are_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let Some(capture) = record_saxpy(dir.path()) else {
         return;
@@ -430,4 +430,15 @@ fn compile_levels_in_a_search_are_refused_with_the_reason() {
         "{}",
         text(&out).1
     );
+    let svg = dir.path().join("p.svg");
+    let out = tune(&capture, &["--trials", "2", "--plot", s(&svg)]);
+    assert_exit(&out, 2);
+    assert!(
+        text(&out)
+            .1
+            .contains("--plot draws a sweep measured in one go"),
+        "{}",
+        text(&out).1
+    );
+    assert!(!svg.exists());
 }

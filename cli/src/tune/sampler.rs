@@ -459,6 +459,13 @@ pub fn run(
     if let Some(plan) = &search.worker_plan {
         return serve_plan(a, capture, plan, start);
     }
+    if a.plot.is_some() {
+        return Err(CliError::Command(
+            "--plot draws a sweep measured in one go, not a search yet (--sampler, --trials, \
+             --time-budget, --resume, --workers, --rows): give --csv or --json"
+                .into(),
+        ));
+    }
     let rec = &capture.record;
     let kernel = rec.name.to_string();
     let (size, candidates) = candidates(a, recorded)?;
