@@ -12,8 +12,14 @@ use reprise::summary::{self, Summary};
 
 use crate::error::{CliError, Result};
 
-/// The interposer's file name.
-const INTERPOSER: &str = "libreprise_interposer.so";
+/// The interposer, built with this executable and embedded in it
+/// (`build-support/interposer.rs`): written out to the cache directory on
+/// first use.
+const EMBEDDED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprise_interposer.so"));
+
+/// A hash of [`EMBEDDED`]: the cached copy's name, so that two builds of
+/// `reprise` never share one file for two libraries.
+const EMBEDDED_HASH: &str = env!("REPRISE_INTERPOSER_HASH");
 
 /// The variable that names the interposer to preload instead of the one
 /// found next to the `reprise` executable.
@@ -119,7 +125,8 @@ pub enum ModeArg {
     Sync,
 }
 
-/// The interposer: `REPRISE_INTERPOSER`, else next to this executable.
+/// The interposer: `REPRISE_INTERPOSER`, else the one embedded in this
+/// executable, written to the cache directory on first use.
 pub(crate) fn interposer() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(INTERPOSER_VARIABLE) {
         let p = PathBuf::from(p);
@@ -132,19 +139,80 @@ pub(crate) fn interposer() -> Result<PathBuf> {
             )))
         };
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::Command(format!("locating the reprise executable: {e}")))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    for candidate in [dir.join(INTERPOSER), dir.join("../lib").join(INTERPOSER)] {
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
+    let dir = cache_dir()?;
+    install(&dir, EMBEDDED, EMBEDDED_HASH)
+}
+
+/// reprise's directory in the user's cache directory: `$XDG_CACHE_HOME/reprise`,
+/// else `$HOME/.cache/reprise` (the XDG base directory specification's
+/// default).
+fn cache_dir() -> Result<PathBuf> {
+    let nonempty = |v: &str| {
+        std::env::var_os(v)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    };
+    nonempty("XDG_CACHE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| nonempty("HOME").map(|h| h.join(".cache")))
+        .map(|d| d.join("reprise"))
+        .ok_or_else(|| {
+            CliError::Command(format!(
+                "no cache directory to write the interposer to: neither XDG_CACHE_HOME nor HOME \
+                 is set (set one, or name the interposer with {INTERPOSER_VARIABLE}=PATH)"
+            ))
+        })
+}
+
+/// `bytes` as `dir/libreprise_interposer-HASH.so`, mode 0755: the file when
+/// it is already there with these bytes, else written to a fresh temporary
+/// file in `dir` and renamed into place, so that processes writing it at the
+/// same time each rename a whole file and none loads a part of one.
+fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let path = dir.join(format!("libreprise_interposer-{hash}.so"));
+    if std::fs::read(&path).is_ok_and(|b| b == bytes) {
+        return Ok(path);
     }
-    Err(CliError::Command(format!(
-        "the interposer {INTERPOSER} is not next to {} (build it with `cargo build -p reprise-interposer`, \
-         or name it with {INTERPOSER_VARIABLE}=PATH)",
-        exe.display()
-    )))
+    let fail = |what: &str, p: &Path, e: std::io::Error| {
+        CliError::Command(format!(
+            "{what} {}: {e} (the interposer embedded in reprise is written there on first use; \
+             or name one with {INTERPOSER_VARIABLE}=PATH)",
+            p.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("creating", dir, e))?;
+    let (tmp, mut file) = (0..100u32)
+        .find_map(|n| {
+            let tmp = dir.join(format!(".{hash}.{}.{n}.tmp", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o755)
+                .open(&tmp)
+            {
+                Ok(f) => Some(Ok((tmp, f))),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(fail("creating", &tmp, e))),
+            }
+        })
+        .unwrap_or_else(|| {
+            Err(CliError::Command(format!(
+                "no free temporary file name in {}",
+                dir.display()
+            )))
+        })?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o755)))
+        .and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail("writing", &path, e));
+    }
+    Ok(path)
 }
 
 /// The descriptors in `dir`.
@@ -266,7 +334,11 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         summary::launches(new.len() as u64),
         a.dir.display(),
         new.first()
-            .map(|p| format!(" (replay one: reprise replay --verify {})", p.display()))
+            .map(|p| format!(
+                " (replay one: {} replay --verify {})",
+                crate::ui::invocation(),
+                p.display()
+            ))
             .unwrap_or_default()
     );
     if counts.marked > 0 {
@@ -300,4 +372,39 @@ fn region_size(s: &str) -> std::result::Result<u64, String> {
 /// `--max-disk`: a size, K/M/G/T suffixes.
 fn disk_size(s: &str) -> std::result::Result<u64, String> {
     reprise::config::parse_size("--max-disk", s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::install;
+
+    /// Processes writing the interposer at once each rename a whole file:
+    /// every one gets the file with all its bytes, mode 0755, and no
+    /// temporary file is left.
+    #[test]
+    fn concurrent_first_uses_each_get_the_whole_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("reprise");
+        let bytes: Vec<u8> = (0..1_000_000u32).map(|i| i as u8).collect();
+        let paths: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| install(&cache, &bytes, "0123").unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for p in &paths {
+            assert_eq!(p, &cache.join("libreprise_interposer-0123.so"));
+        }
+        assert_eq!(std::fs::read(&paths[0]).unwrap(), bytes);
+        let mode = std::fs::metadata(&paths[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+        // A damaged copy is written again.
+        std::fs::write(&paths[0], b"damaged").unwrap();
+        assert_eq!(
+            std::fs::read(install(&cache, &bytes, "0123").unwrap()).unwrap(),
+            bytes
+        );
+    }
 }

@@ -86,7 +86,7 @@ fn two_programs_record_into_one_store_at_once() {
         assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
         assert!(stdout.contains("launches 20"), "{stdout}");
         assert!(
-            stderr.contains("reprise: recorded 20 launches to"),
+            stderr.contains("reprise record: 20 launches recorded in"),
             "each recorded its launches: {stderr}"
         );
         assert!(!stderr.contains("recording stopped"), "{stderr}");

@@ -38,22 +38,14 @@ fn summary() -> Summary {
     s
 }
 
-/// Says at exit what was recorded where, and what was not; appends the
-/// counts to `REPRISE_RECORD_SUMMARY`'s file.
+/// Says at exit what was recorded where, and what was not; under
+/// `reprise record` (which sets `REPRISE_RECORD_SUMMARY`) appends the counts
+/// to that file instead, and `reprise record` says it once for all the
+/// program's processes.
 pub fn at_exit(dir: &std::path::Path) {
     let s = summary();
-    let mut line = format!(
-        "reprise: recorded {} to {}",
-        s.recorded_text(),
-        dir.display()
-    );
-    if let Some(t) = s.skipped_text() {
-        line.push_str("; ");
-        line.push_str(&t);
-    }
-    // stderr may be closed; the summary is not worth a panic at exit.
-    let _ = writeln!(std::io::stderr(), "{line}");
     let Some(path) = std::env::var_os("REPRISE_RECORD_SUMMARY") else {
+        say(&s, dir);
         return;
     };
     // One write of one line in append mode: processes of one program
@@ -65,4 +57,19 @@ pub fn at_exit(dir: &std::path::Path) {
     {
         let _ = f.write_all(s.line().as_bytes());
     }
+}
+
+/// The line on stderr, when the interposer was preloaded by hand.
+fn say(s: &Summary, dir: &std::path::Path) {
+    let mut line = format!(
+        "reprise: recorded {} to {}",
+        s.recorded_text(),
+        dir.display()
+    );
+    if let Some(t) = s.skipped_text() {
+        line.push_str("; ");
+        line.push_str(&t);
+    }
+    // stderr may be closed; the summary is not worth a panic at exit.
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
