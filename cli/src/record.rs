@@ -22,7 +22,7 @@ const EMBEDDED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprise_int
 const EMBEDDED_HASH: &str = env!("REPRISE_INTERPOSER_HASH");
 
 /// The variable that names the interposer to preload instead of the one
-/// found next to the `reprise` executable.
+/// embedded in the `reprise` executable.
 const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 
 /// Record the kernel launches of an unmodified CUDA program.

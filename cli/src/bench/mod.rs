@@ -35,9 +35,10 @@ use crate::ui::human_bytes;
 /// interposer preloaded and recording on but no kernel selected (what a
 /// launch it does not record costs); and with every timed launch recorded,
 /// into raw files (and the size of one capture) and into the store; without `--quick` the three alternate
-/// over three rounds. The ratios are of the medians. The rows are skipped,
-/// saying why, when the interposer is not found (next to this executable,
-/// or `REPRISE_INTERPOSER=PATH`).
+/// over three rounds. The ratios are of the medians. The interposer is the
+/// one built into this executable (as for `reprise record`; written to the
+/// cache directory on first use), or `REPRISE_INTERPOSER=PATH`; the rows
+/// are skipped, saying why, when it cannot be written out.
 ///
 /// Recording times are the launching thread's time in a recorded launch
 /// minus a plain launch's; the background writer is drained between
