@@ -15,7 +15,8 @@ use crate::error::{CliError, Result};
 use crate::ui::{human_bytes, human_time};
 
 /// Record a kernel launch and replay it: the whole round trip in one
-/// command, on the host CPU (the default) or an NVIDIA GPU.
+/// command, on the host CPU (the default, `--backend host`), an NVIDIA GPU
+/// (`--backend cuda`) or an AMD GPU (`--backend amdgpu`).
 ///
 /// Builds in a sample kernel (on the host, a stencil over a float array
 /// that reads a device global; on a GPU, a saxpy that reads one), records
@@ -34,7 +35,7 @@ pub struct DemoArgs {
     /// elements in an `int`); the demo needs about 5 times SIZE of memory.
     #[arg(long, default_value = "4M", value_parser = parse_demo_size)]
     pub size: u64,
-    /// The executor to record and replay on.
+    /// The executor to record and replay on: host, cuda or amdgpu.
     #[arg(long, default_value = "host", value_parser = BackendArg::builtin_kernels())]
     pub backend: BackendArg,
     /// The CUDA device (with `--backend cuda`).
@@ -243,18 +244,20 @@ fn demo<E: AnyExecutor>(
                 4,
                 "verified: the replay's output equals the recorded output byte for byte",
             );
-            let mut me = crate::ui::invocation();
+            let me = crate::ui::invocation();
             let on_path = me == "reprise";
             // A runtime chosen by its variable (REPRISE_HSA_LIBRARY naming
-            // the simulated one, say) is part of the command that works.
+            // the simulated one, say) is part of the replay that works;
+            // `inspect` loads no runtime.
+            let mut runs = me.clone();
             if let Some(var) = reprise::executors::traits(backend).library_var
                 && let Some(lib) = std::env::var_os(var)
             {
-                me = format!("{var}={} {me}", lib.to_string_lossy());
+                runs = format!("{var}={} {me}", lib.to_string_lossy());
             }
             out!();
             out!(
-                "replay it yourself:  {me} replay --verify {}",
+                "replay it yourself:  {runs} replay --verify {}",
                 descriptor.display()
             );
             out!("look inside:         {me} inspect {}", descriptor.display());

@@ -51,9 +51,26 @@ pub enum CliError {
     Command(String),
 }
 
+/// The file `e` found missing, when that is all it says: every command
+/// says so in one wording, `FILE: no such file`, whatever it was doing
+/// (opening, reading, listing, stat-ing) and however the system put it.
+fn missing_file(e: &reprise::Error) -> Option<&std::path::Path> {
+    match e {
+        reprise::Error::Io { path, source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Some(path)
+        }
+        _ => None,
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            CliError::Reprise(e) if let Some(path) = missing_file(e) => {
+                write!(f, "{}: no such file", path.display())
+            }
             CliError::Reprise(e) => e.named(FLAGS).fmt(f),
             CliError::Command(why) => f.write_str(why),
         }
@@ -63,6 +80,8 @@ impl fmt::Display for CliError {
 impl std::error::Error for CliError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            // The system's wording of a missing file is not repeated.
+            CliError::Reprise(e) if missing_file(e).is_some() => None,
             CliError::Reprise(e) => std::error::Error::source(e),
             CliError::Command(_) => None,
         }

@@ -56,6 +56,39 @@ fn bitcode_entries(bytes: &[u8]) -> Option<Vec<String>> {
     })
 }
 
+/// What an x86-64 ELF image is, for people: an executable (`ET_EXEC`), a
+/// PIE executable (`ET_DYN` with an interpreter, `PT_INTERP`, or the
+/// `DF_1_PIE` flag) or a shared object (`ET_DYN` otherwise); `None` for any
+/// other file, which the image kind describes.
+fn x86_elf_kind(bytes: &[u8]) -> Option<&'static str> {
+    use object::elf;
+    use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+    let header = elf::FileHeader64::<object::Endianness>::parse(bytes).ok()?;
+    let endian = header.endian().ok()?;
+    if header.e_machine(endian) != elf::EM_X86_64 {
+        return None;
+    }
+    match header.e_type(endian) {
+        elf::ET_EXEC => return Some("ELF x86-64 executable"),
+        elf::ET_DYN => {}
+        _ => return None,
+    }
+    let headers = header.program_headers(endian, bytes).ok()?;
+    let interpreter = headers.iter().any(|p| p.p_type(endian) == elf::PT_INTERP);
+    let pie_flag = headers.iter().any(|p| {
+        p.dynamic(endian, bytes).ok().flatten().is_some_and(|d| {
+            d.iter().any(|d| {
+                d.d_tag(endian) == elf::DT_FLAGS_1 && d.d_val(endian) & elf::DF_1_PIE.0 != 0
+            })
+        })
+    });
+    Some(if interpreter || pie_flag {
+        "ELF x86-64 PIE executable"
+    } else {
+        "ELF x86-64 shared object"
+    })
+}
+
 pub fn run(a: ExtractArgs) -> Result<ExitCode> {
     let images = images_in(&a.app)?;
     let app = a
@@ -76,7 +109,7 @@ pub fn run(a: ExtractArgs) -> Result<ExitCode> {
             i.index,
             i.triple,
             arch,
-            i.kind.to_string(),
+            x86_elf_kind(&i.bytes).map_or_else(|| i.kind.to_string(), str::to_string),
             human_bytes(i.bytes.len() as u64),
             match (&i.kernels[..], bitcode_entries(&i.bytes)) {
                 ([], Some(entries)) if !entries.is_empty() => entries.join(", "),

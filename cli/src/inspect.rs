@@ -251,7 +251,8 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
         out!("{line}");
     }
     out!(
-        "geometry  grid {}x{}x{} (teams {}), block {}x{}x{} (threads {}), shared memory {} bytes",
+        "geometry  grid {} x {} x {} (teams {}), block {} x {} x {} (threads {}), shared memory {} \
+         bytes",
         r.grid[0],
         r.grid[1],
         r.grid[2],
@@ -309,14 +310,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
         if *size == 8 {
             out!("  [{i:>3}] {v:#018x} ({}){note}", *v as i64);
         } else {
-            out!(
-                "  [{i:>3}] {size} bytes{}",
-                if *size <= 8 {
-                    format!(": {v:#x}")
-                } else {
-                    String::new()
-                }
-            );
+            out!("  [{i:>3}] {}", scalar_text(*size, *v));
         }
     }
     match &d.globals {
@@ -406,10 +400,47 @@ fn ir_lines(d: &Description) -> Vec<String> {
     }
 }
 
+/// An argument of `size` bytes (not 8) whose bytes, little-endian, are
+/// `v`: its size and bits, and for 4 bytes what they read as an integer and
+/// as a float (the capture and the images record sizes, not types).
+fn scalar_text(size: u32, v: u64) -> String {
+    match size {
+        4 => {
+            let bits = v as u32;
+            format!(
+                "4 bytes: {bits:#x} (int {}, float {})",
+                bits as i32,
+                f32::from_bits(bits)
+            )
+        }
+        1..=8 => format!("{size} bytes: {v:#x}"),
+        _ => format!("{size} bytes"),
+    }
+}
+
 fn status(problems: &[String]) -> ExitCode {
     if problems.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scalar_text;
+
+    #[test]
+    fn four_bytes_read_as_an_integer_and_a_float() {
+        assert_eq!(
+            scalar_text(4, 0x4040_0000),
+            "4 bytes: 0x40400000 (int 1077936128, float 3)"
+        );
+        assert_eq!(
+            scalar_text(4, 0xffff_ffff),
+            "4 bytes: 0xffffffff (int -1, float NaN)"
+        );
+        assert_eq!(scalar_text(2, 0x1234), "2 bytes: 0x1234");
+        assert_eq!(scalar_text(16, 0), "16 bytes");
     }
 }

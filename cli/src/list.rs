@@ -60,6 +60,18 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
     let entries = scan_with(&a.dir, &options)?;
     let counts = report_counts(&a.dir);
     let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
+    if entries.iter().any(|e| matches!(e, Entry::Capture(_))) {
+        // The columns of a capture's line, below.
+        out!(
+            "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  DESCRIPTOR",
+            "KERNEL",
+            "FORMAT",
+            "EXEC",
+            "TEAMS",
+            "THRDS",
+            "SNAPSHOT"
+        );
+    }
     for e in &entries {
         match e {
             Entry::Capture(d) => {

@@ -84,14 +84,15 @@ fn main() -> ExitCode {
             use std::io::Write as _;
             // The library's messages name files and kernels: escaped as
             // everything reprise prints.
-            let text = r.args().to_string();
-            writeln!(
-                buf,
-                "[{:<5} {}] {}",
-                r.level(),
-                r.target(),
-                ui::shown(&text)
-            )
+            let text = ui::shown(&r.args().to_string()).into_owned();
+            // Warnings and errors are for the user: a line as the command
+            // line's own; the rest (RUST_LOG=info and finer) says where it
+            // comes from.
+            match r.level() {
+                log::Level::Error => writeln!(buf, "error: {text}"),
+                log::Level::Warn => writeln!(buf, "warning: {text}"),
+                level => writeln!(buf, "[{level:<5} {}] {text}", r.target()),
+            }
         })
         .init();
     let cli = match Cli::try_parse() {

@@ -65,7 +65,7 @@ fn without_the_runtime_or_a_gpu_replay_says_which() {
     // The installed runtime: hsa_init fails on a machine without an AMD
     // GPU (Debian's ROCm 5.2 says HSA_STATUS_ERROR_OUT_OF_RESOURCES).
     if Path::new("/dev/kfd").exists() {
-        return eprintln!("skipped the no-GPU half: this machine has /dev/kfd");
+        return crate::common::skip("the no-GPU half: this machine has /dev/kfd", None);
     }
     let out = reprise(&["replay", s(&capture)]);
     assert_exit(&out, 2);
@@ -100,7 +100,7 @@ fn sim_library() -> Option<String> {
     match sim::available().and_then(|()| sim::library().map(|p| p.display().to_string())) {
         Ok(p) => Some(p),
         Err(why) => {
-            eprintln!("skipped: {why}");
+            crate::common::skip(&why.to_string(), None);
             None
         }
     }
@@ -134,6 +134,23 @@ fn the_demo_records_and_replays_on_the_simulated_runtime() {
     assert_exit(&out, 0);
     assert!(stdout.contains("verification: PASS"), "{stdout}{stderr}");
     assert!(stdout.contains("amdgpu"), "{stdout}");
+    // The replay needs the runtime's variable, inspect does not.
+    let hint = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .trim()
+            .to_string()
+    };
+    assert!(
+        hint("replay it yourself:").starts_with("REPRISE_HSA_LIBRARY="),
+        "{stdout}"
+    );
+    assert!(
+        !hint("look inside:").contains("REPRISE_HSA_LIBRARY"),
+        "{stdout}"
+    );
 }
 
 #[test]

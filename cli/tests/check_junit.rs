@@ -87,7 +87,10 @@ fn xmllint() -> bool {
         Ok(_) => true,
         Err(e) => {
             assert!(!required, "REPRISE_REQUIRE_XMLLINT=1, but xmllint: {e}");
-            eprintln!("skipped: xmllint is not here ({e}; Debian's libxml2-utils)");
+            crate::common::skip(
+                &format!("xmllint is not here ({e}; Debian's libxml2-utils)"),
+                Some("libxml2-utils"),
+            );
             false
         }
     }

@@ -42,7 +42,10 @@ fn slurm() -> bool {
         ),
     };
     assert!(!required, "REPRISE_REQUIRE_SLURM=1, but {why}");
-    eprintln!("skipped: no Slurm cluster here: {why} (scripts/slurm-up.sh starts one)");
+    crate::common::skip(
+        &format!("no Slurm cluster here: {why} (scripts/slurm-up.sh starts one)"),
+        None,
+    );
     false
 }
 

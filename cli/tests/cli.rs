@@ -50,7 +50,7 @@ fn inspect_shows_everything_and_never_runs_the_image() {
         "kernel    axpy",
         "format    llvm-current",
         "executor  host (from the image)",
-        "grid 8x1x1 (teams 8), block 128x1x1 (threads 128)",
+        "grid 8 x 1 x 1 (teams 8), block 128 x 1 x 1 (threads 128)",
         "threads limits [1, 1024]",
         "region    0x153940000000",
         "-> region + 0x0",

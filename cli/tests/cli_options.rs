@@ -73,7 +73,7 @@ fn a_bench_larger_than_memory_is_refused_naming_what_it_needs() {
         .map(|kib| kib * 1024);
     // 7 GiB needs about 42 GiB: refused where less is available.
     if avail.is_none_or(|a| a >= 42 << 30) {
-        eprintln!("skipped: this machine has 42 GiB available (or says nothing)");
+        crate::common::skip("this machine has 42 GiB available (or says nothing)", None);
         return;
     }
     let out = reprise(&["bench", "--quick", "--sizes", "7G"]);
@@ -150,7 +150,10 @@ fn the_cuda_demo_replays_in_a_new_process_as_a_user_would() {
     match sim::driver() {
         Ok(sim::Driver::Simulated) => {}
         other => {
-            eprintln!("skipped: needs the simulated CUDA driver ({other:?})");
+            crate::common::skip(
+                &format!("needs the simulated CUDA driver ({other:?})"),
+                None,
+            );
             return;
         }
     }

@@ -258,7 +258,10 @@ fn a_bitcode_newer_than_the_toolchain_is_refused_naming_both_versions() {
             std::env::var("REPRISE_REQUIRE_LLVM16").as_deref() != Ok("1"),
             "REPRISE_REQUIRE_LLVM16=1 but clang-19 is missing (Debian's clang-19)"
         );
-        eprintln!("skipped from_ir::newer_bitcode: clang-19 is missing");
+        crate::common::skip(
+            "from_ir::newer_bitcode: clang-19 is missing",
+            Some("clang-19"),
+        );
         return;
     }
     let c = m.root.join("k.c");
@@ -420,7 +423,7 @@ fn llvm19(test: &str) -> Option<Toolchain> {
         std::env::var("REPRISE_REQUIRE_LLVM16").as_deref() != Ok("1"),
         "{test}: REPRISE_REQUIRE_LLVM16=1 but {why}"
     );
-    eprintln!("skipped {test}: {why}");
+    crate::common::skip(&format!("{test}: {why}"), None);
     None
 }
 

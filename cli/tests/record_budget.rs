@@ -195,7 +195,7 @@ impl Tmpfs {
             std::env::var("REPRISE_REQUIRE_TMPFS").as_deref() != Ok("1"),
             "REPRISE_REQUIRE_TMPFS=1 but a tmpfs cannot be mounted: {why}"
         );
-        eprintln!("skipped: a tmpfs cannot be mounted here: {why}");
+        crate::common::skip(&format!("a tmpfs cannot be mounted here: {why}"), None);
         None
     }
 

@@ -229,8 +229,10 @@ fn cuda_a_streamed_session_recovers_from_a_failed_run_and_reads_whole_without_ro
     // Failures are injected: the simulator only.
     match sim::driver() {
         Ok(sim::Driver::Simulated) => {}
-        Ok(sim::Driver::Real) => return eprintln!("skipped: needs the simulated CUDA driver"),
-        Err(why) => return eprintln!("skipped: {why}"),
+        Ok(sim::Driver::Real) => {
+            return crate::common::skip("needs the simulated CUDA driver", None);
+        }
+        Err(why) => return crate::common::skip(&why.to_string(), None),
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(descriptor) = record_cuda(dir.path()) else {
@@ -288,7 +290,7 @@ fn hsa_sim() -> Option<String> {
             Some(p)
         }
         Err(why) => {
-            eprintln!("skipped: {why}");
+            crate::common::skip(&why.to_string(), None);
             None
         }
     }

@@ -290,7 +290,7 @@ fn workers_are_capped_at_the_device_count() {
 #[test]
 fn workers_on_two_simulated_devices_measure_each_configuration_once() {
     if std::env::var_os("REPRISE_GPU_TESTS").is_some() {
-        eprintln!("skipped: the simulator's device count is what this test sets");
+        crate::common::skip("the simulator's device count is what this test sets", None);
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -44,11 +44,14 @@ fn region_address_taken_in_the_replaying_process_exits_2() {
         .args(["x86_64", "-R", "true"])
         .output()
     else {
-        eprintln!("skipped: setarch is not installed");
+        crate::common::skip("setarch is not installed", Some("util-linux"));
         return;
     };
     if !out.status.success() {
-        eprintln!("skipped: this machine refuses to disable address randomisation");
+        crate::common::skip(
+            "this machine refuses to disable address randomisation",
+            None,
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -51,7 +51,7 @@ pub fn need(check: Result<(), String>, test: &str) -> Option<()> {
             panic!("{test}: REPRISE_REQUIRE_LLVM16=1 but {why}")
         }
         Err(why) => {
-            eprintln!("skipped {test}: {why}");
+            super::skip(&format!("{test}: {why}"), None);
             None
         }
     }

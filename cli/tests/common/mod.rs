@@ -295,6 +295,32 @@ pub fn llvm_fixture(dir: &Path, generation: Generation, base: u64, n: usize) -> 
     }
 }
 
+/// Says that the running test skips, and why: `SKIPPED: TEST: WHY
+/// (install: apt-get install PACKAGE)` on stderr (`--nocapture` shows it),
+/// and the same line appended to `target/skipped-tests.txt`, which
+/// `scripts/skipped.sh` sums up after a run.
+pub fn skip(why: &str, install: Option<&str>) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let hint = install
+        .map(|p| format!(" (install: apt-get install {p})"))
+        .unwrap_or_default();
+    let line = format!("SKIPPED: {test}: {why}{hint}");
+    eprintln!("{line}");
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../skipped-tests.txt");
+    // One write of one line in append mode: tests running at once do not
+    // mix their lines. The list is a convenience; failing to write it
+    // does not fail the test.
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)
+    {
+        use std::io::Write as _;
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+}
+
 /// The executor for device 0: the real driver with `REPRISE_GPU_TESTS=1`,
 /// else the simulated one (which the replaying `reprise` process then finds
 /// too); `None` after saying why when the tests skip.
@@ -303,7 +329,7 @@ pub fn gpu() -> Option<reprise::CudaExecutor> {
         Ok(sim::Driver::Real) => {}
         Ok(sim::Driver::Simulated) => eprintln!("on the simulated CUDA driver"),
         Err(why) => {
-            eprintln!("skipped: {why}");
+            skip(&why.to_string(), None);
             return None;
         }
     }

@@ -89,7 +89,7 @@ pub enum Target {
 pub fn setup() -> Option<Target> {
     let target = match std::env::var("REPRISE_GPU_TESTS").as_deref() {
         Ok("0") => {
-            eprintln!("skipped: REPRISE_GPU_TESTS=0");
+            super::skip("REPRISE_GPU_TESTS=0", None);
             return None;
         }
         Ok("1") => Target::Real,
@@ -102,7 +102,7 @@ pub fn setup() -> Option<Target> {
             panic!("REPRISE_REQUIRE_SIM=1 but the simulated CUDA driver is unusable: {why}")
         }
         Err(why) => {
-            eprintln!("skipped: {why}");
+            super::skip(&why.to_string(), None);
             None
         }
     }
@@ -164,7 +164,7 @@ pub fn interposer() -> Option<PathBuf> {
             std::env::var("REPRISE_REQUIRE_SIM").as_deref() != Ok("1"),
             "REPRISE_REQUIRE_SIM=1 but {why}"
         );
-        eprintln!("skipped: {why}");
+        super::skip(why, None);
     }
     found
 }

@@ -55,11 +55,14 @@ fn simulated() -> Option<CudaExecutor> {
     match sim::driver() {
         Ok(sim::Driver::Simulated) => gpu(),
         Ok(sim::Driver::Real) => {
-            eprintln!("skipped: needs the simulated CUDA driver (REPRISE_GPU_TESTS is 1)");
+            crate::common::skip(
+                "needs the simulated CUDA driver (REPRISE_GPU_TESTS is 1)",
+                None,
+            );
             None
         }
         Err(why) => {
-            eprintln!("skipped: {why}");
+            crate::common::skip(&why.to_string(), None);
             None
         }
     }

@@ -103,7 +103,14 @@ impl<'c, E: Executor> Session<'c, E> {
                 },
             )
         })?;
+        log::info!(
+            "replaying {name} of {}: snapshot {}, image {}",
+            capture.paths.descriptor.display(),
+            capture.input.path.display(),
+            capture.image_path().display()
+        );
         let (region, fresh) = reserve_region(exec, capture, base, len)?;
+        log::info!("region placed at {base:#x}: {len} bytes of snapshot");
         // The pristine copy, then the queue: dropped in the other order, so
         // that nothing in flight outlives the memory it copies into.
         let pristine = if runs > 1 && exec.copies_on_device() && len > 0 {
@@ -160,6 +167,7 @@ impl<'c, E: Executor> Session<'c, E> {
         let image = exec.load_image(&capture.image).map_err(|e| {
             Error::executor(format!("loading {}", capture.image_path().display()), e)
         })?;
+        log::info!("image loaded: {}", capture.image_path().display());
         let kernel = exec.kernel(&image, name).map_err(|e| {
             Error::executor(
                 format!(
@@ -301,6 +309,12 @@ impl<'c, E: Executor> Session<'c, E> {
             }
         };
         let time = start.elapsed();
+        log::info!(
+            "kernel {} launched and done: grid {:?}, block {:?}, in {time:?}",
+            record.name,
+            config.grid,
+            config.block
+        );
         self.buffers = Some(buffers);
         self.has_output = output;
         Ok(Run {

@@ -211,11 +211,17 @@ pub fn verify(
             return Err(checksum_mismatch(&recorded.path, want, got));
         }
     }
-    Ok(Verification {
+    let v = Verification {
         comparison: feeder.finish(),
         tolerance,
         ranges,
-    })
+    };
+    log::info!(
+        "verification against {}: {}",
+        recorded.path.display(),
+        if v.is_match() { "PASS" } else { "FAIL" }
+    );
+    Ok(v)
 }
 
 /// Compares the file `actual` with the file `expected` (two outputs) over
