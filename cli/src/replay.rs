@@ -71,6 +71,8 @@ pub struct ReplayArgs {
     pub compare: CompareArgs,
     #[command(flatten)]
     pub ir: crate::from_ir::IrArgs,
+    #[command(flatten)]
+    pub jit: crate::tune::jit::JitArgs,
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
@@ -98,6 +100,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
 
 /// The replay, in this process.
 fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
+    let jit = a.jit.single()?;
     let capture = Capture::open_with(&a.file, options)?;
     let rec = &capture.record;
     let verify = a.verify || a.compare.given();
@@ -119,6 +122,11 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         builder = builder.num_threads(n);
     }
     let backend = builder.resolved_backend()?;
+    if let Some(jit) = jit {
+        crate::tune::jit::check(&a.file, backend, Some(&capture))?;
+        out!("PTX JIT options: {jit}");
+        crate::tune::jit::apply(Some(jit));
+    }
     for m in reprise::list::marked_args(rec) {
         note!("warning: {}: {m}", a.file.display());
     }

@@ -197,6 +197,9 @@ pub struct Traits {
     /// load instead of the system's (a simulated one, say), where one does
     /// (`None` where the dynamic loader's search decides).
     pub library_var: Option<&'static str>,
+    /// Why it takes no PTX JIT options (`cuModuleLoadDataEx`'s
+    /// `CU_JIT_*`), or `None` where it does (CUDA, and only for PTX).
+    pub jit_refusal: Option<&'static str>,
 }
 
 /// What the executor of `kind` is like (whether or not this build has it).
@@ -209,9 +212,13 @@ pub const fn traits(kind: BackendKind) -> Traits {
         interposed: false,
         judges_unknown_images: true,
         library_var: None,
+        jit_refusal: None,
     };
     match kind {
         BackendKind::Host => Traits {
+            jit_refusal: Some(
+                "the host executor runs native code compiled already; no JIT compiles it",
+            ),
             has_devices: false,
             in_process: true,
             launch_geometry: false,
@@ -226,10 +233,17 @@ pub const fn traits(kind: BackendKind) -> Traits {
         },
         BackendKind::Amdgpu => Traits {
             library_var: Some("REPRISE_HSA_LIBRARY"),
+            jit_refusal: Some(
+                "the AMD executor loads code objects compiled already (HSA has no PTX JIT; \
+                 recompile with --from-ir instead)",
+            ),
             ..gpu
         },
         // A kind the core gains is said here when its executor is added.
-        _ => gpu,
+        _ => Traits {
+            jit_refusal: Some("this executor takes no JIT options"),
+            ..gpu
+        },
     }
 }
 

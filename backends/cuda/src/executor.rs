@@ -48,11 +48,12 @@ impl CudaExecutor {
         Ok(CudaExecutor {
             dev: Arc::new(Device::open(ordinal)?),
             staging: None,
-            jit: JitSetting::default(),
+            jit: JitSetting(std::sync::Mutex::new(crate::jit::default_options())),
         })
     }
 
-    /// Loads the PTX images loaded from now on with `options`
+    /// Loads the PTX images loaded from now on with `options` (an
+    /// executor starts with [`crate::jit::default_options`])
     /// (`cuModuleLoadDataEx`, with verbose info and error logs kept); `None`
     /// or empty options load with `cuModuleLoadData`. While options are
     /// set, an image that is not PTX is refused

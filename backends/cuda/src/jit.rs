@@ -169,6 +169,23 @@ impl fmt::Display for JitOptions {
     }
 }
 
+/// The JIT options executors made from now on start with
+/// ([`set_default_options`]).
+static DEFAULT: std::sync::Mutex<Option<JitOptions>> = std::sync::Mutex::new(None);
+
+/// Sets the JIT options every [`crate::CudaExecutor`] made from now on
+/// starts with (as if [`crate::CudaExecutor::set_jit_options`] were called
+/// on it): how a command line hands its options to executors the library
+/// opens. `None` (the default) loads without options.
+pub fn set_default_options(options: Option<JitOptions>) {
+    *DEFAULT.lock().unwrap_or_else(|p| p.into_inner()) = options;
+}
+
+/// The options [`set_default_options`] set.
+pub fn default_options() -> Option<JitOptions> {
+    DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
 /// What the JIT said when it compiled (or failed to compile) PTX.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JitLog {

@@ -1,6 +1,7 @@
 //! `reprise tune`: sweep a capture's launch geometry, verify and time each
 //! configuration, and report the fastest.
 
+pub(crate) mod jit;
 mod lists;
 mod opt_levels;
 mod plot;
@@ -121,6 +122,8 @@ pub struct TuneArgs {
     pub ir: opt_levels::IrSweepArgs,
     #[command(flatten)]
     pub search: sampler::SearchArgs,
+    #[command(flatten)]
+    pub jit: jit::JitArgs,
 }
 
 /// Set by Ctrl-C: the sweep stops after the configuration under way.
@@ -159,6 +162,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         builder = builder.device_id(d);
     }
     let backend = builder.resolved_backend()?;
+    if a.jit.given() {
+        jit::check(&a.file, backend, None)?;
+    }
     if !reprise::executors::traits(backend).launch_geometry {
         return Err(reprise::Error::NoGeometry.into());
     }
@@ -166,6 +172,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         return sampler::run(&a, &capture, recorded, backend);
     }
     let configs = configurations(&a, recorded)?;
+    if a.jit.given() {
+        return jit::run(&a, &capture, backend, configs, a.jit.settings());
+    }
     let held = a
         .shard
         .map(|s| shard::slice(&shard::full_list(&configs, recorded), s));

@@ -76,6 +76,17 @@ pub struct Row {
     pub detail: Option<String>,
     /// Each timed run (nanoseconds).
     pub times_ns: Vec<u64>,
+    /// The PTX JIT options it was loaded with (`MAX_REGISTERS=32,...`),
+    /// in a sweep of JIT options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<String>,
+    /// Registers a thread uses (`CU_FUNC_ATTRIBUTE_NUM_REGS`), where the
+    /// JIT compiled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u32>,
+    /// Spill stores and loads in bytes, from the JIT's verbose info log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spills: Option<(u64, u64)>,
 }
 
 impl Row {
@@ -100,6 +111,9 @@ impl Row {
                 .iter()
                 .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
                 .collect(),
+            jit: None,
+            registers: None,
+            spills: None,
         }
     }
 
@@ -146,7 +160,9 @@ impl Row {
 
     /// What became of it, in a word or a few.
     fn status_text(&self) -> String {
+        // The first line: a JIT failure's log follows the table.
         let d = self.detail.as_deref().unwrap_or("");
+        let d = d.lines().next().unwrap_or("");
         match self.status.as_str() {
             "verified" => "verified".into(),
             "unverified" => "not verified".into(),
@@ -187,9 +203,26 @@ fn time(d: Option<Duration>) -> String {
 /// The table of `rows` (in table order), the recorded and the fastest
 /// configurations, and why the sweep stopped early if it did.
 pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<String> {
+    // A sweep of JIT options has three more columns: the options, the
+    // registers and the spill bytes (stores/loads) of each.
+    let jit_width = rows
+        .iter()
+        .filter_map(|r| r.jit.as_ref().map(String::len))
+        .max()
+        .map(|w| w.max(3));
+    let jit_cols = |jit: &str, regs: &str, spill: &str| {
+        jit_width.map_or_else(String::new, |w| format!("{jit:<w$} {regs:>4} {spill:>9}  "))
+    };
     let mut lines = vec![format!(
-        "{:>4}  {:<28} {:>8}  {:>10} {:>10} {:>10}  {:>8}  output",
-        "rank", "configuration", "shared", "min", "median", "max", "speed-up"
+        "{:>4}  {:<28} {:>8}  {}{:>10} {:>10} {:>10}  {:>8}  output",
+        "rank",
+        "configuration",
+        "shared",
+        jit_cols("jit", "regs", "spill"),
+        "min",
+        "median",
+        "max",
+        "speed-up"
     )];
     for (rank, r) in ranks(rows) {
         let rank = rank.map_or_else(|| "-".into(), |i| i.to_string());
@@ -201,9 +234,14 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
             d(r.block)
         );
         let speedup = speedup(r, rows).map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
+        let regs = r.registers.map_or_else(|| "-".into(), |n| n.to_string());
+        let spill = r
+            .spills
+            .map_or_else(|| "-".into(), |(s, l)| format!("{s}/{l}"));
         lines.push(format!(
-            "{rank:>4}  {cfg:<28} {:>8}  {:>10} {:>10} {:>10}  {speedup:>8}  {}",
+            "{rank:>4}  {cfg:<28} {:>8}  {}{:>10} {:>10} {:>10}  {speedup:>8}  {}",
             r.shared_mem,
+            jit_cols(r.jit.as_deref().unwrap_or("-"), &regs, &spill),
             time(r.min()),
             time(r.median()),
             time(r.max()),
@@ -216,7 +254,12 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
         "host clock around each run"
     };
     lines.push(format!(
-        "(* the recorded configuration; grid x block; times: {timing})"
+        "(* the recorded configuration; grid x block; times: {timing}{})",
+        if jit_width.is_some() {
+            "; regs: registers a thread; spill: bytes stored/loaded, from the JIT's log"
+        } else {
+            ""
+        }
     ));
     let best = rows.first().filter(|r| r.ranked());
     match (best, rows.iter().find(|r| r.recorded)) {
@@ -252,14 +295,14 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
         "rank,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_mem,recorded,status,\
-         min_us,median_us,max_us,speedup,detail\n",
+         min_us,median_us,max_us,speedup,jit,registers,spill_stores,spill_loads,detail\n",
     );
     let us = |d: Option<Duration>| {
         d.map_or_else(String::new, |d| format!("{:.3}", d.as_secs_f64() * 1e6))
     };
     for (rank, r) in ranks(rows) {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\"\n",
             rank.map_or_else(String::new, |i| i.to_string()),
             r.grid[0],
             r.grid[1],
@@ -274,6 +317,10 @@ pub fn csv(rows: &[Row]) -> String {
             us(r.median()),
             us(r.max()),
             speedup(r, rows).map_or_else(String::new, |s| format!("{s:.4}")),
+            r.jit.as_deref().unwrap_or(""),
+            r.registers.map_or_else(String::new, |n| n.to_string()),
+            r.spills.map_or_else(String::new, |s| s.0.to_string()),
+            r.spills.map_or_else(String::new, |s| s.1.to_string()),
             r.detail.as_deref().unwrap_or("").replace('"', "\"\"")
         ));
     }
@@ -316,6 +363,10 @@ pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
             "median_s": secs(r.median()),
             "max_s": secs(r.max()),
             "speedup": speedup(r, rows),
+            "jit": r.jit,
+            "registers": r.registers,
+            "spill_stores": r.spills.map(|s| s.0),
+            "spill_loads": r.spills.map(|s| s.1),
         })
     };
     json!({

@@ -319,6 +319,9 @@ mod tests {
             status: status.into(),
             detail: None,
             times_ns: t.to_vec(),
+            jit: None,
+            registers: None,
+            spills: None,
         };
         let rows = vec![
             row(1, "refused", &[]),

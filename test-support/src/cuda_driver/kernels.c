@@ -232,10 +232,37 @@ static void k_chunk_hashes(struct launch *l, const struct thread_index *t) {
                  (unsigned *)(uintptr_t)out, chunk_size, c, 0, 1);
 }
 
+/* reg_heavy.ptx: y[i] = sum over k of x[k*n+i] * x[((k+1)%64)*n+i], the
+ * multiply-adds in the PTX's order (k = 0 first). */
+static void k_reg_heavy(struct launch *l, const struct thread_index *t) {
+  uint64_t x = PARAM(l, 0, uint64_t), y = PARAM(l, 1, uint64_t);
+  int n = PARAM(l, 2, int);
+  int i = (int)(t->bid[0] * t->bdim[0] + t->tid[0]);
+  if (i >= n)
+    return;
+  float v[64];
+  for (int k = 0; k < 64; k++) {
+    float *px = dev(l, x + 4 * ((uint64_t)k * (uint64_t)n + (uint64_t)i), 4);
+    if (!px)
+      return;
+    v[k] = *px;
+  }
+  float acc = 0.0f;
+  /* A float product is exact in a double: one rounding of the sum, as the
+   * PTX's fma.rn (but for double rounding, which record and replay on the
+   * simulator share). */
+  for (int k = 0; k < 64; k++)
+    acc = (float)((double)v[k] * (double)v[(k + 1) % 64] + (double)acc);
+  float *py = dev(l, y + 4 * (uint64_t)i, 4);
+  if (py)
+    *py = acc;
+}
+
 static const float BIAS_INIT = 0.5f;
 static const unsigned SCALE_INIT[2] = {1000, 1};
 
 const struct kernel_def KERNELS[] = {
+    {"reg_heavy", 3, {{0, 8}, {8, 8}, {16, 4}}, k_reg_heavy, 0, {{0}}, 1},
     {"saxpy",
      4,
      {{0, 4}, {8, 8}, {16, 8}, {24, 4}},

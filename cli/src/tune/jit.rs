@@ -1,0 +1,390 @@
+//! PTX JIT options on the command line (`--max-registers`,
+//! `--jit-opt-level`, `--jit-option NAME=VALUE`): one setting for
+//! `reprise replay`, dimensions of the sweep for `reprise tune`.
+//!
+//! The options are `cuModuleLoadDataEx`'s `CU_JIT_*` (CUDA driver API,
+//! "Module Management"); the CUDA executor passes them for PTX and refuses
+//! them for a cubin, other executors refuse them
+//! ([`reprise::executors::Traits::jit_refusal`]). In a sweep each setting's
+//! module is compiled once to read its registers
+//! (`CU_FUNC_ATTRIBUTE_NUM_REGS`), spills and logs, then once for the
+//! geometry sweep on it, not once per repetition.
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use clap::Args;
+use reprise::core::exec::Executor as _;
+use reprise::cuda_jit::{Compiled, JitOption, JitOptions};
+use reprise::tune::TuneOptions;
+use reprise::{BackendKind, Capture, CudaError, LaunchConfig};
+
+use super::lists;
+use super::report::{self, Row};
+use crate::error::{CliError, Result};
+
+/// PTX JIT options (CUDA executor, PTX images only).
+#[derive(Args, Debug, Default, Clone)]
+pub struct JitArgs {
+    /// PTX JIT: the most registers a thread may use
+    /// (CU_JIT_MAX_REGISTERS); on tune a LIST, each value a dimension of
+    /// the sweep.
+    #[arg(long, value_name = "N|LIST", value_parser = lists::value_list)]
+    pub max_registers: Option<lists::ValueList>,
+    /// PTX JIT: the optimisation level, 0 to 4 (CU_JIT_OPTIMIZATION_LEVEL;
+    /// the driver's default is 4); on tune a LIST (`0,4`, `0..4`).
+    #[arg(long, value_name = "0..4|LIST", value_parser = opt_levels)]
+    pub jit_opt_level: Option<lists::ValueList>,
+    /// PTX JIT: any CU_JIT_* option as NAME=VALUE (MAX_REGISTERS,
+    /// THREADS_PER_BLOCK, OPTIMIZATION_LEVEL, GENERATE_DEBUG_INFO,
+    /// GENERATE_LINE_INFO, CACHE_MODE=NONE|CG|CA; the CU_JIT_ prefix is
+    /// optional); repeatable. --max-registers and --jit-opt-level win.
+    #[arg(long = "jit-option", value_name = "NAME=VALUE", value_parser = setting)]
+    pub jit_option: Vec<(JitOption, u32)>,
+}
+
+/// `--jit-opt-level`: levels 0 to 4, as items or `a..b` (every level from
+/// a to b).
+fn opt_levels(list: &str) -> std::result::Result<lists::ValueList, String> {
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        let level = |t: &str| match t.trim().parse::<u32>() {
+            Ok(v) if v <= 4 => Ok(v),
+            _ => Err(format!(
+                "{t:?} is no JIT optimisation level (0 to 4: CU_JIT_OPTIMIZATION_LEVEL)"
+            )),
+        };
+        match item.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (level(a)?, level(b)?);
+                if a > b {
+                    return Err(format!("{item:?}: the range runs down"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(level(item)?),
+        }
+    }
+    Ok(lists::ValueList(out))
+}
+
+/// `--jit-option NAME=VALUE`.
+fn setting(text: &str) -> std::result::Result<(JitOption, u32), String> {
+    let (option, value) = JitOptions::parse_setting(text)?;
+    if option == JitOption::OptimizationLevel && value > 4 {
+        return Err(format!("{text:?}: CU_JIT_OPTIMIZATION_LEVEL is 0 to 4"));
+    }
+    Ok((option, value))
+}
+
+impl JitArgs {
+    /// Whether any JIT option was given.
+    pub fn given(&self) -> bool {
+        self.max_registers.is_some() || self.jit_opt_level.is_some() || !self.jit_option.is_empty()
+    }
+
+    /// Every setting the options give, in order: each `--max-registers`
+    /// value crossed with each `--jit-opt-level` value, over the
+    /// `--jit-option`s; empty when none was given. This is the JIT
+    /// dimension of a sweep: a plain list the configuration product (or a
+    /// sampler) draws from.
+    pub fn settings(&self) -> Vec<JitOptions> {
+        if !self.given() {
+            return Vec::new();
+        }
+        let mut base = JitOptions::new();
+        for &(o, v) in &self.jit_option {
+            base = base.set(o, v);
+        }
+        let some = |l: &Option<lists::ValueList>| {
+            l.as_ref()
+                .map_or_else(|| vec![None], |l| l.0.iter().copied().map(Some).collect())
+        };
+        let mut out: Vec<JitOptions> = Vec::new();
+        for regs in some(&self.max_registers) {
+            for level in some(&self.jit_opt_level) {
+                let mut o = base.clone();
+                if let Some(r) = regs {
+                    o = o.set(JitOption::MaxRegisters, r);
+                }
+                if let Some(l) = level {
+                    o = o.set(JitOption::OptimizationLevel, l);
+                }
+                if !out.contains(&o) {
+                    out.push(o);
+                }
+            }
+        }
+        out
+    }
+
+    /// The one setting of a replay (`None` without options); a list is
+    /// refused.
+    pub fn single(&self) -> Result<Option<JitOptions>> {
+        for (flag, list) in [
+            ("--max-registers", &self.max_registers),
+            ("--jit-opt-level", &self.jit_opt_level),
+        ] {
+            if let Some(l) = list
+                && l.0.len() != 1
+            {
+                return Err(CliError::Command(format!(
+                    "{flag} takes one value on replay ({} given); a list is a sweep: \
+                     reprise tune {flag} LIST",
+                    l.0.len()
+                )));
+            }
+        }
+        Ok(self.settings().into_iter().next())
+    }
+}
+
+/// Refuses JIT options for an executor that takes none, and for an image
+/// that is not PTX, naming why.
+pub fn check(
+    file: &std::path::Path,
+    backend: BackendKind,
+    capture: Option<&Capture>,
+) -> Result<()> {
+    if let Some(why) = reprise::executors::traits(backend).jit_refusal {
+        return Err(CliError::Command(format!(
+            "{}: JIT options (--max-registers, --jit-opt-level, --jit-option) are refused on \
+             the {backend} executor: {why}",
+            file.display()
+        )));
+    }
+    if let Some(c) = capture
+        && c.image_kind != reprise::core::image::ImageKind::Ptx
+    {
+        return Err(CliError::Command(format!(
+            "{}: JIT options apply to PTX only, and the capture's image is {}: a cubin is \
+             compiled already, and the driver applies no JIT option to it (record the PTX, or \
+             drop the JIT options)",
+            file.display(),
+            c.image_kind
+        )));
+    }
+    Ok(())
+}
+
+/// Hands `options` to the CUDA executors opened from now on.
+pub fn apply(options: Option<JitOptions>) {
+    reprise::cuda_jit::set_default_options(options);
+}
+
+/// Compiles the capture's PTX with `options` on device `device`: its
+/// registers, spills and logs.
+fn compile(
+    capture: &Capture,
+    device: i32,
+    options: &JitOptions,
+) -> std::result::Result<Compiled, CudaError> {
+    let exec = reprise::CudaExecutor::new(device)?;
+    exec.set_jit_options(Some(options.clone()));
+    let image = exec.load_image(&capture.image)?;
+    let kernel = exec.kernel(&image, &capture.record.name)?;
+    Ok(kernel.compiled().cloned().unwrap_or_else(|| Compiled {
+        options: options.clone(),
+        ..Compiled::default()
+    }))
+}
+
+/// The sweep of `configs` (geometry) crossed with `settings` (JIT).
+pub fn run(
+    a: &super::TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    configs: Vec<LaunchConfig>,
+    settings: Vec<JitOptions>,
+) -> Result<ExitCode> {
+    check(&a.file, backend, Some(capture))?;
+    for (given, flag) in [
+        (a.shard.is_some(), "--shard"),
+        (a.plot.is_some(), "--plot"),
+        (a.merge.is_some(), "--merge"),
+    ] {
+        if given {
+            return Err(CliError::Command(format!(
+                "{flag} does not combine with a sweep of JIT options (yet)"
+            )));
+        }
+    }
+    let rec = &capture.record;
+    let device = a.device_id.unwrap_or(rec.device_id);
+    let recorded = LaunchConfig {
+        grid: rec.grid,
+        block: rec.block,
+        shared_mem: rec.shared_mem,
+    };
+    let per = configs.len() + usize::from(!configs.contains(&recorded));
+    if per * settings.len() > lists::MAX_CONFIGS {
+        return Err(CliError::Command(format!(
+            "{} configurations: at most {} in one sweep",
+            per * settings.len(),
+            lists::MAX_CONFIGS
+        )));
+    }
+    if !a.json {
+        out!(
+            "tuning {} ({} executor): {} configurations ({per} launch geometries x {} JIT \
+             settings), {} timed runs each after {} warm-up{}",
+            rec.name,
+            backend,
+            per * settings.len(),
+            settings.len(),
+            a.repetitions,
+            a.warmup,
+            if a.warmup == 1 { "" } else { "s" }
+        );
+    }
+    let _ = ctrlc::set_handler(|| super::INTERRUPTED.store(true, Ordering::SeqCst));
+    let mut rows: Vec<Row> = Vec::new();
+    let mut failed_logs: Vec<(String, String)> = Vec::new();
+    let mut device_times = false;
+    let mut stopped: Option<String> = None;
+    for options in &settings {
+        if super::INTERRUPTED.load(Ordering::SeqCst) {
+            stopped = Some("interrupted".into());
+            break;
+        }
+        let compiled = match compile(capture, device, options) {
+            Ok(c) => c,
+            Err(e @ CudaError::JitFailed { .. }) => {
+                let text = e.to_string();
+                failed_logs.push((options.to_string(), text.clone()));
+                rows.push(Row {
+                    grid: recorded.grid,
+                    block: recorded.block,
+                    shared_mem: recorded.shared_mem,
+                    recorded: true,
+                    status: "failed".into(),
+                    detail: Some(text),
+                    times_ns: Vec::new(),
+                    jit: Some(options.to_string()),
+                    registers: None,
+                    spills: None,
+                });
+                continue;
+            }
+            Err(e) => {
+                return Err(CliError::Command(format!(
+                    "{}: compiling the PTX with {options}: {e}",
+                    a.file.display()
+                )));
+            }
+        };
+        apply(Some(options.clone()));
+        let mut builder = reprise::tune(capture).backend(backend).device_id(device);
+        builder = builder.options(TuneOptions {
+            configs: configs.clone(),
+            repetitions: a.repetitions,
+            warmup: a.warmup,
+            verify: true,
+            compare: a.compare.spec(),
+            force: a.force,
+        });
+        let outcome = reprise::block_on(std::future::IntoFuture::into_future(
+            builder.on_config(|_, _, _| !super::INTERRUPTED.load(Ordering::SeqCst)),
+        ));
+        apply(None);
+        let report = outcome?;
+        device_times |= report.device_times;
+        for mut row in report::rows(&report) {
+            row.jit = Some(options.to_string());
+            row.registers = compiled.registers;
+            row.spills = compiled.spills;
+            rows.push(row);
+        }
+        if let Some(s) = &report.stopped {
+            stopped = Some(s.to_string());
+            break;
+        }
+    }
+    // The table's order: ranked by median, then the outputs that differ,
+    // then refusals and failures (a stable sort keeps the sweep's order).
+    rows.sort_by_key(|r| {
+        let class = if r.ranked() {
+            0
+        } else if r.status == "differs" {
+            1
+        } else {
+            2
+        };
+        (class, r.median())
+    });
+    if a.json {
+        let sweep = report::Sweep {
+            kernel: rec.name.as_str(),
+            capture: capture.paths.descriptor.display().to_string(),
+            runs: Some((a.repetitions, a.warmup)),
+            device_times,
+            stopped: stopped.clone(),
+        };
+        out_text!("{}", report::json(&sweep, &rows));
+    } else {
+        for line in report::table(&rows, device_times, stopped.as_deref()) {
+            out!("{line}");
+        }
+        for (options, text) in &failed_logs {
+            out!("the JIT failed with {options}:");
+            for line in text.lines().skip(1) {
+                out!("  {line}");
+            }
+        }
+    }
+    if let Some(path) = &a.csv {
+        report::write_csv(path, &rows)?;
+        if !a.json {
+            out!("wrote {}", path.display());
+        }
+    }
+    Ok(if stopped.as_deref() == Some("interrupted") {
+        ExitCode::from(130)
+    } else if stopped.is_some() {
+        ExitCode::from(2)
+    } else if rows.iter().any(Row::good) {
+        ExitCode::SUCCESS
+    } else if rows.iter().any(|r| r.status == "differs") {
+        note!(
+            "error: {}: no configuration verified: every output differs from the recorded one",
+            a.file.display()
+        );
+        ExitCode::from(1)
+    } else {
+        note!(
+            "error: {}: no configuration ran (each was refused or failed)",
+            a.file.display()
+        );
+        ExitCode::from(2)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_cross_over_the_fixed_options() {
+        let a = JitArgs {
+            max_registers: Some(lists::ValueList(vec![16, 32])),
+            jit_opt_level: opt_levels("0,4").ok(),
+            jit_option: vec![(JitOption::CacheMode, 2)],
+        };
+        let s: Vec<String> = a.settings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            s,
+            [
+                "CACHE_MODE=2,MAX_REGISTERS=16,OPTIMIZATION_LEVEL=0",
+                "CACHE_MODE=2,MAX_REGISTERS=16,OPTIMIZATION_LEVEL=4",
+                "CACHE_MODE=2,MAX_REGISTERS=32,OPTIMIZATION_LEVEL=0",
+                "CACHE_MODE=2,MAX_REGISTERS=32,OPTIMIZATION_LEVEL=4",
+            ]
+        );
+        assert!(a.single().is_err());
+        assert_eq!(opt_levels("1..3").unwrap().0, vec![1, 2, 3]);
+        assert!(opt_levels("5").is_err());
+        assert!(setting("OPTIMIZATION_LEVEL=7").is_err());
+        assert!(JitArgs::default().settings().is_empty());
+    }
+}

@@ -1,0 +1,284 @@
+//! PTX JIT options on the command line (`--max-registers`,
+//! `--jit-opt-level`, `--jit-option`) for `reprise replay` and
+//! `reprise tune`, on the simulated CUDA driver (or a real GPU with
+//! `REPRISE_GPU_TESTS=1`: the simulator's register counts are then only
+//! printed): the options reach the driver, a sweep reports registers and
+//! spills, a JIT failure shows its log, cubins and the host refuse them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use reprise::{Args, RecordConfig, Recorder};
+
+const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
+const SAXPY_CUBIN: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.sm_90.cubin");
+const REG_HEAVY: &[u8] = include_bytes!("../../backends/cuda/fixtures/reg_heavy.ptx");
+
+fn config(dir: &Path) -> RecordConfig {
+    RecordConfig::default()
+        .enabled(true)
+        .dir(dir)
+        .region_size(64 << 20)
+        .fsync(false)
+        .format(reprise::CaptureFormat::Raw)
+}
+
+fn simulated() -> bool {
+    sim::driver() == Ok(sim::Driver::Simulated)
+}
+
+/// One saxpy launch from `image` (PTX or a cubin), 4 x 256 threads.
+fn record_saxpy(dir: &Path, image: &[u8]) -> Option<PathBuf> {
+    record_gpu_saxpy(gpu()?, config(dir), image, 1024, 1)
+        .into_iter()
+        .next()
+}
+
+/// One launch of reg_heavy over 1024 elements, 4 x 256 threads.
+fn record_reg_heavy(dir: &Path) -> Option<PathBuf> {
+    let n = 1024usize;
+    let mut rec = Recorder::new(gpu()?, 0, config(dir)).unwrap();
+    let x = rec.alloc((64 * n * 4) as u64, 256).unwrap();
+    let y = rec.alloc((n * 4) as u64, 256).unwrap();
+    let xs: Vec<f32> = (0..64 * n).map(|i| (i % 97) as f32 * 0.25).collect();
+    rec.upload(x, &floats(&xs)).unwrap();
+    let image = rec.load_image(REG_HEAVY).unwrap();
+    let k = rec.kernel(image, "reg_heavy").unwrap();
+    let args = Args::new().ptr(x).ptr(y).i32(n as i32);
+    reprise::block_on(async {
+        rec.launch(&k, geometry(4, 256), &args).await.unwrap();
+        rec.finish().await.unwrap()
+    })
+    .into_iter()
+    .next()
+}
+
+#[test]
+fn the_driver_receives_the_options_given_on_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_saxpy(dir.path(), SAXPY) else {
+        return;
+    };
+    let log = dir.path().join("jit.log");
+    let out = reprise_env(
+        &[
+            "replay",
+            "--verify",
+            s(&capture),
+            "--max-registers",
+            "32",
+            "--jit-opt-level",
+            "3",
+            "--jit-option",
+            "CU_JIT_CACHE_MODE=ca",
+            "--jit-option",
+            "generate_line_info=true",
+        ],
+        &[("REPRISE_SIM_CUDA_JIT_RECORD", s(&log))],
+    );
+    let (stdout, _) = text(&out);
+    assert_exit(&out, 0);
+    assert!(
+        stdout.contains(
+            "PTX JIT options: CACHE_MODE=2,GENERATE_LINE_INFO=1,MAX_REGISTERS=32,OPTIMIZATION_LEVEL=3"
+        ),
+        "{stdout}"
+    );
+    if !simulated() {
+        return;
+    }
+    let lines = std::fs::read_to_string(&log).unwrap();
+    // One load, with CACHE_MODE (14), GENERATE_LINE_INFO (13),
+    // MAX_REGISTERS (0), OPTIMIZATION_LEVEL (7), then the logs.
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(
+        lines.starts_with("cuModuleLoadDataEx 14=2 13=1 0=32 7=3 3=buf"),
+        "{lines}"
+    );
+}
+
+#[test]
+fn a_max_registers_sweep_reports_registers_and_spills_in_table_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_reg_heavy(dir.path()) else {
+        return;
+    };
+    let log = dir.path().join("jit.log");
+    let csv = dir.path().join("sweep.csv");
+    let env = [("REPRISE_SIM_CUDA_JIT_RECORD", s(&log))];
+    let args = [
+        "tune",
+        s(&capture),
+        "--max-registers",
+        "16,32,64,255",
+        "--num-teams",
+        "4,8",
+        "--repetitions",
+        "3",
+    ];
+    let mut with_csv = args.to_vec();
+    with_csv.extend(["--csv", s(&csv)]);
+    let out = reprise_env(&with_csv, &env);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}{stderr}");
+    assert_exit(&out, 0);
+    assert!(
+        stdout.contains("8 configurations (2 launch geometries x 4 JIT settings)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("regs     spill"), "{stdout}");
+    let rows: Vec<Vec<String>> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|c| c.trim_matches('"').to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 8);
+    // jit, registers, spill_stores, spill_loads are columns 14 to 17.
+    let mut seen: Vec<(String, String, String, String)> = rows
+        .iter()
+        .map(|r| (r[14].clone(), r[15].clone(), r[16].clone(), r[17].clone()))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(rows.iter().all(|r| r[9] == "verified"), "{rows:?}");
+    let out = reprise_env(&[&args[..], &["--json"]].concat(), &env);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    let of = |jit: &str| {
+        let r = results
+            .iter()
+            .find(|r| r["jit"] == jit)
+            .unwrap_or_else(|| panic!("no {jit} in {v}"));
+        (
+            r["registers"].as_u64(),
+            r["spill_stores"].as_u64(),
+            r["spill_loads"].as_u64(),
+        )
+    };
+    let got: Vec<_> = ["16", "32", "64", "255"]
+        .iter()
+        .map(|n| of(&format!("MAX_REGISTERS={n}")))
+        .collect();
+    if !simulated() {
+        println!("registers and spills on this GPU: {got:?}");
+        return;
+    }
+    // reg_heavy.ptx declares 6 b32, 66 f32 and 8 b64 registers: 88 by the
+    // simulator's rule, 4 bytes spilled a register short.
+    assert_eq!(
+        got,
+        vec![
+            (Some(16), Some(288), Some(288)),
+            (Some(32), Some(224), Some(224)),
+            (Some(64), Some(96), Some(96)),
+            (Some(88), Some(0), Some(0)),
+        ]
+    );
+    assert!(stdout.contains(" 16   288/288"), "{stdout}");
+    // Each setting's module is compiled once to read its registers and
+    // once for its sweep, not once per repetition: two sweeps, 4 settings.
+    let loads = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(loads, 2 * 4 * 2);
+}
+
+#[test]
+fn a_failed_jit_shows_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ptx = SAXPY.to_vec();
+    ptx.extend_from_slice(b"\n// reprise-sim: jit-fail\n");
+    let Some(capture) = record_saxpy(dir.path(), &ptx) else {
+        return;
+    };
+    if !simulated() {
+        return;
+    }
+    let out = reprise(&["tune", s(&capture), "--max-registers", "32,64"]);
+    let (stdout, stderr) = text(&out);
+    assert_exit(&out, 2);
+    assert!(
+        stdout.contains("FAILED: the driver's JIT could not compile"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the JIT failed with MAX_REGISTERS=64:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ptxas fatal"), "{stdout}");
+    assert!(stderr.contains("no configuration ran"), "{stderr}");
+    let out = reprise(&["replay", s(&capture), "--max-registers", "32"]);
+    assert_error(&out, &["MAX_REGISTERS=32", "JIT log:", "ptxas fatal"]);
+}
+
+#[test]
+fn a_cubin_and_the_host_refuse_jit_options_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(cubin) = record_saxpy(dir.path(), SAXPY_CUBIN) {
+        for cmd in ["tune", "replay"] {
+            let out = reprise(&[cmd, s(&cubin), "--max-registers", "32"]);
+            assert_error(
+                &out,
+                &[
+                    "JIT options apply to PTX only",
+                    "a cubin is compiled already",
+                ],
+            );
+        }
+    }
+    let host = tempfile::tempdir().unwrap();
+    let captures = record_axpy(config(host.path()), 256, 1);
+    for cmd in ["tune", "replay"] {
+        let out = reprise(&[cmd, s(&captures[0]), "--jit-opt-level", "2"]);
+        assert_error(
+            &out,
+            &[
+                "refused on the host executor",
+                "runs native code compiled already",
+            ],
+        );
+    }
+}
+
+#[test]
+fn bad_jit_values_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("absent.json");
+    for (args, needle) in [
+        (&["--max-registers", "many"][..], "many"),
+        (
+            &["--jit-opt-level", "5"],
+            "no JIT optimisation level (0 to 4",
+        ),
+        (
+            &["--jit-option", "WALL_TIME=1"],
+            "is no JIT option reprise passes",
+        ),
+        (
+            &["--jit-option", "MAX_REGISTERS"],
+            "a JIT option is NAME=VALUE",
+        ),
+        (&["--jit-option", "CACHE_MODE=fast"], "or NONE, CG, CA"),
+        (&["--jit-option", "OPTIMIZATION_LEVEL=9"], "is 0 to 4"),
+    ] {
+        for cmd in ["tune", "replay"] {
+            let out = reprise(&[&[cmd, s(&capture)][..], args].concat());
+            assert_error(&out, &[needle]);
+        }
+    }
+    if let Some(capture) = record_saxpy(dir.path(), SAXPY) {
+        let out = reprise(&["replay", s(&capture), "--max-registers", "16,32"]);
+        assert_error(
+            &out,
+            &["--max-registers takes one value on replay (2 given)"],
+        );
+    }
+}
