@@ -37,4 +37,5 @@ stage_test reprise-cuda gpu_fault cuda-fault
 stage_test reprise-cuda openmp cuda-openmp
 stage_test reprise-cli gpu_cuda end-to-end
 stage_test reprise-cli llvm_openmp_gpu llvm-openmp
+stage_test reprise-cli tune_jit tune-jit
 ls -la "$dest"

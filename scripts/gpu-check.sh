@@ -13,9 +13,13 @@
 #      and async with device-side staging (small sizes, then 256 MiB on its
 #      own); its repetition row is the device-to-device restore;
 #   5. `reprise tune` of the demo's saxpy capture (16 MiB) over 24 grid and
-#      block configurations, with CSV and SVG.
+#      block configurations, with CSV and SVG;
+#   6. a sweep of PTX JIT options: the register-heavy fixture kernel
+#      (reg_heavy.ptx) recorded, then `reprise tune --max-registers
+#      16,32,64,255` on it (the tune-jit test of that sweep, which prints the registers
+#      and spills this GPU's JIT reports, and the table).
 # scripts/rehearse-gpu-check.sh runs this script here first, on the
-# simulated driver. Every step has its own time limit (585 s in all at
+# simulated driver. Every step has its own time limit (600 s in all at
 # worst, so one call of at most 600 s holds the whole check); the script
 # goes on after a failure (LIMIT_SCALE=N multiplies every limit: the
 # rehearsal's simulated driver runs kernels on the CPU) and exits non-zero if any step failed. Logs go to $OUT (or ./gpu-check-out).
@@ -53,4 +57,5 @@ tune_saxpy() {
 }
 export B OUT
 step cuda-tune 45 bash -c "$(declare -f tune_saxpy); tune_saxpy"
+step cuda-jit-sweep 15 "$B/tune-jit" --test-threads=1 --nocapture a_max_registers_sweep
 exit $failed

@@ -147,7 +147,9 @@ fn a_max_registers_sweep_reports_registers_and_spills_in_table_csv_and_json() {
         .collect();
     seen.sort();
     seen.dedup();
-    assert_eq!(seen.len(), 4, "{seen:?}");
+    // One register count and spill per setting, the same for each
+    // geometry.
+    assert!(seen.len() <= 4, "{seen:?}");
     assert!(rows.iter().all(|r| r[9] == "verified"), "{rows:?}");
     let out = reprise_env(&[&args[..], &["--json"]].concat(), &env);
     assert_exit(&out, 0);
@@ -171,8 +173,13 @@ fn a_max_registers_sweep_reports_registers_and_spills_in_table_csv_and_json() {
         .collect();
     if !simulated() {
         println!("registers and spills on this GPU: {got:?}");
+        // The JIT keeps to a limit below what the kernel would use.
+        for ((regs, _, _), limit) in got.iter().zip([16, 32, 64]) {
+            assert!(regs.is_some_and(|r| r <= limit), "{got:?}");
+        }
         return;
     }
+    assert_eq!(seen.len(), 4, "{seen:?}");
     // reg_heavy.ptx declares 6 b32, 66 f32 and 8 b64 registers: 88 by the
     // simulator's rule, 4 bytes spilled a register short.
     assert_eq!(
