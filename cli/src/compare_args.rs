@@ -46,8 +46,9 @@ pub struct CompareArgs {
     /// region; may be repeated.
     #[arg(long, value_name = "N", help_heading = "Comparison")]
     pub arg: Vec<usize>,
+    // The help's 32 is MAX_LISTED (tests/first_use.rs checks the two agree).
     /// How many differences to list, 0 to 32 (the most the comparison
-    /// keeps; a test checks the two agree).
+    /// keeps).
     #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u16).range(0..=MAX_LISTED as i64), help_heading = "Comparison")]
     pub mismatches: u16,
 }

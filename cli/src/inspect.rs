@@ -401,17 +401,23 @@ fn ir_lines(d: &Description) -> Vec<String> {
 }
 
 /// An argument of `size` bytes (not 8) whose bytes, little-endian, are
-/// `v`: its size and bits, and for 4 bytes what they read as an integer and
-/// as a float (the capture and the images record sizes, not types).
+/// `v`: its size and bits, and for 4 bytes what they read as an integer and,
+/// unless that is a denormal, NaN or infinity (an integer's bits, most
+/// likely), as a float (the capture and the images record sizes, not
+/// types).
 fn scalar_text(size: u32, v: u64) -> String {
     match size {
         4 => {
             let bits = v as u32;
-            format!(
-                "4 bytes: {bits:#x} (int {}, float {})",
-                bits as i32,
-                f32::from_bits(bits)
-            )
+            let f = f32::from_bits(bits);
+            let float = if f == 0.0 || !f.is_normal() {
+                String::new()
+            } else if (1e-4..1e9).contains(&f.abs()) {
+                format!(", float {f}")
+            } else {
+                format!(", float {f:e}")
+            };
+            format!("4 bytes: {bits:#x} (int {}{float})", bits as i32)
         }
         1..=8 => format!("{size} bytes: {v:#x}"),
         _ => format!("{size} bytes"),
@@ -436,9 +442,12 @@ mod tests {
             scalar_text(4, 0x4040_0000),
             "4 bytes: 0x40400000 (int 1077936128, float 3)"
         );
+        assert_eq!(scalar_text(4, 0xffff_ffff), "4 bytes: 0xffffffff (int -1)");
+        assert_eq!(scalar_text(4, 0x400), "4 bytes: 0x400 (int 1024)");
+        assert_eq!(scalar_text(4, 0), "4 bytes: 0x0 (int 0)");
         assert_eq!(
-            scalar_text(4, 0xffff_ffff),
-            "4 bytes: 0xffffffff (int -1, float NaN)"
+            scalar_text(4, 1e-20f32.to_bits().into()),
+            "4 bytes: 0x1e3ce508 (int 507307272, float 1e-20)"
         );
         assert_eq!(scalar_text(2, 0x1234), "2 bytes: 0x1234");
         assert_eq!(scalar_text(16, 0), "16 bytes");

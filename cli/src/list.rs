@@ -63,7 +63,7 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
     if entries.iter().any(|e| matches!(e, Entry::Capture(_))) {
         // The columns of a capture's line, below.
         out!(
-            "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  DESCRIPTOR",
+            "{:<32} {:<12} {:<6} {:>5} x {:<5} {:>10}  DESCRIPTOR",
             "KERNEL",
             "FORMAT",
             "EXEC",
@@ -114,7 +114,7 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                         format!("  [{launches} launches, {recorded} recorded]")
                     });
                 out!(
-                    "{:<32} {:<12} {:<6} {:>5}x{:<5} {:>10}  {}{launches}{}",
+                    "{:<32} {:<12} {:<6} {:>5} x {:<5} {:>10}  {}{launches}{}",
                     r.name,
                     // Strings, so the widths apply.
                     r.generation.to_string(),

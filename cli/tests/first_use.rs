@@ -236,13 +236,18 @@ fn list_names_its_columns() {
             "KERNEL",
             "FORMAT",
             "EXEC",
-            "TEAMSxTHRDS",
+            "TEAMS",
+            "x",
+            "THRDS",
             "SNAPSHOT",
             "DESCRIPTOR"
         ],
         "{stdout}"
     );
-    assert!(lines.next().unwrap().starts_with("axpy"), "{stdout}");
+    let row = lines.next().unwrap();
+    assert!(row.starts_with("axpy"), "{stdout}");
+    // Teams and threads apart, not `4x64` (read as hexadecimal).
+    assert!(row.contains(" 4 x 64 "), "{stdout}");
 }
 
 #[test]

@@ -71,7 +71,7 @@ fn dynamic_shared_memory_and_three_dimensional_geometry_replay() {
         replay_ok(&capture, &[]);
         let out = reprise(&["inspect", s(&capture)]);
         assert_exit(&out, 0);
-        let want = format!("block {}x{}x{}", block[0], block[1], block[2]);
+        let want = format!("block {} x {} x {}", block[0], block[1], block[2]);
         assert!(text(&out).0.contains(&want), "{}", text(&out).0);
     }
 }
