@@ -39,8 +39,14 @@ pub fn reprise(args: &[&str]) -> Output {
 /// child only when the test passes it.
 pub fn reprise_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(reprise_bin());
+    // The embedded interposer is written out under target/, not into the
+    // user's cache directory.
     cmd.args(args)
         .env("RUST_BACKTRACE", "0")
+        .env(
+            "XDG_CACHE_HOME",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"),
+        )
         .env_remove("REPRISE_HSA_LIBRARY");
     if let Some((k, v)) = sim::child_env() {
         cmd.env(k, v);
