@@ -387,4 +387,16 @@ mod tests {
         assert!(setting("OPTIMIZATION_LEVEL=7").is_err());
         assert!(JitArgs::default().settings().is_empty());
     }
+
+    #[test]
+    fn only_the_cuda_executor_takes_jit_options() {
+        let refusal = |k| reprise::executors::traits(k).jit_refusal;
+        assert_eq!(refusal(BackendKind::Cuda), None);
+        assert!(refusal(BackendKind::Host).is_some_and(|w| w.contains("native code")));
+        assert!(refusal(BackendKind::Amdgpu).is_some_and(|w| w.contains("code objects")));
+        let amd = check(std::path::Path::new("c.json"), BackendKind::Amdgpu, None)
+            .unwrap_err()
+            .to_string();
+        assert!(amd.starts_with("c.json: JIT options"), "{amd}");
+    }
 }
