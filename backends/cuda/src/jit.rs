@@ -186,6 +186,28 @@ pub fn default_options() -> Option<JitOptions> {
     DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
+/// What the JIT made of the kernels fetched while default options were set
+/// ([`take_compiled`]).
+static SEEN: std::sync::Mutex<Vec<(String, Compiled)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes what the JIT made of kernel `name`, while default options are set
+/// (only then: a program that never sets them keeps no list).
+pub(crate) fn note_compiled(name: &str, compiled: &Compiled) {
+    if DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        SEEN.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((name.to_string(), compiled.clone()));
+    }
+}
+
+/// What the JIT made of each kernel fetched from an image loaded with the
+/// default options ([`set_default_options`]) since the last call, in
+/// order (kernel name, registers, spills, logs): how a command line learns
+/// the registers of the kernels the library's executors loaded.
+pub fn take_compiled() -> Vec<(String, Compiled)> {
+    std::mem::take(&mut *SEEN.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// What the JIT said when it compiled (or failed to compile) PTX.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JitLog {

@@ -260,6 +260,9 @@ impl CudaImage {
             spills: log.spills(name),
             log: log.clone(),
         });
+        if let Some(c) = &compiled {
+            crate::jit::note_compiled(name, c);
+        }
         Ok(CudaKernel {
             module: self.module.clone(),
             func,

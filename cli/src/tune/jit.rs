@@ -6,15 +6,14 @@
 //! "Module Management"); the CUDA executor passes them for PTX and refuses
 //! them for a cubin, other executors refuse them
 //! ([`reprise::executors::Traits::jit_refusal`]). In a sweep each setting's
-//! module is compiled once to read its registers
-//! (`CU_FUNC_ATTRIBUTE_NUM_REGS`), spills and logs, then once for the
-//! geometry sweep on it, not once per repetition.
+//! module is compiled once, for all its geometries and repetitions; its
+//! registers (`CU_FUNC_ATTRIBUTE_NUM_REGS`), spills and logs come from that
+//! load ([`reprise::cuda_jit::take_compiled`]).
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use clap::Args;
-use reprise::core::exec::Executor as _;
 use reprise::cuda_jit::{Compiled, JitOption, JitOptions};
 use reprise::tune::TuneOptions;
 use reprise::{BackendKind, Capture, CudaError, LaunchConfig};
@@ -173,21 +172,16 @@ pub fn apply(options: Option<JitOptions>) {
     reprise::cuda_jit::set_default_options(options);
 }
 
-/// Compiles the capture's PTX with `options` on device `device`: its
-/// registers, spills and logs.
-fn compile(
-    capture: &Capture,
-    device: i32,
-    options: &JitOptions,
-) -> std::result::Result<Compiled, CudaError> {
-    let exec = reprise::CudaExecutor::new(device)?;
-    exec.set_jit_options(Some(options.clone()));
-    let image = exec.load_image(&capture.image)?;
-    let kernel = exec.kernel(&image, &capture.record.name)?;
-    Ok(kernel.compiled().cloned().unwrap_or_else(|| Compiled {
-        options: options.clone(),
-        ..Compiled::default()
-    }))
+/// The JIT's failure among the causes of `e`, if it is one.
+fn jit_failure<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e CudaError> {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(c @ CudaError::JitFailed { .. }) = e.downcast_ref::<CudaError>() {
+            return Some(c);
+        }
+        at = e.source();
+    }
+    None
 }
 
 /// The sweep of `configs` (geometry) crossed with `settings` (JIT).
@@ -248,33 +242,8 @@ pub fn run(
             stopped = Some("interrupted".into());
             break;
         }
-        let compiled = match compile(capture, device, options) {
-            Ok(c) => c,
-            Err(e @ CudaError::JitFailed { .. }) => {
-                let text = e.to_string();
-                failed_logs.push((options.to_string(), text.clone()));
-                rows.push(Row {
-                    grid: recorded.grid,
-                    block: recorded.block,
-                    shared_mem: recorded.shared_mem,
-                    recorded: true,
-                    status: "failed".into(),
-                    detail: Some(text),
-                    times_ns: Vec::new(),
-                    jit: Some(options.to_string()),
-                    registers: None,
-                    spills: None,
-                });
-                continue;
-            }
-            Err(e) => {
-                return Err(CliError::Command(format!(
-                    "{}: compiling the PTX with {options}: {e}",
-                    a.file.display()
-                )));
-            }
-        };
         apply(Some(options.clone()));
+        reprise::cuda_jit::take_compiled();
         let mut builder = reprise::tune(capture).backend(backend).device_id(device);
         builder = builder.options(TuneOptions {
             configs: configs.clone(),
@@ -287,13 +256,43 @@ pub fn run(
         let outcome = reprise::block_on(std::future::IntoFuture::into_future(
             builder.on_config(|_, _, _| !super::INTERRUPTED.load(Ordering::SeqCst)),
         ));
+        // The registers and logs of the one load of this setting's module.
+        let compiled: Option<Compiled> = reprise::cuda_jit::take_compiled()
+            .into_iter()
+            .rev()
+            .find(|(name, _)| name.as_str() == rec.name.as_str())
+            .map(|(_, c)| c);
         apply(None);
-        let report = outcome?;
+        let report = match outcome {
+            Ok(r) => r,
+            Err(e) => match jit_failure(&e) {
+                // The JIT refused this setting: a failed configuration,
+                // its logs shown after the table.
+                Some(failure) => {
+                    let text = failure.to_string();
+                    failed_logs.push((options.to_string(), text.clone()));
+                    rows.push(Row {
+                        grid: recorded.grid,
+                        block: recorded.block,
+                        shared_mem: recorded.shared_mem,
+                        recorded: true,
+                        status: "failed".into(),
+                        detail: Some(text),
+                        times_ns: Vec::new(),
+                        jit: Some(options.to_string()),
+                        registers: None,
+                        spills: None,
+                    });
+                    continue;
+                }
+                None => return Err(e.into()),
+            },
+        };
         device_times |= report.device_times;
         for mut row in report::rows(&report) {
             row.jit = Some(options.to_string());
-            row.registers = compiled.registers;
-            row.spills = compiled.spills;
+            row.registers = compiled.as_ref().and_then(|c| c.registers);
+            row.spills = compiled.as_ref().and_then(|c| c.spills);
             rows.push(row);
         }
         if let Some(s) = &report.stopped {
