@@ -288,5 +288,14 @@ fn bad_jit_values_are_clear_errors() {
             &out,
             &["--max-registers takes one value on replay (2 given)"],
         );
+        // What a JIT sweep does not combine with yet is refused by name.
+        for (extra, flag) in [
+            (&["--shard", "0/2"][..], "--shard"),
+            (&["--opt-level", "O2"], "--opt-level"),
+            (&["--sampler", "random", "--trials", "2"], "--sampler"),
+        ] {
+            let args = [&["tune", s(&capture), "--max-registers", "32"][..], extra].concat();
+            assert_error(&reprise(&args), &[&format!("{flag} does not combine")]);
+        }
     }
 }

@@ -167,6 +167,28 @@ pub fn check(
     Ok(())
 }
 
+/// Refuses what a sweep of JIT options does not combine with (yet):
+/// shards and their merge, Slurm jobs, plots, `--opt-level` (a sweep from
+/// IR) and the `--sampler` search.
+pub fn alone(a: &super::TuneArgs) -> Result<()> {
+    for (given, flag) in [
+        (a.shard.is_some(), "--shard"),
+        (a.merge.is_some(), "--merge"),
+        (a.plot.is_some(), "--plot"),
+        (a.slurm.slurm, "--slurm"),
+        (!a.ir.opt_level.is_empty(), "--opt-level"),
+        (a.search.active(a), "--sampler"),
+    ] {
+        if given {
+            return Err(CliError::Command(format!(
+                "{flag} does not combine with a sweep of JIT options (--max-registers, \
+                 --jit-opt-level, --jit-option) yet"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Hands `options` to the CUDA executors opened from now on.
 pub fn apply(options: Option<JitOptions>) {
     reprise::cuda_jit::set_default_options(options);
@@ -193,17 +215,6 @@ pub fn run(
     settings: Vec<JitOptions>,
 ) -> Result<ExitCode> {
     check(&a.file, backend, Some(capture))?;
-    for (given, flag) in [
-        (a.shard.is_some(), "--shard"),
-        (a.plot.is_some(), "--plot"),
-        (a.merge.is_some(), "--merge"),
-    ] {
-        if given {
-            return Err(CliError::Command(format!(
-                "{flag} does not combine with a sweep of JIT options (yet)"
-            )));
-        }
-    }
     let rec = &capture.record;
     let device = a.device_id.unwrap_or(rec.device_id);
     let recorded = LaunchConfig {

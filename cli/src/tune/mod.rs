@@ -136,6 +136,9 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             crate::ui::check_output_file(p, ext)?;
         }
     }
+    if a.jit.given() {
+        jit::alone(&a)?;
+    }
     if let Some(code) = slurm::before(&a)? {
         return Ok(code);
     }
