@@ -129,7 +129,9 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
             ratio(s.write_stored_vs_raw())
         );
     }
-    out_text!("\nreplay (open, verify checksums, launch) from a warm page cache\n");
+    out_text!(
+        "\nreplay (open, verify checksums, launch) from a warm page cache: raw files are mapped and their xxh3 read from the page cache; the store reads each chunk into the region, checks its blake3 name, then the same xxh3\n"
+    );
     out!("| size | raw files | store | store / raw | read raw files | store / read |");
     out!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for s in &r.sizes {

@@ -225,17 +225,26 @@ impl ChunkStore {
             Err(e) => return Err(Error::io(path(), "touch chunk", e)),
         }
         scratch.out.clear();
-        scratch
-            .out
-            .reserve(zstd::zstd_safe::compress_bound(data.len()));
-        scratch
-            .compressor
-            .compress_to_buffer(data, &mut scratch.out)
+        // Pieces of the chunk first: when none of them shrinks by an
+        // eighth, the chunk is kept raw without compressing it whole (on
+        // full-mantissa floats, zstd's ~0.6 GiB/s a core is most of a new
+        // chunk's cost).
+        let compress = worth_compressing(&mut scratch.compressor, data, &mut scratch.out)
             .map_err(|e| Error::io(path(), "compress chunk", e))?;
+        scratch.out.clear();
+        if compress {
+            scratch
+                .out
+                .reserve(zstd::zstd_safe::compress_bound(data.len()));
+            scratch
+                .compressor
+                .compress_to_buffer(data, &mut scratch.out)
+                .map_err(|e| Error::io(path(), "compress chunk", e))?;
+        }
         // Bytes that hardly compress are kept raw: their replay is then a
         // copy, not zstd's ~1 GiB/s a core.
         let saved = data.len().saturating_sub(scratch.out.len());
-        if saved < data.len() / layout::KEEP_COMPRESSED_BELOW {
+        if !compress || saved < data.len() / layout::KEEP_COMPRESSED_BELOW {
             scratch.out.clear();
             layout::raw_frame(data, &mut scratch.out);
         }
@@ -253,5 +262,66 @@ impl ChunkStore {
         })();
         let _ = fs::remove(tmp_fd, &tmp_name);
         placed.map_err(|e| Error::io(path(), "write chunk", e))
+    }
+}
+
+/// Whether `data` is worth compressing whole: a chunk of less than four
+/// samples always is; a longer one when one of [`layout::SAMPLES`] pieces
+/// of [`layout::SAMPLE_LEN`] bytes (its start, its middle, its end),
+/// compressed on its own, saves at least 1/[`layout::KEEP_COMPRESSED_BELOW`]
+/// of its bytes. A chunk whose samples all fail is kept raw even where the
+/// rest of it would have compressed: that costs disk, never correctness.
+/// `out` is scratch space.
+fn worth_compressing(
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let n = layout::SAMPLE_LEN;
+    if data.len() < 4 * n {
+        return Ok(true);
+    }
+    let last = data.len() - n;
+    for at in [0, (last / 2) & !4095, last] {
+        out.clear();
+        out.reserve(zstd::zstd_safe::compress_bound(n));
+        compressor.compress_to_buffer(&data[at..at + n], out)?;
+        if n.saturating_sub(out.len()) >= n / layout::KEEP_COMPRESSED_BELOW {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod sample_tests {
+    use super::worth_compressing;
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn samples_decide_whether_a_chunk_is_compressed_whole() {
+        let mut c = zstd::bulk::Compressor::new(1).unwrap();
+        let mut out = Vec::new();
+        // Noise throughout: kept raw, never compressed whole.
+        assert!(!worth_compressing(&mut c, &noise(1 << 20), &mut out).unwrap());
+        // Zeros compress.
+        assert!(worth_compressing(&mut c, &vec![0; 1 << 20], &mut out).unwrap());
+        // Noise with a zero middle: the middle sample finds it.
+        let mut mixed = noise(1 << 20);
+        mixed[256 << 10..768 << 10].fill(0);
+        assert!(worth_compressing(&mut c, &mixed, &mut out).unwrap());
+        // A chunk smaller than four samples is always compressed whole.
+        assert!(worth_compressing(&mut c, &noise(32 << 10), &mut out).unwrap());
     }
 }
