@@ -279,6 +279,30 @@ pub fn compile_target(spec: ExecutorSpec) -> Result<crate::compile::Target> {
     }
 }
 
+/// How many devices an executor of `kind` sees, at least 1: the CUDA
+/// driver's count (`cuDeviceGetCount`, which honours
+/// `CUDA_VISIBLE_DEVICES`; asked for a device beyond the last, the
+/// executor names the count), the visible-device variables for AMD
+/// (`ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`), 1 for the host and for
+/// a kind this build lacks.
+pub fn device_count(kind: BackendKind) -> usize {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => match CudaExecutor::new(i32::MAX) {
+            Err(reprise_cuda::CudaError::BadOrdinal { count, .. }) => count.max(1) as usize,
+            _ => 1,
+        },
+        BackendKind::Amdgpu => ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
+            .iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .map(|l| l.split(',').filter(|d| !d.trim().is_empty()).count())
+            .max()
+            .unwrap_or(1)
+            .max(1),
+        _ => 1,
+    }
+}
+
 /// Runs `job` on executors of the kind `spec` names: the one function that
 /// maps an executor kind to an executor.
 ///

@@ -307,26 +307,6 @@ pub fn space(a: &TuneArgs, recorded: LaunchConfig) -> Result<Space> {
     })
 }
 
-/// How many devices the executor sees: the driver's count on CUDA (asked
-/// for a device beyond the last, the executor names the count: the
-/// driver's `cuDeviceGetCount`, which honours `CUDA_VISIBLE_DEVICES`), the
-/// visible-device variables elsewhere.
-fn device_count(backend: BackendKind) -> usize {
-    if backend == BackendKind::Cuda {
-        return match reprise::CudaExecutor::new(i32::MAX) {
-            Err(reprise::CudaError::BadOrdinal { count, .. }) => count.max(1) as usize,
-            _ => 1,
-        };
-    }
-    ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .map(|l| l.split(',').filter(|d| !d.trim().is_empty()).count())
-        .max()
-        .unwrap_or(1)
-        .max(1)
-}
-
 /// What a results file held.
 struct Previous {
     header: Option<Header>,
@@ -532,7 +512,7 @@ pub fn run(
 
     // The driver is asked only when workers are.
     let devices = if search.workers.is_some() {
-        device_count(backend)
+        reprise::executors::device_count(backend)
     } else {
         1
     };
