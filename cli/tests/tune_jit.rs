@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::*;
@@ -292,10 +293,126 @@ fn bad_jit_values_are_clear_errors() {
         for (extra, flag) in [
             (&["--shard", "0/2"][..], "--shard"),
             (&["--opt-level", "O2"], "--opt-level"),
-            (&["--sampler", "random", "--trials", "2"], "--sampler"),
+            (&["--merge", "."], "--merge"),
         ] {
             let args = [&["tune", s(&capture), "--max-registers", "32"][..], extra].concat();
             assert_error(&reprise(&args), &[&format!("{flag} does not combine")]);
         }
+    }
+}
+
+/// The (JIT setting, grid x, registers, recorded) of a results file's rows.
+fn jit_rows(path: &Path) -> Vec<(String, u64, Option<u64>, bool)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["jit"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{l}"))
+                    .to_string(),
+                v["grid"][0].as_u64().unwrap(),
+                v["registers"].as_u64(),
+                v["recorded"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn loads(log: &Path) -> usize {
+    std::fs::read_to_string(log).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn a_random_search_over_max_registers_and_teams_loads_each_drawn_setting_once_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_reg_heavy(dir.path()) else {
+        return;
+    };
+    let log = dir.path().join("jit.log");
+    let env = [("REPRISE_SIM_CUDA_JIT_RECORD", s(&log))];
+    let search = |rows: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            s(&capture),
+            "--sampler",
+            "random",
+            "--seed",
+            "1",
+            "--max-registers",
+            "16,32,64",
+            "--num-teams",
+            "4,8",
+            "--repetitions",
+            "1",
+            "--warmup",
+            "0",
+        ];
+        args.extend(extra);
+        let _ = std::fs::remove_file(&log);
+        let out = reprise_env(&args, &env);
+        let (o, e) = text(&out);
+        eprintln!("{o}{e}");
+        assert_exit(&out, 0);
+        (o, jit_rows(rows), loads(&log))
+    };
+    // 3 of the 6 (setting, geometry) candidates.
+    let part = dir.path().join("part.jsonl");
+    let (stdout, first, first_loads) = search(&part, &["--trials", "3", "--rows", s(&part)]);
+    assert!(
+        stdout.contains("search space: 3 (JIT settings) x 2 (--num-teams) x 1 (--num-threads)"),
+        "{stdout}"
+    );
+    let settings: BTreeSet<&str> = first.iter().map(|r| r.0.as_str()).collect();
+    let pairs: BTreeSet<(&str, u64)> = first.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(pairs.len(), first.len(), "no candidate twice: {first:?}");
+    // The drawn candidates, and the recorded geometry with each setting
+    // drawn (the baseline): no more.
+    let drawn_elsewhere = first.iter().filter(|r| !r.3).count();
+    assert!(drawn_elsewhere <= 3, "{first:?}");
+    assert_eq!(first.iter().filter(|r| r.3).count(), settings.len());
+    assert!(first.len() <= 3 + settings.len(), "{first:?}");
+    // One module load for each distinct setting drawn.
+    if simulated() {
+        assert_eq!(first_loads, settings.len(), "{first:?}");
+        for (jit, _, regs, _) in &first {
+            let limit: u64 = jit.trim_start_matches("MAX_REGISTERS=").parse().unwrap();
+            assert_eq!(*regs, Some(limit), "{jit}: {first:?}");
+        }
+    }
+    // The same seed draws the same candidates.
+    let again = dir.path().join("again.jsonl");
+    let (_, second, _) = search(&again, &["--trials", "3", "--rows", s(&again)]);
+    let again_pairs: BTreeSet<(&str, u64)> = second.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(again_pairs, pairs);
+    // Resuming with the whole product measures only the pairs missing.
+    let (stdout, all, resumed_loads) = search(&part, &["--resume", s(&part)]);
+    assert!(
+        stdout.contains(&format!(
+            "{} configuration(s) already measured, {} to measure",
+            first.len(),
+            6 - first.len()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert_eq!(&all[..first.len()], &first[..]);
+    let every: BTreeSet<(&str, u64)> = all.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(every.len(), 6, "each (setting, geometry) once: {all:?}");
+    let missing: BTreeSet<&str> = all[first.len()..].iter().map(|r| r.0.as_str()).collect();
+    if simulated() {
+        assert_eq!(resumed_loads, missing.len(), "{all:?}");
+        let regs: BTreeSet<(String, Option<u64>)> =
+            all.iter().map(|r| (r.0.clone(), r.2)).collect();
+        assert_eq!(
+            regs,
+            [16, 32, 64]
+                .map(|n| (format!("MAX_REGISTERS={n}"), Some(n)))
+                .into_iter()
+                .collect()
+        );
     }
 }

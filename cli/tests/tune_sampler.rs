@@ -416,29 +416,51 @@ fn bad_search_values_exit_2_with_the_reason() {
 }
 
 #[test]
-fn compile_levels_and_plots_in_a_search_are_refused_with_the_reason() {
+fn bad_combinations_in_a_search_are_refused_naming_the_flag_given() {
     let dir = tempfile::tempdir().unwrap();
     let Some(capture) = record_saxpy(dir.path()) else {
         return;
     };
-    let out = tune(&capture, &["--sampler", "random", "--opt-level", "O2,O3"]);
-    assert_exit(&out, 2);
-    assert!(
-        text(&out)
-            .1
-            .contains("--opt-level is not a dimension of a search yet"),
-        "{}",
-        text(&out).1
-    );
+    let rows = dir.path().join("r.jsonl");
+    for (args, needle) in [
+        (
+            &["--opt-level", "O2,O3", "--trials", "2", "--shard", "0/2"][..],
+            "--shard does not combine with a search over --opt-level",
+        ),
+        (
+            &[
+                "--opt-level",
+                "O2",
+                "--max-registers",
+                "32",
+                "--trials",
+                "2",
+            ],
+            "--opt-level does not combine with JIT options",
+        ),
+        (
+            &[
+                "--max-registers",
+                "32,64",
+                "--rows",
+                s(&rows),
+                "--shard",
+                "0/2",
+            ],
+            "--shard does not combine with a sweep of JIT options",
+        ),
+    ] {
+        let out = tune(&capture, args);
+        assert_exit(&out, 2);
+        assert!(text(&out).1.contains(needle), "{needle}: {}", text(&out).1);
+    }
     let svg = dir.path().join("p.svg");
-    let out = tune(&capture, &["--trials", "2", "--plot", s(&svg)]);
-    assert_exit(&out, 2);
-    assert!(
-        text(&out)
-            .1
-            .contains("--plot draws a sweep measured in one go"),
-        "{}",
-        text(&out).1
-    );
+    for (flag, value) in [("--trials", "2"), ("--rows", s(&rows))] {
+        let out = tune(&capture, &[flag, value, "--plot", s(&svg)]);
+        assert_exit(&out, 2);
+        let want = format!("--plot draws a sweep measured in one go, not a search ({flag} makes");
+        assert!(text(&out).1.contains(&want), "{want}: {}", text(&out).1);
+    }
     assert!(!svg.exists());
+    assert!(!rows.exists());
 }

@@ -167,17 +167,25 @@ pub fn check(
     Ok(())
 }
 
-/// Refuses what a sweep of JIT options does not combine with (yet):
-/// shards and their merge, Slurm jobs, plots, `--opt-level` (a sweep from
-/// IR) and the `--sampler` search.
+/// Refuses what a sweep of JIT options does not combine with (yet),
+/// naming the flag given: shards and their merge, Slurm jobs, plots and
+/// `--opt-level` (a sweep from IR). A search (`--sampler`, `--trials`,
+/// `--resume`, `--workers`, `--rows`...) takes the JIT setting as a
+/// dimension.
 pub fn alone(a: &super::TuneArgs) -> Result<()> {
+    if !a.ir.opt_level.is_empty() {
+        return Err(CliError::Command(
+            "--opt-level does not combine with JIT options (--max-registers, --jit-opt-level, \
+             --jit-option): --opt-level compiles a new image from IR, the JIT options load \
+             the recorded PTX; sweep or search one of the two"
+                .into(),
+        ));
+    }
     for (given, flag) in [
         (a.shard.is_some(), "--shard"),
         (a.merge.is_some(), "--merge"),
         (a.plot.is_some(), "--plot"),
         (a.slurm.slurm, "--slurm"),
-        (!a.ir.opt_level.is_empty(), "--opt-level"),
-        (a.search.active(a), "--sampler"),
     ] {
         if given {
             return Err(CliError::Command(format!(
@@ -195,7 +203,7 @@ pub fn apply(options: Option<JitOptions>) {
 }
 
 /// The JIT's failure among the causes of `e`, if it is one.
-fn jit_failure<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e CudaError> {
+pub(super) fn jit_failure<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e CudaError> {
     let mut at = Some(e);
     while let Some(e) = at {
         if let Some(c @ CudaError::JitFailed { .. }) = e.downcast_ref::<CudaError>() {
@@ -293,6 +301,7 @@ pub fn run(
                         jit: Some(options.to_string()),
                         registers: None,
                         spills: None,
+                        opt_level: None,
                     });
                     continue;
                 }

@@ -168,7 +168,11 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if a.jit.given() {
         jit::check(&a.file, backend, None)?;
     }
-    if !reprise::executors::traits(backend).launch_geometry {
+    // A search over --opt-level on an executor without a launch geometry
+    // (the host's) searches the levels alone.
+    if !reprise::executors::traits(backend).launch_geometry
+        && !(a.search.active(&a) && !a.ir.opt_level.is_empty())
+    {
         return Err(reprise::Error::NoGeometry.into());
     }
     if a.search.active(&a) {

@@ -49,6 +49,77 @@ struct Row {
     ok: bool,
 }
 
+/// The capture `a.file` with its image compiled from IR at `level`.
+pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<Capture> {
+    let ir = &a.ir;
+    let args = IrArgs {
+        from_ir: true,
+        bitcode: ir.bitcode.clone(),
+        llvm: ir.llvm.clone(),
+        jit_save_image: None,
+        ir_opt_level: level,
+        llvm_args: ir.llvm_args.clone(),
+    };
+    let compiled = crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
+    let options = a
+        .open
+        .options(a.backend.kind())
+        .allow_missing_globals(a.allow_missing_globals)
+        .verify_checksums(!a.no_checksums)
+        .image(&compiled.path);
+    Ok(Capture::open_with(&a.file, options)?)
+}
+
+/// The row of one replay of `capture` as recorded (verified, then timed
+/// `--repetitions` times after `--warmup`), for a kernel that takes no
+/// launch geometry (the host's); the host clock's times.
+pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> super::report::Row {
+    let rec = &capture.record;
+    let mut row = super::report::Row {
+        grid: rec.grid,
+        block: rec.block,
+        shared_mem: rec.shared_mem,
+        recorded: true,
+        status: "failed".into(),
+        detail: None,
+        times_ns: Vec::new(),
+        jit: None,
+        registers: None,
+        spills: None,
+        opt_level: None,
+    };
+    let mut builder = reprise::replay(capture)
+        .verify(capture.output.is_some())
+        .compare(a.compare.spec())
+        .repetitions(a.warmup + a.repetitions);
+    if let Some(b) = a.backend.kind() {
+        builder = builder.backend(b);
+    }
+    if let Some(d) = a.device_id {
+        builder = builder.device_id(d);
+    }
+    match reprise::block_on(std::future::IntoFuture::into_future(builder)) {
+        Ok(o) => {
+            row.times_ns = o
+                .times
+                .iter()
+                .zip(&o.kernel_times)
+                .skip(a.warmup as usize)
+                .map(|(t, k)| u64::try_from(k.unwrap_or(*t).as_nanos()).unwrap_or(u64::MAX))
+                .collect();
+            let (status, detail) = match &o.verification {
+                None => ("unverified", None),
+                Some(v) if v.is_match() => ("verified", None),
+                Some(v) => ("differs", Some(v.to_string())),
+            };
+            row.status = status.into();
+            row.detail = detail;
+        }
+        Err(e) => row.detail = Some(CliError::from(e).to_string()),
+    }
+    row
+}
+
 /// Runs the sweep over `ir.opt_level` for the capture `a.file`.
 pub fn run(a: &super::TuneArgs) -> Result<ExitCode> {
     let ir = &a.ir;

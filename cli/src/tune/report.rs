@@ -87,6 +87,11 @@ pub struct Row {
     /// Spill stores and loads in bytes, from the JIT's verbose info log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spills: Option<(u64, u64)>,
+    /// The optimisation level its image was compiled at from IR (`2` for
+    /// O2), in a search over `--opt-level`; absent in rows written before
+    /// it was a dimension of the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opt_level: Option<u8>,
 }
 
 impl Row {
@@ -114,7 +119,16 @@ impl Row {
             jit: None,
             registers: None,
             spills: None,
+            opt_level: None,
         }
+    }
+
+    /// Its compile setting (`MAX_REGISTERS=32`, `O2`), where it has one:
+    /// rows that differ only in it are different configurations.
+    pub fn compile(&self) -> Option<String> {
+        self.jit
+            .clone()
+            .or_else(|| self.opt_level.map(|l| format!("O{l}")))
     }
 
     /// Its geometry.

@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use reprise::cuda_jit::JitOptions;
 use reprise::tune::{Measured, Stopped, TuneOptions};
 use reprise::{BackendKind, Capture, LaunchConfig};
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,21 @@ impl SearchArgs {
             || self.worker_plan.is_some()
             || (a.rows.is_some() && a.shard.is_none())
     }
+
+    /// The flag given that makes the sweep a search, for messages.
+    pub fn flag(&self, a: &TuneArgs) -> &'static str {
+        [
+            (self.sampler != Sampler::Grid, "--sampler"),
+            (self.trials.is_some(), "--trials"),
+            (self.time_budget.is_some(), "--time-budget"),
+            (self.resume.is_some(), "--resume"),
+            (self.workers.is_some(), "--workers"),
+            (a.rows.is_some() && a.shard.is_none(), "--rows"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+        .unwrap_or("--sampler")
+    }
 }
 
 fn trials(s: &str) -> std::result::Result<u64, String> {
@@ -148,6 +164,77 @@ pub fn budget(s: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
+/// How a candidate's image is built: a compile dimension of the search
+/// (PTX JIT options or optimisation levels from IR; one search takes one
+/// of the two).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Compile {
+    /// The capture's own image, as recorded.
+    Recorded,
+    /// The capture's PTX, loaded with these JIT options.
+    Jit(JitOptions),
+    /// The capture's LLVM IR, compiled at this level.
+    OptLevel(u8),
+}
+
+impl Compile {
+    /// Its name in rows and keys (`MAX_REGISTERS=32`, `O2`); none for the
+    /// recorded image.
+    pub fn label(&self) -> Option<String> {
+        match self {
+            Compile::Recorded => None,
+            Compile::Jit(o) => Some(o.to_string()),
+            Compile::OptLevel(l) => Some(format!("O{l}")),
+        }
+    }
+
+    /// Marks `row` as measured with it.
+    fn stamp(&self, row: &mut Row) {
+        match self {
+            Compile::Recorded => {}
+            Compile::Jit(o) => row.jit = Some(o.to_string()),
+            Compile::OptLevel(l) => row.opt_level = Some(*l),
+        }
+    }
+}
+
+/// The compile settings `a` gives, in order: the JIT settings, or the
+/// optimisation levels, or the recorded image alone.
+pub fn compiles(a: &TuneArgs) -> Result<Vec<Compile>> {
+    let jit = a.jit.settings();
+    if !jit.is_empty() && !a.ir.opt_level.is_empty() {
+        return Err(CliError::Command(
+            "--opt-level and JIT options (--max-registers, --jit-opt-level, --jit-option) are \
+             not dimensions of one search: --opt-level compiles a new image from IR, the JIT \
+             options load the recorded PTX; search one of the two"
+                .into(),
+        ));
+    }
+    if !jit.is_empty() {
+        return Ok(jit.into_iter().map(Compile::Jit).collect());
+    }
+    let mut levels: Vec<Compile> = Vec::new();
+    for &l in &a.ir.opt_level {
+        if !levels.contains(&Compile::OptLevel(l)) {
+            levels.push(Compile::OptLevel(l));
+        }
+    }
+    if levels.is_empty() {
+        levels.push(Compile::Recorded);
+    }
+    Ok(levels)
+}
+
+/// One point of the product: a compile setting (an index into
+/// [`compiles`]) and a launch geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// Its compile setting, an index into the search's [`Compile`]s.
+    pub compile: usize,
+    /// Its launch geometry.
+    pub config: LaunchConfig,
+}
+
 /// One setting a dimension of the search chooses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Setting {
@@ -157,15 +244,18 @@ pub enum Setting {
     Block([u32; 3]),
     /// Dynamic shared memory, bytes.
     SharedMem(u32),
+    /// The compile setting, an index into the search's [`Compile`]s.
+    Compile(usize),
 }
 
 impl Setting {
     /// Applies it to `c`.
-    fn apply(self, c: &mut LaunchConfig) {
+    fn apply(self, c: &mut Candidate) {
         match self {
-            Setting::Grid(g) => c.grid = g,
-            Setting::Block(b) => c.block = b,
-            Setting::SharedMem(s) => c.shared_mem = s,
+            Setting::Grid(g) => c.config.grid = g,
+            Setting::Block(b) => c.config.block = b,
+            Setting::SharedMem(s) => c.config.shared_mem = s,
+            Setting::Compile(i) => c.compile = i,
         }
     }
 }
@@ -217,10 +307,14 @@ impl Space {
         parts.join(" x ")
     }
 
-    /// The configuration at `index` (below [`size`](Self::size)): `base`
-    /// with each dimension's setting applied.
-    pub fn point(&self, mut index: u64, base: LaunchConfig) -> LaunchConfig {
-        let mut c = base;
+    /// The candidate at `index` (below [`size`](Self::size)): `base`
+    /// (and the first compile setting) with each dimension's setting
+    /// applied.
+    pub fn point(&self, mut index: u64, base: LaunchConfig) -> Candidate {
+        let mut c = Candidate {
+            compile: 0,
+            config: base,
+        };
         for d in self.dims.iter().rev() {
             let n = d.values.len() as u64;
             d.values[(index % n) as usize].apply(&mut c);
@@ -263,8 +357,29 @@ pub fn draw(size: u64, n: u64, sampler: Sampler, seed: u64) -> Vec<u64> {
 }
 
 /// The search space the lists give (the recorded value where a list is
-/// not given).
-pub fn space(a: &TuneArgs, recorded: LaunchConfig) -> Result<Space> {
+/// not given); the compile setting is its first dimension where there is
+/// one. `geometry`: whether the executor takes a launch geometry (a host
+/// kernel's search is over its compile settings alone).
+pub fn space(a: &TuneArgs, recorded: LaunchConfig, geometry: bool) -> Result<Space> {
+    let compiles = compiles(a)?;
+    let mut dims = Vec::new();
+    if compiles != [Compile::Recorded] {
+        let flag = if a.jit.given() {
+            "JIT settings"
+        } else {
+            "--opt-level"
+        };
+        dims.push(Dimension::new(
+            flag,
+            (0..compiles.len()).map(Setting::Compile),
+        ));
+    }
+    if !geometry {
+        if a.num_teams.is_some() || a.num_threads.is_some() || a.shared_mem.is_some() {
+            return Err(reprise::Error::NoGeometry.into());
+        }
+        return Ok(Space { dims });
+    }
     let unknown = |d: [u32; 3], given: bool, flag: &str, what: &str| {
         if !given && d[0] == 0 {
             return Err(CliError::Command(format!(
@@ -298,13 +413,12 @@ pub fn space(a: &TuneArgs, recorded: LaunchConfig) -> Result<Space> {
         .shared_mem
         .as_ref()
         .map_or(vec![recorded.shared_mem], |l| l.0.clone());
-    Ok(Space {
-        dims: vec![
-            Dimension::new("--num-teams", teams.into_iter().map(Setting::Grid)),
-            Dimension::new("--num-threads", threads.into_iter().map(Setting::Block)),
-            Dimension::new("--shared-mem", shared.into_iter().map(Setting::SharedMem)),
-        ],
-    })
+    dims.extend([
+        Dimension::new("--num-teams", teams.into_iter().map(Setting::Grid)),
+        Dimension::new("--num-threads", threads.into_iter().map(Setting::Block)),
+        Dimension::new("--shared-mem", shared.into_iter().map(Setting::SharedMem)),
+    ]);
+    Ok(Space { dims })
 }
 
 /// What a results file held.
@@ -383,7 +497,11 @@ fn append(path: &Path, line: &str) -> Result<()> {
 
 /// The candidates the search measures, in the order drawn (the recorded
 /// configuration aside), and how many points the product holds.
-pub fn candidates(a: &TuneArgs, recorded: LaunchConfig) -> Result<(u64, Vec<LaunchConfig>)> {
+pub fn candidates(
+    a: &TuneArgs,
+    recorded: LaunchConfig,
+    geometry: bool,
+) -> Result<(u64, Vec<Candidate>)> {
     let search = &a.search;
     if a.slurm.slurm && search.resume.is_some() {
         return Err(CliError::Command(
@@ -392,15 +510,21 @@ pub fn candidates(a: &TuneArgs, recorded: LaunchConfig) -> Result<(u64, Vec<Laun
                 .into(),
         ));
     }
-    if !a.ir.opt_level.is_empty() {
-        return Err(CliError::Command(
-            "--opt-level is not a dimension of a search yet (--sampler, --trials, \
-             --time-budget, --resume, --workers, --rows): sweep the levels alone, or search \
-             the geometry and shared memory"
-                .into(),
-        ));
+    if !a.ir.opt_level.is_empty()
+        && let Some(flag) = [
+            (a.shard.is_some(), "--shard"),
+            (a.merge.is_some(), "--merge"),
+            (a.slurm.slurm, "--slurm"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    {
+        return Err(CliError::Command(format!(
+            "{flag} does not combine with a search over --opt-level yet: search the levels \
+             here (with --workers for more devices)"
+        )));
     }
-    let space = space(a, recorded)?;
+    let space = space(a, recorded, geometry)?;
     let size = space.size();
     let wanted = search.trials.unwrap_or(size);
     let max = super::lists::MAX_CONFIGS as u64;
@@ -420,7 +544,7 @@ pub fn candidates(a: &TuneArgs, recorded: LaunchConfig) -> Result<(u64, Vec<Laun
              capped at {size}"
         );
     }
-    let candidates: Vec<LaunchConfig> = draw(size, wanted, search.sampler, search.seed)
+    let candidates: Vec<Candidate> = draw(size, wanted, search.sampler, search.seed)
         .into_iter()
         .map(|i| space.point(i, recorded))
         .collect();
@@ -436,24 +560,42 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start = Instant::now();
     let search = &a.search;
+    if a.jit.given() {
+        super::jit::check(&a.file, backend, Some(capture))?;
+    }
+    let geometry = reprise::executors::traits(backend).launch_geometry;
+    let compiles = compiles(a)?;
     if let Some(plan) = &search.worker_plan {
-        return serve_plan(a, capture, plan, start);
+        return serve_plan(a, capture, backend, &compiles, plan, start);
     }
     if a.plot.is_some() {
-        return Err(CliError::Command(
-            "--plot draws a sweep measured in one go, not a search yet (--sampler, --trials, \
-             --time-budget, --resume, --workers, --rows): give --csv or --json"
-                .into(),
-        ));
+        return Err(CliError::Command(format!(
+            "--plot draws a sweep measured in one go, not a search ({} makes this one): give \
+             --csv or --json",
+            search.flag(a)
+        )));
     }
     let rec = &capture.record;
     let kernel = rec.name.to_string();
-    let (size, candidates) = candidates(a, recorded)?;
-    let order = shard::full_list(&candidates, recorded);
-    let held: Vec<LaunchConfig> = match a.shard {
+    let (size, candidates) = candidates(a, recorded, geometry)?;
+    let mut geometries: Vec<LaunchConfig> = Vec::new();
+    for c in &candidates {
+        if !geometries.contains(&c.config) {
+            geometries.push(c.config);
+        }
+    }
+    let order = shard::full_list(&geometries, recorded);
+    let held_geometries: Vec<LaunchConfig> = match a.shard {
         Some(s) => shard::slice(&order, s),
         None => order.clone(),
     };
+    let held: Vec<Candidate> = candidates
+        .iter()
+        .copied()
+        .filter(|c| held_geometries.contains(&c.config) || !geometry)
+        .collect();
+    let key_of =
+        |c: &Candidate| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref());
     // The results file: the one resumed, else --rows, else the shard's.
     let results = search
         .resume
@@ -487,7 +629,7 @@ pub fn run(
             )));
         }
         if prev.header.is_none() {
-            append(path, &header_line(a, &kernel, held.len()))?;
+            append(path, &header_line(a, &kernel, held_geometries.len()))?;
         }
         old = prev.rows;
     } else if let Some(path) = &results {
@@ -497,18 +639,30 @@ pub fn run(
                 path.display()
             )));
         }
-        append(path, &header_line(a, &kernel, held.len()))?;
+        append(path, &header_line(a, &kernel, held_geometries.len()))?;
     }
-    let done: HashSet<String> = old.iter().map(|r| shard::key(&r.config())).collect();
-    let todo: Vec<LaunchConfig> = held
+    let done: HashSet<String> = old.iter().map(shard::row_key).collect();
+    let todo: Vec<Candidate> = held
         .iter()
         .copied()
-        .filter(|c| !done.contains(&shard::key(c)) && *c != recorded)
+        .filter(|c| !done.contains(&key_of(c)) && c.config != recorded)
         .collect();
-    // The recorded configuration is measured by every worker (the
-    // speed-ups are over it); its row is written once, where the study
-    // holds it and has no row of it yet.
-    let write_recorded = held.contains(&recorded) && !done.contains(&shard::key(&recorded));
+    // The recorded configuration is measured by every worker, with each
+    // compile setting (the speed-ups are over it); its row is written
+    // once for each setting drawn, where the study holds it and has no row
+    // of it yet.
+    let mut write_recorded: Vec<usize> = Vec::new();
+    if held_geometries.contains(&recorded) || !geometry {
+        for c in &held {
+            let r = Candidate {
+                compile: c.compile,
+                config: recorded,
+            };
+            if !write_recorded.contains(&c.compile) && !done.contains(&key_of(&r)) {
+                write_recorded.push(c.compile);
+            }
+        }
+    }
 
     // The driver is asked only when workers are.
     let devices = if search.workers.is_some() {
@@ -537,7 +691,10 @@ pub fn run(
             a.warmup,
             if a.warmup == 1 { "" } else { "s" }
         );
-        out!("search space: {} = {size}", space(a, recorded)?.shape());
+        out!(
+            "search space: {} = {size}",
+            space(a, recorded, geometry)?.shape()
+        );
         if let Some(s) = a.shard {
             out!("shard {s}: {} of them", held.len());
         }
@@ -546,7 +703,7 @@ pub fn run(
                 "resuming {}: {} configuration(s) already measured, {} to measure",
                 path.display(),
                 old.len(),
-                todo.len() + usize::from(write_recorded)
+                todo.len() + write_recorded.len()
             );
         }
         if capture.output.is_none() {
@@ -568,7 +725,7 @@ pub fn run(
 
     let _ = ctrlc::set_handler(|| super::INTERRUPTED.store(true, Ordering::SeqCst));
     let deadline = search.time_budget.map(|b| start + b);
-    let total = todo.len() + usize::from(write_recorded);
+    let total = todo.len() + write_recorded.len();
     let measured = todo.len();
     let mut temporary = None;
     let outcome = if total == 0 {
@@ -580,7 +737,7 @@ pub fn run(
             deadline,
             progress: true,
         };
-        measure_here(a, capture, todo, &here)?
+        measure_here(a, capture, backend, &compiles, todo, &here)?
     } else {
         let path = match &results {
             Some(p) => p.clone(),
@@ -589,7 +746,7 @@ pub fn run(
                 let p =
                     std::env::temp_dir().join(format!("reprise-tune-{}.jsonl", std::process::id()));
                 let _ = std::fs::remove_file(&p);
-                append(&p, &header_line(a, &kernel, held.len()))?;
+                append(&p, &header_line(a, &kernel, held_geometries.len()))?;
                 temporary = Some(p.clone());
                 p
             }
@@ -701,23 +858,138 @@ impl Default for Outcome {
 struct Here<'p> {
     /// Where each row goes as it is measured.
     results: Option<&'p Path>,
-    /// Whether the recorded configuration's row is written.
-    write_recorded: bool,
+    /// The compile settings (indices) whose recorded configuration's row
+    /// is written.
+    write_recorded: Vec<usize>,
     /// When to stop drawing candidates.
     deadline: Option<Instant>,
     /// Whether to show a progress bar.
     progress: bool,
 }
 
-/// Measures `configs` (and the recorded configuration) in this process,
-/// on the device `a` names.
+/// Measures `todo` (and the recorded configuration with each compile
+/// setting of `how.write_recorded`) in this process, on the device `a`
+/// names: the candidates are grouped by compile setting, and each
+/// setting's image is loaded (or compiled) once for all its geometries.
 fn measure_here(
     a: &TuneArgs,
     capture: &Capture,
-    configs: Vec<LaunchConfig>,
+    backend: BackendKind,
+    compiles: &[Compile],
+    todo: Vec<Candidate>,
     how: &Here<'_>,
 ) -> Result<Outcome> {
-    let total = configs.len() + usize::from(how.write_recorded);
+    let total = todo.len() + how.write_recorded.len();
+    let mut groups: Vec<usize> = Vec::new();
+    for c in todo
+        .iter()
+        .map(|c| c.compile)
+        .chain(how.write_recorded.iter().copied())
+    {
+        if !groups.contains(&c) {
+            groups.push(c);
+        }
+    }
+    let mut bar = how
+        .progress
+        .then(|| LazyProgress::new(total as u64, "tuning"));
+    let mut out = Outcome::default();
+    for g in groups {
+        if out.lost.is_some() || out.interrupted || out.budget_spent {
+            break;
+        }
+        let configs: Vec<LaunchConfig> = todo
+            .iter()
+            .filter(|c| c.compile == g)
+            .map(|c| c.config)
+            .collect();
+        let group = Group {
+            compile: &compiles[g],
+            write_recorded: how.write_recorded.contains(&g),
+            total,
+        };
+        let o = measure_group(
+            a, capture, backend, configs, &group, how, &mut bar, &out.rows,
+        )?;
+        out.rows.extend(o.rows);
+        out.device_times &= o.device_times;
+        out.lost = out.lost.or(o.lost);
+        out.interrupted |= o.interrupted;
+        out.budget_spent |= o.budget_spent;
+    }
+    Ok(out)
+}
+
+/// One compile setting's share of [`measure_here`].
+struct Group<'c> {
+    /// The setting.
+    compile: &'c Compile,
+    /// Whether the recorded configuration's row is written with it.
+    write_recorded: bool,
+    /// How many rows the whole measuring writes (for the progress bar).
+    total: usize,
+}
+
+/// Appends `row` to the results file, if there is one.
+fn write_row(path: Option<&Path>, row: &Row) -> Result<()> {
+    match path {
+        Some(p) => append(p, &serde_json::to_string(row).expect("a row serializes")),
+        None => Ok(()),
+    }
+}
+
+/// Measures `configs` (and the recorded configuration) with one compile
+/// setting: its module is loaded, or its image compiled, once.
+#[allow(clippy::too_many_arguments)]
+fn measure_group(
+    a: &TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    configs: Vec<LaunchConfig>,
+    group: &Group<'_>,
+    how: &Here<'_>,
+    bar: &mut Option<LazyProgress>,
+    before: &[Row],
+) -> Result<Outcome> {
+    let total = group.total;
+    let compiled_capture;
+    let capture = match group.compile {
+        Compile::OptLevel(level) => {
+            compiled_capture = super::opt_levels::open_at(a, *level)?;
+            &compiled_capture
+        }
+        _ => capture,
+    };
+    if !reprise::executors::traits(backend).launch_geometry {
+        // A kernel without a launch geometry (the host's): one replay of
+        // the recorded configuration with this compile setting.
+        let mut row = super::opt_levels::replay_row(a, capture);
+        group.compile.stamp(&mut row);
+        write_row(how.results, &row)?;
+        if let Some(bar) = bar {
+            bar.set(before.len() as u64 + 1);
+        }
+        let spent = how.deadline.is_some_and(|d| Instant::now() >= d);
+        return Ok(Outcome {
+            rows: vec![row],
+            device_times: false,
+            budget_spent: spent,
+            ..Outcome::default()
+        });
+    }
+    let jit = match group.compile {
+        Compile::Jit(o) => Some(o.clone()),
+        _ => None,
+    };
+    if jit.is_some() {
+        super::jit::apply(jit.clone());
+        reprise::cuda_jit::take_compiled();
+    }
+    let jitted = jit.is_some();
+    let kernel = capture.record.name.to_string();
+    // The registers and spills of this setting's one load, taken when the
+    // first configuration is measured (the module is loaded by then).
+    let mut loaded: Option<(Option<u32>, Option<(u64, u64)>)> = None;
     let mut builder = reprise::tune(capture);
     if let Some(b) = a.backend.kind() {
         builder = builder.backend(b);
@@ -728,11 +1000,9 @@ fn measure_here(
     let mut rows = Vec::new();
     let mut write_error = None;
     let mut spent = false;
-    let mut bar = how
-        .progress
-        .then(|| LazyProgress::new(total as u64, "tuning"));
     let result = {
-        let (rows, write_error, spent) = (&mut rows, &mut write_error, &mut spent);
+        let (rows, write_error, spent, loaded) =
+            (&mut rows, &mut write_error, &mut spent, &mut loaded);
         let builder = builder
             .options(TuneOptions {
                 configs,
@@ -743,22 +1013,31 @@ fn measure_here(
                 force: a.force,
             })
             .on_config(move |_, _, m: &Measured| {
-                if !m.recorded || how.write_recorded {
-                    let row = Row::of(m);
-                    if let Some(path) = how.results {
-                        let line = serde_json::to_string(&row).expect("a row serializes");
-                        if let Err(e) = append(path, &line) {
-                            write_error.get_or_insert(e);
-                        }
+                if !m.recorded || group.write_recorded {
+                    let mut row = Row::of(m);
+                    group.compile.stamp(&mut row);
+                    if jitted {
+                        let (registers, spills) = *loaded.get_or_insert_with(|| {
+                            reprise::cuda_jit::take_compiled()
+                                .into_iter()
+                                .rev()
+                                .find(|(name, _)| *name == kernel)
+                                .map_or((None, None), |(_, c)| (c.registers, c.spills))
+                        });
+                        row.registers = registers;
+                        row.spills = spills;
+                    }
+                    if let Err(e) = write_row(how.results, &row) {
+                        write_error.get_or_insert(e);
                     }
                     rows.push(row);
-                    if let Some(bar) = &mut bar {
+                    if let Some(bar) = bar {
+                        let n = before.len() + rows.len();
                         bar.set_message(format!(
-                            "{} of {total}: {}",
-                            rows.len(),
+                            "{n} of {total}: {}",
                             report::config_text(&m.config)
                         ));
-                        bar.set(rows.len() as u64);
+                        bar.set(n as u64);
                     }
                 }
                 if how.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -768,6 +1047,9 @@ fn measure_here(
             });
         reprise::block_on(std::future::IntoFuture::into_future(builder))
     };
+    if jit.is_some() {
+        super::jit::apply(None);
+    }
     if let Some(e) = write_error {
         return Err(e);
     }
@@ -787,8 +1069,30 @@ fn measure_here(
                 None => {}
             }
         }
-        Err(e) if out.rows.is_empty() => return Err(e.into()),
-        Err(e) => out.lost = Some(CliError::from(e).to_string()),
+        Err(e) => match super::jit::jit_failure(&e) {
+            // The JIT refused this setting: a failed row (of the recorded
+            // geometry) and the search goes on with the next setting.
+            Some(failure) if out.rows.is_empty() => {
+                let mut row = Row {
+                    grid: capture.record.grid,
+                    block: capture.record.block,
+                    shared_mem: capture.record.shared_mem,
+                    recorded: true,
+                    status: "failed".into(),
+                    detail: Some(failure.to_string()),
+                    times_ns: Vec::new(),
+                    jit: None,
+                    registers: None,
+                    spills: None,
+                    opt_level: None,
+                };
+                group.compile.stamp(&mut row);
+                write_row(how.results, &row)?;
+                out.rows.push(row);
+            }
+            _ if out.rows.is_empty() && before.is_empty() => return Err(e.into()),
+            _ => out.lost = Some(CliError::from(e).to_string()),
+        },
     }
     Ok(out)
 }
@@ -796,12 +1100,13 @@ fn measure_here(
 /// A worker's share of the search (`--worker-plan`).
 #[derive(Debug, Serialize, Deserialize)]
 struct Plan {
-    /// Its configurations: grid, block, shared memory.
-    configs: Vec<([u32; 3], [u32; 3], u32)>,
+    /// Its configurations: grid, block, shared memory, and the compile
+    /// setting (an index into the [`Compile`]s its command line gives).
+    configs: Vec<([u32; 3], [u32; 3], u32, usize)>,
     /// The results file its rows are appended to.
     results: PathBuf,
-    /// Whether it writes the recorded configuration's row.
-    write_recorded: bool,
+    /// The compile settings whose recorded configuration's row it writes.
+    write_recorded: Vec<usize>,
     /// What is left of the time budget, in milliseconds.
     budget_ms: Option<u64>,
 }
@@ -817,27 +1122,44 @@ struct WorkerEnd {
 
 /// `--worker-plan FILE`: measures a worker's share on its device (given
 /// with --device-id), appending rows to the study's results file.
-fn serve_plan(a: &TuneArgs, capture: &Capture, plan: &Path, start: Instant) -> Result<ExitCode> {
+fn serve_plan(
+    a: &TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    compiles: &[Compile],
+    plan: &Path,
+    start: Instant,
+) -> Result<ExitCode> {
     let text = std::fs::read_to_string(plan).map_err(|e| reprise::Error::io(plan, "read", e))?;
     let p: Plan = serde_json::from_str(&text)
         .map_err(|e| CliError::Command(format!("{}: not a worker plan: {e}", plan.display())))?;
+    if let Some(&(.., c)) = p.configs.iter().find(|t| t.3 >= compiles.len()) {
+        return Err(CliError::Command(format!(
+            "{}: compile setting {c} of a search with {}",
+            plan.display(),
+            compiles.len()
+        )));
+    }
     let configs = p
         .configs
         .iter()
-        .map(|&(grid, block, shared_mem)| LaunchConfig {
-            grid,
-            block,
-            shared_mem,
+        .map(|&(grid, block, shared_mem, compile)| Candidate {
+            compile,
+            config: LaunchConfig {
+                grid,
+                block,
+                shared_mem,
+            },
         })
         .collect();
     let _ = ctrlc::set_handler(|| super::INTERRUPTED.store(true, Ordering::SeqCst));
     let here = Here {
         results: Some(&p.results),
-        write_recorded: p.write_recorded,
+        write_recorded: p.write_recorded.clone(),
         deadline: p.budget_ms.map(|ms| start + Duration::from_millis(ms)),
         progress: false,
     };
-    let o = measure_here(a, capture, configs, &here)?;
+    let o = measure_here(a, capture, backend, compiles, configs, &here)?;
     let end = WorkerEnd {
         device_times: o.device_times,
         lost: o.lost,
@@ -855,14 +1177,18 @@ fn serve_plan(a: &TuneArgs, capture: &Capture, plan: &Path, start: Instant) -> R
 /// device W, one configuration at a time each; they append their rows to
 /// `results`, whose rows after the first `old` are returned.
 fn measure_in_workers(
-    todo: Vec<LaunchConfig>,
+    todo: Vec<Candidate>,
     results: &Path,
-    write_recorded: bool,
+    write_recorded: Vec<usize>,
     deadline: Option<Instant>,
     workers: usize,
     old: usize,
 ) -> Result<Outcome> {
-    let mut shares: Vec<Vec<LaunchConfig>> = vec![Vec::new(); workers];
+    let mut shares: Vec<Vec<Candidate>> = vec![Vec::new(); workers];
+    // Grouped by compile setting, so a worker's candidates of one setting
+    // are measured on one load of its image.
+    let mut todo = todo;
+    todo.sort_by_key(|c| c.compile);
     for (i, c) in todo.into_iter().enumerate() {
         shares[i % workers].push(c);
     }
@@ -887,10 +1213,21 @@ fn measure_in_workers(
         let plan = Plan {
             configs: share
                 .iter()
-                .map(|c| (c.grid, c.block, c.shared_mem))
+                .map(|c| {
+                    (
+                        c.config.grid,
+                        c.config.block,
+                        c.config.shared_mem,
+                        c.compile,
+                    )
+                })
                 .collect(),
             results: results.to_path_buf(),
-            write_recorded: write_recorded && w == 0,
+            write_recorded: if w == 0 {
+                write_recorded.clone()
+            } else {
+                Vec::new()
+            },
             budget_ms: deadline.map(|d| {
                 u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
                     .unwrap_or(u64::MAX)
@@ -1002,12 +1339,12 @@ mod tests {
         // The repeated block is one value.
         assert_eq!(s.size(), 3 * 2 * 2);
         let base = cfg(9, 9, 9);
-        assert_eq!(s.point(0, base), cfg(1, 10, 0));
-        assert_eq!(s.point(1, base), cfg(1, 10, 5));
-        assert_eq!(s.point(2, base), cfg(1, 20, 0));
-        assert_eq!(s.point(11, base), cfg(3, 20, 5));
+        assert_eq!(s.point(0, base).config, cfg(1, 10, 0));
+        assert_eq!(s.point(1, base).config, cfg(1, 10, 5));
+        assert_eq!(s.point(2, base).config, cfg(1, 20, 0));
+        assert_eq!(s.point(11, base).config, cfg(3, 20, 5));
         let all: HashSet<String> = (0..s.size())
-            .map(|i| shard::key(&s.point(i, base)))
+            .map(|i| shard::key(&s.point(i, base).config))
             .collect();
         assert_eq!(all.len(), 12);
         assert_eq!(s.shape(), "3 (a) x 2 (b) x 2 (c)");

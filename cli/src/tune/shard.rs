@@ -55,6 +55,22 @@ pub fn key(c: &LaunchConfig) -> String {
     format!("{:?}/{:?}/{}", c.grid, c.block, c.shared_mem)
 }
 
+/// What tells one measured configuration from another: its geometry and,
+/// in a sweep of compile options, its compile setting (`MAX_REGISTERS=32`,
+/// `O2`). A row without a compile setting (one written before compile
+/// options were dimensions of the search) keys as its geometry alone.
+pub fn compiled_key(c: &LaunchConfig, compile: Option<&str>) -> String {
+    match compile {
+        Some(s) => format!("{}#{s}", key(c)),
+        None => key(c),
+    }
+}
+
+/// A row's [`compiled_key`].
+pub fn row_key(r: &Row) -> String {
+    compiled_key(&r.config(), r.compile().as_deref())
+}
+
 /// The whole sweep's configurations: the recorded one first (where the
 /// capture records it), then the lists' others, each once.
 pub fn full_list(configs: &[LaunchConfig], recorded: LaunchConfig) -> Vec<LaunchConfig> {
@@ -142,7 +158,7 @@ pub fn read_dir(dir: &Path) -> Result<Merged> {
                 if let Some(s) = &shard {
                     *m.per_shard.entry(s.clone()).or_default() += 1;
                 }
-                m.rows.insert(key(&r.config()), r);
+                m.rows.insert(row_key(&r), r);
             } else {
                 m.bad_lines += 1;
             }
@@ -322,6 +338,7 @@ mod tests {
             jit: None,
             registers: None,
             spills: None,
+            opt_level: None,
         };
         let rows = vec![
             row(1, "refused", &[]),

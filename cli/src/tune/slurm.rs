@@ -31,7 +31,13 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
         shared_mem: rec.shared_mem,
     };
     let configs = if a.search.active(a) {
-        super::sampler::candidates(a, recorded)?.1
+        let mut geometries = Vec::new();
+        for c in super::sampler::candidates(a, recorded, true)?.1 {
+            if !geometries.contains(&c.config) {
+                geometries.push(c.config);
+            }
+        }
+        geometries
     } else {
         super::configurations(a, recorded)?
     };
