@@ -376,6 +376,101 @@ fn tune_ranks_optimisation_levels_from_ir_each_verified_with_its_compile_time_ap
 }
 
 #[test]
+fn a_search_over_opt_levels_ranks_the_drawn_levels_and_resumes_past_them() {
+    let Some(m) = made("from_ir::tune_opt_level_search") else {
+        return;
+    };
+    let rows = m.root.join("levels.jsonl");
+    let search = |extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            s(&m.descriptor),
+            "--opt-level",
+            "O0,O2",
+            "--sampler",
+            "random",
+            "--seed",
+            "1",
+            "--repetitions",
+            "2",
+            "--llvm",
+            LLVM16,
+        ];
+        args.extend(extra);
+        let out = run(&m, &args);
+        let (stdout, stderr) = text(&out);
+        eprintln!("{stdout}{stderr}");
+        assert_exit(&out, 0);
+        stdout
+    };
+    let levels = |path: &Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(v["status"], "verified", "{l}");
+                format!("O{}", v["opt_level"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    // One level of the two drawn: one row, of that level.
+    let stdout = search(&["--trials", "1", "--rows", s(&rows)]);
+    assert!(
+        stdout.contains("search space: 2 (--opt-level) = 2"),
+        "{stdout}"
+    );
+    let first = levels(&rows);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let ranked: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some("1"))
+        .collect();
+    assert!(
+        ranked.len() == 1 && ranked[0].contains(&first[0]) && ranked[0].ends_with("verified"),
+        "{stdout}"
+    );
+    // Resuming over both measures the other level only, and ranks both.
+    let stdout = search(&["--resume", s(&rows)]);
+    assert!(
+        stdout.contains("1 configuration(s) already measured, 1 to measure"),
+        "{stdout}"
+    );
+    let all = levels(&rows);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0], first[0]);
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["O0", "O2"]);
+    for rank in ["1", "2"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(rank) && l.ends_with("verified")),
+            "rank {rank}: {stdout}"
+        );
+    }
+    // The host's kernels take no geometry: a geometry list is refused.
+    let out = run(
+        &m,
+        &[
+            "tune",
+            s(&m.descriptor),
+            "--opt-level",
+            "O2",
+            "--trials",
+            "1",
+            "--num-teams",
+            "2,4",
+            "--llvm",
+            LLVM16,
+        ],
+    );
+    assert_exit(&out, 2);
+}
+
+#[test]
 fn the_recorders_capture_names_its_ir_in_its_descriptor_and_replays_from_it() {
     let Some(m) = made("from_ir::recorder_key") else {
         return;

@@ -416,3 +416,47 @@ fn a_random_search_over_max_registers_and_teams_loads_each_drawn_setting_once_an
         );
     }
 }
+
+#[test]
+fn workers_take_the_jit_setting_through_and_measure_each_pair_once() {
+    if std::env::var_os("REPRISE_GPU_TESTS").is_some() {
+        crate::common::skip("the simulator's device count is what this test sets", None);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_reg_heavy(dir.path()) else {
+        return;
+    };
+    let rows = dir.path().join("two.jsonl");
+    let out = reprise_env(
+        &[
+            "tune",
+            s(&capture),
+            "--max-registers",
+            "16,64",
+            "--num-teams",
+            "4,8,16",
+            "--workers",
+            "auto",
+            "--rows",
+            s(&rows),
+            "--repetitions",
+            "1",
+            "--warmup",
+            "0",
+        ],
+        &[("REPRISE_SIM_CUDA_DEVICES", "2")],
+    );
+    let (o, e) = text(&out);
+    eprintln!("{o}{e}");
+    assert_exit(&out, 0);
+    assert!(o.contains("2 workers"), "{o}");
+    let got = jit_rows(&rows);
+    let pairs: BTreeSet<(&str, u64)> = got.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(pairs.len(), got.len(), "no pair twice: {got:?}");
+    assert_eq!(got.len(), 6, "{got:?}");
+    for (jit, _, regs, _) in &got {
+        let limit: u64 = jit.trim_start_matches("MAX_REGISTERS=").parse().unwrap();
+        assert_eq!(*regs, Some(limit), "{jit}: {got:?}");
+    }
+}

@@ -218,12 +218,18 @@ fn time(d: Option<Duration>) -> String {
 /// configurations, and why the sweep stopped early if it did.
 pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<String> {
     // A sweep of JIT options has three more columns: the options, the
-    // registers and the spill bytes (stores/loads) of each.
+    // registers and the spill bytes (stores/loads) of each; a search over
+    // --opt-level the same, its level in the first.
     let jit_width = rows
         .iter()
-        .filter_map(|r| r.jit.as_ref().map(String::len))
+        .filter_map(|r| r.compile().map(|c| c.len()))
         .max()
         .map(|w| w.max(3));
+    let compile_head = if rows.iter().any(|r| r.jit.is_some()) {
+        "jit"
+    } else {
+        "opt"
+    };
     let jit_cols = |jit: &str, regs: &str, spill: &str| {
         jit_width.map_or_else(String::new, |w| format!("{jit:<w$} {regs:>4} {spill:>9}  "))
     };
@@ -232,7 +238,7 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
         "rank",
         "configuration",
         "shared",
-        jit_cols("jit", "regs", "spill"),
+        jit_cols(compile_head, "regs", "spill"),
         "min",
         "median",
         "max",
@@ -255,7 +261,7 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
         lines.push(format!(
             "{rank:>4}  {cfg:<28} {:>8}  {}{:>10} {:>10} {:>10}  {speedup:>8}  {}",
             r.shared_mem,
-            jit_cols(r.jit.as_deref().unwrap_or("-"), &regs, &spill),
+            jit_cols(r.compile().as_deref().unwrap_or("-"), &regs, &spill),
             time(r.min()),
             time(r.median()),
             time(r.max()),
@@ -269,7 +275,7 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
     };
     lines.push(format!(
         "(* the recorded configuration; grid x block; times: {timing}{})",
-        if jit_width.is_some() {
+        if rows.iter().any(|r| r.jit.is_some()) {
             "; regs: registers a thread; spill: bytes stored/loaded, from the JIT's log"
         } else {
             ""
@@ -309,14 +315,15 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
         "rank,grid_x,grid_y,grid_z,block_x,block_y,block_z,shared_mem,recorded,status,\
-         min_us,median_us,max_us,speedup,jit,registers,spill_stores,spill_loads,detail\n",
+         min_us,median_us,max_us,speedup,jit,registers,spill_stores,spill_loads,detail,\
+         opt_level\n",
     );
     let us = |d: Option<Duration>| {
         d.map_or_else(String::new, |d| format!("{:.3}", d.as_secs_f64() * 1e6))
     };
     for (rank, r) in ranks(rows) {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\"\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\",{}\n",
             rank.map_or_else(String::new, |i| i.to_string()),
             r.grid[0],
             r.grid[1],
@@ -335,7 +342,8 @@ pub fn csv(rows: &[Row]) -> String {
             r.registers.map_or_else(String::new, |n| n.to_string()),
             r.spills.map_or_else(String::new, |s| s.0.to_string()),
             r.spills.map_or_else(String::new, |s| s.1.to_string()),
-            r.detail.as_deref().unwrap_or("").replace('"', "\"\"")
+            r.detail.as_deref().unwrap_or("").replace('"', "\"\""),
+            r.opt_level.map_or_else(String::new, |l| format!("O{l}"))
         ));
     }
     out
@@ -381,6 +389,7 @@ pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
             "registers": r.registers,
             "spill_stores": r.spills.map(|s| s.0),
             "spill_loads": r.spills.map(|s| s.1),
+            "opt_level": r.opt_level.map(|l| format!("O{l}")),
         })
     };
     json!({
