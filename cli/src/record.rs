@@ -328,10 +328,20 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
-    let counts = Summary::parse(&std::fs::read_to_string(&summary.0).unwrap_or_default());
+    let text = std::fs::read_to_string(&summary.0).unwrap_or_default();
+    let counts = Summary::parse(&text);
+    // The program's own count, from its interposer's summary: other
+    // programs may record into the same directory at once (an MPI job's
+    // ranks). The captures new in the directory stand in when the program
+    // wrote none (it never loaded the interposer).
+    let recorded = if text.trim().is_empty() {
+        new.len() as u64
+    } else {
+        counts.recorded
+    };
     note!(
         "reprise record: {} recorded in {}{}",
-        summary::launches(new.len() as u64),
+        summary::launches(recorded),
         a.dir.display(),
         new.first()
             .map(|p| format!(
