@@ -170,9 +170,8 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     }
     // A search over --opt-level on an executor without a launch geometry
     // (the host's) searches the levels alone.
-    if !reprise::executors::traits(backend).launch_geometry
-        && !(a.search.active(&a) && !a.ir.opt_level.is_empty())
-    {
+    let level_search = a.search.active(&a) && !a.ir.opt_level.is_empty();
+    if !reprise::executors::traits(backend).launch_geometry && !level_search {
         return Err(reprise::Error::NoGeometry.into());
     }
     if a.search.active(&a) {

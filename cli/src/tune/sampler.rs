@@ -938,6 +938,9 @@ fn write_row(path: Option<&Path>, row: &Row) -> Result<()> {
     }
 }
 
+/// The registers and spill bytes (stores, loads) of a JIT load.
+type Loaded = (Option<u32>, Option<(u64, u64)>);
+
 /// Measures `configs` (and the recorded configuration) with one compile
 /// setting: its module is loaded, or its image compiled, once.
 #[allow(clippy::too_many_arguments)]
@@ -989,7 +992,7 @@ fn measure_group(
     let kernel = capture.record.name.to_string();
     // The registers and spills of this setting's one load, taken when the
     // first configuration is measured (the module is loaded by then).
-    let mut loaded: Option<(Option<u32>, Option<(u64, u64)>)> = None;
+    let mut loaded: Option<Loaded> = None;
     let mut builder = reprise::tune(capture);
     if let Some(b) = a.backend.kind() {
         builder = builder.backend(b);

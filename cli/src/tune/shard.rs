@@ -326,6 +326,24 @@ mod tests {
     }
 
     #[test]
+    fn rows_that_differ_in_compile_setting_key_apart_and_old_rows_read_as_before() {
+        let old = r#"{"grid":[4,1,1],"block":[256,1,1],"shared_mem":0,"recorded":true,"status":"verified","detail":null,"times_ns":[5]}"#;
+        let r: Row = serde_json::from_str(old).unwrap();
+        assert_eq!(r.compile(), None);
+        assert_eq!(row_key(&r), key(&r.config()));
+        let mut jit = r.clone();
+        jit.jit = Some("MAX_REGISTERS=32".into());
+        let mut level = r.clone();
+        level.opt_level = Some(2);
+        assert_eq!(level.compile().as_deref(), Some("O2"));
+        let keys: std::collections::HashSet<String> =
+            [&r, &jit, &level].map(row_key).into_iter().collect();
+        assert_eq!(keys.len(), 3);
+        let back: Row = serde_json::from_str(&serde_json::to_string(&level).unwrap()).unwrap();
+        assert_eq!(back, level);
+    }
+
+    #[test]
     fn the_ranking_is_by_median_then_differs_then_the_rest() {
         let row = |g, status: &str, t: &[u64]| Row {
             grid: [g, 1, 1],
