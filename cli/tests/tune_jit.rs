@@ -224,6 +224,32 @@ fn a_failed_jit_shows_its_log() {
     );
     assert!(stdout.contains("ptxas fatal"), "{stdout}");
     assert!(stderr.contains("no configuration ran"), "{stderr}");
+    // In a search, each setting the JIT refuses is a failed row of its
+    // own, and the search goes on to the next.
+    let rows = dir.path().join("failed.jsonl");
+    let out = reprise(&[
+        "tune",
+        s(&capture),
+        "--max-registers",
+        "32,64",
+        "--trials",
+        "2",
+        "--rows",
+        s(&rows),
+    ]);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}{stderr}");
+    assert_exit(&out, 2);
+    let got = jit_rows(&rows);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        std::fs::read_to_string(&rows)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .all(|l| l.contains(r#""status":"failed""#) && l.contains("ptxas fatal")),
+        "{stdout}"
+    );
     let out = reprise(&["replay", s(&capture), "--max-registers", "32"]);
     assert_error(&out, &["MAX_REGISTERS=32", "JIT log:", "ptxas fatal"]);
 }
