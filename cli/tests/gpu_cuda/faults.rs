@@ -103,6 +103,12 @@ fn record_a_fault() {
         shared_mem: 0,
     };
     reprise::block_on(good.launch(&grid2d, grid2d_geometry, &grid2d_args)).unwrap();
+    // Its capture written, its staging buffers are back in its pool: its
+    // next launch starts with a queue operation (which names the fault),
+    // not with a fresh page-locked allocation, which would meet the lost
+    // context first and say only that (under load the writer was still
+    // holding them).
+    assert_eq!(reprise::block_on(good.finish()).unwrap().len(), 1);
     let mut rec = Recorder::new(gpu, 0, config(dir.path())).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();
