@@ -154,8 +154,10 @@ fn run(shared: Arc<Shared>) {
 }
 
 impl BackgroundWriter {
-    /// A writer whose queue holds at most `limit`.
-    pub fn new(limit: QueueLimit) -> Self {
+    /// A writer whose queue holds at most `limit`; an error when the system
+    /// refuses its thread (`EAGAIN` under an address-space or process
+    /// limit).
+    pub fn new(limit: QueueLimit) -> std::io::Result<Self> {
         let limit = QueueLimit {
             jobs: limit.jobs.max(1),
             ..limit
@@ -169,13 +171,12 @@ impl BackgroundWriter {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("reprise-writer".into())
-            .spawn(move || run(s))
-            .expect("spawning the capture writer thread");
-        BackgroundWriter {
+            .spawn(move || run(s))?;
+        Ok(BackgroundWriter {
             shared,
             limit,
             thread: Some(thread),
-        }
+        })
     }
 
     /// Its queue's bounds.
@@ -289,7 +290,8 @@ mod tests {
         let w = BackgroundWriter::new(QueueLimit {
             jobs: 1,
             bytes: 1 << 20,
-        });
+        })
+        .unwrap();
         let order = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let order = order.clone();
@@ -330,7 +332,8 @@ mod tests {
             let w = BackgroundWriter::new(QueueLimit {
                 jobs: 2,
                 bytes: 1 << 20,
-            });
+            })
+            .unwrap();
             for _ in 0..4 {
                 let c = count.clone();
                 w.submit(
@@ -361,10 +364,13 @@ mod tests {
 
     #[test]
     fn the_queue_is_bounded_by_bytes_not_by_count() {
-        let w = Arc::new(BackgroundWriter::new(QueueLimit {
-            jobs: 1000,
-            bytes: 100,
-        }));
+        let w = Arc::new(
+            BackgroundWriter::new(QueueLimit {
+                jobs: 1000,
+                bytes: 100,
+            })
+            .unwrap(),
+        );
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         // Many small captures fit, whatever their number ...
         w.submit(gated(gate.clone()), 10).unwrap();
@@ -393,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_panicking_job_stops_the_writer_without_a_hang() {
-        let w = BackgroundWriter::new(QueueLimit { jobs: 1, bytes: 10 });
+        let w = BackgroundWriter::new(QueueLimit { jobs: 1, bytes: 10 }).unwrap();
         w.submit(
             Box::new(|| panic!("a writer job panicked (expected by the test)")),
             10,

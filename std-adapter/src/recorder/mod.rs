@@ -118,10 +118,21 @@ where
             .map_err(|e| Error::executor("creating a queue", e))?;
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
-                Some(BackgroundWriter::new(QueueLimit {
+                match BackgroundWriter::new(QueueLimit {
                     jobs: depth,
                     bytes: config.queue_bytes,
-                }))
+                }) {
+                    Ok(w) => Some(w),
+                    // Degraded, not failed: the captures are written on the
+                    // launching thread, as the synchronous writer does.
+                    Err(e) => {
+                        log::warn!(
+                            "no thread for the capture writer ({e}): captures are written \
+                             on the launching thread"
+                        );
+                        None
+                    }
+                }
             }
             _ => None,
         };
