@@ -279,13 +279,22 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     })
 }
 
-/// Every combination the lists give (the recorded value where a list is
-/// not given).
-fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConfig>> {
-    let unknown = |d: [u32; 3], given: bool, flag: &str, what: &str| {
+/// Team counts, thread counts and shared memory sizes.
+type GeometryLists = (Vec<[u32; 3]>, Vec<[u32; 3]>, Vec<u32>);
+
+/// The team counts, thread counts and shared memory sizes to try: each
+/// list given, else the recorded value. A capture that records no team or
+/// thread count (LLVM recorded none) needs its list; `what` names the
+/// sweep or search for the message.
+pub(crate) fn geometry_lists(
+    a: &TuneArgs,
+    recorded: LaunchConfig,
+    what: &str,
+) -> Result<GeometryLists> {
+    let unknown = |d: [u32; 3], given: bool, flag: &str, dim: &str| {
         if !given && d[0] == 0 {
             return Err(CliError::Command(format!(
-                "the capture records no {what} (LLVM recorded none), so the sweep needs \
+                "the capture records no {dim} (LLVM recorded none), so the {what} needs \
                  {flag} LIST"
             )));
         }
@@ -305,16 +314,23 @@ fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConf
     )?;
     let teams = a
         .num_teams
-        .clone()
-        .map_or_else(|| vec![recorded.grid], |l| l.0);
+        .as_ref()
+        .map_or_else(|| vec![recorded.grid], |l| l.0.clone());
     let threads = a
         .num_threads
-        .clone()
-        .map_or_else(|| vec![recorded.block], |l| l.0);
+        .as_ref()
+        .map_or_else(|| vec![recorded.block], |l| l.0.clone());
     let shared = a
         .shared_mem
-        .clone()
-        .map_or_else(|| vec![recorded.shared_mem], |l| l.0);
+        .as_ref()
+        .map_or_else(|| vec![recorded.shared_mem], |l| l.0.clone());
+    Ok((teams, threads, shared))
+}
+
+/// Every combination the lists give (the recorded value where a list is
+/// not given).
+fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConfig>> {
+    let (teams, threads, shared) = geometry_lists(a, recorded, "sweep")?;
     let n = teams.len() * threads.len() * shared.len();
     if n > lists::MAX_CONFIGS {
         return Err(CliError::Command(format!(

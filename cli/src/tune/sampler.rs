@@ -380,39 +380,7 @@ pub fn space(a: &TuneArgs, recorded: LaunchConfig, geometry: bool) -> Result<Spa
         }
         return Ok(Space { dims });
     }
-    let unknown = |d: [u32; 3], given: bool, flag: &str, what: &str| {
-        if !given && d[0] == 0 {
-            return Err(CliError::Command(format!(
-                "the capture records no {what} (LLVM recorded none), so the search needs \
-                 {flag} LIST"
-            )));
-        }
-        Ok(())
-    };
-    unknown(
-        recorded.grid,
-        a.num_teams.is_some(),
-        "--num-teams",
-        "team count",
-    )?;
-    unknown(
-        recorded.block,
-        a.num_threads.is_some(),
-        "--num-threads",
-        "thread count",
-    )?;
-    let teams = a
-        .num_teams
-        .as_ref()
-        .map_or(vec![recorded.grid], |l| l.0.clone());
-    let threads = a
-        .num_threads
-        .as_ref()
-        .map_or(vec![recorded.block], |l| l.0.clone());
-    let shared = a
-        .shared_mem
-        .as_ref()
-        .map_or(vec![recorded.shared_mem], |l| l.0.clone());
+    let (teams, threads, shared) = super::geometry_lists(a, recorded, "search")?;
     dims.extend([
         Dimension::new("--num-teams", teams.into_iter().map(Setting::Grid)),
         Dimension::new("--num-threads", threads.into_iter().map(Setting::Block)),
