@@ -86,7 +86,8 @@ fn build_gpu_check_takes_binaries_from_cargo_target_dir() {
     assert!(out.status.success(), "{stderr}");
     let target = tmp.join("elsewhere").canonicalize().unwrap();
     let seen = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(seen.lines().count(), 6, "{seen}");
+    // One build of reprise, one of each test binary staged below.
+    assert_eq!(seen.lines().count(), 7, "{seen}");
     for dir in seen.lines() {
         assert_eq!(Path::new(dir), target, "cargo was given another target");
     }
@@ -98,6 +99,7 @@ fn build_gpu_check_takes_binaries_from_cargo_target_dir() {
         "cuda-openmp",
         "end-to-end",
         "llvm-openmp",
+        "tune-jit",
     ];
     let bytes: Vec<Vec<u8>> = names
         .iter()
