@@ -21,7 +21,11 @@ use common::*;
 /// The addresses in the refusal or hint `text`: the candidates it names.
 fn candidates(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_ascii_hexdigit() && c != 'x')
-        .filter(|w| w.starts_with("0x7f") && w.len() > 10)
+        .filter(|w| {
+            w.strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .is_some_and(in_mmap_area)
+        })
         .map(str::to_string)
         .collect()
 }
