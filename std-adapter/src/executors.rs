@@ -279,6 +279,41 @@ pub fn compile_target(spec: ExecutorSpec) -> Result<crate::compile::Target> {
     }
 }
 
+/// reprise's chunk-hashing kernel for the executors of one kind: the image
+/// to load, its entry point, the threads per block to launch it with and
+/// the bytes of output it needs (see [`chunk_hash_kernel`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkHashKernel {
+    /// The image (CUDA: PTX for sm_80 and later).
+    pub image: &'static [u8],
+    /// The kernel's name in it: `reprise_chunk_hashes(src, len, out,
+    /// chunk_size)`, one block per chunk.
+    pub name: &'static str,
+    /// Threads per block.
+    pub threads: u32,
+    /// Bytes of `out` for `len` bytes in chunks of `chunk_size`: the
+    /// 32-byte hashes first, then the kernel's scratch.
+    pub out_bytes: fn(u64, u32) -> u64,
+}
+
+/// The chunk-hashing kernel the executors of `kind` run, for a recorder's
+/// device-side hashing (`RecordConfig::device_hashing`); `None` (the
+/// default for a kind) where reprise has none for them: the host (whose
+/// memory is the host's already) and AMD (a code object is for one
+/// processor, and none is built into reprise yet).
+pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Some(ChunkHashKernel {
+            image: reprise_cuda::chunk_hash::PTX,
+            name: reprise_cuda::chunk_hash::KERNEL,
+            threads: reprise_cuda::chunk_hash::THREADS,
+            out_bytes: reprise_cuda::chunk_hash::out_bytes,
+        }),
+        _ => None,
+    }
+}
+
 /// How many devices an executor of `kind` sees, at least 1: the CUDA
 /// driver's count (`cuDeviceGetCount`, which honours
 /// `CUDA_VISIBLE_DEVICES`; asked for a device beyond the last, the

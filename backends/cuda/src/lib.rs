@@ -49,6 +49,7 @@
 //! reported by the next synchronize of any queue of the executor.
 
 pub mod args;
+pub mod chunk_hash;
 mod context;
 pub mod cubin;
 mod device;

@@ -27,6 +27,7 @@ pub const VARIABLES: &[&str] = &[
     "REPRISE_RECORD_REPORT",
     "REPRISE_RECORD_REACHABLE",
     "REPRISE_RECORD_MAX_DISK",
+    "REPRISE_RECORD_DEVICE_HASHING",
     "REPRISE_RECORD_SUMMARY",
 ];
 
@@ -167,6 +168,9 @@ impl RecordConfig {
         if let Some(v) = get("REPRISE_RECORD_REACHABLE") {
             c.reachable = parse_bool("REPRISE_RECORD_REACHABLE", &v)?;
         }
+        if let Some(v) = get("REPRISE_RECORD_DEVICE_HASHING") {
+            c.device_hashing = parse_bool("REPRISE_RECORD_DEVICE_HASHING", &v)?;
+        }
         Ok(c)
     }
 }
@@ -259,6 +263,16 @@ mod tests {
             vars(&[("REPRISE_RECORD_REACHABLE", "some")]),
             Err(Error::Config {
                 var: "REPRISE_RECORD_REACHABLE",
+                ..
+            })
+        ));
+        assert!(!c.device_hashing);
+        let c = vars(&[("REPRISE_RECORD_DEVICE_HASHING", "1")]).unwrap();
+        assert!(c.device_hashing);
+        assert!(matches!(
+            vars(&[("REPRISE_RECORD_DEVICE_HASHING", "gpu")]),
+            Err(Error::Config {
+                var: "REPRISE_RECORD_DEVICE_HASHING",
                 ..
             })
         ));

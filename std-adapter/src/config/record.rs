@@ -69,6 +69,18 @@ pub struct RecordConfig {
     /// ([`Recorder::disk_stop`](crate::Recorder::disk_stop)), and leaves
     /// the program's launches as they are: they run unrecorded.
     pub max_disk: Option<u64>,
+    /// Hash the snapshots' store chunks on the device, and copy to the
+    /// host only the chunks the host does not have already (from the last
+    /// capture or the store): recording traffic follows what changed, not
+    /// the region's size. Opt-in (the CUDA kernel has run on the simulated
+    /// driver only); needs [`CaptureFormat::Store`] and an executor that
+    /// can run reprise's hashing kernel (CUDA's); [`Recorder::new`]
+    /// refuses it otherwise. It does not combine with
+    /// [`RecordConfig::reachable`]. See docs/store.md, "Device-side
+    /// hashing".
+    ///
+    /// [`Recorder::new`]: crate::Recorder::new
+    pub device_hashing: bool,
     /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
     /// that a region that cannot be reserved is reported against it.
     pub(super) memsize_var: MemsizeOrigin,
@@ -105,6 +117,7 @@ impl Default for RecordConfig {
             report: None,
             reachable: false,
             max_disk: None,
+            device_hashing: false,
             memsize_var: MemsizeOrigin::default(),
         }
     }
@@ -196,6 +209,12 @@ impl RecordConfig {
     /// of disk (see [`RecordConfig::max_disk`](Self::max_disk)).
     pub fn max_disk(mut self, bytes: u64) -> Self {
         self.max_disk = Some(bytes);
+        self
+    }
+    /// Hashes the snapshots on the device and copies back only what
+    /// changed (see [`RecordConfig::device_hashing`](Self::device_hashing)).
+    pub fn device_hashing(mut self, on: bool) -> Self {
+        self.device_hashing = on;
         self
     }
     /// Whether a record report is written.

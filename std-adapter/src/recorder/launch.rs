@@ -6,15 +6,18 @@ use reprise_core::globals::{self, Layout};
 use reprise_core::record::{KernelRecord, MAX_ARGS};
 use reprise_core::schedule::{self, Buffers, RecordPlan};
 
-use super::{Args, Kernel, LaunchReport, Recorder, reachable};
+use super::{Args, Kernel, LaunchReport, Recorder, hashing, reachable};
 use crate::error::{Error, Handle, Result};
 use crate::layout::globals_segments;
 use crate::store::{CaptureData, next_launch_seq};
 
 impl<E> Recorder<E>
 where
-    E: Executor,
+    E: Executor + 'static,
     E::Buffer: Send + 'static,
+    // The writer reads device copies with device hashing on.
+    E::Queue: Send,
+    E::Region: Send,
 {
     /// Checks `args` against the kernel's parameter sizes, where the executor
     /// knows them.
@@ -121,37 +124,89 @@ where
             .ok_or(Error::Internal("a kernel of this recorder names no image"))?;
         let (global_segs, globals_len) =
             globals_segments(image.globals.iter().map(|g| (g.1, g.2)))?;
-        let buffers = Buffers {
-            input: self.staging(used)?,
-            globals: if global_segs.is_empty() {
-                None
-            } else {
-                Some(self.staging(globals_len)?)
-            },
-            output: if self.config.save_output {
-                Some(self.staging(used)?)
-            } else {
-                None
-            },
+        // With device hashing: a device copy for the snapshots (none:
+        // this launch takes the ordinary schedule).
+        let copy = match &mut self.hashing {
+            Some(h) => h.take_copy(&self.exec, used, self.config.save_output),
+            None => None,
         };
-        let plan = RecordPlan {
-            kernel: &kernel.kernel,
-            launch,
-            snapshot: Segment {
-                device: self.bump.base(),
-                host_offset: 0,
-                len: used,
-            },
-            globals: &global_segs,
-            save_output: self.config.save_output,
-            mode: self.config.mode,
+        let globals_buf = if global_segs.is_empty() {
+            None
+        } else {
+            Some(self.staging(globals_len)?)
+        };
+        let input_buf = self.staging(used)?;
+        let output_buf = if self.config.save_output {
+            Some(self.staging(used)?)
+        } else {
+            None
         };
         let pool = self.pool.clone();
         let uploads = std::mem::take(&mut self.pending);
         let started = std::time::Instant::now();
-        let out = schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
-            .await
-            .map_err(|e| Error::schedule(format!("recording {}", kernel.name), e))?;
+        let context = || format!("recording {}", kernel.name);
+        // The snapshots, or (device hashing) what the writer fills them
+        // from.
+        let (out, hashed) = match (copy, &mut self.hashing) {
+            (Some(copy), Some(h)) => {
+                let hashes = self.pool.get(copy.hash_bytes(), |n| self.exec.buffer(n));
+                let hashes = hashes.map_err(|e| {
+                    Error::executor(
+                        format!("allocating a {}-byte hash buffer", copy.hash_bytes()),
+                        e,
+                    )
+                })?;
+                let plan = h.plan(
+                    &kernel.kernel,
+                    launch,
+                    self.bump.base(),
+                    &copy,
+                    &global_segs,
+                    self.config.mode,
+                );
+                let got =
+                    hashing::record(&mut self.queue, uploads, plan, globals_buf, hashes, |b| {
+                        pool.put(b)
+                    })
+                    .await
+                    .map_err(|e| Error::schedule(context(), e))?;
+                let region = h
+                    .complete(&copy)
+                    .ok_or(Error::Internal("a device copy in flight went missing"))?;
+                let pending = h.pending(&copy, region, got.hashes.as_ref());
+                pool.put(got.hashes);
+                let out = Buffers {
+                    input: input_buf,
+                    globals: got.globals,
+                    output: output_buf,
+                };
+                (out, Some((pending?, copy.bytes())))
+            }
+            _ => {
+                let buffers = Buffers {
+                    input: input_buf,
+                    globals: globals_buf,
+                    output: output_buf,
+                };
+                let plan = RecordPlan {
+                    kernel: &kernel.kernel,
+                    launch,
+                    snapshot: Segment {
+                        device: self.bump.base(),
+                        host_offset: 0,
+                        len: used,
+                    },
+                    globals: &global_segs,
+                    save_output: self.config.save_output,
+                    mode: self.config.mode,
+                };
+                let out =
+                    schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
+                        .await
+                        .map_err(|e| Error::schedule(context(), e))?;
+                (out, None)
+            }
+        };
         // The launch ran and its snapshots were taken: only now does it count.
         self.matched += 1;
         self.recorded += 1;
@@ -184,7 +239,10 @@ where
             .into_iter()
             .flatten()
             .map(|b| b.as_ref().len() as u64)
-            .sum::<u64>();
+            .sum::<u64>()
+            // and, with device hashing, its device copy.
+            + hashed.as_ref().map_or(0, |h| h.1);
+        let hashed = hashed.map(|h| h.0);
         // Reachable-only: the writer selects what the snapshots hold.
         let reach = self
             .allocations
@@ -192,6 +250,15 @@ where
             .map(|allocs| (allocs, self.bump.base(), global_segs.clone()));
         let job = move || {
             let mut out = out;
+            let filled = match hashed {
+                Some(p) => {
+                    let (input, output, filled) = p.fill(out.input, out.output)?;
+                    out.input = input;
+                    out.output = output;
+                    Some(filled)
+                }
+                None => None,
+            };
             let selected = match &reach {
                 Some((allocs, base, segs)) => reachable::select(
                     &mut record,
@@ -225,11 +292,19 @@ where
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(seq, n.to_string_lossy().into_owned());
             }
-            pool.put(out.input);
-            out.globals
-                .into_iter()
-                .chain(out.output)
-                .for_each(|b| pool.put(b));
+            match filled {
+                // The last snapshot stays the writer's, for the next
+                // capture's unchanged chunks.
+                Some(f) => match out.output {
+                    Some(o) => f.keep(o, Some(out.input), &pool),
+                    None => f.keep(out.input, None, &pool),
+                },
+                None => {
+                    pool.put(out.input);
+                    out.output.into_iter().for_each(|b| pool.put(b));
+                }
+            }
+            out.globals.into_iter().for_each(|b| pool.put(b));
             r
         };
         match &self.writer {

@@ -35,6 +35,7 @@ use crate::store::{CaptureStore, DiskBudget, TEMP_PREFIX};
 mod args;
 mod budget;
 mod handles;
+mod hashing;
 mod launch;
 mod reachable;
 pub mod report;
@@ -42,6 +43,7 @@ pub mod report;
 pub use args::Args;
 pub use handles::{ImageId, Kernel, LaunchReport};
 use handles::{LoadedImage, NEXT_RECORDER_ID};
+pub use hashing::Traffic;
 
 /// Records launches on an executor. See the module docs.
 ///
@@ -73,6 +75,9 @@ pub struct Recorder<E: Executor> {
     occurrences: report::Occurrences,
     // Dropped last: in-flight work in `queue` may still use the region.
     queue: E::Queue,
+    /// Device-side hashing, when on (after the queue and the writer: their
+    /// work may still use its kernel and device copies).
+    hashing: Option<hashing::DeviceHashing<E>>,
     // Kept alive for the recorder's lifetime: the bump allocator hands out its addresses.
     _region: E::Region,
 }
@@ -116,6 +121,7 @@ where
         let queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
+        let hashing = hashing::DeviceHashing::new(&exec, &config)?;
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
                 match BackgroundWriter::new(QueueLimit {
@@ -168,6 +174,7 @@ where
             config,
             device_id,
             queue,
+            hashing,
             _region: region,
         })
     }
@@ -295,7 +302,20 @@ where
         while let Some((_, b)) = self.queue.reclaim() {
             self.pool.put(b);
         }
+        if let Some(h) = &mut self.hashing {
+            h.settle();
+        }
         Ok(())
+    }
+
+    /// With device hashing on ([`RecordConfig::device_hashing`]), the bytes
+    /// of snapshots its writer has filled so far, by where they came from:
+    /// the device (the recording's device-to-host traffic for snapshots),
+    /// the last capture on the host, or the chunk store. `None` when device
+    /// hashing is off. Captures still waiting for the writer are not
+    /// counted yet ([`Recorder::finish`] waits for them).
+    pub fn device_hashing(&self) -> Option<Traffic> {
+        self.hashing.as_ref().map(|h| h.traffic())
     }
 
     /// Copies `len` bytes at device address `addr` back to the host (after

@@ -161,7 +161,8 @@
  *
  * For tests: reprise_sim_fail() makes one call fail (reprise_sim_fail_times()
  * several in a row), reprise_sim_counts() tells what is live,
- * reprise_sim_set_copy_delay_us() slows copies,
+ * reprise_sim_set_copy_delay_us() slows copies, reprise_sim_copied_bytes()
+ * tells the bytes copied each way,
  * reprise_sim_set_upload_delay_us() uploads from page-locked memory,
  * reprise_sim_set_static_shared() gives the functions of modules loaded
  * later static shared memory, reprise_sim_set_shared_optin() changes the
@@ -196,6 +197,7 @@ int g_vmm = 1;
 int g_param_info = 1;
 int g_cc = 90; /* compute capability as major * 10 + minor */
 unsigned g_copy_delay_us;
+unsigned long long g_copied_bytes[3];
 unsigned g_upload_delay_us;
 unsigned g_kernel_delay_us;
 unsigned g_launch_return_delay_us;
@@ -605,6 +607,13 @@ EXPORT CUresult cuDriverGetVersion(int *version) {
  * physical allocations, cuMemAlloc allocations, page-locked host
  * allocations, streams, events, modules, and the MiB of physical
  * allocations. */
+/* The bytes every copy that ran so far moved, by direction: host to device,
+ * device to host, device to device (a recorder's traffic, for tests). */
+EXPORT void reprise_sim_copied_bytes(unsigned long long out[3]) {
+  for (int i = 0; i < 3; i++)
+    out[i] = __atomic_load_n(&g_copied_bytes[i], __ATOMIC_RELAXED);
+}
+
 EXPORT void reprise_sim_counts(int out[9]) {
   pthread_mutex_lock(&g_mem);
   out[0] = g_nreserved;

@@ -369,6 +369,26 @@ pub fn counts() -> Option<[i32; 9]> {
     Some(out)
 }
 
+/// The bytes the copies that ran on the simulator loaded in this process
+/// moved so far: `[host to device, device to host, device to device]`
+/// (`None` unless [`load`] loaded it). Tests take the difference around
+/// what they measure.
+pub fn copied_bytes() -> Option<[u64; 3]> {
+    let Some(Ok(lib)) = LOADED.get() else {
+        return None;
+    };
+    let mut out = [0u64; 3];
+    // SAFETY: the simulator defines the function with this signature and
+    // writes three unsigned long longs.
+    unsafe {
+        let f = lib
+            .get::<unsafe extern "C" fn(*mut u64)>(b"reprise_sim_copied_bytes")
+            .expect("the simulator exports reprise_sim_copied_bytes");
+        f(out.as_mut_ptr());
+    }
+    Some(out)
+}
+
 /// The `.c` and `.h` files in `dir` (this folder) that [`SOURCES`] leaves out, and
 /// the names in it that have no file: both empty when the build takes
 /// every source (a new file left out would still build in the GPU-check

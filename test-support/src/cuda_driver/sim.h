@@ -206,6 +206,9 @@ extern int g_vmm;
 extern int g_param_info;
 extern int g_cc;
 extern unsigned g_copy_delay_us;
+/* Bytes the copies that ran moved: host to device, device to host, device
+ * to device (reprise_sim_copied_bytes). */
+extern unsigned long long g_copied_bytes[3];
 extern unsigned g_upload_delay_us;
 extern unsigned g_kernel_delay_us;
 extern unsigned g_launch_return_delay_us;

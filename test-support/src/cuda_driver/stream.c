@@ -98,6 +98,10 @@ static void run_op(CUstream s, struct op *op) {
       usleep(rand_r(&t_seed) % (upload + 1));
     memcpy((void *)op->u.copy.dst, (const void *)op->u.copy.src,
            op->u.copy.len);
+    __atomic_fetch_add(&g_copied_bytes[op->kind == OP_HTOD   ? 0
+                                       : op->kind == OP_DTOH ? 1
+                                                             : 2],
+                       (unsigned long long)op->u.copy.len, __ATOMIC_RELAXED);
     break;
   }
   case OP_KERNEL: {
