@@ -92,6 +92,15 @@ pub struct RecordArgs {
     /// file system still has 5% free (`REPRISE_RECORD_MAX_DISK`).
     #[arg(long, value_name = "SIZE", value_parser = disk_size)]
     pub max_disk: Option<u64>,
+    /// Hash the snapshots' store chunks on the device and copy to the host
+    /// only those the host lacks (`REPRISE_RECORD_DEVICE_HASHING`). Not
+    /// for programs recorded through the interposer yet: it records on
+    /// the program's own modules and stream, and cannot load reprise's
+    /// hashing kernel, so the option is refused before the program runs
+    /// (the library's `Recorder` on reprise's CUDA executor has it:
+    /// `RecordConfig::device_hashing`).
+    #[arg(long)]
+    pub device_hashing: bool,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
     pub program: Vec<OsString>,
@@ -266,6 +275,9 @@ impl Drop for SummaryFile {
 }
 
 pub fn run(a: RecordArgs) -> Result<ExitCode> {
+    if let Some(why) = device_hashing_refusal(&a) {
+        return Err(CliError::Command(why));
+    }
     let lib = interposer()?;
     std::fs::create_dir_all(&a.dir)
         .map_err(|e| CliError::Command(format!("creating {}: {e}", a.dir.display())))?;
@@ -370,6 +382,48 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
+/// Why `--device-hashing` (or `REPRISE_RECORD_DEVICE_HASHING=1`) cannot
+/// be had for this recording, if it is asked for: the raw format keeps no
+/// store to look chunks up in, and the interposer's executor cannot run
+/// reprise's hashing kernel.
+fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
+    let from_env = std::env::var("REPRISE_RECORD_DEVICE_HASHING")
+        .ok()
+        .filter(|v| {
+            reprise::RecordConfig::from_vars(|k| {
+                (k == "REPRISE_RECORD_DEVICE_HASHING").then(|| v.clone())
+            })
+            .is_ok_and(|c| c.device_hashing)
+        });
+    let asked = match (a.device_hashing, from_env) {
+        (true, _) => "--device-hashing".to_string(),
+        (false, Some(v)) => format!("REPRISE_RECORD_DEVICE_HASHING={v}"),
+        (false, None) => return None,
+    };
+    let raw = match a.format {
+        Some(f) => f == FormatArg::Raw,
+        None => {
+            std::env::var("REPRISE_RECORD_FORMAT")
+                .ok()
+                .and_then(|v| reprise::CaptureFormat::parse(&v))
+                == Some(reprise::CaptureFormat::Raw)
+        }
+    };
+    Some(if raw {
+        format!(
+            "{asked}: device hashing copies only the chunks the store lacks, and the raw \
+             format keeps no store (record in the store format, or without it)"
+        )
+    } else {
+        format!(
+            "{asked}: the interposer cannot hash on the device yet (it records on the \
+             program's own modules and stream, and reprise's hashing kernel is not one of \
+             them); record without it. Device hashing is for the library's Recorder on \
+             reprise's CUDA executor (RecordConfig::device_hashing)"
+        )
+    })
+}
+
 /// `--region-size`: a size (K/M/G suffixes), not 0; checked before the
 /// program runs.
 fn region_size(s: &str) -> std::result::Result<u64, String> {
@@ -387,6 +441,35 @@ fn disk_size(s: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::install;
+
+    /// `--device-hashing` is refused before the program runs, saying why:
+    /// the raw format, else the interposer.
+    #[test]
+    fn device_hashing_is_refused_naming_why() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: super::RecordArgs,
+        }
+        let args = |extra: &[&str]| {
+            let mut v = vec!["reprise"];
+            v.extend_from_slice(extra);
+            v.extend_from_slice(&["--", "true"]);
+            Cli::parse_from(v).a
+        };
+        let why = super::device_hashing_refusal(&args(&["--device-hashing"])).unwrap();
+        assert!(
+            why.contains("--device-hashing: the interposer cannot hash"),
+            "{why}"
+        );
+        let raw = args(&["--device-hashing", "--format", "raw"]);
+        let why = super::device_hashing_refusal(&raw).unwrap();
+        assert!(why.contains("raw format keeps no store"), "{why}");
+        if std::env::var_os("REPRISE_RECORD_DEVICE_HASHING").is_none() {
+            assert!(super::device_hashing_refusal(&args(&[])).is_none());
+        }
+    }
 
     /// Processes writing the interposer at once each rename a whole file:
     /// every one gets the file with all its bytes, mode 0755, and no
