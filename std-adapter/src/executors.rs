@@ -298,9 +298,9 @@ pub struct ChunkHashKernel {
 
 /// The chunk-hashing kernel the executors of `kind` run, for a recorder's
 /// device-side hashing (`RecordConfig::device_hashing`); `None` (the
-/// default for a kind) where reprise has none for them: the host (whose
-/// memory is the host's already) and AMD (a code object is for one
-/// processor, and none is built into reprise yet).
+/// default for a kind) where reprise has none for them: the host's (whose
+/// memory is the host's already). AMD's is a gfx90a code object (a code
+/// object is for one processor), which agents of others refuse to load.
 pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
     match kind {
         #[cfg(feature = "cuda")]
@@ -309,6 +309,15 @@ pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
             name: reprise_cuda::chunk_hash::KERNEL,
             threads: reprise_cuda::chunk_hash::THREADS,
             out_bytes: reprise_cuda::chunk_hash::out_bytes,
+        }),
+        // For gfx90a: an agent of another processor refuses to load it,
+        // and the recorder says so.
+        #[cfg(feature = "amdgpu")]
+        BackendKind::Amdgpu => Some(ChunkHashKernel {
+            image: reprise_amdgpu::chunk_hash::CODE_OBJECT,
+            name: reprise_amdgpu::chunk_hash::KERNEL,
+            threads: reprise_amdgpu::chunk_hash::THREADS,
+            out_bytes: reprise_amdgpu::chunk_hash::out_bytes,
         }),
         _ => None,
     }

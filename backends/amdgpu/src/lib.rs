@@ -12,6 +12,7 @@
 //! - [`AmdError`]: what goes wrong, with HSA status names.
 
 mod args;
+pub mod chunk_hash;
 pub mod code_object;
 mod error;
 mod executor;

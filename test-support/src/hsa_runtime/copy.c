@@ -17,6 +17,7 @@
 
 struct job {
   uint64_t dst, src, size;
+  int direction; /* 0: host to device, 1: device to host, 2: on the device */
   uint32_t ndeps;
   hsa_signal_t *deps;
   hsa_signal_t done;
@@ -29,6 +30,16 @@ static struct job *head, **tail = &head;
 static long queued;
 static bool started;
 static pthread_t thread;
+/* Bytes the copies that ran moved, by direction (sim_hsa_copied). */
+static long long copied[3];
+
+/* The bytes the copies that ran so far moved: direction 0 from the CPU
+ * agent to the GPU, 1 from the GPU to the CPU, 2 within the GPU (a
+ * recorder's traffic, for tests); -1 for another direction. */
+EXPORT long long sim_hsa_copied(int direction) {
+  if (direction < 0 || direction > 2) return -1;
+  return __atomic_load_n(&copied[direction], __ATOMIC_RELAXED);
+}
 
 long sim_copy_count(void) {
   pthread_mutex_lock(&sim_sig_mu);
@@ -73,6 +84,8 @@ static void *copier(void *unused) {
                   (unsigned long long)j->size, (unsigned long long)j->src,
                   (unsigned long long)j->dst);
       memmove((void *)(uintptr_t)j->dst, (const void *)(uintptr_t)j->src, j->size);
+      if (j->direction >= 0)
+        __atomic_fetch_add(&copied[j->direction], (long long)j->size, __ATOMIC_RELAXED);
     }
     sim_signal_add(j->done, -1);
     free(j->deps);
@@ -105,7 +118,9 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(
   pthread_mutex_unlock(&sim_sig_mu);
   struct job *j = calloc(1, sizeof *j);
   if (!j) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-  *j = (struct job){(uint64_t)dst, (uint64_t)src, size, num_dep_signals,
+  bool to_gpu = dst_agent.handle == SIM_GPU_AGENT, from_gpu = src_agent.handle == SIM_GPU_AGENT;
+  int direction = to_gpu && from_gpu ? 2 : to_gpu ? 0 : from_gpu ? 1 : -1;
+  *j = (struct job){(uint64_t)dst, (uint64_t)src, size, direction, num_dep_signals,
                     NULL, completion_signal, NULL};
   if (num_dep_signals) {
     j->deps = malloc(num_dep_signals * sizeof *j->deps);

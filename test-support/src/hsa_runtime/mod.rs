@@ -213,6 +213,23 @@ impl Probe {
         self.counter(b"sim_hsa_packets")
     }
 
+    /// `sim_hsa_copied(direction)`: the bytes the copies that ran so far
+    /// moved, `[host to device, device to host, on the device]` (by the
+    /// agents each copy named).
+    pub fn copied(&self) -> [i64; 3] {
+        // SAFETY: defined as `long long sim_hsa_copied(int)`; it only
+        // reads counters.
+        unsafe {
+            let f = self
+                .lib
+                .get::<unsafe extern "C" fn(std::ffi::c_int) -> std::ffi::c_longlong>(
+                    b"sim_hsa_copied",
+                )
+                .expect("the simulator exports sim_hsa_copied");
+            [f(0), f(1), f(2)]
+        }
+    }
+
     /// `sim_hsa_init_count()`: the runtime's reference count.
     pub fn init_count(&self) -> i64 {
         // SAFETY: defined as `int sim_hsa_init_count(void)`.
