@@ -120,7 +120,7 @@ fn list_and_inspect_show_a_store_capture_whole() {
     let out = reprise(&["inspect", s(&written[0])]);
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);
-    assert!(stdout.contains("storage   store v1:"), "{stdout}");
+    assert!(stdout.contains("storage   store v2:"), "{stdout}");
     assert!(stdout.contains("status    complete"), "{stdout}");
     assert!(stdout.contains("record_input.chunks"), "{stdout}");
     let out = reprise(&["inspect", "--json", s(&written[0])]);

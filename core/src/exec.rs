@@ -326,7 +326,8 @@ impl core::error::Error for SegmentOutOfBounds {}
 
 /// An open file whose first `len` bytes an executor may map into its memory
 /// instead of having them read and copied (a snapshot, on replay): see
-/// [`Executor::reserve_mapped`] and [`Executor::buffer_mapped`].
+/// [`Executor::reserve_mapped`] and [`Executor::buffer_mapped`] (and, for
+/// files that fill parts of one buffer, [`MapPart`]).
 ///
 /// The file is named by its descriptor (a Unix file descriptor, which the
 /// caller keeps open for the duration of the call; a mapping made from it
@@ -338,6 +339,27 @@ pub struct MapFile {
     /// The open file's descriptor.
     pub fd: i32,
     /// Bytes from the start of the file that are wanted.
+    pub len: u64,
+}
+
+/// One part of a buffer or region that an open file's first `len` bytes
+/// fill, mapped rather than copied where the executor can map files:
+/// see [`Executor::buffer_mapped_parts`] and
+/// [`Executor::reserve_mapped_parts`] (a snapshot kept as chunk files, on
+/// replay).
+///
+/// As for [`MapFile`], the file is named by its descriptor, which the caller
+/// keeps open for the duration of the call; `len` is at most the file's
+/// length (the caller has checked it), and an executor only ever maps the
+/// file privately. `offset` and `len` are multiples of the executor's
+/// [`Executor::map_granularity`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapPart {
+    /// The open file's descriptor; its bytes are mapped from its start.
+    pub fd: i32,
+    /// Where in the buffer (or from the region's base) its bytes go.
+    pub offset: u64,
+    /// Bytes from the start of the file.
     pub len: u64,
 }
 
@@ -500,6 +522,47 @@ pub trait Executor: ErrorType {
     /// into a [`Executor::buffer`] itself.
     fn buffer_mapped(&self, file: MapFile) -> Result<Option<Self::Buffer>, Self::Error> {
         let _ = file;
+        Ok(None)
+    }
+
+    /// The granularity of the parts this executor maps files into one
+    /// buffer or region at ([`MapPart`]: its page size), or `None` (the
+    /// default) when it maps no parts, and
+    /// [`Executor::buffer_mapped_parts`] and
+    /// [`Executor::reserve_mapped_parts`] always answer `Ok(None)`.
+    fn map_granularity(&self) -> Option<u64> {
+        None
+    }
+
+    /// A host buffer of exactly `len` bytes in which each of `parts`
+    /// (disjoint, inside `len`) holds its file's bytes, mapped rather than
+    /// read; the other bytes are zero, for the caller to fill. The host's
+    /// buffers can be built so (private file mappings inside one anonymous
+    /// mapping); page-locked GPU staging memory cannot. `Ok(None)` (the
+    /// default) means the caller reads every byte into a
+    /// [`Executor::buffer`] itself; a part that is not aligned to
+    /// [`Executor::map_granularity`] or does not fit is also `Ok(None)`.
+    fn buffer_mapped_parts(
+        &self,
+        len: usize,
+        parts: &[MapPart],
+    ) -> Result<Option<Self::Buffer>, Self::Error> {
+        let _ = (len, parts);
+        Ok(None)
+    }
+
+    /// Reserves a region as [`Executor::reserve`] does, in which each of
+    /// `parts` (disjoint, offsets from the base, inside the request's
+    /// `backed` bytes) holds its file's bytes, mapped privately where the
+    /// executor can map files into device memory (the host); the other
+    /// bytes are the caller's to fill. `Ok(None)` (the default) means it
+    /// cannot, here or at all, as for [`Executor::reserve_mapped`].
+    fn reserve_mapped_parts(
+        &self,
+        request: RegionRequest,
+        parts: &[MapPart],
+    ) -> Result<Option<Self::Region>, Self::Error> {
+        let _ = (request, parts);
         Ok(None)
     }
 

@@ -4,7 +4,9 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use reprise_core::exec::{DeviceRegion, ErrorType, Executor, GlobalInfo, MapFile, RegionRequest};
+use reprise_core::exec::{
+    DeviceRegion, ErrorType, Executor, GlobalInfo, MapFile, MapPart, RegionRequest,
+};
 use reprise_core::record::BackendKind;
 use reprise_core::region::RECORDING_BASE_ALIGN;
 
@@ -349,4 +351,107 @@ impl Executor for HostExecutor {
         })?;
         Ok(Some(HostBuffer::Mapped(map)))
     }
+
+    fn map_granularity(&self) -> Option<u64> {
+        Some(page_size())
+    }
+
+    fn buffer_mapped_parts(
+        &self,
+        len: usize,
+        parts: &[MapPart],
+    ) -> Result<Option<HostBuffer>, HostError> {
+        if len == 0 || !parts_fit(parts, len as u64) {
+            return Ok(None);
+        }
+        let mut map = memmap2::MmapMut::map_anon(len)
+            .map_err(|e| HostError::os("mmap", OsError::from(&e), OsContext::None))?;
+        let base = map.as_mut_ptr() as u64;
+        // SAFETY: every part lies inside the anonymous mapping just made,
+        // which this function alone holds (`parts_fit`: page-aligned, within
+        // `len`), so MAP_FIXED replaces only its own pages; dropping `map`
+        // unmaps the whole range, the parts' mappings included.
+        if !unsafe { map_parts(base, parts) } {
+            return Ok(None);
+        }
+        Ok(Some(HostBuffer::Mapped(map)))
+    }
+
+    fn reserve_mapped_parts(
+        &self,
+        request: RegionRequest,
+        parts: &[MapPart],
+    ) -> Result<Option<HostRegion>, HostError> {
+        if request.base.is_none() || parts.is_empty() || !parts_fit(parts, request.backed) {
+            return Ok(None);
+        }
+        // A region that cannot be reserved is the caller's to report (it
+        // retries with a plain reservation).
+        let Ok(region) = self.reserve(request) else {
+            return Ok(None);
+        };
+        if !parts_fit(parts, region.capacity()) {
+            return Ok(None);
+        }
+        // SAFETY: every part lies inside the region just reserved for this
+        // replay alone (`parts_fit`), so MAP_FIXED replaces only our own
+        // fresh anonymous pages; the region's `Mapping` unmaps the whole
+        // range when it goes.
+        if !unsafe { map_parts(region.base(), parts) } {
+            return Ok(None);
+        }
+        Ok(Some(region))
+    }
+}
+
+/// Whether every part is page-aligned (offset and length), not empty, and
+/// ends within `len` bytes.
+fn parts_fit(parts: &[MapPart], len: u64) -> bool {
+    let page = page_size();
+    parts.iter().all(|p| {
+        p.len > 0
+            && p.offset % page == 0
+            && p.len % page == 0
+            && p.offset.checked_add(p.len).is_some_and(|end| end <= len)
+    })
+}
+
+/// Maps each part's file privately (copy-on-write) at `base + offset`;
+/// `false` when a mapping fails (the range then holds some parts and
+/// anonymous pages: the caller drops it).
+///
+/// # Safety
+///
+/// `[base + offset, base + offset + len)` of every part must lie inside a
+/// mapping the caller owns and nothing else uses, and each descriptor must
+/// be open with at least `len` bytes (the [`MapPart`] contract).
+unsafe fn map_parts(base: u64, parts: &[MapPart]) -> bool {
+    for part in parts {
+        let at = base + part.offset;
+        // SAFETY: the caller's contract: the range is the caller's own
+        // mapping, so MAP_FIXED replaces nothing anyone else uses. Private:
+        // a kernel's writes never reach the file; no page lies past the
+        // file's end (`len` is at most its length, checked by the caller
+        // before the call).
+        let p = unsafe {
+            libc::mmap(
+                at as *mut c_void,
+                part.len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                part.fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED || p as u64 != at {
+            log::debug!(
+                "mapping file descriptor {} at {at:#x} ({} bytes) failed ({}); reading instead",
+                part.fd,
+                part.len,
+                std::io::Error::last_os_error()
+            );
+            return false;
+        }
+    }
+    true
 }

@@ -1,7 +1,9 @@
 //! Opening a capture's files as files from someone else's run deserve:
 //! regular files only, never blocking on a FIFO, never reading more than a
 //! file's role allows. (Snapshots, the large files, are never read whole
-//! here: the executor maps them, or reads them into its own buffers.)
+//! here: the executor maps them, or reads them into its own buffers; a
+//! store snapshot's plain chunk files are mapped where the executor maps
+//! parts of a buffer, the other chunks decompressed around them.)
 //!
 //! Every file is opened non-blocking (so a FIFO or a device opens at once
 //! instead of waiting for a writer) and checked with `fstat` on the open
@@ -16,10 +18,10 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use reprise_core::exec::{Executor, MapFile};
+use reprise_core::exec::{Executor, MapFile, RegionRequest};
 use reprise_core::record::{Checksummer, KernelRecord};
 
-use crate::chunks::{ChunkStore, Manifest};
+use crate::chunks::{ChunkStore, Manifest, Mappable, Verify};
 use crate::error::{CaptureProblem, Error, Result};
 
 use super::stored;
@@ -267,6 +269,10 @@ pub struct SnapshotFile {
     pub source: SnapshotSource,
     /// Its length in bytes (the length a manifest stands for).
     pub len: u64,
+    /// The plain chunk files a region was mapped from
+    /// ([`SnapshotFile::reserve_mapped`]), open, for the buffer read next
+    /// to map again rather than open them again.
+    mapped: std::sync::Mutex<Option<Mappable>>,
 }
 
 impl SnapshotFile {
@@ -279,6 +285,7 @@ impl SnapshotFile {
                 path: path.to_path_buf(),
                 source: SnapshotSource::File(file),
                 len,
+                mapped: Default::default(),
             }));
         }
         let Some((mpath, manifest)) = stored::manifest_for(path)? else {
@@ -289,6 +296,7 @@ impl SnapshotFile {
             path: mpath,
             len: manifest.len(),
             source: SnapshotSource::Chunked { manifest, store },
+            mapped: Default::default(),
         }))
     }
 
@@ -314,8 +322,23 @@ impl SnapshotFile {
     /// A buffer of `exec`'s holding the file's first `len` bytes: mapped
     /// where the executor can map files ([`Executor::buffer_mapped`]),
     /// else read (for a chunked snapshot, decompressed) straight into one
-    /// of its buffers.
+    /// of its buffers. A chunked snapshot read whole has its plain chunk
+    /// files mapped where the executor maps parts of a buffer
+    /// ([`Executor::buffer_mapped_parts`]), and every chunk's hash checked.
     pub fn read_into<E: Executor>(&self, exec: &E, len: usize) -> Result<E::Buffer> {
+        self.read_into_with(exec, len, Verify::EachChunk)
+    }
+
+    /// [`SnapshotFile::read_into`], a chunked snapshot's chunks checked as
+    /// `verify` says: [`Verify::Whole`] when the caller checks the
+    /// checksum of all `len` bytes (and, when it fails, names the damaged
+    /// chunk with [`SnapshotFile::damaged_chunk`]).
+    pub fn read_into_with<E: Executor>(
+        &self,
+        exec: &E,
+        len: usize,
+        verify: Verify,
+    ) -> Result<E::Buffer> {
         use std::os::unix::fs::FileExt;
         if len as u64 > self.len {
             return Err(Error::capture(
@@ -333,6 +356,12 @@ impl SnapshotFile {
         {
             return Ok(b);
         }
+        if let SnapshotSource::Chunked { manifest, store } = &self.source
+            && len as u64 == manifest.len()
+            && let Some(b) = self.read_mapped_parts(exec, manifest, store, verify)?
+        {
+            return Ok(b);
+        }
         let mut buf = exec.buffer(len).map_err(|e| {
             Error::executor(
                 format!("allocating {len} bytes for {}", self.path.display()),
@@ -345,7 +374,7 @@ impl SnapshotFile {
                 .read_exact_at(out, 0)
                 .map_err(|e| Error::io(&self.path, "read", e))?,
             SnapshotSource::Chunked { manifest, store } if len as u64 == manifest.len() => store
-                .read_into(manifest, out)
+                .read_into_with(manifest, out, verify)
                 .map_err(|e| stored::capture_error(&self.path, e))?,
             SnapshotSource::Chunked { .. } => {
                 let mut at = 0;
@@ -357,6 +386,102 @@ impl SnapshotFile {
             }
         }
         Ok(buf)
+    }
+
+    /// A buffer of `exec`'s holding the chunked snapshot `manifest`
+    /// whole, its plain chunk files mapped
+    /// ([`Executor::buffer_mapped_parts`]) and the rest read around them;
+    /// `Ok(None)` when the executor maps no parts or none can be mapped.
+    fn read_mapped_parts<E: Executor>(
+        &self,
+        exec: &E,
+        manifest: &Manifest,
+        store: &ChunkStore,
+        verify: Verify,
+    ) -> Result<Option<E::Buffer>> {
+        let Some(granularity) = exec.map_granularity() else {
+            return Ok(None);
+        };
+        let kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mappable = kept.unwrap_or_else(|| store.mappable(manifest, granularity));
+        if mappable.is_empty() {
+            return Ok(None);
+        }
+        let len = manifest.len() as usize;
+        let Some(mut buf) = exec
+            .buffer_mapped_parts(len, mappable.parts())
+            .map_err(|e| {
+                Error::executor(format!("mapping the chunks of {}", self.path.display()), e)
+            })?
+        else {
+            return Ok(None);
+        };
+        store
+            .read_rest_into(manifest, &mappable, &mut buf.as_mut()[..len], verify)
+            .map_err(|e| stored::capture_error(&self.path, e))?;
+        Ok(Some(buf))
+    }
+
+    /// Reserves a region of `exec`'s for `request` whose first bytes hold
+    /// this chunked snapshot's plain chunk files, mapped
+    /// ([`Executor::reserve_mapped_parts`]), with the ranges of the
+    /// snapshot (`(offset, len)` from the region's base) that the caller
+    /// must still fill from the snapshot's buffer. `Ok(None)` for a raw
+    /// file, a snapshot with nothing to map, or an executor that maps no
+    /// parts (the caller reserves as it would). The files stay open for
+    /// the next [`SnapshotFile::read_into`], which maps them again.
+    pub fn reserve_mapped<E: Executor>(
+        &self,
+        exec: &E,
+        request: RegionRequest,
+    ) -> Result<Option<(E::Region, Vec<(u64, u64)>)>> {
+        let SnapshotSource::Chunked { manifest, store } = &self.source else {
+            return Ok(None);
+        };
+        let Some(granularity) = exec.map_granularity() else {
+            return Ok(None);
+        };
+        let mappable = store.mappable(manifest, granularity);
+        if mappable.is_empty() {
+            return Ok(None);
+        }
+        let Some(region) = exec
+            .reserve_mapped_parts(request, mappable.parts())
+            .map_err(|e| {
+                Error::executor(
+                    format!(
+                        "mapping the chunks of {} as the region",
+                        self.path.display()
+                    ),
+                    e,
+                )
+            })?
+        else {
+            return Ok(None);
+        };
+        let gaps = mappable.gaps(manifest.len());
+        *self.mapped.lock().unwrap_or_else(|e| e.into_inner()) = Some(mappable);
+        Ok(Some((region, gaps)))
+    }
+
+    /// The first chunk of a chunked snapshot that cannot be read back
+    /// whole (its blake3 checked: [`ChunkStore::check`]), as the error a
+    /// read of it gives, naming the chunk and its file; `None` when every
+    /// chunk is whole, or for a raw file. What names the culprit when a
+    /// read checked only the checksum of the whole ([`Verify::Whole`]) and
+    /// it failed.
+    pub fn damaged_chunk(&self) -> Option<Error> {
+        let SnapshotSource::Chunked { manifest, store } = &self.source else {
+            return None;
+        };
+        let p = store.check(manifest).into_iter().next()?;
+        Some(stored::capture_error(
+            &self.path,
+            Error::store(
+                store.chunk_file(&p.hash),
+                crate::error::StoreProblem::Chunk(p),
+            ),
+        ))
     }
 
     /// How a chunked snapshot is cut: its chunk size in bytes and its
@@ -406,6 +531,7 @@ impl SnapshotFile {
         // is full (only the snapshot's last chunk is short), so the
         // store's parallel read takes it as it is.
         let part = Manifest::new(len, manifest.chunk_size(), refs.to_vec())
+            .and_then(|p| p.with_version(manifest.version()))
             .map_err(|_| Error::Internal("a run of a manifest's chunks is no manifest"))?;
         store.read_into(&part, out).map_err(|e| {
             // Name the chunk by its place in the whole manifest.

@@ -23,9 +23,10 @@
 //! A capture of the store format (`RecordConfig::format`) has a manifest
 //! `FILE.chunks` in place of each data file `FILE`, its chunks in the
 //! directory's chunk store ([`crate::chunks`]); it opens, checks and
-//! replays as a raw one does (a chunked snapshot is decompressed into the
-//! executor's buffer rather than mapped), and a chunk missing or damaged is
-//! a problem naming it.
+//! replays as a raw one does (a chunked snapshot's plain chunk files are
+//! mapped where the executor maps parts of its buffers, the other chunks
+//! decompressed into place), and a chunk missing or damaged is a problem
+//! naming it.
 
 mod assess;
 pub mod base;
@@ -331,18 +332,47 @@ impl Capture {
     }
 
     /// Checks the input snapshot's bytes, as read, against the descriptor's
-    /// checksum (when it has one and checking is on).
+    /// checksum (when it has one and checking is on). When they differ and
+    /// the snapshot is the store's, the error names the first chunk whose
+    /// blake3 is wrong (or that is missing), where there is one.
     pub fn check_input(&self, bytes: &[u8]) -> Result<()> {
         match self.record.checksums.input {
             Some(want) if self.verify_snapshots => {
                 let got = checksum(bytes);
                 if got != want {
+                    if let Some(e) = self.input.damaged_chunk() {
+                        return Err(e);
+                    }
                     return Err(checksum_mismatch(&self.input.path, want, got));
                 }
                 Ok(())
             }
             _ => Ok(()),
         }
+    }
+
+    /// The input snapshot's first `len` bytes in a buffer of `exec`'s
+    /// ([`SnapshotFile::read_into`]), checked ([`Capture::check_input`]).
+    /// Read whole and with a checksum to check, a store snapshot's chunks
+    /// are not hashed one by one: the checksum is checked over every
+    /// byte, as for raw files, and only when it fails are the chunks'
+    /// hashes checked, to name the damaged one.
+    pub fn read_input<E: reprise_core::exec::Executor>(
+        &self,
+        exec: &E,
+        len: usize,
+    ) -> Result<E::Buffer> {
+        let whole = self.verify_snapshots
+            && self.record.checksums.input.is_some()
+            && len as u64 == self.input.len;
+        let verify = if whole {
+            crate::chunks::Verify::Whole
+        } else {
+            crate::chunks::Verify::EachChunk
+        };
+        let buffer = self.input.read_into_with(exec, len, verify)?;
+        self.check_input(&buffer.as_ref()[..len])?;
+        Ok(buffer)
     }
 
     /// The checksum the recorded output must have, when it is to be checked.

@@ -199,10 +199,14 @@ pub fn storage(paths: &CapturePaths) -> Storage {
     let mut seen = std::collections::HashSet::new();
     let (mut any, mut stored_bytes, mut raw_bytes) = (false, 0, 0);
     let mut store: Option<Arc<ChunkStore>> = None;
+    let mut version = chunks::layout::FORMAT_VERSION;
     for raw in [&paths.input, &paths.output, &paths.globals, &paths.image] {
         let Ok(Some((path, m))) = manifest_for(raw) else {
             continue;
         };
+        if !any {
+            version = m.version();
+        }
         any = true;
         raw_bytes += m.len();
         if store.is_none() {
@@ -221,7 +225,7 @@ pub fn storage(paths: &CapturePaths) -> Storage {
         return Storage::Raw;
     }
     Storage::Store {
-        version: chunks::layout::FORMAT_VERSION,
+        version,
         chunks: seen.len() as u64,
         stored_bytes,
         raw_bytes,

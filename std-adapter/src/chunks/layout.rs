@@ -4,7 +4,8 @@
 //! ```text
 //! D/STEM.record_input.chunks          a manifest: the raw file's name + .chunks
 //! D/.reprise-store/VERSION            format name and version, hash, compression, chunk size
-//! D/.reprise-store/chunks/XX/HASH     a chunk: zstd of the bytes whose blake3 is HASH
+//! D/.reprise-store/chunks/XX/HASH     a chunk whose bytes' blake3 is HASH: zstd of them,
+//!                                     or (format 2) the bytes themselves
 //! D/.reprise-store/tmp/               writes in progress, pins, gc's removals
 //! D/.reprise-store/gc.lock            held by a running gc
 //! ```
@@ -28,8 +29,15 @@ pub const MANIFEST_SUFFIX: &str = ".chunks";
 
 /// The format's name, the first word of `VERSION`.
 pub const FORMAT_NAME: &str = "reprise-chunk-store";
-/// The store format's version (of the layout and of the manifests).
-pub const FORMAT_VERSION: u32 = 1;
+/// The store format's version that new stores are written in (of the
+/// layout and of the manifests): 2, where a chunk that hardly compresses is
+/// a plain file of its bytes. A store keeps the version it was made with:
+/// one of version 1 is read and written as version 1.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build reads (and writes, into a store of it).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// The version in which a chunk may be a plain file of its bytes.
+pub const PLAIN_CHUNKS_SINCE: u32 = 2;
 /// The hash that names chunks.
 pub const HASH: &str = "blake3";
 /// The compression of chunk files.
@@ -45,11 +53,17 @@ pub const MAX_CHUNK_SIZE: u32 = 64 << 20;
 pub const DEFAULT_LEVEL: i32 = 1;
 
 /// A compressed chunk is kept only when it saves at least this share of
-/// its bytes (1/`KEEP_COMPRESSED_BELOW`); otherwise the chunk is written as
-/// a zstd frame of raw blocks ([`raw_frame`]), which any zstd decoder (a
-/// reader of version 1 included) reads back at the speed of a copy. Full
-/// mantissa floats compress to ~88% at level 1 and decompress at ~1 GiB/s
-/// a core (measured: `docs/store.md`).
+/// its bytes (1/`KEEP_COMPRESSED_BELOW`); otherwise the chunk is written,
+/// in format 2, as a plain file of exactly its bytes (which a replay on
+/// the host maps), and in format 1 as a zstd frame of raw blocks
+/// ([`raw_frame`]), which any zstd decoder reads back at the speed of a
+/// copy. Full mantissa floats compress to ~88% at level 1 and decompress
+/// at ~1 GiB/s a core (measured: `docs/store.md`).
+///
+/// So a chunk file's length tells what it is: a compressed frame is kept
+/// only when shorter than 7/8 of the chunk (and a frame is never shorter
+/// than 9 bytes, longer than any chunk under 8 bytes), a raw frame is
+/// longer than the chunk, and a plain file is exactly the chunk's length.
 pub const KEEP_COMPRESSED_BELOW: usize = 8;
 
 /// How many pieces of a new chunk the writer compresses first, to decide
@@ -115,8 +129,8 @@ pub(super) fn read_raw_frame(file: &std::fs::File, place: &mut [u8]) -> std::io:
 /// blocks: magic number, a single-segment frame header with the 8-byte
 /// content size, and `Raw_Block`s of at most 128 KiB, the last one marked.
 /// No checksum (the chunk's name is its hash). It is what zstd itself
-/// writes for bytes it cannot compress, so the store's format is
-/// unchanged.
+/// writes for bytes it cannot compress: how a store of format 1 keeps a
+/// chunk that hardly compresses.
 pub fn raw_frame(data: &[u8], out: &mut Vec<u8>) {
     out.reserve(raw_frame_len(data.len()));
     out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
@@ -201,6 +215,9 @@ pub fn chunk_path(hash: &ChunkHash) -> PathBuf {
 /// The contents of a store's `VERSION` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreVersion {
+    /// The store format's version ([`OLDEST_FORMAT_VERSION`] to
+    /// [`FORMAT_VERSION`]).
+    pub version: u32,
     /// The size of the chunks its writers cut.
     pub chunk_size: u32,
 }
@@ -209,20 +226,20 @@ impl StoreVersion {
     /// The file's text:
     ///
     /// ```text
-    /// reprise-chunk-store 1
+    /// reprise-chunk-store 2
     /// hash blake3
     /// compression zstd
     /// chunk-size 1048576
     /// ```
     pub fn to_text(self) -> String {
         format!(
-            "{FORMAT_NAME} {FORMAT_VERSION}\nhash {HASH}\ncompression {COMPRESSION}\nchunk-size {}\n",
-            self.chunk_size
+            "{FORMAT_NAME} {}\nhash {HASH}\ncompression {COMPRESSION}\nchunk-size {}\n",
+            self.version, self.chunk_size
         )
     }
 
-    /// Reads the file's text: the first line is the format's name and
-    /// version 1, then `hash blake3`, `compression zstd` and `chunk-size N`
+    /// Reads the file's text: the first line is the format's name and a
+    /// version this build reads (1 or 2), then `hash blake3`, `compression zstd` and `chunk-size N`
     /// in any order, each once; empty lines are allowed, nothing else.
     pub fn parse(text: &[u8]) -> Result<Self, VersionProblem> {
         let text = std::str::from_utf8(text).map_err(|_| VersionProblem::NotAStore)?;
@@ -232,12 +249,16 @@ impl StoreVersion {
             .strip_prefix(FORMAT_NAME)
             .and_then(|v| v.strip_prefix(' '))
             .ok_or(VersionProblem::NotAStore)?;
-        if version != FORMAT_VERSION.to_string() {
-            return Err(VersionProblem::UnsupportedVersion {
+        let version = version
+            .parse::<u32>()
+            .ok()
+            // The digits as written: `02` is no version.
+            .filter(|v| v.to_string() == version)
+            .filter(|v| (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(v))
+            .ok_or_else(|| VersionProblem::UnsupportedVersion {
                 found: version.to_string(),
                 supported: FORMAT_VERSION,
-            });
-        }
+            })?;
         let (mut hash, mut compression, mut chunk_size) = (None, None, None);
         for line in lines.filter(|l| !l.trim().is_empty()) {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
@@ -282,6 +303,9 @@ impl StoreVersion {
                 min: MIN_CHUNK_SIZE,
                 max: MAX_CHUNK_SIZE,
             })?;
-        Ok(StoreVersion { chunk_size })
+        Ok(StoreVersion {
+            version,
+            chunk_size,
+        })
     }
 }

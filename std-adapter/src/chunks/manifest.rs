@@ -1,11 +1,11 @@
 //! A manifest: the chunk list that stands for one capture file.
 //!
-//! Its bytes (version 1, little-endian):
+//! Its bytes (versions 1 and 2, the same layout; little-endian):
 //!
 //! ```text
 //! offset       size  field
 //! 0            8     magic "RPCHUNKS"
-//! 8            4     format version, u32 = 1
+//! 8            4     format version, u32: the store's, 1 or 2
 //! 12           8     total length in bytes, u64
 //! 20           4     chunk size in bytes, u32
 //! 24           4     chunk count N, u32
@@ -23,7 +23,7 @@ use std::path::Path;
 
 use crate::error::{ChunkHash, Error, ManifestError, Result, StoreProblem};
 
-use super::layout::{FORMAT_VERSION, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use super::layout::{FORMAT_VERSION, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, OLDEST_FORMAT_VERSION};
 
 /// The first bytes of every manifest.
 pub const MAGIC: [u8; 8] = *b"RPCHUNKS";
@@ -47,7 +47,9 @@ pub struct ChunkRef {
 }
 
 /// The chunk list of one capture file: its length, the chunk size it was
-/// cut at, and each chunk in order.
+/// cut at, and each chunk in order; and the store format's version it is
+/// written in (the store's: a store of version 1 gets manifests of
+/// version 1, which older readers read).
 ///
 /// ```
 /// use reprise_std::chunks::Manifest;
@@ -60,6 +62,7 @@ pub struct ChunkRef {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    version: u32,
     len: u64,
     chunk_size: u32,
     chunks: Vec<ChunkRef>,
@@ -81,7 +84,8 @@ impl Manifest {
     }
 
     /// A manifest of `len` bytes in `chunks` of `chunk_size`, checked as
-    /// [`Manifest::decode`] checks one.
+    /// [`Manifest::decode`] checks one, of the newest format version
+    /// ([`Manifest::with_version`] gives another).
     pub fn new(len: u64, chunk_size: u32, chunks: Vec<ChunkRef>) -> Result<Self, ManifestError> {
         check_chunk_size(chunk_size)?;
         let count = u32::try_from(chunks.len()).map_err(|_| ManifestError::CountForLength {
@@ -91,10 +95,25 @@ impl Manifest {
         })?;
         check_lengths(len, chunk_size, count, chunks.iter().map(|c| c.len))?;
         Ok(Manifest {
+            version: FORMAT_VERSION,
             len,
             chunk_size,
             chunks,
         })
+    }
+
+    /// The same manifest in the store format's version `version` (a
+    /// store's, [`super::ChunkStore::version`]); one this build does not
+    /// write is refused.
+    pub fn with_version(mut self, version: u32) -> Result<Self, ManifestError> {
+        check_version(version)?;
+        self.version = version;
+        Ok(self)
+    }
+
+    /// The store format's version it is written in.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// The length in bytes of the file it stands for.
@@ -131,7 +150,7 @@ impl Manifest {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.encoded_len());
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.len.to_le_bytes());
         out.extend_from_slice(&self.chunk_size.to_le_bytes());
         out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
@@ -167,12 +186,7 @@ impl Manifest {
             return Err(ManifestError::NotAManifest);
         }
         let version = u32_at(8);
-        if version != FORMAT_VERSION {
-            return Err(ManifestError::UnsupportedVersion {
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
+        check_version(version)?;
         let total = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
         let chunk_size = u32_at(20);
         let count = u32_at(24);
@@ -203,6 +217,7 @@ impl Manifest {
             })
             .collect();
         Ok(Manifest {
+            version,
             len: total,
             chunk_size,
             chunks,
@@ -236,6 +251,17 @@ impl Manifest {
             ),
         })?;
         Self::decode(&bytes).map_err(|e| Error::store(path, StoreProblem::Manifest(e)))
+    }
+}
+
+fn check_version(version: u32) -> Result<(), ManifestError> {
+    if (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        Ok(())
+    } else {
+        Err(ManifestError::UnsupportedVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        })
     }
 }
 

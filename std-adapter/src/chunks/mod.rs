@@ -3,8 +3,9 @@
 //!
 //! A file's bytes are cut into fixed-size chunks (1 MiB unless the store
 //! says otherwise); each chunk is named by the blake3 hash of its bytes and
-//! kept, zstd-compressed, as `D/.reprise-store/chunks/XX/HASH`, once however
-//! many files hold it. The file itself becomes a [`Manifest`]: its length
+//! kept as `D/.reprise-store/chunks/XX/HASH`, once however many files hold
+//! it: zstd-compressed, or (format 2) as a plain file of its bytes when it
+//! hardly compresses, which a replay on the host maps ([`Mappable`]). The file itself becomes a [`Manifest`]: its length
 //! and its chunks' names, in order. `docs/store.md` describes the layout,
 //! the format's version and the measurements behind the chunk size and the
 //! compression level; [`layout`] has the names.
@@ -51,6 +52,7 @@ mod gc;
 pub mod layout;
 mod leftovers;
 mod manifest;
+mod map;
 mod pin;
 mod read;
 #[cfg(test)]
@@ -61,7 +63,7 @@ mod write;
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rustix::io::Errno;
 
@@ -72,7 +74,9 @@ pub use gc::{GcOptions, GcReport, gc, gc_with};
 pub use layout::{StoreVersion, manifest_path};
 pub use leftovers::{Leftover, LeftoverKind, live_pins, store_leftovers};
 pub use manifest::{ChunkRef, MAX_ENCODED_LEN, Manifest};
+pub use map::Mappable;
 pub use pin::Pin;
+pub use read::Verify;
 pub use usage::{Usage, usage};
 
 use crate::error::{Error, Result};
@@ -121,6 +125,10 @@ pub struct ChunkStore {
     /// `tmp/`: `None` for a store opened for reading.
     tmp_fd: Option<OwnedFd>,
     chunk_size: u32,
+    /// The store format's version of its `VERSION`.
+    version: u32,
+    /// The chunk directories `chunks/XX` opened so far, by `XX`'s byte.
+    prefixes: Box<[OnceLock<OwnedFd>]>,
     options: StoreOptions,
     /// Chunks [`ChunkStore::check`] or a read found whole.
     verified: Mutex<HashSet<ChunkHash>>,
@@ -135,6 +143,19 @@ impl ChunkStore {
     /// number of processes at once), and the store's `VERSION` is checked
     /// (or written, with `options.chunk_size`).
     pub fn create(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Self> {
+        Self::create_in_version(dir, options, layout::FORMAT_VERSION)
+    }
+
+    /// [`ChunkStore::create`], a store made here getting the format
+    /// version `version` ([`layout::OLDEST_FORMAT_VERSION`] to
+    /// [`layout::FORMAT_VERSION`]: a store of version 1 for readers that
+    /// know no other); a store that exists keeps its own, and is written
+    /// in it.
+    pub fn create_in_version(
+        dir: impl AsRef<Path>,
+        options: StoreOptions,
+        version: u32,
+    ) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         let root = dir.join(layout::STORE_DIR);
@@ -147,13 +168,15 @@ impl ChunkStore {
         };
         let chunks_fd = sub(layout::CHUNKS_DIR)?;
         let tmp_fd = sub(layout::TMP_DIR)?;
-        let version = write::version(&root, &root_fd, &tmp_fd, options)?;
+        let version = write::version(&root, &root_fd, &tmp_fd, options, version)?;
         Ok(ChunkStore {
             dir: dir.to_path_buf(),
             root,
             chunks_fd,
             tmp_fd: Some(tmp_fd),
             chunk_size: version.chunk_size,
+            version: version.version,
+            prefixes: (0..256).map(|_| OnceLock::new()).collect(),
             options,
             verified: Mutex::new(HashSet::new()),
             #[cfg(test)]
@@ -186,6 +209,8 @@ impl ChunkStore {
             chunks_fd,
             tmp_fd: None,
             chunk_size: version.chunk_size,
+            version: version.version,
+            prefixes: (0..256).map(|_| OnceLock::new()).collect(),
             options,
             verified: Mutex::new(HashSet::new()),
             #[cfg(test)]
@@ -208,6 +233,12 @@ impl ChunkStore {
         self.chunk_size
     }
 
+    /// The store format's version it is kept in (its `VERSION`'s), which
+    /// its writers write in.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// The options it was made with.
     pub fn options(&self) -> StoreOptions {
         self.options
@@ -221,6 +252,31 @@ impl ChunkStore {
     /// How many threads to use for `n` chunks.
     fn threads_for(&self, n: usize) -> usize {
         self.options.threads.clamp(1, n.max(1))
+    }
+
+    /// The chunk directory `chunks/XX` of the chunks whose hash starts
+    /// with the byte `prefix`, opened once (and made first when `make`
+    /// says so and it is missing).
+    fn prefix_dir(&self, prefix: u8, make: bool) -> std::io::Result<&OwnedFd> {
+        let slot = &self.prefixes[usize::from(prefix)];
+        if let Some(fd) = slot.get() {
+            return Ok(fd);
+        }
+        let name = format!("{prefix:02x}");
+        let fd = if make {
+            fs::open_or_make_dir(&self.chunks_fd, &name)?
+        } else {
+            fs::open_dir(&self.chunks_fd, &name)?
+        };
+        // Another thread may have opened it meanwhile: either will do.
+        Ok(slot.get_or_init(|| fd))
+    }
+
+    /// The path of the chunk directory `chunks/XX`, for messages.
+    fn prefix_path(&self, prefix: u8) -> PathBuf {
+        self.root
+            .join(layout::CHUNKS_DIR)
+            .join(format!("{prefix:02x}"))
     }
 
     fn tmp(&self) -> Result<&OwnedFd> {

@@ -12,10 +12,10 @@
 //! live writer. `docs/store.md` gives the argument that nothing a writer's
 //! manifests name is lost.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use rustix::fs::FlockOperation;
 
@@ -33,8 +33,23 @@ pub struct Pin<'a> {
     name: String,
     file: Mutex<File>,
     /// The chunks made sure of under this pin (appended, then found or
-    /// written).
-    seen: Mutex<HashSet<ChunkHash>>,
+    /// written): `true` once settled (found, or written, linked and, with
+    /// fsync, flushed with the directory it is linked into), `false` while
+    /// a put is still at it.
+    seen: Mutex<HashMap<ChunkHash, bool>>,
+    /// Signalled when a chunk is settled or forgotten.
+    settled: Condvar,
+}
+
+/// What [`Pin::add`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Added {
+    /// New to this pin: the caller makes sure of it, then settles it
+    /// ([`Pin::settle`]) or forgets it ([`Pin::unsee`]).
+    New,
+    /// Seen before under this pin, by this put or another: settled, or to
+    /// be waited for ([`Pin::wait_settled`]) before a manifest names it.
+    Seen,
 }
 
 impl ChunkStore {
@@ -63,7 +78,8 @@ impl ChunkStore {
                         store: self,
                         name,
                         file: Mutex::new(file),
-                        seen: Mutex::new(HashSet::new()),
+                        seen: Mutex::new(HashMap::new()),
+                        settled: Condvar::new(),
                     });
                 }
                 Err(rustix::io::Errno::NOENT) if attempt < 16 => attempt += 1,
@@ -90,20 +106,19 @@ impl Pin<'_> {
     }
 
     /// Records `hash` as pinned, before the chunk is looked for (or
-    /// written): `true` when it is new to this pin and must be made sure
-    /// of, `false` when this pin has seen it already (gc keeps it for the
-    /// first time's sake: see the module's documentation).
-    pub(super) fn add(&self, hash: &ChunkHash) -> Result<bool> {
-        if !self
-            .seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(*hash)
+    /// written): [`Added::New`] when it is new to this pin and must be made
+    /// sure of, [`Added::Seen`] when this pin has seen it already (gc keeps
+    /// it for the first time's sake: see the module's documentation).
+    pub(super) fn add(&self, hash: &ChunkHash) -> Result<Added> {
         {
-            return Ok(false);
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.contains_key(hash) {
+                return Ok(Added::Seen);
+            }
+            seen.insert(*hash, false);
         }
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        file.write_all(&hash.0).map(|()| true).map_err(|e| {
+        file.write_all(&hash.0).map(|()| Added::New).map_err(|e| {
             self.unsee(hash);
             Error::io(
                 self.store
@@ -123,6 +138,39 @@ impl Pin<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(hash);
+        self.settled.notify_all();
+    }
+
+    /// Marks `hash` (added by the caller) as settled: stored, and as
+    /// durable as the store was asked to make it.
+    pub(super) fn settle(&self, hash: &ChunkHash) {
+        if let Some(s) = self
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(hash)
+        {
+            *s = true;
+        }
+        self.settled.notify_all();
+    }
+
+    /// Waits until `hash`, seen under this pin, is settled by the put at
+    /// it: `true` then, `false` when that put failed and forgot it (the
+    /// caller makes sure of it itself). A put settles or forgets what it
+    /// added before it waits for others', so no two puts wait for each
+    /// other.
+    pub(super) fn wait_settled(&self, hash: &ChunkHash) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match seen.get(hash) {
+                Some(true) => return true,
+                None => return false,
+                Some(false) => {
+                    seen = self.settled.wait(seen).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+        }
     }
 }
 

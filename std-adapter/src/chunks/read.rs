@@ -5,7 +5,9 @@
 //! Every chunk read is bounded and verified: its file may be no larger than
 //! zstd's bound for its length, it is decompressed into exactly the
 //! manifest's length for it and no further, and what comes out must hash to
-//! its name.
+//! its name ([`Verify::EachChunk`]), unless the caller checks a checksum of
+//! the whole instead ([`Verify::Whole`]). In a store of format 2 a chunk
+//! file exactly as long as the chunk is its plain bytes, read as they are.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -47,6 +49,20 @@ pub(super) fn version(root: &Path, root_fd: &OwnedFd) -> Result<StoreVersion> {
     StoreVersion::parse(&text).map_err(|p| Error::store(&path, StoreProblem::Version(p)))
 }
 
+/// How a read checks the chunks it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Every chunk's bytes are hashed and checked against its name (and
+    /// remembered as whole, [`ChunkStore::check`]).
+    EachChunk,
+    /// No chunk is hashed: the caller checks a checksum of all the bytes
+    /// (a snapshot's xxh3, which the descriptor records) and, when that
+    /// fails, [`ChunkStore::check`] names the chunk that is damaged. A
+    /// chunk that is missing, too large, of the wrong length or
+    /// undecompressible is still the read's error.
+    Whole,
+}
+
 /// What one reader thread uses again for each chunk.
 pub(super) struct Scratch {
     decompressor: zstd::bulk::Decompressor<'static>,
@@ -69,6 +85,26 @@ impl ChunkStore {
     /// to [`super::StoreOptions::threads`] threads) and its hash checked.
     /// The first chunk that is missing or damaged is the error, naming it.
     pub fn read_into(&self, m: &Manifest, out: &mut [u8]) -> Result<()> {
+        self.read_into_with(m, out, Verify::EachChunk)
+    }
+
+    /// [`ChunkStore::read_into`], each chunk checked as `verify` says.
+    pub fn read_into_with(&self, m: &Manifest, out: &mut [u8], verify: Verify) -> Result<()> {
+        self.read_places(m, out, verify, |_| (0, None))
+    }
+
+    /// Reads the chunks of `m` into their places in `out` (`m.len()`
+    /// bytes), on up to [`super::StoreOptions::threads`] threads: of chunk
+    /// `i`, `have(i)` says how many bytes from its start are in place
+    /// already (mapped) and which file holds it when it is open (a plain
+    /// file, read from there); a chunk wholly in place is not read.
+    pub(super) fn read_places<'f>(
+        &self,
+        m: &Manifest,
+        out: &mut [u8],
+        verify: Verify,
+        have: impl Fn(usize) -> (u64, Option<&'f std::fs::File>) + Sync,
+    ) -> Result<()> {
         if out.len() as u64 != m.len() {
             return Err(Error::store(
                 &self.root,
@@ -82,8 +118,13 @@ impl ChunkStore {
         let mut slots: Vec<Vec<(usize, &mut [u8])>> = (0..threads).map(|_| Vec::new()).collect();
         // Round robin: zero chunks decompress faster than others, and
         // neighbours are alike.
+        let mut k = 0;
         for (i, place) in out.chunks_mut(m.chunk_size() as usize).enumerate() {
-            slots[i % threads].push((i, place));
+            if verify == Verify::Whole && have(i).0 >= place.len() as u64 {
+                continue;
+            }
+            slots[k % threads].push((i, place));
+            k += 1;
         }
         let stop = AtomicBool::new(false);
         let work = |mine: Vec<(usize, &mut [u8])>| -> Result<()> {
@@ -93,7 +134,17 @@ impl ChunkStore {
                     break;
                 }
                 let c = &m.chunks()[i];
-                if let Err(fault) = self.load(c, place, &mut scratch) {
+                let (skip, file) = have(i);
+                let loaded = match file {
+                    // In place already: only its hash is checked.
+                    _ if skip >= place.len() as u64 => match verify {
+                        Verify::EachChunk => self.check_loaded(c, place),
+                        Verify::Whole => Ok(()),
+                    },
+                    Some(f) => self.load_from(f, c, place, skip as usize, &mut scratch, verify),
+                    None => self.load(c, place, skip as usize, &mut scratch, verify),
+                };
+                if let Err(fault) = loaded {
                     stop.store(true, Ordering::Relaxed);
                     return Err(self.chunk_error(i, c, fault));
                 }
@@ -131,7 +182,7 @@ impl ChunkStore {
             vec![0u8; m.chunk_size().min(m.len().try_into().unwrap_or(u32::MAX)) as usize];
         for (i, c) in m.chunks().iter().enumerate() {
             let place = &mut buf[..c.len as usize];
-            self.load(c, place, &mut scratch)
+            self.load(c, place, 0, &mut scratch, Verify::EachChunk)
                 .map_err(|fault| self.chunk_error(i, c, fault))?;
             f(place);
         }
@@ -177,7 +228,7 @@ impl ChunkStore {
                     break;
                 };
                 buf.resize(c.len as usize, 0);
-                match self.load(&c, &mut buf, &mut scratch) {
+                match self.load(&c, &mut buf, 0, &mut scratch, Verify::EachChunk) {
                     Ok(()) => {
                         self.verified
                             .lock()
@@ -218,8 +269,8 @@ impl ChunkStore {
         for (index, c) in self.distinct(m, |_| true) {
             let hex = c.hash.hex();
             let name = std::str::from_utf8(&hex).unwrap_or_default();
-            let fault = match fs::open_dir(&self.chunks_fd, layout::prefix(&hex)) {
-                Ok(dir) => match fs::stat(&dir, name) {
+            let fault = match self.prefix_dir(c.hash.0[0], false) {
+                Ok(dir) => match fs::stat(dir, name) {
                     Ok(Some((FileType::RegularFile, _, _))) => continue,
                     Ok(Some(_)) => ChunkFault::NotRegular,
                     Ok(None) => ChunkFault::Missing,
@@ -251,7 +302,7 @@ impl ChunkStore {
             .collect()
     }
 
-    fn chunk_error(&self, index: usize, c: &ChunkRef, fault: ChunkFault) -> Error {
+    pub(super) fn chunk_error(&self, index: usize, c: &ChunkRef, fault: ChunkFault) -> Error {
         Error::store(
             self.chunk_file(&c.hash),
             StoreProblem::Chunk(ChunkProblem {
@@ -262,25 +313,41 @@ impl ChunkStore {
         )
     }
 
-    /// Decompresses chunk `c` into `place` (its length) and checks its
-    /// hash.
-    fn load(
-        &self,
-        c: &ChunkRef,
-        place: &mut [u8],
-        scratch: &mut Scratch,
-    ) -> Result<(), ChunkFault> {
-        let unreadable = |e: std::io::Error| match e.raw_os_error().map(Errno::from_raw_os_error) {
-            Some(Errno::NOENT) => ChunkFault::Missing,
-            Some(Errno::LOOP | Errno::NOTDIR) => ChunkFault::NotRegular,
-            _ => ChunkFault::Unreadable { kind: e.kind() },
-        };
+    /// Opens the file of chunk `c`: a regular file (not through a link).
+    pub(super) fn open_chunk(&self, c: &ChunkRef) -> Result<std::fs::File, ChunkFault> {
         #[cfg(test)]
         self.loads.fetch_add(1, Ordering::Relaxed);
         let hex = c.hash.hex();
         let name = std::str::from_utf8(&hex).unwrap_or_default();
-        let dir = fs::open_dir(&self.chunks_fd, layout::prefix(&hex)).map_err(unreadable)?;
-        let mut file = fs::open_file(&dir, name).map_err(unreadable)?;
+        let dir = self.prefix_dir(c.hash.0[0], false).map_err(unreadable)?;
+        fs::open_file(dir, name).map_err(unreadable)
+    }
+
+    /// Reads chunk `c` into `place` (its length), all but its first `skip`
+    /// bytes when its file is plain (those are in place already), and
+    /// checks it as `verify` says.
+    fn load(
+        &self,
+        c: &ChunkRef,
+        place: &mut [u8],
+        skip: usize,
+        scratch: &mut Scratch,
+        verify: Verify,
+    ) -> Result<(), ChunkFault> {
+        let file = self.open_chunk(c)?;
+        self.load_from(&file, c, place, skip, scratch, verify)
+    }
+
+    /// [`ChunkStore::load`] from the chunk's file, open.
+    fn load_from(
+        &self,
+        mut file: &std::fs::File,
+        c: &ChunkRef,
+        place: &mut [u8],
+        skip: usize,
+        scratch: &mut Scratch,
+        verify: Verify,
+    ) -> Result<(), ChunkFault> {
         let meta = file.metadata().map_err(unreadable)?;
         if !meta.is_file() {
             return Err(ChunkFault::NotRegular);
@@ -292,12 +359,32 @@ impl ChunkStore {
                 limit,
             });
         }
-        // A chunk kept raw ([`layout::raw_frame`]) is read straight into
-        // its place; its hash is checked below all the same.
+        let done = |place: &[u8]| match verify {
+            Verify::EachChunk => self.check_loaded(c, place),
+            Verify::Whole => Ok(()),
+        };
+        // Format 2: a file as long as the chunk is its bytes (no frame is:
+        // see `layout::KEEP_COMPRESSED_BELOW`), read straight into place.
+        if self.version >= layout::PLAIN_CHUNKS_SINCE && meta.len() == u64::from(c.len) {
+            use std::os::unix::fs::FileExt;
+            let skip = skip.min(place.len());
+            file.read_exact_at(&mut place[skip..], skip as u64)
+                .map_err(|e| match e.kind() {
+                    // Shorter than it was a moment ago.
+                    std::io::ErrorKind::UnexpectedEof => ChunkFault::WrongLength {
+                        found: meta.len(),
+                        expected: c.len,
+                    },
+                    _ => unreadable(e),
+                })?;
+            return done(place);
+        }
+        // A chunk kept raw in format 1 ([`layout::raw_frame`]) is read
+        // straight into its place; its hash is checked below all the same.
         if meta.len() == layout::raw_frame_len(place.len()) as u64
-            && layout::read_raw_frame(&file, place).unwrap_or(false)
+            && layout::read_raw_frame(file, place).unwrap_or(false)
         {
-            return self.check_loaded(c, place);
+            return done(place);
         }
         scratch.compressed.clear();
         (&mut file)
@@ -333,7 +420,7 @@ impl ChunkStore {
                 expected: c.len,
             });
         }
-        self.check_loaded(c, place)
+        done(place)
     }
 
     /// Checks that `place`, chunk `c` as read, hashes to its name, and
@@ -351,5 +438,14 @@ impl ChunkStore {
             .unwrap_or_else(|e| e.into_inner())
             .insert(c.hash);
         Ok(())
+    }
+}
+
+/// The fault of a chunk file that cannot be opened or read.
+fn unreadable(e: std::io::Error) -> ChunkFault {
+    match e.raw_os_error().map(Errno::from_raw_os_error) {
+        Some(Errno::NOENT) => ChunkFault::Missing,
+        Some(Errno::LOOP | Errno::NOTDIR) => ChunkFault::NotRegular,
+        _ => ChunkFault::Unreadable { kind: e.kind() },
     }
 }

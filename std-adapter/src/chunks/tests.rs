@@ -17,8 +17,19 @@ fn sealed(mut body: Vec<u8>) -> Vec<u8> {
 /// A manifest's bytes with its header fields set, its entries as given,
 /// sealed.
 fn raw(total: u64, chunk_size: u32, count: u32, entries: &[(ChunkHash, u32)]) -> Vec<u8> {
+    raw_in(1, total, chunk_size, count, entries)
+}
+
+/// [`raw`] of the format version `version`.
+fn raw_in(
+    version: u32,
+    total: u64,
+    chunk_size: u32,
+    count: u32,
+    entries: &[(ChunkHash, u32)],
+) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
-    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&version.to_le_bytes());
     b.extend_from_slice(&total.to_le_bytes());
     b.extend_from_slice(&chunk_size.to_le_bytes());
     b.extend_from_slice(&count.to_le_bytes());
@@ -78,15 +89,24 @@ fn hostile_manifests_are_refused_with_what_is_wrong() {
     let mut b = good.clone();
     b[0] ^= 1;
     assert_eq!(Manifest::decode(&b), Err(E::NotAManifest));
-    let mut b = good.clone();
-    b[8] = 2;
-    assert_eq!(
-        Manifest::decode(&b),
-        Err(E::UnsupportedVersion {
-            found: 2,
-            supported: 1
-        })
-    );
+    for version in [0, 3] {
+        let mut b = good.clone();
+        b[8] = version;
+        assert_eq!(
+            Manifest::decode(&b),
+            Err(E::UnsupportedVersion {
+                found: u32::from(version),
+                supported: 2
+            })
+        );
+    }
+    // Both versions this build reads read back as themselves.
+    for version in [1, 2] {
+        let b = raw_in(version, 5000, CS, 2, &[(h, CS), (h, 904)]);
+        let m = Manifest::decode(&b).unwrap();
+        assert_eq!(m.version(), version);
+        assert_eq!(m.encode(), b);
+    }
     // A lying count: more chunks than the file holds (u32::MAX of them in
     // 132 bytes: refused before anything is sized by it), or fewer.
     for count in [3, u32::MAX, 1, 0] {
@@ -156,23 +176,30 @@ fn hostile_manifests_are_refused_with_what_is_wrong() {
 #[test]
 fn the_version_file_reads_back_and_refuses_what_it_does_not_know() {
     use VersionProblem as V;
-    let v = StoreVersion {
-        chunk_size: layout::DEFAULT_CHUNK_SIZE,
-    };
-    let text = v.to_text();
-    assert_eq!(
-        text,
-        "reprise-chunk-store 1\nhash blake3\ncompression zstd\nchunk-size 1048576\n"
-    );
-    assert_eq!(StoreVersion::parse(text.as_bytes()), Ok(v));
+    for version in [1, 2] {
+        let v = StoreVersion {
+            version,
+            chunk_size: layout::DEFAULT_CHUNK_SIZE,
+        };
+        let text = v.to_text();
+        assert_eq!(
+            text,
+            format!(
+                "reprise-chunk-store {version}\nhash blake3\ncompression zstd\nchunk-size 1048576\n"
+            )
+        );
+        assert_eq!(StoreVersion::parse(text.as_bytes()), Ok(v));
+    }
     let parse = |t: &str| StoreVersion::parse(t.as_bytes());
-    assert_eq!(
-        parse("reprise-chunk-store 2\n"),
-        Err(V::UnsupportedVersion {
-            found: "2".into(),
-            supported: 1
-        })
-    );
+    for found in ["3", "0", "02", "2x", ""] {
+        assert_eq!(
+            parse(&format!("reprise-chunk-store {found}\n")),
+            Err(V::UnsupportedVersion {
+                found: found.into(),
+                supported: 2
+            })
+        );
+    }
     assert_eq!(parse("something else\n"), Err(V::NotAStore));
     assert_eq!(
         parse("reprise-chunk-store 1\nhash sha256\ncompression zstd\nchunk-size 4096\n"),
@@ -253,67 +280,244 @@ fn raw_frames_are_zstd_frames_of_the_bytes() {
     }
 }
 
-#[test]
-fn chunks_that_hardly_compress_are_stored_raw_and_read_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = ChunkStore::create(dir.path(), StoreOptions::default()).unwrap();
-    // Noise (xorshift): zstd saves nothing; and zeros, which it does.
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut noise = vec![0u8; 3 << 20];
-    for b in noise.chunks_mut(8) {
+/// `len` bytes of xorshift output: nothing zstd can shrink.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    let mut out = vec![0u8; len.next_multiple_of(8)];
+    for b in out.chunks_mut(8) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         b.copy_from_slice(&x.to_le_bytes());
     }
-    let zeros = vec![0u8; 1 << 20];
-    for (data, raw) in [(&noise, true), (&zeros, false)] {
-        let m = store.put(data).unwrap();
-        for c in m.chunks() {
-            let on_disk = std::fs::metadata(store.chunk_file(&c.hash)).unwrap().len();
-            // A raw frame: the bytes, a 13-byte header and 3 bytes a block.
-            let framed = u64::from(c.len) + 13 + 3 * u64::from(c.len).div_ceil(128 << 10);
-            assert_eq!(on_disk == framed, raw, "{on_disk} of {}", c.len);
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn chunks_that_hardly_compress_are_stored_plain_in_format_2_and_raw_frames_in_1() {
+    for version in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            ChunkStore::create_in_version(dir.path(), StoreOptions::default(), version).unwrap();
+        assert_eq!(store.version(), version);
+        // Noise (xorshift): zstd saves nothing; and zeros, which it does.
+        let noise = noise(3 << 20, 0x9E37_79B9_7F4A_7C15);
+        let zeros = vec![0u8; 1 << 20];
+        for (data, raw) in [(&noise, true), (&zeros, false)] {
+            let m = store.put(data).unwrap();
+            assert_eq!(m.version(), version);
+            for c in m.chunks() {
+                let on_disk = std::fs::metadata(store.chunk_file(&c.hash)).unwrap().len();
+                let kept_raw = if version == 1 {
+                    // A raw frame: the bytes, a 13-byte header and 3 bytes
+                    // a block.
+                    u64::from(c.len) + 13 + 3 * u64::from(c.len).div_ceil(128 << 10)
+                } else {
+                    // The bytes themselves.
+                    u64::from(c.len)
+                };
+                assert_eq!(on_disk == kept_raw, raw, "{on_disk} of {}", c.len);
+                assert!(on_disk < u64::from(c.len) * 7 / 8 || raw);
+            }
+            for verify in [Verify::EachChunk, Verify::Whole] {
+                let mut back = vec![1u8; data.len()];
+                store.read_into_with(&m, &mut back, verify).unwrap();
+                assert_eq!(&back, data);
+            }
+            assert!(store.check(&m).is_empty());
         }
-        let mut back = vec![1u8; data.len()];
-        store.read_into(&m, &mut back).unwrap();
-        assert_eq!(&back, data);
-        assert!(store.check(&m).is_empty());
     }
+}
+
+#[test]
+fn a_store_of_format_1_stays_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = ChunkStore::create_in_version(dir.path(), StoreOptions::default(), 1).unwrap();
+    let data = noise(1 << 20, 7);
+    let m1 = old.put(&data).unwrap();
+    drop(old);
+    let version = std::fs::read_to_string(dir.path().join(".reprise-store/VERSION")).unwrap();
+    assert!(version.starts_with("reprise-chunk-store 1\n"), "{version}");
+    // Made again by a writer of this build (which makes version 2 stores),
+    // and opened for reading: version 1, its chunks raw frames.
+    let again = ChunkStore::create(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!(again.version(), 1);
+    let m2 = again.put(&noise(1 << 20, 8)).unwrap();
+    assert_eq!((m1.version(), m2.version()), (1, 1));
+    assert_eq!(m2.encode()[8..12], 1u32.to_le_bytes());
+    let on_disk = std::fs::metadata(again.chunk_file(&m2.chunks()[0].hash))
+        .unwrap()
+        .len();
+    assert!(on_disk > 1 << 20, "{on_disk}");
+    let reader = ChunkStore::open(dir.path()).unwrap().unwrap();
+    assert_eq!(reader.version(), 1);
+    let mut back = vec![0u8; data.len()];
+    reader.read_into(&m1, &mut back).unwrap();
+    assert_eq!(back, data);
+    // Nothing plain is read as plain in a store of version 1: a file the
+    // length of its chunk is no zstd frame.
+    std::fs::write(dir.path().join("plain"), &data).unwrap();
+    let c = m1.chunks()[0];
+    let path = reader.chunk_file(&c.hash);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &data).unwrap();
+    let e = reader.read_into(&m1, &mut back).unwrap_err();
+    assert!(
+        matches!(
+            e.store_problem(),
+            Some(crate::error::StoreProblem::Chunk(ChunkProblem {
+                fault: ChunkFault::Undecompressible,
+                ..
+            }))
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_damaged_raw_chunk_is_named() {
     use std::os::unix::fs::{FileExt, PermissionsExt};
-    let dir = tempfile::tempdir().unwrap();
-    let store = ChunkStore::create(dir.path(), StoreOptions::default()).unwrap();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut noise = vec![0u8; 2 << 20];
-    for b in noise.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        b.copy_from_slice(&x.to_le_bytes());
-    }
-    let m = store.put(&noise).unwrap();
-    let c = m.chunks()[1];
-    let path = store.chunk_file(&c.hash);
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.write_all_at(b"damaged", 5000).unwrap();
-    drop(f);
-    let mut back = vec![0u8; noise.len()];
-    let e = store.read_into(&m, &mut back).unwrap_err();
-    match e.store_problem() {
-        Some(crate::error::StoreProblem::Chunk(p)) => {
-            assert_eq!(p.index, 1);
-            assert_eq!(p.hash, c.hash);
-            assert!(matches!(p.fault, ChunkFault::HashMismatch { .. }), "{p:?}");
+    for version in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            ChunkStore::create_in_version(dir.path(), StoreOptions::default(), version).unwrap();
+        let noise = noise(2 << 20, 0x2545_F491_4F6C_DD1D);
+        let m = store.put(&noise).unwrap();
+        let c = m.chunks()[1];
+        let path = store.chunk_file(&c.hash);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(b"damaged", 5000).unwrap();
+        drop(f);
+        let mut back = vec![0u8; noise.len()];
+        let e = store.read_into(&m, &mut back).unwrap_err();
+        match e.store_problem() {
+            Some(crate::error::StoreProblem::Chunk(p)) => {
+                assert_eq!(p.index, 1);
+                assert_eq!(p.hash, c.hash);
+                assert!(matches!(p.fault, ChunkFault::HashMismatch { .. }), "{p:?}");
+            }
+            other => panic!("not a chunk problem: {other:?}"),
         }
+        // Read for a checksum of the whole: the bytes come back as they
+        // are, and the check names the chunk.
+        let fresh = ChunkStore::open(dir.path()).unwrap().unwrap();
+        fresh.read_into_with(&m, &mut back, Verify::Whole).unwrap();
+        assert_ne!(back, noise);
+        let problems = fresh.check(&m);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].index, 1);
+    }
+}
+
+/// What an executor's mapping of `mappable` would put in place: each
+/// part's bytes, read from its chunk's open file.
+fn place_parts(mappable: &Mappable, out: &mut [u8], chunk_size: usize) {
+    use std::os::unix::fs::FileExt;
+    for (i, (file, &n)) in mappable.files.iter().zip(&mappable.mapped).enumerate() {
+        if let Some(f) = file {
+            let at = i * chunk_size;
+            f.read_exact_at(&mut out[at..at + n as usize], 0).unwrap();
+        }
+    }
+}
+
+#[test]
+fn plain_chunks_are_mappable_over_their_whole_pages_and_the_rest_is_read() {
+    let cs = 64 << 10;
+    let options = StoreOptions {
+        chunk_size: cs,
+        ..StoreOptions::default()
+    };
+    // Chunks: noise, zeros, noise, noise (equal to the first), and a short
+    // last one of noise, not a whole number of pages.
+    let a = noise(cs as usize, 1);
+    let mut data = a.clone();
+    data.extend(vec![0u8; cs as usize]);
+    data.extend(noise(cs as usize, 2));
+    data.extend(&a);
+    data.extend(noise(5000 + 4096, 3));
+    let page = 4096u64;
+    let dir = tempfile::tempdir().unwrap();
+    let store = ChunkStore::create(dir.path(), options).unwrap();
+    let m = store.put(&data).unwrap();
+    let mappable = store.mappable(&m, page);
+    let parts: Vec<(u64, u64)> = mappable.parts().iter().map(|p| (p.offset, p.len)).collect();
+    let c = u64::from(cs);
+    assert_eq!(
+        parts,
+        [(0, c), (2 * c, c), (3 * c, c), (4 * c, 2 * page)],
+        "the zero chunk is compressed; the short chunk maps its two whole pages"
+    );
+    assert_eq!(
+        mappable.gaps(m.len()),
+        [(c, c), (4 * c + 2 * page, 904)],
+        "the zero chunk, and the short chunk's tail"
+    );
+    assert_eq!(mappable.mapped_bytes(), 3 * c + 2 * page);
+    for verify in [Verify::Whole, Verify::EachChunk] {
+        let mut out = vec![0xeeu8; data.len()];
+        place_parts(&mappable, &mut out, cs as usize);
+        store
+            .read_rest_into(&m, &mappable, &mut out, verify)
+            .unwrap();
+        assert!(out == data, "{verify:?}");
+    }
+    // Pages larger than the chunks: only chunks at a page boundary map.
+    assert!(store.mappable(&m, 2 * c).is_empty());
+    // A chunk file that is not the manifest's length is read, never
+    // mapped (and the read names it).
+    let c2 = m.chunks()[2];
+    let path = store.chunk_file(&c2.hash);
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    let mappable = store.mappable(&m, page);
+    assert!(mappable.parts().iter().all(|p| p.offset != 2 * c));
+    let mut out = vec![0u8; data.len()];
+    place_parts(&mappable, &mut out, cs as usize);
+    let e = store
+        .read_rest_into(&m, &mappable, &mut out, Verify::Whole)
+        .unwrap_err();
+    match e.store_problem() {
+        Some(crate::error::StoreProblem::Chunk(p)) => assert_eq!(p.index, 2),
         other => panic!("not a chunk problem: {other:?}"),
     }
-    let fresh = ChunkStore::open(dir.path()).unwrap().unwrap();
-    let problems = fresh.check(&m);
-    assert_eq!(problems.len(), 1);
-    assert_eq!(problems[0].index, 1);
+    // A store of format 1 maps nothing.
+    let dir1 = tempfile::tempdir().unwrap();
+    let old = ChunkStore::create_in_version(dir1.path(), options, 1).unwrap();
+    let m1 = old.put(&data).unwrap();
+    assert!(old.mappable(&m1, page).is_empty());
+}
+
+#[test]
+fn two_puts_under_one_pin_of_the_same_bytes_both_find_them_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ChunkStore::create(
+        dir.path(),
+        StoreOptions {
+            chunk_size: 64 << 10,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let data = noise(40 << 16, 11);
+    let pin = store.pin().unwrap();
+    let (a, b) = std::thread::scope(|s| {
+        let one = s.spawn(|| {
+            let m = store.put_pinned(&pin, &data).unwrap();
+            // Every chunk the manifest names is in place when it returns.
+            assert!(store.missing(&m).is_empty());
+            m
+        });
+        let two = s.spawn(|| {
+            let m = store.put_pinned(&pin, &data).unwrap();
+            assert!(store.missing(&m).is_empty());
+            m
+        });
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    assert_eq!(a, b);
+    assert!(store.check(&a).is_empty());
 }

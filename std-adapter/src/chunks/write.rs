@@ -1,9 +1,12 @@
 //! Writing: a store's `VERSION`, and puts (cut, hash, store what is new).
 //!
-//! A new chunk is compressed into a fresh file in `tmp/` (`O_EXCL`, a random
-//! name), flushed when asked, and linked to `chunks/XX/HASH`; a name that
-//! is taken means another writer stored the same bytes, and the temporary
-//! file goes either way. A chunk the store has is touched instead (its
+//! A new chunk is written (compressed, or in format 2 as its plain bytes
+//! when it hardly compresses) into a fresh file in `tmp/` (`O_EXCL`, a
+//! random name); a worker's new chunk files are flushed when asked, a batch
+//! at a time, and only then linked to `chunks/XX/HASH`, so that a chunk's
+//! name never stands for bytes not yet on disk; a name that is taken means
+//! another writer stored the same bytes, and the temporary file goes either
+//! way. A chunk the store has is touched instead (its
 //! modification time set to now), which is what tells a concurrent gc that
 //! it is in use again (see [`super::pin`]).
 //!
@@ -27,16 +30,18 @@ use crate::error::{ChunkHash, Error, Result, StoreProblem};
 
 use super::layout::{self, StoreVersion, tmp};
 use super::manifest::{ChunkRef, Manifest};
+use super::pin::Added;
 use super::{ChunkStore, Pin, StoreOptions, fs};
 
-/// The store's `VERSION`: read, or written with `options.chunk_size` when
-/// there is none (exclusively: of several processes creating the store at
-/// once, one writes it and the others read it).
+/// The store's `VERSION`: read, or written with `options.chunk_size` and
+/// format `version` when there is none (exclusively: of several processes
+/// creating the store at once, one writes it and the others read it).
 pub(super) fn version(
     root: &Path,
     root_fd: &OwnedFd,
     tmp_fd: &OwnedFd,
     options: StoreOptions,
+    version: u32,
 ) -> Result<StoreVersion> {
     match super::read::version(root, root_fd) {
         Err(Error::Store {
@@ -47,11 +52,12 @@ pub(super) fn version(
     }
     let path = root.join(layout::VERSION_FILE);
     let wanted = StoreVersion {
+        version,
         chunk_size: options.chunk_size,
     };
     let text = wanted.to_text();
-    // The text must read back as what was asked (a chunk size out of
-    // bounds is refused here, before it is written).
+    // The text must read back as what was asked (a chunk size or version
+    // out of bounds is refused here, before it is written).
     StoreVersion::parse(text.as_bytes())
         .map_err(|p| Error::store(&path, StoreProblem::Version(p)))?;
     let path = &path;
@@ -75,6 +81,73 @@ struct Scratch {
     out: Vec<u8>,
 }
 
+/// How many chunk files a worker of a put writes before it flushes and
+/// links them (so that a put of any size holds a bounded number of files
+/// open).
+const BATCH: usize = 32;
+
+/// A chunk written into `tmp/` and not yet linked to its name: removed
+/// when dropped.
+struct Written<'s> {
+    tmp_fd: &'s OwnedFd,
+    tmp_name: String,
+    file: Option<std::fs::File>,
+    hash: ChunkHash,
+}
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        let _ = fs::remove(self.tmp_fd, &self.tmp_name);
+    }
+}
+
+/// What [`ChunkStore::ensure`] did.
+enum Ensured<'s> {
+    /// The chunk is stored (it was there, and is touched).
+    Stored,
+    /// It was written into `tmp/`, to be flushed and linked.
+    Written(Written<'s>),
+}
+
+/// The hashes a put added to its pin ([`Added::New`]) and has not
+/// settled: forgotten when it fails (or panics), so that a put waiting for
+/// one of them makes sure of it itself.
+struct Unsettled<'p, 'a> {
+    pin: &'p Pin<'a>,
+    hashes: Mutex<Vec<ChunkHash>>,
+}
+
+impl Unsettled<'_, '_> {
+    fn push(&self, hash: ChunkHash) {
+        self.hashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hash);
+    }
+
+    /// Every one is stored, and as durable as asked.
+    fn settle(self) {
+        let hashes = std::mem::take(&mut *self.hashes.lock().unwrap_or_else(|e| e.into_inner()));
+        for h in &hashes {
+            self.pin.settle(h);
+        }
+    }
+}
+
+impl Drop for Unsettled<'_, '_> {
+    fn drop(&mut self) {
+        for h in self
+            .hashes
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            self.pin.unsee(h);
+        }
+    }
+}
+
 impl ChunkStore {
     /// Stores `bytes`: cuts them into chunks, hashes each, and stores only
     /// those the store lacks (compressing those only); returns the manifest
@@ -92,6 +165,13 @@ impl ChunkStore {
 
     /// [`ChunkStore::put`], with the chunks kept from gc until `pin` is
     /// dropped. The pin must be this store's.
+    ///
+    /// When it returns, every chunk the manifest names is linked to its
+    /// name, and with [`StoreOptions::fsync`] flushed and so is the
+    /// directory it is linked into: new chunk files are written first,
+    /// flushed together (a worker's batch after another), then linked, and
+    /// the directories flushed once each, in parallel. A chunk that another
+    /// put under the same pin is storing is waited for.
     pub fn put_pinned(&self, pin: &Pin<'_>, bytes: &[u8]) -> Result<Manifest> {
         if !std::ptr::eq(pin.store(), self) {
             return Err(Error::Internal("a pin used with another chunk store"));
@@ -102,7 +182,14 @@ impl ChunkStore {
         let threads = self.threads_for(n);
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let linked: Mutex<BTreeSet<[u8; 2]>> = Mutex::new(BTreeSet::new());
+        let linked: Mutex<BTreeSet<u8>> = Mutex::new(BTreeSet::new());
+        let mine = Unsettled {
+            pin,
+            hashes: Mutex::new(Vec::new()),
+        };
+        // Chunks another put under this pin (or this one, earlier) was at.
+        let waits: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        let chunk_at = |i: usize| &bytes[i * cs..((i + 1) * cs).min(bytes.len())];
         let work = || -> Result<Vec<(usize, ChunkRef)>> {
             let mut scratch = Scratch {
                 compressor: zstd::bulk::Compressor::new(self.options.level)
@@ -110,41 +197,42 @@ impl ChunkStore {
                 out: Vec::new(),
             };
             let mut done = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let chunk = &bytes[i * cs..((i + 1) * cs).min(bytes.len())];
-                let hash = ChunkHash::of(chunk);
-                let result = match pin.add(&hash) {
-                    Ok(true) => self
-                        .ensure(tmp_fd, pin.id(), &hash, chunk, &mut scratch)
-                        .inspect_err(|_| pin.unsee(&hash)),
-                    // Made sure of under this pin already.
-                    Ok(false) => Ok(false),
-                    Err(e) => Err(e),
-                };
-                match result {
-                    Ok(new) => {
-                        if new && self.options.fsync {
-                            let hex = hash.hex();
-                            let mut l = linked.lock().unwrap_or_else(|e| e.into_inner());
-                            l.insert([hex[0], hex[1]]);
+            let mut batch = Vec::new();
+            let result = (|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let chunk = chunk_at(i);
+                    let hash = ChunkHash::of(chunk);
+                    match pin.add(&hash)? {
+                        Added::New => {
+                            mine.push(hash);
+                            if let Ensured::Written(w) =
+                                self.ensure(tmp_fd, pin.id(), &hash, chunk, &mut scratch)?
+                            {
+                                batch.push(w);
+                                if batch.len() >= BATCH {
+                                    self.link_batch(&mut batch, &linked)?;
+                                }
+                            }
                         }
-                        done.push((
-                            i,
-                            ChunkRef {
-                                hash,
-                                len: chunk.len() as u32,
-                            },
-                        ));
+                        Added::Seen => waits.lock().unwrap_or_else(|e| e.into_inner()).push(i),
                     }
-                    Err(e) => {
-                        stop.store(true, Ordering::Relaxed);
-                        return Err(e);
-                    }
+                    done.push((
+                        i,
+                        ChunkRef {
+                            hash,
+                            len: chunk.len() as u32,
+                        },
+                    ));
                 }
+                self.link_batch(&mut batch, &linked)
+            })();
+            if let Err(e) = result {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e);
             }
             Ok(done)
         };
@@ -174,45 +262,152 @@ impl ChunkStore {
         let chunks = chunks.ok_or(Error::Internal("a chunk store worker skipped a chunk"))?;
         if self.options.fsync {
             // The links themselves, once per directory linked into.
-            let linked = linked.into_inner().unwrap_or_else(|e| e.into_inner());
-            for p in linked {
-                let prefix = std::str::from_utf8(&p).unwrap_or("00");
-                let path = self.root.join(layout::CHUNKS_DIR).join(prefix);
-                fs::open_dir(&self.chunks_fd, prefix)
-                    .and_then(fs::sync_dir)
-                    .map_err(|e| Error::io(&path, "sync directory", e))?;
+            self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
+        }
+        mine.settle();
+        // Seen under this pin: settled by now, or by the put at it (which
+        // settles its own before it waits for any other's); one whose put
+        // failed is made sure of here.
+        for i in waits.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let hash = chunks[i].hash;
+            if !pin.wait_settled(&hash) {
+                self.ensure_alone(pin, tmp_fd, &hash, chunk_at(i))?;
             }
         }
         Manifest::new(bytes.len() as u64, self.chunk_size, chunks)
+            .and_then(|m| m.with_version(self.version))
             .map_err(|e| Error::store(&self.root, StoreProblem::Manifest(e)))
     }
 
-    /// Makes sure the chunk `hash` (of `data`) is stored: touched when it
-    /// is, written when it is not (through `tmp/chunk.PIN_ID.RANDOM`, named
-    /// after the pin it is written under). `true` when this call linked it.
-    fn ensure(
+    /// Makes sure of one chunk on its own, settled before it returns (a
+    /// chunk whose other put failed).
+    fn ensure_alone(
         &self,
+        pin: &Pin<'_>,
         tmp_fd: &OwnedFd,
+        hash: &ChunkHash,
+        data: &[u8],
+    ) -> Result<()> {
+        if pin.add(hash)? == Added::Seen {
+            // Another put took it up again meanwhile.
+            return if pin.wait_settled(hash) {
+                Ok(())
+            } else {
+                self.ensure_alone(pin, tmp_fd, hash, data)
+            };
+        }
+        let mine = Unsettled {
+            pin,
+            hashes: Mutex::new(vec![*hash]),
+        };
+        let mut scratch = Scratch {
+            compressor: zstd::bulk::Compressor::new(self.options.level)
+                .map_err(|e| Error::io(&self.root, "start zstd", e))?,
+            out: Vec::new(),
+        };
+        if let Ensured::Written(w) = self.ensure(tmp_fd, pin.id(), hash, data, &mut scratch)? {
+            let linked = Mutex::new(BTreeSet::new());
+            self.link_batch(&mut vec![w], &linked)?;
+            if self.options.fsync {
+                self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
+            }
+        }
+        mine.settle();
+        Ok(())
+    }
+
+    /// Flushes the chunk files of `batch` (with fsync), then links each to
+    /// its name (a name that is taken: another writer stored the same
+    /// bytes) and removes its temporary file; the directories linked into
+    /// go into `linked`.
+    fn link_batch(&self, batch: &mut Vec<Written<'_>>, linked: &Mutex<BTreeSet<u8>>) -> Result<()> {
+        if self.options.fsync {
+            for w in batch.iter() {
+                if let Some(f) = &w.file {
+                    f.sync_all()
+                        .map_err(|e| Error::io(self.chunk_file(&w.hash), "write chunk", e))?;
+                }
+            }
+        }
+        for mut w in batch.drain(..) {
+            drop(w.file.take());
+            let hex = w.hash.hex();
+            let name = std::str::from_utf8(&hex).unwrap_or_default();
+            let prefix_fd = self.prefix_dir(w.hash.0[0], true).map_err(|e| {
+                Error::io(self.prefix_path(w.hash.0[0]), "create store directory", e)
+            })?;
+            if fs::place(w.tmp_fd, &w.tmp_name, prefix_fd, name)
+                .map_err(|e| Error::io(self.chunk_file(&w.hash), "write chunk", e))?
+                && self.options.fsync
+            {
+                linked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(w.hash.0[0]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the chunk directories `prefixes` (by their first byte), in
+    /// parallel.
+    fn sync_prefixes(&self, prefixes: BTreeSet<u8>) -> Result<()> {
+        let prefixes: Vec<u8> = prefixes.into_iter().collect();
+        let next = AtomicUsize::new(0);
+        let work = || -> Result<()> {
+            loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&p) = prefixes.get(k) else {
+                    return Ok(());
+                };
+                self.prefix_dir(p, true)
+                    .and_then(fs::sync_dir)
+                    .map_err(|e| Error::io(self.prefix_path(p), "sync directory", e))?;
+            }
+        };
+        let threads = self.threads_for(prefixes.len());
+        if threads <= 1 {
+            return work();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| crate::threads::spawn_or_run(s, work))
+                .collect();
+            let mut first = Ok(());
+            for h in handles {
+                let r = h.join().unwrap_or(Err(Error::Internal(
+                    "a chunk store directory flush panicked",
+                )));
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })
+    }
+
+    /// Makes sure the chunk `hash` (of `data`) is stored: touched when it
+    /// is ([`Ensured::Stored`]), written into `tmp/chunk.PIN_ID.RANDOM`
+    /// (named after the pin it is written under) when it is not, to be
+    /// flushed and linked by [`ChunkStore::link_batch`].
+    fn ensure<'s>(
+        &'s self,
+        tmp_fd: &'s OwnedFd,
         pin_id: &str,
         hash: &ChunkHash,
         data: &[u8],
         scratch: &mut Scratch,
-    ) -> Result<bool> {
+    ) -> Result<Ensured<'s>> {
         let hex = hash.hex();
         let name = std::str::from_utf8(&hex).unwrap_or_default();
-        let prefix = layout::prefix(&hex);
         let path = || self.chunk_file(hash);
-        let prefix_fd = fs::open_or_make_dir(&self.chunks_fd, prefix).map_err(|e| {
-            Error::io(
-                self.root.join(layout::CHUNKS_DIR).join(prefix),
-                "create store directory",
-                e,
-            )
-        })?;
+        let prefix_fd = self
+            .prefix_dir(hash.0[0], true)
+            .map_err(|e| Error::io(self.prefix_path(hash.0[0]), "create store directory", e))?;
         // Known or not, a stored chunk is touched: that keeps it from a gc
         // that began before this put and listed no manifest naming it.
-        match fs::touch(&prefix_fd, name) {
-            Ok(()) => return Ok(false),
+        match fs::touch(prefix_fd, name) {
+            Ok(()) => return Ok(Ensured::Stored),
             Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {}
             // Another user's chunk, which this one may read but not touch.
             Err(e)
@@ -220,7 +415,7 @@ impl ChunkStore {
                     .map(|e| Some(e.raw_os_error()))
                     .contains(&e.raw_os_error()) =>
             {
-                return Ok(false);
+                return Ok(Ensured::Stored);
             }
             Err(e) => return Err(Error::io(path(), "touch chunk", e)),
         }
@@ -242,26 +437,37 @@ impl ChunkStore {
                 .map_err(|e| Error::io(path(), "compress chunk", e))?;
         }
         // Bytes that hardly compress are kept raw: their replay is then a
-        // copy, not zstd's ~1 GiB/s a core.
+        // copy (or, from a plain file, a mapping), not zstd's ~1 GiB/s a
+        // core. A frame as long as the chunk would read as a plain file:
+        // it never is one (see `layout::KEEP_COMPRESSED_BELOW`), and is
+        // kept raw if it were.
         let saved = data.len().saturating_sub(scratch.out.len());
-        if !compress || saved < data.len() / layout::KEEP_COMPRESSED_BELOW {
+        let raw = !compress
+            || saved < data.len() / layout::KEEP_COMPRESSED_BELOW
+            || scratch.out.len() == data.len();
+        let contents: &[u8] = if !raw {
+            &scratch.out
+        } else if self.version >= layout::PLAIN_CHUNKS_SINCE {
+            data
+        } else {
             scratch.out.clear();
             layout::raw_frame(data, &mut scratch.out);
+            &scratch.out
+        };
+        let (tmp_name, file) = fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
+            .map_err(|e| Error::io(self.root.join(layout::TMP_DIR), "create chunk", e))?;
+        // Removed again if the write fails.
+        let mut written = Written {
+            tmp_fd,
+            tmp_name,
+            file: Some(file),
+            hash: *hash,
+        };
+        if let Some(f) = &mut written.file {
+            f.write_all(contents)
+                .map_err(|e| Error::io(path(), "write chunk", e))?;
         }
-        let tmp_path = || self.root.join(layout::TMP_DIR);
-        let (tmp_name, mut file) =
-            fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
-                .map_err(|e| Error::io(tmp_path(), "create chunk", e))?;
-        let placed = (|| {
-            file.write_all(&scratch.out)?;
-            if self.options.fsync {
-                file.sync_all()?;
-            }
-            drop(file);
-            fs::place(tmp_fd, &tmp_name, &prefix_fd, name)
-        })();
-        let _ = fs::remove(tmp_fd, &tmp_name);
-        placed.map_err(|e| Error::io(path(), "write chunk", e))
+        Ok(Ensured::Written(written))
     }
 }
 

@@ -105,7 +105,8 @@ pub enum ManifestError {
     UnsupportedVersion {
         /// The version it says.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every one from
+        /// 1).
         supported: u32,
     },
     /// The header's chunk count does not fit the manifest's length (a
@@ -173,7 +174,7 @@ impl fmt::Display for ManifestError {
             M::NotAManifest => f.write_str("is no chunk manifest (its magic bytes are wrong)"),
             M::UnsupportedVersion { found, supported } => write!(
                 f,
-                "manifest of format version {found}; this build reads version {supported}"
+                "manifest of format version {found}; this build reads versions 1 to {supported}"
             ),
             M::CountMismatch { count, needs, len } => write!(
                 f,
@@ -318,7 +319,8 @@ pub enum VersionProblem {
     UnsupportedVersion {
         /// The version it says, as written.
         found: String,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every one from
+        /// 1).
         supported: u32,
     },
     /// A setting this build cannot use (a hash other than blake3, a
@@ -364,7 +366,7 @@ impl fmt::Display for VersionProblem {
             }
             V::UnsupportedVersion { found, supported } => write!(
                 f,
-                "chunk store of format version {}; this build reads version {supported}",
+                "chunk store of format version {}; this build reads versions 1 to {supported}",
                 found.escape_debug()
             ),
             V::Unsupported { key, found } => write!(

@@ -109,7 +109,7 @@ impl<'c, E: Executor> Session<'c, E> {
             capture.input.path.display(),
             capture.image_path().display()
         );
-        let (region, fresh) = reserve_region(exec, capture, base, len)?;
+        let (region, fresh, gaps) = reserve_region(exec, capture, base, len)?;
         log::info!("region placed at {base:#x}: {len} bytes of snapshot");
         // The pristine copy, then the queue: dropped in the other order, so
         // that nothing in flight outlives the memory it copies into.
@@ -160,8 +160,11 @@ impl<'c, E: Executor> Session<'c, E> {
             // Streamed into the region itself: it holds the snapshot.
             (placeholder, Some(streamed), pristine.is_none())
         } else {
-            let input = capture.input.read_into(exec, len)?;
-            capture.check_input(&input.as_ref()[..len])?;
+            let mut input = capture.read_input(exec, len)?;
+            if !gaps.is_empty() {
+                // The region's bytes that no chunk file was mapped as.
+                input = fill_gaps::<E>(&mut queue, input, base, &gaps).await?;
+            }
             (input, None, fresh)
         };
         let image = exec.load_image(&capture.image).map_err(|e| {
@@ -400,7 +403,7 @@ fn reserve_region<E: Executor>(
     capture: &Capture,
     base: u64,
     len: usize,
-) -> Result<(E::Region, bool)> {
+) -> Result<(E::Region, bool, Vec<(u64, u64)>)> {
     let start = base / PAGE * PAGE;
     let lead = base - start;
     let snapshot_request = RegionRequest::new(Some(start), (lead + len as u64).max(PAGE));
@@ -428,10 +431,17 @@ fn reserve_region<E: Executor>(
                 )
             })?
         {
-            return Ok((r, true));
+            return Ok((r, true, Vec::new()));
+        }
+        // A store snapshot: its plain chunk files mapped as the region, the
+        // gaps filled once the snapshot is read and checked.
+        if lead == 0
+            && let Some((r, gaps)) = capture.input.reserve_mapped(exec, request)?
+        {
+            return Ok((r, true, gaps));
         }
         match exec.reserve(request) {
-            Ok(r) => return Ok((r, false)),
+            Ok(r) => return Ok((r, false, Vec::new())),
             Err(e) if request == snapshot_request => {
                 return Err(Error::executor(
                     format!("reserving the recorded region at {base:#x} ({len} bytes)"),
@@ -445,6 +455,36 @@ fn reserve_region<E: Executor>(
         }
     }
     Err(Error::Internal("no region was reserved"))
+}
+
+/// Uploads the ranges `gaps` (`(offset, len)` from `base`) of the snapshot
+/// in `input` into the region, and waits: the region then holds the
+/// snapshot whole, around the chunk files mapped as it.
+async fn fill_gaps<E: Executor>(
+    queue: &mut E::Queue,
+    input: E::Buffer,
+    base: u64,
+    gaps: &[(u64, u64)],
+) -> Result<E::Buffer> {
+    let segs: Vec<Segment> = gaps
+        .iter()
+        .map(|&(offset, len)| Segment {
+            device: base + offset,
+            host_offset: offset as usize,
+            len: len as usize,
+        })
+        .collect();
+    let what = "copying the snapshot's compressed chunks into the region";
+    queue
+        .upload(input, &segs)
+        .map_err(|e| Error::executor(what, e))?;
+    std::future::poll_fn(|cx| queue.poll_synchronize(cx))
+        .await
+        .map_err(|e| Error::executor(what, e))?;
+    queue
+        .reclaim()
+        .map(|(_, b)| b)
+        .ok_or(Error::Internal("the snapshot buffer did not come back"))
 }
 
 /// The recorded globals, each checked against the image's (present, same

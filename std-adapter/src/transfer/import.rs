@@ -230,6 +230,7 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
         at += n as u64;
     }
     let manifest = Manifest::new(len, store.chunk_size(), refs)
+        .and_then(|m| m.with_version(store.version()))
         .map_err(|e| Error::store(raw, StoreProblem::Manifest(e)))?;
     // 2. The manifest, renamed into place.
     let mpath = chunks::manifest_path(raw);
