@@ -196,6 +196,24 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
 }
 
 #[test]
+fn the_sync_schedule_records_the_same_captures() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(exec) = simulated() else { return };
+    let (plain_dir, hashed_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sync = |dir: &Path, hashing| config(dir, hashing).mode(reprise_core::schedule::Mode::Sync);
+    let (plain, _, _) = record(exec, sync(plain_dir.path(), false), 2);
+    let exec = CudaExecutor::new(0).unwrap();
+    let (hashed, traffic, filled) = record(exec, sync(hashed_dir.path(), true), 2);
+    for (p, h) in plain.iter().zip(&hashed) {
+        for which in ["input", "output"] {
+            assert!(snapshot(p, which) == snapshot(h, which), "{which}");
+        }
+    }
+    assert!(traffic[1] < 2 * MIB as u64, "{traffic:?}");
+    assert_eq!(filled.unwrap().device, (CHUNKS * MIB + 2 * MIB) as u64);
+}
+
+#[test]
 fn the_store_supplies_what_it_has_by_the_devices_hashes() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let Some(exec) = simulated() else { return };

@@ -76,6 +76,14 @@ pub(in crate::recorder) struct Filled<E: Executor> {
     hashes: Vec<ChunkHash>,
 }
 
+/// [`Pending::fill`]'s outcome: the input's buffer, the output's (when
+/// saved), and what keeps the last of them.
+pub(in crate::recorder) type FilledBuffers<E> = (
+    <E as Executor>::Buffer,
+    Option<<E as Executor>::Buffer>,
+    Filled<E>,
+);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -93,7 +101,7 @@ impl<E: Executor> Pending<E> {
         self,
         input: E::Buffer,
         output: Option<E::Buffer>,
-    ) -> Result<(E::Buffer, Option<E::Buffer>, Filled<E>)> {
+    ) -> Result<FilledBuffers<E>> {
         let Pending {
             region,
             len,
@@ -219,7 +227,7 @@ impl<E: Executor> Reader<E> {
             }
         }
         // 2. The store: the chunks it has of the rest.
-        let from_device = self.from_store(&mut buf, (len, cs), hashes, wanted)?;
+        let from_device = self.take_stored(&mut buf, (len, cs), hashes, wanted)?;
         // 3. The device: what is left.
         let segs = segments(&from_device, (len, cs), device);
         buf = self.download(buf, &segs)?;
@@ -246,7 +254,7 @@ impl<E: Executor> Reader<E> {
 
     /// Copies into `buf` the chunks among `wanted` that the store has (a
     /// chunk it cannot read is left to the device); returns the others.
-    fn from_store(
+    fn take_stored(
         &mut self,
         buf: &mut E::Buffer,
         (len, cs): (usize, usize),
