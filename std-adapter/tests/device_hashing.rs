@@ -26,6 +26,31 @@ const CHUNKS: usize = 10;
 
 static TURN: Mutex<()> = Mutex::new(());
 
+/// The warnings logged so far (this binary's logger).
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Warnings;
+
+impl log::Log for Warnings {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+            w.push(r.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+/// The warnings logged from now on are kept in [`WARNINGS`].
+fn keep_warnings() {
+    static LOGGER: Warnings = Warnings;
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(log::LevelFilter::Warn);
+}
+
 /// The simulated driver's executor, or `None` (skipped, said why) where it
 /// cannot be had or a real GPU is asked for (the tests count the
 /// simulator's copies).
@@ -335,6 +360,7 @@ fn no_device_memory_for_the_copy_means_the_ordinary_path() {
     };
     // The device copy's physical memory is refused (2:
     // CUDA_ERROR_OUT_OF_MEMORY), once.
+    keep_warnings();
     assert!(sim::fail("cuMemCreate", 2, 0));
     let written = block_on(async {
         rec.launch(&k, geometry, &args).await.unwrap();
@@ -342,8 +368,16 @@ fn no_device_memory_for_the_copy_means_the_ordinary_path() {
     });
     sim::fail("", 0, 0);
     assert_eq!(written.len(), 1);
-    // The writer filled nothing: the snapshots came the ordinary way.
+    // The writer filled nothing: the snapshots came the ordinary way, and
+    // a warning said why.
     assert_eq!(rec.device_hashing().unwrap().device, 0);
+    let warnings = WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("device hashing: no device memory") && w.contains("whole")),
+        "{warnings:?}"
+    );
     for which in ["input", "output"] {
         assert!(
             snapshot(&plain[0], which) == snapshot(&written[0], which),

@@ -9,7 +9,7 @@ use reprise_core::schedule::{self, Buffers, RecordPlan};
 use super::{Args, Kernel, LaunchReport, Recorder, hashing, reachable};
 use crate::error::{Error, Handle, Result};
 use crate::layout::globals_segments;
-use crate::store::{CaptureData, next_launch_seq};
+use crate::store::{CaptureData, estimate, next_launch_seq};
 
 impl<E> Recorder<E>
 where
@@ -250,9 +250,21 @@ where
             .map(|allocs| (allocs, self.bump.base(), global_segs.clone()));
         let job = move || {
             let mut out = out;
+            // A capture that fails before it is written gives its disk
+            // reservation back (a written one settles it in the store).
+            let unwritten = |output: bool| {
+                if let Some(b) = store.budget() {
+                    let output = if output { used as u64 } else { 0 };
+                    let len = (globals_blob.len() as u64, image_bytes.len() as u64);
+                    b.settle(estimate(used as u64, output, len.0, len.1), 0);
+                }
+            };
             let filled = match hashed {
                 Some(p) => {
-                    let (input, output, filled) = p.fill(out.input, out.output)?;
+                    let saved = out.output.is_some();
+                    let (input, output, filled) = p
+                        .fill(out.input, out.output)
+                        .inspect_err(|_| unwritten(saved))?;
                     out.input = input;
                     out.output = output;
                     Some(filled)
