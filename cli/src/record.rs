@@ -93,12 +93,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SIZE", value_parser = disk_size)]
     pub max_disk: Option<u64>,
     /// Hash the snapshots' store chunks on the device and copy to the host
-    /// only those the host lacks (`REPRISE_RECORD_DEVICE_HASHING`). Not
-    /// for programs recorded through the interposer yet: it records on
-    /// the program's own modules and stream, and cannot load reprise's
-    /// hashing kernel, so the option is refused before the program runs
-    /// (the library's `Recorder` on reprise's CUDA executor has it:
-    /// `RecordConfig::device_hashing`).
+    /// only those neither the last capture nor the store has, so recording
+    /// traffic follows what changed (`REPRISE_RECORD_DEVICE_HASHING`). The
+    /// captures are the same. Store format only, and not with
+    /// `--reachable` (both refused before the program runs); a launch
+    /// whose device copy does not fit in device memory is recorded the
+    /// ordinary way, with one warning.
     #[arg(long)]
     pub device_hashing: bool,
     /// The program and its arguments (after `--`).
@@ -327,6 +327,9 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     if let Some(n) = a.max_disk {
         cmd.env("REPRISE_RECORD_MAX_DISK", n.to_string());
     }
+    if a.device_hashing {
+        cmd.env("REPRISE_RECORD_DEVICE_HASHING", "1");
+    }
     if let Some(f) = a.format {
         cmd.env(
             "REPRISE_RECORD_FORMAT",
@@ -384,8 +387,9 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
 
 /// Why `--device-hashing` (or `REPRISE_RECORD_DEVICE_HASHING=1`) cannot
 /// be had for this recording, if it is asked for: the raw format keeps no
-/// store to look chunks up in, and the interposer's executor cannot run
-/// reprise's hashing kernel.
+/// store to look chunks up in, and reachable-only recording changes the
+/// snapshots after they were hashed (the recorder would refuse both in the
+/// program, after it started).
 fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
     let from_env = std::env::var("REPRISE_RECORD_DEVICE_HASHING")
         .ok()
@@ -409,19 +413,26 @@ fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
                 == Some(reprise::CaptureFormat::Raw)
         }
     };
-    Some(if raw {
-        format!(
+    let reachable = a.reachable
+        || std::env::var("REPRISE_RECORD_REACHABLE").is_ok_and(|v| {
+            reprise::RecordConfig::from_vars(|k| {
+                (k == "REPRISE_RECORD_REACHABLE").then(|| v.clone())
+            })
+            .is_ok_and(|c| c.reachable)
+        });
+    if raw {
+        Some(format!(
             "{asked}: device hashing copies only the chunks the store lacks, and the raw \
              format keeps no store (record in the store format, or without it)"
-        )
+        ))
+    } else if reachable {
+        Some(format!(
+            "{asked}: device hashing hashes the region as it is, and reachable-only \
+             recording poisons what a launch cannot reach: use one or the other"
+        ))
     } else {
-        format!(
-            "{asked}: the interposer cannot hash on the device yet (it records on the \
-             program's own modules and stream, and reprise's hashing kernel is not one of \
-             them); record without it. Device hashing is for the library's Recorder on \
-             reprise's CUDA executor (RecordConfig::device_hashing)"
-        )
-    })
+        None
+    }
 }
 
 /// `--region-size`: a size (K/M/G suffixes), not 0; checked before the
@@ -442,10 +453,10 @@ fn disk_size(s: &str) -> std::result::Result<u64, String> {
 mod tests {
     use super::install;
 
-    /// `--device-hashing` is refused before the program runs, saying why:
-    /// the raw format, else the interposer.
+    /// `--device-hashing` is refused before the program runs, saying why,
+    /// with the raw format or `--reachable`; in the store format it is had.
     #[test]
-    fn device_hashing_is_refused_naming_why() {
+    fn device_hashing_is_refused_only_where_it_cannot_work() {
         use clap::Parser;
         #[derive(Parser)]
         struct Cli {
@@ -458,11 +469,17 @@ mod tests {
             v.extend_from_slice(&["--", "true"]);
             Cli::parse_from(v).a
         };
-        let why = super::device_hashing_refusal(&args(&["--device-hashing"])).unwrap();
-        assert!(
-            why.contains("--device-hashing: the interposer cannot hash"),
-            "{why}"
-        );
+        if std::env::var_os("REPRISE_RECORD_FORMAT").is_none()
+            && std::env::var_os("REPRISE_RECORD_REACHABLE").is_none()
+        {
+            assert_eq!(
+                super::device_hashing_refusal(&args(&["--device-hashing"])),
+                None
+            );
+        }
+        let reach = args(&["--device-hashing", "--reachable"]);
+        let why = super::device_hashing_refusal(&reach).unwrap();
+        assert!(why.contains("use one or the other"), "{why}");
         let raw = args(&["--device-hashing", "--format", "raw"]);
         let why = super::device_hashing_refusal(&raw).unwrap();
         assert!(why.contains("raw format keeps no store"), "{why}");

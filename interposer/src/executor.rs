@@ -17,6 +17,7 @@ use reprise_core::record::BackendKind;
 use crate::real::*;
 
 mod error;
+mod own;
 
 pub use error::{CallOn, DriverError};
 use error::{check, driver};
@@ -48,6 +49,10 @@ pub struct Interposed {
     /// the kernel (0 when none did): the program's own launch, made as it
     /// made it, is refused the same way.
     pub(crate) refused: Arc<std::sync::atomic::AtomicI32>,
+    /// Set once the recording region was reserved: the recorder reserves
+    /// it first, and every later reservation is a device copy for device
+    /// hashing ([`own::DeviceCopy`]).
+    region_reserved: std::sync::atomic::AtomicBool,
 }
 
 impl Interposed {
@@ -58,6 +63,7 @@ impl Interposed {
             exiting: Arc::default(),
             launched: Arc::default(),
             refused: Arc::default(),
+            region_reserved: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -65,11 +71,13 @@ impl Interposed {
 /// The recording region: address space reserved through the driver's
 /// virtual memory management, mapped as the program's allocations grow
 /// into it ([`crate::heap`]). It is never unmapped: the program may use
-/// its memory until it exits, also after recording stopped.
+/// its memory until it exits, also after recording stopped. Or, with
+/// device hashing, a device copy of it, freed when dropped.
 #[derive(Debug)]
 pub struct Region {
     base: u64,
     reserved: u64,
+    _copy: Option<own::DeviceCopy>,
 }
 
 impl DeviceRegion for Region {
@@ -81,10 +89,13 @@ impl DeviceRegion for Region {
     }
 }
 
-/// The program's module, as the recorder holds it.
+/// The program's module, as the recorder holds it (or the interposer's
+/// own, reprise's chunk-hashing kernel).
 #[derive(Debug)]
 pub struct Image {
     module: Raw,
+    /// The interposer loaded it (device hashing), not the program.
+    ours: bool,
     /// Which globals it has (the driver cannot list them).
     names: Vec<String>,
     /// Its PTX text, when it is PTX: parameter sizes for drivers without
@@ -93,9 +104,10 @@ pub struct Image {
 }
 
 /// The program's function, with its parameter sizes from the PTX it was
-/// loaded from, when that is known.
+/// loaded from, when that is known, and whether it is the interposer's own
+/// (reprise's hashing kernel, whose launches are not the program's).
 #[derive(Debug, Clone)]
-pub struct Function(pub(crate) Raw, Option<Vec<u32>>);
+pub struct Function(pub(crate) Raw, Option<Vec<u32>>, bool);
 
 impl ErrorType for Interposed {
     type Error = DriverError;
@@ -114,6 +126,18 @@ impl Executor for Interposed {
     type Queue = InterposedQueue;
 
     fn reserve(&self, request: RegionRequest) -> Result<Region, DriverError> {
+        if self
+            .region_reserved
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // Device hashing's copy of the region: memory of its own.
+            let copy = own::DeviceCopy::alloc(request.capacity, self.exiting.clone())?;
+            return Ok(Region {
+                base: copy.base,
+                reserved: request.capacity,
+                _copy: Some(copy),
+            });
+        }
         let hint = request.base.unwrap_or(SUGGESTED_BASE);
         let (base, reserved) = crate::heap::heap()
             .reserve(request.capacity, hint)
@@ -122,18 +146,27 @@ impl Executor for Interposed {
                 on: CallOn::Bytes(request.capacity),
                 code,
             })?;
-        Ok(Region { base, reserved })
+        self.region_reserved
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(Region {
+            base,
+            reserved,
+            _copy: None,
+        })
     }
 
     fn load_image(&self, image: &[u8]) -> Result<Image, DriverError> {
-        let module = self
-            .adopt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or(DriverError::NoModule)?;
+        let adopted = self.adopt.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (module, ours) = match adopted {
+            Some(m) => (m, false),
+            // Device hashing's kernel: nothing of the program's stands for
+            // it, so the interposer loads it itself.
+            None if own::is_hashing_kernel(image) => (own::load_hashing_kernel(image)?, true),
+            None => return Err(DriverError::NoModule),
+        };
         Ok(Image {
             module,
+            ours,
             names: global_names(image),
             ptx: matches!(sniff(image), ImageKind::Ptx)
                 .then(|| String::from_utf8_lossy(image).into_owned()),
@@ -157,7 +190,7 @@ impl Executor for Interposed {
             .ptx
             .as_deref()
             .and_then(|p| reprise_cuda::ptx::param_sizes(p, name));
-        Ok(Function(Raw(f as usize), from_ptx))
+        Ok(Function(Raw(f as usize), from_ptx, image.ours))
     }
 
     fn global<'n>(
@@ -399,11 +432,14 @@ impl Queue for InterposedQueue {
                 std::ptr::null_mut(),
             )
         };
-        if rc == SUCCESS {
-            self.launched
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        } else {
-            self.refused.store(rc, std::sync::atomic::Ordering::Relaxed);
+        // The hashing kernel's launch is not the program's: it says nothing
+        // of whether the program's kernel ran or would be refused.
+        match (kernel.2, rc) {
+            (true, _) => {}
+            (false, SUCCESS) => self
+                .launched
+                .store(true, std::sync::atomic::Ordering::Relaxed),
+            (false, _) => self.refused.store(rc, std::sync::atomic::Ordering::Relaxed),
         }
         check("cuLaunchKernel", rc)
     }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use reprise_core::exec::{Executor, LaunchConfig};
-use reprise_std::{Args, ImageId, Kernel, RecordConfig, Recorder};
+use reprise_std::{Args, ImageId, Kernel, RecordConfig, Recorder, WriterKind};
 
 use crate::executor::{Interposed, Raw, SUGGESTED_BASE};
 use crate::heap::{ALIGN, Outside, heap};
@@ -81,6 +81,11 @@ fn say(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// A warning from the executor, on stderr with reprise's prefix.
+pub(crate) fn warn(line: std::fmt::Arguments<'_>) {
+    say(format_args!("reprise: {line}"));
+}
+
 /// Where the captures go, once a recorder was made.
 static DIR: OnceLock<PathBuf> = OnceLock::new();
 
@@ -139,6 +144,13 @@ fn state(phase: &mut Phase) -> Option<&mut State> {
             say(format_args!("reprise: {w}"));
         }
         let config = match RecordConfig::from_env() {
+            // Device hashing's writer copies the chunks the host lacks from
+            // a device copy: on the launching thread, inside the recorded
+            // launch, where the program's context is current and cannot
+            // have been released yet (a background writer could find it
+            // gone, the program's own `cuDevicePrimaryCtxRelease` before
+            // its exit included).
+            Ok(c) if c.enabled && c.device_hashing => c.writer(WriterKind::Inline),
             Ok(c) if c.enabled => c,
             Ok(_) => {
                 *phase = Phase::Off;
