@@ -553,10 +553,11 @@ pub trait Executor: ErrorType {
 
     /// Reserves a region as [`Executor::reserve`] does, in which each of
     /// `parts` (disjoint, offsets from the base, inside the request's
-    /// `backed` bytes) holds its file's bytes, mapped privately where the
-    /// executor can map files into device memory (the host); the other
-    /// bytes are the caller's to fill. `Ok(None)` (the default) means it
-    /// cannot, here or at all, as for [`Executor::reserve_mapped`].
+    /// `backed` bytes; none at all is fine) holds its file's bytes, mapped
+    /// privately where the executor can map files into device memory (the
+    /// host); the other bytes are zero, for the caller to fill. `Ok(None)`
+    /// (the default) means it cannot, here or at all, as for
+    /// [`Executor::reserve_mapped`].
     fn reserve_mapped_parts(
         &self,
         request: RegionRequest,

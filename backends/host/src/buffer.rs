@@ -14,6 +14,18 @@ pub enum HostBuffer {
     Heap(Vec<u8>),
     /// A private mapping of a file, or an anonymous mapping (large buffers).
     Mapped(memmap2::MmapMut),
+    /// `len` bytes from `offset` of an anonymous mapping into which files
+    /// are mapped privately ([`reprise_core::exec::Executor::buffer_mapped_parts`]):
+    /// the offset puts the buffer's start on a 2 MiB boundary, as the
+    /// parts' page-cache pages are mapped faster there.
+    Parts {
+        /// The whole mapping.
+        map: memmap2::MmapMut,
+        /// Where the buffer starts in it.
+        offset: usize,
+        /// The buffer's length.
+        len: usize,
+    },
 }
 
 impl AsRef<[u8]> for HostBuffer {
@@ -21,6 +33,7 @@ impl AsRef<[u8]> for HostBuffer {
         match self {
             HostBuffer::Heap(v) => v,
             HostBuffer::Mapped(m) => m,
+            HostBuffer::Parts { map, offset, len } => &map[*offset..*offset + *len],
         }
     }
 }
@@ -30,6 +43,7 @@ impl AsMut<[u8]> for HostBuffer {
         match self {
             HostBuffer::Heap(v) => v,
             HostBuffer::Mapped(m) => m,
+            HostBuffer::Parts { map, offset, len } => &mut map[*offset..*offset + *len],
         }
     }
 }

@@ -364,17 +364,26 @@ impl Executor for HostExecutor {
         if len == 0 || !parts_fit(parts, len as u64) {
             return Ok(None);
         }
-        let mut map = memmap2::MmapMut::map_anon(len)
+        // From a 2 MiB boundary: a fault then maps more of a part's pages
+        // at once (half as many faults on 1 MiB chunk files).
+        const ALIGN: usize = 2 << 20;
+        let whole = len.checked_add(ALIGN).ok_or(HostError::TooLarge {
+            what: TooLarge::Buffer(len as u64),
+        })?;
+        let mut map = memmap2::MmapMut::map_anon(whole)
             .map_err(|e| HostError::os("mmap", OsError::from(&e), OsContext::None))?;
-        let base = map.as_mut_ptr() as u64;
-        // SAFETY: every part lies inside the anonymous mapping just made,
-        // which this function alone holds (`parts_fit`: page-aligned, within
-        // `len`), so MAP_FIXED replaces only its own pages; dropping `map`
-        // unmaps the whole range, the parts' mappings included.
+        let start = map.as_mut_ptr() as usize;
+        let offset = start.next_multiple_of(ALIGN) - start;
+        let base = (start + offset) as u64;
+        // SAFETY: every part lies inside the anonymous mapping just made
+        // (`parts_fit`: page-aligned, within `len`, and `offset + len` is
+        // within `whole`), which this function alone holds, so MAP_FIXED
+        // replaces only its own pages; dropping `map` unmaps the whole
+        // range, the parts' mappings included.
         if !unsafe { map_parts(base, parts) } {
             return Ok(None);
         }
-        Ok(Some(HostBuffer::Mapped(map)))
+        Ok(Some(HostBuffer::Parts { map, offset, len }))
     }
 
     fn reserve_mapped_parts(
@@ -382,7 +391,7 @@ impl Executor for HostExecutor {
         request: RegionRequest,
         parts: &[MapPart],
     ) -> Result<Option<HostRegion>, HostError> {
-        if request.base.is_none() || parts.is_empty() || !parts_fit(parts, request.backed) {
+        if request.base.is_none() || !parts_fit(parts, request.backed) {
             return Ok(None);
         }
         // A region that cannot be reserved is the caller's to report (it

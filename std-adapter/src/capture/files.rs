@@ -459,7 +459,7 @@ impl SnapshotFile {
         else {
             return Ok(None);
         };
-        let gaps = mappable.gaps(manifest.len());
+        let gaps = mappable.gaps(manifest);
         *self.mapped.lock().unwrap_or_else(|e| e.into_inner()) = Some(mappable);
         Ok(Some((region, gaps)))
     }

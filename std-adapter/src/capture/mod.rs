@@ -225,6 +225,9 @@ impl Capture {
     /// a warning in the log.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Capture> {
         let path = path.as_ref();
+        // One chunk store for every file of a store capture (its globals
+        // and image read, its snapshots opened), not one each.
+        let _shared = stored::SharedStores::enter();
         let record = read_descriptor(path)?;
         let base = resolve_base(&record, path, &options);
         let paths = CapturePaths::new(path, record.generation);

@@ -9,7 +9,10 @@
 //! mapped (compressed chunks, a short last chunk's bytes past its last
 //! whole page, chunks whose place is not page-aligned where pages are
 //! larger than chunks) is read into place as usual
-//! ([`ChunkStore::read_rest_into`]).
+//! ([`ChunkStore::read_rest_into`]), except chunks of zeros: the memory
+//! the parts are mapped into is zero already, so a chunk whose name is the
+//! hash of zeros (untouched memory, the commonest chunk of a snapshot) is
+//! neither decompressed nor copied, once its file is found to be there.
 //!
 //! Each file's length is checked against the manifest (on the open file)
 //! before it is mapped, so a file that is not what the manifest says is
@@ -42,9 +45,12 @@ const MAX_FILES: u64 = 4096;
 pub struct Mappable {
     /// Per chunk: its file when it is plain and open.
     pub(super) files: Vec<Option<Arc<File>>>,
-    /// Per chunk: the bytes from its start that a part maps.
+    /// Per chunk: the bytes from its start that are in place once the
+    /// parts are mapped (a part's bytes; all of a chunk of zeros).
     pub(super) mapped: Vec<u64>,
     parts: Vec<MapPart>,
+    /// Whether any chunk is zeros.
+    zeros: bool,
 }
 
 impl Mappable {
@@ -53,9 +59,9 @@ impl Mappable {
         &self.parts
     }
 
-    /// Whether nothing can be mapped.
+    /// Whether nothing is gained: no part to map, no chunk of zeros.
     pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
+        self.parts.is_empty() && !self.zeros
     }
 
     /// The bytes mapped.
@@ -63,22 +69,41 @@ impl Mappable {
         self.parts.iter().map(|p| p.len).sum()
     }
 
-    /// The ranges of the `len` bytes that no part maps, as `(offset, len)`,
-    /// in order and merged.
-    pub fn gaps(&self, len: u64) -> Vec<(u64, u64)> {
+    /// The ranges of the manifest `m`'s bytes that are not in place once
+    /// the parts are mapped into zeroed memory (neither mapped nor a chunk
+    /// of zeros), as `(offset, len)`, in order and merged.
+    pub fn gaps(&self, m: &Manifest) -> Vec<(u64, u64)> {
         let mut gaps: Vec<(u64, u64)> = Vec::new();
-        let mut at = 0;
-        for p in &self.parts {
-            if p.offset > at {
-                gaps.push((at, p.offset - at));
+        for (i, c) in m.chunks().iter().enumerate() {
+            let have = self.mapped.get(i).copied().unwrap_or(0);
+            if have >= u64::from(c.len) {
+                continue;
             }
-            at = p.offset + p.len;
-        }
-        if len > at {
-            gaps.push((at, len - at));
+            let (at, n) = (m.offset_of(i) + have, u64::from(c.len) - have);
+            match gaps.last_mut() {
+                Some((start, len)) if *start + *len == at => *len += n,
+                _ => gaps.push((at, n)),
+            }
         }
         gaps
     }
+}
+
+/// The name of a chunk of `len` zero bytes (remembered: hashing a MiB
+/// takes a fifth of a millisecond).
+fn zeros_hash(len: u32) -> ChunkHash {
+    static KNOWN: std::sync::Mutex<Vec<(u32, ChunkHash)>> = std::sync::Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, h)) = known.iter().find(|(l, _)| *l == len) {
+        return h;
+    }
+    let h = ChunkHash::of(&vec![0u8; len as usize]);
+    // A snapshot's chunk size and its last chunk's length: a few at most.
+    if known.len() >= 16 {
+        known.remove(0);
+    }
+    known.push((len, h));
+    h
 }
 
 /// How many chunk files may be held open at once: a quarter of the soft
@@ -103,14 +128,31 @@ impl ChunkStore {
             files: vec![None; n],
             mapped: vec![0; n],
             parts: Vec::new(),
+            zeros: false,
         };
         if self.version < layout::PLAIN_CHUNKS_SINCE || granularity == 0 {
             return out;
         }
         let budget = file_budget();
         let mut open: HashMap<ChunkHash, Option<Arc<File>>> = HashMap::new();
+        let mut there: HashMap<ChunkHash, bool> = HashMap::new();
         for (i, c) in m.chunks().iter().enumerate() {
             let offset = m.offset_of(i);
+            if c.hash == zeros_hash(c.len) {
+                // In place already, if its file is there at all (else the
+                // read names it).
+                let found = *there.entry(c.hash).or_insert_with(|| {
+                    self.open_chunk(c)
+                        .ok()
+                        .and_then(|f| f.metadata().ok())
+                        .is_some_and(|md| md.is_file())
+                });
+                if found {
+                    out.mapped[i] = u64::from(c.len);
+                    out.zeros = true;
+                }
+                continue;
+            }
             let len = u64::from(c.len) / granularity * granularity;
             if offset % granularity != 0 || len == 0 {
                 continue;
@@ -141,8 +183,9 @@ impl ChunkStore {
 
     /// Reads every byte of `m` that `mappable` (this manifest's) does not
     /// map into its place in `out` (`m.len()` bytes, the mapped parts in
-    /// place already): the rest of a plain chunk from its open file, every
-    /// other chunk as [`ChunkStore::read_into_with`] reads it. With
+    /// place already and every other byte zero): the rest of a plain chunk
+    /// from its open file, every other chunk but those of zeros as
+    /// [`ChunkStore::read_into_with`] reads it. With
     /// [`Verify::EachChunk`] each chunk is hashed whole, its mapped bytes
     /// included.
     pub fn read_rest_into(

@@ -106,11 +106,20 @@ impl Default for StoreOptions {
             fsync: true,
             level: layout::DEFAULT_LEVEL,
             chunk_size: layout::DEFAULT_CHUNK_SIZE,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get().min(4))
-                .unwrap_or(1),
+            threads: default_threads(),
         }
     }
+}
+
+/// The machine's cores, at most 4: asked once (the system's answer reads
+/// cgroup files, a tenth of a millisecond that every store opened paid).
+fn default_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get().min(4))
+            .unwrap_or(1)
+    })
 }
 
 /// The chunk store of one capture directory, for writing
@@ -129,6 +138,10 @@ pub struct ChunkStore {
     version: u32,
     /// The chunk directories `chunks/XX` opened so far, by `XX`'s byte.
     prefixes: Box<[OnceLock<OwnedFd>]>,
+    /// Whether new chunks are written as unnamed files (`O_TMPFILE`) and
+    /// linked to their names through `/proc/self/fd`, found out by the
+    /// first put.
+    unnamed: OnceLock<bool>,
     options: StoreOptions,
     /// Chunks [`ChunkStore::check`] or a read found whole.
     verified: Mutex<HashSet<ChunkHash>>,
@@ -177,6 +190,7 @@ impl ChunkStore {
             chunk_size: version.chunk_size,
             version: version.version,
             prefixes: (0..256).map(|_| OnceLock::new()).collect(),
+            unnamed: OnceLock::new(),
             options,
             verified: Mutex::new(HashSet::new()),
             #[cfg(test)]
@@ -211,6 +225,7 @@ impl ChunkStore {
             chunk_size: version.chunk_size,
             version: version.version,
             prefixes: (0..256).map(|_| OnceLock::new()).collect(),
+            unnamed: OnceLock::new(),
             options,
             verified: Mutex::new(HashSet::new()),
             #[cfg(test)]
@@ -263,10 +278,13 @@ impl ChunkStore {
             return Ok(fd);
         }
         let name = format!("{prefix:02x}");
-        let fd = if make {
-            fs::open_or_make_dir(&self.chunks_fd, &name)?
-        } else {
-            fs::open_dir(&self.chunks_fd, &name)?
+        // Opened first: a `mkdir` that finds it there still takes the
+        // chunks directory's lock, which every writer's threads contend for.
+        let fd = match fs::open_dir(&self.chunks_fd, &name) {
+            Err(e) if make && e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
+                fs::open_or_make_dir(&self.chunks_fd, &name)?
+            }
+            other => other?,
         };
         // Another thread may have opened it meanwhile: either will do.
         Ok(slot.get_or_init(|| fd))

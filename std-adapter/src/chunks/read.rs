@@ -77,6 +77,30 @@ impl Scratch {
             compressed: Vec::new(),
         })
     }
+
+    /// This thread's scratch, made once (a zstd context is ~100 KiB to
+    /// set up, which every small read, a capture's globals and image,
+    /// paid), or a new one when it is in use.
+    fn take() -> Result<Self> {
+        match KEPT.with(|k| k.take()) {
+            Some(s) => Ok(s),
+            None => Self::new(),
+        }
+    }
+
+    /// Gives it back for this thread's next read.
+    fn keep(mut self) {
+        // A large frame's buffer is not kept.
+        if self.compressed.capacity() > 4 << 20 {
+            self.compressed = Vec::new();
+        }
+        KEPT.with(|k| k.set(Some(self)));
+    }
+}
+
+thread_local! {
+    /// A reader thread's [`Scratch`] between reads.
+    static KEPT: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
 }
 
 impl ChunkStore {
@@ -114,7 +138,13 @@ impl ChunkStore {
                 },
             ));
         }
-        let threads = self.threads_for(m.chunks().len());
+        let todo = (0..m.chunks().len())
+            .filter(|&i| verify == Verify::EachChunk || have(i).0 < u64::from(m.chunks()[i].len))
+            .count();
+        if todo == 0 {
+            return Ok(());
+        }
+        let threads = self.threads_for(todo);
         let mut slots: Vec<Vec<(usize, &mut [u8])>> = (0..threads).map(|_| Vec::new()).collect();
         // Round robin: zero chunks decompress faster than others, and
         // neighbours are alike.
@@ -128,7 +158,7 @@ impl ChunkStore {
         }
         let stop = AtomicBool::new(false);
         let work = |mine: Vec<(usize, &mut [u8])>| -> Result<()> {
-            let mut scratch = Scratch::new()?;
+            let mut scratch = Scratch::take()?;
             for (i, place) in mine {
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -149,6 +179,7 @@ impl ChunkStore {
                     return Err(self.chunk_error(i, c, fault));
                 }
             }
+            scratch.keep();
             Ok(())
         };
         if threads == 1 {

@@ -451,13 +451,14 @@ fn plain_chunks_are_mappable_over_their_whole_pages_and_the_rest_is_read() {
         "the zero chunk is compressed; the short chunk maps its two whole pages"
     );
     assert_eq!(
-        mappable.gaps(m.len()),
-        [(c, c), (4 * c + 2 * page, 904)],
-        "the zero chunk, and the short chunk's tail"
+        mappable.gaps(&m),
+        [(4 * c + 2 * page, 904)],
+        "the short chunk's tail (the zero chunk is zeros in place)"
     );
     assert_eq!(mappable.mapped_bytes(), 3 * c + 2 * page);
     for verify in [Verify::Whole, Verify::EachChunk] {
-        let mut out = vec![0xeeu8; data.len()];
+        // Mapped into zeroed memory.
+        let mut out = vec![0u8; data.len()];
         place_parts(&mappable, &mut out, cs as usize);
         store
             .read_rest_into(&m, &mappable, &mut out, verify)
@@ -465,7 +466,7 @@ fn plain_chunks_are_mappable_over_their_whole_pages_and_the_rest_is_read() {
         assert!(out == data, "{verify:?}");
     }
     // Pages larger than the chunks: only chunks at a page boundary map.
-    assert!(store.mappable(&m, 2 * c).is_empty());
+    assert!(store.mappable(&m, 2 * c).parts().is_empty());
     // A chunk file that is not the manifest's length is read, never
     // mapped (and the read names it).
     let c2 = m.chunks()[2];
@@ -482,6 +483,24 @@ fn plain_chunks_are_mappable_over_their_whole_pages_and_the_rest_is_read() {
         .unwrap_err();
     match e.store_problem() {
         Some(crate::error::StoreProblem::Chunk(p)) => assert_eq!(p.index, 2),
+        other => panic!("not a chunk problem: {other:?}"),
+    }
+    // A chunk of zeros whose file is gone is not taken as in place: the
+    // read names it.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    let zero = m.chunks()[1];
+    std::fs::remove_file(store.chunk_file(&zero.hash)).unwrap();
+    let mappable = store.mappable(&m, page);
+    assert_eq!(mappable.gaps(&m)[0], (c, c));
+    let mut out = vec![0u8; data.len()];
+    let e = store
+        .read_rest_into(&m, &mappable, &mut out, Verify::Whole)
+        .unwrap_err();
+    match e.store_problem() {
+        Some(crate::error::StoreProblem::Chunk(p)) => {
+            assert_eq!((p.index, p.fault), (1, ChunkFault::Missing));
+        }
         other => panic!("not a chunk problem: {other:?}"),
     }
     // A store of format 1 maps nothing.

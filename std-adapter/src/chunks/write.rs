@@ -2,11 +2,13 @@
 //!
 //! A new chunk is written (compressed, or in format 2 as its plain bytes
 //! when it hardly compresses) into a fresh file in `tmp/` (`O_EXCL`, a
-//! random name); a worker's new chunk files are flushed when asked, a batch
-//! at a time, and only then linked to `chunks/XX/HASH`, so that a chunk's
-//! name never stands for bytes not yet on disk; a name that is taken means
-//! another writer stored the same bytes, and the temporary file goes either
-//! way. A chunk the store has is touched instead (its
+//! random name), or where the system has them into an unnamed file
+//! (`O_TMPFILE`, which leaves nothing behind a killed writer and takes no
+//! lock of `tmp/`); a worker's new chunk files are flushed when asked, a
+//! batch at a time, and only then linked to `chunks/XX/HASH`, so that a
+//! chunk's name never stands for bytes not yet on disk; a name that is
+//! taken means another writer stored the same bytes, and the temporary
+//! file goes either way. A chunk the store has is touched instead (its
 //! modification time set to now), which is what tells a concurrent gc that
 //! it is in use again (see [`super::pin`]).
 //!
@@ -86,11 +88,13 @@ struct Scratch {
 /// open).
 const BATCH: usize = 32;
 
-/// A chunk written into `tmp/` and not yet linked to its name: removed
-/// when dropped.
+/// A chunk written and not yet linked to its name: a file in `tmp/`
+/// (removed when dropped), or an unnamed one (`O_TMPFILE`: gone when its
+/// descriptor closes, even if the writer is killed).
 struct Written<'s> {
     tmp_fd: &'s OwnedFd,
-    tmp_name: String,
+    /// `None` for an unnamed file.
+    tmp_name: Option<String>,
     file: Option<std::fs::File>,
     hash: ChunkHash,
 }
@@ -98,7 +102,59 @@ struct Written<'s> {
 impl Drop for Written<'_> {
     fn drop(&mut self) {
         drop(self.file.take());
-        let _ = fs::remove(self.tmp_fd, &self.tmp_name);
+        if let Some(name) = &self.tmp_name {
+            let _ = fs::remove(self.tmp_fd, name);
+        }
+    }
+}
+
+/// An unnamed file (`O_TMPFILE`, mode 0444) in `dir`; `None` where the
+/// file system or the kernel has none.
+fn unnamed_file(dir: &OwnedFd) -> std::io::Result<Option<std::fs::File>> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o444),
+    ) {
+        Ok(fd) => Ok(Some(std::fs::File::from(fd))),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether an unnamed file made in `tmp/` can be linked to a name (the
+/// kernel and the file system have `O_TMPFILE`, `/proc` is mounted):
+/// tried once, on a file linked as a chunk being written under the pin
+/// `pin_id` (so that gc knows it for a dead writer's should this one be
+/// killed before it removes it).
+fn unnamed_links(tmp_fd: &OwnedFd, pin_id: &str) -> std::io::Result<bool> {
+    let Some(file) = unnamed_file(tmp_fd)? else {
+        return Ok(false);
+    };
+    let name = format!("{}{pin_id}.{:016x}", tmp::CHUNK, fastrand::u64(..));
+    let linked = link_unnamed(&file, tmp_fd, &name);
+    let _ = fs::remove(tmp_fd, &name);
+    Ok(linked.unwrap_or(false))
+}
+
+/// Links the unnamed file `file` to `name` in `dir` (through
+/// `/proc/self/fd`, which needs no privilege, unlike `AT_EMPTY_PATH`):
+/// `false` when the name is taken.
+fn link_unnamed(file: &std::fs::File, dir: &OwnedFd, name: &str) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match rustix::fs::linkat(
+        rustix::fs::CWD,
+        proc.as_str(),
+        dir,
+        name,
+        rustix::fs::AtFlags::SYMLINK_FOLLOW,
+    ) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -330,14 +386,20 @@ impl ChunkStore {
             }
         }
         for mut w in batch.drain(..) {
-            drop(w.file.take());
             let hex = w.hash.hex();
             let name = std::str::from_utf8(&hex).unwrap_or_default();
             let prefix_fd = self.prefix_dir(w.hash.0[0], true).map_err(|e| {
                 Error::io(self.prefix_path(w.hash.0[0]), "create store directory", e)
             })?;
-            if fs::place(w.tmp_fd, &w.tmp_name, prefix_fd, name)
-                .map_err(|e| Error::io(self.chunk_file(&w.hash), "write chunk", e))?
+            let placed = match (&w.tmp_name, &w.file) {
+                (None, Some(f)) => link_unnamed(f, prefix_fd, name),
+                (Some(tmp_name), _) => {
+                    drop(w.file.take());
+                    fs::place(w.tmp_fd, tmp_name, prefix_fd, name)
+                }
+                (None, None) => Err(std::io::Error::other("an unnamed chunk file closed early")),
+            };
+            if placed.map_err(|e| Error::io(self.chunk_file(&w.hash), "write chunk", e))?
                 && self.options.fsync
             {
                 linked
@@ -454,8 +516,28 @@ impl ChunkStore {
             layout::raw_frame(data, &mut scratch.out);
             &scratch.out
         };
-        let (tmp_name, file) = fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
-            .map_err(|e| Error::io(self.root.join(layout::TMP_DIR), "create chunk", e))?;
+        let create = |e| Error::io(self.root.join(layout::TMP_DIR), "create chunk", e);
+        // An unnamed file where the system has them: no name in `tmp/` to
+        // make and remove (each of which takes `tmp/`'s lock, which all of
+        // a writer's threads contend for), and nothing left by a writer
+        // that is killed.
+        let works = *self
+            .unnamed
+            .get_or_init(|| unnamed_links(tmp_fd, pin_id).unwrap_or(false));
+        let unnamed = if works {
+            unnamed_file(tmp_fd).map_err(create)?
+        } else {
+            None
+        };
+        let (tmp_name, file) = match unnamed {
+            Some(f) => (None, f),
+            None => {
+                let (name, f) =
+                    fs::create_fresh(tmp_fd, &format!("{}{pin_id}.", tmp::CHUNK), 0o444)
+                        .map_err(create)?;
+                (Some(name), f)
+            }
+        };
         // Removed again if the write fails.
         let mut written = Written {
             tmp_fd,
