@@ -21,7 +21,7 @@ use std::sync::Arc;
 use reprise_core::exec::{Executor, MapFile, RegionRequest};
 use reprise_core::record::{Checksummer, KernelRecord};
 
-use crate::chunks::{ChunkStore, Manifest, Mappable, Verify};
+use crate::chunks::{ChunkStore, Gaps, Manifest, Mappable, Verify};
 use crate::error::{CaptureProblem, Error, Result};
 
 use super::stored;
@@ -434,7 +434,7 @@ impl SnapshotFile {
         &self,
         exec: &E,
         request: RegionRequest,
-    ) -> Result<Option<(E::Region, Vec<(u64, u64)>)>> {
+    ) -> Result<Option<(E::Region, Gaps)>> {
         let SnapshotSource::Chunked { manifest, store } = &self.source else {
             return Ok(None);
         };

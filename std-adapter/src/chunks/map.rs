@@ -35,6 +35,10 @@ use super::layout;
 use super::manifest::Manifest;
 use super::read::Verify;
 
+/// Ranges of bytes, `(offset, len)`, in order: what a mapping leaves to
+/// be filled ([`Mappable::gaps`]).
+pub type Gaps = Vec<(u64, u64)>;
+
 /// The most chunk files one [`Mappable`] holds open: a quarter of the
 /// process's limit on open files, and no more than this.
 const MAX_FILES: u64 = 4096;
@@ -72,8 +76,8 @@ impl Mappable {
     /// The ranges of the manifest `m`'s bytes that are not in place once
     /// the parts are mapped into zeroed memory (neither mapped nor a chunk
     /// of zeros), as `(offset, len)`, in order and merged.
-    pub fn gaps(&self, m: &Manifest) -> Vec<(u64, u64)> {
-        let mut gaps: Vec<(u64, u64)> = Vec::new();
+    pub fn gaps(&self, m: &Manifest) -> Gaps {
+        let mut gaps: Gaps = Vec::new();
         for (i, c) in m.chunks().iter().enumerate() {
             let have = self.mapped.get(i).copied().unwrap_or(0);
             if have >= u64::from(c.len) {
@@ -154,7 +158,7 @@ impl ChunkStore {
                 continue;
             }
             let len = u64::from(c.len) / granularity * granularity;
-            if offset % granularity != 0 || len == 0 {
+            if !offset.is_multiple_of(granularity) || len == 0 {
                 continue;
             }
             if !open.contains_key(&c.hash) {

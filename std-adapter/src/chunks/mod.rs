@@ -74,7 +74,7 @@ pub use gc::{GcOptions, GcReport, gc, gc_with};
 pub use layout::{StoreVersion, manifest_path};
 pub use leftovers::{Leftover, LeftoverKind, live_pins, store_leftovers};
 pub use manifest::{ChunkRef, MAX_ENCODED_LEN, Manifest};
-pub use map::Mappable;
+pub use map::{Gaps, Mappable};
 pub use pin::Pin;
 pub use read::Verify;
 pub use usage::{Usage, usage};

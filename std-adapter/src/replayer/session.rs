@@ -403,7 +403,7 @@ fn reserve_region<E: Executor>(
     capture: &Capture,
     base: u64,
     len: usize,
-) -> Result<(E::Region, bool, Vec<(u64, u64)>)> {
+) -> Result<(E::Region, bool, crate::chunks::Gaps)> {
     let start = base / PAGE * PAGE;
     let lead = base - start;
     let snapshot_request = RegionRequest::new(Some(start), (lead + len as u64).max(PAGE));
