@@ -1,0 +1,269 @@
+//! Measuring in this process: the candidates grouped by compile setting,
+//! each setting's image loaded (or compiled) once.
+
+use super::*;
+
+/// What measuring came to.
+#[derive(Debug)]
+pub(super) struct Outcome {
+    /// The rows measured (and written), in the order measured.
+    pub(super) rows: Vec<Row>,
+    /// Whether every time is the device's own.
+    pub(super) device_times: bool,
+    /// Why measuring stopped on a failure, if it did.
+    pub(super) lost: Option<String>,
+    /// Whether Ctrl-C stopped it.
+    pub(super) interrupted: bool,
+    /// Whether the time budget stopped it.
+    pub(super) budget_spent: bool,
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome {
+            rows: Vec::new(),
+            device_times: true,
+            lost: None,
+            interrupted: false,
+            budget_spent: false,
+        }
+    }
+}
+
+/// How [`measure_here`] measures.
+pub(super) struct Here<'p> {
+    /// Where each row goes as it is measured.
+    pub(super) results: Option<&'p Path>,
+    /// The compile settings (indices) whose recorded configuration's row
+    /// is written.
+    pub(super) write_recorded: Vec<usize>,
+    /// When to stop drawing candidates.
+    pub(super) deadline: Option<Instant>,
+    /// Whether to show a progress bar.
+    pub(super) progress: bool,
+}
+
+/// Measures `todo` (and the recorded configuration with each compile
+/// setting of `how.write_recorded`) in this process, on the device `a`
+/// names: the candidates are grouped by compile setting, and each
+/// setting's image is loaded (or compiled) once for all its geometries.
+pub(super) fn measure_here(
+    a: &TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    compiles: &[Compile],
+    todo: Vec<Candidate>,
+    how: &Here<'_>,
+) -> Result<Outcome> {
+    let total = todo.len() + how.write_recorded.len();
+    let mut groups: Vec<usize> = Vec::new();
+    for c in todo
+        .iter()
+        .map(|c| c.compile)
+        .chain(how.write_recorded.iter().copied())
+    {
+        if !groups.contains(&c) {
+            groups.push(c);
+        }
+    }
+    let mut bar = how
+        .progress
+        .then(|| crate::ui::LazyProgress::new(total as u64, "tuning"));
+    let mut out = Outcome::default();
+    for g in groups {
+        if out.lost.is_some() || out.interrupted || out.budget_spent {
+            break;
+        }
+        let configs: Vec<LaunchConfig> = todo
+            .iter()
+            .filter(|c| c.compile == g)
+            .map(|c| c.config)
+            .collect();
+        let group = Group {
+            compile: &compiles[g],
+            write_recorded: how.write_recorded.contains(&g),
+            total,
+        };
+        let o = measure_group(
+            a, capture, backend, configs, &group, how, &mut bar, &out.rows,
+        )?;
+        out.rows.extend(o.rows);
+        out.device_times &= o.device_times;
+        out.lost = out.lost.or(o.lost);
+        out.interrupted |= o.interrupted;
+        out.budget_spent |= o.budget_spent;
+    }
+    Ok(out)
+}
+
+/// One compile setting's share of [`measure_here`].
+pub(super) struct Group<'c> {
+    /// The setting.
+    pub(super) compile: &'c Compile,
+    /// Whether the recorded configuration's row is written with it.
+    pub(super) write_recorded: bool,
+    /// How many rows the whole measuring writes (for the progress bar).
+    pub(super) total: usize,
+}
+
+/// The registers and spill bytes (stores, loads) of a JIT load.
+pub(super) type Loaded = (Option<u32>, Option<(u64, u64)>);
+
+/// Measures `configs` (and the recorded configuration) with one compile
+/// setting: its module is loaded, or its image compiled, once.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn measure_group(
+    a: &TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    configs: Vec<LaunchConfig>,
+    group: &Group<'_>,
+    how: &Here<'_>,
+    bar: &mut Option<crate::ui::LazyProgress>,
+    before: &[Row],
+) -> Result<Outcome> {
+    let total = group.total;
+    let compiled_capture;
+    let capture = match group.compile {
+        Compile::OptLevel(level) => {
+            compiled_capture = crate::tune::opt_levels::open_at(a, *level)?;
+            &compiled_capture
+        }
+        _ => capture,
+    };
+    if !reprise::executors::traits(backend).launch_geometry {
+        // A kernel without a launch geometry (the host's): one replay of
+        // the recorded configuration with this compile setting.
+        let mut row = crate::tune::opt_levels::replay_row(a, capture);
+        group.compile.stamp(&mut row);
+        write_row(how.results, &row)?;
+        if let Some(bar) = bar {
+            bar.set(before.len() as u64 + 1);
+        }
+        let spent = how.deadline.is_some_and(|d| Instant::now() >= d);
+        return Ok(Outcome {
+            rows: vec![row],
+            device_times: false,
+            budget_spent: spent,
+            ..Outcome::default()
+        });
+    }
+    let jit = match group.compile {
+        Compile::Jit(o) => Some(o.clone()),
+        _ => None,
+    };
+    if jit.is_some() {
+        crate::tune::jit::apply(jit.clone());
+        reprise::cuda_jit::take_compiled();
+    }
+    let jitted = jit.is_some();
+    let kernel = capture.record.name.to_string();
+    // The registers and spills of this setting's one load, taken when the
+    // first configuration is measured (the module is loaded by then).
+    let mut loaded: Option<Loaded> = None;
+    let mut builder = reprise::tune(capture);
+    if let Some(b) = a.backend.kind() {
+        builder = builder.backend(b);
+    }
+    if let Some(d) = a.device_id {
+        builder = builder.device_id(d);
+    }
+    let mut rows = Vec::new();
+    let mut write_error = None;
+    let mut spent = false;
+    let result = {
+        let (rows, write_error, spent, loaded) =
+            (&mut rows, &mut write_error, &mut spent, &mut loaded);
+        let builder = builder
+            .options(TuneOptions {
+                configs,
+                repetitions: a.repetitions,
+                warmup: a.warmup,
+                verify: true,
+                compare: a.compare.spec(),
+                force: a.force,
+            })
+            .on_config(move |_, _, m: &Measured| {
+                if !m.recorded || group.write_recorded {
+                    let mut row = Row::of(m);
+                    group.compile.stamp(&mut row);
+                    if jitted {
+                        let (registers, spills) = *loaded.get_or_insert_with(|| {
+                            reprise::cuda_jit::take_compiled()
+                                .into_iter()
+                                .rev()
+                                .find(|(name, _)| *name == kernel)
+                                .map_or((None, None), |(_, c)| (c.registers, c.spills))
+                        });
+                        row.registers = registers;
+                        row.spills = spills;
+                    }
+                    if let Err(e) = write_row(how.results, &row) {
+                        write_error.get_or_insert(e);
+                    }
+                    rows.push(row);
+                    if let Some(bar) = bar {
+                        let n = before.len() + rows.len();
+                        bar.set_message(format!(
+                            "{n} of {total}: {}",
+                            report::config_text(&m.config)
+                        ));
+                        bar.set(n as u64);
+                    }
+                }
+                if how.deadline.is_some_and(|d| Instant::now() >= d) {
+                    *spent = true;
+                }
+                write_error.is_none() && !*spent && !crate::tune::INTERRUPTED.load(Ordering::SeqCst)
+            });
+        reprise::block_on(std::future::IntoFuture::into_future(builder))
+    };
+    if jit.is_some() {
+        crate::tune::jit::apply(None);
+    }
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    let mut out = Outcome {
+        rows,
+        budget_spent: spent,
+        ..Outcome::default()
+    };
+    match result {
+        Ok(r) => {
+            out.device_times = r.device_times;
+            match r.stopped {
+                Some(Stopped::Interrupted) => {
+                    out.interrupted = !spent && crate::tune::INTERRUPTED.load(Ordering::SeqCst)
+                }
+                Some(other) => out.lost = Some(other.to_string()),
+                None => {}
+            }
+        }
+        Err(e) => match crate::tune::jit::jit_failure(&e) {
+            // The JIT refused this setting: a failed row (of the recorded
+            // geometry) and the search goes on with the next setting.
+            Some(failure) if out.rows.is_empty() => {
+                let mut row = Row {
+                    grid: capture.record.grid,
+                    block: capture.record.block,
+                    shared_mem: capture.record.shared_mem,
+                    recorded: true,
+                    status: "failed".into(),
+                    detail: Some(failure.to_string()),
+                    times_ns: Vec::new(),
+                    jit: None,
+                    registers: None,
+                    spills: None,
+                    opt_level: None,
+                };
+                group.compile.stamp(&mut row);
+                write_row(how.results, &row)?;
+                out.rows.push(row);
+            }
+            _ if out.rows.is_empty() && before.is_empty() => return Err(e.into()),
+            _ => out.lost = Some(CliError::from(e).to_string()),
+        },
+    }
+    Ok(out)
+}

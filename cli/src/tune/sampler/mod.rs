@@ -1,0 +1,49 @@
+//! `reprise tune` as a search: `--sampler grid|random`, `--trials`,
+//! `--seed`, `--time-budget`, `--resume` and `--workers`.
+//!
+//! The search space is the product of the sweep's dimensions, each one
+//! list of settings ([`Dimension`]); a candidate is one point of the
+//! product, its index read in mixed radix (the last dimension fastest, as
+//! the grid's nested loops). `grid` takes the points in order; `random`
+//! draws `--trials` distinct points without replacement from a generator
+//! seeded with `--seed`, so one seed gives the same candidates in the same
+//! order. The recorded configuration is always measured too.
+//!
+//! Each configuration's row goes to the results file as soon as it is
+//! measured (one JSON line, the format of a shard's rows file, so `--merge`
+//! reads it too): a kill loses at most the configuration under way, and
+//! `--resume RESULTS` measures only what the file lacks.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use reprise::cuda_jit::JitOptions;
+use reprise::tune::{Measured, Stopped, TuneOptions};
+use reprise::{BackendKind, Capture, LaunchConfig};
+use serde::{Deserialize, Serialize};
+
+use super::TuneArgs;
+use super::report::{self, Row};
+use super::shard::{self, Header};
+use crate::check::shard::Shard;
+use crate::error::{CliError, Result};
+
+mod args;
+mod measure;
+mod results;
+mod run;
+mod space;
+mod workers;
+
+pub use args::{Sampler, SearchArgs, Workers};
+use measure::{Here, Outcome, measure_here};
+use results::{append, header_line, read_results, write_row};
+pub use run::{candidates, run};
+pub use space::{Candidate, Compile, compiles, draw, space};
+use workers::{measure_in_workers, serve_plan};

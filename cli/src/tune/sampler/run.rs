@@ -1,0 +1,336 @@
+//! The search itself: its candidates, the shard's share, the results
+//! file, the measuring and the ranking.
+
+use super::*;
+
+/// The candidates the search measures, in the order drawn (the recorded
+/// configuration aside), and how many points the product holds.
+pub fn candidates(
+    a: &TuneArgs,
+    recorded: LaunchConfig,
+    geometry: bool,
+) -> Result<(u64, Vec<Candidate>)> {
+    let search = &a.search;
+    if a.slurm.slurm && search.resume.is_some() {
+        return Err(CliError::Command(
+            "--resume continues a study run here, not a --slurm job (its shards write their \
+             rows files themselves)"
+                .into(),
+        ));
+    }
+    if !a.ir.opt_level.is_empty()
+        && let Some(flag) = [
+            (a.shard.is_some(), "--shard"),
+            (a.merge.is_some(), "--merge"),
+            (a.slurm.slurm, "--slurm"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    {
+        return Err(CliError::Command(format!(
+            "{flag} does not combine with a search over --opt-level yet: search the levels \
+             here (with --workers for more devices)"
+        )));
+    }
+    let space = space(a, recorded, geometry)?;
+    let size = space.size();
+    let wanted = search.trials.unwrap_or(size);
+    let max = crate::tune::lists::MAX_CONFIGS as u64;
+    if wanted.min(size) > max {
+        return Err(CliError::Command(if search.trials.is_some() {
+            format!("--trials {wanted}: at most {max} configurations in one search")
+        } else {
+            format!(
+                "{size} configurations: at most {max} in one search (--sampler random \
+                 --trials N measures a sample of them)"
+            )
+        }));
+    }
+    if wanted > size {
+        note!(
+            "note: --trials {wanted} is more than the {size} configuration(s) the lists give: \
+             capped at {size}"
+        );
+    }
+    let candidates: Vec<Candidate> = draw(size, wanted, search.sampler, search.seed)
+        .into_iter()
+        .map(|i| space.point(i, recorded))
+        .collect();
+    Ok((size, candidates))
+}
+
+/// Runs the search `a` asks for over `capture` on `backend`.
+pub fn run(
+    a: &TuneArgs,
+    capture: &Capture,
+    recorded: LaunchConfig,
+    backend: BackendKind,
+) -> Result<ExitCode> {
+    let start = Instant::now();
+    let search = &a.search;
+    if a.jit.given() {
+        crate::tune::jit::check(&a.file, backend, Some(capture))?;
+    }
+    let geometry = reprise::executors::traits(backend).launch_geometry;
+    let compiles = compiles(a)?;
+    if let Some(plan) = &search.worker_plan {
+        return serve_plan(a, capture, backend, &compiles, plan, start);
+    }
+    if a.plot.is_some() {
+        return Err(CliError::Command(format!(
+            "--plot draws a sweep measured in one go, not a search ({} makes this one): give \
+             --csv or --json",
+            search.flag(a)
+        )));
+    }
+    let rec = &capture.record;
+    let kernel = rec.name.to_string();
+    let (size, candidates) = candidates(a, recorded, geometry)?;
+    let mut geometries: Vec<LaunchConfig> = Vec::new();
+    for c in &candidates {
+        if !geometries.contains(&c.config) {
+            geometries.push(c.config);
+        }
+    }
+    let order = shard::full_list(&geometries, recorded);
+    let held_geometries: Vec<LaunchConfig> = match a.shard {
+        Some(s) => shard::slice(&order, s),
+        None => order.clone(),
+    };
+    let held: Vec<Candidate> = candidates
+        .iter()
+        .copied()
+        .filter(|c| held_geometries.contains(&c.config) || !geometry)
+        .collect();
+    let key_of =
+        |c: &Candidate| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref());
+    // The results file: the one resumed, else --rows, else the shard's.
+    let results = search
+        .resume
+        .clone()
+        .or_else(|| a.rows.clone())
+        .or_else(|| a.shard.map(|s| shard::rows_path(a, s)));
+    if let (Some(r), Some(rows)) = (&search.resume, &a.rows)
+        && r != rows
+    {
+        return Err(CliError::Command(format!(
+            "--resume {} appends to the file it continues: give --rows {} only to start a study",
+            r.display(),
+            rows.display()
+        )));
+    }
+    if a.device_id.is_some() && !matches!(search.workers, None | Some(Workers::Count(1))) {
+        return Err(CliError::Command(
+            "--workers use devices 0 to N-1: give --device-id or --workers, not both".into(),
+        ));
+    }
+    let mut old: Vec<Row> = Vec::new();
+    if let Some(path) = &search.resume {
+        let prev = read_results(path, &kernel)?;
+        if let (Some(h), Some(s)) = (&prev.header, a.shard)
+            && h.tune_shard != s.to_string()
+        {
+            return Err(CliError::Command(format!(
+                "{}: the results of shard {}, not of --shard {s}",
+                path.display(),
+                h.tune_shard
+            )));
+        }
+        if prev.header.is_none() {
+            append(path, &header_line(a, &kernel, held_geometries.len()))?;
+        }
+        old = prev.rows;
+    } else if let Some(path) = &results {
+        if path.exists() {
+            return Err(CliError::Command(format!(
+                "{}: the results file exists: continue its study with --resume {0}, or remove it",
+                path.display()
+            )));
+        }
+        append(path, &header_line(a, &kernel, held_geometries.len()))?;
+    }
+    let done: HashSet<String> = old.iter().map(shard::row_key).collect();
+    let todo: Vec<Candidate> = held
+        .iter()
+        .copied()
+        .filter(|c| !done.contains(&key_of(c)) && c.config != recorded)
+        .collect();
+    // The recorded configuration is measured by every worker, with each
+    // compile setting (the speed-ups are over it); its row is written
+    // once for each setting drawn, where the study holds it and has no row
+    // of it yet.
+    let mut write_recorded: Vec<usize> = Vec::new();
+    if held_geometries.contains(&recorded) || !geometry {
+        for c in &held {
+            let r = Candidate {
+                compile: c.compile,
+                config: recorded,
+            };
+            if !write_recorded.contains(&c.compile) && !done.contains(&key_of(&r)) {
+                write_recorded.push(c.compile);
+            }
+        }
+    }
+
+    // The driver is asked only when workers are.
+    let devices = if search.workers.is_some() {
+        reprise::executors::device_count(backend)
+    } else {
+        1
+    };
+    let asked = match search.workers {
+        None => 1,
+        Some(Workers::Auto) => devices,
+        Some(Workers::Count(n)) => n,
+    };
+    let workers = asked.min(devices).min(todo.len().max(1)).max(1);
+    if !a.json {
+        let how = match search.sampler {
+            Sampler::Grid => "grid".to_string(),
+            Sampler::Random => format!("random sample (seed {})", search.seed),
+        };
+        out!(
+            "tuning {} ({} executor): {how} of {} of the {size} configurations, {} timed runs \
+             each after {} warm-up{}",
+            rec.name,
+            backend,
+            candidates.len(),
+            a.repetitions,
+            a.warmup,
+            if a.warmup == 1 { "" } else { "s" }
+        );
+        out!(
+            "search space: {} = {size}",
+            space(a, recorded, geometry)?.shape()
+        );
+        if let Some(s) = a.shard {
+            out!("shard {s}: {} of them", held.len());
+        }
+        if let Some(path) = &search.resume {
+            out!(
+                "resuming {}: {} configuration(s) already measured, {} to measure",
+                path.display(),
+                old.len(),
+                todo.len() + write_recorded.len()
+            );
+        }
+        if capture.output.is_none() {
+            out!("the capture has no recorded output: configurations are timed, not verified");
+        }
+    }
+    if workers > 1 && !a.json {
+        out!(
+            "{workers} workers, one configuration at a time on each of devices 0 to {}",
+            workers - 1
+        );
+    }
+    if asked > devices {
+        note!(
+            "note: workers capped at the device count ({devices} visible device{})",
+            if devices == 1 { "" } else { "s" }
+        );
+    }
+
+    let _ = ctrlc::set_handler(|| crate::tune::INTERRUPTED.store(true, Ordering::SeqCst));
+    let deadline = search.time_budget.map(|b| start + b);
+    let total = todo.len() + write_recorded.len();
+    let measured = todo.len();
+    let mut temporary = None;
+    let outcome = if total == 0 {
+        Outcome::default()
+    } else if workers == 1 {
+        let here = Here {
+            results: results.as_deref(),
+            write_recorded,
+            deadline,
+            progress: true,
+        };
+        measure_here(a, capture, backend, &compiles, todo, &here)?
+    } else {
+        let path = match &results {
+            Some(p) => p.clone(),
+            None => {
+                // The workers' rows meet in a file of this run's own.
+                let p =
+                    std::env::temp_dir().join(format!("reprise-tune-{}.jsonl", std::process::id()));
+                let _ = std::fs::remove_file(&p);
+                append(&p, &header_line(a, &kernel, held_geometries.len()))?;
+                temporary = Some(p.clone());
+                p
+            }
+        };
+        let o = measure_in_workers(todo, &path, write_recorded, deadline, workers, old.len());
+        if let Some(p) = &temporary {
+            let _ = std::fs::remove_file(p);
+        }
+        o?
+    };
+    let Outcome {
+        rows: new,
+        device_times,
+        lost,
+        interrupted,
+        budget_spent,
+    } = outcome;
+    let stopped = if let Some(why) = &lost {
+        Some(why.clone())
+    } else if budget_spent {
+        let b = search.time_budget.unwrap_or_default();
+        Some(format!(
+            "time budget of {} spent after {} of {measured} new configuration(s): no new \
+             candidates were drawn",
+            crate::ui::human_time(b),
+            new.iter().filter(|r| !r.recorded).count()
+        ))
+    } else if interrupted {
+        Some("interrupted".to_string())
+    } else {
+        None
+    };
+    let mut rows = old;
+    rows.extend(new);
+    let ranked = shard::ranking(&rows, &order);
+    if a.json {
+        let sweep = report::Sweep {
+            kernel: &kernel,
+            capture: capture.paths.descriptor.display().to_string(),
+            runs: Some((a.repetitions, a.warmup)),
+            device_times,
+            stopped: stopped.clone(),
+        };
+        out_text!("{}", report::json(&sweep, &ranked));
+    } else {
+        for line in report::table(&ranked, device_times, stopped.as_deref()) {
+            out!("{line}");
+        }
+        if let Some(path) = &results {
+            out!("results in {} ({} rows)", path.display(), rows.len());
+        }
+    }
+    if let Some(path) = &a.csv {
+        report::write_csv(path, &ranked)?;
+        if !a.json {
+            out!("wrote {}", path.display());
+        }
+    }
+    Ok(if interrupted && !budget_spent {
+        ExitCode::from(130)
+    } else if lost.is_some() {
+        ExitCode::from(2)
+    } else if ranked.iter().any(Row::good) {
+        ExitCode::SUCCESS
+    } else if ranked.iter().any(|r| r.status == "differs") {
+        note!(
+            "error: {}: no configuration verified: every output differs from the recorded one",
+            a.file.display()
+        );
+        ExitCode::from(1)
+    } else {
+        note!(
+            "error: {}: no configuration ran (each was refused or failed, the recorded one \
+             included)",
+            a.file.display()
+        );
+        ExitCode::from(2)
+    })
+}

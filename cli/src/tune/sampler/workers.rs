@@ -1,0 +1,205 @@
+//! `--workers`: the search spread over processes of this executable, one
+//! per device, each given its share as a plan (`--worker-plan`).
+
+use super::*;
+
+/// A worker's share of the search (`--worker-plan`).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Plan {
+    /// Its configurations: grid, block, shared memory, and the compile
+    /// setting (an index into the [`Compile`]s its command line gives).
+    pub(super) configs: Vec<([u32; 3], [u32; 3], u32, usize)>,
+    /// The results file its rows are appended to.
+    pub(super) results: PathBuf,
+    /// The compile settings whose recorded configuration's row it writes.
+    pub(super) write_recorded: Vec<usize>,
+    /// What is left of the time budget, in milliseconds.
+    pub(super) budget_ms: Option<u64>,
+}
+
+/// How a worker ended, its last line on stdout.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct WorkerEnd {
+    pub(super) device_times: bool,
+    pub(super) lost: Option<String>,
+    pub(super) interrupted: bool,
+    pub(super) budget_spent: bool,
+}
+
+/// `--worker-plan FILE`: measures a worker's share on its device (given
+/// with --device-id), appending rows to the study's results file.
+pub(super) fn serve_plan(
+    a: &TuneArgs,
+    capture: &Capture,
+    backend: BackendKind,
+    compiles: &[Compile],
+    plan: &Path,
+    start: Instant,
+) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(plan).map_err(|e| reprise::Error::io(plan, "read", e))?;
+    let p: Plan = serde_json::from_str(&text)
+        .map_err(|e| CliError::Command(format!("{}: not a worker plan: {e}", plan.display())))?;
+    if let Some(&(.., c)) = p.configs.iter().find(|t| t.3 >= compiles.len()) {
+        return Err(CliError::Command(format!(
+            "{}: compile setting {c} of a search with {}",
+            plan.display(),
+            compiles.len()
+        )));
+    }
+    let configs = p
+        .configs
+        .iter()
+        .map(|&(grid, block, shared_mem, compile)| Candidate {
+            compile,
+            config: LaunchConfig {
+                grid,
+                block,
+                shared_mem,
+            },
+        })
+        .collect();
+    let _ = ctrlc::set_handler(|| crate::tune::INTERRUPTED.store(true, Ordering::SeqCst));
+    let here = Here {
+        results: Some(&p.results),
+        write_recorded: p.write_recorded.clone(),
+        deadline: p.budget_ms.map(|ms| start + Duration::from_millis(ms)),
+        progress: false,
+    };
+    let o = measure_here(a, capture, backend, compiles, configs, &here)?;
+    let end = WorkerEnd {
+        device_times: o.device_times,
+        lost: o.lost,
+        interrupted: o.interrupted,
+        budget_spent: o.budget_spent,
+    };
+    out_text!(
+        "{}",
+        serde_json::to_string(&end).expect("an end serializes")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Measures `todo` in `workers` processes of this executable, worker W on
+/// device W, one configuration at a time each; they append their rows to
+/// `results`, whose rows after the first `old` are returned.
+pub(super) fn measure_in_workers(
+    todo: Vec<Candidate>,
+    results: &Path,
+    write_recorded: Vec<usize>,
+    deadline: Option<Instant>,
+    workers: usize,
+    old: usize,
+) -> Result<Outcome> {
+    let mut shares: Vec<Vec<Candidate>> = vec![Vec::new(); workers];
+    // Grouped by compile setting, so a worker's candidates of one setting
+    // are measured on one load of its image.
+    let mut todo = todo;
+    todo.sort_by_key(|c| c.compile);
+    for (i, c) in todo.into_iter().enumerate() {
+        shares[i % workers].push(c);
+    }
+    let command = crate::check::slurm::task_command(
+        "tune",
+        &[
+            "--workers",
+            "--resume",
+            "--rows",
+            "--csv",
+            "--plot",
+            "--device-id",
+            "--time-budget",
+            "--shard",
+            "--worker-plan",
+        ],
+        &["--json"],
+    )?;
+    let mut children = Vec::new();
+    let mut plans = Vec::new();
+    for (w, share) in shares.into_iter().enumerate() {
+        let plan = Plan {
+            configs: share
+                .iter()
+                .map(|c| {
+                    (
+                        c.config.grid,
+                        c.config.block,
+                        c.config.shared_mem,
+                        c.compile,
+                    )
+                })
+                .collect(),
+            results: results.to_path_buf(),
+            write_recorded: if w == 0 {
+                write_recorded.clone()
+            } else {
+                Vec::new()
+            },
+            budget_ms: deadline.map(|d| {
+                u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1)
+            }),
+        };
+        let mut name = results.as_os_str().to_owned();
+        name.push(format!(".worker-{w}.plan.json"));
+        let path = PathBuf::from(name);
+        std::fs::write(
+            &path,
+            serde_json::to_string(&plan).expect("a plan serializes"),
+        )
+        .map_err(|e| reprise::Error::io(&path, "write", e))?;
+        let child = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .args(["--json", "--device-id", &w.to_string(), "--worker-plan"])
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| reprise::Error::io(&command[0], "start a worker", e))?;
+        plans.push(path);
+        children.push(child);
+    }
+    let mut out = Outcome::default();
+    for (w, child) in children.into_iter().enumerate() {
+        let done = child.wait_with_output();
+        let end = done.as_ref().ok().and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout);
+            text.lines()
+                .last()
+                .and_then(|l| serde_json::from_str::<WorkerEnd>(l).ok())
+        });
+        match end {
+            Some(e) => {
+                out.device_times &= e.device_times;
+                out.interrupted |= e.interrupted;
+                out.budget_spent |= e.budget_spent;
+                if let Some(why) = e.lost {
+                    out.lost
+                        .get_or_insert(format!("worker {w} (device {w}): {why}"));
+                }
+            }
+            None => {
+                let how = done.map_or_else(|e| e.to_string(), |o| o.status.to_string());
+                if crate::tune::INTERRUPTED.load(Ordering::SeqCst) {
+                    out.interrupted = true;
+                } else {
+                    out.lost
+                        .get_or_insert(format!("worker {w} (device {w}) ended with {how}"));
+                }
+            }
+        }
+    }
+    for p in plans {
+        let _ = std::fs::remove_file(p);
+    }
+    let kernel = std::fs::read_to_string(results)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| serde_json::from_str::<Header>(l).ok())
+        })
+        .map(|h| h.kernel)
+        .unwrap_or_default();
+    let all = read_results(results, &kernel)?.rows;
+    out.rows = all.into_iter().skip(old).collect();
+    Ok(out)
+}
