@@ -130,7 +130,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
         );
     }
     out_text!(
-        "\nreplay (open, verify checksums, launch) from a warm page cache: raw files are mapped and their xxh3 read from the page cache; the store reads each chunk into the region, checks its blake3 name, then the same xxh3\n"
+        "\nreplay (open, verify checksums, launch) from a warm page cache: raw files are mapped and their xxh3 read from the page cache; the store (format 2, host) maps its plain chunk files the same way, reads the other chunks into place, then the same xxh3 (chunks' blake3 only if it fails)\n"
     );
     out!("| size | raw files | store | store / raw | read raw files | store / read |");
     out!("| ---: | ---: | ---: | ---: | ---: | ---: |");
