@@ -470,6 +470,77 @@ fn a_search_over_opt_levels_ranks_the_drawn_levels_and_resumes_past_them() {
     assert_exit(&out, 2);
 }
 
+/// The optimisation levels of a rows file's rows, in the file's order.
+fn row_levels(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["status"], "verified", "{l}");
+            format!("O{}", v["opt_level"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_sweep_over_opt_levels_spread_over_shards_merges_into_the_unsharded_one() {
+    let Some(m) = made("from_ir::tune_opt_level_shards") else {
+        return;
+    };
+    let sweep = [
+        "tune",
+        s(&m.descriptor),
+        "--opt-level",
+        "O0,O1,O2,O3",
+        "--repetitions",
+        "1",
+        "--warmup",
+        "0",
+        "--llvm",
+        LLVM16,
+    ];
+    let tune = |extra: &[&str]| {
+        let out = run(&m, &[&sweep[..], extra].concat());
+        let (stdout, stderr) = text(&out);
+        eprintln!("{stdout}{stderr}");
+        out
+    };
+    let whole = m.root.join("whole.jsonl");
+    assert_exit(&tune(&["--rows", s(&whole)]), 0);
+    let mut want = row_levels(&whole);
+    want.sort();
+    assert_eq!(want, ["O0", "O1", "O2", "O3"]);
+    let shards = m.root.join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    let mut got = Vec::new();
+    for k in 0..2 {
+        let rows = shards.join(format!("{k}.jsonl"));
+        let shard = format!("{k}/2");
+        let out = tune(&["--shard", &shard, "--rows", s(&rows)]);
+        assert!(matches!(out.status.code(), Some(0 | 2)), "{out:?}");
+        got.extend(row_levels(&rows));
+    }
+    got.sort();
+    assert_eq!(got, want, "each level in one shard");
+    let out = tune(&["--merge", s(&shards), "--json"]);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut merged: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["opt_level"].as_str().unwrap())
+        .collect();
+    merged.sort();
+    assert_eq!(merged, want, "{v}");
+    // JIT options load PTX: on the host they are refused as ever, with
+    // --opt-level too.
+    let out = tune(&["--max-registers", "32"]);
+    assert_error(&out, &["refused on the host executor"]);
+}
+
 #[test]
 fn the_recorders_capture_names_its_ir_in_its_descriptor_and_replays_from_it() {
     let Some(m) = made("from_ir::recorder_key") else {

@@ -11,20 +11,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::{Args, RecordConfig, Recorder};
+use reprise::{Args, Recorder};
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 const SAXPY_CUBIN: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.sm_90.cubin");
 const REG_HEAVY: &[u8] = include_bytes!("../../backends/cuda/fixtures/reg_heavy.ptx");
-
-fn config(dir: &Path) -> RecordConfig {
-    RecordConfig::default()
-        .enabled(true)
-        .dir(dir)
-        .region_size(64 << 20)
-        .fsync(false)
-        .format(reprise::CaptureFormat::Raw)
-}
 
 fn simulated() -> bool {
     sim::driver() == Ok(sim::Driver::Simulated)
@@ -32,15 +23,13 @@ fn simulated() -> bool {
 
 /// One saxpy launch from `image` (PTX or a cubin), 4 x 256 threads.
 fn record_saxpy(dir: &Path, image: &[u8]) -> Option<PathBuf> {
-    record_gpu_saxpy(gpu()?, config(dir), image, 1024, 1)
-        .into_iter()
-        .next()
+    record_one_gpu_saxpy(dir, image, 1024)
 }
 
 /// One launch of reg_heavy over 1024 elements, 4 x 256 threads.
 fn record_reg_heavy(dir: &Path) -> Option<PathBuf> {
     let n = 1024usize;
-    let mut rec = Recorder::new(gpu()?, 0, config(dir)).unwrap();
+    let mut rec = Recorder::new(gpu()?, 0, raw_config(dir)).unwrap();
     let x = rec.alloc((64 * n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();
     let xs: Vec<f32> = (0..64 * n).map(|i| (i % 97) as f32 * 0.25).collect();
@@ -126,7 +115,10 @@ fn a_max_registers_sweep_reports_registers_and_spills_in_table_csv_and_json() {
     eprintln!("{stdout}{stderr}");
     assert_exit(&out, 0);
     assert!(
-        stdout.contains("8 configurations (2 launch geometries x 4 JIT settings)"),
+        stdout.contains(
+            "search space: 4 (JIT settings) x 2 (--num-teams) x 1 (--num-threads) x 1 \
+             (--shared-mem) = 8"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("regs     spill"), "{stdout}");
@@ -270,7 +262,7 @@ fn a_cubin_and_the_host_refuse_jit_options_with_the_reason() {
         }
     }
     let host = tempfile::tempdir().unwrap();
-    let captures = record_axpy(config(host.path()), 256, 1);
+    let captures = record_axpy(raw_config(host.path()), 256, 1);
     for cmd in ["tune", "replay"] {
         let out = reprise(&[cmd, s(&captures[0]), "--jit-opt-level", "2"]);
         assert_error(
@@ -316,14 +308,20 @@ fn bad_jit_values_are_clear_errors() {
             &["--max-registers takes one value on replay (2 given)"],
         );
         // What a JIT sweep does not combine with yet is refused by name.
-        for (extra, flag) in [
-            (&["--shard", "0/2"][..], "--shard"),
-            (&["--opt-level", "O2"], "--opt-level"),
-            (&["--merge", "."], "--merge"),
-        ] {
-            let args = [&["tune", s(&capture), "--max-registers", "32"][..], extra].concat();
-            assert_error(&reprise(&args), &[&format!("{flag} does not combine")]);
-        }
+        let svg = dir.path().join("p.svg");
+        let args = [
+            "tune",
+            s(&capture),
+            "--max-registers",
+            "32",
+            "--plot",
+            s(&svg),
+        ];
+        assert_error(
+            &reprise(&args),
+            &["--plot does not combine with a sweep of JIT options"],
+        );
+        assert!(!svg.exists());
     }
 }
 
@@ -485,4 +483,74 @@ fn workers_take_the_jit_setting_through_and_measure_each_pair_once() {
         let limit: u64 = jit.trim_start_matches("MAX_REGISTERS=").parse().unwrap();
         assert_eq!(*regs, Some(limit), "{jit}: {got:?}");
     }
+}
+
+#[test]
+fn a_jit_sweep_spread_over_shards_merges_into_the_unsharded_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_reg_heavy(dir.path()) else {
+        return;
+    };
+    // 3 JIT settings x 2 geometries: 6 rows, 3 of them the recorded
+    // geometry's (one for each setting).
+    let sweep = [
+        "tune",
+        s(&capture),
+        "--max-registers",
+        "16,32,255",
+        "--num-teams",
+        "4,8",
+        "--repetitions",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let whole = dir.path().join("whole.jsonl");
+    let out = reprise(&[&sweep[..], &["--rows", s(&whole)]].concat());
+    assert_exit(&out, 0);
+    let mut want = jit_rows(&whole);
+    assert_eq!(want.len(), 6, "{want:?}");
+    assert_eq!(want.iter().filter(|r| r.3).count(), 3, "{want:?}");
+    let shards = dir.path().join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    let mut got = Vec::new();
+    for k in 0..3 {
+        let rows = shards.join(format!("{k}.jsonl"));
+        let shard = format!("{k}/3");
+        let out = reprise(&[&sweep[..], &["--shard", &shard, "--rows", s(&rows)]].concat());
+        let (stdout, stderr) = text(&out);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(2),
+            "{stdout}{stderr}"
+        );
+        got.extend(jit_rows(&rows));
+    }
+    // Each (setting, geometry) in one shard, the register counts those of
+    // the unsharded sweep.
+    let key = |r: &(String, u64, Option<u64>, bool)| (r.0.clone(), r.1);
+    got.sort_by_key(key);
+    want.sort_by_key(key);
+    let pairs = |v: &[(String, u64, Option<u64>, bool)]| -> Vec<(String, u64)> {
+        v.iter().map(key).collect()
+    };
+    assert_eq!(pairs(&got), pairs(&want), "the shards hold the sweep once");
+    if simulated() {
+        assert_eq!(got, want);
+    }
+    let out = reprise(&[&sweep[..], &["--merge", s(&shards), "--json"]].concat());
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6, "{v}");
+    let settings: BTreeSet<&str> = results.iter().filter_map(|r| r["jit"].as_str()).collect();
+    assert_eq!(settings.len(), 3, "{v}");
+    // A shard's rows file missing: the merge says so and exits 2.
+    std::fs::remove_file(shards.join("1.jsonl")).unwrap();
+    let out = reprise(&[&sweep[..], &["--merge", s(&shards)]].concat());
+    assert_exit(&out, 2);
+    assert!(
+        text(&out).1.contains("INCOMPLETE shard 1/3"),
+        "{}",
+        text(&out).1
+    );
 }

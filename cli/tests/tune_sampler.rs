@@ -9,21 +9,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::RecordConfig;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
 /// Records one saxpy launch over 32768 elements, 128 teams of 256 threads.
 fn record_saxpy(dir: &Path) -> Option<PathBuf> {
-    let config = RecordConfig::default()
-        .enabled(true)
-        .dir(dir)
-        .region_size(64 << 20)
-        .fsync(false)
-        .format(reprise::CaptureFormat::Raw);
-    record_gpu_saxpy(gpu()?, config, SAXPY, 32768, 1)
-        .into_iter()
-        .next()
+    record_one_gpu_saxpy(dir, SAXPY, 32768)
 }
 
 /// The lists of the tests' searches: 4 x 4 = 16 configurations, the
@@ -422,38 +413,6 @@ fn bad_combinations_in_a_search_are_refused_naming_the_flag_given() {
         return;
     };
     let rows = dir.path().join("r.jsonl");
-    for (args, needle) in [
-        (
-            &["--opt-level", "O2,O3", "--trials", "2", "--shard", "0/2"][..],
-            "--shard does not combine with a search over --opt-level",
-        ),
-        (
-            &[
-                "--opt-level",
-                "O2",
-                "--max-registers",
-                "32",
-                "--trials",
-                "2",
-            ],
-            "--opt-level does not combine with JIT options",
-        ),
-        (
-            &[
-                "--max-registers",
-                "32,64",
-                "--rows",
-                s(&rows),
-                "--shard",
-                "0/2",
-            ],
-            "--shard does not combine with a sweep of JIT options",
-        ),
-    ] {
-        let out = tune(&capture, args);
-        assert_exit(&out, 2);
-        assert!(text(&out).1.contains(needle), "{needle}: {}", text(&out).1);
-    }
     let svg = dir.path().join("p.svg");
     for (flag, value) in [("--trials", "2"), ("--rows", s(&rows))] {
         let out = tune(&capture, &[flag, value, "--plot", s(&svg)]);

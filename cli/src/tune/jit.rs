@@ -10,16 +10,11 @@
 //! registers (`CU_FUNC_ATTRIBUTE_NUM_REGS`), spills and logs come from that
 //! load ([`reprise::cuda_jit::take_compiled`]).
 
-use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-
 use clap::Args;
-use reprise::cuda_jit::{Compiled, JitOption, JitOptions};
-use reprise::tune::TuneOptions;
-use reprise::{BackendKind, Capture, CudaError, LaunchConfig};
+use reprise::cuda_jit::{JitOption, JitOptions};
+use reprise::{BackendKind, Capture, CudaError};
 
 use super::lists;
-use super::report::{self, Row};
 use crate::error::{CliError, Result};
 
 /// PTX JIT options (CUDA executor, PTX images only).
@@ -168,31 +163,18 @@ pub fn check(
 }
 
 /// Refuses what a sweep of JIT options does not combine with (yet),
-/// naming the flag given: shards and their merge, Slurm jobs, plots and
-/// `--opt-level` (a sweep from IR). A search (`--sampler`, `--trials`,
-/// `--resume`, `--workers`, `--rows`...) takes the JIT setting as a
-/// dimension.
+/// naming the flag given: `--plot` (it draws a sweep measured in one go;
+/// a JIT sweep is measured one setting's load at a time). Shards, their
+/// merge, Slurm jobs, a search and `--opt-level` (on CUDA, the PTX
+/// compiled from IR is loaded with the options) take the JIT setting as
+/// a dimension.
 pub fn alone(a: &super::TuneArgs) -> Result<()> {
-    if !a.ir.opt_level.is_empty() {
+    if a.plot.is_some() {
         return Err(CliError::Command(
-            "--opt-level does not combine with JIT options (--max-registers, --jit-opt-level, \
-             --jit-option): --opt-level compiles a new image from IR, the JIT options load \
-             the recorded PTX; sweep or search one of the two"
+            "--plot does not combine with a sweep of JIT options (--max-registers, \
+             --jit-opt-level, --jit-option) yet: give --csv or --json"
                 .into(),
         ));
-    }
-    for (given, flag) in [
-        (a.shard.is_some(), "--shard"),
-        (a.merge.is_some(), "--merge"),
-        (a.plot.is_some(), "--plot"),
-        (a.slurm.slurm, "--slurm"),
-    ] {
-        if given {
-            return Err(CliError::Command(format!(
-                "{flag} does not combine with a sweep of JIT options (--max-registers, \
-                 --jit-opt-level, --jit-option) yet"
-            )));
-        }
     }
     Ok(())
 }
@@ -212,171 +194,6 @@ pub(super) fn jit_failure<'e>(e: &'e (dyn std::error::Error + 'static)) -> Optio
         at = e.source();
     }
     None
-}
-
-/// The sweep of `configs` (geometry) crossed with `settings` (JIT).
-pub fn run(
-    a: &super::TuneArgs,
-    capture: &Capture,
-    backend: BackendKind,
-    configs: Vec<LaunchConfig>,
-    settings: Vec<JitOptions>,
-) -> Result<ExitCode> {
-    check(&a.file, backend, Some(capture))?;
-    let rec = &capture.record;
-    let device = a.device_id.unwrap_or(rec.device_id);
-    let recorded = LaunchConfig {
-        grid: rec.grid,
-        block: rec.block,
-        shared_mem: rec.shared_mem,
-    };
-    let per = configs.len() + usize::from(!configs.contains(&recorded));
-    if per * settings.len() > lists::MAX_CONFIGS {
-        return Err(CliError::Command(format!(
-            "{} configurations: at most {} in one sweep",
-            per * settings.len(),
-            lists::MAX_CONFIGS
-        )));
-    }
-    if !a.json {
-        out!(
-            "tuning {} ({} executor): {} configurations ({per} launch geometries x {} JIT \
-             settings), {} timed runs each after {} warm-up{}",
-            rec.name,
-            backend,
-            per * settings.len(),
-            settings.len(),
-            a.repetitions,
-            a.warmup,
-            if a.warmup == 1 { "" } else { "s" }
-        );
-    }
-    let _ = ctrlc::set_handler(|| super::INTERRUPTED.store(true, Ordering::SeqCst));
-    let mut rows: Vec<Row> = Vec::new();
-    let mut failed_logs: Vec<(String, String)> = Vec::new();
-    let mut device_times = false;
-    let mut stopped: Option<String> = None;
-    for options in &settings {
-        if super::INTERRUPTED.load(Ordering::SeqCst) {
-            stopped = Some("interrupted".into());
-            break;
-        }
-        apply(Some(options.clone()));
-        reprise::cuda_jit::take_compiled();
-        let mut builder = reprise::tune(capture).backend(backend).device_id(device);
-        builder = builder.options(TuneOptions {
-            configs: configs.clone(),
-            repetitions: a.repetitions,
-            warmup: a.warmup,
-            verify: true,
-            compare: a.compare.spec(),
-            force: a.force,
-        });
-        let outcome = reprise::block_on(std::future::IntoFuture::into_future(
-            builder.on_config(|_, _, _| !super::INTERRUPTED.load(Ordering::SeqCst)),
-        ));
-        // The registers and logs of the one load of this setting's module.
-        let compiled: Option<Compiled> = reprise::cuda_jit::take_compiled()
-            .into_iter()
-            .rev()
-            .find(|(name, _)| name.as_str() == rec.name.as_str())
-            .map(|(_, c)| c);
-        apply(None);
-        let report = match outcome {
-            Ok(r) => r,
-            Err(e) => match jit_failure(&e) {
-                // The JIT refused this setting: a failed configuration,
-                // its logs shown after the table.
-                Some(failure) => {
-                    let text = failure.to_string();
-                    failed_logs.push((options.to_string(), text.clone()));
-                    rows.push(Row {
-                        grid: recorded.grid,
-                        block: recorded.block,
-                        shared_mem: recorded.shared_mem,
-                        recorded: true,
-                        status: "failed".into(),
-                        detail: Some(text),
-                        times_ns: Vec::new(),
-                        jit: Some(options.to_string()),
-                        registers: None,
-                        spills: None,
-                        opt_level: None,
-                    });
-                    continue;
-                }
-                None => return Err(e.into()),
-            },
-        };
-        device_times |= report.device_times;
-        for mut row in report::rows(&report) {
-            row.jit = Some(options.to_string());
-            row.registers = compiled.as_ref().and_then(|c| c.registers);
-            row.spills = compiled.as_ref().and_then(|c| c.spills);
-            rows.push(row);
-        }
-        if let Some(s) = &report.stopped {
-            stopped = Some(s.to_string());
-            break;
-        }
-    }
-    // The table's order: ranked by median, then the outputs that differ,
-    // then refusals and failures (a stable sort keeps the sweep's order).
-    rows.sort_by_key(|r| {
-        let class = if r.ranked() {
-            0
-        } else if r.status == "differs" {
-            1
-        } else {
-            2
-        };
-        (class, r.median())
-    });
-    if a.json {
-        let sweep = report::Sweep {
-            kernel: rec.name.as_str(),
-            capture: capture.paths.descriptor.display().to_string(),
-            runs: Some((a.repetitions, a.warmup)),
-            device_times,
-            stopped: stopped.clone(),
-        };
-        out_text!("{}", report::json(&sweep, &rows));
-    } else {
-        for line in report::table(&rows, device_times, stopped.as_deref()) {
-            out!("{line}");
-        }
-        for (options, text) in &failed_logs {
-            out!("the JIT failed with {options}:");
-            for line in text.lines().skip(1) {
-                out!("  {line}");
-            }
-        }
-    }
-    if let Some(path) = &a.csv {
-        report::write_csv(path, &rows)?;
-        if !a.json {
-            out!("wrote {}", path.display());
-        }
-    }
-    Ok(if stopped.as_deref() == Some("interrupted") {
-        ExitCode::from(130)
-    } else if stopped.is_some() {
-        ExitCode::from(2)
-    } else if rows.iter().any(Row::good) {
-        ExitCode::SUCCESS
-    } else if rows.iter().any(|r| r.status == "differs") {
-        note!(
-            "error: {}: no configuration verified: every output differs from the recorded one",
-            a.file.display()
-        );
-        ExitCode::from(1)
-    } else {
-        note!(
-            "error: {}: no configuration ran (each was refused or failed)",
-            a.file.display()
-        );
-        ExitCode::from(2)
-    })
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if let Some(code) = slurm::before(&a)? {
         return Ok(code);
     }
-    if !a.ir.opt_level.is_empty() && !a.search.active(&a) {
+    if !a.ir.opt_level.is_empty() && !sampled(&a) {
         return opt_levels::run(&a);
     }
     let options = a
@@ -170,17 +170,14 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     }
     // A search over --opt-level on an executor without a launch geometry
     // (the host's) searches the levels alone.
-    let level_search = a.search.active(&a) && !a.ir.opt_level.is_empty();
+    let level_search = sampled(&a) && !a.ir.opt_level.is_empty();
     if !reprise::executors::traits(backend).launch_geometry && !level_search {
         return Err(reprise::Error::NoGeometry.into());
     }
-    if a.search.active(&a) {
+    if sampled(&a) {
         return sampler::run(&a, &capture, recorded, backend);
     }
     let configs = configurations(&a, recorded)?;
-    if a.jit.given() {
-        return jit::run(&a, &capture, backend, configs, a.jit.settings());
-    }
     let held = a
         .shard
         .map(|s| shard::slice(&shard::full_list(&configs, recorded), s));
@@ -277,6 +274,16 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+/// Whether the sweep runs as the search ([`sampler`]): any search option,
+/// a compile dimension it crosses with the geometry (JIT options), or
+/// `--opt-level` with what the plain sweep from IR does not do (shards,
+/// JIT options). The search's `grid` sampler is the whole product, so
+/// this is the plain sweep over every dimension, with shards, `--merge`,
+/// `--slurm` and `--resume` for each.
+fn sampled(a: &TuneArgs) -> bool {
+    a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && a.shard.is_some())
 }
 
 /// Team counts, thread counts and shared memory sizes.

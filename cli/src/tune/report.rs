@@ -126,9 +126,7 @@ impl Row {
     /// Its compile setting (`MAX_REGISTERS=32`, `O2`), where it has one:
     /// rows that differ only in it are different configurations.
     pub fn compile(&self) -> Option<String> {
-        self.jit
-            .clone()
-            .or_else(|| self.opt_level.map(|l| format!("O{l}")))
+        compile_label(self.opt_level, self.jit.as_deref())
     }
 
     /// Its geometry.
@@ -404,4 +402,16 @@ pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
         "results": rows.iter().map(entry).collect::<Vec<_>>(),
     })
     .to_string()
+}
+
+/// The name of a compile setting in rows and keys: `O2`,
+/// `MAX_REGISTERS=32`, both as `O2,MAX_REGISTERS=32`; none for the
+/// recorded image.
+pub fn compile_label(opt_level: Option<u8>, jit: Option<&str>) -> Option<String> {
+    match (opt_level, jit) {
+        (None, None) => None,
+        (Some(l), None) => Some(format!("O{l}")),
+        (None, Some(j)) => Some(j.to_string()),
+        (Some(l), Some(j)) => Some(format!("O{l},{j}")),
+    }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::TuneArgs;
 pub use super::report::Row;
 use super::report::{Sweep, json, table, write_csv};
-use crate::check::shard::{self, Shard};
+use crate::check::shard::Shard;
 use crate::error::{CliError, Result};
 
 /// The first line of a shard's rows file.
@@ -271,11 +271,6 @@ pub fn merge(a: &TuneArgs, dir: &Path, kernel: &str, order: &[LaunchConfig]) -> 
     let device_times = m.headers.values().all(|h| h.device_times);
     let rows: Vec<Row> = m.rows.into_values().collect();
     report(a, kernel, &rows, order, device_times, &incomplete)
-}
-
-/// The shard a configuration key is in (for the Slurm job's bookkeeping).
-pub fn of(c: &LaunchConfig, count: u64) -> u64 {
-    shard::of(&key(c), count)
 }
 
 #[cfg(test)]

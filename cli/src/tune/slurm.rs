@@ -30,27 +30,40 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
         block: rec.block,
         shared_mem: rec.shared_mem,
     };
-    let configs = if a.search.active(a) {
+    let (order, keys): (Vec<LaunchConfig>, Vec<String>) = if super::sampled(a) {
+        let mut builder = reprise::tune(&capture);
+        if let Some(b) = a.backend.kind() {
+            builder = builder.backend(b);
+        }
+        let geometry = reprise::executors::traits(builder.resolved_backend()?).launch_geometry;
+        let compiles = super::sampler::compiles(a);
+        let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
         let mut geometries = Vec::new();
-        for c in super::sampler::candidates(a, recorded, true)?.1 {
+        for c in &candidates {
             if !geometries.contains(&c.config) {
                 geometries.push(c.config);
             }
         }
-        geometries
+        let keys = super::sampler::study(&candidates, recorded, geometry)
+            .iter()
+            .map(|c| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref()))
+            .collect();
+        (shard::full_list(&geometries, recorded), keys)
     } else {
-        super::configurations(a, recorded)?
+        let order = shard::full_list(&super::configurations(a, recorded)?, recorded);
+        let keys = order.iter().map(shard::key).collect();
+        (order, keys)
     };
-    let order = shard::full_list(&configs, recorded);
     let kernel = rec.name.to_string();
     if let Some(dir) = &a.merge {
         return shard::merge(a, dir, &kernel, &order).map(Some);
     }
-    submit(a, &kernel, &order).map(Some)
+    submit(a, &kernel, &order, &keys).map(Some)
 }
 
-/// Submits the sweep's shards, waits, merges.
-fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode> {
+/// Submits the sweep's shards, waits, merges; `keys` are the rows the
+/// whole sweep has ([`shard::compiled_key`]), `order` its geometries.
+fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -> Result<ExitCode> {
     let rows = cs::absolute(
         &a.rows
             .clone()
@@ -62,11 +75,14 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode
     let record = JobRecord::read(&dir)?;
     cs::earlier_job(record.as_ref(), false, &dir)?;
     let n = u64::from(a.slurm.array_size.unwrap_or(16))
-        .min(order.len() as u64)
+        .min(keys.len() as u64)
         .max(1);
-    let mut expected: BTreeMap<u64, Vec<LaunchConfig>> = BTreeMap::new();
-    for c in order {
-        expected.entry(shard::of(c, n)).or_default().push(*c);
+    let mut expected: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for k in keys {
+        expected
+            .entry(crate::check::shard::of(k, n))
+            .or_default()
+            .push(k);
     }
     prepare(&dir, true)?;
     let command = cs::task_command(
@@ -103,10 +119,10 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode
     let m = shard::read_dir(&dir)?;
     let mut missing = BTreeMap::new();
     let mut rows: Vec<Row> = Vec::new();
-    for (&k, configs) in &expected {
+    for (&k, wanted) in &expected {
         let mut absent = 0;
-        for c in configs {
-            match m.rows.get(&shard::key(c)) {
+        for key in wanted {
+            match m.rows.get(*key) {
                 Some(r) => rows.push(r.clone()),
                 None => absent += 1,
             }

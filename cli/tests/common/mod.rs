@@ -133,6 +133,26 @@ pub fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|f| f.to_le_bytes()).collect()
 }
 
+/// The recorder set-up of the tune tests: raw files in `dir` (tests read
+/// and change the recorded output), a 64 MiB region, no fsync.
+pub fn raw_config(dir: &Path) -> RecordConfig {
+    RecordConfig::default()
+        .enabled(true)
+        .dir(dir)
+        .region_size(64 << 20)
+        .fsync(false)
+        .format(reprise::CaptureFormat::Raw)
+}
+
+/// One saxpy launch of `n` elements from the PTX (or cubin) `image` on the
+/// GPU (the simulated driver unless `REPRISE_GPU_TESTS=1`), raw files in
+/// `dir`, 256 threads a block; `None` where there is no GPU to record on.
+pub fn record_one_gpu_saxpy(dir: &Path, image: &[u8], n: usize) -> Option<PathBuf> {
+    record_gpu_saxpy(gpu()?, raw_config(dir), image, n, 1)
+        .into_iter()
+        .next()
+}
+
 /// Records `launches` launches of `saxpy(3.0, x, y, n)` from the GPU image
 /// `image` (PTX or a code object) on `exec`, `x` all 1.0 and `y` all 2.0,
 /// 256 threads a block; the descriptors written.

@@ -124,12 +124,16 @@ pub(super) fn measure_group(
 ) -> Result<Outcome> {
     let total = group.total;
     let compiled_capture;
-    let capture = match group.compile {
-        Compile::OptLevel(level) => {
-            compiled_capture = crate::tune::opt_levels::open_at(a, *level)?;
+    let capture = match group.compile.level {
+        Some(level) => {
+            compiled_capture = crate::tune::opt_levels::open_at(a, level)?;
+            if group.compile.jit.is_some() {
+                // The JIT options load the image compiled from IR: PTX.
+                crate::tune::jit::check(&a.file, backend, Some(&compiled_capture))?;
+            }
             &compiled_capture
         }
-        _ => capture,
+        None => capture,
     };
     if !reprise::executors::traits(backend).launch_geometry {
         // A kernel without a launch geometry (the host's): one replay of
@@ -148,10 +152,7 @@ pub(super) fn measure_group(
             ..Outcome::default()
         });
     }
-    let jit = match group.compile {
-        Compile::Jit(o) => Some(o.clone()),
-        _ => None,
-    };
+    let jit = group.compile.jit.clone();
     if jit.is_some() {
         crate::tune::jit::apply(jit.clone());
         reprise::cuda_jit::take_compiled();

@@ -44,6 +44,6 @@ mod workers;
 pub use args::{Sampler, SearchArgs, Workers};
 use measure::{Here, Outcome, measure_here};
 use results::{append, header_line, read_results, write_row};
-pub use run::{candidates, run};
+pub use run::{candidates, run, study};
 pub use space::{Candidate, Compile, compiles, draw, space};
 use workers::{measure_in_workers, serve_plan};

@@ -18,20 +18,6 @@ pub fn candidates(
                 .into(),
         ));
     }
-    if !a.ir.opt_level.is_empty()
-        && let Some(flag) = [
-            (a.shard.is_some(), "--shard"),
-            (a.merge.is_some(), "--merge"),
-            (a.slurm.slurm, "--slurm"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag))
-    {
-        return Err(CliError::Command(format!(
-            "{flag} does not combine with a search over --opt-level yet: search the levels \
-             here (with --workers for more devices)"
-        )));
-    }
     let space = space(a, recorded, geometry)?;
     let size = space.size();
     let wanted = search.trials.unwrap_or(size);
@@ -59,6 +45,27 @@ pub fn candidates(
     Ok((size, candidates))
 }
 
+/// Every row the study of `candidates` has: the recorded configuration
+/// with each compile setting drawn (where the capture records it, or the
+/// executor takes no geometry), then the other candidates, each once.
+pub fn study(candidates: &[Candidate], recorded: LaunchConfig, geometry: bool) -> Vec<Candidate> {
+    let known = !geometry || (recorded.grid[0] != 0 && recorded.block[0] != 0);
+    let mut out: Vec<Candidate> = Vec::new();
+    if known {
+        for c in candidates {
+            let r = Candidate {
+                compile: c.compile,
+                config: recorded,
+            };
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out.extend(candidates.iter().copied().filter(|c| c.config != recorded));
+    out
+}
+
 /// Runs the search `a` asks for over `capture` on `backend`.
 pub fn run(
     a: &TuneArgs,
@@ -69,10 +76,13 @@ pub fn run(
     let start = Instant::now();
     let search = &a.search;
     if a.jit.given() {
-        crate::tune::jit::check(&a.file, backend, Some(capture))?;
+        // From IR, the image the options load is the compiled one, checked
+        // as it is made.
+        let recorded_image = a.ir.opt_level.is_empty().then_some(capture);
+        crate::tune::jit::check(&a.file, backend, recorded_image)?;
     }
     let geometry = reprise::executors::traits(backend).launch_geometry;
-    let compiles = compiles(a)?;
+    let compiles = compiles(a);
     if let Some(plan) = &search.worker_plan {
         return serve_plan(a, capture, backend, &compiles, plan, start);
     }
@@ -93,17 +103,15 @@ pub fn run(
         }
     }
     let order = shard::full_list(&geometries, recorded);
-    let held_geometries: Vec<LaunchConfig> = match a.shard {
-        Some(s) => shard::slice(&order, s),
-        None => order.clone(),
-    };
-    let held: Vec<Candidate> = candidates
-        .iter()
-        .copied()
-        .filter(|c| held_geometries.contains(&c.config) || !geometry)
-        .collect();
     let key_of =
         |c: &Candidate| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref());
+    let study = study(&candidates, recorded, geometry);
+    // A shard holds the (geometry, compile setting) pairs its keys hash
+    // to; without compile settings the key is the geometry's, as a sweep's.
+    let held: Vec<Candidate> = study
+        .into_iter()
+        .filter(|c| a.shard.is_none_or(|s| s.holds(&key_of(c))))
+        .collect();
     // The results file: the one resumed, else --rows, else the shard's.
     let results = search
         .resume
@@ -137,7 +145,7 @@ pub fn run(
             )));
         }
         if prev.header.is_none() {
-            append(path, &header_line(a, &kernel, held_geometries.len()))?;
+            append(path, &header_line(a, &kernel, held.len()))?;
         }
         old = prev.rows;
     } else if let Some(path) = &results {
@@ -147,7 +155,7 @@ pub fn run(
                 path.display()
             )));
         }
-        append(path, &header_line(a, &kernel, held_geometries.len()))?;
+        append(path, &header_line(a, &kernel, held.len()))?;
     }
     let done: HashSet<String> = old.iter().map(shard::row_key).collect();
     let todo: Vec<Candidate> = held
@@ -157,20 +165,13 @@ pub fn run(
         .collect();
     // The recorded configuration is measured by every worker, with each
     // compile setting (the speed-ups are over it); its row is written
-    // once for each setting drawn, where the study holds it and has no row
-    // of it yet.
-    let mut write_recorded: Vec<usize> = Vec::new();
-    if held_geometries.contains(&recorded) || !geometry {
-        for c in &held {
-            let r = Candidate {
-                compile: c.compile,
-                config: recorded,
-            };
-            if !write_recorded.contains(&c.compile) && !done.contains(&key_of(&r)) {
-                write_recorded.push(c.compile);
-            }
-        }
-    }
+    // once for each setting drawn, by the shard that holds it, where the
+    // study has no row of it yet.
+    let write_recorded: Vec<usize> = held
+        .iter()
+        .filter(|c| c.config == recorded && !done.contains(&key_of(c)))
+        .map(|c| c.compile)
+        .collect();
 
     // The driver is asked only when workers are.
     let devices = if search.workers.is_some() {
@@ -254,7 +255,7 @@ pub fn run(
                 let p =
                     std::env::temp_dir().join(format!("reprise-tune-{}.jsonl", std::process::id()));
                 let _ = std::fs::remove_file(&p);
-                append(&p, &header_line(a, &kernel, held_geometries.len()))?;
+                append(&p, &header_line(a, &kernel, held.len()))?;
                 temporary = Some(p.clone());
                 p
             }
@@ -302,6 +303,17 @@ pub fn run(
     } else {
         for line in report::table(&ranked, device_times, stopped.as_deref()) {
             out!("{line}");
+        }
+        // A setting the JIT refused: its log, after the table.
+        for r in &ranked {
+            if let (Some(jit), Some(detail), "failed") = (&r.jit, &r.detail, r.status.as_str())
+                && detail.starts_with("the driver's JIT could not compile")
+            {
+                out!("the JIT failed with {jit}:");
+                for line in detail.lines().skip(1) {
+                    out!("  {line}");
+                }
+            }
         }
         if let Some(path) = &results {
             out!("results in {} ({} rows)", path.display(), rows.len());

@@ -3,65 +3,67 @@
 
 use super::*;
 
-/// How a candidate's image is built: a compile dimension of the search
-/// (PTX JIT options or optimisation levels from IR; one search takes one
-/// of the two).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Compile {
-    /// The capture's own image, as recorded.
-    Recorded,
-    /// The capture's PTX, loaded with these JIT options.
-    Jit(JitOptions),
-    /// The capture's LLVM IR, compiled at this level.
-    OptLevel(u8),
+/// How a candidate's image is built: the compile dimension of the search.
+/// From IR (`--opt-level`) the capture's LLVM IR is compiled at a level;
+/// JIT options load PTX (the recorded image, or on CUDA the PTX compiled
+/// from IR) with them; both given, every level is crossed with every JIT
+/// setting. Neither: the recorded image as it is.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Compile {
+    /// The optimisation level the capture's IR is compiled at.
+    pub level: Option<u8>,
+    /// The JIT options the PTX is loaded with.
+    pub jit: Option<JitOptions>,
 }
 
 impl Compile {
-    /// Its name in rows and keys (`MAX_REGISTERS=32`, `O2`); none for the
-    /// recorded image.
+    /// Its name in rows and keys (`MAX_REGISTERS=32`, `O2`,
+    /// `O2,MAX_REGISTERS=32`); none for the recorded image.
     pub fn label(&self) -> Option<String> {
-        match self {
-            Compile::Recorded => None,
-            Compile::Jit(o) => Some(o.to_string()),
-            Compile::OptLevel(l) => Some(format!("O{l}")),
-        }
+        report::compile_label(
+            self.level,
+            self.jit.as_ref().map(ToString::to_string).as_deref(),
+        )
     }
 
     /// Marks `row` as measured with it.
     pub(super) fn stamp(&self, row: &mut Row) {
-        match self {
-            Compile::Recorded => {}
-            Compile::Jit(o) => row.jit = Some(o.to_string()),
-            Compile::OptLevel(l) => row.opt_level = Some(*l),
+        if let Some(o) = &self.jit {
+            row.jit = Some(o.to_string());
+        }
+        if let Some(l) = self.level {
+            row.opt_level = Some(l);
         }
     }
 }
 
-/// The compile settings `a` gives, in order: the JIT settings, or the
-/// optimisation levels, or the recorded image alone.
-pub fn compiles(a: &TuneArgs) -> Result<Vec<Compile>> {
-    let jit = a.jit.settings();
-    if !jit.is_empty() && !a.ir.opt_level.is_empty() {
-        return Err(CliError::Command(
-            "--opt-level and JIT options (--max-registers, --jit-opt-level, --jit-option) are \
-             not dimensions of one search: --opt-level compiles a new image from IR, the JIT \
-             options load the recorded PTX; search one of the two"
-                .into(),
-        ));
-    }
-    if !jit.is_empty() {
-        return Ok(jit.into_iter().map(Compile::Jit).collect());
-    }
-    let mut levels: Vec<Compile> = Vec::new();
+/// The compile settings `a` gives, in order: each optimisation level
+/// (each once) crossed with each JIT setting, the JIT settings varying
+/// fastest; the recorded image alone where neither is given.
+pub fn compiles(a: &TuneArgs) -> Vec<Compile> {
+    let mut levels: Vec<Option<u8>> = Vec::new();
     for &l in &a.ir.opt_level {
-        if !levels.contains(&Compile::OptLevel(l)) {
-            levels.push(Compile::OptLevel(l));
+        if !levels.contains(&Some(l)) {
+            levels.push(Some(l));
         }
     }
     if levels.is_empty() {
-        levels.push(Compile::Recorded);
+        levels.push(None);
     }
-    Ok(levels)
+    let mut jit: Vec<Option<JitOptions>> = a.jit.settings().into_iter().map(Some).collect();
+    if jit.is_empty() {
+        jit.push(None);
+    }
+    let mut out = Vec::with_capacity(levels.len() * jit.len());
+    for &level in &levels {
+        for j in &jit {
+            out.push(Compile {
+                level,
+                jit: j.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// One point of the product: a compile setting (an index into
@@ -200,13 +202,13 @@ pub fn draw(size: u64, n: u64, sampler: Sampler, seed: u64) -> Vec<u64> {
 /// one. `geometry`: whether the executor takes a launch geometry (a host
 /// kernel's search is over its compile settings alone).
 pub fn space(a: &TuneArgs, recorded: LaunchConfig, geometry: bool) -> Result<Space> {
-    let compiles = compiles(a)?;
+    let compiles = compiles(a);
     let mut dims = Vec::new();
-    if compiles != [Compile::Recorded] {
-        let flag = if a.jit.given() {
-            "JIT settings"
-        } else {
-            "--opt-level"
+    if compiles != [Compile::default()] {
+        let flag = match (a.ir.opt_level.is_empty(), a.jit.given()) {
+            (false, true) => "--opt-level x JIT settings",
+            (false, false) => "--opt-level",
+            _ => "JIT settings",
         };
         dims.push(Dimension::new(
             flag,
@@ -265,6 +267,36 @@ mod tests {
             .collect();
         assert_eq!(all.len(), 12);
         assert_eq!(s.shape(), "3 (a) x 2 (b) x 2 (c)");
+    }
+
+    #[test]
+    fn levels_cross_jit_settings_into_distinct_labels() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: TuneArgs,
+        }
+        let mut a = <Cli as clap::Parser>::parse_from(["t", "x.json", "--opt-level", "O1,O3,O1"]).a;
+        let levels: Vec<Option<u8>> = compiles(&a).iter().map(|c| c.level).collect();
+        assert_eq!(levels, [Some(1), Some(3)]);
+        assert!(compiles(&a).iter().all(|c| c.jit.is_none()));
+        a.jit.max_registers = Some(crate::tune::lists::ValueList(vec![32, 64]));
+        let labels: Vec<String> = compiles(&a).iter().filter_map(Compile::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "O1,MAX_REGISTERS=32",
+                "O1,MAX_REGISTERS=64",
+                "O3,MAX_REGISTERS=32",
+                "O3,MAX_REGISTERS=64"
+            ]
+        );
+        let mut row: Row = serde_json::from_str(
+            r#"{"grid":[4,1,1],"block":[256,1,1],"shared_mem":0,"recorded":true,"status":"verified","detail":null,"times_ns":[5]}"#,
+        )
+        .unwrap();
+        compiles(&a)[3].stamp(&mut row);
+        assert_eq!(row.compile().as_deref(), Some("O3,MAX_REGISTERS=64"));
     }
 
     #[test]
