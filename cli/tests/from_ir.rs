@@ -403,18 +403,7 @@ fn a_search_over_opt_levels_ranks_the_drawn_levels_and_resumes_past_them() {
         assert_exit(&out, 0);
         stdout
     };
-    let levels = |path: &Path| -> Vec<String> {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                assert_eq!(v["status"], "verified", "{l}");
-                format!("O{}", v["opt_level"].as_u64().unwrap())
-            })
-            .collect()
-    };
+    let levels = row_levels;
     // One level of the two drawn: one row, of that level.
     let stdout = search(&["--trials", "1", "--rows", s(&rows)]);
     assert!(
@@ -472,13 +461,10 @@ fn a_search_over_opt_levels_ranks_the_drawn_levels_and_resumes_past_them() {
 
 /// The optimisation levels of a rows file's rows, in the file's order.
 fn row_levels(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            assert_eq!(v["status"], "verified", "{l}");
+    result_rows(path)
+        .iter()
+        .map(|v| {
+            assert_eq!(v["status"], "verified", "{v}");
             format!("O{}", v["opt_level"].as_u64().unwrap())
         })
         .collect()
@@ -513,12 +499,9 @@ fn a_sweep_over_opt_levels_spread_over_shards_merges_into_the_unsharded_one() {
     want.sort();
     assert_eq!(want, ["O0", "O1", "O2", "O3"]);
     let shards = m.root.join("shards");
-    std::fs::create_dir(&shards).unwrap();
     let mut got = Vec::new();
-    for k in 0..2 {
-        let rows = shards.join(format!("{k}.jsonl"));
-        let shard = format!("{k}/2");
-        let out = tune(&["--shard", &shard, "--rows", s(&rows)]);
+    for (rows, out) in tune_shards(&shards, 2, tune) {
+        // A shard that holds no level has no configuration that ran.
         assert!(matches!(out.status.code(), Some(0 | 2)), "{out:?}");
         got.extend(row_levels(&rows));
     }

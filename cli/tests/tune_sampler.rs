@@ -45,13 +45,9 @@ fn tune_env(capture: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process
 /// The configurations (grid x, block x) of a results file's rows, in the
 /// file's order; the header is checked to be its first line.
 fn rows_of(path: &Path) -> Vec<(u32, u32)> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
-    assert!(header["tune_shard"].is_string(), "{text}");
-    lines
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    result_rows(path)
+        .iter()
+        .map(|v| {
             (
                 v["grid"][0].as_u64().unwrap() as u32,
                 v["block"][0].as_u64().unwrap() as u32,
@@ -352,14 +348,9 @@ fn a_random_search_spread_over_shards_merges_into_the_sample_of_one_run() {
     assert_exit(&tune(&capture, &args), 0);
     let whole: BTreeSet<_> = rows_of(&one).into_iter().collect();
     let shards = dir.path().join("shards");
-    std::fs::create_dir(&shards).unwrap();
     let mut union = Vec::new();
-    for k in 0..3 {
-        let rows = shards.join(format!("{k}.jsonl"));
-        let shard = format!("{k}/3");
-        let mut args = sample.to_vec();
-        args.extend(["--shard", &shard, "--rows", s(&rows)]);
-        let out = tune(&capture, &args);
+    let run = |extra: &[&str]| tune(&capture, &[&sample[..], extra].concat());
+    for (rows, out) in tune_shards(&shards, 3, run) {
         assert_exit(&out, 0);
         union.extend(rows_of(&rows));
     }

@@ -22,15 +22,20 @@ pub fn value_list(list: &str) -> Result<ValueList, String> {
     values(list).map(ValueList)
 }
 
+/// The items of a comma-separated list, trimmed; an empty one is refused.
+fn items(list: &str) -> impl Iterator<Item = Result<&str, String>> {
+    list.split(',').map(move |item| match item.trim() {
+        "" => Err(format!("{list:?}: an empty item")),
+        item => Ok(item),
+    })
+}
+
 /// The values of a 1-D list (`--shared-mem`): items are numbers (with
 /// K/M suffixes) or ranges.
 pub fn values(list: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
-    for item in list.split(',') {
-        let item = item.trim();
-        if item.is_empty() {
-            return Err(format!("{list:?}: an empty item"));
-        }
+    for item in items(list) {
+        let item = item?;
         if let Some((a, b)) = item.split_once("..") {
             out.extend(range(item, a, b)?);
         } else {
@@ -48,11 +53,8 @@ pub fn values(list: &str) -> Result<Vec<u32>, String> {
 /// `XxYxZ`.
 pub fn dims(list: &str) -> Result<Vec<[u32; 3]>, String> {
     let mut out = Vec::new();
-    for item in list.split(',') {
-        let item = item.trim();
-        if item.is_empty() {
-            return Err(format!("{list:?}: an empty item"));
-        }
+    for item in items(list) {
+        let item = item?;
         if let Some((a, b)) = item.split_once("..") {
             out.extend(range(item, a, b)?.into_iter().map(|x| [x, 1, 1]));
         } else {

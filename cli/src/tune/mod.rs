@@ -145,25 +145,10 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if !a.ir.opt_level.is_empty() && !sampled(&a) {
         return opt_levels::run(&a);
     }
-    let options = a
-        .open
-        .options(a.backend.kind())
-        .allow_missing_globals(a.allow_missing_globals)
-        .verify_checksums(!a.no_checksums);
-    let capture = Capture::open_with(&a.file, options)?;
+    let capture = Capture::open_with(&a.file, open_options(&a))?;
     let rec = &capture.record;
-    let recorded = LaunchConfig {
-        grid: rec.grid,
-        block: rec.block,
-        shared_mem: rec.shared_mem,
-    };
-    let mut builder = reprise::tune(&capture);
-    if let Some(b) = a.backend.kind() {
-        builder = builder.backend(b);
-    }
-    if let Some(d) = a.device_id {
-        builder = builder.device_id(d);
-    }
+    let recorded = recorded_config(&capture);
+    let builder = tuner(&a, &capture);
     let backend = builder.resolved_backend()?;
     if a.jit.given() {
         jit::check(&a.file, backend, None)?;
@@ -182,14 +167,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         .shard
         .map(|s| shard::slice(&shard::full_list(&configs, recorded), s));
     let configs = held.clone().unwrap_or(configs);
-    let builder = builder.options(TuneOptions {
-        configs: configs.clone(),
-        repetitions: a.repetitions,
-        warmup: a.warmup,
-        verify: true,
-        compare: a.compare.spec(),
-        force: a.force,
-    });
+    let builder = builder.options(tune_options(&a, configs.clone()));
     let total = configs.len() + usize::from(!configs.contains(&recorded));
     if !a.json {
         out!(
@@ -257,23 +235,56 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     Ok(match (&report.stopped, report.verdict()) {
         (Some(Stopped::Interrupted), _) => ExitCode::from(130),
         (Some(_), _) => ExitCode::from(2),
-        (None, Verdict::Usable) => ExitCode::SUCCESS,
-        (None, Verdict::AllDiffer) => {
-            note!(
-                "error: {}: no configuration verified: every output differs from the recorded one",
-                a.file.display()
-            );
-            ExitCode::from(1)
-        }
-        (None, Verdict::NoneRan) => {
-            note!(
-                "error: {}: no configuration ran (each was refused or failed, the recorded one \
-                 included)",
-                a.file.display()
-            );
-            ExitCode::from(2)
-        }
+        (None, v) => report::verdict_exit(
+            &a.file,
+            matches!(v, Verdict::Usable),
+            matches!(v, Verdict::AllDiffer),
+        ),
     })
+}
+
+/// How the capture `a.file` is opened (`--open` options, globals,
+/// checksums); an image compiled from IR is set on it by the caller.
+pub(crate) fn open_options(a: &TuneArgs) -> reprise::OpenOptions {
+    a.open
+        .options(a.backend.kind())
+        .allow_missing_globals(a.allow_missing_globals)
+        .verify_checksums(!a.no_checksums)
+}
+
+/// The configuration the capture was recorded with.
+pub(crate) fn recorded_config(capture: &Capture) -> LaunchConfig {
+    let rec = &capture.record;
+    LaunchConfig {
+        grid: rec.grid,
+        block: rec.block,
+        shared_mem: rec.shared_mem,
+    }
+}
+
+/// The tuner of `capture` on the executor and device `a` names.
+pub(crate) fn tuner<'c>(a: &TuneArgs, capture: &'c Capture) -> reprise::TuneBuilder<'c> {
+    let mut builder = reprise::tune(capture);
+    if let Some(b) = a.backend.kind() {
+        builder = builder.backend(b);
+    }
+    if let Some(d) = a.device_id {
+        builder = builder.device_id(d);
+    }
+    builder
+}
+
+/// How each of `configs` is measured: verified, then `--warmup` untimed
+/// and `--repetitions` timed runs, with the comparison options.
+pub(crate) fn tune_options(a: &TuneArgs, configs: Vec<LaunchConfig>) -> TuneOptions {
+    TuneOptions {
+        configs,
+        repetitions: a.repetitions,
+        warmup: a.warmup,
+        verify: true,
+        compare: a.compare.spec(),
+        force: a.force,
+    }
 }
 
 /// Whether the sweep runs as the search ([`sampler`]): any search option,

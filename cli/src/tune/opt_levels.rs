@@ -49,8 +49,9 @@ struct Row {
     ok: bool,
 }
 
-/// The capture `a.file` with its image compiled from IR at `level`.
-pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<Capture> {
+/// The capture `a.file` with its image compiled from IR at `level`, and
+/// the compile's time (none when the image came from the cache).
+pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<(Capture, Option<Duration>)> {
     let ir = &a.ir;
     let args = IrArgs {
         from_ir: true,
@@ -61,33 +62,17 @@ pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<Capture> {
         llvm_args: ir.llvm_args.clone(),
     };
     let compiled = crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
-    let options = a
-        .open
-        .options(a.backend.kind())
-        .allow_missing_globals(a.allow_missing_globals)
-        .verify_checksums(!a.no_checksums)
-        .image(&compiled.path);
-    Ok(Capture::open_with(&a.file, options)?)
+    let options = super::open_options(a).image(&compiled.path);
+    let capture = Capture::open_with(&a.file, options)?;
+    Ok((capture, (!compiled.cached).then_some(compiled.compile_time)))
 }
 
 /// The row of one replay of `capture` as recorded (verified, then timed
 /// `--repetitions` times after `--warmup`), for a kernel that takes no
-/// launch geometry (the host's); the host clock's times.
+/// launch geometry (the host's) and for the sweep from IR; the kernel's
+/// own times where the executor has them.
 pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> super::report::Row {
-    let rec = &capture.record;
-    let mut row = super::report::Row {
-        grid: rec.grid,
-        block: rec.block,
-        shared_mem: rec.shared_mem,
-        recorded: true,
-        status: "failed".into(),
-        detail: None,
-        times_ns: Vec::new(),
-        jit: None,
-        registers: None,
-        spills: None,
-        opt_level: None,
-    };
+    let mut row = super::report::Row::failed(super::recorded_config(capture), None);
     let mut builder = reprise::replay(capture)
         .verify(capture.output.is_some())
         .compare(a.compare.spec())
@@ -122,71 +107,33 @@ pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> super::report::Row 
 
 /// Runs the sweep over `ir.opt_level` for the capture `a.file`.
 pub fn run(a: &super::TuneArgs) -> Result<ExitCode> {
-    let ir = &a.ir;
     let mut rows = Vec::new();
-    for &level in &ir.opt_level {
-        let args = IrArgs {
-            from_ir: true,
-            bitcode: ir.bitcode.clone(),
-            llvm: ir.llvm.clone(),
-            jit_save_image: None,
-            ir_opt_level: level,
-            llvm_args: ir.llvm_args.clone(),
+    for &level in &a.ir.opt_level {
+        let (capture, compile) = open_at(a, level)?;
+        let r = replay_row(a, &capture);
+        let mut timed: Vec<Duration> = r
+            .times_ns
+            .iter()
+            .map(|&t| Duration::from_nanos(t))
+            .collect();
+        timed.sort();
+        let (verdict, ok) = match r.status.as_str() {
+            "unverified" => ("not verified (no recorded output)".to_string(), true),
+            "verified" => ("verified".to_string(), true),
+            "differs" => ("OUTPUT DIFFERS".to_string(), false),
+            _ => (
+                format!("failed: {}", r.detail.as_deref().unwrap_or("")),
+                false,
+            ),
         };
-        let compiled =
-            crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
-        let options = a
-            .open
-            .options(a.backend.kind())
-            .allow_missing_globals(a.allow_missing_globals)
-            .verify_checksums(!a.no_checksums)
-            .image(&compiled.path);
-        let capture = Capture::open_with(&a.file, options)?;
-        let mut builder = reprise::replay(&capture)
-            .verify(capture.output.is_some())
-            .compare(a.compare.spec())
-            .repetitions(a.warmup + a.repetitions);
-        if let Some(b) = a.backend.kind() {
-            builder = builder.backend(b);
-        }
-        if let Some(d) = a.device_id {
-            builder = builder.device_id(d);
-        }
-        let compile = (!compiled.cached).then_some(compiled.compile_time);
-        let row = match reprise::block_on(std::future::IntoFuture::into_future(builder)) {
-            Ok(o) => {
-                let mut timed: Vec<Duration> = o
-                    .times
-                    .iter()
-                    .zip(&o.kernel_times)
-                    .skip(a.warmup as usize)
-                    .map(|(t, k)| k.unwrap_or(*t))
-                    .collect();
-                timed.sort();
-                let (verdict, ok) = match &o.verification {
-                    None => ("not verified (no recorded output)".to_string(), true),
-                    Some(v) if v.is_match() => ("verified".to_string(), true),
-                    Some(_) => ("OUTPUT DIFFERS".to_string(), false),
-                };
-                Row {
-                    level,
-                    compile,
-                    median: timed.get(timed.len() / 2).copied(),
-                    min: timed.first().copied(),
-                    verdict,
-                    ok,
-                }
-            }
-            Err(e) => Row {
-                level,
-                compile,
-                median: None,
-                min: None,
-                verdict: format!("failed: {}", CliError::from(e)),
-                ok: false,
-            },
-        };
-        rows.push(row);
+        rows.push(Row {
+            level,
+            compile,
+            median: timed.get(timed.len() / 2).copied(),
+            min: timed.first().copied(),
+            verdict,
+            ok,
+        });
     }
     rows.sort_by_key(|r| (!r.ok, r.median.unwrap_or(Duration::MAX)));
     out!(

@@ -3,6 +3,7 @@
 //! measured here or merged from the shards of a sweep.
 
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use reprise::LaunchConfig;
@@ -95,6 +96,24 @@ pub struct Row {
 }
 
 impl Row {
+    /// The failed row of the recorded configuration `config`, `detail`
+    /// saying why.
+    pub fn failed(config: LaunchConfig, detail: Option<String>) -> Row {
+        Row {
+            grid: config.grid,
+            block: config.block,
+            shared_mem: config.shared_mem,
+            recorded: true,
+            status: "failed".into(),
+            detail,
+            times_ns: Vec::new(),
+            jit: None,
+            registers: None,
+            spills: None,
+            opt_level: None,
+        }
+    }
+
     /// The row of what the sweep measured.
     pub fn of(m: &Measured) -> Row {
         let (status, detail) = match &m.status {
@@ -413,5 +432,27 @@ pub fn compile_label(opt_level: Option<u8>, jit: Option<&str>) -> Option<String>
         (Some(l), None) => Some(format!("O{l}")),
         (None, Some(j)) => Some(j.to_string()),
         (Some(l), Some(j)) => Some(format!("O{l},{j}")),
+    }
+}
+
+/// The exit status of a sweep that ran to its end: 0 when a configuration
+/// is `usable`, else 1 when outputs differ (`differs`), else 2 (none
+/// ran), each failure said on stderr.
+pub fn verdict_exit(file: &std::path::Path, usable: bool, differs: bool) -> ExitCode {
+    if usable {
+        ExitCode::SUCCESS
+    } else if differs {
+        note!(
+            "error: {}: no configuration verified: every output differs from the recorded one",
+            file.display()
+        );
+        ExitCode::from(1)
+    } else {
+        note!(
+            "error: {}: no configuration ran (each was refused or failed, the recorded one \
+             included)",
+            file.display()
+        );
+        ExitCode::from(2)
     }
 }

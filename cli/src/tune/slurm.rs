@@ -18,24 +18,12 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
     if a.merge.is_none() && !a.slurm.slurm {
         return Ok(None);
     }
-    let options = a
-        .open
-        .options(a.backend.kind())
-        .allow_missing_globals(a.allow_missing_globals)
-        .verify_checksums(!a.no_checksums);
-    let capture = Capture::open_with(&a.file, options)?;
+    let capture = Capture::open_with(&a.file, super::open_options(a))?;
     let rec = &capture.record;
-    let recorded = LaunchConfig {
-        grid: rec.grid,
-        block: rec.block,
-        shared_mem: rec.shared_mem,
-    };
+    let recorded = super::recorded_config(&capture);
     let (order, keys): (Vec<LaunchConfig>, Vec<String>) = if super::sampled(a) {
-        let mut builder = reprise::tune(&capture);
-        if let Some(b) = a.backend.kind() {
-            builder = builder.backend(b);
-        }
-        let geometry = reprise::executors::traits(builder.resolved_backend()?).launch_geometry;
+        let backend = super::tuner(a, &capture).resolved_backend()?;
+        let geometry = reprise::executors::traits(backend).launch_geometry;
         let compiles = super::sampler::compiles(a);
         let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
         let mut geometries = Vec::new();

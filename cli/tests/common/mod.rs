@@ -153,6 +153,36 @@ pub fn record_one_gpu_saxpy(dir: &Path, image: &[u8], n: usize) -> Option<PathBu
         .next()
 }
 
+/// The rows of a tune results (or shard rows) file, the header checked to
+/// be its first line.
+pub fn result_rows(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert!(header["tune_shard"].is_string(), "{text}");
+    lines
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Runs `tune(args)` for each shard K of `n`, with `--shard K/n --rows
+/// DIR/K.jsonl` (DIR made here); each rows file and its run's output.
+pub fn tune_shards(
+    dir: &Path,
+    n: u32,
+    mut tune: impl FnMut(&[&str]) -> Output,
+) -> Vec<(PathBuf, Output)> {
+    std::fs::create_dir_all(dir).unwrap();
+    (0..n)
+        .map(|k| {
+            let rows = dir.join(format!("{k}.jsonl"));
+            let shard = format!("{k}/{n}");
+            let out = tune(&["--shard", &shard, "--rows", s(&rows)]);
+            (rows, out)
+        })
+        .collect()
+}
+
 /// Records `launches` launches of `saxpy(3.0, x, y, n)` from the GPU image
 /// `image` (PTX or a code object) on `exec`, `x` all 1.0 and `y` all 2.0,
 /// 256 threads a block; the descriptors written.

@@ -126,7 +126,7 @@ pub(super) fn measure_group(
     let compiled_capture;
     let capture = match group.compile.level {
         Some(level) => {
-            compiled_capture = crate::tune::opt_levels::open_at(a, level)?;
+            compiled_capture = crate::tune::opt_levels::open_at(a, level)?.0;
             if group.compile.jit.is_some() {
                 // The JIT options load the image compiled from IR: PTX.
                 crate::tune::jit::check(&a.file, backend, Some(&compiled_capture))?;
@@ -162,13 +162,7 @@ pub(super) fn measure_group(
     // The registers and spills of this setting's one load, taken when the
     // first configuration is measured (the module is loaded by then).
     let mut loaded: Option<Loaded> = None;
-    let mut builder = reprise::tune(capture);
-    if let Some(b) = a.backend.kind() {
-        builder = builder.backend(b);
-    }
-    if let Some(d) = a.device_id {
-        builder = builder.device_id(d);
-    }
+    let builder = crate::tune::tuner(a, capture);
     let mut rows = Vec::new();
     let mut write_error = None;
     let mut spent = false;
@@ -176,14 +170,7 @@ pub(super) fn measure_group(
         let (rows, write_error, spent, loaded) =
             (&mut rows, &mut write_error, &mut spent, &mut loaded);
         let builder = builder
-            .options(TuneOptions {
-                configs,
-                repetitions: a.repetitions,
-                warmup: a.warmup,
-                verify: true,
-                compare: a.compare.spec(),
-                force: a.force,
-            })
+            .options(crate::tune::tune_options(a, configs))
             .on_config(move |_, _, m: &Measured| {
                 if !m.recorded || group.write_recorded {
                     let mut row = Row::of(m);
@@ -245,19 +232,10 @@ pub(super) fn measure_group(
             // The JIT refused this setting: a failed row (of the recorded
             // geometry) and the search goes on with the next setting.
             Some(failure) if out.rows.is_empty() => {
-                let mut row = Row {
-                    grid: capture.record.grid,
-                    block: capture.record.block,
-                    shared_mem: capture.record.shared_mem,
-                    recorded: true,
-                    status: "failed".into(),
-                    detail: Some(failure.to_string()),
-                    times_ns: Vec::new(),
-                    jit: None,
-                    registers: None,
-                    spills: None,
-                    opt_level: None,
-                };
+                let mut row = Row::failed(
+                    crate::tune::recorded_config(capture),
+                    Some(failure.to_string()),
+                );
                 group.compile.stamp(&mut row);
                 write_row(how.results, &row)?;
                 out.rows.push(row);

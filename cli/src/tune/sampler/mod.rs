@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use reprise::cuda_jit::JitOptions;
-use reprise::tune::{Measured, Stopped, TuneOptions};
+use reprise::tune::{Measured, Stopped};
 use reprise::{BackendKind, Capture, LaunchConfig};
 use serde::{Deserialize, Serialize};
 

@@ -329,20 +329,11 @@ pub fn run(
         ExitCode::from(130)
     } else if lost.is_some() {
         ExitCode::from(2)
-    } else if ranked.iter().any(Row::good) {
-        ExitCode::SUCCESS
-    } else if ranked.iter().any(|r| r.status == "differs") {
-        note!(
-            "error: {}: no configuration verified: every output differs from the recorded one",
-            a.file.display()
-        );
-        ExitCode::from(1)
     } else {
-        note!(
-            "error: {}: no configuration ran (each was refused or failed, the recorded one \
-             included)",
-            a.file.display()
-        );
-        ExitCode::from(2)
+        report::verdict_exit(
+            &a.file,
+            ranked.iter().any(Row::good),
+            ranked.iter().any(|r| r.status == "differs"),
+        )
     })
 }
