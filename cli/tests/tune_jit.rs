@@ -307,21 +307,28 @@ fn bad_jit_values_are_clear_errors() {
             &out,
             &["--max-registers takes one value on replay (2 given)"],
         );
-        // What a JIT sweep does not combine with yet is refused by name.
+        // A JIT sweep plots a bar for each (geometry, setting) pair, the
+        // setting in its name.
         let svg = dir.path().join("p.svg");
         let args = [
             "tune",
             s(&capture),
             "--max-registers",
-            "32",
+            "32,64",
+            "--num-teams",
+            "4,8",
             "--plot",
             s(&svg),
         ];
-        assert_error(
-            &reprise(&args),
-            &["--plot does not combine with a sweep of JIT options"],
-        );
-        assert!(!svg.exists());
+        let out = reprise(&args);
+        assert_exit(&out, 0);
+        let plot = std::fs::read_to_string(&svg).unwrap();
+        for g in [4, 8] {
+            for r in [32, 64] {
+                let bar = format!("{g}x256 MAX_REGISTERS={r}");
+                assert!(svg_text(&plot, &bar), "no bar {bar}");
+            }
+        }
     }
 }
 

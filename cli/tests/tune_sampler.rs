@@ -398,19 +398,49 @@ fn bad_search_values_exit_2_with_the_reason() {
 }
 
 #[test]
-fn bad_combinations_in_a_search_are_refused_naming_the_flag_given() {
+fn a_search_and_a_merge_of_its_shards_plot_every_configuration_timed() {
     let dir = tempfile::tempdir().unwrap();
     let Some(capture) = record_saxpy(dir.path()) else {
         return;
     };
     let rows = dir.path().join("r.jsonl");
     let svg = dir.path().join("p.svg");
-    for (flag, value) in [("--trials", "2"), ("--rows", s(&rows))] {
-        let out = tune(&capture, &[flag, value, "--plot", s(&svg)]);
-        assert_exit(&out, 2);
-        let want = format!("--plot draws a sweep measured in one go, not a search ({flag} makes");
-        assert!(text(&out).1.contains(&want), "{want}: {}", text(&out).1);
+    let sample = ["--sampler", "random", "--trials", "3", "--seed", "5"];
+    let out = tune(
+        &capture,
+        &[&sample[..], &["--rows", s(&rows), "--plot", s(&svg)]].concat(),
+    );
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("plotted"), "{}", text(&out).0);
+    // A bar (its x label, grid x block) for each row of the results file.
+    let got = rows_of(&rows);
+    assert!((3..=4).contains(&got.len()), "{got:?}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        plot.starts_with("<svg") && plot.contains("saxpy"),
+        "{}",
+        &plot[..100]
+    );
+    for (g, b) in &got {
+        assert!(svg_text(&plot, &format!("{g}x{b}")), "no bar for {g}x{b}");
     }
-    assert!(!svg.exists());
-    assert!(!rows.exists());
+    // The merge of the shards plots the same bars.
+    let shards = dir.path().join("shards");
+    let run = |extra: &[&str]| tune(&capture, &[&sample[..], extra].concat());
+    for (_, out) in tune_shards(&shards, 2, run) {
+        assert!(matches!(out.status.code(), Some(0 | 2)), "{out:?}");
+    }
+    let merged = dir.path().join("merged.svg");
+    let out = tune(
+        &capture,
+        &[&sample[..], &["--merge", s(&shards), "--plot", s(&merged)]].concat(),
+    );
+    assert_exit(&out, 0);
+    let plot = std::fs::read_to_string(&merged).unwrap();
+    for (g, b) in &got {
+        assert!(
+            svg_text(&plot, &format!("{g}x{b}")),
+            "merged: no bar for {g}x{b}"
+        );
+    }
 }

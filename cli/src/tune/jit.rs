@@ -162,23 +162,6 @@ pub fn check(
     Ok(())
 }
 
-/// Refuses what a sweep of JIT options does not combine with (yet),
-/// naming the flag given: `--plot` (it draws a sweep measured in one go;
-/// a JIT sweep is measured one setting's load at a time). Shards, their
-/// merge, Slurm jobs, a search and `--opt-level` (on CUDA, the PTX
-/// compiled from IR is loaded with the options) take the JIT setting as
-/// a dimension.
-pub fn alone(a: &super::TuneArgs) -> Result<()> {
-    if a.plot.is_some() {
-        return Err(CliError::Command(
-            "--plot does not combine with a sweep of JIT options (--max-registers, \
-             --jit-opt-level, --jit-option) yet: give --csv or --json"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Hands `options` to the CUDA executors opened from now on.
 pub fn apply(options: Option<JitOptions>) {
     reprise::cuda_jit::set_default_options(options);

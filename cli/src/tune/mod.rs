@@ -136,9 +136,6 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             crate::ui::check_output_file(p, ext)?;
         }
     }
-    if a.jit.given() {
-        jit::alone(&a)?;
-    }
     if let Some(code) = slurm::before(&a)? {
         return Ok(code);
     }
@@ -226,7 +223,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &a.plot {
-        plot::draw(path, &capture, &report)?;
+        plot::draw(path, &rec.name, &rows)?;
         if !a.json {
             out!("plotted {}", path.display());
         }

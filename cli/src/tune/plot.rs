@@ -1,24 +1,21 @@
 //! `reprise tune --plot`: the median time of each configuration measured,
 //! with bars from its shortest to its longest time, fastest first; the
-//! recorded configuration in another colour.
+//! recorded configuration in another colour. Drawn from the table's rows,
+//! so a sweep, a search and a merge of shards plot alike; a compile
+//! setting (JIT options, optimisation level) is part of its bar's name.
 
 use std::path::Path;
 
-use reprise::Capture;
-use reprise::tune::{Status, TuneReport};
-
-use super::report::{in_order, label};
+use super::report::{Row, label};
 use crate::error::{CliError, Result};
 
-/// Draws the plot of `r` as SVG to `path`.
-pub fn draw(path: &Path, capture: &Capture, r: &TuneReport) -> Result<()> {
+/// Draws the plot of `rows` (in the table's order) of the kernel `kernel`
+/// as SVG to `path`.
+pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
     use plotters::prelude::*;
     let err =
         |e: String| CliError::Command(format!("{}: drawing the plot failed: {e}", path.display()));
-    let shown: Vec<_> = in_order(r)
-        .into_iter()
-        .filter(|m| m.median().is_some())
-        .collect();
+    let shown: Vec<&Row> = rows.iter().filter(|m| m.median().is_some()).collect();
     if shown.is_empty() {
         return Err(CliError::Command(format!(
             "{}: nothing to plot: no configuration was timed",
@@ -37,14 +34,20 @@ pub fn draw(path: &Path, capture: &Capture, r: &TuneReport) -> Result<()> {
     } else {
         ("us", 1e6)
     };
-    let labels: Vec<String> = shown.iter().map(|m| label(&m.config)).collect();
+    let labels: Vec<String> = shown
+        .iter()
+        .map(|m| match m.compile() {
+            Some(c) => format!("{} {c}", label(&m.config())),
+            None => label(&m.config()),
+        })
+        .collect();
     let n = shown.len();
     let width = (160 + 72 * n as u32).clamp(640, 4000);
     let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let caption = format!(
         "{}: median kernel time per configuration (bars: min to max)",
-        capture.record.name
+        kernel
     );
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 18))
@@ -74,25 +77,23 @@ pub fn draw(path: &Path, capture: &Capture, r: &TuneReport) -> Result<()> {
     // The recorded configuration red, usable ones blue, those whose output
     // differs grey (timed, but no candidates).
     let grey = RGBColor(150, 150, 150);
-    let colour = |m: &reprise::tune::Measured| match (&m.status, m.recorded) {
-        (Status::Differs(_), _) => grey,
-        (_, true) => RED,
-        _ => BLUE,
+    let kind = |m: &Row| match (m.status.as_str(), m.recorded) {
+        ("differs", _) => 2,
+        (_, true) => 0,
+        _ => 1,
+    };
+    let colour = |m: &Row| match kind(m) {
+        0 => RED,
+        1 => BLUE,
+        _ => grey,
     };
     for (name, which) in [
         ("recorded", 0),
         ("output verified (or not checked)", 1),
         ("output differs", 2),
     ] {
-        let pick = |m: &&reprise::tune::Measured| {
-            let kind = match (&m.status, m.recorded) {
-                (Status::Differs(_), _) => 2,
-                (_, true) => 0,
-                _ => 1,
-            };
-            kind == which
-        };
-        if !shown.iter().any(pick) {
+        let pick = |m: &Row| kind(m) == which;
+        if !shown.iter().any(|m| pick(m)) {
             continue;
         }
         let c = match which {

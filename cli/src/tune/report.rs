@@ -170,14 +170,14 @@ impl Row {
             .map(|&ns| Duration::from_nanos(ns))
     }
 
-    fn min(&self) -> Option<Duration> {
+    pub fn min(&self) -> Option<Duration> {
         self.times_ns
             .iter()
             .min()
             .map(|&ns| Duration::from_nanos(ns))
     }
 
-    fn max(&self) -> Option<Duration> {
+    pub fn max(&self) -> Option<Duration> {
         self.times_ns
             .iter()
             .max()

@@ -214,6 +214,9 @@ pub fn report(
     if let Some(path) = &a.csv {
         write_csv(path, &ranked)?;
     }
+    if let Some(path) = &a.plot {
+        super::plot::draw(path, kernel, &ranked)?;
+    }
     for l in incomplete {
         note!("INCOMPLETE {l}");
     }

@@ -165,6 +165,12 @@ pub fn result_rows(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Whether the SVG `svg` has a text element that reads `text` (the plot's
+/// labels stand on lines of their own).
+pub fn svg_text(svg: &str, text: &str) -> bool {
+    svg.lines().any(|l| l.trim() == text)
+}
+
 /// Runs `tune(args)` for each shard K of `n`, with `--shard K/n --rows
 /// DIR/K.jsonl` (DIR made here); each rows file and its run's output.
 pub fn tune_shards(

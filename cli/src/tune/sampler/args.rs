@@ -69,21 +69,6 @@ impl SearchArgs {
             || self.worker_plan.is_some()
             || (a.rows.is_some() && a.shard.is_none())
     }
-
-    /// The flag given that makes the sweep a search, for messages.
-    pub fn flag(&self, a: &TuneArgs) -> &'static str {
-        [
-            (self.sampler != Sampler::Grid, "--sampler"),
-            (self.trials.is_some(), "--trials"),
-            (self.time_budget.is_some(), "--time-budget"),
-            (self.resume.is_some(), "--resume"),
-            (self.workers.is_some(), "--workers"),
-            (a.rows.is_some() && a.shard.is_none(), "--rows"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag))
-        .unwrap_or("--sampler")
-    }
 }
 
 fn trials(s: &str) -> std::result::Result<u64, String> {

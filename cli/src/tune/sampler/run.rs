@@ -86,13 +86,6 @@ pub fn run(
     if let Some(plan) = &search.worker_plan {
         return serve_plan(a, capture, backend, &compiles, plan, start);
     }
-    if a.plot.is_some() {
-        return Err(CliError::Command(format!(
-            "--plot draws a sweep measured in one go, not a search ({} makes this one): give \
-             --csv or --json",
-            search.flag(a)
-        )));
-    }
     let rec = &capture.record;
     let kernel = rec.name.to_string();
     let (size, candidates) = candidates(a, recorded, geometry)?;
@@ -323,6 +316,12 @@ pub fn run(
         report::write_csv(path, &ranked)?;
         if !a.json {
             out!("wrote {}", path.display());
+        }
+    }
+    if let Some(path) = &a.plot {
+        crate::tune::plot::draw(path, &kernel, &ranked)?;
+        if !a.json {
+            out!("plotted {}", path.display());
         }
     }
     Ok(if interrupted && !budget_spent {
