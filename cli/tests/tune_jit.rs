@@ -551,3 +551,148 @@ fn a_jit_sweep_spread_over_shards_merges_into_the_unsharded_sweep() {
         text(&out).1
     );
 }
+
+/// A saxpy capture recorded from the PTX fixture with NVPTX IR attached
+/// (the simulated driver runs a kernel by its name, so the IR's body need
+/// not be saxpy's: its PTX, loaded with the JIT options, is what the
+/// options reach); `None` without a GPU or LLVM 19.
+fn record_saxpy_with_ir(dir: &Path) -> Option<PathBuf> {
+    let llvm = Path::new("/usr/lib/llvm-19/bin");
+    if !llvm.join("llc").exists() || !llvm.join("llvm-as").exists() {
+        common::skip(
+            "tune_jit::opt_levels_x_jit: LLVM 19 (llc, llvm-as) missing",
+            None,
+        );
+        return None;
+    }
+    let ll = dir.join("saxpy.ll");
+    std::fs::write(
+        &ll,
+        "target triple = \"nvptx64-nvidia-cuda\"\n\
+         @bias = addrspace(1) externally_initialized global float 0.0\n\
+         @launches = addrspace(1) externally_initialized global i32 0\n\
+         define ptx_kernel void @saxpy(float %a, ptr %x, ptr %y, i32 %n) {\n  ret void\n}\n",
+    )
+    .unwrap();
+    let bc = dir.join("saxpy.bc");
+    let st = std::process::Command::new(llvm.join("llvm-as"))
+        .arg(&ll)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .unwrap();
+    assert!(st.success(), "llvm-as");
+    let n = 1024usize;
+    let mut rec = Recorder::new(gpu()?, 0, raw_config(&dir.join("rec"))).unwrap();
+    let x = rec.alloc((n * 4) as u64, 256).unwrap();
+    let y = rec.alloc((n * 4) as u64, 256).unwrap();
+    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
+    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
+    let image = rec.load_image(SAXPY).unwrap();
+    rec.attach_ir(image, &std::fs::read(&bc).unwrap()).unwrap();
+    let k = rec.kernel(image, "saxpy").unwrap();
+    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
+    reprise::block_on(async {
+        rec.launch(&k, geometry(4, 256), &args).await.unwrap();
+        rec.finish().await.unwrap()
+    })
+    .into_iter()
+    .next()
+}
+
+#[test]
+fn opt_levels_cross_jit_options_on_cuda_each_pair_loaded_once_and_sharded() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_saxpy_with_ir(dir.path()) else {
+        return;
+    };
+    let log = dir.path().join("jit.log");
+    let cache = dir.path().join("cache");
+    let env = [
+        ("REPRISE_SIM_CUDA_JIT_RECORD", s(&log)),
+        ("REPRISE_IR_CACHE", s(&cache)),
+    ];
+    let sweep = [
+        "tune",
+        s(&capture),
+        "--opt-level",
+        "O1,O2",
+        "--max-registers",
+        "32,64",
+        "--llvm",
+        "/usr/lib/llvm-19/bin",
+        // The image compiled from IR is not the one the descriptor's
+        // checksum is of.
+        "--no-checksums",
+        "--repetitions",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let rows = dir.path().join("all.jsonl");
+    let out = reprise_env(&[&sweep[..], &["--rows", s(&rows)]].concat(), &env);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}{stderr}");
+    assert_exit(&out, 0);
+    assert!(
+        stdout.contains("search space: 4 (--opt-level x JIT settings)"),
+        "{stdout}"
+    );
+    let got: BTreeSet<(String, u64)> = result_rows(&rows)
+        .iter()
+        .map(|v| {
+            assert_eq!(v["status"], "verified", "{v}");
+            (
+                format!("O{},{}", v["opt_level"], v["jit"].as_str().unwrap()),
+                v["grid"][0].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, u64)> = [
+        "O1,MAX_REGISTERS=32",
+        "O1,MAX_REGISTERS=64",
+        "O2,MAX_REGISTERS=32",
+        "O2,MAX_REGISTERS=64",
+    ]
+    .into_iter()
+    .map(|l| (l.to_string(), 4))
+    .collect();
+    assert_eq!(got, want);
+    if simulated() {
+        // The PTX compiled from IR, loaded once for each pair with its
+        // register limit.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let limits: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("0=")))
+            .collect();
+        assert_eq!(limits.len(), 4, "{text}");
+        assert_eq!(limits.iter().filter(|w| **w == "0=32").count(), 2, "{text}");
+    }
+    // Two shards hold the four pairs once between them, and merge into
+    // the unsharded ranking.
+    let shards = dir.path().join("shards");
+    let mut union = BTreeSet::new();
+    let mut count = 0;
+    for (rows, out) in tune_shards(&shards, 2, |extra| {
+        reprise_env(&[&sweep[..], extra].concat(), &env)
+    }) {
+        assert!(matches!(out.status.code(), Some(0 | 2)), "{out:?}");
+        for v in result_rows(&rows) {
+            count += 1;
+            union.insert((
+                format!("O{},{}", v["opt_level"], v["jit"].as_str().unwrap()),
+                v["grid"][0].as_u64().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(count, 4);
+    assert_eq!(union, want);
+    let out = reprise_env(
+        &[&sweep[..], &["--merge", s(&shards), "--json"]].concat(),
+        &env,
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 4, "{v}");
+}
