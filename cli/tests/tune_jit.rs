@@ -582,22 +582,11 @@ fn record_saxpy_with_ir(dir: &Path) -> Option<PathBuf> {
         .status()
         .unwrap();
     assert!(st.success(), "llvm-as");
-    let n = 1024usize;
-    let mut rec = Recorder::new(gpu()?, 0, raw_config(&dir.join("rec"))).unwrap();
-    let x = rec.alloc((n * 4) as u64, 256).unwrap();
-    let y = rec.alloc((n * 4) as u64, 256).unwrap();
-    rec.upload(x, &floats(&vec![1.0; n])).unwrap();
-    rec.upload(y, &floats(&vec![2.0; n])).unwrap();
-    let image = rec.load_image(SAXPY).unwrap();
-    rec.attach_ir(image, &std::fs::read(&bc).unwrap()).unwrap();
-    let k = rec.kernel(image, "saxpy").unwrap();
-    let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
-    reprise::block_on(async {
-        rec.launch(&k, geometry(4, 256), &args).await.unwrap();
-        rec.finish().await.unwrap()
-    })
-    .into_iter()
-    .next()
+    let ir = std::fs::read(&bc).unwrap();
+    let config = raw_config(&dir.join("rec"));
+    record_gpu_saxpy_ir(gpu()?, config, SAXPY, Some(&ir), 1024, 1)
+        .into_iter()
+        .next()
 }
 
 #[test]

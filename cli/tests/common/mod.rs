@@ -202,12 +202,31 @@ pub fn record_gpu_saxpy<E>(
 where
     E: reprise::executors::AnyExecutor,
 {
+    record_gpu_saxpy_ir(exec, config, image, None, n, launches)
+}
+
+/// [`record_gpu_saxpy`], with the LLVM bitcode `ir` attached to the image
+/// (`Recorder::attach_ir`) where one is given.
+pub fn record_gpu_saxpy_ir<E>(
+    exec: E,
+    config: RecordConfig,
+    image: &[u8],
+    ir: Option<&[u8]>,
+    n: usize,
+    launches: usize,
+) -> Vec<PathBuf>
+where
+    E: reprise::executors::AnyExecutor,
+{
     let mut rec = Recorder::new(exec, 0, config).unwrap();
     let x = rec.alloc((n * 4) as u64, 256).unwrap();
     let y = rec.alloc((n * 4) as u64, 256).unwrap();
     rec.upload(x, &floats(&vec![1.0; n])).unwrap();
     rec.upload(y, &floats(&vec![2.0; n])).unwrap();
     let image = rec.load_image(image).unwrap();
+    if let Some(ir) = ir {
+        rec.attach_ir(image, ir).unwrap();
+    }
     let k = rec.kernel(image, "saxpy").unwrap();
     let args = Args::new().f32(3.0).ptr(x).ptr(y).i32(n as i32);
     let geometry = geometry((n as u32).div_ceil(256), 256);
