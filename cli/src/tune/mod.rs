@@ -287,11 +287,12 @@ pub(crate) fn tune_options(a: &TuneArgs, configs: Vec<LaunchConfig>) -> TuneOpti
 /// Whether the sweep runs as the search ([`sampler`]): any search option,
 /// a compile dimension it crosses with the geometry (JIT options), or
 /// `--opt-level` with what the plain sweep from IR does not do (shards,
-/// JIT options). The search's `grid` sampler is the whole product, so
-/// this is the plain sweep over every dimension, with shards, `--merge`,
-/// `--slurm` and `--resume` for each.
+/// their merge, a Slurm job). The search's `grid` sampler is the whole
+/// product, so this is the plain sweep over every dimension, with shards,
+/// `--merge`, `--slurm`, `--plot` and `--resume` for each.
 fn sampled(a: &TuneArgs) -> bool {
-    a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && a.shard.is_some())
+    let spread = a.shard.is_some() || a.merge.is_some() || a.slurm.slurm;
+    a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && spread)
 }
 
 /// Team counts, thread counts and shared memory sizes.
