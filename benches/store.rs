@@ -28,7 +28,7 @@ use reprise_std::chunks::{ChunkStore, StoreOptions, usage};
 const MIB: usize = 1 << 20;
 /// Each kind of data, for the throughputs.
 const SIZE: usize = 16 * MIB;
-const CHUNK_SIZES: [u32; 4] = [64 << 10, 256 << 10, 1 << 20, 4 << 20];
+const CHUNK_SIZES: [u32; 5] = [64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20];
 /// zstd's levels: its fast ones (negative), its default (3), and more.
 const LEVELS: [i32; 5] = [-5, -1, 1, 3, 9];
 

@@ -19,6 +19,8 @@ use common::{s, text};
 const MIB: u64 = 1 << 20;
 /// The program's region (its `MIB` default).
 const REGION: u64 = 16 * MIB;
+/// A store chunk: the default chunk size (y, 1 MiB at 3 MiB, lies in one).
+const CHUNK: u64 = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as u64;
 
 /// The simulator and the interposer are there (else the test skips, after
 /// saying why).
@@ -123,9 +125,9 @@ fn device_hashing_records_the_same_captures_copying_what_changed() {
     assert!(plain >= 6 * REGION, "plain recording copied {plain} bytes");
     // With it: the first input (nothing on the host had it), then the one
     // chunk each launch changed, its hashes and what the program read
-    // back; a MiB of slack for a y straddling two chunks.
+    // back; a chunk of slack for a y straddling two chunks.
     assert!(
-        hashed <= REGION + 3 * MIB + MIB,
+        hashed <= REGION + 3 * CHUNK + CHUNK,
         "device hashing copied {hashed} bytes (plain: {plain})"
     );
 }
@@ -158,7 +160,7 @@ fn no_device_memory_for_a_copy_records_that_launch_the_ordinary_way_with_one_war
     // later ones hashed on the device, and found the first's output on
     // the host.
     assert!(
-        (2 * REGION..2 * REGION + 4 * MIB).contains(&d2h),
+        (2 * REGION..2 * REGION + 4 * CHUNK).contains(&d2h),
         "copied {d2h} bytes"
     );
 }

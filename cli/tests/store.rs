@@ -23,9 +23,12 @@ fn config(dir: &Path, format: CaptureFormat) -> RecordConfig {
         .format(format)
 }
 
-/// Floats past three chunks of the store (3 MiB and 5 bytes of x and y
-/// together, and then some).
-const N: usize = (3 << 20) / 8 + 2;
+/// A store chunk: the default chunk size.
+const CHUNK: usize = chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+
+/// Floats past three chunks of the store (three chunks and 16 bytes of x
+/// and y together).
+const N: usize = 3 * CHUNK / 8 + 2;
 
 /// The chunk files of the store in `dir`.
 fn chunk_files(dir: &Path) -> Vec<PathBuf> {
@@ -59,7 +62,11 @@ fn a_store_capture_has_manifests_for_files_and_replays_and_verifies() {
         assert!(chunks::manifest_path(raw).is_file(), "{}", raw.display());
     }
     let m = Manifest::read(&chunks::manifest_path(&paths.input)).unwrap();
-    assert!(m.len() > 3 << 20 && m.chunks().len() >= 4, "{}", m.len());
+    assert!(
+        m.len() > 3 * CHUNK as u64 && m.chunks().len() >= 4,
+        "{}",
+        m.len()
+    );
     let out = reprise(&["replay", "--verify", s(&written[0])]);
     assert_exit(&out, 0);
     let (stdout, _) = text(&out);

@@ -14,8 +14,11 @@ use reprise::replayer::Session;
 use reprise::{Args, Capture, CaptureFormat, HostExecutor, RecordConfig, Recorder};
 use reprise_std::chunks::{self, ChunkStore, Manifest};
 
-/// Records `launches` launches of axpy over a small x and y beside 4 MiB of
-/// noise (plain chunks) into the store in `dir`: the region's last chunk
+/// A store chunk: the default chunk size.
+const CHUNK: usize = chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+
+/// Records `launches` launches of axpy over a small x and y beside four
+/// chunks of noise (plain chunks) into the store in `dir`: the region's last chunk
 /// is x, y and their neighbours, floats that compress, and short.
 fn record(dir: &Path, launches: usize) -> Vec<PathBuf> {
     let config = RecordConfig::default()
@@ -27,12 +30,12 @@ fn record(dir: &Path, launches: usize) -> Vec<PathBuf> {
     let exec = HostExecutor::new().unwrap();
     let mut rec = Recorder::new(exec, 0, config).unwrap();
     let n = 4096;
-    let big = rec.alloc(4 << 20, 64).unwrap();
+    let big = rec.alloc(4 * CHUNK as u64, 64).unwrap();
     let x = rec.alloc((n * 4) as u64, 64).unwrap();
     let y = rec.alloc((n * 4) as u64, 64).unwrap();
     let calls = rec.alloc(8, 8).unwrap();
     let mut state = 0x2545_f491_4f6c_dd1du64;
-    let noise: Vec<u8> = (0..4 << 20)
+    let noise: Vec<u8> = (0..4 * CHUNK)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;

@@ -20,8 +20,9 @@ use reprise_std::{Args, CaptureFormat, Error, RecordConfig, Recorder, block_on};
 use reprise_test_support::cuda_driver as sim;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
-const MIB: usize = 1 << 20;
-/// The region the tests fill: ten store chunks (1 MiB, the default).
+/// A store chunk: the default chunk size.
+const CHUNK: usize = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+/// The region the tests fill: ten store chunks of the default size.
 const CHUNKS: usize = 10;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -112,14 +113,14 @@ fn record(
     Option<reprise_std::recorder::Traffic>,
 ) {
     let mut rec = Recorder::new(exec, 0, config).unwrap();
-    let base = rec.alloc((CHUNKS * MIB) as u64, MIB as u64).unwrap();
-    rec.upload(base, &noise(CHUNKS * MIB, 7)).unwrap();
+    let base = rec.alloc((CHUNKS * CHUNK) as u64, CHUNK as u64).unwrap();
+    rec.upload(base, &noise(CHUNKS * CHUNK, 7)).unwrap();
     // Small floats in x and y, so that the results stay finite.
-    let n = MIB / 4;
+    let n = CHUNK / 4;
     let floats: Vec<u8> = (0..n)
         .flat_map(|i| (i as f32 / n as f32).to_le_bytes())
         .collect();
-    let (x, y) = (base + 2 * MIB as u64, base + 3 * MIB as u64);
+    let (x, y) = (base + 2 * CHUNK as u64, base + 3 * CHUNK as u64);
     rec.upload(x, &floats).unwrap();
     rec.upload(y, &floats).unwrap();
     let image = rec.load_image(SAXPY).unwrap();
@@ -172,7 +173,7 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
     for (p, h) in plain.iter().zip(&hashed) {
         for which in ["input", "output"] {
             let (a, b) = (snapshot(p, which), snapshot(h, which));
-            assert_eq!(a.len(), CHUNKS * MIB);
+            assert_eq!(a.len(), CHUNKS * CHUNK);
             assert!(
                 a == b,
                 "{which} of {} differs with device hashing",
@@ -188,7 +189,7 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
     }
     // Without device hashing each launch copies the region twice (before
     // and after the kernel), and the globals.
-    let region = (CHUNKS * MIB) as u64;
+    let region = (CHUNKS * CHUNK) as u64;
     for t in &plain_traffic {
         assert!(
             (2 * region..2 * region + 4096).contains(t),
@@ -200,7 +201,7 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
     // launches find their input in the last capture's output and copy
     // that chunk only, with the hashes (32 bytes a chunk, two snapshots)
     // and the globals.
-    let chunk = MIB as u64;
+    let chunk = CHUNK as u64;
     let small = 64 * CHUNKS as u64 + 4096;
     assert!(
         (region + chunk..region + chunk + small).contains(&hashed_traffic[0]),
@@ -216,7 +217,7 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
     eprintln!(
         "device-to-host bytes per capture, {} MiB region, one chunk changed per launch: \
          without device hashing {plain_traffic:?}, with it {hashed_traffic:?}",
-        CHUNKS
+        CHUNKS * CHUNK >> 20
     );
 }
 
@@ -234,8 +235,8 @@ fn the_sync_schedule_records_the_same_captures() {
             assert!(snapshot(p, which) == snapshot(h, which), "{which}");
         }
     }
-    assert!(traffic[1] < 2 * MIB as u64, "{traffic:?}");
-    assert_eq!(filled.unwrap().device, (CHUNKS * MIB + 2 * MIB) as u64);
+    assert!(traffic[1] < 2 * CHUNK as u64, "{traffic:?}");
+    assert_eq!(filled.unwrap().device, (CHUNKS * CHUNK + 2 * CHUNK) as u64);
 }
 
 #[test]
@@ -251,10 +252,10 @@ fn the_store_supplies_what_it_has_by_the_devices_hashes() {
     let exec = CudaExecutor::new(0).unwrap();
     let (hashed, traffic, filled) = record(exec, config(dir.path(), true), 1);
     let filled = filled.unwrap();
-    let region = (CHUNKS * MIB) as u64;
+    let region = (CHUNKS * CHUNK) as u64;
     // Its input whole, and the output's changed chunk (the first
     // recording's output had it too).
-    assert_eq!(filled.store, region + MIB as u64, "{filled:?}");
+    assert_eq!(filled.store, region + CHUNK as u64, "{filled:?}");
     assert_eq!(filled.device, 0, "{filled:?}");
     assert!(traffic[0] < 4096 + 64 * CHUNKS as u64, "{traffic:?}");
     assert_eq!(
@@ -341,13 +342,13 @@ fn no_device_memory_for_the_copy_means_the_ordinary_path() {
     let (plain, _, _) = record(exec, config(plain_dir.path(), false), 1);
     let exec = CudaExecutor::new(0).unwrap();
     let mut rec = Recorder::new(exec, 0, config(short_dir.path(), true)).unwrap();
-    let base = rec.alloc((CHUNKS * MIB) as u64, MIB as u64).unwrap();
-    rec.upload(base, &noise(CHUNKS * MIB, 7)).unwrap();
-    let n = MIB / 4;
+    let base = rec.alloc((CHUNKS * CHUNK) as u64, CHUNK as u64).unwrap();
+    rec.upload(base, &noise(CHUNKS * CHUNK, 7)).unwrap();
+    let n = CHUNK / 4;
     let floats: Vec<u8> = (0..n)
         .flat_map(|i| (i as f32 / n as f32).to_le_bytes())
         .collect();
-    let (x, y) = (base + 2 * MIB as u64, base + 3 * MIB as u64);
+    let (x, y) = (base + 2 * CHUNK as u64, base + 3 * CHUNK as u64);
     rec.upload(x, &floats).unwrap();
     rec.upload(y, &floats).unwrap();
     let image = rec.load_image(SAXPY).unwrap();

@@ -12,8 +12,9 @@ use reprise_std::{Args, RecordConfig, Recorder, block_on};
 use reprise_test_support::hsa_runtime as sim;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/amdgpu/fixtures/saxpy_mixed.gfx90a.hsaco");
-const MIB: usize = 1 << 20;
-/// The region the test fills: ten store chunks (1 MiB, the default).
+/// A store chunk: the default chunk size.
+const CHUNK: usize = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+/// The region the test fills: ten store chunks of the default size.
 const CHUNKS: usize = 10;
 
 fn config(dir: &Path, hashing: bool) -> RecordConfig {
@@ -43,13 +44,13 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 fn record(config: RecordConfig, launches: usize, probe: &sim::Probe) -> (Vec<PathBuf>, Vec<i64>) {
     let exec = AmdExecutor::new(0).unwrap();
     let mut rec = Recorder::new(exec, 0, config).unwrap();
-    let base = rec.alloc((CHUNKS * MIB) as u64, MIB as u64).unwrap();
-    rec.upload(base, &noise(CHUNKS * MIB, 11)).unwrap();
-    let n = MIB / 4;
+    let base = rec.alloc((CHUNKS * CHUNK) as u64, CHUNK as u64).unwrap();
+    rec.upload(base, &noise(CHUNKS * CHUNK, 11)).unwrap();
+    let n = CHUNK / 4;
     let floats: Vec<u8> = (0..n)
         .flat_map(|i| (i as f32 / n as f32).to_le_bytes())
         .collect();
-    let (x, y) = (base + 2 * MIB as u64, base + 3 * MIB as u64);
+    let (x, y) = (base + 2 * CHUNK as u64, base + 3 * CHUNK as u64);
     rec.upload(x, &floats).unwrap();
     rec.upload(y, &floats).unwrap();
     let image = rec.load_image(SAXPY).unwrap();
@@ -100,7 +101,7 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
         let (a, b) = (read_descriptor(p).unwrap(), read_descriptor(h).unwrap());
         assert_eq!(a.checksums, b.checksums);
     }
-    let (region, chunk) = ((CHUNKS * MIB) as i64, MIB as i64);
+    let (region, chunk) = ((CHUNKS * CHUNK) as i64, CHUNK as i64);
     let small = 64 * CHUNKS as i64 + 4096;
     for t in &plain_traffic {
         assert!(
@@ -116,8 +117,9 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
         assert!((chunk..chunk + small).contains(t), "{hashed_traffic:?}");
     }
     eprintln!(
-        "AMD (simulated): device-to-host bytes per capture, {CHUNKS} MiB region, one chunk \
+        "AMD (simulated): device-to-host bytes per capture, {} MiB region, one chunk \
          changed per launch: without device hashing {plain_traffic:?}, with it \
-         {hashed_traffic:?}"
+         {hashed_traffic:?}",
+        CHUNKS * CHUNK >> 20
     );
 }

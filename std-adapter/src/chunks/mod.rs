@@ -1,7 +1,7 @@
 //! The chunk store: capture files as content-addressed, compressed chunks,
 //! each kept once per capture directory, and a manifest per file.
 //!
-//! A file's bytes are cut into fixed-size chunks (1 MiB unless the store
+//! A file's bytes are cut into fixed-size chunks (2 MiB unless the store
 //! says otherwise); each chunk is named by the blake3 hash of its bytes and
 //! kept as `D/.reprise-store/chunks/XX/HASH`, once however many files hold
 //! it: zstd-compressed, or (format 2) as a plain file of its bytes when it

@@ -185,7 +185,8 @@ fn the_version_file_reads_back_and_refuses_what_it_does_not_know() {
         assert_eq!(
             text,
             format!(
-                "reprise-chunk-store {version}\nhash blake3\ncompression zstd\nchunk-size 1048576\n"
+                "reprise-chunk-store {version}\nhash blake3\ncompression zstd\nchunk-size {}\n",
+                layout::DEFAULT_CHUNK_SIZE
             )
         );
         assert_eq!(StoreVersion::parse(text.as_bytes()), Ok(v));
@@ -382,7 +383,10 @@ fn a_damaged_raw_chunk_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let store =
             ChunkStore::create_in_version(dir.path(), StoreOptions::default(), version).unwrap();
-        let noise = noise(2 << 20, 0x2545_F491_4F6C_DD1D);
+        let noise = noise(
+            2 * layout::DEFAULT_CHUNK_SIZE as usize,
+            0x2545_F491_4F6C_DD1D,
+        );
         let m = store.put(&noise).unwrap();
         let c = m.chunks()[1];
         let path = store.chunk_file(&c.hash);

@@ -3,7 +3,8 @@
 //!
 //! ```no_run
 //! # async fn demo<E>(exec: E) -> reprise_std::Result<()>
-//! # where E: reprise_core::Executor, E::Buffer: Send + 'static {
+//! # where E: reprise_core::Executor + 'static, E::Buffer: Send + 'static,
+//! #     E::Queue: Send, E::Region: Send {
 //! use reprise_core::LaunchConfig;
 //! use reprise_std::{Args, RecordConfig, Recorder};
 //! let config = RecordConfig::from_env()?.enabled(true).dir("captures");

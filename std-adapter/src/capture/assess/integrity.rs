@@ -234,7 +234,7 @@ mod tests {
     fn describing_a_store_capture_decompresses_each_chunk_once() {
         let dir = tempfile::tempdir().unwrap();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let input: Vec<u8> = (0..3 << 20)
+        let input: Vec<u8> = (0..3 * crate::chunks::layout::DEFAULT_CHUNK_SIZE as usize)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
