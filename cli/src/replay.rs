@@ -87,7 +87,7 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         let quiet = std::env::var_os(isolate::CHILD).is_some();
         let compiled =
             crate::from_ir::prepare(&a.file, &a.ir, a.backend.kind(), a.device_id, quiet)?;
-        options = options.image(compiled.path);
+        options = options.compiled_image(compiled.path);
     }
     if isolate::wanted(&a.file, &options) {
         return isolate::replay_in_child(&a.file, &options);

@@ -610,9 +610,6 @@ fn opt_levels_cross_jit_options_on_cuda_each_pair_loaded_once_and_sharded() {
         "32,64",
         "--llvm",
         "/usr/lib/llvm-19/bin",
-        // The image compiled from IR is not the one the descriptor's
-        // checksum is of.
-        "--no-checksums",
         "--repetitions",
         "1",
         "--warmup",

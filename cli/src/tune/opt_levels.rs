@@ -62,7 +62,7 @@ pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<(Capture, Option<Durati
         llvm_args: ir.llvm_args.clone(),
     };
     let compiled = crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
-    let options = super::open_options(a).image(&compiled.path);
+    let options = super::open_options(a).compiled_image(&compiled.path);
     let capture = Capture::open_with(&a.file, options)?;
     Ok((capture, (!compiled.cached).then_some(compiled.compile_time)))
 }

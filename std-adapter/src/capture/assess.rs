@@ -298,7 +298,8 @@ pub fn assess(
             checksum: ChecksumStatus::NotRecorded,
         });
         match super::offload::image_for(path, &record.name, record.backend.or(options.backend)) {
-            Ok((bytes, origin)) => {
+            Ok((bytes, mut origin)) => {
+                origin.compiled = options.image_compiled;
                 let kind = image::sniff(&bytes);
                 a.image_kind = Some(kind);
                 a.image = Some(bytes);

@@ -78,6 +78,10 @@ pub struct OpenOptions {
     /// LLVM offload container) from whose `.llvm.offloading` entries the one
     /// that defines the capture's kernel is taken (see [`crate::offload`]).
     pub image: Option<PathBuf>,
+    /// Whether [`OpenOptions::image`] was compiled from the capture's IR
+    /// (`replay --from-ir`): the descriptor's image checksum is of the
+    /// recorded image, not of this one, and is not checked against it.
+    pub image_compiled: bool,
     /// The region base to use instead of the recorded (or derived) one.
     pub region_base: Option<u64>,
     /// The executor the capture is for, when its descriptor does not say:
@@ -99,6 +103,7 @@ impl OpenOptions {
             allow_missing_globals: false,
             verify_checksums: true,
             image: None,
+            image_compiled: false,
             region_base: None,
             backend: None,
         }
@@ -120,6 +125,14 @@ impl OpenOptions {
     /// [`OpenOptions::image`]).
     pub fn image(mut self, path: impl Into<PathBuf>) -> Self {
         self.image = Some(path.into());
+        self
+    }
+
+    /// The same with the image `path` compiled from the capture's IR (see
+    /// [`OpenOptions::image_compiled`]).
+    pub fn compiled_image(mut self, path: impl Into<PathBuf>) -> Self {
+        self.image = Some(path.into());
+        self.image_compiled = true;
         self
     }
 
@@ -324,7 +337,9 @@ impl Capture {
                 return Err(checksum_mismatch(&self.paths.globals, want, got));
             }
         }
-        if let Some(want) = sums.image {
+        if let Some(want) = sums.image
+            && !self.image_origin.as_ref().is_some_and(|o| o.compiled)
+        {
             any = true;
             let got = checksum(&self.image);
             if got != want {

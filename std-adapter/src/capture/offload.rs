@@ -245,6 +245,10 @@ pub struct ImageOrigin {
     /// The entry taken from it, when it is an application binary or an
     /// offload container (`None`: the file is the image).
     pub entry: Option<(usize, String, String)>,
+    /// Whether it was compiled from the capture's IR
+    /// ([`super::OpenOptions::image_compiled`]): the descriptor's image
+    /// checksum is not of it.
+    pub compiled: bool,
 }
 
 /// The image in `path` for a capture of `kernel` (whose descriptor names
@@ -273,6 +277,7 @@ pub fn image_for(
             ImageOrigin {
                 path: path.to_path_buf(),
                 entry: None,
+                compiled: false,
             },
         ));
     };
@@ -285,6 +290,7 @@ pub fn image_for(
             let origin = ImageOrigin {
                 path: path.to_path_buf(),
                 entry: Some((one.index, one.triple.clone(), one.arch.clone())),
+                compiled: false,
             };
             Ok((one.bytes.to_vec(), origin))
         }
