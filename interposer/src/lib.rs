@@ -24,5 +24,6 @@ mod image_len;
 mod process;
 pub mod real;
 mod resolve;
+mod say;
 mod state;
 mod summary;

@@ -7,7 +7,7 @@
 //! region's reservation does not back them).
 //!
 //! The recorder's writer runs on the launching thread with device hashing
-//! on ([`crate::state`] chooses it), so every call here and every copy
+//! on (the interposer's state chooses it), so every call here and every copy
 //! from a device copy is made inside a recorded launch, with the program's
 //! context current, before the program can release that context.
 
@@ -70,7 +70,7 @@ impl DeviceCopy {
         });
         if rc != SUCCESS {
             if !WARNED.swap(true, Ordering::Relaxed) {
-                crate::state::warn(format_args!(
+                crate::say::warn(format_args!(
                     "device hashing: no device memory for a {size}-byte copy of the region \
                      ({}); such launches are recorded the ordinary way, their snapshots \
                      copied to the host whole",

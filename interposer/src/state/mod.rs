@@ -21,6 +21,7 @@ use crate::executor::{Interposed, Raw, SUGGESTED_BASE};
 use crate::heap::{ALIGN, Outside, heap};
 use crate::image_len::image;
 use crate::real::*;
+use crate::say::say;
 use crate::summary::{self, Skipped};
 
 mod entry;
@@ -72,18 +73,6 @@ enum Phase {
 fn cell() -> &'static Mutex<Phase> {
     static CELL: OnceLock<Mutex<Phase>> = OnceLock::new();
     CELL.get_or_init(|| Mutex::new(Phase::Idle))
-}
-
-/// A line on stderr; a closed or broken stderr is no reason to stop the
-/// program (`eprintln!` would panic, and a panic here aborts it).
-fn say(line: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// A warning from the executor, on stderr with reprise's prefix.
-pub(crate) fn warn(line: std::fmt::Arguments<'_>) {
-    say(format_args!("reprise: {line}"));
 }
 
 /// Where the captures go, once a recorder was made.
