@@ -6,6 +6,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod chunk_hash;
 pub mod compare;
 pub mod completion;
 pub mod exec;
