@@ -120,6 +120,6 @@ fn captures_are_the_same_and_traffic_follows_what_changed() {
         "AMD (simulated): device-to-host bytes per capture, {} MiB region, one chunk \
          changed per launch: without device hashing {plain_traffic:?}, with it \
          {hashed_traffic:?}",
-        CHUNKS * CHUNK >> 20
+        (CHUNKS * CHUNK) >> 20
     );
 }
