@@ -401,6 +401,59 @@ fn a_sweep_as_a_job_array_gives_the_rows_of_the_local_sweep() {
 }
 
 /// A directory holding an `sbatch` that says `message` and fails.
+/// A sweep of JIT options as a job array: the (geometry, JIT setting)
+/// pairs of the local sweep, each with its register count, once.
+#[test]
+fn a_jit_sweep_as_a_job_array_gives_the_rows_of_the_local_sweep() {
+    if !slurm() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(capture) = record_saxpy(&dir.path().join("c")) else {
+        return;
+    };
+    let run = |extra: &[&str]| -> String {
+        let mut all = vec![
+            "tune",
+            s(&capture),
+            "--max-registers",
+            "16,255",
+            "--num-teams",
+            "64,128",
+            "--repetitions",
+            "2",
+        ];
+        all.extend_from_slice(extra);
+        let out = reprise(&all);
+        let (stdout, stderr) = text(&out);
+        assert_exit(&out, 0);
+        format!("{stdout}{stderr}")
+    };
+    let local = dir.path().join("local.csv");
+    run(&["--csv", s(&local)]);
+    let local = std::fs::read_to_string(&local).unwrap();
+    let want = rows_of(&local);
+    assert!(want.len() >= 4, "{local}");
+    for setting in ["MAX_REGISTERS=16", "MAX_REGISTERS=255"] {
+        assert!(want.iter().any(|r| r.contains(setting)), "{local}");
+    }
+    let merged = dir.path().join("slurm.csv");
+    let rows = dir.path().join("jit.jsonl");
+    let said = run(&[
+        "--slurm",
+        "--array-size",
+        "3",
+        "--rows",
+        s(&rows),
+        "--csv",
+        s(&merged),
+    ]);
+    assert!(said.contains("submitted job"), "{said}");
+    let merged = std::fs::read_to_string(&merged).unwrap();
+    assert_eq!(rows_of(&merged), want, "{said}");
+    assert_ranked(&merged);
+}
+
 fn failing_sbatch(dir: &Path, message: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("bin");
