@@ -7,9 +7,12 @@
 //! The simulator is process-wide (its copy counters, its injected
 //! failures): the tests take turns.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use common::{CHUNK, CHUNKS, config, noise};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
@@ -20,10 +23,6 @@ use reprise_std::{Args, CaptureFormat, Error, RecordConfig, Recorder, block_on};
 use reprise_test_support::cuda_driver as sim;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
-/// A store chunk: the default chunk size.
-const CHUNK: usize = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
-/// The region the tests fill: ten store chunks of the default size.
-const CHUNKS: usize = 10;
 
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -69,28 +68,6 @@ fn simulated() -> Option<CudaExecutor> {
     }
     sim::reset();
     Some(CudaExecutor::new(0).expect("the simulated device"))
-}
-
-fn config(dir: &Path, hashing: bool) -> RecordConfig {
-    RecordConfig::default()
-        .enabled(true)
-        .dir(dir)
-        .region_size(64 << 20)
-        .fsync(false)
-        .device_hashing(hashing)
-}
-
-/// Bytes that are no pattern: an xorshift.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Device-to-host bytes the simulator copied so far.

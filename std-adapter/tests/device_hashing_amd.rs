@@ -3,8 +3,11 @@
 //! traffic that follows what changed (the CUDA tests, device_hashing.rs,
 //! cover the rest: the store's names, a device-memory shortage, refusals).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{CHUNK, CHUNKS, config, noise};
 use reprise_amdgpu::AmdExecutor;
 use reprise_core::exec::LaunchConfig;
 use reprise_std::capture::{CapturePaths, read_data, read_descriptor};
@@ -12,32 +15,6 @@ use reprise_std::{Args, RecordConfig, Recorder, block_on};
 use reprise_test_support::hsa_runtime as sim;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/amdgpu/fixtures/saxpy_mixed.gfx90a.hsaco");
-/// A store chunk: the default chunk size.
-const CHUNK: usize = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
-/// The region the test fills: ten store chunks of the default size.
-const CHUNKS: usize = 10;
-
-fn config(dir: &Path, hashing: bool) -> RecordConfig {
-    RecordConfig::default()
-        .enabled(true)
-        .dir(dir)
-        .region_size(64 << 20)
-        .fsync(false)
-        .device_hashing(hashing)
-}
-
-/// Bytes that are no pattern: an xorshift.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// `launches` saxpy launches over one chunk of a ten-chunk region of
 /// noise; the descriptors and each capture's device-to-host bytes.
