@@ -53,6 +53,7 @@ pub mod layout;
 mod leftovers;
 mod manifest;
 mod map;
+mod names;
 mod pin;
 mod read;
 #[cfg(test)]
@@ -145,6 +146,9 @@ pub struct ChunkStore {
     options: StoreOptions,
     /// Chunks [`ChunkStore::check`] or a read found whole.
     verified: Mutex<HashSet<ChunkHash>>,
+    /// The names this store's puts gave chunks, by a fast hash of their
+    /// bytes.
+    names: names::Names,
     /// Chunk files read (decompressed or refused), for the tests.
     #[cfg(test)]
     pub(crate) loads: std::sync::atomic::AtomicU64,
@@ -193,6 +197,7 @@ impl ChunkStore {
             unnamed: OnceLock::new(),
             options,
             verified: Mutex::new(HashSet::new()),
+            names: names::Names::default(),
             #[cfg(test)]
             loads: Default::default(),
         })
@@ -228,6 +233,7 @@ impl ChunkStore {
             unnamed: OnceLock::new(),
             options,
             verified: Mutex::new(HashSet::new()),
+            names: names::Names::default(),
             #[cfg(test)]
             loads: Default::default(),
         }))

@@ -544,3 +544,72 @@ fn two_puts_under_one_pin_of_the_same_bytes_both_find_them_stored() {
     assert_eq!(a, b);
     assert!(store.check(&a).is_empty());
 }
+
+fn small_chunks(dir: &std::path::Path) -> ChunkStore {
+    ChunkStore::create(
+        dir,
+        StoreOptions {
+            chunk_size: 64 << 10,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn bytes_met_again_are_named_from_memory_as_blake3_named_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_chunks(dir.path());
+    let data = noise(10 << 16, 3);
+    let first = store.put(&data).unwrap();
+    // One name per distinct chunk, remembered.
+    assert_eq!(store.names.len(), 10);
+    let again = store.put(&data).unwrap();
+    assert_eq!(first, again);
+    assert_eq!(store.names.len(), 10);
+    for (i, c) in again.chunks().iter().enumerate() {
+        let part = &data[i << 16..(i + 1) << 16];
+        assert_eq!(c.hash, ChunkHash::of(part), "chunk {i}");
+    }
+}
+
+#[test]
+fn a_chunk_named_from_memory_but_gone_from_disk_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_chunks(dir.path());
+    let data = noise(4 << 16, 5);
+    let m = store.put(&data).unwrap();
+    // Removed behind the writer's back (a `gc` of another process, a user).
+    let gone = m.chunks()[2].hash;
+    std::fs::remove_file(store.chunk_file(&gone)).unwrap();
+    assert_eq!(store.missing(&m).len(), 1);
+    let again = store.put(&data).unwrap();
+    assert_eq!(again, m);
+    assert!(store.check(&again).is_empty());
+}
+
+#[test]
+fn a_name_remembered_for_other_bytes_never_names_a_chunk_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_chunks(dir.path());
+    let data = noise(3 << 16, 9);
+    // The index holds a lie for the middle chunk's key (what a collision of
+    // xxh3-128 would make): the name of bytes that are not in the store.
+    let middle = &data[1 << 16..2 << 16];
+    let other = ChunkHash::of(b"other bytes");
+    store.names.insert(names::Quick::of(middle), other);
+    let m = store.put(&data).unwrap();
+    // The chunk the store lacked was checked by blake3 before it was
+    // written: the manifest names its real hash, no file is named `other`,
+    // and the index now holds the truth.
+    assert_eq!(m.chunks()[1].hash, ChunkHash::of(middle));
+    assert!(!store.chunk_file(&other).exists());
+    assert_eq!(
+        store.names.get(&names::Quick::of(middle)),
+        Some(ChunkHash::of(middle))
+    );
+    assert!(store.check(&m).is_empty());
+    let mut back = vec![0u8; data.len()];
+    store.read_into(&m, &mut back).unwrap();
+    assert!(back == data);
+}

@@ -32,6 +32,7 @@ use crate::error::{ChunkHash, Error, Result, StoreProblem};
 
 use super::layout::{self, StoreVersion, tmp};
 use super::manifest::{ChunkRef, Manifest};
+use super::names::Quick;
 use super::pin::Added;
 use super::{ChunkStore, Pin, StoreOptions, fs};
 
@@ -164,6 +165,26 @@ enum Ensured<'s> {
     Stored,
     /// It was written into `tmp/`, to be flushed and linked.
     Written(Written<'s>),
+    /// Nothing: the name remembered for its bytes is not theirs (two
+    /// chunks of one xxh3-128), and this is their blake3.
+    Misnamed(ChunkHash),
+}
+
+/// A chunk's name, and where it came from.
+#[derive(Debug, Clone, Copy)]
+enum Name {
+    /// Its blake3, computed from its bytes here.
+    Computed(ChunkHash),
+    /// Remembered for bytes of the same xxh3-128 ([`super::names`]).
+    Remembered(ChunkHash),
+}
+
+impl Name {
+    fn hash(self) -> ChunkHash {
+        match self {
+            Name::Computed(h) | Name::Remembered(h) => h,
+        }
+    }
 }
 
 /// The hashes a put added to its pin ([`Added::New`]) and has not
@@ -229,6 +250,24 @@ impl ChunkStore {
     /// the directories flushed once each, in parallel. A chunk that another
     /// put under the same pin is storing is waited for.
     pub fn put_pinned(&self, pin: &Pin<'_>, bytes: &[u8]) -> Result<Manifest> {
+        self.put_pinned_with(pin, bytes, |_| Ok(()))
+            .map(|(m, ())| m)
+    }
+
+    /// [`ChunkStore::put_pinned`], running `prepare` on the manifest while
+    /// the directories its new chunks were linked into are flushed, and
+    /// giving back what it made: a caller writes the manifest's file (and
+    /// flushes it) there, and renames it into place when this returns,
+    /// where written after the put it would wait for a flush of its own.
+    /// `prepare` runs again, and its first result is dropped, in the one
+    /// case where the manifest changes after it ran (a chunk named from
+    /// memory for another chunk's bytes: two chunks of one xxh3-128).
+    pub fn put_pinned_with<T: Send>(
+        &self,
+        pin: &Pin<'_>,
+        bytes: &[u8],
+        prepare: impl Fn(&Manifest) -> Result<T> + Sync,
+    ) -> Result<(Manifest, T)> {
         if !std::ptr::eq(pin.store(), self) {
             return Err(Error::Internal("a pin used with another chunk store"));
         }
@@ -261,21 +300,39 @@ impl ChunkStore {
                         break;
                     }
                     let chunk = chunk_at(i);
-                    let hash = ChunkHash::of(chunk);
-                    match pin.add(&hash)? {
-                        Added::New => {
-                            mine.push(hash);
-                            if let Ensured::Written(w) =
-                                self.ensure(tmp_fd, pin.id(), &hash, chunk, &mut scratch)?
-                            {
-                                batch.push(w);
-                                if batch.len() >= BATCH {
-                                    self.link_batch(&mut batch, &linked)?;
+                    let quick = Quick::of(chunk);
+                    let mut name = match self.names.get(&quick) {
+                        Some(hash) => Name::Remembered(hash),
+                        None => {
+                            let hash = ChunkHash::of(chunk);
+                            self.names.insert(quick, hash);
+                            Name::Computed(hash)
+                        }
+                    };
+                    let hash = loop {
+                        let hash = name.hash();
+                        match pin.add(&hash)? {
+                            Added::New => {
+                                mine.push(hash);
+                                match self.ensure(tmp_fd, pin.id(), name, chunk, &mut scratch)? {
+                                    Ensured::Stored => {}
+                                    Ensured::Written(w) => {
+                                        batch.push(w);
+                                        if batch.len() >= BATCH {
+                                            self.link_batch(&mut batch, &linked)?;
+                                        }
+                                    }
+                                    Ensured::Misnamed(real) => {
+                                        self.names.insert(quick, real);
+                                        name = Name::Computed(real);
+                                        continue;
+                                    }
                                 }
                             }
+                            Added::Seen => waits.lock().unwrap_or_else(|e| e.into_inner()).push(i),
                         }
-                        Added::Seen => waits.lock().unwrap_or_else(|e| e.into_inner()).push(i),
-                    }
+                        break hash;
+                    };
                     done.push((
                         i,
                         ChunkRef {
@@ -315,61 +372,94 @@ impl ChunkStore {
             }
         }
         let chunks: Option<Vec<ChunkRef>> = chunks.into_iter().collect();
-        let chunks = chunks.ok_or(Error::Internal("a chunk store worker skipped a chunk"))?;
-        if self.options.fsync {
-            // The links themselves, once per directory linked into.
-            self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
-        }
+        let mut chunks = chunks.ok_or(Error::Internal("a chunk store worker skipped a chunk"))?;
+        let manifest_of = |chunks: &[ChunkRef]| {
+            Manifest::new(bytes.len() as u64, self.chunk_size, chunks.to_vec())
+                .and_then(|m| m.with_version(self.version))
+                .map_err(|e| Error::store(&self.root, StoreProblem::Manifest(e)))
+        };
+        let manifest = manifest_of(&chunks)?;
+        let prefixes = linked.into_inner().unwrap_or_else(|e| e.into_inner());
+        // The links themselves are flushed, once per directory linked into,
+        // while `prepare` runs.
+        let prepared = if self.options.fsync && !prefixes.is_empty() {
+            std::thread::scope(|s| {
+                let prepared = crate::threads::spawn_or_run(s, || prepare(&manifest));
+                let synced = self.sync_prefixes(prefixes);
+                let prepared = prepared
+                    .join()
+                    .unwrap_or(Err(Error::Internal("preparing a manifest panicked")));
+                synced.and(prepared)
+            })?
+        } else {
+            prepare(&manifest)?
+        };
         mine.settle();
         // Seen under this pin: settled by now, or by the put at it (which
         // settles its own before it waits for any other's); one whose put
         // failed is made sure of here.
+        let mut renamed = false;
         for i in waits.into_inner().unwrap_or_else(|e| e.into_inner()) {
             let hash = chunks[i].hash;
             if !pin.wait_settled(&hash) {
-                self.ensure_alone(pin, tmp_fd, &hash, chunk_at(i))?;
+                // Named anew where the name remembered was another chunk's.
+                chunks[i].hash = self.ensure_alone(pin, tmp_fd, hash, chunk_at(i))?;
+                renamed |= chunks[i].hash != hash;
             }
         }
-        Manifest::new(bytes.len() as u64, self.chunk_size, chunks)
-            .and_then(|m| m.with_version(self.version))
-            .map_err(|e| Error::store(&self.root, StoreProblem::Manifest(e)))
+        if renamed {
+            let manifest = manifest_of(&chunks)?;
+            drop(prepared);
+            let prepared = prepare(&manifest)?;
+            return Ok((manifest, prepared));
+        }
+        Ok((manifest, prepared))
     }
 
     /// Makes sure of one chunk on its own, settled before it returns (a
-    /// chunk whose other put failed).
+    /// chunk whose other put failed); returns its name, which is `hash`
+    /// unless that was remembered for other bytes.
     fn ensure_alone(
         &self,
         pin: &Pin<'_>,
         tmp_fd: &OwnedFd,
-        hash: &ChunkHash,
+        hash: ChunkHash,
         data: &[u8],
-    ) -> Result<()> {
-        if pin.add(hash)? == Added::Seen {
+    ) -> Result<ChunkHash> {
+        if pin.add(&hash)? == Added::Seen {
             // Another put took it up again meanwhile.
-            return if pin.wait_settled(hash) {
-                Ok(())
+            return if pin.wait_settled(&hash) {
+                Ok(hash)
             } else {
                 self.ensure_alone(pin, tmp_fd, hash, data)
             };
         }
         let mine = Unsettled {
             pin,
-            hashes: Mutex::new(vec![*hash]),
+            hashes: Mutex::new(vec![hash]),
         };
         let mut scratch = Scratch {
             compressor: zstd::bulk::Compressor::new(self.options.level)
                 .map_err(|e| Error::io(&self.root, "start zstd", e))?,
             out: Vec::new(),
         };
-        if let Ensured::Written(w) = self.ensure(tmp_fd, pin.id(), hash, data, &mut scratch)? {
-            let linked = Mutex::new(BTreeSet::new());
-            self.link_batch(&mut vec![w], &linked)?;
-            if self.options.fsync {
-                self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
+        let name = Name::Remembered(hash);
+        match self.ensure(tmp_fd, pin.id(), name, data, &mut scratch)? {
+            Ensured::Stored => {}
+            Ensured::Written(w) => {
+                let linked = Mutex::new(BTreeSet::new());
+                self.link_batch(&mut vec![w], &linked)?;
+                if self.options.fsync {
+                    self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
+                }
+            }
+            Ensured::Misnamed(real) => {
+                mine.settle();
+                return self.ensure_alone(pin, tmp_fd, real, data);
             }
         }
         mine.settle();
-        Ok(())
+        Ok(hash)
     }
 
     /// Flushes the chunk files of `batch` (with fsync), then links each to
@@ -452,14 +542,20 @@ impl ChunkStore {
     /// is ([`Ensured::Stored`]), written into `tmp/chunk.PIN_ID.RANDOM`
     /// (named after the pin it is written under) when it is not, to be
     /// flushed and linked by [`ChunkStore::link_batch`].
+    ///
+    /// A chunk it must write under a [`Name::Remembered`] is named by
+    /// blake3 first, and when that is another name it writes nothing and
+    /// says so ([`Ensured::Misnamed`]): no chunk file is ever named by
+    /// anything but its own bytes' blake3.
     fn ensure<'s>(
         &'s self,
         tmp_fd: &'s OwnedFd,
         pin_id: &str,
-        hash: &ChunkHash,
+        given: Name,
         data: &[u8],
         scratch: &mut Scratch,
     ) -> Result<Ensured<'s>> {
+        let hash = &given.hash();
         let hex = hash.hex();
         let name = std::str::from_utf8(&hex).unwrap_or_default();
         let path = || self.chunk_file(hash);
@@ -480,6 +576,12 @@ impl ChunkStore {
                 return Ok(Ensured::Stored);
             }
             Err(e) => return Err(Error::io(path(), "touch chunk", e)),
+        }
+        if let Name::Remembered(_) = given {
+            let real = ChunkHash::of(data);
+            if real != *hash {
+                return Ok(Ensured::Misnamed(real));
+            }
         }
         scratch.out.clear();
         // Pieces of the chunk first: when none of them shrinks by an
@@ -553,32 +655,38 @@ impl ChunkStore {
     }
 }
 
-/// Whether `data` is worth compressing whole: a chunk of less than four
-/// samples always is; a longer one when one of [`layout::SAMPLES`] pieces
-/// of [`layout::SAMPLE_LEN`] bytes (its start, its middle, its end),
-/// compressed on its own, saves at least 1/[`layout::KEEP_COMPRESSED_BELOW`]
-/// of its bytes. A chunk whose samples all fail is kept raw even where the
-/// rest of it would have compressed: that costs disk, never correctness.
-/// `out` is scratch space.
+/// Whether `data` is worth compressing whole: a chunk shorter than its
+/// samples always is; a longer one when its middle
+/// [`layout::BLOCK_SAMPLE_LEN`] bytes, compressed on their own, save at
+/// least 1/[`layout::KEEP_COMPRESSED_BELOW`] of their bytes (what a chunk
+/// must save to be kept compressed), or when a [`layout::SAMPLE_LEN`]
+/// piece at its start or its end saves 1/[`layout::SAMPLE_SAVES_BELOW`].
+/// A chunk all samples say no to is kept raw even where the rest of it
+/// would have compressed: that costs disk, never correctness. `out` is
+/// scratch space.
 fn worth_compressing(
     compressor: &mut zstd::bulk::Compressor<'static>,
     data: &[u8],
     out: &mut Vec<u8>,
 ) -> std::io::Result<bool> {
-    let n = layout::SAMPLE_LEN;
-    if data.len() < 4 * n {
+    let (small, block) = (layout::SAMPLE_LEN, layout::BLOCK_SAMPLE_LEN);
+    if data.len() < 2 * small + block {
         return Ok(true);
     }
-    let last = data.len() - n;
-    for at in [0, (last / 2) & !4095, last] {
+    let mut saves = |piece: &[u8], share: usize| -> std::io::Result<bool> {
         out.clear();
-        out.reserve(zstd::zstd_safe::compress_bound(n));
-        compressor.compress_to_buffer(&data[at..at + n], out)?;
-        if n.saturating_sub(out.len()) >= n / layout::KEEP_COMPRESSED_BELOW {
+        out.reserve(zstd::zstd_safe::compress_bound(piece.len()));
+        compressor.compress_to_buffer(piece, out)?;
+        Ok(piece.len().saturating_sub(out.len()) >= piece.len() / share)
+    };
+    let last = data.len() - small;
+    for at in [0, last] {
+        if saves(&data[at..at + small], layout::SAMPLE_SAVES_BELOW)? {
             return Ok(true);
         }
     }
-    Ok(false)
+    let middle = ((data.len() - block) / 2) & !4095;
+    saves(&data[middle..middle + block], layout::KEEP_COMPRESSED_BELOW)
 }
 
 #[cfg(test)]
@@ -597,19 +705,63 @@ mod sample_tests {
             .collect()
     }
 
+    /// A smooth float field with full mantissas, as `reprise bench
+    /// --store` writes (its chunks save ~11.5% whole, ~16% in 16 KiB
+    /// pieces); with `keep_bits` of each mantissa's 23 kept, the rest zero.
+    fn floats(n: usize, keep_bits: u32) -> Vec<u8> {
+        let mask = !((1u32 << (23 - keep_bits)) - 1);
+        (0..n / 4)
+            .flat_map(|i| {
+                let x = i as f64 * 1e-4 + 73.1;
+                let f = (x.sin() * 3.7 + (x * 0.37).cos() * 0.01) as f32;
+                (f.to_bits() & mask).to_le_bytes()
+            })
+            .collect()
+    }
+
+    fn saves_an_eighth_whole(c: &mut zstd::bulk::Compressor<'static>, data: &[u8]) -> bool {
+        let n = c.compress(data).unwrap().len();
+        data.len() - n.min(data.len()) >= data.len() / crate::chunks::layout::KEEP_COMPRESSED_BELOW
+    }
+
     #[test]
     fn samples_decide_whether_a_chunk_is_compressed_whole() {
         let mut c = zstd::bulk::Compressor::new(1).unwrap();
         let mut out = Vec::new();
+        let mut decide = |data: &[u8]| worth_compressing(&mut c, data, &mut out).unwrap();
         // Noise throughout: kept raw, never compressed whole.
-        assert!(!worth_compressing(&mut c, &noise(1 << 20), &mut out).unwrap());
+        assert!(!decide(&noise(2 << 20)));
         // Zeros compress.
-        assert!(worth_compressing(&mut c, &vec![0; 1 << 20], &mut out).unwrap());
+        assert!(decide(&vec![0; 2 << 20]));
         // Noise with a zero middle: the middle sample finds it.
-        let mut mixed = noise(1 << 20);
-        mixed[256 << 10..768 << 10].fill(0);
-        assert!(worth_compressing(&mut c, &mixed, &mut out).unwrap());
-        // A chunk smaller than four samples is always compressed whole.
-        assert!(worth_compressing(&mut c, &noise(32 << 10), &mut out).unwrap());
+        let mut mixed = noise(2 << 20);
+        mixed[768 << 10..1280 << 10].fill(0);
+        assert!(decide(&mixed));
+        // Noise behind a zero start, and before a zero end.
+        let mut head = noise(2 << 20);
+        head[..32 << 10].fill(0);
+        assert!(decide(&head));
+        let mut tail = noise(2 << 20);
+        tail[(2 << 20) - (32 << 10)..].fill(0);
+        assert!(decide(&tail));
+        // A chunk shorter than its samples is always compressed whole.
+        assert!(decide(&noise(128 << 10)));
+    }
+
+    #[test]
+    fn samples_of_floats_say_what_compressing_them_whole_would() {
+        let mut c = zstd::bulk::Compressor::new(1).unwrap();
+        let mut out = Vec::new();
+        // Full mantissas: 16 KiB pieces of them save more than an eighth,
+        // the whole chunk less; it is not compressed (it would be kept
+        // raw after compressing it whole).
+        let full = floats(2 << 20, 23);
+        assert!(!saves_an_eighth_whole(&mut c, &full));
+        assert!(!worth_compressing(&mut c, &full, &mut out).unwrap());
+        // Twelve mantissa bits: the whole saves far more than an eighth,
+        // and it is compressed.
+        let short = floats(2 << 20, 12);
+        assert!(saves_an_eighth_whole(&mut c, &short));
+        assert!(worth_compressing(&mut c, &short, &mut out).unwrap());
     }
 }
