@@ -232,8 +232,11 @@ impl CaptureStore {
             .format_version
             .get_or_insert(reprise_core::record::FORMAT_VERSION);
         record.memory_size = Some(data.input.len() as u64);
-        record.checksums.input = Some(checksum(data.input));
-        record.checksums.output = data.output.map(checksum);
+        if self.format == CaptureFormat::Raw {
+            // (The store's are taken while the files are stored.)
+            record.checksums.input = Some(checksum(data.input));
+            record.checksums.output = data.output.map(checksum);
+        }
         record.checksums.globals = Some(checksum(data.globals));
         let image_sum = checksum(data.image);
         record.checksums.image = Some(image_sum);
@@ -269,40 +272,62 @@ impl CaptureStore {
                         (&paths.globals, Some(data.globals)),
                         (&paths.image, Some(data.image)),
                     ];
-                    // Each file on a thread of its own: their chunk files'
-                    // and manifests' fsyncs then overlap, and a journaling
-                    // file system commits them together, where one after
-                    // the other each waited for a commit of its own.
+                    // Each file's manifest is written and flushed while its
+                    // new chunks' directories are flushed, and renamed into
+                    // place once they are (never naming a chunk whose link
+                    // a crash could lose).
                     let put = |raw: &PathBuf, bytes: &[u8]| -> Result<(PathBuf, u64)> {
-                        let manifest = store.put_pinned(&pin, bytes)?;
                         let path = manifest_path(raw);
-                        let encoded = manifest.encode();
-                        self.write_file(&path, &encoded)?;
-                        let charged = self.budget.as_ref().map_or(0, |b| {
-                            encoded.len() as u64 + b.new_chunk_bytes(store, &manifest)
-                        });
+                        let (manifest, (staged, encoded)) =
+                            store.put_pinned_with(&pin, bytes, |m| {
+                                let encoded = m.encode();
+                                Ok((stage(&path, &encoded, self.fsync)?, encoded.len()))
+                            })?;
+                        staged.place()?;
+                        let charged = self
+                            .budget
+                            .as_ref()
+                            .map_or(0, |b| encoded as u64 + b.new_chunk_bytes(store, &manifest));
                         Ok((path, charged))
                     };
                     let put = &put;
                     let each = files.iter().filter_map(|&(raw, bytes)| Some((raw, bytes?)));
-                    let results: Vec<Result<(PathBuf, u64)>> = if !self.fsync {
+                    // The snapshots' checksums, and the descriptor they
+                    // complete written and flushed: on this thread while
+                    // the files are stored (it is renamed into place after
+                    // them).
+                    let descriptor_staged = |record: &mut KernelRecord| {
+                        record.checksums.input = Some(checksum(data.input));
+                        record.checksums.output = data.output.map(checksum);
+                        let json = descriptor_json(record, &descriptor)?;
+                        Ok::<_, Error>((stage(&descriptor, &json, self.fsync)?, json.len()))
+                    };
+                    let (results, staged): (Vec<Result<(PathBuf, u64)>>, _) = if !self.fsync {
                         // Nothing to wait for: threads would only cost.
-                        each.map(|(raw, bytes)| put(raw, bytes)).collect()
+                        let results = each.map(|(raw, bytes)| put(raw, bytes)).collect();
+                        (results, descriptor_staged(record))
                     } else {
+                        // Each file on a thread of its own: their chunk
+                        // files' and manifests' fsyncs then overlap, and a
+                        // journaling file system commits them together,
+                        // where one after the other each waited for a
+                        // commit of its own.
                         std::thread::scope(|scope| {
                             let running: Vec<_> = each
                                 .map(|(raw, bytes)| {
                                     crate::threads::spawn_or_run(scope, move || put(raw, bytes))
                                 })
                                 .collect();
-                            running
+                            let staged = descriptor_staged(record);
+                            let results = running
                                 .into_iter()
                                 .map(|t| {
                                     t.join().unwrap_or(Err(Error::Internal(
                                         "a thread writing a capture file panicked",
                                     )))
                                 })
-                                .collect()
+                                .collect();
+                            (results, staged)
                         })
                     };
                     let mut first_error = None;
@@ -320,7 +345,9 @@ impl CaptureStore {
                     if let Some(e) = first_error {
                         return Err(e);
                     }
-                    *counted += self.write_descriptor(record, &descriptor)?;
+                    let (staged, json_len) = staged?;
+                    staged.place()?;
+                    *counted += json_len as u64;
                     written.push(descriptor.clone());
                     self.sync_dir()?;
                     drop(pin);
@@ -345,15 +372,9 @@ impl CaptureStore {
 
     /// Writes `record` as the descriptor at `path`; returns its length.
     fn write_descriptor(&self, record: &KernelRecord, path: &Path) -> Result<u64> {
-        let mut json = vec![0u8; MAX_JSON_LEN];
-        let n = record
-            .to_json(Generation::Reprise, &mut json)
-            .map_err(|source| Error::Descriptor {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        self.write_file(path, &json[..n])?;
-        Ok(n as u64)
+        let json = descriptor_json(record, path)?;
+        self.write_file(path, &json)?;
+        Ok(json.len() as u64)
     }
 
     /// Makes the renames into the directory durable (with `fsync`).
@@ -386,6 +407,19 @@ impl CaptureStore {
     }
 }
 
+/// `record` as the JSON of the descriptor at `path`.
+fn descriptor_json(record: &KernelRecord, path: &Path) -> Result<Vec<u8>> {
+    let mut json = vec![0u8; MAX_JSON_LEN];
+    let n = record
+        .to_json(Generation::Reprise, &mut json)
+        .map_err(|source| Error::Descriptor {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    json.truncate(n);
+    Ok(json)
+}
+
 /// Writes `bytes` to a hidden temporary file beside `path`, optionally
 /// flushes it to disk, and renames it to `path`.
 ///
@@ -397,6 +431,25 @@ impl CaptureStore {
 /// `renameat` in the same directory, which replaces a link at `path`
 /// rather than writing through it.
 pub fn write_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
+    stage(path, bytes, fsync)?.place()
+}
+
+/// A file written (and flushed, when asked) under a hidden temporary name
+/// beside the path it is for, not yet renamed to it: the first half of
+/// [`write_atomically`], so that a file can be flushed while something it
+/// must not be in place before is still under way. Dropped unplaced, the
+/// temporary file is removed.
+#[derive(Debug)]
+pub struct Staged {
+    dirfd: rustix::fd::OwnedFd,
+    tmp: String,
+    path: PathBuf,
+    placed: bool,
+}
+
+/// Writes `bytes` for `path` as [`write_atomically`] does, short of the
+/// rename ([`Staged::place`]).
+pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
     use rustix::fs::{Mode, OFlags};
     let dir = path
         .parent()
@@ -430,22 +483,49 @@ pub fn write_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
             Err(e) => return Err(io("create")(e)),
         }
     };
-    // Errors name the file the caller asked for; the temporary one is gone
-    // by the time they are read.
-    let result = (|| {
-        let mut f = File::from(fd);
-        f.write_all(bytes)
-            .map_err(|e| Error::io(path, "write", e))?;
-        if fsync {
-            f.sync_all().map_err(|e| Error::io(path, "sync", e))?;
-        }
-        drop(f);
-        rustix::fs::renameat(&dirfd, tmp.as_str(), &dirfd, name).map_err(io("rename into place"))
-    })();
-    if result.is_err() {
-        let _ = rustix::fs::unlinkat(&dirfd, tmp.as_str(), rustix::fs::AtFlags::empty());
+    // Removed again if what follows fails; errors name the file the caller
+    // asked for, the temporary one is gone by the time they are read.
+    let staged = Staged {
+        dirfd,
+        tmp,
+        path: path.to_path_buf(),
+        placed: false,
+    };
+    let mut f = File::from(fd);
+    f.write_all(bytes)
+        .map_err(|e| Error::io(path, "write", e))?;
+    if fsync {
+        f.sync_all().map_err(|e| Error::io(path, "sync", e))?;
     }
-    result
+    Ok(staged)
+}
+
+impl Staged {
+    /// Renames the file into place (`renameat`, in its directory).
+    pub fn place(mut self) -> Result<()> {
+        let name = self
+            .path
+            .file_name()
+            .ok_or_else(|| Error::capture(&self.path, CaptureProblem::NoFileName))?;
+        rustix::fs::renameat(&self.dirfd, self.tmp.as_str(), &self.dirfd, name)
+            .map_err(|e| Error::io(&self.path, "rename into place", e.into()))?;
+        self.placed = true;
+        Ok(())
+    }
+
+    /// The path it is for.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.placed {
+            let _ =
+                rustix::fs::unlinkat(&self.dirfd, self.tmp.as_str(), rustix::fs::AtFlags::empty());
+        }
+    }
 }
 
 #[cfg(test)]
