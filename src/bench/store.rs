@@ -144,9 +144,12 @@ impl StoreSizeResult {
 pub struct Throughput {
     /// memcpy between warm buffers.
     pub memcpy: f64,
-    /// blake3 over 1 MiB chunks, one thread.
+    /// The capture files' checksum (xxh3-64) over the whole 16 MiB, one
+    /// thread: what a replay checks every byte of a snapshot with.
+    pub checksum: f64,
+    /// blake3 over the store's chunks, one thread.
     pub blake3: f64,
-    /// zstd level 1 over 1 MiB chunks, one thread.
+    /// zstd level 1 over the store's chunks, one thread.
     pub zstd: f64,
     /// Its decompression.
     pub unzstd: f64,
@@ -358,6 +361,9 @@ pub fn throughput() -> Result<Throughput> {
         copy.copy_from_slice(std::hint::black_box(&data));
         std::hint::black_box(&copy);
     });
+    let checksum = rate(n, || {
+        std::hint::black_box(crate::core::record::checksum(std::hint::black_box(&data)));
+    });
     let blake3 = rate(n, || {
         for c in data.chunks(CHUNK) {
             std::hint::black_box(blake3::hash(c));
@@ -386,6 +392,7 @@ pub fn throughput() -> Result<Throughput> {
     let packed: usize = compressed.iter().map(Vec::len).sum();
     Ok(Throughput {
         memcpy,
+        checksum,
         blake3,
         zstd,
         unzstd,

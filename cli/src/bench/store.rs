@@ -58,6 +58,7 @@ pub fn to_json(r: &StoreResults) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "throughput": {
             "memcpy_bytes_per_s": t.memcpy,
+            "checksum_bytes_per_s": t.checksum,
             "blake3_bytes_per_s": t.blake3,
             "zstd_bytes_per_s": t.zstd,
             "unzstd_bytes_per_s": t.unzstd,
@@ -146,10 +147,18 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
         );
     }
     let t = &r.throughput;
-    out_text!("\nthroughput per core (16 MiB of a float field, 1 MiB chunks)\n");
+    out_text!(
+        "\nthroughput per core (16 MiB of a float field, {} chunks)\n",
+        bench::human(reprise::chunks::layout::DEFAULT_CHUNK_SIZE as u64)
+    );
     out!("| operation | rate | vs memcpy |");
     out!("| :--- | ---: | ---: |");
     out!("| memcpy | {} | 1.00 |", gb_s(t.memcpy));
+    out!(
+        "| xxh3-64 (checksums, verified on replay) | {} | {:.2} |",
+        gb_s(t.checksum),
+        t.checksum / t.memcpy
+    );
     out!(
         "| blake3 (naming chunks) | {} | {:.2} |",
         gb_s(t.blake3),
