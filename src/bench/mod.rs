@@ -435,23 +435,57 @@ fn read_files(descriptor: &Path) -> Result<f64> {
     Ok(median(times))
 }
 
-/// Time to open and replay a capture once (checksums verified, as
-/// `reprise replay` does by default).
+/// Time to open and replay a capture (checksums verified, as `reprise
+/// replay` does by default): the median of three.
 fn replay_time<E: AnyExecutor>(make: &dyn Fn() -> Result<E>, descriptor: &Path) -> Result<f64> {
     let exec = make()?;
     let mut times = Vec::new();
     for _ in 0..3 {
-        let t = Instant::now();
-        let capture = Capture::open(descriptor)?;
-        crate::block_on(reprise_std::replay_on(
-            &exec,
-            &capture,
-            &ReplayOptions::default(),
-            &mut |_| {},
-        ))?;
-        times.push(t.elapsed().as_secs_f64());
+        times.push(replay_once(&exec, descriptor)?);
     }
     Ok(median(times))
+}
+
+/// Opens the capture at `descriptor` and replays it once on `exec`; the
+/// time it took.
+fn replay_once<E: AnyExecutor>(exec: &E, descriptor: &Path) -> Result<f64> {
+    let t = Instant::now();
+    let capture = Capture::open(descriptor)?;
+    crate::block_on(reprise_std::replay_on(
+        exec,
+        &capture,
+        &ReplayOptions::default(),
+        &mut |_| {},
+    ))?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// [`replay_time`] of each of `descriptors`, `rounds` times each and in
+/// turn (one of each, then again), so that a machine whose speed drifts
+/// weighs on each alike: the medians, NaN for one that failed.
+fn replay_times_in_turn<E: AnyExecutor>(
+    make: &dyn Fn() -> Result<E>,
+    descriptors: &[&Path],
+    rounds: usize,
+) -> Vec<f64> {
+    let Ok(exec) = make() else {
+        return vec![f64::NAN; descriptors.len()];
+    };
+    let mut times: Vec<Option<Vec<f64>>> = vec![Some(Vec::new()); descriptors.len()];
+    for _ in 0..rounds {
+        for (d, t) in descriptors.iter().zip(times.iter_mut()) {
+            if let Some(list) = t {
+                match replay_once(&exec, d) {
+                    Ok(took) => list.push(took),
+                    Err(_) => *t = None,
+                }
+            }
+        }
+    }
+    times
+        .into_iter()
+        .map(|t| t.filter(|t| !t.is_empty()).map_or(f64::NAN, median))
+        .collect()
 }
 
 /// How many timed repetitions [`repetition_cost`] takes the median of.
