@@ -56,6 +56,7 @@ mod map;
 mod names;
 mod pin;
 mod read;
+mod sample;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -588,8 +588,9 @@ impl ChunkStore {
         // eighth, the chunk is kept raw without compressing it whole (on
         // full-mantissa floats, zstd's ~0.6 GiB/s a core is most of a new
         // chunk's cost).
-        let compress = worth_compressing(&mut scratch.compressor, data, &mut scratch.out)
-            .map_err(|e| Error::io(path(), "compress chunk", e))?;
+        let compress =
+            super::sample::worth_compressing(&mut scratch.compressor, data, &mut scratch.out)
+                .map_err(|e| Error::io(path(), "compress chunk", e))?;
         scratch.out.clear();
         if compress {
             scratch
@@ -652,116 +653,5 @@ impl ChunkStore {
                 .map_err(|e| Error::io(path(), "write chunk", e))?;
         }
         Ok(Ensured::Written(written))
-    }
-}
-
-/// Whether `data` is worth compressing whole: a chunk shorter than its
-/// samples always is; a longer one when its middle
-/// [`layout::BLOCK_SAMPLE_LEN`] bytes, compressed on their own, save at
-/// least 1/[`layout::KEEP_COMPRESSED_BELOW`] of their bytes (what a chunk
-/// must save to be kept compressed), or when a [`layout::SAMPLE_LEN`]
-/// piece at its start or its end saves 1/[`layout::SAMPLE_SAVES_BELOW`].
-/// A chunk all samples say no to is kept raw even where the rest of it
-/// would have compressed: that costs disk, never correctness. `out` is
-/// scratch space.
-fn worth_compressing(
-    compressor: &mut zstd::bulk::Compressor<'static>,
-    data: &[u8],
-    out: &mut Vec<u8>,
-) -> std::io::Result<bool> {
-    let (small, block) = (layout::SAMPLE_LEN, layout::BLOCK_SAMPLE_LEN);
-    if data.len() < 2 * small + block {
-        return Ok(true);
-    }
-    let mut saves = |piece: &[u8], share: usize| -> std::io::Result<bool> {
-        out.clear();
-        out.reserve(zstd::zstd_safe::compress_bound(piece.len()));
-        compressor.compress_to_buffer(piece, out)?;
-        Ok(piece.len().saturating_sub(out.len()) >= piece.len() / share)
-    };
-    let last = data.len() - small;
-    for at in [0, last] {
-        if saves(&data[at..at + small], layout::SAMPLE_SAVES_BELOW)? {
-            return Ok(true);
-        }
-    }
-    let middle = ((data.len() - block) / 2) & !4095;
-    saves(&data[middle..middle + block], layout::KEEP_COMPRESSED_BELOW)
-}
-
-#[cfg(test)]
-mod sample_tests {
-    use super::worth_compressing;
-
-    fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
-
-    /// A smooth float field with full mantissas, as `reprise bench
-    /// --store` writes (its chunks save ~11.5% whole, ~16% in 16 KiB
-    /// pieces); with `keep_bits` of each mantissa's 23 kept, the rest zero.
-    fn floats(n: usize, keep_bits: u32) -> Vec<u8> {
-        let mask = !((1u32 << (23 - keep_bits)) - 1);
-        (0..n / 4)
-            .flat_map(|i| {
-                let x = i as f64 * 1e-4 + 73.1;
-                let f = (x.sin() * 3.7 + (x * 0.37).cos() * 0.01) as f32;
-                (f.to_bits() & mask).to_le_bytes()
-            })
-            .collect()
-    }
-
-    fn saves_an_eighth_whole(c: &mut zstd::bulk::Compressor<'static>, data: &[u8]) -> bool {
-        let n = c.compress(data).unwrap().len();
-        data.len() - n.min(data.len()) >= data.len() / crate::chunks::layout::KEEP_COMPRESSED_BELOW
-    }
-
-    #[test]
-    fn samples_decide_whether_a_chunk_is_compressed_whole() {
-        let mut c = zstd::bulk::Compressor::new(1).unwrap();
-        let mut out = Vec::new();
-        let mut decide = |data: &[u8]| worth_compressing(&mut c, data, &mut out).unwrap();
-        // Noise throughout: kept raw, never compressed whole.
-        assert!(!decide(&noise(2 << 20)));
-        // Zeros compress.
-        assert!(decide(&vec![0; 2 << 20]));
-        // Noise with a zero middle: the middle sample finds it.
-        let mut mixed = noise(2 << 20);
-        mixed[768 << 10..1280 << 10].fill(0);
-        assert!(decide(&mixed));
-        // Noise behind a zero start, and before a zero end.
-        let mut head = noise(2 << 20);
-        head[..32 << 10].fill(0);
-        assert!(decide(&head));
-        let mut tail = noise(2 << 20);
-        tail[(2 << 20) - (32 << 10)..].fill(0);
-        assert!(decide(&tail));
-        // A chunk shorter than its samples is always compressed whole.
-        assert!(decide(&noise(128 << 10)));
-    }
-
-    #[test]
-    fn samples_of_floats_say_what_compressing_them_whole_would() {
-        let mut c = zstd::bulk::Compressor::new(1).unwrap();
-        let mut out = Vec::new();
-        // Full mantissas: 16 KiB pieces of them save more than an eighth,
-        // the whole chunk less; it is not compressed (it would be kept
-        // raw after compressing it whole).
-        let full = floats(2 << 20, 23);
-        assert!(!saves_an_eighth_whole(&mut c, &full));
-        assert!(!worth_compressing(&mut c, &full, &mut out).unwrap());
-        // Twelve mantissa bits: the whole saves far more than an eighth,
-        // and it is compressed.
-        let short = floats(2 << 20, 12);
-        assert!(saves_an_eighth_whole(&mut c, &short));
-        assert!(worth_compressing(&mut c, &short, &mut out).unwrap());
     }
 }
