@@ -118,6 +118,28 @@ fn ms(s: f64) -> String {
 /// and ends the process.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Removes `dir` until it stays gone: the measuring thread and its
+/// recorder's writer run on after an interrupt, and may make the directory
+/// again (a capture's directory) while it is being removed. At most ~3 s.
+fn remove_until_gone(dir: &std::path::Path) {
+    for _ in 0..60 {
+        let _ = std::fs::remove_dir_all(dir);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if !dir.exists() {
+            return;
+        }
+    }
+}
+
+/// After an interrupt, on the measuring thread: its measurement failed
+/// because the interrupt handler removed its files. The handler ends the
+/// process (status 130); should it not within a few seconds, this does.
+fn exit_interrupted(dir: &std::path::Path) -> ! {
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    remove_until_gone(dir);
+    std::process::exit(130);
+}
+
 /// Runs the benchmark and prints its tables (or JSON).
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
     // Before anything is measured: a plot that could not be written would
@@ -144,12 +166,8 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     // run (Ctrl-C, SIGTERM) removes them too.
     let scratch = dir.clone();
     if let Err(e) = ctrlc::set_handler(move || {
-        // The measuring thread runs on until the exit and may make the
-        // directory again: remove it once more after it has had time to.
         INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = std::fs::remove_dir_all(&scratch);
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let _ = std::fs::remove_dir_all(&scratch);
+        remove_until_gone(&scratch);
         // Not eprintln!: stderr may be a pipe that closed with the
         // terminal, and a panic here would leave the process running.
         use std::io::Write as _;
@@ -202,6 +220,9 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
                 progress: &mut progress,
             },
         );
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            exit_interrupted(&dir);
+        }
         let _ = std::fs::remove_dir_all(&dir);
         let results = results?;
         if a.json {
@@ -227,12 +248,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         },
     );
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-        // The measurement failed because the interrupt handler removed its
-        // files; the handler ends the process (status 130), and should it
-        // not within a few seconds, this thread does.
-        std::thread::sleep(std::time::Duration::from_secs(5));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::process::exit(130);
+        exit_interrupted(&dir);
     }
     // The interposer's rows after the tables', while the scratch
     // directory is there for the captures they write.
