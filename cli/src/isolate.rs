@@ -163,11 +163,21 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
              process with 127 when it cannot load an image): the image is corrupt, or does not \
              belong to this machine"
         ),
-        (None, None) => format!(
-            "the process that loaded and ran this image {ended}: the image is corrupt (its \
-             relocations, PLT or constructors), or its code crashed outside the kernel, where \
-             reprise cannot catch the fault"
-        ),
+        (None, None) => match reports.lines().find_map(|l| l.strip_prefix("started ")) {
+            // Loaded, and a kernel ran: not the loader's doing.
+            Some(kernel) => format!(
+                "the process running this image {ended} after the kernel `{kernel}` started, \
+                 with no fault reported: a thread outside the fault guard most likely faulted \
+                 (one of a runtime the kernel called, such as OpenMP's team, running its code), \
+                 where reprise cannot catch it{}",
+                base_hint(descriptor, options)
+            ),
+            None => format!(
+                "the process that loaded and ran this image {ended}: the image is corrupt (its \
+                 relocations, PLT or constructors), or its code crashed outside the kernel, \
+                 where reprise cannot catch the fault"
+            ),
+        },
     };
     Err(CliError::Command(format!("{}: {why}", image.display())))
 }

@@ -350,7 +350,9 @@ static volatile int report_fd = -1;
 /* Writes the line to stderr, and to the report descriptor after "fatal ":
  * the process ends after it. */
 static void write_line(const struct line *l) {
-    write_all(STDERR_FILENO, l->buf, l->len);
+    /* The parent's pipe first: once this handler restored the default
+     * action, another thread's fault ends the process at once, and the
+     * parent reads only the pipe. */
     int fd = report_fd;
     if (fd >= 0) {
         struct line r;
@@ -359,6 +361,7 @@ static void write_line(const struct line *l) {
         put(&r, l->buf, l->len);
         write_all(fd, r.buf, r.len);
     }
+    write_all(STDERR_FILENO, l->buf, l->len);
 }
 
 /* Sends fault reports to `fd` too (a pipe a parent process reads), or to

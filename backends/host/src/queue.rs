@@ -1,5 +1,6 @@
 //! Queues: a worker thread per queue running copies and launches in order.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -17,6 +18,9 @@ use crate::guard;
 use crate::image::HostKernel;
 use crate::os::page_size;
 use crate::registry::Registry;
+
+/// Whether this process has started a kernel ([`guard::report`]ed once).
+static KERNEL_STARTED: AtomicBool = AtomicBool::new(false);
 
 enum Work {
     Upload(HostBuffer, Vec<Segment>, Ticket),
@@ -144,6 +148,13 @@ fn worker(
                     continue;
                 }
                 let _pins = registry.lock().unwrap_or_else(|e| e.into_inner()).pin_all();
+                // Said once per process to a parent reading the reports (a
+                // replay's child): a death after it is the kernel's or its
+                // runtime's, never a loader's, even where a second faulting
+                // thread cut the guard's own report short.
+                if !KERNEL_STARTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    guard::report(&format!("started {}", kernel.name));
+                }
                 let start = Instant::now();
                 // SAFETY: `entry` is a function symbol of a loaded image (kept
                 // loaded by `kernel.lib`), called with the host plugin's ABI:
