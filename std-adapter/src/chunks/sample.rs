@@ -43,15 +43,7 @@ mod tests {
     use super::worth_compressing;
 
     fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        super::super::tests::noise(n, 0x9E37_79B9_7F4A_7C15)
     }
 
     /// A smooth float field with full mantissas, as `reprise bench

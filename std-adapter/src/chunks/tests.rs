@@ -282,7 +282,7 @@ fn raw_frames_are_zstd_frames_of_the_bytes() {
 }
 
 /// `len` bytes of xorshift output: nothing zstd can shrink.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
+pub(super) fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed;
     let mut out = vec![0u8; len.next_multiple_of(8)];
     for b in out.chunks_mut(8) {

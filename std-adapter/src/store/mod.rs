@@ -512,11 +512,6 @@ impl Staged {
         self.placed = true;
         Ok(())
     }
-
-    /// The path it is for.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for Staged {
@@ -619,6 +614,28 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left.len(), 2, "{left:?}");
+    }
+
+    #[test]
+    fn a_staged_file_is_in_place_only_once_placed_and_gone_if_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = || -> Vec<_> {
+            fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect()
+        };
+        let path = dir.path().join("k.json");
+        let staged = stage(&path, b"{}", true).unwrap();
+        // Written beside it, under a hidden name: not yet at the path.
+        assert!(!path.exists());
+        assert_eq!(names().len(), 1);
+        staged.place().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{}");
+        assert_eq!(names().len(), 1);
+        // One dropped unplaced leaves nothing, and the placed file stays.
+        drop(stage(&dir.path().join("other.json"), b"x", false).unwrap());
+        assert_eq!(names(), vec![std::ffi::OsString::from("k.json")]);
     }
 
     #[test]
