@@ -41,6 +41,20 @@ where
     }
 }
 
+/// `f` on a new thread of scope `s`; `None` when none can be made (for
+/// work that must not run on the calling thread: one that waits for what
+/// the calling thread does next).
+pub(crate) fn spawn<'scope, T, F>(
+    s: &'scope Scope<'scope, '_>,
+    f: F,
+) -> Option<ScopedJoinHandle<'scope, T>>
+where
+    T: Send + 'scope,
+    F: FnOnce() -> T + Send + 'scope,
+{
+    Builder::new().spawn_scoped(s, f).ok()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -55,6 +55,7 @@ mod manifest;
 mod map;
 mod names;
 mod pin;
+mod put;
 mod read;
 mod sample;
 #[cfg(test)]

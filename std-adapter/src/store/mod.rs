@@ -266,84 +266,53 @@ impl CaptureStore {
                     // Every chunk stays pinned until the descriptor is in
                     // place: a `gc` meanwhile keeps them.
                     let pin = store.pin()?;
-                    let files = [
-                        (&paths.input, Some(data.input)),
+                    // The output first: its chunks are those a launch
+                    // changed, the new ones, whose flushes are then the
+                    // first begun (they are the longest wait of a capture
+                    // whose other chunks are stored).
+                    let files: Vec<(&PathBuf, &[u8])> = [
                         (&paths.output, data.output),
+                        (&paths.input, Some(data.input)),
                         (&paths.globals, Some(data.globals)),
                         (&paths.image, Some(data.image)),
-                    ];
-                    // Each file's manifest is written and flushed while its
-                    // new chunks' directories are flushed, and renamed into
-                    // place once they are (never naming a chunk whose link
-                    // a crash could lose).
-                    let put = |raw: &PathBuf, bytes: &[u8]| -> Result<(PathBuf, u64)> {
-                        let path = manifest_path(raw);
-                        let (manifest, (staged, encoded)) =
-                            store.put_pinned_with(&pin, bytes, |m| {
-                                let encoded = m.encode();
-                                Ok((stage(&path, &encoded, self.fsync)?, encoded.len()))
-                            })?;
-                        staged.place()?;
-                        let charged = self
-                            .budget
-                            .as_ref()
-                            .map_or(0, |b| encoded as u64 + b.new_chunk_bytes(store, &manifest));
-                        Ok((path, charged))
+                    ]
+                    .into_iter()
+                    .filter_map(|(raw, bytes)| Some((raw, bytes?)))
+                    .collect();
+                    let parts: Vec<&[u8]> = files.iter().map(|&(_, bytes)| bytes).collect();
+                    // Each file's manifest is written and flushed while the
+                    // new chunks are flushed, and renamed into place once
+                    // they and their links are durable (never naming a
+                    // chunk a crash could lose).
+                    let manifest = |k: usize, m: &crate::chunks::Manifest| {
+                        let encoded = m.encode();
+                        let staged = stage(&manifest_path(files[k].0), &encoded, self.fsync)?;
+                        Ok((staged, encoded.len()))
                     };
-                    let put = &put;
-                    let each = files.iter().filter_map(|&(raw, bytes)| Some((raw, bytes?)));
                     // The snapshots' checksums, and the descriptor they
-                    // complete written and flushed: on this thread while
-                    // the files are stored (it is renamed into place after
-                    // them).
-                    let descriptor_staged = |record: &mut KernelRecord| {
-                        record.checksums.input = Some(checksum(data.input));
-                        record.checksums.output = data.output.map(checksum);
+                    // complete written and flushed: while the new chunks
+                    // are flushed (it is renamed into place after them).
+                    let descriptor_staged = || {
+                        let (input, output) = checksums(data.input, data.output, self.fsync);
+                        record.checksums.input = Some(input);
+                        record.checksums.output = output;
                         let json = descriptor_json(record, &descriptor)?;
                         Ok::<_, Error>((stage(&descriptor, &json, self.fsync)?, json.len()))
                     };
-                    let (results, staged): (Vec<Result<(PathBuf, u64)>>, _) = if !self.fsync {
-                        // Nothing to wait for: threads would only cost.
-                        let results = each.map(|(raw, bytes)| put(raw, bytes)).collect();
-                        (results, descriptor_staged(record))
-                    } else {
-                        // Each file on a thread of its own: their chunk
-                        // files' and manifests' fsyncs then overlap, and a
-                        // journaling file system commits them together,
-                        // where one after the other each waited for a
-                        // commit of its own.
-                        std::thread::scope(|scope| {
-                            let running: Vec<_> = each
-                                .map(|(raw, bytes)| {
-                                    crate::threads::spawn_or_run(scope, move || put(raw, bytes))
-                                })
-                                .collect();
-                            let staged = descriptor_staged(record);
-                            let results = running
-                                .into_iter()
-                                .map(|t| {
-                                    t.join().unwrap_or(Err(Error::Internal(
-                                        "a thread writing a capture file panicked",
-                                    )))
-                                })
-                                .collect();
-                            (results, staged)
-                        })
-                    };
-                    let mut first_error = None;
-                    for r in results {
-                        match r {
-                            Ok((path, charged)) => {
-                                written.push(path);
-                                *counted += charged;
-                            }
-                            Err(e) => {
-                                first_error.get_or_insert(e);
-                            }
-                        }
-                    }
-                    if let Some(e) = first_error {
-                        return Err(e);
+                    let (puts, staged) =
+                        store.put_all(&pin, &parts, manifest, descriptor_staged)?;
+                    // Renamed into place the input's first: a stem whose
+                    // input manifest is there is taken (an orphan's, should
+                    // this writer be killed before its descriptor).
+                    let mut placing: Vec<_> = files.iter().zip(puts).collect();
+                    placing.sort_by_key(|((raw, _), _)| *raw != &paths.input);
+                    for ((raw, _), (m, (staged, encoded))) in placing {
+                        staged.place()?;
+                        written.push(manifest_path(raw));
+                        *counted += self
+                            .budget
+                            .as_ref()
+                            .map_or(0, |b| encoded as u64 + b.new_chunk_bytes(store, &m));
                     }
                     let (staged, json_len) = staged?;
                     staged.place()?;
@@ -404,6 +373,24 @@ impl CaptureStore {
     /// Writes `bytes` to a temporary name, flushes, and renames to `path`.
     pub fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         write_atomically(path, bytes, self.fsync)
+    }
+}
+
+/// The checksums of a capture's input and output snapshots: on two
+/// threads when `parallel` and there is an output (each is one pass over
+/// its bytes, which cannot be split).
+fn checksums(input: &[u8], output: Option<&[u8]>, parallel: bool) -> (u64, Option<u64>) {
+    match output {
+        Some(out) if parallel => std::thread::scope(|s| {
+            let theirs = crate::threads::spawn_or_run(s, || checksum(input));
+            let output = checksum(out);
+            // (A checksum does not panic; were it to, it is taken again.)
+            (
+                theirs.join().unwrap_or_else(|_| checksum(input)),
+                Some(output),
+            )
+        }),
+        _ => (checksum(input), output.map(checksum)),
     }
 }
 
