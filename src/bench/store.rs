@@ -36,6 +36,12 @@ use crate::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
 /// The store's chunk size, which the writer's rows cut snapshots at.
 const CHUNK: usize = crate::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
 
+/// Captures of each kind the writer's rows take at least below 128 MiB
+/// (raw, every chunk new, most stored, in turn): a mostly-stored capture
+/// is milliseconds at 16 MiB, and a median of three moved by a third with
+/// the disk's flush latency between runs.
+const WRITER_ROUNDS: usize = 9;
+
 /// Replays of each capture, raw and stored, taken in turn for the replay
 /// row.
 const REPLAY_ROUNDS: usize = 9;
@@ -493,7 +499,7 @@ pub fn run<E: AnyExecutor>(
         let iterations = if size >= 128 << 20 {
             3
         } else {
-            cfg.iterations.max(3)
+            cfg.iterations.max(WRITER_ROUNDS)
         };
         let (raw_write, store_write_new, store_write_stored, stored_share) =
             writer_times(size, iterations, &scratch)?;
