@@ -7,11 +7,10 @@
 //! chunk: the flush (milliseconds a chunk, the longest wait of a capture
 //! whose chunks are mostly stored) overlaps the hashing still to do,
 //! where it used to begin only when a worker had none left. The flushers
-//! link each chunk to its name once it is flushed; the directories linked
-//! into are flushed when every chunk is linked, and only then does a put
-//! return the manifests that name them.
+//! link each chunk to its name once it is flushed, and flush the directory
+//! linked into at once, before taking the next; a put returns the manifests that name them only
+//! once every flusher is done.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -141,8 +140,8 @@ impl ChunkStore {
     /// name, and with [`super::StoreOptions::fsync`] flushed and so is the
     /// directory it is linked into: each new chunk file is flushed as soon
     /// as it is written (on threads of their own, while the other chunks
-    /// are hashed), then linked, and the directories flushed once each, in
-    /// parallel. A chunk that another put under the same pin is storing is
+    /// are hashed), then linked, and the directory linked into flushed. A
+    /// chunk that another put under the same pin is storing is
     /// waited for.
     pub fn put_pinned(&self, pin: &Pin<'_>, bytes: &[u8]) -> Result<Manifest> {
         self.put_pinned_with(pin, bytes, |_| Ok(()))
@@ -198,7 +197,6 @@ impl ChunkStore {
         let threads = self.threads_for(n);
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let linked: Mutex<BTreeSet<u8>> = Mutex::new(BTreeSet::new());
         let mine = Unsettled {
             pin,
             hashes: Mutex::new(Vec::new()),
@@ -239,7 +237,7 @@ impl ChunkStore {
                                         Some(to) => to.send(w).map_err(|_| {
                                             Error::Internal("the chunk flushers stopped")
                                         })?,
-                                        None => self.link_one(w, &linked)?,
+                                        None => self.link_one(w)?,
                                     },
                                     Ensured::Misnamed(real) => {
                                         self.names.insert(quick, real);
@@ -279,7 +277,7 @@ impl ChunkStore {
                 if stop.load(Ordering::Relaxed) {
                     continue;
                 }
-                if let Err(e) = self.link_one(w, &linked) {
+                if let Err(e) = self.link_one(w) {
                     stop.store(true, Ordering::Relaxed);
                     lock(&flush_failed).get_or_insert(e);
                 }
@@ -362,31 +360,18 @@ impl ChunkStore {
                     inline.push((k, m));
                 }
             }
-            // The flushers joined and the chunk directories flushed on a
-            // thread of their own, while `meanwhile` runs here.
-            let finish = || {
-                for f in flushers {
-                    if f.join().is_err() {
-                        lock(&flush_failed)
-                            .get_or_insert(Error::Internal("a chunk store flusher panicked"));
-                    }
-                }
-                if let Some(e) = lock(&flush_failed).take() {
-                    return Err(e);
-                }
-                // The links themselves, once per directory linked into.
-                let prefixes = std::mem::take(&mut *lock(&linked));
-                if prefixes.is_empty() {
-                    Ok(())
-                } else {
-                    self.sync_prefixes(prefixes)
-                }
-            };
-            let finishing = crate::threads::spawn_or_run(s, finish);
+            // `meanwhile` runs while the flushers finish.
             let also = meanwhile();
-            let flushed = finishing
-                .join()
-                .unwrap_or(Err(Error::Internal("flushing a put's chunks panicked")));
+            for f in flushers {
+                if f.join().is_err() {
+                    lock(&flush_failed)
+                        .get_or_insert(Error::Internal("a chunk store flusher panicked"));
+                }
+            }
+            let flushed = match lock(&flush_failed).take() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
             // Every task joined before a failure is returned (what the
             // others made is dropped).
             let mut puts = Vec::with_capacity(parts.parts.len());
@@ -468,13 +453,7 @@ impl ChunkStore {
         let name = Name::Remembered(hash);
         match self.ensure(tmp_fd, pin.id(), name, data, &mut scratch)? {
             Ensured::Stored => {}
-            Ensured::Written(w) => {
-                let linked = Mutex::new(BTreeSet::new());
-                self.link_one(w, &linked)?;
-                if self.options.fsync {
-                    self.sync_prefixes(linked.into_inner().unwrap_or_else(|e| e.into_inner()))?;
-                }
-            }
+            Ensured::Written(w) => self.link_one(w)?,
             Ensured::Misnamed(real) => {
                 mine.settle();
                 return self.ensure_alone(pin, tmp_fd, real, data);

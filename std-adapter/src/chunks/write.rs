@@ -19,12 +19,9 @@
 //! sure of, so a chunk met again under the same pin (an output chunk equal
 //! to the input's, the zero chunks of a snapshot) costs not even that.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::io::Errno;
 
@@ -77,7 +74,7 @@ pub(super) fn version(
 
 /// A chunk whose link fails, for the tests of a put's flushers.
 #[cfg(test)]
-pub(super) static FAIL_LINK: Mutex<Option<ChunkHash>> = Mutex::new(None);
+pub(super) static FAIL_LINK: std::sync::Mutex<Option<ChunkHash>> = std::sync::Mutex::new(None);
 
 /// What one worker of a put uses again for each chunk.
 pub(super) struct Scratch {
@@ -197,9 +194,17 @@ impl Name {
 impl ChunkStore {
     /// Flushes the chunk file `w` (with fsync), then links it to its name
     /// (a name that is taken: another writer stored the same bytes) and
-    /// removes its temporary file; the directory linked into goes into
-    /// `linked`.
-    pub(super) fn link_one(&self, mut w: Written<'_>, linked: &Mutex<BTreeSet<u8>>) -> Result<()> {
+    /// removes its temporary file; with fsync, flushes the directory it
+    /// linked into, so that the link is durable when this returns.
+    ///
+    /// Each link flushes its own directory, at once: a put's first new
+    /// chunk (a capture's output) is then durable while the workers still
+    /// hash the others, where one flush of each directory after the last
+    /// link began only once every chunk was named. Two chunks of one put
+    /// rarely share a directory (256 of them; 16 new chunks share one in
+    /// one put of two), and a directory flushed again has only its newest
+    /// link to write.
+    pub(super) fn link_one(&self, mut w: Written<'_>) -> Result<()> {
         let failed = |e| Error::io(self.chunk_file(&w.hash), "write chunk", e);
         if self.options.fsync
             && let Some(f) = &w.file
@@ -214,9 +219,10 @@ impl ChunkStore {
         }
         let hex = w.hash.hex();
         let name = std::str::from_utf8(&hex).unwrap_or_default();
+        let prefix = w.hash.0[0];
         let prefix_fd = self
-            .prefix_dir(w.hash.0[0], true)
-            .map_err(|e| Error::io(self.prefix_path(w.hash.0[0]), "create store directory", e))?;
+            .prefix_dir(prefix, true)
+            .map_err(|e| Error::io(self.prefix_path(prefix), "create store directory", e))?;
         let placed = match (&w.tmp_name, &w.file) {
             (None, Some(f)) => link_unnamed(f, prefix_fd, name),
             (Some(tmp_name), _) => {
@@ -226,49 +232,10 @@ impl ChunkStore {
             (None, None) => Err(std::io::Error::other("an unnamed chunk file closed early")),
         };
         if placed.map_err(failed)? && self.options.fsync {
-            linked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(w.hash.0[0]);
+            fs::sync_dir(prefix_fd)
+                .map_err(|e| Error::io(self.prefix_path(prefix), "sync directory", e))?;
         }
         Ok(())
-    }
-
-    /// Flushes the chunk directories `prefixes` (by their first byte), in
-    /// parallel.
-    pub(super) fn sync_prefixes(&self, prefixes: BTreeSet<u8>) -> Result<()> {
-        let prefixes: Vec<u8> = prefixes.into_iter().collect();
-        let next = AtomicUsize::new(0);
-        let work = || -> Result<()> {
-            loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&p) = prefixes.get(k) else {
-                    return Ok(());
-                };
-                self.prefix_dir(p, true)
-                    .and_then(fs::sync_dir)
-                    .map_err(|e| Error::io(self.prefix_path(p), "sync directory", e))?;
-            }
-        };
-        let threads = self.threads_for(prefixes.len());
-        if threads <= 1 {
-            return work();
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| crate::threads::spawn_or_run(s, work))
-                .collect();
-            let mut first = Ok(());
-            for h in handles {
-                let r = h.join().unwrap_or(Err(Error::Internal(
-                    "a chunk store directory flush panicked",
-                )));
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })
     }
 
     /// Makes sure the chunk `hash` (of `data`) is stored: touched when it
