@@ -71,7 +71,40 @@ fn run_and_kill(mut cmd: Command, delay: Duration) -> bool {
         let _ = child.kill();
     }
     child.wait().unwrap();
+    wait_group_gone(pgid);
     false
+}
+
+/// Waits (up to ten seconds) until no process of the group `pgid` runs:
+/// only the child is waited for, and a grandchild killed with it (the
+/// recorded program, whose recorder holds a pin on the store) may still be
+/// exiting, its pin held, when the next command looks (a `gc` would then
+/// rightly leave the orphans to that writer). A zombie has closed its
+/// files, so it no longer counts.
+fn wait_group_gone(pgid: u32) {
+    let until = Instant::now() + Duration::from_secs(10);
+    let running = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                    return false;
+                };
+                // After the command's name, in parentheses: state, ppid, pgrp.
+                let Some((_, rest)) = stat.rsplit_once(')') else {
+                    return false;
+                };
+                let mut fields = rest.split_whitespace();
+                let state = fields.next();
+                let pgrp = fields.nth(1);
+                state != Some("Z") && pgrp == Some(pgid.to_string().as_str())
+            })
+    };
+    while running() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Kills runs of a command at random points: each delay is drawn below a
