@@ -8,8 +8,8 @@
 //! whose chunks are mostly stored) overlaps the hashing still to do,
 //! where it used to begin only when a worker had none left. The flushers
 //! link each chunk to its name once it is flushed, and flush the directory
-//! linked into at once, before taking the next; a put returns the manifests that name them only
-//! once every flusher is done.
+//! linked into at once, before taking the next; a put returns the
+//! manifests that name them only once every flusher is done.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -141,8 +141,7 @@ impl ChunkStore {
     /// directory it is linked into: each new chunk file is flushed as soon
     /// as it is written (on threads of their own, while the other chunks
     /// are hashed), then linked, and the directory linked into flushed. A
-    /// chunk that another put under the same pin is storing is
-    /// waited for.
+    /// chunk that another put under the same pin is storing is waited for.
     pub fn put_pinned(&self, pin: &Pin<'_>, bytes: &[u8]) -> Result<Manifest> {
         self.put_pinned_with(pin, bytes, |_| Ok(()))
             .map(|(m, ())| m)
