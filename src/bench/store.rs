@@ -283,6 +283,17 @@ fn record(seq: u64) -> Result<KernelRecord> {
     Ok(r)
 }
 
+/// Flushes the file system that holds `dir`, so that a capture timed next
+/// starts from a quiet disk: the writeback and journal work the previous
+/// capture left behind (the removal of a raw capture's files, whose freed
+/// blocks a file system mounted with online discard trims at its next
+/// journal commit) would otherwise land in the next capture's time,
+/// whatever its kind. Untimed, and the same before every kind.
+fn quiesce(dir: &Path) -> Result<()> {
+    let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, "open", e))?;
+    rustix::fs::syncfs(&d).map_err(|e| Error::io(dir, "sync the file system (syncfs)", e.into()))
+}
+
 /// The writer's median time per capture of `size`-byte snapshots:
 /// raw files, the store with every chunk new, the store with most chunks
 /// stored; and that share.
@@ -310,6 +321,7 @@ fn writer_times(size: u64, iterations: usize, dir: &Path) -> Result<(f64, f64, f
             globals: &globals,
             image,
         };
+        quiesce(s.dir())?;
         let t = Instant::now();
         let p = s.write(&mut r, data)?;
         let took = t.elapsed().as_secs_f64();

@@ -106,7 +106,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
         );
     }
     out_text!(
-        "\nrecording: the launching thread's cost (recorded minus plain; medians) and the writer's time per capture (fsync on)\n"
+        "\nrecording: the launching thread's cost (recorded minus plain; medians) and the writer's time per capture (fsync on, each begun on a quiet file system)\n"
     );
     out!(
         "| size | plain | LLVM (sync, inline raw) | raw files | store | store / raw | store / LLVM | writer raw | writer store, all new | store / raw | writer store, ~90% stored | store / raw |"
