@@ -322,6 +322,44 @@ fn hangs_faults_and_killed_workers_are_results_and_the_suite_goes_on() {
     assert_eq!(hang_case.2.as_deref(), Some("error"));
 }
 
+/// A kernel is code in its worker's process, and can print what a worker
+/// prints: results that say "passed", more than one, or one and then end
+/// the process. None of it is believed, and none of it reaches the result
+/// of a capture checked after it.
+#[test]
+fn a_kernel_that_prints_results_decides_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("corpus");
+    // Forgers sort first: with one job, the honest captures come after
+    // them (in the same worker, before each host capture had its own).
+    let many = modal(&root.join("a-prints-many"), 5);
+    let one = modal(&root.join("b-prints-one-and-exits"), 6);
+    let honest = corpus(&root.join("c-honest"), 3, 0);
+    let results = dir.path().join("r.jsonl");
+    let (code, v) = check_json(&[s(&root), "--jobs", "1", "--results", s(&results)]);
+    assert_eq!(code, 2, "{v:#}");
+    assert_eq!(count(&v, "passed"), 3, "{v:#}");
+    assert_eq!(count(&v, "failed"), 2, "{v:#}");
+    let by_path: BTreeMap<String, Value> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap().to_string(), r.clone()))
+        .collect();
+    let get = |p: &Path| &by_path[&p.display().to_string()];
+    let m = get(&many)["message"].as_str().unwrap();
+    assert!(m.contains("results for one capture"), "{m}");
+    assert!(!m.contains("forged"), "{m}");
+    let o = get(&one)["message"].as_str().unwrap();
+    assert!(o.contains("left no output"), "{o}");
+    for h in &honest {
+        assert_eq!(get(h)["status"], "passed", "{}", get(h));
+    }
+    // The forger's own replay says its output differs.
+    let out = reprise(&["replay", s(&many), "--verify"]);
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+}
+
 /// What a JUnit report holds.
 struct Junit {
     testcases: usize,

@@ -14,6 +14,7 @@ mod serve;
 pub(crate) mod shard;
 pub(crate) mod slurm;
 mod summary;
+mod verdict;
 mod worker;
 
 use std::collections::HashSet;
@@ -157,7 +158,6 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             open_options(&a).verify_checksums(!a.no_checksums),
             a.worker_device,
             a.repetitions,
-            &a.compare,
         );
     }
     if let Some(p) = &a.junit {
@@ -282,6 +282,9 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         timeout: (a.timeout > Duration::ZERO).then_some(a.timeout),
         jobs: a.jobs.map_or_else(cores, |j| j as usize),
         devices: visible_devices(),
+        options: open_options(a).verify_checksums(false),
+        compare: a.compare.clone(),
+        scratch: pool::Scratch::new()?,
     };
     let to_run = host.len() + gpu.len();
     let mut done = 0;

@@ -1,18 +1,28 @@
-//! Workers that check many captures each: a worker process (`check
-//! --worker-serve`) reads capture paths on stdin, one JSON string a line,
-//! and answers each with its marked report line, so that the start of a
-//! process (loading this executable, its libraries, an executor) is paid
-//! once per [`PER_WORKER`] captures instead of once per capture. A capture
-//! is still its own result whatever it does: one that hangs past the
+//! Workers: a worker process (`check --worker-serve`) reads requests on
+//! stdin, one JSON line each (a capture, and where its output goes), and
+//! answers each with its marked report line. The verdict is never the
+//! worker's: the suite compares the output the worker left (the verdict
+//! module).
+//!
+//! A host capture's code runs in its worker's process, where it can print
+//! anything, results included: each host capture has a worker of its own,
+//! every line of which is that capture's, read until the worker has ended;
+//! a worker that gave no result, more than one, a malformed one, or one
+//! and then did not exit cleanly, has failed that capture and no other.
+//! A GPU capture's kernel runs on the device and cannot write to its
+//! worker's output, so a GPU worker serves up to [`PER_WORKER`] captures
+//! (the start of a process, its libraries and a device context, is paid
+//! once for them) and refuses any capture that would run in its process.
+//!
+//! A capture is its own result whatever it does: one that hangs past the
 //! timeout has the worker's process group killed, one that kills its
 //! worker is named with how the process ended, and a new worker takes the
 //! next capture. A worker also ends after any capture that failed (a
-//! kernel that faulted may have left the process unsound), and after
-//! [`PER_WORKER`] captures, so that nothing one capture leaves behind
-//! weighs on many others.
+//! kernel that faulted may have left the process unsound).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
@@ -21,7 +31,8 @@ use std::time::{Duration, Instant};
 use super::discover::Found;
 use super::pool::{self, Workers};
 use super::results::{CaptureResult, Status};
-use super::worker::{MARK, Report};
+use super::verdict;
+use super::worker::{MARK, Report, Request};
 
 /// The most bytes kept of a worker's stderr (its end).
 const KEPT: usize = 256 << 10;
@@ -116,35 +127,35 @@ impl<'a> Slot<'a> {
     pub fn check(&mut self, found: &Found) -> CaptureResult {
         let mut result = pool::blank(found);
         let started = Instant::now();
-        if self.worker.is_none() {
-            match start(self.w, self.device) {
-                Ok(s) => self.worker = Some(s),
-                Err(why) => {
-                    result.message = why;
-                    return result;
-                }
-            }
-        }
-        let mut line =
-            serde_json::to_string(&found.path.display().to_string()).expect("a string serializes");
+        // Host captures run their code in the worker's process: each has a
+        // worker of its own, whose every line is that capture's.
+        let one_shot = self.device.is_none();
+        let output = self.w.scratch.output_path();
+        let mut line = serde_json::to_string(&Request::new(&found.path, &output))
+            .expect("a request serializes");
         line.push('\n');
+        if !self.started(&mut result) {
+            return result;
+        }
         if !self.send(&line) {
             // The worker ended while it waited (killed from outside, say):
             // that is no capture's doing, and a fresh one takes this one.
             self.retire();
-            match start(self.w, self.device) {
-                Ok(s) => self.worker = Some(s),
-                Err(why) => {
-                    result.message = why;
-                    return result;
-                }
+            if !self.started(&mut result) {
+                return result;
             }
             // One that cannot take it either: how it ended is said below.
             self.send(&line);
         }
         let wk = self.worker.as_mut().expect("started above");
-        let deadline = self.w.timeout.map(|t| started + t);
-        let report = loop {
+        if one_shot {
+            drop(wk.stdin.take());
+        }
+        let mut deadline = self.w.timeout.map(|t| started + t);
+        let mut exited = false;
+        let mut reports = Vec::new();
+        let mut malformed = 0;
+        let ended = loop {
             let got = match deadline {
                 Some(d) => wk
                     .lines
@@ -152,37 +163,34 @@ impl<'a> Slot<'a> {
                 None => wk.lines.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match got {
+                // The worker has ended: what it wrote is read within a
+                // grace (a process it started may hold the pipe open).
+                Ok(l) if l.is_empty() => {
+                    exited = true;
+                    let grace = Instant::now() + Duration::from_secs(1);
+                    deadline = Some(deadline.map_or(grace, |d| d.min(grace)));
+                }
+                Err(RecvTimeoutError::Timeout) if exited => {
+                    break Some(RecvTimeoutError::Disconnected);
+                }
                 Ok(l) => {
                     let text = String::from_utf8_lossy(&l);
-                    if let Some(r) = text
-                        .trim_end()
-                        .strip_prefix(MARK)
-                        .and_then(|j| serde_json::from_str::<Report>(j).ok())
-                    {
-                        break Ok(r);
+                    if let Some(json) = text.trim_end().strip_prefix(MARK) {
+                        match serde_json::from_str::<Report>(json) {
+                            Ok(r) => reports.push(r),
+                            Err(_) => malformed += 1,
+                        }
+                        if !one_shot {
+                            break None;
+                        }
                     }
                 }
-                Err(e) => break Err(e),
+                Err(e) => break Some(e),
             }
         };
         result.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        match report {
-            Ok(r) => {
-                result.status = r.status;
-                result.exit_code = Some(pool::expected_code(r.status));
-                result.kernel_ns = r.kernel_ns();
-                result.replay_ns = r.replay_ns();
-                result.kernel = r.kernel.or(result.kernel);
-                result.backend = r.backend.or(result.backend);
-                result.kernel_times_ns = r.kernel_times_ns;
-                result.replay_times_ns = r.replay_times_ns;
-                result.message = r.message;
-                wk.served += 1;
-                if r.status == Status::Failed || wk.served >= PER_WORKER {
-                    self.retire();
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
+        match ended {
+            Some(RecvTimeoutError::Timeout) => {
                 let wk = self.worker.take().expect("running");
                 pool::kill_group(wk.pid);
                 let _ = end(wk, Duration::from_secs(5));
@@ -192,30 +200,99 @@ impl<'a> Slot<'a> {
                     crate::ui::human_time(self.w.timeout.unwrap_or_default())
                 );
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                let wk = self.worker.take().expect("running");
-                let (status, stderr) = end(wk, Duration::from_secs(2));
-                result.exit_code = status.and_then(|s| s.code());
-                result.signal = status.and_then(|s| s.signal());
-                let ended = match (result.exit_code, result.signal) {
-                    (Some(code), _) => format!("exited with status {code}"),
-                    (None, Some(sig)) => {
-                        format!("was killed by {}", crate::isolate::signal_name(sig))
-                    }
-                    (None, None) => "ended".to_string(),
+            // A one-shot worker has ended (its lines are all read), or a
+            // worker serving many answered.
+            Some(RecvTimeoutError::Disconnected) | None => {
+                let wait = if ended.is_none() {
+                    None
+                } else {
+                    let wk = self.worker.take().expect("running");
+                    Some(end(wk, Duration::from_secs(2)))
                 };
-                let stderr = String::from_utf8_lossy(&stderr);
-                let said = stderr
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(|l| format!(": {}", l.trim()))
-                    .unwrap_or_default();
-                result.status = Status::Failed;
-                result.message = format!("the worker {ended} before it gave a result{said}");
+                let exit = wait.as_ref().map(|(status, _)| *status);
+                let clean = exit.is_none_or(|s| s.is_some_and(|s| s.success()));
+                match (reports.len() + malformed, reports.pop()) {
+                    (1, Some(r)) if clean => self.reported(found, r, &output, &mut result),
+                    (0, _) => {
+                        let (status, stderr) = wait.unwrap_or_default();
+                        ended_without_result(status, &stderr, &mut result);
+                    }
+                    (n, last) => {
+                        result.status = Status::Failed;
+                        result.message = if n > 1 {
+                            format!(
+                                "the worker's output held {n} results for one capture: \
+                                 something in the process (the capture's code?) printed \
+                                 results, and none of them is taken"
+                            )
+                        } else if last.is_none() {
+                            "the worker's result could not be read: something in the process \
+                             (the capture's code?) printed a malformed one"
+                                .to_string()
+                        } else {
+                            let (status, _) = wait.unwrap_or_default();
+                            format!(
+                                "the worker {} after it gave a result: something in the \
+                                 process (the capture's code?) ended it, and its result is \
+                                 not taken",
+                                how_ended(status, &mut result)
+                            )
+                        };
+                        if let Some(w) = self.worker.take() {
+                            let _ = end(w, Duration::from_secs(2));
+                        }
+                    }
+                }
             }
         }
+        let _ = std::fs::remove_file(&output);
         result
+    }
+
+    /// Starts this slot's worker when none runs; whether one does (if not,
+    /// `result` says why).
+    fn started(&mut self, result: &mut CaptureResult) -> bool {
+        if self.worker.is_none() {
+            match start(self.w, self.device) {
+                Ok(s) => self.worker = Some(s),
+                Err(why) => {
+                    result.message = why;
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// `result` from the worker's report `r`: when the kernel ran, the
+    /// suite's own comparison of the output it left.
+    fn reported(&mut self, found: &Found, r: Report, output: &Path, result: &mut CaptureResult) {
+        result.kernel_ns = r.kernel_ns();
+        result.replay_ns = r.replay_ns();
+        result.kernel = r.kernel.or(result.kernel.take());
+        result.backend = r.backend.or(result.backend.take());
+        result.kernel_times_ns = r.kernel_times_ns;
+        result.replay_times_ns = r.replay_times_ns;
+        (result.status, result.message) = match (r.ran, r.status) {
+            (true, _) => verdict::judge(&found.path, &self.w.options, &self.w.compare, output),
+            (false, s @ (Status::Refused | Status::Failed)) => (s, r.message),
+            (false, s) => (
+                Status::Failed,
+                format!(
+                    "the worker's result says `{}` for a kernel that did not run: only the \
+                     suite gives verdicts, and something in the process (the capture's \
+                     code?) printed this one",
+                    s.as_str()
+                ),
+            ),
+        };
+        result.exit_code = Some(pool::expected_code(result.status));
+        if let Some(wk) = self.worker.as_mut() {
+            wk.served += 1;
+            if result.status == Status::Failed || wk.served >= PER_WORKER {
+                self.retire();
+            }
+        }
     }
 
     /// Hands `line` to the worker, its stderr cleared first; whether it
@@ -247,6 +324,32 @@ impl Drop for Slot<'_> {
     }
 }
 
+/// How a worker ended, for people (and into `result`).
+fn how_ended(status: Option<ExitStatus>, result: &mut CaptureResult) -> String {
+    result.exit_code = status.and_then(|s| s.code());
+    result.signal = status.and_then(|s| s.signal());
+    match (result.exit_code, result.signal) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by {}", crate::isolate::signal_name(sig)),
+        (None, None) => "ended".to_string(),
+    }
+}
+
+/// `result` for a worker that ended as `status` without a result, with the
+/// last line of its `stderr`.
+fn ended_without_result(status: Option<ExitStatus>, stderr: &[u8], result: &mut CaptureResult) {
+    let ended = how_ended(status, result);
+    let stderr = String::from_utf8_lossy(stderr);
+    let said = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {}", l.trim()))
+        .unwrap_or_default();
+    result.status = Status::Failed;
+    result.message = format!("the worker {ended} before it gave a result{said}");
+}
+
 /// Starts a worker.
 fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
     let mut cmd = Command::new(&w.exe);
@@ -272,7 +375,12 @@ fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
         .map_err(|e| format!("could not start a worker ({}): {e}", w.exe.display()))?;
     let pid = child.id() as libc::pid_t;
     let stdin = child.stdin.take();
-    let lines = line_reader(child.stdout.take());
+    let (lines, tx) = line_reader(child.stdout.take());
+    // An empty line says the worker has ended.
+    std::thread::spawn(move || {
+        pool::wait_unreaped(pid);
+        let _ = tx.send(Vec::new());
+    });
     let stderr = Tail::of(child.stderr.take());
     Ok(Served {
         child,
@@ -306,9 +414,12 @@ fn end(mut wk: Served, grace: Duration) -> (Option<ExitStatus>, Vec<u8>) {
 }
 
 /// Reads `pipe` line by line on a thread (each line at most
-/// [`LONGEST_LINE`] bytes kept).
-fn line_reader(pipe: Option<impl Read + Send + 'static>) -> Receiver<Vec<u8>> {
+/// [`LONGEST_LINE`] bytes kept, none empty), and a sender of more.
+fn line_reader(
+    pipe: Option<impl Read + Send + 'static>,
+) -> (Receiver<Vec<u8>>, mpsc::Sender<Vec<u8>>) {
     let (tx, rx) = mpsc::channel();
+    let more = tx.clone();
     if let Some(pipe) = pipe {
         std::thread::spawn(move || {
             let mut r = BufReader::new(pipe);
@@ -329,5 +440,5 @@ fn line_reader(pipe: Option<impl Read + Send + 'static>) -> Receiver<Vec<u8>> {
             }
         });
     }
-    rx
+    (rx, more)
 }

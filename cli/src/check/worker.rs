@@ -1,29 +1,63 @@
 //! The worker: `reprise check --worker-serve ...`, run by the suite in
-//! child processes. It replays each capture named on its stdin with
-//! verification, as `reprise replay --verify` does, and prints what
-//! happened as one marked JSON line on stdout. A kernel that takes the
-//! process with it leaves no line, and the suite says how the process
-//! ended instead.
+//! child processes. It replays each capture named on its stdin, writes the
+//! replay's output where the request says, and prints what happened as one
+//! marked JSON line on stdout. It gives no verdict: a capture is code, and
+//! whatever runs in this process can print anything, so the suite compares
+//! the output with the recorded one itself (see the `verdict` module). A
+//! kernel that takes the process with it leaves no line, and the suite
+//! says how the process ended instead.
 
 use std::future::IntoFuture;
 use std::path::Path;
 use std::process::ExitCode;
 
+use reprise::capture::BaseOrigin;
 use reprise::{Capture, ErrorKind};
 use serde::{Deserialize, Serialize};
 
 use super::results::{Status, median};
-use crate::compare_args::CompareArgs;
 use crate::error::{CliError, Result};
 use crate::isolate;
 
 /// What starts the worker's line on stdout (the kernel may print too).
 pub const MARK: &str = "reprise-check-result ";
 
-/// What a worker reports.
+/// What the suite asks a worker: one capture, and where its output goes.
+/// Paths travel as their bytes (they need not be UTF-8).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// The capture's descriptor.
+    pub capture: Vec<u8>,
+    /// Where the replay's output is written, in the suite's private
+    /// directory.
+    pub output: Vec<u8>,
+}
+
+impl Request {
+    /// A request for `capture`, its output into `output`.
+    pub fn new(capture: &Path, output: &Path) -> Request {
+        use std::os::unix::ffi::OsStrExt as _;
+        Request {
+            capture: capture.as_os_str().as_bytes().to_vec(),
+            output: output.as_os_str().as_bytes().to_vec(),
+        }
+    }
+}
+
+/// A path from its bytes.
+fn path_of(bytes: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt as _;
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// What a worker reports: never a verdict.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    /// What became of the capture (never `timeout`: that is the suite's).
+    /// The kernel ran, and the replay's output is where the request said:
+    /// the suite compares it.
+    pub ran: bool,
+    /// When it did not run: why not (`refused` or `failed`; a worker that
+    /// says `passed`, `differs` or `timeout` is not believed).
     pub status: Status,
     /// The kernel, when the descriptor could be read.
     pub kernel: Option<String>,
@@ -53,19 +87,20 @@ impl Report {
 pub struct Job<'a> {
     /// The capture's descriptor.
     pub path: &'a Path,
+    /// Where its output goes.
+    pub output: &'a Path,
     /// How to open it.
     pub options: reprise::OpenOptions,
     /// The GPU to run on (`None`: the executor's own choice).
     pub device: Option<i32>,
     /// Timed repetitions.
     pub repetitions: u32,
-    /// How to compare.
-    pub compare: &'a CompareArgs,
 }
 
 /// The replay, as a report.
 fn replay(job: &Job<'_>) -> Report {
     let mut report = Report {
+        ran: false,
         status: Status::Refused,
         kernel: None,
         backend: None,
@@ -73,7 +108,7 @@ fn replay(job: &Job<'_>) -> Report {
         replay_times_ns: Vec::new(),
         message: String::new(),
     };
-    let capture = match Capture::open_with(job.path, job.options.clone()) {
+    let mut capture = match Capture::open_with(job.path, job.options.clone()) {
         Ok(c) => c,
         Err(e) => {
             report.message = CliError::from(e).to_string();
@@ -81,29 +116,30 @@ fn replay(job: &Job<'_>) -> Report {
         }
     };
     report.kernel = Some(capture.record.name.to_string());
+    // The output goes where the suite reads it, never beside the capture.
+    capture.paths.replay_output = job.output.to_path_buf();
     let mut builder = reprise::replay(&capture)
-        .verify(true)
-        .compare(job.compare.spec())
+        .save_output(true)
         .repetitions(job.repetitions);
     if let Some(d) = job.device {
         builder = builder.device_id(d);
     }
     match builder.resolved_backend() {
+        // A GPU worker serves many captures: one that would run its code in
+        // this process must have a process of its own (the suite sends
+        // host captures to workers that take one each).
+        Ok(b) if job.device.is_some() && reprise::executors::traits(b).in_process => {
+            report.message = format!(
+                "the suite sent this capture to a GPU worker, but it runs on the {b} executor"
+            );
+            return report;
+        }
         Ok(b) => report.backend = Some(b.to_string()),
         Err(e) => {
             report.message = CliError::from(e).to_string();
             return report;
         }
     }
-    let derived = match capture.base_origin() {
-        Some(b @ reprise::capture::BaseOrigin::Derived { .. }) => Some(b),
-        _ => None,
-    };
-    let hint = || {
-        derived
-            .map(|b| isolate::derived_hint(capture.region_base().unwrap_or(0), &b))
-            .unwrap_or_default()
-    };
     let outcome = match reprise::block_on(builder.into_future()) {
         Ok(o) => o,
         Err(e) => {
@@ -114,8 +150,11 @@ fn replay(job: &Job<'_>) -> Report {
             };
             let fault = e.kernel_faulted();
             report.message = CliError::from(e).to_string();
-            if fault {
-                report.message.push_str(&hint());
+            if fault && let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin() {
+                report.message.push_str(&isolate::derived_hint(
+                    capture.region_base().unwrap_or(0),
+                    &b,
+                ));
             }
             return report;
         }
@@ -123,29 +162,12 @@ fn replay(job: &Job<'_>) -> Report {
     let ns = |d: &std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     report.replay_times_ns = outcome.times.iter().map(ns).collect();
     report.kernel_times_ns = outcome.kernel_times.iter().flatten().map(ns).collect();
-    let Some(v) = &outcome.verification else {
+    if outcome.output_path.is_none() {
         report.status = Status::Failed;
-        report.message = "the replay verified nothing".into();
+        report.message = "the replay wrote no output".into();
         return report;
-    };
-    let lines = job.compare.report(
-        "verification",
-        &v.comparison,
-        &v.ranges,
-        capture.region_base().ok(),
-    );
-    report.message = lines.join("\n");
-    if v.is_match() {
-        report.status = Status::Passed;
-    } else {
-        report.status = Status::Differs;
-        // A region base chosen among several may be what differs.
-        if derived.is_some_and(|b| b.alternatives().is_some()) {
-            report
-                .message
-                .push_str(&format!("\nbut{}", hint().trim_start_matches(';')));
-        }
     }
+    report.ran = true;
     report
 }
 
@@ -163,28 +185,27 @@ fn could_not_start(e: &reprise::Error) -> bool {
     }
 }
 
-/// `check --worker-serve`: replays each capture named on stdin (one JSON
-/// string a line) and answers with its marked report line, until stdin
-/// ends or a capture fails (a kernel that faulted may have left the
+/// `check --worker-serve`: replays each capture asked for on stdin (one
+/// [`Request`] a line) and answers with its marked report line, until
+/// stdin ends or a capture fails (a kernel that faulted may have left the
 /// process unsound: the suite starts a fresh worker).
 pub fn serve(
     options: reprise::OpenOptions,
     device: Option<i32>,
     repetitions: u32,
-    compare: &CompareArgs,
 ) -> Result<ExitCode> {
     use std::io::BufRead as _;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| reprise::Error::io("stdin", "read", e))?;
-        let path: String = serde_json::from_str(&line).map_err(|e| {
-            CliError::Command(format!("a worker reads capture paths as JSON strings: {e}"))
+        let request: Request = serde_json::from_str(&line).map_err(|e| {
+            CliError::Command(format!("a worker reads requests as JSON lines: {e}"))
         })?;
         let report = replay(&Job {
-            path: Path::new(&path),
+            path: path_of(&request.capture),
+            output: path_of(&request.output),
             options: options.clone(),
             device,
             repetitions,
-            compare,
         });
         let json = serde_json::to_string(&report).expect("a report serializes");
         // On a line of its own, whatever the kernel printed before it.
