@@ -141,9 +141,22 @@ fn testcase(
 }
 
 /// `s` with every character XML 1.0 cannot hold, and every control a
-/// terminal acts on, escaped as reprise prints them (line breaks kept).
+/// terminal acts on, escaped as reprise prints them (line breaks kept):
+/// controls by [`crate::ui::shown_text`], and the two non-characters XML's
+/// `Char` production leaves out (U+FFFE, U+FFFF), which no character
+/// reference can write either, here.
 fn text(s: &str) -> String {
-    crate::ui::shown_text(s).into_owned()
+    let shown = crate::ui::shown_text(s);
+    if !shown.contains(['\u{fffe}', '\u{ffff}']) {
+        return shown.into_owned();
+    }
+    shown
+        .chars()
+        .map(|c| match c {
+            '\u{fffe}' | '\u{ffff}' => format!("\\u{:04x}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -182,6 +195,11 @@ mod tests {
                 Status::Differs,
                 "x < y & \"z\"\n]]> \u{1b}[2J \u{0}",
             ),
+            result(
+                "d/\u{fffe}x\u{ffff}.json",
+                Status::Failed,
+                "no\u{fffe}n\u{ffff}",
+            ),
             result("d/ok.json", Status::Passed, "fine"),
             result("e/f.json", Status::Refused, "no <driver>"),
             result("e/g.json", Status::Timeout, "slow"),
@@ -195,6 +213,8 @@ mod tests {
         };
         let xml = String::from_utf8(document(&s).unwrap()).unwrap();
         assert!(!xml.contains('\u{1b}') && !xml.contains('\u{0}'), "{xml}");
+        assert!(!xml.contains(['\u{fffe}', '\u{ffff}']), "{xml}");
+        assert!(xml.contains("\\ufffex\\uffff"), "{xml}");
         let mut reader = Reader::from_str(&xml);
         let mut names = Vec::new();
         loop {
@@ -221,9 +241,9 @@ mod tests {
             }
         }
         let count = |n: &str| names.iter().filter(|x| *x == n).count();
-        assert_eq!(count("testcase"), 4);
+        assert_eq!(count("testcase"), 5);
         assert_eq!(count("failure"), 1);
-        assert_eq!(count("error"), 1);
+        assert_eq!(count("error"), 2);
         assert_eq!(count("skipped"), 1);
         assert!(
             xml.contains("name=\"&lt;a&amp;b&gt;&quot;&apos;\""),
