@@ -87,7 +87,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     }
     let kind = a.backend.kind().unwrap_or(BackendKind::Host);
     if let Some(d) = a.device_id
-        && !reprise::executors::traits(kind).has_devices
+        && !reprise::executors::capabilities(kind).has_devices
     {
         return Err(CliError::Command(format!(
             "--device-id {d} chooses a GPU: use it with --backend cuda or amdgpu"
@@ -250,7 +250,7 @@ fn demo<E: AnyExecutor>(
             // the simulated one, say) is part of the replay that works;
             // `inspect` loads no runtime.
             let mut runs = me.clone();
-            if let Some(var) = reprise::executors::traits(backend).library_var
+            if let Some(var) = reprise::executors::capabilities(backend).library_var
                 && let Some(lib) = std::env::var_os(var)
             {
                 runs = format!("{var}={} {me}", lib.to_string_lossy());

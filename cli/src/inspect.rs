@@ -59,7 +59,7 @@ fn gpu_targets(d: &Description) -> Vec<String> {
     // A host image holds no GPU code: not read.
     if kind
         .backend()
-        .is_ok_and(|b| !reprise::executors::traits(b).device_memory)
+        .is_ok_and(|b| !reprise::executors::capabilities(b).device_memory)
     {
         return Vec::new();
     }

@@ -45,7 +45,7 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
         return false;
     }
     if let Some(kind) = options.backend {
-        return reprise::executors::traits(kind).in_process;
+        return reprise::executors::capabilities(kind).in_process;
     }
     let image = match &options.image {
         // From an application binary: the entry for the capture's kernel.
@@ -59,7 +59,7 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
     image.is_none_or(|bytes| {
         reprise::core::image::sniff(&bytes)
             .backend()
-            .is_ok_and(|kind| reprise::executors::traits(kind).in_process)
+            .is_ok_and(|kind| reprise::executors::capabilities(kind).in_process)
     })
 }
 

@@ -131,7 +131,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         note!("warning: {}: {m}", a.file.display());
     }
     if let Some(d) = a.device_id
-        && !reprise::executors::traits(backend).has_devices
+        && !reprise::executors::capabilities(backend).has_devices
     {
         note!(
             "warning: --device-id {d} is ignored: the {backend} executor has no devices to choose from"

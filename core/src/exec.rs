@@ -21,10 +21,12 @@ use crate::record::BackendKind;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
+mod capabilities;
 pub mod ledger;
 pub mod limits;
 
 #[cfg(feature = "alloc")]
+pub use capabilities::Capabilities;
 pub use ledger::VecLedger;
 pub use ledger::{Fifo, FixedLedger, Full, Ledger, Unbounded};
 pub use limits::{Dims, GeometryError, LaunchLimits};
@@ -436,6 +438,10 @@ pub trait Executor: ErrorType {
     /// `Api` names its variant): what a recorder writes into each capture's
     /// `backend`, and what a replay chooses by.
     const KIND: BackendKind;
+    /// What it can do, said once here: the command line's choices by kind
+    /// and the defaults of [`Executor::launch_geometry`] and
+    /// [`Executor::copies_on_device`] read it.
+    const CAPABILITIES: Capabilities;
     /// A reserved region; dropping it releases the range.
     type Region: DeviceRegion;
     /// A loaded image; dropping it unloads the image.
@@ -487,13 +493,13 @@ pub trait Executor: ErrorType {
     fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error>;
 
     /// Whether launches on this executor use their geometry (grid, block,
-    /// dynamic shared memory). A GPU's do (the default). A host kernel's
-    /// ABI passes only its arguments, so on the host a capture whose team
-    /// or thread count is unknown (0, as LLVM 16 records a construct without
-    /// `num_teams`/`thread_limit` clauses) replays as it is: the OpenMP
-    /// runtime inside the image chooses its threads.
+    /// dynamic shared memory): [`Capabilities::launch_geometry`]. A GPU's
+    /// do. A host kernel's ABI passes only its arguments, so on the host a
+    /// capture whose team or thread count is unknown (0, as LLVM 16 records
+    /// a construct without `num_teams`/`thread_limit` clauses) replays as it
+    /// is: the OpenMP runtime inside the image chooses its threads.
     fn launch_geometry(&self) -> bool {
-        true
+        Self::CAPABILITIES.launch_geometry
     }
 
     /// Reserves a region as [`Executor::reserve`] does, with its first
@@ -571,11 +577,12 @@ pub trait Executor: ErrorType {
     fn queue(&self) -> Result<Self::Queue, Self::Error>;
 
     /// Whether this executor's queues copy between device addresses
-    /// themselves ([`Queue::copy_on_device`]). A GPU's do, faster than any
-    /// upload; the host's need not (its memory is the host's, and a replay
-    /// restores from the mapped snapshot file).
+    /// themselves ([`Queue::copy_on_device`]): where its memory is the
+    /// device's ([`Capabilities::device_memory`]). A GPU's do, faster than
+    /// any upload; the host's need not (its memory is the host's, and a
+    /// replay restores from the mapped snapshot file).
     fn copies_on_device(&self) -> bool {
-        false
+        Self::CAPABILITIES.device_memory
     }
 }
 

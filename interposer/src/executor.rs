@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use reprise_core::exec::{
-    DeviceRegion, ErrorType, Executor, GlobalInfo, KernelArgs, Launch, Queue, RegionRequest,
-    Segment, Ticket, VecLedger,
+    Capabilities, DeviceRegion, ErrorType, Executor, GlobalInfo, KernelArgs, Launch, Queue,
+    RegionRequest, Segment, Ticket, VecLedger,
 };
 use reprise_core::image::{ImageKind, sniff};
 use reprise_core::record::BackendKind;
@@ -119,6 +119,7 @@ pub const SUGGESTED_BASE: u64 = reprise_cuda::SUGGESTED_BASE;
 
 impl Executor for Interposed {
     const KIND: BackendKind = BackendKind::Cuda;
+    const CAPABILITIES: Capabilities = reprise_cuda::CudaExecutor::CAPABILITIES;
     type Region = Region;
     type Image = Image;
     type Kernel = Function;
@@ -287,10 +288,6 @@ impl Executor for Interposed {
             refused: self.refused.clone(),
             ledger: VecLedger::new(),
         })
-    }
-
-    fn copies_on_device(&self) -> bool {
-        true
     }
 }
 

@@ -33,7 +33,7 @@
 
 #[cfg(feature = "amdgpu")]
 use reprise_amdgpu::AmdExecutor;
-use reprise_core::exec::Executor;
+use reprise_core::exec::{Capabilities, Executor};
 use reprise_core::image::ImageInfo;
 use reprise_core::record::BackendKind;
 #[cfg(feature = "cuda")]
@@ -169,81 +169,20 @@ pub fn image_info(kind: BackendKind) -> Option<&'static dyn ImageInfo> {
     }
 }
 
-/// What an executor kind is like, for choices made before one is opened.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Traits {
-    /// It has devices to choose among (`--device-id`); the host has one.
-    pub has_devices: bool,
-    /// Its kernels run in the replaying process's own address space, so a
-    /// kernel that faults or exits takes that process with it (the command
-    /// line replays them in a child process).
-    pub in_process: bool,
-    /// Its kernels take a launch geometry (grid, block, shared memory), so
-    /// `tune` has something to vary.
-    pub launch_geometry: bool,
-    /// Its memory is the device's, apart from the host's: a snapshot is
-    /// copied on the device, not with a `memcpy`.
-    pub device_memory: bool,
-    /// Applications using it can be recorded unmodified through the
-    /// interposer (`reprise record -- ./app`).
-    pub interposed: bool,
-    /// Its loader reads an image of no kind reprise knows and says what it
-    /// makes of it (the host's ELF reader, AMD's code-object reader), so a
-    /// replay forced onto it lets it judge; otherwise such an image is
-    /// refused as runnable by no executor.
-    pub judges_unknown_images: bool,
-    /// The environment variable naming the driver or runtime library to
-    /// load instead of the system's (a simulated one, say), where one does
-    /// (`None` where the dynamic loader's search decides).
-    pub library_var: Option<&'static str>,
-    /// Why it takes no PTX JIT options (`cuModuleLoadDataEx`'s
-    /// `CU_JIT_*`), or `None` where it does (CUDA, and only for PTX).
-    pub jit_refusal: Option<&'static str>,
-}
-
-/// What the executor of `kind` is like (whether or not this build has it).
-pub const fn traits(kind: BackendKind) -> Traits {
-    let gpu = Traits {
-        has_devices: true,
-        in_process: false,
-        launch_geometry: true,
-        device_memory: true,
-        interposed: false,
-        judges_unknown_images: true,
-        library_var: None,
-        jit_refusal: None,
-    };
+/// What the executor of `kind` can do, as its backend says
+/// ([`Executor::CAPABILITIES`]), for choices made before one is opened; a
+/// kind this build lacks is taken for a GPU's ([`Capabilities::GPU`]):
+/// whatever is chosen for it, its replay is then refused as not in the
+/// build.
+pub const fn capabilities(kind: BackendKind) -> Capabilities {
     match kind {
-        BackendKind::Host => Traits {
-            jit_refusal: Some(
-                "the host executor runs native code compiled already; no JIT compiles it",
-            ),
-            has_devices: false,
-            in_process: true,
-            launch_geometry: false,
-            device_memory: false,
-            ..gpu
-        },
-        // `libcuda.so.1` is found by the dynamic loader (`LD_LIBRARY_PATH`).
-        BackendKind::Cuda => Traits {
-            interposed: true,
-            judges_unknown_images: false,
-            ..gpu
-        },
-        BackendKind::Amdgpu => Traits {
-            library_var: Some("REPRISE_HSA_LIBRARY"),
-            jit_refusal: Some(
-                "the AMD executor loads code objects compiled already (HSA has no PTX JIT; \
-                 recompile with --from-ir instead)",
-            ),
-            ..gpu
-        },
-        // A kind the core gains is said here when its executor is added.
-        _ => Traits {
-            jit_refusal: Some("this executor takes no JIT options"),
-            ..gpu
-        },
+        #[cfg(feature = "host")]
+        BackendKind::Host => HostExecutor::CAPABILITIES,
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => CudaExecutor::CAPABILITIES,
+        #[cfg(feature = "amdgpu")]
+        BackendKind::Amdgpu => AmdExecutor::CAPABILITIES,
+        _ => Capabilities::GPU,
     }
 }
 

@@ -104,7 +104,7 @@ impl Description {
         // A host kernel is given no geometry: the host replays it as it is.
         let without_geometry = self.image_kind.is_some_and(|k| {
             k.backend()
-                .is_ok_and(|b| !crate::executors::traits(b).launch_geometry)
+                .is_ok_and(|b| !crate::executors::capabilities(b).launch_geometry)
         });
         if let Some(why) = UnknownGeometry::of(&self.record, None, None)
             && !without_geometry

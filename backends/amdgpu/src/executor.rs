@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
+use reprise_core::exec::{Capabilities, ErrorType, Executor, GlobalInfo, RegionRequest};
 use reprise_core::record::BackendKind;
 
 use crate::error::AmdError;
@@ -67,6 +67,16 @@ impl ErrorType for AmdExecutor {
 
 impl Executor for AmdExecutor {
     const KIND: BackendKind = BackendKind::Amdgpu;
+    /// A GPU's; the HSA runtime may be named by `REPRISE_HSA_LIBRARY`, and
+    /// HSA loads code objects compiled already (no PTX JIT).
+    const CAPABILITIES: Capabilities = Capabilities {
+        library_var: Some("REPRISE_HSA_LIBRARY"),
+        jit_refusal: Some(
+            "the AMD executor loads code objects compiled already (HSA has no PTX JIT; \
+             recompile with --from-ir instead)",
+        ),
+        ..Capabilities::GPU
+    };
     type Region = AmdRegion;
     type Image = AmdImage;
     type Kernel = AmdKernel;
@@ -118,9 +128,5 @@ impl Executor for AmdExecutor {
 
     fn queue(&self) -> Result<AmdQueue, AmdError> {
         AmdQueue::new(&self.rt)
-    }
-
-    fn copies_on_device(&self) -> bool {
-        true
     }
 }

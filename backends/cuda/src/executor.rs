@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use reprise_core::exec::{ErrorType, Executor, GlobalInfo, RegionRequest};
+use reprise_core::exec::{Capabilities, ErrorType, Executor, GlobalInfo, RegionRequest};
 use reprise_core::record::BackendKind;
 
 use crate::device::{Device, LaunchLimits};
@@ -142,6 +142,15 @@ impl ErrorType for CudaExecutor {
 
 impl Executor for CudaExecutor {
     const KIND: BackendKind = BackendKind::Cuda;
+    /// A GPU's; applications are recorded through the interposer,
+    /// `libcuda.so.1` is found by the dynamic loader (`LD_LIBRARY_PATH`),
+    /// and an image of no kind reprise knows is refused rather than handed
+    /// to the driver.
+    const CAPABILITIES: Capabilities = Capabilities {
+        interposed: true,
+        judges_unknown_images: false,
+        ..Capabilities::GPU
+    };
     type Region = CudaRegion;
     type Image = CudaImage;
     type Kernel = CudaKernel;

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{
-    DeviceRegion, ErrorType, Executor, GlobalInfo, MapFile, MapPart, RegionRequest,
+    Capabilities, DeviceRegion, ErrorType, Executor, GlobalInfo, MapFile, MapPart, RegionRequest,
 };
 use reprise_core::record::BackendKind;
 use reprise_core::region::RECORDING_BASE_ALIGN;
@@ -214,6 +214,19 @@ impl ErrorType for HostExecutor {
 
 impl Executor for HostExecutor {
     const KIND: BackendKind = BackendKind::Host;
+    /// One device, kernels in this process's address space taking their
+    /// arguments only (no geometry), the host's memory; native code needs
+    /// no JIT.
+    const CAPABILITIES: Capabilities = Capabilities {
+        has_devices: false,
+        in_process: true,
+        launch_geometry: false,
+        device_memory: false,
+        jit_refusal: Some(
+            "the host executor runs native code compiled already; no JIT compiles it",
+        ),
+        ..Capabilities::GPU
+    };
     type Region = HostRegion;
     type Image = HostImage;
     type Kernel = HostKernel;
@@ -276,11 +289,6 @@ impl Executor for HostExecutor {
 
     fn buffer(&self, len: usize) -> Result<HostBuffer, HostError> {
         HostBuffer::new(len)
-    }
-
-    /// `false`: the host ABI passes a kernel its arguments only.
-    fn launch_geometry(&self) -> bool {
-        false
     }
 
     fn queue(&self) -> Result<HostQueue, HostError> {

@@ -252,8 +252,8 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     }
     // The interposer's rows after the tables', while the scratch
     // directory is there for the captures they write.
-    let interposer =
-        (reprise::executors::traits(backend).interposed && results.is_ok()).then(|| {
+    let interposer = (reprise::executors::capabilities(backend).interposed && results.is_ok())
+        .then(|| {
             let smallest = cfg.sizes.iter().copied().min().unwrap_or(64 << 10);
             interposer::measure(
                 a.quick,
@@ -403,7 +403,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
             r.replay_vs_read()
         );
     }
-    let yardstick = if !reprise::executors::traits(backend).device_memory {
+    let yardstick = if !reprise::executors::capabilities(backend).device_memory {
         "one memcpy of the snapshot"
     } else {
         "one copy of the snapshot on the device"

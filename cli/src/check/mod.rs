@@ -260,7 +260,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
             all.push(r);
         } else if f
             .backend
-            .is_some_and(|b| reprise::executors::traits(b).has_devices)
+            .is_some_and(|b| reprise::executors::capabilities(b).has_devices)
         {
             gpu.push(f.clone());
         } else {
@@ -289,7 +289,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     let to_run = host.len() + gpu.len();
     let mut done = 0;
     let mut write_error = None;
-    pool::run(&workers, host, gpu, |r| {
+    serve::run(&workers, host, gpu, |r| {
         done += 1;
         if r.status != Status::Passed {
             note!(

@@ -1,24 +1,22 @@
-//! Running the workers: captures are replayed in child processes (this
-//! executable, `check --worker-serve`, each taking captures one at a time:
-//! see the serve module), so that a kernel that faults, hangs or kills its
-//! process is that capture's result and the suite goes on. Host captures
-//! run `jobs` at a time, each in a process of its own; GPU captures one at
-//! a time per visible device. The verdict is the suite's (the verdict
-//! module), from the output a worker leaves in [`Scratch`]. A
-//! worker runs in a process group of its own, which is killed when it
-//! passes the timeout (and once it has ended, so that nothing it started
-//! lingers), and it dies with the suite (`PR_SET_PDEATHSIG`).
+//! What the workers share: how they are started ([`Workers`]), the
+//! suite's private directory they write outputs into ([`Scratch`]), and
+//! the process helpers that end them. Captures are replayed in child
+//! processes (this executable, `check --worker-serve`: see the serve
+//! module, which runs them), so that a kernel that faults, hangs or kills
+//! its process is that capture's result and the suite goes on. Host
+//! captures run `jobs` at a time, each in a process of its own; GPU
+//! captures one at a time per visible device. The verdict is the suite's
+//! (the verdict module). A worker runs in a process group of its own,
+//! which is killed when it passes the timeout (and once it has ended, so
+//! that nothing it started lingers), and it dies with the suite
+//! (`PR_SET_PDEATHSIG`).
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::discover::Found;
 use super::results::{CaptureResult, Status};
-use super::serve::Slot;
 use crate::compare_args::CompareArgs;
 use crate::error::Result;
 
@@ -69,45 +67,6 @@ impl Scratch {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.dir.path().join(format!("output-{n}"))
     }
-}
-
-/// Captures waiting for a worker, shared by the workers that take them.
-type Queue = Arc<Mutex<VecDeque<Found>>>;
-
-/// Runs every capture of `host` and `gpu` and hands each result to
-/// `done` as it comes, on this thread.
-pub fn run(w: &Workers, host: Vec<Found>, gpu: Vec<Found>, mut done: impl FnMut(CaptureResult)) {
-    let (tx, rx) = mpsc::channel::<CaptureResult>();
-    let host = Arc::new(Mutex::new(VecDeque::from(host)));
-    let gpu = Arc::new(Mutex::new(VecDeque::from(gpu)));
-    std::thread::scope(|s| {
-        let mut slots: Vec<(Queue, Option<i32>)> = Vec::new();
-        let host_len = host.lock().unwrap_or_else(|e| e.into_inner()).len();
-        let gpu_len = gpu.lock().unwrap_or_else(|e| e.into_inner()).len();
-        for _ in 0..w.jobs.min(host_len) {
-            slots.push((host.clone(), None));
-        }
-        for d in 0..w.devices.min(gpu_len) {
-            slots.push((gpu.clone(), Some(d as i32)));
-        }
-        for (queue, device) in slots {
-            let tx = tx.clone();
-            s.spawn(move || {
-                let mut slot = Slot::new(w, device);
-                loop {
-                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                    let Some(found) = next else { break };
-                    if tx.send(slot.check(&found)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for r in rx {
-            done(r);
-        }
-    });
 }
 
 /// A result for `found` before its worker says anything: failed, with

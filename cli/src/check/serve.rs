@@ -20,6 +20,7 @@
 //! next capture. A worker also ends after any capture that failed (a
 //! kernel that faulted may have left the process unsound).
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -322,6 +323,45 @@ impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.retire();
     }
+}
+
+/// Captures waiting for a worker, shared by the workers that take them.
+type Queue = Arc<Mutex<VecDeque<Found>>>;
+
+/// Runs every capture of `host` and `gpu` and hands each result to
+/// `done` as it comes, on this thread.
+pub fn run(w: &Workers, host: Vec<Found>, gpu: Vec<Found>, mut done: impl FnMut(CaptureResult)) {
+    let (tx, rx) = mpsc::channel::<CaptureResult>();
+    let host = Arc::new(Mutex::new(VecDeque::from(host)));
+    let gpu = Arc::new(Mutex::new(VecDeque::from(gpu)));
+    std::thread::scope(|s| {
+        let mut slots: Vec<(Queue, Option<i32>)> = Vec::new();
+        let host_len = host.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let gpu_len = gpu.lock().unwrap_or_else(|e| e.into_inner()).len();
+        for _ in 0..w.jobs.min(host_len) {
+            slots.push((host.clone(), None));
+        }
+        for d in 0..w.devices.min(gpu_len) {
+            slots.push((gpu.clone(), Some(d as i32)));
+        }
+        for (queue, device) in slots {
+            let tx = tx.clone();
+            s.spawn(move || {
+                let mut slot = Slot::new(w, device);
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                    let Some(found) = next else { break };
+                    if tx.send(slot.check(&found)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for r in rx {
+            done(r);
+        }
+    });
 }
 
 /// How a worker ended, for people (and into `result`).

@@ -128,7 +128,7 @@ fn replay(job: &Job<'_>) -> Report {
         // A GPU worker serves many captures: one that would run its code in
         // this process must have a process of its own (the suite sends
         // host captures to workers that take one each).
-        Ok(b) if job.device.is_some() && reprise::executors::traits(b).in_process => {
+        Ok(b) if job.device.is_some() && reprise::executors::capabilities(b).in_process => {
             report.message = format!(
                 "the suite sent this capture to a GPU worker, but it runs on the {b} executor"
             );

@@ -141,7 +141,7 @@ pub fn check(
     backend: BackendKind,
     capture: Option<&Capture>,
 ) -> Result<()> {
-    if let Some(why) = reprise::executors::traits(backend).jit_refusal {
+    if let Some(why) = reprise::executors::capabilities(backend).jit_refusal {
         return Err(CliError::Command(format!(
             "{}: JIT options (--max-registers, --jit-opt-level, --jit-option) are refused on \
              the {backend} executor: {why}",
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn only_the_cuda_executor_takes_jit_options() {
-        let refusal = |k| reprise::executors::traits(k).jit_refusal;
+        let refusal = |k| reprise::executors::capabilities(k).jit_refusal;
         assert_eq!(refusal(BackendKind::Cuda), None);
         assert!(refusal(BackendKind::Host).is_some_and(|w| w.contains("native code")));
         assert!(refusal(BackendKind::Amdgpu).is_some_and(|w| w.contains("code objects")));

@@ -153,7 +153,7 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     // A search over --opt-level on an executor without a launch geometry
     // (the host's) searches the levels alone.
     let level_search = sampled(&a) && !a.ir.opt_level.is_empty();
-    if !reprise::executors::traits(backend).launch_geometry && !level_search {
+    if !reprise::executors::capabilities(backend).launch_geometry && !level_search {
         return Err(reprise::Error::NoGeometry.into());
     }
     if sampled(&a) {

@@ -135,6 +135,15 @@ impl ErrorType for FakeQueue {
 
 impl Executor for Fake {
     const KIND: BackendKind = BackendKind::Host;
+    // The host's, but for what the tests set: whether queues copy on the
+    // device.
+    const CAPABILITIES: Capabilities = Capabilities {
+        has_devices: false,
+        in_process: true,
+        launch_geometry: false,
+        device_memory: false,
+        ..Capabilities::GPU
+    };
     type Region = Region;
     type Image = ();
     type Kernel = KernelFn;

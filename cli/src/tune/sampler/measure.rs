@@ -135,7 +135,7 @@ pub(super) fn measure_group(
         }
         None => capture,
     };
-    if !reprise::executors::traits(backend).launch_geometry {
+    if !reprise::executors::capabilities(backend).launch_geometry {
         // A kernel without a launch geometry (the host's): one replay of
         // the recorded configuration with this compile setting.
         let mut row = crate::tune::opt_levels::replay_row(a, capture);

@@ -81,7 +81,7 @@ pub fn run(
         let recorded_image = a.ir.opt_level.is_empty().then_some(capture);
         crate::tune::jit::check(&a.file, backend, recorded_image)?;
     }
-    let geometry = reprise::executors::traits(backend).launch_geometry;
+    let geometry = reprise::executors::capabilities(backend).launch_geometry;
     let compiles = compiles(a);
     if let Some(plan) = &search.worker_plan {
         return serve_plan(a, capture, backend, &compiles, plan, start);

@@ -52,7 +52,7 @@ pub(super) fn problems(
         }
         (_, Ok(b)) => b,
         // The host's and AMD's loaders say what they make of it.
-        (Some(b), Err(_)) if crate::executors::traits(b).judges_unknown_images => b,
+        (Some(b), Err(_)) if crate::executors::capabilities(b).judges_unknown_images => b,
         (_, Err(e)) => return vec![at(CaptureProblem::NoExecutor(e))],
     };
     let Some(info) = crate::executors::image_info(backend) else {
