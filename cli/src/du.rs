@@ -13,8 +13,8 @@ use crate::ui::human_bytes;
 /// Say what the captures of a directory take on disk.
 ///
 /// Captures are kept in the directory's chunk store (`.reprise-store`, see
-/// docs/store.md): their snapshots, globals and images cut into 1 MiB
-/// chunks named by their hash, each kept once and compressed. This reads
+/// docs/store.md): their snapshots, globals and images cut into chunks
+/// (2 MiB by default) named by their hash, each kept once and compressed. This reads
 /// every manifest of DIR and the store's chunk files, and prints the raw
 /// size (what the files would take written out), the distinct bytes, what
 /// is on disk, and the deduplication and compression ratios. Chunks that

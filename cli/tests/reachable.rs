@@ -1,5 +1,5 @@
 //! Reachable-only recording (`RecordConfig::reachable`, `record
-//! --reachable`, issue 25): a capture holds the allocations its launch can
+//! --reachable`): a capture holds the allocations its launch can
 //! reach, found by following the pointers inside them; `inspect` says so;
 //! it replays and verifies; a kernel that reaches past them (reading or
 //! writing) is a verification difference, never a silent pass; and the
@@ -51,7 +51,7 @@ fn field(n: usize, phase: f32) -> Vec<f32> {
 
 /// Records `launches` launches of axpy over x and y (`n` floats each)
 /// beside a buffer of `untouched` floats no kernel is given: the saxpy
-/// program of issue 25, on the host.
+/// program of the store benchmark, on the host.
 fn record_saxpy_beside(
     config: RecordConfig,
     n: usize,
@@ -304,7 +304,7 @@ fn the_store_is_smaller_with_reachable_by_about_the_untouched_buffer() {
 }
 
 /// The measurement of docs/store.md's "Reachable mode": the 40-launch
-/// saxpy of issue 25 (x and y 16 MiB, beside 32 MiB no kernel touches),
+/// saxpy (x and y 16 MiB, beside 32 MiB no kernel touches),
 /// recorded into a store with and without the mode.
 #[test]
 #[ignore = "a measurement (5 GiB of snapshots, two minutes in a debug build): \

@@ -4,7 +4,7 @@
 //!
 //! - **Disk**: the bytes a recording's directory holds (every file: the
 //!   descriptors, manifests and the store's chunk files) against what raw
-//!   files would hold, for the 40-launch program of issue 25 (the demo
+//!   files would hold, for a 40-launch program (the demo
 //!   kernel, a saxpy on CUDA and a stencil on the host, reading a 16 MiB x
 //!   and rewriting a 16 MiB y beside 32 MiB no kernel touches) and for a
 //!   few launches of the recording bench's kernel at each size.
@@ -38,8 +38,8 @@ const CHUNK: usize = crate::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
 
 /// Captures of each kind the writer's rows take at least below 128 MiB
 /// (raw, every chunk new, most stored, in turn): a mostly-stored capture
-/// is milliseconds at 16 MiB, and a median of three moved by a third with
-/// the disk's flush latency between runs.
+/// is milliseconds at 16 MiB, where a median of a few moves with the
+/// disk's flush latency.
 const WRITER_ROUNDS: usize = 9;
 
 /// Replays of each capture, raw and stored, taken in turn for the replay
@@ -489,7 +489,7 @@ pub fn run<E: AnyExecutor>(
             "store {label}: replay from raw files and the store"
         ));
         // Taken in turn, nine of each: a replay is a millisecond at 16 MiB,
-        // where a median of three moved by a fifth between runs.
+        // where a median of a few moves with the machine's load.
         let present: Vec<&Path> = [&raw_capture, &store_capture]
             .into_iter()
             .flatten()

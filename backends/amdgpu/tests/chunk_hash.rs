@@ -1,4 +1,4 @@
-//! The chunk-hashing kernel (fixtures/chunk_hash.hip, issue 25's
+//! The chunk-hashing kernel (fixtures/chunk_hash.hip, for
 //! device-side hashing) on the simulated HSA runtime, where its C twin runs
 //! (test-support's kernels.c, on the same BLAKE3 code as the kernel:
 //! blake3_chunks.h): each store chunk of a region hashes to what the chunk

@@ -1,4 +1,4 @@
-//! The chunk-hashing kernel (fixtures/chunk_hash.cu, issue 25's device-side
+//! The chunk-hashing kernel (fixtures/chunk_hash.cu, for device-side
 //! hashing): on the device, each store chunk of a region hashes to what the
 //! chunk store names it, BLAKE3 of its bytes, for store chunks of one
 //! BLAKE3 chunk or many, a short last one, and several chunk sizes. On the

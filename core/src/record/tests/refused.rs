@@ -264,8 +264,8 @@ fn nesting_deeper_than_any_descriptor_is_refused_before_parsing() {
         s.push('}');
         s
     };
-    // 150,000 levels (300 KB, under the 1 MiB descriptor limit) used to run
-    // the parser out of stack.
+    // 150,000 levels (300 KB, under the 1 MiB descriptor limit) would run a
+    // recursive parser out of stack.
     let deep = nested(150_000, "");
     assert_eq!(
         KernelRecord::from_json(deep.as_bytes()),

@@ -1,4 +1,4 @@
-//! The reader's work bounded by its input (issue 20, class 10): headers
+//! The reader's work bounded by its input: headers
 //! that name the same bytes again are read once, overlapping ranges that
 //! add up past the file are refused, distinct tables are capped, and names
 //! sharing one long string cost what one does. Through [`parse`] alone:
