@@ -25,8 +25,8 @@ mod capabilities;
 pub mod ledger;
 pub mod limits;
 
-#[cfg(feature = "alloc")]
 pub use capabilities::Capabilities;
+#[cfg(feature = "alloc")]
 pub use ledger::VecLedger;
 pub use ledger::{Fifo, FixedLedger, Full, Ledger, Unbounded};
 pub use limits::{Dims, GeometryError, LaunchLimits};
