@@ -3,7 +3,6 @@
 //! the job directory), merged into one ranking once the job has ended.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reprise::{Capture, LaunchConfig};
@@ -23,7 +22,7 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
     let recorded = super::recorded_config(&capture);
     let (order, keys): (Vec<LaunchConfig>, Vec<String>) = if super::sampled(a) {
         let backend = super::tuner(a, &capture).resolved_backend()?;
-        let geometry = reprise::executors::traits(backend).launch_geometry;
+        let geometry = reprise::executors::capabilities(backend).launch_geometry;
         let compiles = super::sampler::compiles(a);
         let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
         let mut geometries = Vec::new();
@@ -52,14 +51,7 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
 /// Submits the sweep's shards, waits, merges; `keys` are the rows the
 /// whole sweep has ([`shard::compiled_key`]), `order` its geometries.
 fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -> Result<ExitCode> {
-    let rows = cs::absolute(
-        &a.rows
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("reprise-tune.jsonl")),
-    )?;
-    let dir = cs::job_dir(&rows);
-    let cwd = std::env::current_dir()
-        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
+    let (_, dir, cwd) = cs::paths(a.rows.as_deref(), "reprise-tune.jsonl", "--rows")?;
     let record = JobRecord::read(&dir)?;
     cs::earlier_job(record.as_ref(), false, &dir)?;
     let n = u64::from(a.slurm.array_size.unwrap_or(16))
@@ -72,24 +64,25 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -
             .or_default()
             .push(k);
     }
-    prepare(&dir, true)?;
     let command = cs::task_command(
         "tune",
         &["--rows", "--csv", "--plot", "--shard"],
         &["--json"],
     )?;
-    let file = script::quoted(&format!("{}/shard-", dir.display()));
     let s = script::Script {
         job_name: "reprise-tune",
         dir: &dir,
         cwd: &cwd,
         command,
-        task_args: format!(
-            "--shard \"$SLURM_ARRAY_TASK_ID/{n}\" --json --rows {file}\"$SLURM_ARRAY_TASK_ID\"-of-{n}.jsonl"
-        ),
+        results_option: "--rows",
+        shards: n,
+        task_flags: "--json",
         cpus_per_task: None,
         slurm: &a.slurm,
     };
+    // Its values checked before anything is written.
+    s.check()?;
+    prepare(&dir, true)?;
     let tasks: Vec<u64> = expected.keys().copied().collect();
     let mut record = JobRecord {
         shards: n,

@@ -2,11 +2,10 @@
 //! from the shards' results files once it has ended.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::{JobRecord, absolute, earlier_job, ends, incomplete_lines, job_dir, prepare};
+use super::{JobRecord, earlier_job, ends, incomplete_lines, paths, prepare};
 use super::{script, shard_file, submit_and_wait};
 use crate::check::discover::{self, Found};
 use crate::check::results::{CaptureResult, Read, Status};
@@ -18,15 +17,8 @@ use crate::error::{CliError, Result};
 /// those incomplete), waits, and merges.
 pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     let started = Instant::now();
-    let results_path = absolute(
-        &a.results
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("reprise-check.jsonl")),
-    )?;
+    let (results_path, dir, cwd) = paths(a.results.as_deref(), "reprise-check.jsonl", "--results")?;
     crate::ui::check_output_file(&results_path, Some("jsonl"))?;
-    let dir = job_dir(&results_path);
-    let cwd = std::env::current_dir()
-        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
     let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
     if corpus.captures.is_empty() {
         return Err(CliError::Command("no captures found to check".into()));
@@ -62,6 +54,9 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         let k = shard::of(&f.name, shards);
         expected.entry(k).or_default().push(f);
     }
+    // The script, its values checked before anything is written.
+    let s = script_for(a, &dir, &cwd, shards)?;
+    s.check()?;
     // A fresh run: the files of an earlier one go.
     prepare(&dir, !a.resume)?;
     // What the shards' files hold (those of this job's N only).
@@ -101,7 +96,6 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
              resubmits what is incomplete)",
             dir.display()
         );
-        let s = script_for(a, &dir, &cwd, shards)?;
         if submit_and_wait(&s, "check.sbatch", &to_submit, &mut record, &merge)?.is_none() {
             return Ok(ExitCode::SUCCESS);
         }
@@ -184,22 +178,18 @@ fn script_for<'a>(
         &["--results", "--junit", "--baseline", "--slower", "--shard"],
         &["--resume", "--json"],
     )?;
-    let file = script::quoted(&format!("{}/shard-", dir.display()));
-    let task_args = format!(
-        "--shard \"$SLURM_ARRAY_TASK_ID/{shards}\" --resume --json \
-         --results {file}\"$SLURM_ARRAY_TASK_ID\"-of-{shards}.jsonl{}",
-        if a.jobs.is_none() {
-            " --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
-        } else {
-            ""
-        }
-    );
     Ok(script::Script {
         job_name: "reprise-check",
         dir,
         cwd,
         command,
-        task_args,
+        results_option: "--results",
+        shards,
+        task_flags: if a.jobs.is_none() {
+            "--resume --json --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
+        } else {
+            "--resume --json"
+        },
         cpus_per_task: a.jobs,
         slurm: &a.slurm,
     })

@@ -123,6 +123,25 @@ pub fn shard_file(dir: &Path, k: u64, n: u64) -> PathBuf {
     dir.join(format!("shard-{k}-of-{n}.jsonl"))
 }
 
+/// Where a job's files go: the results file `results` (else `default`
+/// here), absolute, its job directory, and the working directory. A
+/// working directory or results file that could not be written into the
+/// job's script is refused here, named (`option` gives the results
+/// file), before any work.
+pub fn paths(
+    results: Option<&Path>,
+    default: &str,
+    option: &str,
+) -> Result<(PathBuf, PathBuf, PathBuf)> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
+    script::checked_path("the working directory", &cwd)?;
+    let results = absolute(results.unwrap_or(Path::new(default)))?;
+    script::checked_path(option, &results)?;
+    let dir = job_dir(&results);
+    Ok((results, dir, cwd))
+}
+
 /// An absolute path (the tasks run elsewhere).
 pub fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).map_err(|e| reprise::Error::io(p, "resolve", e).into())
@@ -195,21 +214,157 @@ pub fn incomplete_lines(
 }
 
 /// Makes the job directory `dir` (and its `logs/`); with `fresh`, the
-/// results files of an earlier run in it go first.
+/// shards' results files of an earlier run in it go first. A job
+/// directory (or `logs/`) that is a symbolic link is refused: the job's
+/// files would be written, and earlier ones removed, in the link's
+/// target. Only regular files named as a shard's results
+/// (`shard-K-of-N.jsonl`) are removed, through the directory opened once
+/// without following a link.
 pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
-    if fresh && dir.exists() {
+    refuse_link(dir)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| reprise::Error::io(dir, "create the job directory", e))?;
+    let d = at::open_dir(dir).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP | libc::ENOTDIR) => linked(dir),
+        _ => reprise::Error::io(dir, "open the job directory", e).into(),
+    })?;
+    if fresh {
         let rd =
             std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
         for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                std::fs::remove_file(&p).map_err(|e| reprise::Error::io(&p, "remove", e))?;
+            let name = e.file_name();
+            if !is_shard_file(&name) {
+                continue;
+            }
+            let p = dir.join(&name);
+            match at::kind(&d, &name) {
+                Ok(Some(libc::S_IFREG)) => {
+                    at::unlink(&d, &name).map_err(|e| reprise::Error::io(&p, "remove", e))?
+                }
+                Ok(_) => {}
+                Err(e) => return Err(reprise::Error::io(&p, "stat", e).into()),
             }
         }
     }
-    std::fs::create_dir_all(dir.join("logs"))
-        .map_err(|e| reprise::Error::io(dir, "create the job directory", e))?;
-    Ok(())
+    let logs = dir.join("logs");
+    at::mkdir(&d, "logs").map_err(|e| reprise::Error::io(&logs, "create", e))?;
+    match at::kind(&d, "logs") {
+        Ok(Some(libc::S_IFDIR)) => Ok(()),
+        Ok(_) => Err(CliError::Command(format!(
+            "{}: not a directory (a symbolic link, or a file): the tasks' logs cannot go there",
+            logs.display()
+        ))),
+        Err(e) => Err(reprise::Error::io(&logs, "stat", e).into()),
+    }
+}
+
+/// Refuses a job directory that is a symbolic link.
+fn refuse_link(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(linked(dir)),
+        Ok(m) if !m.is_dir() => Err(CliError::Command(format!(
+            "{}: the job directory is not a directory",
+            dir.display()
+        ))),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(reprise::Error::io(dir, "stat", e).into()),
+    }
+}
+
+fn linked(dir: &Path) -> CliError {
+    CliError::Command(format!(
+        "{}: the job directory is a symbolic link, which --slurm does not follow (it writes \
+         the job's files there and removes an earlier run's): remove the link, or name another \
+         results file",
+        dir.display()
+    ))
+}
+
+/// Whether `name` is that of a shard's results file: `shard-K-of-N.jsonl`.
+fn is_shard_file(name: &std::ffi::OsStr) -> bool {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    name.to_str()
+        .and_then(|n| n.strip_prefix("shard-")?.strip_suffix(".jsonl"))
+        .and_then(|n| n.split_once("-of-"))
+        .is_some_and(|(k, n)| number(k) && number(n))
+}
+
+/// Calls relative to an open directory, never following a link in the
+/// name's last component.
+mod at {
+    use std::ffi::{CString, OsStr};
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::path::Path;
+
+    /// `dir`, opened as a directory; a symbolic link fails (`ELOOP`).
+    pub fn open_dir(dir: &Path) -> io::Result<File> {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir)
+    }
+
+    fn c_name(name: &OsStr) -> io::Result<CString> {
+        CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
+    }
+
+    /// The type bits (`S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...) of `name` in
+    /// `dir`, not following a link; `None` when there is none.
+    pub fn kind(dir: &File, name: impl AsRef<OsStr>) -> io::Result<Option<libc::mode_t>> {
+        let name = c_name(name.as_ref())?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: a valid descriptor, a NUL-terminated name and a buffer
+        // of the size fstatat writes.
+        let r = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                st.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::NotFound => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: fstatat succeeded, so it filled the buffer.
+        let st = unsafe { st.assume_init() };
+        Ok(Some(st.st_mode & libc::S_IFMT))
+    }
+
+    /// Removes the file `name` in `dir` (a link itself, not its target).
+    pub fn unlink(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
+        let name = c_name(name.as_ref())?;
+        // SAFETY: a valid descriptor and a NUL-terminated name.
+        match unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } {
+            0 => Ok(()),
+            _ => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Makes the directory `name` in `dir`, unless something is there.
+    pub fn mkdir(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
+        let name = c_name(name.as_ref())?;
+        // SAFETY: a valid descriptor and a NUL-terminated name.
+        match unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } {
+            0 => Ok(()),
+            _ => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                e => Err(e),
+            },
+        }
+    }
 }
 
 /// What an array task runs: this executable, `subcommand`, and this
@@ -228,7 +383,8 @@ pub fn task_command(subcommand: &str, values: &[&str], flags: &[&str]) -> Result
     Ok(command)
 }
 
-/// Writes `s` to `dir/name`, submits its `tasks` from `cwd` and records
+/// Writes `s` to `dir/name`, submits its `tasks` from `cwd` (with its
+/// sbatch options, [`script::Script::sbatch_args`]) and records
 /// the submission in `record`; then waits for the job, saying what runs,
 /// or with `--no-wait` says how to merge later (`merge`, a command) and
 /// returns `None`.
@@ -240,8 +396,9 @@ pub fn submit_and_wait(
     merge: &str,
 ) -> Result<Option<String>> {
     let path = s.dir.join(name);
+    let options = s.sbatch_args()?;
     s.write(&path)?;
-    let job = queue::submit(&path, tasks, &s.slurm.sbatch_args, s.cwd)?;
+    let job = queue::submit(&path, tasks, &options, s.cwd)?;
     record.submissions.push(Submission {
         job_id: job.clone(),
         tasks: tasks.to_vec(),
@@ -276,4 +433,99 @@ pub fn ends(record: &JobRecord) -> BTreeMap<String, BTreeMap<u64, queue::TaskEnd
         .iter()
         .map(|s| (s.job_id.clone(), queue::task_ends(&s.job_id)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_files_are_named_as_shards() {
+        for n in ["shard-0-of-1.jsonl", "shard-12-of-16.jsonl"] {
+            assert!(is_shard_file(n.as_ref()), "{n}");
+        }
+        for n in [
+            "precious.jsonl",
+            "shard-0-of-1.json",
+            "shard--of-1.jsonl",
+            "shard-0-of-.jsonl",
+            "shard-a-of-1.jsonl",
+            "shard-0-of-1.jsonl.x",
+            "xshard-0-of-1.jsonl",
+            "job.json",
+        ] {
+            assert!(!is_shard_file(n.as_ref()), "{n}");
+        }
+    }
+
+    #[test]
+    fn a_fresh_run_removes_only_the_shards_files() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("r.slurm");
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        for f in ["shard-0-of-2.jsonl", "shard-1-of-2.jsonl", "precious.jsonl"] {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        std::fs::write(elsewhere.join("target.jsonl"), "x").unwrap();
+        std::fs::create_dir(dir.join("shard-3-of-4.jsonl")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("target.jsonl"),
+            dir.join("shard-2-of-4.jsonl"),
+        )
+        .unwrap();
+        prepare(&dir, true).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "logs",
+                "precious.jsonl",
+                "shard-2-of-4.jsonl",
+                "shard-3-of-4.jsonl"
+            ]
+        );
+        assert!(elsewhere.join("target.jsonl").is_file());
+        // Without `fresh` nothing goes; a new directory is made whole.
+        std::fs::write(dir.join("shard-0-of-2.jsonl"), "x").unwrap();
+        prepare(&dir, false).unwrap();
+        assert!(dir.join("shard-0-of-2.jsonl").is_file());
+        let new = t.path().join("a/b/new.slurm");
+        prepare(&new, true).unwrap();
+        assert!(new.join("logs").is_dir());
+    }
+
+    #[test]
+    fn a_job_directory_or_logs_planted_as_a_link_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("precious.jsonl"), "x").unwrap();
+        std::fs::write(target.join("shard-0-of-1.jsonl"), "x").unwrap();
+        let dir = t.path().join("r.slurm");
+        std::os::unix::fs::symlink(&target, &dir).unwrap();
+        for fresh in [true, false] {
+            let e = prepare(&dir, fresh).unwrap_err().to_string();
+            assert!(e.contains("is a symbolic link"), "{e}");
+        }
+        assert!(target.join("precious.jsonl").is_file());
+        assert!(target.join("shard-0-of-1.jsonl").is_file());
+        assert!(!target.join("logs").exists());
+        // A dangling link too.
+        let dangling = t.path().join("d.slurm");
+        std::os::unix::fs::symlink(t.path().join("none"), &dangling).unwrap();
+        assert!(prepare(&dangling, true).is_err());
+        assert!(!t.path().join("none").exists());
+        // logs/ as a link.
+        let dir = t.path().join("l.slurm");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("logs")).unwrap();
+        let e = prepare(&dir, true).unwrap_err().to_string();
+        assert!(e.contains("logs: not a directory"), "{e}");
+    }
 }

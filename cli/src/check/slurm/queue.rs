@@ -62,15 +62,20 @@ pub fn array_spec(tasks: &[u64]) -> String {
     parts.join(",")
 }
 
-/// Submits `script` as a job array of `tasks`, with `extra` arguments
-/// for sbatch, from the directory `cwd`; returns the job id.
-pub fn submit(script: &Path, tasks: &[u64], extra: &[String], cwd: &Path) -> Result<String> {
+/// Submits `script` as a job array of `tasks`, with `options` for
+/// sbatch (which override the script's `#SBATCH` lines), from the
+/// directory `cwd`; returns the job id. Each argument is
+/// [`checked`](super::script::checked) as the script's values are.
+pub fn submit(script: &Path, tasks: &[u64], options: &[String], cwd: &Path) -> Result<String> {
     let mut args = vec![
         "--parsable".to_string(),
         format!("--array={}", array_spec(tasks)),
     ];
-    args.extend(extra.iter().cloned());
-    args.push(script.display().to_string());
+    args.extend(options.iter().cloned());
+    args.push(super::script::checked_path("the batch script", script)?.to_string());
+    for a in &args {
+        super::script::checked("an sbatch argument", a)?;
+    }
     let o = slurm("sbatch", &args, Some(cwd))?;
     if !o.status.success() {
         return Err(CliError::Command(format!(
