@@ -24,12 +24,14 @@ use core::time::Duration;
 mod capabilities;
 pub mod ledger;
 pub mod limits;
+mod settle;
 
 pub use capabilities::Capabilities;
 #[cfg(feature = "alloc")]
 pub use ledger::VecLedger;
 pub use ledger::{Fifo, FixedLedger, Full, Ledger, Unbounded};
 pub use limits::{Dims, GeometryError, LaunchLimits};
+pub use settle::{settle, synchronize};
 
 /// The error type of an executor or queue (as `embedded_io::ErrorType`).
 ///

@@ -26,7 +26,6 @@
 //! in `Drop`.
 
 use core::fmt;
-use core::future::poll_fn;
 
 use crate::exec::{Launch, Queue, Segment, Ticket};
 
@@ -236,8 +235,7 @@ fn nonempty(seg: &Segment) -> &[Segment] {
 }
 
 async fn synchronize<Q: Queue>(queue: &mut Q) -> Result<(), ScheduleError<Q::Error>> {
-    poll_fn(|cx| queue.poll_synchronize(cx)).await?;
-    Ok(())
+    Ok(crate::exec::synchronize(queue).await?)
 }
 
 /// An optional buffer: either handed to the queue under a ticket, or kept

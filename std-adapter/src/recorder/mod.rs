@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment};
+use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment, settle};
 use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::Upload;
 
@@ -297,12 +297,10 @@ where
     /// next synchronize waits for the same work.
     pub async fn synchronize(&mut self) -> Result<()> {
         self.flush_uploads()?;
-        std::future::poll_fn(|cx| self.queue.poll_synchronize(cx))
+        let pool = &mut self.pool;
+        settle(&mut self.queue, |_, b| pool.put(b))
             .await
             .map_err(|e| Error::executor("synchronizing", e))?;
-        while let Some((_, b)) = self.queue.reclaim() {
-            self.pool.put(b);
-        }
         if let Some(h) = &mut self.hashing {
             h.settle();
         }
@@ -347,16 +345,16 @@ where
             .queue
             .download(buf, segs)
             .map_err(|e| Error::executor("queueing a copy from the device", e))?;
-        std::future::poll_fn(|cx| self.queue.poll_synchronize(cx))
-            .await
-            .map_err(|e| Error::executor("synchronizing", e))?;
         let mut out = None;
-        while let Some((t, b)) = self.queue.reclaim() {
+        let pool = &mut self.pool;
+        settle(&mut self.queue, |t, b| {
             if t == ticket {
                 out = Some(b.as_ref()[..len].to_vec());
             }
-            self.pool.put(b);
-        }
+            pool.put(b);
+        })
+        .await
+        .map_err(|e| Error::executor("synchronizing", e))?;
         out.ok_or(Error::Internal("the executor lost a download buffer"))
     }
 

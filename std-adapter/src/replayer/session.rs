@@ -26,7 +26,7 @@
 use std::time::{Duration, Instant};
 
 use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, settle,
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
@@ -196,13 +196,7 @@ impl<'c, E: Executor> Session<'c, E> {
             queue
                 .upload(input, &seg)
                 .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
-            std::future::poll_fn(|cx| queue.poll_synchronize(cx))
-                .await
-                .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
-            buffers.input = queue
-                .reclaim()
-                .map(|(_, b)| b)
-                .ok_or(Error::Internal("the snapshot buffer did not come back"))?;
+            buffers.input = settle_one(&mut queue, "copying the snapshot to the device").await?;
         }
         Ok(Session {
             exec,
@@ -330,8 +324,7 @@ impl<'c, E: Executor> Session<'c, E> {
     /// the failure's own), drops the buffers that come back, and stages the
     /// snapshot and globals in new ones.
     async fn recover(&mut self) -> Result<()> {
-        let _ = std::future::poll_fn(|cx| self.queue.poll_synchronize(cx)).await;
-        while self.queue.reclaim().is_some() {}
+        let _ = settle(&mut self.queue, |_, _| {}).await;
         let input = if self.streamed.is_some() {
             // A stand-in, as after streaming (see `new`); `run` streams the
             // snapshot again when there is no pristine copy to restore from.
@@ -478,13 +471,17 @@ async fn fill_gaps<E: Executor>(
     queue
         .upload(input, &segs)
         .map_err(|e| Error::executor(what, e))?;
-    std::future::poll_fn(|cx| queue.poll_synchronize(cx))
+    settle_one(queue, what).await
+}
+
+/// Synchronizes `queue` after the one copy enqueued on it (`what`), and
+/// takes its buffer back.
+async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
+    let mut back = None;
+    settle(queue, |_, b| back = Some(b))
         .await
         .map_err(|e| Error::executor(what, e))?;
-    queue
-        .reclaim()
-        .map(|(_, b)| b)
-        .ok_or(Error::Internal("the snapshot buffer did not come back"))
+    back.ok_or(Error::Internal("the snapshot buffer did not come back"))
 }
 
 /// The recorded globals, each checked against the image's (present, same

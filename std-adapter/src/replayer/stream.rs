@@ -17,7 +17,7 @@
 //! itself still synchronizes once (its restore is then
 //! [`reprise_core::schedule::Restore::Nothing`] or a copy on the device).
 
-use reprise_core::exec::{Executor, Queue, Segment};
+use reprise_core::exec::{Executor, Queue, Segment, settle};
 use reprise_core::record::Checksummer;
 
 use crate::capture::SnapshotFile;
@@ -140,15 +140,11 @@ async fn synchronize<Q: Queue>(
 where
     Q::Buffer: AsRef<[u8]>,
 {
-    std::future::poll_fn(|cx| queue.poll_synchronize(cx))
-        .await
-        .map_err(|e| {
-            Error::executor(format!("copying {} to the device", file.path.display()), e)
-        })?;
-    while let Some((_, b)) = queue.reclaim() {
+    settle(queue, |_, b| {
         if b.as_ref().len() == buffer_len {
             free.push(b);
         }
-    }
-    Ok(())
+    })
+    .await
+    .map_err(|e| Error::executor(format!("copying {} to the device", file.path.display()), e))
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use reprise_core::exec::{Executor, Queue, Segment};
+use reprise_core::exec::{Executor, Queue, Segment, settle};
 
 use crate::chunks::{ChunkHash, ChunkRef, ChunkStore, Manifest};
 use crate::error::{Error, Result};
@@ -321,15 +321,13 @@ impl<E: Executor> Reader<E> {
             .queue
             .download(buf, segs)
             .map_err(|e| Error::executor(what, e))?;
-        let queue = &mut self.queue;
-        crate::exec::block_on(std::future::poll_fn(|cx| queue.poll_synchronize(cx)))
-            .map_err(|e| Error::executor(what, e))?;
         let mut got = None;
-        while let Some((t, b)) = self.queue.reclaim() {
+        crate::exec::block_on(settle(&mut self.queue, |t, b| {
             if t == ticket {
                 got = Some(b);
             }
-        }
+        }))
+        .map_err(|e| Error::executor(what, e))?;
         self.traffic.device += segs.iter().map(|s| s.len as u64).sum::<u64>();
         got.ok_or(Error::Internal("the executor lost a download buffer"))
     }

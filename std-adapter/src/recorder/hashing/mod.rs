@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, settle,
 };
 use reprise_core::schedule::{Mode, ScheduleError, Upload};
 
@@ -478,9 +478,8 @@ where
         });
     }
     let hashes_ticket = queue.download(hashes, &segs)?;
-    synchronize(queue).await?;
     let (mut got_globals, mut got_hashes) = (None, None);
-    while let Some((ticket, buf)) = queue.reclaim() {
+    settle(queue, |ticket, buf| {
         if Some(ticket) == globals_ticket {
             got_globals = Some(buf);
         } else if ticket == hashes_ticket {
@@ -488,7 +487,8 @@ where
         } else {
             recycle(buf);
         }
-    }
+    })
+    .await?;
     if globals_ticket.is_some() && got_globals.is_none() {
         return Err(ScheduleError::LostBuffer("globals"));
     }
@@ -499,6 +499,5 @@ where
 }
 
 async fn synchronize<Q: Queue>(queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
-    std::future::poll_fn(|cx| queue.poll_synchronize(cx)).await?;
-    Ok(())
+    Ok(reprise_core::exec::synchronize(queue).await?)
 }
