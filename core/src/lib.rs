@@ -26,7 +26,10 @@ pub use exec::{
 pub use globals::Layout;
 pub use record::{BackendKind, Generation, KernelRecord};
 pub use region::BumpRegion;
-pub use schedule::{Buffers, Mode, RecordPlan, ReplayPlan, Restore, ScheduleError, Upload};
+pub use schedule::{
+    Buffers, Download, LaunchPlan, Mode, RecordPlan, ReplayPlan, Restore, ScheduleError,
+    SnapshotStep, Upload,
+};
 
 #[cfg(feature = "alloc")]
 impl record::KernelRecord {

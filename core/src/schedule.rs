@@ -29,6 +29,10 @@ use core::fmt;
 
 use crate::exec::{Launch, Queue, Segment, Ticket};
 
+mod step;
+
+pub use step::{Download, SnapshotStep};
+
 /// Whether to synchronize once or after every step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -61,6 +65,20 @@ pub struct RecordPlan<'a, K> {
     pub globals: &'a [Segment],
     /// Whether to copy the region back after the kernel.
     pub save_output: bool,
+    /// Synchronize once or after every step.
+    pub mode: Mode,
+}
+
+/// What to launch while recording, whatever takes the snapshots
+/// ([`record_with`]).
+#[derive(Debug)]
+pub struct LaunchPlan<'a, K> {
+    /// The kernel to launch.
+    pub kernel: &'a K,
+    /// Its geometry and arguments.
+    pub launch: Launch<'a>,
+    /// One segment per global, into the globals buffer.
+    pub globals: &'a [Segment],
     /// Synchronize once or after every step.
     pub mode: Mode,
 }
@@ -182,7 +200,10 @@ impl<E> From<E> for ScheduleError<E> {
     }
 }
 
-fn check<B: AsRef<[u8]>, E>(buf: &B, segments: &[Segment]) -> Result<(), ScheduleError<E>> {
+pub(crate) fn check<B: AsRef<[u8]>, E>(
+    buf: &B,
+    segments: &[Segment],
+) -> Result<(), ScheduleError<E>> {
     Segment::check_all(segments, buf.as_ref().len()).map_err(|e| {
         ScheduleError::SegmentOutOfBounds {
             end: e.end(),
@@ -226,7 +247,7 @@ fn check_buffers<B: AsRef<[u8]>, E>(
 }
 
 /// A zero-length snapshot copies nothing (LLVM failed on those).
-fn nonempty(seg: &Segment) -> &[Segment] {
+pub(crate) fn nonempty(seg: &Segment) -> &[Segment] {
     if seg.len == 0 {
         &[]
     } else {
@@ -240,14 +261,14 @@ async fn synchronize<Q: Queue>(queue: &mut Q) -> Result<(), ScheduleError<Q::Err
 
 /// An optional buffer: either handed to the queue under a ticket, or kept
 /// back because the plan does not use it.
-enum Slot<B> {
+pub(crate) enum Slot<B> {
     Enqueued(Ticket),
     Kept(Option<B>),
 }
 
 impl<B> Slot<B> {
     /// Enqueues `buffer` with `op` when `used`, else keeps it.
-    fn new<E>(
+    pub(crate) fn new<E>(
         buffer: Option<B>,
         used: bool,
         op: impl FnOnce(B) -> Result<Ticket, E>,
@@ -258,14 +279,14 @@ impl<B> Slot<B> {
         }
     }
 
-    fn ticket(&self) -> Option<Ticket> {
+    pub(crate) fn ticket(&self) -> Option<Ticket> {
         match self {
             Slot::Enqueued(t) => Some(*t),
             Slot::Kept(_) => None,
         }
     }
 
-    fn resolve<E>(
+    pub(crate) fn resolve<E>(
         self,
         reclaimed: Option<B>,
         which: &'static str,
@@ -313,19 +334,72 @@ fn finish<Q: Queue>(
 /// globals; `buffers.output` (required when `plan.save_output`) receives the
 /// post-kernel snapshot at the same offset as the input. Buffers of the
 /// application's uploads, and any stale ones, go to `recycle` once complete.
+///
+/// This is [`record_with`] with the snapshots downloaded ([`Download`]).
 pub async fn record<Q: Queue>(
     queue: &mut Q,
     uploads: impl IntoIterator<Item = Upload<Q::Buffer>>,
     plan: RecordPlan<'_, Q::Kernel>,
     buffers: Buffers<Q::Buffer>,
-    mut recycle: impl FnMut(Q::Buffer),
+    recycle: impl FnMut(Q::Buffer),
 ) -> Result<Buffers<Q::Buffer>, ScheduleError<Q::Error>>
 where
     Q::Buffer: AsRef<[u8]>,
 {
+    let step = Download::new(
+        nonempty(&plan.snapshot),
+        buffers.input,
+        buffers.output,
+        plan.save_output,
+    );
+    let launch = LaunchPlan {
+        kernel: plan.kernel,
+        launch: plan.launch,
+        globals: plan.globals,
+        mode: plan.mode,
+    };
+    let ((input, output), globals) =
+        record_with(queue, uploads, launch, buffers.globals, step, recycle).await?;
+    Ok(Buffers {
+        input,
+        globals,
+        output,
+    })
+}
+
+/// Records one launch, taking its snapshots as `step` does (see
+/// [`SnapshotStep`]): the application's uploads; `step`'s snapshot before
+/// the kernel and the globals' download; the kernel; `step`'s snapshot
+/// after it (when it saves one) and its last copies; one synchronize (one
+/// after every step in [`Mode::Sync`]). Then every buffer the queue gives
+/// back goes to `step`, the globals' buffer, or `recycle`.
+///
+/// Returns what `step` took and the globals' buffer (`globals`, filled
+/// when `plan.globals` names any, else as it was given). Cancellation as
+/// for [`record`].
+pub async fn record_with<Q, S>(
+    queue: &mut Q,
+    uploads: impl IntoIterator<Item = Upload<Q::Buffer>>,
+    plan: LaunchPlan<'_, Q::Kernel>,
+    globals: Option<Q::Buffer>,
+    mut step: S,
+    mut recycle: impl FnMut(Q::Buffer),
+) -> Result<(S::Taken, Option<Q::Buffer>), ScheduleError<Q::Error>>
+where
+    Q: Queue,
+    Q::Buffer: AsRef<[u8]>,
+    S: SnapshotStep<Q>,
+{
     let sync = plan.mode == Mode::Sync;
-    let snapshot = nonempty(&plan.snapshot);
-    check_buffers(&buffers, true, snapshot, plan.globals, plan.save_output)?;
+    step.check()?;
+    if !plan.globals.is_empty() {
+        check(
+            globals
+                .as_ref()
+                .ok_or(ScheduleError::MissingBuffer("globals"))?,
+            plan.globals,
+        )?;
+    }
 
     // 1. H2D: the application's pending copies.
     for up in uploads {
@@ -337,8 +411,8 @@ where
     }
 
     // 2. D2H info: memory snapshot and globals.
-    let input = Slot::Enqueued(queue.download(buffers.input, snapshot)?);
-    let globals = Slot::new(buffers.globals, !plan.globals.is_empty(), |g| {
+    step.before(queue)?;
+    let globals = Slot::new(globals, !plan.globals.is_empty(), |g| {
         queue.download(g, plan.globals)
     })?;
     if sync {
@@ -348,18 +422,29 @@ where
     // 3. The kernel (without an output step, the final synchronize is this
     // step's).
     queue.launch(plan.kernel, &plan.launch)?;
-    if sync && plan.save_output {
+    let output = step.saves_output();
+    if sync && output {
         synchronize(queue).await?;
     }
 
     // 4. D2H output.
-    let output = Slot::new(buffers.output, plan.save_output, |o| {
-        queue.download(o, snapshot)
-    })?;
+    if output {
+        step.after(queue)?;
+    }
+    step.last(queue)?;
 
     // The one synchronize (or the last step's, in Sync mode).
-    synchronize(queue).await?;
-    finish(queue, input, globals, output, &mut recycle)
+    let ticket = globals.ticket();
+    let mut back = None;
+    crate::exec::settle(queue, |t, b| {
+        if Some(t) == ticket {
+            back = Some(b);
+        } else if let Some(b) = step.take(t, b) {
+            recycle(b);
+        }
+    })
+    .await?;
+    Ok((step.finish()?, globals.resolve(back, "globals")?))
 }
 
 /// Replays one launch: restores globals and memory, launches, copies the

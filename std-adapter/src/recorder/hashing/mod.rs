@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{
-    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, settle,
+    DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, Ticket,
 };
-use reprise_core::schedule::{Mode, ScheduleError, Upload};
+use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep, Upload};
 
 use crate::chunks::{ChunkHash, ChunkStore, StoreOptions};
 use crate::config::{CaptureFormat, RecordConfig};
@@ -363,11 +363,11 @@ pub(super) struct Recorded<B> {
 }
 
 /// Records one launch with device hashing (see the module docs): the
-/// ordinary schedule's steps and its one synchronize (one per step in
-/// [`Mode::Sync`]), each snapshot's download replaced by a device copy, its
-/// hashing, and the hashes' download into `hashes` (at least
-/// [`Copy::hash_bytes`]). Buffers that are not the globals' or the
-/// hashes' (the application's uploads, stale ones) go to `recycle`.
+/// ordinary schedule ([`schedule::record_with`]) with each snapshot's
+/// download replaced by a device copy and its hashing ([`Hashing`]), and
+/// the hashes' download into `hashes` (at least [`Copy::hash_bytes`]).
+/// Buffers that are not the globals' or the hashes' (the application's
+/// uploads, stale ones) go to `recycle`.
 ///
 /// Cancel safety as [`reprise_core::schedule::record`]: every buffer is
 /// the queue's until a synchronize, and the device copy is kept in flight
@@ -383,25 +383,52 @@ pub(super) async fn record<Q: Queue>(
 where
     Q::Buffer: AsRef<[u8]>,
 {
-    let sync = plan.mode == Mode::Sync;
-    let len = plan.copy.len;
-    let out_of_bounds =
-        |e: reprise_core::exec::SegmentOutOfBounds| ScheduleError::SegmentOutOfBounds {
-            end: e.end(),
-            buffer: e.buffer,
-        };
-    if !plan.globals.is_empty() {
-        let g = globals
-            .as_ref()
-            .ok_or(ScheduleError::MissingBuffer("globals"))?;
-        Segment::check_all(plan.globals, g.as_ref().len()).map_err(out_of_bounds)?;
-    }
-    if hashes.as_ref().len() < plan.copy.hash_bytes() {
-        return Err(ScheduleError::MissingBuffer("hashes"));
-    }
-    // Copies the region as it is now into the copy at `at`, and hashes it
-    // into `hashes_at`.
-    let snapshot = |queue: &mut Q, at: u64, hashes_at: u64| {
+    let launch = LaunchPlan {
+        kernel: plan.kernel,
+        launch: plan.launch,
+        globals: plan.globals,
+        mode: plan.mode,
+    };
+    let step = Hashing {
+        plan: &plan,
+        hashes: Some(hashes),
+        ticket: None,
+        got: None,
+    };
+    let (hashes, globals) =
+        schedule::record_with(queue, uploads, launch, globals, step, &mut recycle).await?;
+    // A globals buffer given for no globals was never enqueued.
+    let globals = match globals {
+        Some(g) if plan.globals.is_empty() => {
+            recycle(g);
+            None
+        }
+        other => other,
+    };
+    Ok(Recorded { globals, hashes })
+}
+
+/// The snapshot step of device hashing: the region copied on the device
+/// and hashed there, before the kernel and (when saved) after it; then
+/// the hashes downloaded, 32 bytes a chunk.
+struct Hashing<'p, 'a, K, B> {
+    plan: &'p Plan<'a, K>,
+    hashes: Option<B>,
+    ticket: Option<Ticket>,
+    got: Option<B>,
+}
+
+impl<K, B> Hashing<'_, '_, K, B> {
+    /// Copies the region as it is now into the copy at `at`, and hashes it
+    /// into `hashes_at`.
+    fn snapshot<Q: Queue<Kernel = K>>(
+        &self,
+        queue: &mut Q,
+        at: u64,
+        hashes_at: u64,
+    ) -> std::result::Result<(), ScheduleError<Q::Error>> {
+        let plan = self.plan;
+        let len = plan.copy.len;
         if !queue.copy_on_device(plan.copy.base + at, plan.region, len)? {
             return Err(ScheduleError::NoDeviceCopy);
         }
@@ -425,79 +452,71 @@ where
         };
         queue.launch(plan.hash_kernel, &launch)?;
         Ok(())
-    };
-
-    // 1. H2D: the application's pending copies.
-    for up in uploads {
-        let segs: &[Segment] = if up.segment.len == 0 {
-            &[]
-        } else {
-            std::slice::from_ref(&up.segment)
-        };
-        Segment::check_all(segs, up.buffer.as_ref().len()).map_err(out_of_bounds)?;
-        queue.upload(up.buffer, segs)?;
     }
-    if sync {
-        synchronize(queue).await?;
-    }
-    // 2. The input: copied and hashed on the device; the globals downloaded.
-    let layout = plan.copy.layout;
-    snapshot(queue, layout.input, layout.input_hashes)?;
-    let globals_ticket = match globals {
-        Some(g) if !plan.globals.is_empty() => Some(queue.download(g, plan.globals)?),
-        Some(g) => {
-            recycle(g);
-            None
-        }
-        None => None,
-    };
-    if sync {
-        synchronize(queue).await?;
-    }
-    // 3. The kernel.
-    queue.launch(plan.kernel, &plan.launch)?;
-    if sync && layout.output.is_some() {
-        synchronize(queue).await?;
-    }
-    // 4. The output: copied and hashed.
-    if let Some((o, h)) = layout.output {
-        snapshot(queue, o, h)?;
-    }
-    // 5. The hashes, 32 bytes a chunk.
-    let n = 32 * plan.copy.chunks;
-    let mut segs = vec![Segment {
-        device: plan.copy.base + layout.input_hashes,
-        host_offset: 0,
-        len: n,
-    }];
-    if let Some((_, h)) = layout.output {
-        segs.push(Segment {
-            device: plan.copy.base + h,
-            host_offset: n,
-            len: n,
-        });
-    }
-    let hashes_ticket = queue.download(hashes, &segs)?;
-    let (mut got_globals, mut got_hashes) = (None, None);
-    settle(queue, |ticket, buf| {
-        if Some(ticket) == globals_ticket {
-            got_globals = Some(buf);
-        } else if ticket == hashes_ticket {
-            got_hashes = Some(buf);
-        } else {
-            recycle(buf);
-        }
-    })
-    .await?;
-    if globals_ticket.is_some() && got_globals.is_none() {
-        return Err(ScheduleError::LostBuffer("globals"));
-    }
-    Ok(Recorded {
-        globals: got_globals,
-        hashes: got_hashes.ok_or(ScheduleError::LostBuffer("hashes"))?,
-    })
 }
 
-async fn synchronize<Q: Queue>(queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
-    Ok(reprise_core::exec::synchronize(queue).await?)
+impl<Q: Queue> SnapshotStep<Q> for Hashing<'_, '_, Q::Kernel, Q::Buffer>
+where
+    Q::Buffer: AsRef<[u8]>,
+{
+    type Taken = Q::Buffer;
+
+    fn check(&self) -> std::result::Result<(), ScheduleError<Q::Error>> {
+        match &self.hashes {
+            Some(h) if h.as_ref().len() >= self.plan.copy.hash_bytes() => Ok(()),
+            _ => Err(ScheduleError::MissingBuffer("hashes")),
+        }
+    }
+
+    fn before(&mut self, queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
+        let layout = self.plan.copy.layout;
+        self.snapshot(queue, layout.input, layout.input_hashes)
+    }
+
+    fn saves_output(&self) -> bool {
+        self.plan.copy.layout.output.is_some()
+    }
+
+    fn after(&mut self, queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
+        match self.plan.copy.layout.output {
+            Some((o, h)) => self.snapshot(queue, o, h),
+            None => Ok(()),
+        }
+    }
+
+    fn last(&mut self, queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
+        let copy = self.plan.copy;
+        let n = 32 * copy.chunks;
+        let mut segs = vec![Segment {
+            device: copy.base + copy.layout.input_hashes,
+            host_offset: 0,
+            len: n,
+        }];
+        if let Some((_, h)) = copy.layout.output {
+            segs.push(Segment {
+                device: copy.base + h,
+                host_offset: n,
+                len: n,
+            });
+        }
+        let hashes = self
+            .hashes
+            .take()
+            .ok_or(ScheduleError::MissingBuffer("hashes"))?;
+        self.ticket = Some(queue.download(hashes, &segs)?);
+        Ok(())
+    }
+
+    fn take(&mut self, ticket: Ticket, buffer: Q::Buffer) -> Option<Q::Buffer> {
+        if Some(ticket) == self.ticket {
+            self.got = Some(buffer);
+            None
+        } else {
+            Some(buffer)
+        }
+    }
+
+    fn finish(self) -> std::result::Result<Q::Buffer, ScheduleError<Q::Error>> {
+        self.got.ok_or(ScheduleError::LostBuffer("hashes"))
+    }
 }
