@@ -117,7 +117,7 @@ pub mod compare {
     pub use reprise_core::compare::*;
 }
 
-use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors};
+use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, NoExecutor};
 
 pub use reprise_samples as samples;
 pub use reprise_samples::DEMO_IMAGE;
@@ -259,30 +259,22 @@ impl<'a, W: OnCapture<'a>> ExecutorJob for OnExecutor<'a, W> {
 /// The executor `backend` names, or the one `capture`'s image calls for: an
 /// error when it calls for none, or for one this build does not include.
 fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<BackendKind> {
-    let runs_on = capture.image_kind.backend();
-    let backend = match backend {
-        Some(b) => b,
-        None => runs_on
-            .map_err(|e| Error::capture(&capture.paths.image, CaptureProblem::NoExecutor(e)))?,
-    };
-    if !executors::in_build(backend) {
-        return Err(Error::NotInBuild {
-            path: Some(capture.paths.descriptor.clone()),
-            backend,
-        });
-    }
     // Refused before an executor (a GPU driver, say) is opened for it.
-    if let Ok(runs_on) = runs_on
-        && runs_on != backend
-    {
-        return Err(Error::WrongBackend {
+    executors::choose(capture.image_kind, backend).map_err(|no| match no {
+        NoExecutor::Wrong { runs_on, asked } => Error::WrongBackend {
             image: capture.image_path().to_path_buf(),
             kind: capture.image_kind.to_string(),
             runs_on,
-            asked: backend,
-        });
-    }
-    Ok(backend)
+            asked,
+        },
+        NoExecutor::Unrunnable(e) => {
+            Error::capture(&capture.paths.image, CaptureProblem::NoExecutor(e))
+        }
+        NoExecutor::NotInBuild(backend) => Error::NotInBuild {
+            path: Some(capture.paths.descriptor.clone()),
+            backend,
+        },
+    })
 }
 
 impl<'a> OnCapture<'a> for ReplayBuilder<'a> {

@@ -37,15 +37,13 @@ pub const CHILD: &str = "REPRISE_REPLAY_CHILD";
 const REPORTS_MAX: usize = 64 << 10;
 
 /// Whether this process should hand the replay of `descriptor` to a child:
-/// it is not the child itself, and the capture runs on the host executor
-/// (`forced`, or what its image is). A capture whose files cannot be read
+/// it is not the child itself, and the capture runs on an executor whose
+/// kernels run in this process (the host's), as
+/// [`reprise::executors::choose`] chooses it. A capture whose files cannot be read
 /// goes to the child too, which reports what is wrong.
 pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
     if std::env::var_os(CHILD).is_some() {
         return false;
-    }
-    if let Some(kind) = options.backend {
-        return reprise::executors::capabilities(kind).in_process;
     }
     let image = match &options.image {
         // From an application binary: the entry for the capture's kernel.
@@ -56,10 +54,12 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
         }),
         None => image_path(descriptor).and_then(|image| head(&image, 4096)),
     };
+    // The executor the replay chooses (a capture it refuses runs nothing,
+    // and is refused in this process).
     image.is_none_or(|bytes| {
-        reprise::core::image::sniff(&bytes)
-            .backend()
-            .is_ok_and(|kind| reprise::executors::capabilities(kind).in_process)
+        let kind = reprise::core::image::sniff(&bytes);
+        reprise::executors::choose(kind, options.backend)
+            .is_ok_and(|b| reprise::executors::capabilities(b).in_process)
     })
 }
 

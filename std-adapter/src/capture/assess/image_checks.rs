@@ -23,6 +23,7 @@ use reprise_core::image::{ImageKind, ProblemSite};
 use reprise_core::record::{BackendKind, KernelRecord};
 
 use crate::error::{CaptureProblem, Error};
+use crate::executors::NoExecutor;
 
 /// The problems of `image` (read from `image_path`, of kind `kind`) for
 /// replaying the kernel `record` (read from `descriptor`) names on the
@@ -40,9 +41,9 @@ pub(super) fn problems(
     if image.is_empty() {
         return vec![at(CaptureProblem::EmptyImage)];
     }
-    let backend = match (forced, kind.backend()) {
-        // As the replay refuses it, before an executor is opened.
-        (Some(asked), Ok(runs_on)) if asked != runs_on => {
+    let backend = match crate::executors::choose(kind, forced) {
+        Ok(b) => b,
+        Err(NoExecutor::Wrong { runs_on, asked }) => {
             return vec![Error::WrongBackend {
                 image: image_path.to_path_buf(),
                 kind: kind.to_string(),
@@ -50,13 +51,11 @@ pub(super) fn problems(
                 asked,
             }];
         }
-        (_, Ok(b)) => b,
-        // The host's and AMD's loaders say what they make of it.
-        (Some(b), Err(_)) if crate::executors::capabilities(b).judges_unknown_images => b,
-        (_, Err(e)) => return vec![at(CaptureProblem::NoExecutor(e))],
+        Err(NoExecutor::Unrunnable(e)) => return vec![at(CaptureProblem::NoExecutor(e))],
+        // An executor not in the build: the replay says so.
+        Err(NoExecutor::NotInBuild(_)) => return Vec::new(),
     };
     let Some(info) = crate::executors::image_info(backend) else {
-        // An executor not in the build: the replay says so.
         return Vec::new();
     };
     let arg_sizes: Vec<u32> = (0..record.num_args()).map(|i| record.arg_size(i)).collect();
