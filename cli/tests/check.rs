@@ -360,6 +360,29 @@ fn a_kernel_that_prints_results_decides_no_verdict() {
     assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
 }
 
+/// A descriptor reached through a symbolic link never stands for the
+/// capture it leads to: the real one is checked, wherever the link lies.
+#[test]
+fn a_link_to_a_capture_does_not_replace_it_in_a_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("corpus");
+    let real = corpus(&root, 1, 0).remove(0);
+    corrupt_output(&real, 4);
+    // Found after the real one (deeper), and before it (a sorted sibling).
+    // The link bears the capture's own name, as a capture's descriptor.
+    let name = real.file_name().unwrap();
+    for sub in ["z-links", "0-links"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+        std::os::unix::fs::symlink(&real, root.join(sub).join(name)).unwrap();
+    }
+    let results = dir.path().join("r.jsonl");
+    let (code, v) = check_json(&[s(&root), "--results", s(&results)]);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["captures"], 1, "{v:#}");
+    assert_eq!(count(&v, "differs"), 1, "{v:#}");
+    assert_eq!(statuses(&v)[&real.display().to_string()], "differs");
+}
+
 /// What a JUnit report holds.
 struct Junit {
     testcases: usize,

@@ -83,17 +83,49 @@ fn scan_one(
             Entry::Capture(d) => {
                 let path = d.paths.descriptor.clone();
                 let found = described(path.clone(), name_in(root, &path), &d);
-                out.insert(canonical(&path), found);
+                keep(out, found);
             }
             Entry::Broken { path, error } => {
                 let found = unreadable(path.clone(), name_in(root, &path), &error);
-                out.insert(canonical(&path), found);
+                keep(out, found);
             }
             Entry::Orphan { .. } => orphans += 1,
             Entry::Other { .. } => {}
         }
     }
     Ok(orphans)
+}
+
+/// Keeps `found` in `out` under its canonical path. A descriptor in a
+/// directory that is a symbolic link never stands for a capture: where the
+/// capture it leads to is in the corpus too, that one is kept (whichever
+/// was found first); where it is not, the link is refused as a link (a
+/// corpus is untrusted input, and its captures are checked where they are).
+fn keep(out: &mut BTreeMap<PathBuf, Found>, found: Found) {
+    let key = canonical(&found.path);
+    match out.get(&key) {
+        Some(had) if is_link(&found.path) || !is_link(&had.path) => {}
+        _ => {
+            let found = if is_link(&found.path) {
+                Found {
+                    refused: Some(format!(
+                        "a symbolic link to {}: a corpus's captures are checked where they are \
+                         (give that capture, or its directory)",
+                        key.display()
+                    )),
+                    ..found
+                }
+            } else {
+                found
+            };
+            out.insert(key, found);
+        }
+    }
+}
+
+/// Whether `path` is a symbolic link.
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// The directories in `dir` to search: not through symbolic links (a
