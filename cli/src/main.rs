@@ -25,6 +25,7 @@ mod list;
 mod open_args;
 mod record;
 mod replay;
+mod side_files;
 mod tune;
 
 use std::process::ExitCode;

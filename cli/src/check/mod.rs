@@ -19,7 +19,7 @@ mod worker;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -343,7 +343,7 @@ fn finish(
     };
     if let Some(p) = &a.junit {
         let xml = junit::document(&s).map_err(|e| reprise::Error::io(p, "write", e))?;
-        write_new(p, &xml)?;
+        crate::side_files::write(p, &xml)?;
     }
     if a.json {
         let text = serde_json::to_string_pretty(&s.json()).expect("JSON values serialize");
@@ -373,32 +373,6 @@ fn refused(f: &discover::Found, why: &str) -> CaptureResult {
         wall_ns: 0,
         message: why.to_string(),
     }
-}
-
-/// Writes `bytes` to `path` (replacing it) through a temporary file in
-/// its directory, renamed: never through a symbolic link, never half.
-pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)
-        .map_err(|e| reprise::Error::io(&temp, "create", e))?;
-    let written = f.write_all(bytes).and_then(|()| f.sync_all());
-    drop(f);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&temp, path)) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(reprise::Error::io(path, "write", e).into());
-    }
-    Ok(())
 }
 
 /// How to open the captures, from the options given.

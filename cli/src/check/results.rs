@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -134,14 +133,7 @@ impl ResultsFile {
     /// Opens `path` for results: appended to with `resume`, else emptied
     /// first. Never through a symbolic link.
     pub fn open(path: &Path, resume: bool) -> Result<ResultsFile> {
-        let mut options = std::fs::OpenOptions::new();
-        options
-            .append(true)
-            .create(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        let file = options
-            .open(path)
-            .map_err(|e| reprise::Error::io(path, "open the results file", e))?;
+        let file = crate::side_files::open_append(path, true)?;
         if !resume {
             file.set_len(0)
                 .map_err(|e| reprise::Error::io(path, "empty the results file", e))?;
@@ -212,14 +204,10 @@ impl Read {
     /// Adds what the file `path` holds; a file that is not there holds
     /// nothing.
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                self.add_text(&String::from_utf8_lossy(&bytes));
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(reprise::Error::io(path, "read", e).into()),
+        if let Some(bytes) = crate::side_files::read(path, "results file")? {
+            self.add_text(&String::from_utf8_lossy(&bytes));
         }
+        Ok(())
     }
 }
 

@@ -43,90 +43,96 @@ pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
         .collect();
     let n = shown.len();
     let width = (160 + 72 * n as u32).clamp(640, 4000);
-    let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let caption = format!(
-        "{}: median kernel time per configuration (bars: min to max)",
-        kernel
-    );
-    let mut chart = ChartBuilder::on(&root)
-        .caption(caption, ("sans-serif", 18))
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..slowest * scale * 1.15)
-        .map_err(|e| err(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                labels[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
-        .x_label_style(("sans-serif", 11))
-        .max_light_lines(1)
-        .x_desc("configuration (grid x by block x)")
-        .y_desc(format!("kernel time ({unit})"))
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
-    // The recorded configuration red, usable ones blue, those whose output
-    // differs grey (timed, but no candidates).
-    let grey = RGBColor(150, 150, 150);
-    let kind = |m: &Row| match (m.status.as_str(), m.recorded) {
-        ("differs", _) => 2,
-        (_, true) => 0,
-        _ => 1,
-    };
-    let colour = |m: &Row| match kind(m) {
-        0 => RED,
-        1 => BLUE,
-        _ => grey,
-    };
-    for (name, which) in [
-        ("recorded", 0),
-        ("output verified (or not checked)", 1),
-        ("output differs", 2),
-    ] {
-        let pick = |m: &Row| kind(m) == which;
-        if !shown.iter().any(|m| pick(m)) {
-            continue;
-        }
-        let c = match which {
+    // Drawn into memory, then written as every side file is (never
+    // through a link planted at the name).
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let caption = format!(
+            "{}: median kernel time per configuration (bars: min to max)",
+            kernel
+        );
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 18))
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..slowest * scale * 1.15)
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_label_style(("sans-serif", 11))
+            .max_light_lines(1)
+            .x_desc("configuration (grid x by block x)")
+            .y_desc(format!("kernel time ({unit})"))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        // The recorded configuration red, usable ones blue, those whose output
+        // differs grey (timed, but no candidates).
+        let grey = RGBColor(150, 150, 150);
+        let kind = |m: &Row| match (m.status.as_str(), m.recorded) {
+            ("differs", _) => 2,
+            (_, true) => 0,
+            _ => 1,
+        };
+        let colour = |m: &Row| match kind(m) {
             0 => RED,
             1 => BLUE,
             _ => grey,
         };
+        for (name, which) in [
+            ("recorded", 0),
+            ("output verified (or not checked)", 1),
+            ("output differs", 2),
+        ] {
+            let pick = |m: &Row| kind(m) == which;
+            if !shown.iter().any(|m| pick(m)) {
+                continue;
+            }
+            let c = match which {
+                0 => RED,
+                1 => BLUE,
+                _ => grey,
+            };
+            chart
+                .draw_series(
+                    shown
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, m)| pick(m))
+                        .map(|(i, m)| {
+                            let (lo, mid, hi) = (
+                                m.min().unwrap_or_default().as_secs_f64() * scale,
+                                m.median().unwrap_or_default().as_secs_f64() * scale,
+                                m.max().unwrap_or_default().as_secs_f64() * scale,
+                            );
+                            ErrorBar::new_vertical(i as f64, lo, mid, hi, colour(m).filled(), 10)
+                        }),
+                )
+                .map_err(|e| err(e.to_string()))?
+                .label(name)
+                .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+        }
         chart
-            .draw_series(
-                shown
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, m)| pick(m))
-                    .map(|(i, m)| {
-                        let (lo, mid, hi) = (
-                            m.min().unwrap_or_default().as_secs_f64() * scale,
-                            m.median().unwrap_or_default().as_secs_f64() * scale,
-                            m.max().unwrap_or_default().as_secs_f64() * scale,
-                        );
-                        ErrorBar::new_vertical(i as f64, lo, mid, hi, colour(m).filled(), 10)
-                    }),
-            )
-            .map_err(|e| err(e.to_string()))?
-            .label(name)
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
-    root.present().map_err(|e| err(e.to_string()))?;
+    crate::side_files::write(path, svg.as_bytes())?;
     Ok(())
 }

@@ -121,7 +121,7 @@ pub fn write_rows(
         text.push('\n');
     }
     let path = rows_path(a, s);
-    crate::check::write_new(&path, crate::ui::shown_text(&text).as_bytes())
+    crate::side_files::write(&path, crate::ui::shown_text(&text).as_bytes())
 }
 
 /// What a directory of rows files holds.
@@ -148,7 +148,7 @@ pub fn read_dir(dir: &Path) -> Result<Merged> {
     files.sort();
     let mut m = Merged::default();
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|e| reprise::Error::io(f, "read", e))?;
+        let text = crate::side_files::read_text(f, "results file")?;
         let mut shard = None;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             if let Ok(h) = serde_json::from_str::<Header>(line) {

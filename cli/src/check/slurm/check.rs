@@ -10,7 +10,7 @@ use super::{script, shard_file, submit_and_wait};
 use crate::check::discover::{self, Found};
 use crate::check::results::{CaptureResult, Read, Status};
 use crate::check::shard::{self, Shard};
-use crate::check::{CheckArgs, finish, open_options, write_new};
+use crate::check::{CheckArgs, finish, open_options};
 use crate::error::{CliError, Result};
 
 /// `reprise check --slurm`: submits the shards (all, or with `--resume`
@@ -120,7 +120,7 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         }
     }
     all.sort_by(|x, y| x.path.cmp(&y.path));
-    write_new(&results_path, merged.as_bytes())?;
+    crate::side_files::write(&results_path, merged.as_bytes())?;
     for l in &lines {
         note!("INCOMPLETE {l}");
     }

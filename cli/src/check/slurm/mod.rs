@@ -20,7 +20,6 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::write_new;
 use crate::error::{CliError, Result};
 
 /// Running the shards as a Slurm job array.
@@ -85,19 +84,18 @@ impl JobRecord {
     /// The record in `dir`, if there is one.
     pub fn read(dir: &Path) -> Result<Option<JobRecord>> {
         let path = dir.join("job.json");
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        match crate::side_files::read(&path, "job record")? {
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
                 CliError::Command(format!("{}: not a job record: {e}", path.display()))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(reprise::Error::io(&path, "read", e).into()),
+            None => Ok(None),
         }
     }
 
     /// Writes the record into `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("a job record serializes");
-        write_new(&dir.join("job.json"), text.as_bytes())
+        crate::side_files::write(&dir.join("job.json"), text.as_bytes())
     }
 
     /// The submission that last ran `task`.

@@ -253,7 +253,7 @@ impl Script<'_> {
     /// Writes the script to `path`, executable.
     pub fn write(&self, path: &Path) -> Result<()> {
         use std::os::unix::fs::PermissionsExt as _;
-        crate::check::write_new(path, self.text()?.as_bytes())?;
+        crate::side_files::write(path, self.text()?.as_bytes())?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| reprise::Error::io(path, "make executable", e))?;
         Ok(())

@@ -15,7 +15,6 @@
 //! `--resume RESULTS` measures only what the file lacks.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

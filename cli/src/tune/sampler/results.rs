@@ -12,7 +12,7 @@ pub(super) struct Previous {
 /// Reads the results file `path` (a header line, then rows). A last line
 /// cut short (a kill while it was written) is dropped from the file.
 pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
-    let text = std::fs::read_to_string(path).map_err(|e| reprise::Error::io(path, "read", e))?;
+    let text = crate::side_files::read_text(path, "results file")?;
     let mut prev = Previous {
         header: None,
         rows: Vec::new(),
@@ -42,10 +42,7 @@ pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
                  it) and is dropped",
                 path.display()
             );
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| reprise::Error::io(path, "open", e))?;
+            let f = crate::side_files::open_append(path, false)?;
             f.set_len(kept as u64)
                 .map_err(|e| reprise::Error::io(path, "truncate", e))?;
             break;
@@ -67,11 +64,7 @@ pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
 
 /// Appends `line` and a newline to `path`, in one write.
 pub(super) fn append(path: &Path, line: &str) -> Result<()> {
-    let mut f: File = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| reprise::Error::io(path, "open", e))?;
+    let mut f = crate::side_files::open_append(path, true)?;
     f.write_all(format!("{line}\n").as_bytes())
         .map_err(|e| reprise::Error::io(path, "write", e))?;
     Ok(())

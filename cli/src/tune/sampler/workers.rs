@@ -36,7 +36,7 @@ pub(super) fn serve_plan(
     plan: &Path,
     start: Instant,
 ) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(plan).map_err(|e| reprise::Error::io(plan, "read", e))?;
+    let text = crate::side_files::read_text(plan, "worker plan")?;
     let p: Plan = serde_json::from_str(&text)
         .map_err(|e| CliError::Command(format!("{}: not a worker plan: {e}", plan.display())))?;
     if let Some(&(.., c)) = p.configs.iter().find(|t| t.3 >= compiles.len()) {
@@ -143,11 +143,12 @@ pub(super) fn measure_in_workers(
         let mut name = results.as_os_str().to_owned();
         name.push(format!(".worker-{w}.plan.json"));
         let path = PathBuf::from(name);
-        std::fs::write(
+        crate::side_files::write(
             &path,
-            serde_json::to_string(&plan).expect("a plan serializes"),
-        )
-        .map_err(|e| reprise::Error::io(&path, "write", e))?;
+            serde_json::to_string(&plan)
+                .expect("a plan serializes")
+                .as_bytes(),
+        )?;
         let child = std::process::Command::new(&command[0])
             .args(&command[1..])
             .args(["--json", "--device-id", &w.to_string(), "--worker-plan"])
@@ -191,7 +192,7 @@ pub(super) fn measure_in_workers(
     for p in plans {
         let _ = std::fs::remove_file(p);
     }
-    let kernel = std::fs::read_to_string(results)
+    let kernel = crate::side_files::read_text(results, "results file")
         .ok()
         .and_then(|t| {
             t.lines()
