@@ -48,6 +48,20 @@ impl AsMut<[u8]> for HostBuffer {
     }
 }
 
+/// A buffer mapped from files forgets them when it is unmapped (see
+/// `guard::note_file`).
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        match self {
+            HostBuffer::Heap(_) => {}
+            HostBuffer::Mapped(m) => crate::guard::forget_files(m.as_ptr() as u64, m.len() as u64),
+            HostBuffer::Parts { map, .. } => {
+                crate::guard::forget_files(map.as_ptr() as u64, map.len() as u64)
+            }
+        }
+    }
+}
+
 impl HostBuffer {
     /// A zeroed buffer of `len` bytes.
     pub(crate) fn new(len: usize) -> Result<HostBuffer, HostError> {

@@ -336,6 +336,7 @@ impl Executor for HostExecutor {
             );
             return Ok(None);
         }
+        crate::guard::note_file(region.base(), map_len, file.fd);
         Ok(Some(region))
     }
 
@@ -350,13 +351,14 @@ impl Executor for HostExecutor {
         // the call (the `MapFile` contract); memmap2 duplicates nothing and
         // the mapping outlives the descriptor. The mapping is private
         // (copy-on-write): writes through it never reach the file. Another
-        // process truncating the file while it is mapped would fault on
-        // access; captures are not modified while replayed.
+        // process truncating the file while it is mapped faults on access,
+        // and the fault names the file (`guard::note_file`).
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(file.fd) };
         // SAFETY: as above.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map_copy(&fd) }.map_err(|e| {
             HostError::os("mmap", OsError::from(&e), OsContext::SnapshotFile { len })
         })?;
+        crate::guard::note_file(map.as_ptr() as u64, len as u64, file.fd);
         Ok(Some(HostBuffer::Mapped(map)))
     }
 
@@ -469,6 +471,7 @@ unsafe fn map_parts(base: u64, parts: &[MapPart]) -> bool {
             );
             return false;
         }
+        crate::guard::note_file(at, part.len, part.fd);
     }
     true
 }

@@ -80,6 +80,14 @@ pub enum FaultPlace {
     },
     /// The address is the faulting instruction's, not data.
     Instruction,
+    /// In a file the replay mapped (a snapshot or a chunk file), at
+    /// `offset`: a bus error there is a page the file no longer has.
+    MappedFile {
+        /// The file's path.
+        path: String,
+        /// Where in the file.
+        offset: u64,
+    },
 }
 
 fn signal_name(signal: i32) -> &'static str {
@@ -164,6 +172,11 @@ impl std::fmt::Display for KernelFault {
                 high - low
             ),
             FaultPlace::Instruction => Ok(()),
+            FaultPlace::MappedFile { path, offset } => write!(
+                f,
+                ", reading the file {path} at offset {offset:#x}: the file changed under the \
+                 replay (it is shorter than when it was mapped)"
+            ),
         }
     }
 }
@@ -196,12 +209,16 @@ pub(crate) fn describe_fault(
         libc::SIGFPE => (FaultKind::Arithmetic, FaultPlace::Instruction),
         libc::SIGILL => (FaultKind::IllegalInstruction, FaultPlace::Instruction),
         _ => {
-            let place = match overflow {
-                Some((low, size)) => FaultPlace::Stack {
+            let mapped = (caught.signal == libc::SIGBUS)
+                .then(|| guard::file_at(addr))
+                .flatten();
+            let place = match (overflow, mapped) {
+                (Some((low, size)), _) => FaultPlace::Stack {
                     low,
                     high: low + size,
                 },
-                None => place(addr),
+                (None, Some((path, offset))) => FaultPlace::MappedFile { path, offset },
+                (None, None) => place(addr),
             };
             let kind = match (caught.signal, caught.code) {
                 _ if overflow.is_some() => FaultKind::StackOverflow,

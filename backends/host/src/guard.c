@@ -425,6 +425,100 @@ static void report_outside(const struct guarded *c, int sig,
     write_line(&l);
 }
 
+/* The files the executor mapped into memory (a region or a buffer mapped
+ * from a snapshot or a chunk file), so that a SIGBUS on one of their pages
+ * (a file truncated after it was mapped) names the file rather than
+ * passing for a fault of the image. Entries are written by ordinary
+ * threads and read by the handler: `mapped_state` is 0 (free), 2 (being
+ * written or cleared) or 1 (whole), with release and acquire. */
+#define MAPPED_MAX 256
+#define MAPPED_PATH 256
+struct mapped {
+    uintptr_t start, end;
+    size_t path_len;
+    char path[MAPPED_PATH];
+};
+static struct mapped mapped[MAPPED_MAX];
+static int mapped_state[MAPPED_MAX];
+
+/* Notes that `[start, start + len)` maps the file `path` (its first `n`
+ * bytes kept) from its start. Returns 0, or -1 when the table is full. */
+int reprise_guard_note_file(uintptr_t start, size_t len, const char *path,
+                            size_t n) {
+    for (size_t i = 0; i < MAPPED_MAX; i++) {
+        int free_ = 0;
+        if (!__atomic_compare_exchange_n(&mapped_state[i], &free_, 2, 0,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        mapped[i].start = start;
+        mapped[i].end = start + len;
+        mapped[i].path_len = n > MAPPED_PATH ? MAPPED_PATH : n;
+        memcpy(mapped[i].path, path, mapped[i].path_len);
+        __atomic_store_n(&mapped_state[i], 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    return -1;
+}
+
+/* Forgets every noted file mapped inside `[start, start + len)`. */
+void reprise_guard_forget_files(uintptr_t start, size_t len) {
+    for (size_t i = 0; i < MAPPED_MAX; i++) {
+        int whole = 1;
+        if (__atomic_load_n(&mapped_state[i], __ATOMIC_ACQUIRE) != 1)
+            continue;
+        if (mapped[i].start < start || mapped[i].end > start + len)
+            continue;
+        if (__atomic_compare_exchange_n(&mapped_state[i], &whole, 2, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            __atomic_store_n(&mapped_state[i], 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* The noted file mapped at `addr`, if any (safe in a signal handler). */
+static const struct mapped *file_at(uintptr_t addr) {
+    for (size_t i = 0; i < MAPPED_MAX; i++) {
+        if (__atomic_load_n(&mapped_state[i], __ATOMIC_ACQUIRE) == 1 &&
+            mapped[i].start <= addr && addr < mapped[i].end)
+            return &mapped[i];
+    }
+    return NULL;
+}
+
+/* Copies the path of the file mapped at `addr` into `buf` (at most `cap`
+ * bytes) and its offset into `*offset`; returns the path's length, 0 when
+ * no noted file is mapped there. */
+size_t reprise_guard_file_at(uintptr_t addr, char *buf, size_t cap,
+                             uintptr_t *offset) {
+    const struct mapped *m = file_at(addr);
+    if (m == NULL)
+        return 0;
+    size_t n = m->path_len < cap ? m->path_len : cap;
+    memcpy(buf, m->path, n);
+    *offset = addr - m->start;
+    return n;
+}
+
+/* Says, just before the default action ends the process, that a page of a
+ * mapped capture file could not be read: the file changed (was truncated)
+ * after it was mapped. Returns whether `addr` is in one. */
+static int report_mapped_file(int sig, const siginfo_t *info) {
+    if (sig != SIGBUS)
+        return 0;
+    const struct mapped *m = file_at((uintptr_t)info->si_addr);
+    if (m == NULL)
+        return 0;
+    struct line l;
+    l.len = 0;
+    put_str(&l, "reprise: the file ");
+    put(&l, m->path, m->path_len);
+    put_str(&l, " changed under the replay: reading it at offset ");
+    put_hex(&l, (uintptr_t)info->si_addr - m->start);
+    put_str(&l, " faulted (SIGBUS), so it is shorter than when it was mapped "
+                "(truncated or replaced while the replay ran)\n");
+    write_line(&l);
+    return 1;
+}
+
 /* Says, just before the default action ends the process, that a thread
  * outside any guarded call faulted after a kernel had started: typically a
  * thread of the runtime the kernel called (OpenMP's team), running the
@@ -610,11 +704,13 @@ static void handler(int sig, siginfo_t *info, void *uctx) {
             set_armed(IDLE);
             siglongjmp(state.g.env, 1);
         }
-        if (chain(sig, info, uctx, fault) && pc != 0)
+        if (chain(sig, info, uctx, fault) && pc != 0 &&
+            !report_mapped_file(sig, info))
             report_outside(&state.g, sig, info, uctx, pc);
         return;
     }
-    if (chain(sig, info, uctx, fault) && fault && last_len > 0)
+    if (chain(sig, info, uctx, fault) && fault &&
+        !report_mapped_file(sig, info) && last_len > 0)
         report_other_thread(sig, info, fault_pc(uctx));
 }
 

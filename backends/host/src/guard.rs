@@ -74,6 +74,61 @@ unsafe extern "C" {
     fn reprise_guard_fault(out: *mut Caught);
     fn reprise_guard_report_to(fd: c_int);
     fn reprise_guard_report(buf: *const u8, len: usize);
+    fn reprise_guard_note_file(start: usize, len: usize, path: *const u8, n: usize) -> c_int;
+    fn reprise_guard_forget_files(start: usize, len: usize);
+    fn reprise_guard_file_at(addr: usize, buf: *mut u8, cap: usize, offset: *mut usize) -> usize;
+}
+
+/// Notes that `[start, start + len)` maps the file open as `fd` from its
+/// start, so that a fault reading a page the file no longer has (it was
+/// truncated after it was mapped) names the file, whether a kernel or the
+/// replay itself read it. Forgotten by [`forget_files`].
+#[cfg(target_os = "linux")]
+pub fn note_file(start: u64, len: u64, fd: c_int) {
+    let path = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .map(|p| p.as_os_str().as_encoded_bytes().to_vec())
+        .unwrap_or_else(|_| format!("(file descriptor {fd})").into_bytes());
+    // SAFETY: copies `path` (a live buffer of that length) into the
+    // guard's table; a full table notes nothing.
+    unsafe { reprise_guard_note_file(start as usize, len as usize, path.as_ptr(), path.len()) };
+}
+
+/// Forgets the files noted inside `[start, start + len)` (unmapped).
+#[cfg(target_os = "linux")]
+pub fn forget_files(start: u64, len: u64) {
+    // SAFETY: clears entries of the guard's table.
+    unsafe { reprise_guard_forget_files(start as usize, len as usize) };
+}
+
+/// The file noted at `addr` ([`note_file`]) and the offset into it.
+#[cfg(target_os = "linux")]
+pub fn file_at(addr: u64) -> Option<(String, u64)> {
+    let mut buf = [0u8; 256];
+    let mut offset = 0usize;
+    // SAFETY: the C side writes at most `buf.len()` bytes into `buf` and
+    // one word into `offset`.
+    let n =
+        unsafe { reprise_guard_file_at(addr as usize, buf.as_mut_ptr(), buf.len(), &mut offset) };
+    (n > 0).then(|| {
+        (
+            String::from_utf8_lossy(&buf[..n]).into_owned(),
+            offset as u64,
+        )
+    })
+}
+
+/// See the Linux version: nothing is noted elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn note_file(_start: u64, _len: u64, _fd: c_int) {}
+
+/// See the Linux version.
+#[cfg(not(target_os = "linux"))]
+pub fn forget_files(_start: u64, _len: u64) {}
+
+/// See the Linux version.
+#[cfg(not(target_os = "linux"))]
+pub fn file_at(_addr: u64) -> Option<(String, u64)> {
+    None
 }
 
 /// Sends fault reports to the descriptor `fd` too, besides stderr: a line

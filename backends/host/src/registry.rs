@@ -22,6 +22,7 @@ impl Drop for Mapping {
         unsafe {
             libc::munmap(self.base as *mut c_void, self.len as usize);
         }
+        crate::guard::forget_files(self.base, self.len);
     }
 }
 

@@ -3,6 +3,9 @@
 //! a lock (malloc's, stdio's) that the worker reporting the fault would wait
 //! on forever; and jumps outside the kernel's code.
 
+use reprise_core::exec::{Executor, MapFile};
+use reprise_host::HostExecutor;
+
 use crate::child::{CHILD, child, install_by_faulting, launch_in_child};
 
 #[test]
@@ -125,6 +128,65 @@ fn a_wild_stack_pointer_at_a_bad_address_ends_the_process_with_a_message() {
         err.contains(
             "reprise: the kernel `wild_stack` continued at 0x8, outside its own code, with the stack pointer at 0x10, outside its thread's stack (SIGSEGV); the process cannot continue safely\n"
         ),
+        "{err}"
+    );
+}
+
+/// The file the child maps, from the parent.
+const MAPPED: &str = "REPRISE_HOST_FAULT_MAPPED";
+
+#[test]
+#[ignore = "run by a_file_truncated_under_its_mapping_is_named"]
+fn child_reads_a_truncated_mapping() {
+    use std::os::fd::AsRawFd;
+    let Some(path) = std::env::var_os(MAPPED).filter(|_| std::env::var_os(CHILD).is_some()) else {
+        return;
+    };
+    install_by_faulting();
+    let exec = HostExecutor::new().unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let len = file.metadata().unwrap().len();
+    let buf = exec
+        .buffer_mapped(MapFile {
+            fd: file.as_raw_fd(),
+            len,
+        })
+        .unwrap()
+        .expect("the host maps files");
+    // Another process cuts the file short while the replay holds it.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let last = buf.as_ref()[len as usize - 1];
+    unreachable!("a page past the file's end read {last}");
+}
+
+/// A snapshot or chunk file truncated while a replay maps it: the process
+/// dies of the bus error, and says which file changed, not that the image
+/// is corrupt.
+#[test]
+fn a_file_truncated_under_its_mapping_is_named() {
+    use std::os::unix::process::ExitStatusExt;
+    let path = std::env::temp_dir().join(format!(
+        "reprise-host-truncated-{}.chunk",
+        std::process::id()
+    ));
+    std::fs::write(&path, vec![7u8; 3 * 4096]).unwrap();
+    let mut cmd = crate::child::child_command("fatal::child_reads_a_truncated_mapping");
+    cmd.env(MAPPED, &path);
+    let out = crate::child::output_within_limit(cmd);
+    let _ = std::fs::remove_file(&path);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGBUS), "{err}");
+    assert!(
+        err.contains(&format!(
+            "reprise: the file {} changed under the replay: reading it at offset 0x2fff \
+             faulted (SIGBUS)",
+            path.display()
+        )),
         "{err}"
     );
 }
