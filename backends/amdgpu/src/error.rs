@@ -1,14 +1,13 @@
 //! The AMD executor's errors.
 
-use std::fmt;
-
 use hsa_sys::{LoadError, status};
 use reprise_core::exec::{ErrorKind, ExecError};
 
 use crate::code_object::CodeObjectError;
 
 /// A failed HSA call: the call, its status and the runtime's description.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{call} failed: {}", status_name(*.status))]
 pub struct HsaError {
     /// The entry point that failed.
     pub call: &'static str,
@@ -28,25 +27,22 @@ pub fn status_name(s: u32) -> String {
     status::name(s).map_or_else(|| format!("HSA status {s:#x}"), str::to_string)
 }
 
-impl fmt::Display for HsaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.call, self.status_name())
-    }
-}
-
 /// Why the AMD executor could not do something.
 #[non_exhaustive]
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AmdError {
     /// The HSA runtime library, or an entry point it must have, is missing.
-    RuntimeNotFound(LoadError),
+    #[error("{0}")]
+    RuntimeNotFound(#[source] LoadError),
     /// `hsa_init` failed, or found no GPU agent.
+    #[error("no AMD GPU found ({})", no_gpu(*.status))]
     NoGpu {
         /// `hsa_init`'s failed status, or `None` when it succeeded but the
         /// runtime reports no GPU agent.
         status: Option<u32>,
     },
     /// The ordinal asked for is not a GPU agent of this machine.
+    #[error("no AMD GPU {ordinal}: this machine has {count} (numbered from 0)")]
     NoSuchDevice {
         /// The ordinal asked for.
         ordinal: i32,
@@ -54,12 +50,16 @@ pub enum AmdError {
         count: usize,
     },
     /// The runtime lacks an agent or memory pool the executor needs (named).
+    #[error("the HSA runtime reports no {0}")]
     NoPool(&'static str),
     /// An HSA call failed.
+    #[error("{0}")]
     Hsa(HsaError),
     /// The image is not a usable AMDGPU code object.
-    CodeObject(CodeObjectError),
+    #[error("the image is not a usable AMDGPU code object: {0}")]
+    CodeObject(#[from] CodeObjectError),
     /// The code object is built for another processor than the agent's.
+    #[error("the code object is built for {image}, but the device is {device}")]
     WrongTarget {
         /// What the code object is built for (LLVM target id).
         image: String,
@@ -67,6 +67,10 @@ pub enum AmdError {
         device: String,
     },
     /// The code object has no kernel of that name.
+    #[error(
+        "the code object has no kernel `{name}` (it has: {})",
+        listed(.available)
+    )]
     NoKernel {
         /// The kernel asked for.
         name: String,
@@ -75,6 +79,11 @@ pub enum AmdError {
     },
     /// A replay at a recorded address needs virtual memory management,
     /// which this runtime lacks.
+    #[error(
+        "replaying at the recorded address {base:#x} needs the HSA runtime's virtual memory \
+         management (ROCm 6 and later); this runtime lacks {}",
+        .missing.join(", ")
+    )]
     NoVirtualMemory {
         /// The recorded address.
         base: u64,
@@ -82,6 +91,11 @@ pub enum AmdError {
         missing: Vec<&'static str>,
     },
     /// The runtime reserved another address than the one asked for.
+    #[error(
+        "the HSA runtime cannot reserve {len} bytes at {wanted:#x}{}: something else holds \
+         that range, or the runtime ignores address hints",
+        offer(*.offered)
+    )]
     AddressUnavailable {
         /// The address asked for.
         wanted: u64,
@@ -92,10 +106,15 @@ pub enum AmdError {
     },
     /// A launch the agent cannot run (the core's one geometry check against
     /// the agent's limits).
+    #[error("{0}")]
     Geometry(reprise_core::exec::GeometryError),
     /// The code object asks for a larger kernarg segment than reprise
     /// allows (a damaged or hostile code object: AMD's compilers stay far
     /// below it).
+    #[error(
+        "the kernel `{kernel}` asks for a {size}-byte kernarg segment, more than the \
+         {max} bytes reprise allows"
+    )]
     KernargTooLarge {
         /// The kernel.
         kernel: String,
@@ -106,6 +125,7 @@ pub enum AmdError {
     },
     /// The launch passes a different number of arguments than the kernel
     /// takes (its code object's metadata says how many).
+    #[error("the kernel `{kernel}` takes {expected} arguments, the launch has {got}")]
     ArgumentCount {
         /// The kernel.
         kernel: String,
@@ -116,12 +136,14 @@ pub enum AmdError {
     },
     /// An argument larger than 8 bytes points outside the recorded
     /// argument data.
+    #[error("argument {index} points outside the recorded argument data")]
     BadArgument {
         /// Argument index.
         index: usize,
     },
     /// An argument's size is not its parameter's (nor an 8-byte slot
     /// holding a smaller scalar, as LLVM records them).
+    #[error("argument {index} of `{kernel}` is {expected} bytes, the launch gives {got}")]
     ArgumentSize {
         /// The kernel.
         kernel: String,
@@ -134,6 +156,10 @@ pub enum AmdError {
     },
     /// The code object's metadata puts an argument beyond the kernel's
     /// kernarg segment.
+    #[error(
+        "the metadata of `{kernel}` puts an argument at {offset}+{len} beyond its \
+         {segment}-byte kernarg segment"
+    )]
     ArgumentPlacement {
         /// The kernel.
         kernel: String,
@@ -145,17 +171,24 @@ pub enum AmdError {
         segment: usize,
     },
     /// A copy segment outside its host buffer.
+    #[error("{0}")]
     Segment(reprise_core::exec::SegmentOutOfBounds),
     /// A region of 0 bytes was asked for.
+    #[error("a region of 0 bytes cannot be reserved")]
     EmptyRegion,
     /// A region too large to round to the runtime's allocation granule or
     /// to map in this address space.
+    #[error("a region of {bytes} bytes is larger than the runtime can reserve")]
     RegionTooLarge {
         /// Bytes asked for.
         bytes: u64,
     },
     /// A region base that is not a multiple of the runtime's allocation
     /// granule, where no reservation can start.
+    #[error(
+        "the region base {base:#x} is not a multiple of the runtime's allocation granule \
+         ({granule} bytes), so no reservation can start there"
+    )]
     UnalignedBase {
         /// The base asked for.
         base: u64,
@@ -163,11 +196,16 @@ pub enum AmdError {
         granule: u64,
     },
     /// The runtime reports a longer ISA name than reprise reads (4 KiB).
+    #[error("the runtime reports an ISA name of {len} bytes")]
     IsaNameLength {
         /// The length it reports.
         len: u32,
     },
     /// The kernarg pool gave memory not aligned as the kernel needs.
+    #[error(
+        "the kernarg pool gave {address:#x}, not aligned to the {align} bytes `{kernel}` \
+         needs"
+    )]
     KernargMisaligned {
         /// The kernel.
         kernel: String,
@@ -178,6 +216,12 @@ pub enum AmdError {
     },
     /// A kernel faulted (reported by the queue's error callback); the queue
     /// is unusable afterwards.
+    #[error(
+        "{}: {}{}; the queue is unusable",
+        faulted(.kernels),
+        status_name(*.status),
+        access(*.address)
+    )]
     KernelFault {
         /// The kernels the queue had in flight.
         kernels: Vec<String>,
@@ -187,6 +231,10 @@ pub enum AmdError {
         address: Option<u64>,
     },
     /// An earlier fault made the queue unusable.
+    #[error(
+        "the queue was lost to an earlier kernel fault ({})",
+        status_name(*.0)
+    )]
     QueueLost(u32),
 }
 
@@ -196,153 +244,46 @@ impl AmdError {
     }
 }
 
-impl fmt::Display for AmdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AmdError::RuntimeNotFound(e) => e.fmt(f),
-            AmdError::NoGpu { status: Some(s) } => {
-                write!(f, "no AMD GPU found ({} from hsa_init)", status_name(*s))
-            }
-            AmdError::NoGpu { status: None } => f.write_str(
-                "no AMD GPU found (hsa_init succeeded but the runtime reports no GPU agent)",
-            ),
-            AmdError::NoSuchDevice { ordinal, count } => write!(
-                f,
-                "no AMD GPU {ordinal}: this machine has {count} (numbered from 0)"
-            ),
-            AmdError::NoPool(what) => write!(f, "the HSA runtime reports no {what}"),
-            AmdError::Hsa(e) => e.fmt(f),
-            AmdError::CodeObject(e) => {
-                write!(f, "the image is not a usable AMDGPU code object: {e}")
-            }
-            AmdError::WrongTarget { image, device } => write!(
-                f,
-                "the code object is built for {image}, but the device is {device}"
-            ),
-            AmdError::NoKernel { name, available } => write!(
-                f,
-                "the code object has no kernel `{name}` (it has: {})",
-                if available.is_empty() {
-                    "none".to_string()
-                } else {
-                    available.join(", ")
-                }
-            ),
-            AmdError::NoVirtualMemory { base, missing } => write!(
-                f,
-                "replaying at the recorded address {base:#x} needs the HSA runtime's virtual memory \
-                 management (ROCm 6 and later); this runtime lacks {}",
-                missing.join(", ")
-            ),
-            AmdError::AddressUnavailable {
-                wanted,
-                len,
-                offered,
-            } => {
-                write!(
-                    f,
-                    "the HSA runtime cannot reserve {len} bytes at {wanted:#x}"
-                )?;
-                if *offered != 0 {
-                    write!(f, " (it offered {offered:#x} instead)")?;
-                }
-                f.write_str(
-                    ": something else holds that range, or the runtime ignores address hints",
-                )
-            }
-            AmdError::Geometry(e) => e.fmt(f),
-            AmdError::Segment(e) => e.fmt(f),
-            AmdError::KernargTooLarge { kernel, size, max } => write!(
-                f,
-                "the kernel `{kernel}` asks for a {size}-byte kernarg segment, more than the \
-                 {max} bytes reprise allows"
-            ),
-            AmdError::ArgumentCount {
-                kernel,
-                expected,
-                got,
-            } => write!(
-                f,
-                "the kernel `{kernel}` takes {expected} arguments, the launch has {got}"
-            ),
-            AmdError::BadArgument { index } => write!(
-                f,
-                "argument {index} points outside the recorded argument data"
-            ),
-            AmdError::ArgumentSize {
-                kernel,
-                index,
-                expected,
-                got,
-            } => write!(
-                f,
-                "argument {index} of `{kernel}` is {expected} bytes, the launch gives {got}"
-            ),
-            AmdError::ArgumentPlacement {
-                kernel,
-                offset,
-                len,
-                segment,
-            } => write!(
-                f,
-                "the metadata of `{kernel}` puts an argument at {offset}+{len} beyond its \
-                 {segment}-byte kernarg segment"
-            ),
-            AmdError::EmptyRegion => f.write_str("a region of 0 bytes cannot be reserved"),
-            AmdError::RegionTooLarge { bytes } => write!(
-                f,
-                "a region of {bytes} bytes is larger than the runtime can reserve"
-            ),
-            AmdError::UnalignedBase { base, granule } => write!(
-                f,
-                "the region base {base:#x} is not a multiple of the runtime's allocation granule \
-                 ({granule} bytes), so no reservation can start there"
-            ),
-            AmdError::IsaNameLength { len } => {
-                write!(f, "the runtime reports an ISA name of {len} bytes")
-            }
-            AmdError::KernargMisaligned {
-                kernel,
-                address,
-                align,
-            } => write!(
-                f,
-                "the kernarg pool gave {address:#x}, not aligned to the {align} bytes `{kernel}` \
-                 needs"
-            ),
-            AmdError::KernelFault {
-                kernels,
-                status,
-                address,
-            } => {
-                match kernels.as_slice() {
-                    [one] => write!(f, "the kernel `{one}` faulted")?,
-                    [] => f.write_str("a kernel faulted")?,
-                    many => write!(f, "one of the kernels `{}` faulted", many.join("`, `"))?,
-                }
-                write!(f, ": {}", status_name(*status))?;
-                if let Some(a) = address {
-                    write!(f, " (an access at {a:#x})")?;
-                }
-                f.write_str("; the queue is unusable")
-            }
-            AmdError::QueueLost(s) => write!(
-                f,
-                "the queue was lost to an earlier kernel fault ({})",
-                status_name(*s)
-            ),
-        }
+/// Why no GPU was found: `hsa_init`'s status, or that it found none.
+fn no_gpu(status: Option<u32>) -> String {
+    match status {
+        Some(s) => format!("{} from hsa_init", status_name(s)),
+        None => "hsa_init succeeded but the runtime reports no GPU agent".to_string(),
     }
 }
 
-impl std::error::Error for AmdError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AmdError::RuntimeNotFound(e) => Some(e),
-            AmdError::CodeObject(e) => Some(e),
-            _ => None,
-        }
+/// The names, or "none".
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
     }
+}
+
+/// `" (it offered {offered:#x} instead)"`, or nothing when the runtime
+/// offered nothing (0).
+fn offer(offered: u64) -> String {
+    if offered == 0 {
+        String::new()
+    } else {
+        format!(" (it offered {offered:#x} instead)")
+    }
+}
+
+/// What faulted: a kernel, the kernel named, or one of those named.
+fn faulted(kernels: &[String]) -> String {
+    match kernels {
+        [] => "a kernel faulted".to_string(),
+        [one] => format!("the kernel `{one}` faulted"),
+        many => format!("one of the kernels `{}` faulted", many.join("`, `")),
+    }
+}
+
+/// `" (an access at {address:#x})"`, or nothing when the runtime did not
+/// say where.
+fn access(address: Option<u64>) -> String {
+    address.map_or_else(String::new, |a| format!(" (an access at {a:#x})"))
 }
 
 impl ExecError for AmdError {
@@ -422,12 +363,6 @@ pub(crate) fn status_kind(s: u32) -> ErrorKind {
         | status::ERROR_INVALID_FILE
         | status::ERROR_INVALID_CODE_OBJECT_READER => ErrorKind::InvalidInput,
         _ => ErrorKind::Other,
-    }
-}
-
-impl From<CodeObjectError> for AmdError {
-    fn from(e: CodeObjectError) -> Self {
-        AmdError::CodeObject(e)
     }
 }
 
@@ -536,5 +471,237 @@ mod tests {
             (lost.kind(), lost.device_lost()),
             (ErrorKind::DeviceLost, true)
         );
+    }
+
+    /// Every variant's message (those the test above pins aside), byte
+    /// for byte, with each branch of the messages that have logic: a status
+    /// the header names or not, a list of kernels (none, one, several), an
+    /// offer or none, an address or none; and which have a source.
+    #[test]
+    fn every_message_is_pinned_with_its_source() {
+        use reprise_core::exec::{Dims, GeometryError, SegmentOutOfBounds};
+        use std::error::Error;
+        let no_metadata =
+            "no code object metadata (an \"AMDGPU\" note of type NT_AMDGPU_METADATA, 32)";
+        let cases = [
+            (
+                AmdError::RuntimeNotFound(LoadError::Symbol {
+                    library: "libhsa-runtime64.so.1".into(),
+                    symbol: "hsa_init",
+                }),
+                "HSA runtime not found (libhsa-runtime64.so.1 lacks hsa_init, which reprise \
+                 requires)"
+                    .to_string(),
+                Some(
+                    "HSA runtime not found (libhsa-runtime64.so.1 lacks hsa_init, which reprise \
+                     requires)",
+                ),
+            ),
+            (
+                AmdError::RuntimeNotFound(LoadError::Library {
+                    tried: vec![
+                        ("a.so".into(), "no such file".into()),
+                        ("b.so".into(), "bad ELF".into()),
+                    ],
+                }),
+                "HSA runtime not found (a.so: no such file; b.so: bad ELF)".to_string(),
+                Some("HSA runtime not found (a.so: no such file; b.so: bad ELF)"),
+            ),
+            (
+                AmdError::NoGpu {
+                    status: Some(status::ERROR),
+                },
+                "no AMD GPU found (HSA_STATUS_ERROR from hsa_init)".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoGpu {
+                    status: Some(0x7777),
+                },
+                "no AMD GPU found (HSA status 0x7777 from hsa_init)".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoGpu { status: None },
+                "no AMD GPU found (hsa_init succeeded but the runtime reports no GPU agent)"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::NoSuchDevice {
+                    ordinal: 2,
+                    count: 1,
+                },
+                "no AMD GPU 2: this machine has 1 (numbered from 0)".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoPool("kernarg pool"),
+                "the HSA runtime reports no kernarg pool".to_string(),
+                None,
+            ),
+            (
+                AmdError::call("hsa_queue_create", status::ERROR_OUT_OF_RESOURCES),
+                "hsa_queue_create failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES".to_string(),
+                None,
+            ),
+            (
+                AmdError::call("hsa_queue_create", 0x7777),
+                "hsa_queue_create failed: HSA status 0x7777".to_string(),
+                None,
+            ),
+            (
+                AmdError::CodeObject(CodeObjectError::NoMetadata),
+                format!("the image is not a usable AMDGPU code object: {no_metadata}"),
+                Some(no_metadata),
+            ),
+            (
+                AmdError::WrongTarget {
+                    image: "gfx90a:xnack+".into(),
+                    device: "gfx1100".into(),
+                },
+                "the code object is built for gfx90a:xnack+, but the device is gfx1100".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoKernel {
+                    name: "saxpy".into(),
+                    available: Vec::new(),
+                },
+                "the code object has no kernel `saxpy` (it has: none)".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoKernel {
+                    name: "saxpy".into(),
+                    available: vec!["a".into(), "b".into()],
+                },
+                "the code object has no kernel `saxpy` (it has: a, b)".to_string(),
+                None,
+            ),
+            (
+                AmdError::NoVirtualMemory {
+                    base: 0x7f00_0000_0000,
+                    missing: vec!["hsa_amd_vmem_address_reserve", "hsa_amd_vmem_map"],
+                },
+                "replaying at the recorded address 0x7f0000000000 needs the HSA runtime's \
+                 virtual memory management (ROCm 6 and later); this runtime lacks \
+                 hsa_amd_vmem_address_reserve, hsa_amd_vmem_map"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::AddressUnavailable {
+                    wanted: 0x7f00_0000_0000,
+                    len: 4096,
+                    offered: 0,
+                },
+                "the HSA runtime cannot reserve 4096 bytes at 0x7f0000000000: something else \
+                 holds that range, or the runtime ignores address hints"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::AddressUnavailable {
+                    wanted: 0x7f00_0000_0000,
+                    len: 4096,
+                    offered: 0x1000,
+                },
+                "the HSA runtime cannot reserve 4096 bytes at 0x7f0000000000 (it offered 0x1000 \
+                 instead): something else holds that range, or the runtime ignores address \
+                 hints"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::Geometry(GeometryError::ZeroDimension {
+                    what: Dims::Grid,
+                    dims: [0, 1, 1],
+                }),
+                "grid 0x1x1: every dimension must be at least 1".to_string(),
+                None,
+            ),
+            (
+                AmdError::Segment(SegmentOutOfBounds {
+                    offset: 8,
+                    len: 16,
+                    buffer: 16,
+                }),
+                "copy of 16 bytes at buffer offset 8 overruns the 16-byte buffer".to_string(),
+                None,
+            ),
+            (
+                AmdError::ArgumentCount {
+                    kernel: "k".into(),
+                    expected: 3,
+                    got: 2,
+                },
+                "the kernel `k` takes 3 arguments, the launch has 2".to_string(),
+                None,
+            ),
+            (
+                AmdError::ArgumentSize {
+                    kernel: "k".into(),
+                    index: 1,
+                    expected: 4,
+                    got: 8,
+                },
+                "argument 1 of `k` is 4 bytes, the launch gives 8".to_string(),
+                None,
+            ),
+            (
+                AmdError::EmptyRegion,
+                "a region of 0 bytes cannot be reserved".to_string(),
+                None,
+            ),
+            (
+                AmdError::KernelFault {
+                    kernels: Vec::new(),
+                    status: status::ERROR_MEMORY_FAULT,
+                    address: None,
+                },
+                "a kernel faulted: HSA_STATUS_ERROR_MEMORY_FAULT; the queue is unusable"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::KernelFault {
+                    kernels: vec!["saxpy".into()],
+                    status: status::ERROR_MEMORY_FAULT,
+                    address: Some(0xdead_0000),
+                },
+                "the kernel `saxpy` faulted: HSA_STATUS_ERROR_MEMORY_FAULT (an access at \
+                 0xdead0000); the queue is unusable"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::KernelFault {
+                    kernels: vec!["a".into(), "b".into(), "c".into()],
+                    status: 0x7777,
+                    address: Some(0),
+                },
+                "one of the kernels `a`, `b`, `c` faulted: HSA status 0x7777 (an access at \
+                 0x0); the queue is unusable"
+                    .to_string(),
+                None,
+            ),
+            (
+                AmdError::QueueLost(status::ERROR_MEMORY_FAULT),
+                "the queue was lost to an earlier kernel fault (HSA_STATUS_ERROR_MEMORY_FAULT)"
+                    .to_string(),
+                None,
+            ),
+        ];
+        for (e, message, source) in &cases {
+            assert_eq!(e.to_string(), *message, "{e:?}");
+            let got = e.source().map(|s| s.to_string());
+            assert_eq!(got.as_deref(), *source, "{e:?}");
+        }
+        let hsa = HsaError {
+            call: "hsa_init",
+            status: status::ERROR,
+        };
+        assert_eq!(hsa.to_string(), "hsa_init failed: HSA_STATUS_ERROR");
     }
 }

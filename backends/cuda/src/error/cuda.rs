@@ -1,25 +1,30 @@
 //! [`CudaError`]: everything the CUDA executor can fail with, and its
 //! messages.
 
-use std::fmt;
-
 use reprise_core::exec::{ErrorKind, ExecError, GeometryError};
 use reprise_core::image::ImageKind;
 
 use super::DriverError;
 
 /// Everything the CUDA executor can fail with.
+///
+/// Its [`source`](std::error::Error::source) is the driver error
+/// underneath, where there is one ([`CudaError::driver`]).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CudaError {
     /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    #[error("CUDA driver not found (libcuda.so could not be loaded)")]
     DriverNotFound,
     /// The driver library lacks a function this executor needs (a driver
     /// older than CUDA 12 or a stub library).
+    #[error("the CUDA driver library has no function {0}; a driver for CUDA 12 or later is needed")]
     MissingSymbol(&'static str),
     /// A driver call failed.
-    Driver(DriverError),
+    #[error("{0}")]
+    Driver(#[from] DriverError),
     /// The driver is there but sees no CUDA device.
+    #[error("no CUDA device")]
     NoDevice,
     /// A kernel faulted (an illegal address or instruction, a misaligned
     /// address, a trap, an assertion, a timeout:
@@ -28,6 +33,12 @@ pub enum CudaError {
     /// which stays unusable until the process restarts
     /// ([`CudaError::context_lost`]); each queue that meets it reports it
     /// this way once.
+    #[error(
+        "{}: {}{}; the device context is unusable until the process restarts",
+        faulted(.kernels),
+        .source.name,
+        parenthesized(.source.description)
+    )]
     KernelFault {
         /// The kernels in flight in the context when the fault was found:
         /// launched on any queue of the device (of any executor) and not
@@ -39,6 +50,10 @@ pub enum CudaError {
         source: DriverError,
     },
     /// The device ordinal is not one of the `count` devices.
+    #[error(
+        "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",
+        .count - 1
+    )]
     BadOrdinal {
         /// The ordinal asked for.
         ordinal: i32,
@@ -47,6 +62,10 @@ pub enum CudaError {
     },
     /// The device does not support the virtual memory management API, so no
     /// region can be reserved at a chosen address.
+    #[error(
+        "CUDA device {ordinal} does not support virtual memory management, \
+         so no region can be reserved at a chosen address"
+    )]
     NoVirtualMemory {
         /// The device ordinal.
         ordinal: i32,
@@ -55,6 +74,12 @@ pub enum CudaError {
     /// the requested range is in use in this process, or the driver places
     /// reservations only in its own address pool and ignores hints outside
     /// it.
+    #[error(
+        "could not reserve recorded virtual address {requested:#x}: \
+         the driver offered {got:#x} instead; either that range is already \
+         in use in this process, or the driver places reservations only in \
+         its own address pool (some drivers ignore address hints)"
+    )]
     AddressMismatch {
         /// The address asked for.
         requested: u64,
@@ -62,6 +87,7 @@ pub enum CudaError {
         got: u64,
     },
     /// Reserving the requested address range failed outright.
+    #[error("could not reserve recorded virtual address {requested:#x} ({size} bytes): {source}")]
     AddressUnavailable {
         /// The address asked for.
         requested: u64,
@@ -71,15 +97,28 @@ pub enum CudaError {
         source: DriverError,
     },
     /// The image is not PTX, a cubin or a fat binary.
+    #[error(
+        "the CUDA executor cannot load this image ({0}); it takes PTX, cubins and fat binaries"
+    )]
     UnsupportedImage(ImageKind),
     /// The image has no kernel of this name.
+    #[error("the image has no kernel named {0:?}")]
     KernelNotFound(String),
     /// JIT options were given for an image that is not PTX: a cubin is
     /// compiled already, and the driver applies no JIT option to it.
+    #[error(
+        "JIT options apply to PTX only, and this image is {0}: a cubin is compiled \
+         already, and the driver applies no JIT option to it (record the PTX, or \
+         replay without JIT options)"
+    )]
     JitOptionsNeedPtx(ImageKind),
     /// The driver's JIT could not compile the PTX with the options given:
     /// its error, the options and its logs (`CU_JIT_ERROR_LOG_BUFFER`,
     /// `CU_JIT_INFO_LOG_BUFFER`).
+    #[error(
+        "the driver's JIT could not compile the PTX with {options}: {source}{}",
+        jit_log(.log)
+    )]
     JitFailed {
         /// The options given (`MAX_REGISTERS=32`, ...).
         options: String,
@@ -89,8 +128,10 @@ pub enum CudaError {
         source: DriverError,
     },
     /// A kernel or global name contains a NUL byte.
+    #[error("the name {0:?} contains a NUL byte")]
     BadName(String),
     /// A copy segment does not fit its host buffer.
+    #[error("a copy reaches byte {end} of a host buffer of {buffer} bytes")]
     SegmentOutOfBounds {
         /// Offset plus length of the segment.
         end: usize,
@@ -99,6 +140,7 @@ pub enum CudaError {
     },
     /// The launch passes a different number of arguments than the kernel
     /// takes (known from `cuFuncGetParamInfo`).
+    #[error("the kernel takes {expected} parameters but the launch passes {got} arguments")]
     ArgumentCount {
         /// Parameters of the kernel.
         expected: usize,
@@ -106,6 +148,7 @@ pub enum CudaError {
         got: usize,
     },
     /// An argument is smaller than the kernel's parameter.
+    #[error("argument {index} has {got} bytes but the kernel's parameter has {expected}")]
     ArgumentSize {
         /// Argument index.
         index: usize,
@@ -115,11 +158,16 @@ pub enum CudaError {
         got: u32,
     },
     /// An argument larger than 8 bytes points outside the argument data.
+    #[error("argument {index} points outside the recorded argument data")]
     BadArgument {
         /// Argument index.
         index: usize,
     },
     /// A helper thread could not be started.
+    #[error(
+        "could not start a helper thread ({name}): {}",
+        thread_reason(*.errno, *.io_kind)
+    )]
     Thread {
         /// The thread's name (`reprise-cuda-watch`).
         name: &'static str,
@@ -131,6 +179,12 @@ pub enum CudaError {
     /// The launch's block has more threads than the kernel allows
     /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: its `.maxntid` or launch
     /// bounds, an OpenMP kernel's thread limit, or its register use).
+    #[error(
+        "block {} ({} threads) exceeds kernel {kernel}'s limit of {limit} threads per \
+         block (its launch bounds, or the registers it uses)",
+        dims(.block),
+        threads(.block)
+    )]
     KernelThreadsPerBlock {
         /// The kernel's name.
         kernel: String,
@@ -154,9 +208,14 @@ pub enum CudaError {
     ///
     /// [`LaunchLimits::check`]: reprise_core::exec::LaunchLimits::check
     /// [`LaunchLimits::check_shared`]: reprise_core::exec::LaunchLimits::check_shared
+    #[error("{0}")]
     Geometry(GeometryError),
     /// The driver would not load the image, and none of its code is for this
     /// device's architecture.
+    #[error(
+        "the image has no code for this device: the device is sm_{device_sm}, \
+         the image holds {image}: {source}"
+    )]
     NoCodeForDevice {
         /// The device's compute capability as an SM number (75 for 7.5).
         device_sm: u32,
@@ -276,153 +335,45 @@ impl ExecError for CudaError {
     }
 }
 
-impl From<DriverError> for CudaError {
-    fn from(e: DriverError) -> Self {
-        CudaError::Driver(e)
-    }
-}
-
 impl From<GeometryError> for CudaError {
     fn from(e: GeometryError) -> Self {
         CudaError::Geometry(e)
     }
 }
 
-impl fmt::Display for CudaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CudaError::DriverNotFound => {
-                f.write_str("CUDA driver not found (libcuda.so could not be loaded)")
-            }
-            CudaError::MissingSymbol(name) => write!(
-                f,
-                "the CUDA driver library has no function {name}; a driver for CUDA 12 or later is needed"
-            ),
-            CudaError::Driver(e) => e.fmt(f),
-            CudaError::NoDevice => f.write_str("no CUDA device"),
-            CudaError::KernelFault { kernels, source } => {
-                match kernels.as_slice() {
-                    [] => f.write_str("a kernel faulted")?,
-                    [one] => write!(f, "the kernel `{one}` faulted")?,
-                    many => {
-                        f.write_str("one of the kernels ")?;
-                        for (i, k) in many.iter().enumerate() {
-                            let sep = if i == 0 { "" } else { ", " };
-                            write!(f, "{sep}`{k}`")?;
-                        }
-                        f.write_str(" faulted")?;
-                    }
-                }
-                write!(f, ": {}", source.name)?;
-                if !source.description.is_empty() {
-                    write!(f, " ({})", source.description)?;
-                }
-                f.write_str("; the device context is unusable until the process restarts")
-            }
-            CudaError::Geometry(e) => e.fmt(f),
-            CudaError::BadOrdinal { ordinal, count } => write!(
-                f,
-                "there is no CUDA device {ordinal}: the machine has {count} (ordinals 0 to {})",
-                count - 1
-            ),
-            CudaError::NoVirtualMemory { ordinal } => write!(
-                f,
-                "CUDA device {ordinal} does not support virtual memory management, \
-                 so no region can be reserved at a chosen address"
-            ),
-            CudaError::AddressMismatch { requested, got } => write!(
-                f,
-                "could not reserve recorded virtual address {requested:#x}: \
-                 the driver offered {got:#x} instead; either that range is already \
-                 in use in this process, or the driver places reservations only in \
-                 its own address pool (some drivers ignore address hints)"
-            ),
-            CudaError::AddressUnavailable {
-                requested,
-                size,
-                source,
-            } => write!(
-                f,
-                "could not reserve recorded virtual address {requested:#x} ({size} bytes): {source}"
-            ),
-            CudaError::UnsupportedImage(kind) => write!(
-                f,
-                "the CUDA executor cannot load this image ({kind}); it takes PTX, cubins and fat binaries"
-            ),
-            CudaError::KernelNotFound(name) => write!(f, "the image has no kernel named {name:?}"),
-            CudaError::JitOptionsNeedPtx(kind) => write!(
-                f,
-                "JIT options apply to PTX only, and this image is {kind}: a cubin is compiled \
-                 already, and the driver applies no JIT option to it (record the PTX, or \
-                 replay without JIT options)"
-            ),
-            CudaError::JitFailed {
-                options,
-                log,
-                source,
-            } => {
-                write!(
-                    f,
-                    "the driver's JIT could not compile the PTX with {options}: {source}"
-                )?;
-                if !log.trim().is_empty() {
-                    write!(f, "\nJIT log:\n{}", log.trim_end())?;
-                }
-                Ok(())
-            }
-            CudaError::BadName(name) => write!(f, "the name {name:?} contains a NUL byte"),
-            CudaError::Thread {
-                name,
-                errno,
-                io_kind,
-            } => {
-                write!(f, "could not start a helper thread ({name}): ")?;
-                match errno {
-                    Some(n) => std::io::Error::from_raw_os_error(*n).fmt(f),
-                    None => io_kind.fmt(f),
-                }
-            }
-            CudaError::NoCodeForDevice {
-                device_sm,
-                image,
-                source,
-            } => write!(
-                f,
-                "the image has no code for this device: the device is sm_{device_sm}, \
-                 the image holds {image}: {source}"
-            ),
-            CudaError::SegmentOutOfBounds { end, buffer } => write!(
-                f,
-                "a copy reaches byte {end} of a host buffer of {buffer} bytes"
-            ),
-            CudaError::ArgumentCount { expected, got } => write!(
-                f,
-                "the kernel takes {expected} parameters but the launch passes {got} arguments"
-            ),
-            CudaError::ArgumentSize {
-                index,
-                expected,
-                got,
-            } => write!(
-                f,
-                "argument {index} has {got} bytes but the kernel's parameter has {expected}"
-            ),
-            CudaError::KernelThreadsPerBlock {
-                kernel,
-                block,
-                limit,
-            } => write!(
-                f,
-                "block {} ({} threads) exceeds kernel {kernel}'s limit of {limit} threads per \
-                 block (its launch bounds, or the registers it uses)",
-                dims(block),
-                block.iter().fold(1u128, |n, &d| n * u128::from(d))
-            ),
-            CudaError::BadArgument { index } => write!(
-                f,
-                "argument {index} points outside the recorded argument data"
-            ),
-        }
+/// What faulted: a kernel, the kernel named, or one of those named.
+fn faulted(kernels: &[String]) -> String {
+    match kernels {
+        [] => "a kernel faulted".to_string(),
+        [one] => format!("the kernel `{one}` faulted"),
+        many => format!("one of the kernels `{}` faulted", many.join("`, `")),
+    }
+}
+
+/// `" ({description})"`, or nothing for a code without a description.
+fn parenthesized(description: &str) -> String {
+    if description.is_empty() {
+        String::new()
+    } else {
+        format!(" ({description})")
+    }
+}
+
+/// The JIT's log on lines of its own, or nothing when it said nothing.
+fn jit_log(log: &str) -> String {
+    if log.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\nJIT log:\n{}", log.trim_end())
+    }
+}
+
+/// The operating system's reason, or the standard library's kind when it
+/// gave no error number.
+fn thread_reason(errno: Option<i32>, io_kind: std::io::ErrorKind) -> String {
+    match errno {
+        Some(n) => std::io::Error::from_raw_os_error(n).to_string(),
+        None => io_kind.to_string(),
     }
 }
 
@@ -431,10 +382,7 @@ fn dims(d: &[u32; 3]) -> String {
     format!("{}x{}x{}", d[0], d[1], d[2])
 }
 
-impl std::error::Error for CudaError {
-    /// The driver error underneath, where there is one.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.driver()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
+/// The threads of a block (in `u128`: three `u32`s never overflow it).
+fn threads(block: &[u32; 3]) -> u128 {
+    block.iter().fold(1u128, |n, &d| n * u128::from(d))
 }

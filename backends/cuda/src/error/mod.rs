@@ -1,8 +1,6 @@
 //! Errors: driver result codes with the failing call, and this executor's own
 //! failures.
 
-use std::fmt;
-
 mod codes;
 mod cuda;
 #[cfg(test)]
@@ -27,7 +25,12 @@ use codes::is_kernel_fault;
 /// ends the message with "(the context was lost to an earlier kernel fault;
 /// restart the process)", except in the error underneath the
 /// [`CudaError::KernelFault`] that reports the fault itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{call} failed: {name} ({code}){}{}",
+    described(.description),
+    if *.lost_earlier { LOST_EARLIER } else { "" }
+)]
 pub struct DriverError {
     /// The driver function that failed (`"cuModuleLoadData"`); for a
     /// failure the driver reported later, to a stream callback, what failed
@@ -84,20 +87,18 @@ impl DriverError {
     }
 }
 
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)?;
-        if !self.description.is_empty() {
-            write!(f, ": {}", self.description)?;
-        }
-        if self.lost_earlier {
-            f.write_str(" (the context was lost to an earlier kernel fault; restart the process)")?;
-        }
-        Ok(())
+/// `": {description}"`, or nothing for a code without a description.
+fn described(description: &str) -> String {
+    if description.is_empty() {
+        String::new()
+    } else {
+        format!(": {description}")
     }
 }
 
-impl std::error::Error for DriverError {}
+/// What ends the message of a code a kernel fault left behind.
+const LOST_EARLIER: &str =
+    " (the context was lost to an earlier kernel fault; restart the process)";
 
 impl ExecError for DriverError {
     /// The code's kind ([`code_kind`]), except that a launch the driver

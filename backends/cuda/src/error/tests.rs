@@ -411,3 +411,257 @@ fn a_thread_that_would_not_start_says_the_systems_reason() {
     );
     assert!(m.contains("os error 11"), "{m}");
 }
+
+/// Every variant's message, byte for byte, with each branch of the messages
+/// that have logic: a list of kernels (none, one, several), a description
+/// or none, the note of a context lost earlier, a JIT log or only
+/// whitespace, an errno or only a kind; and which have a source (the driver
+/// error underneath).
+#[test]
+fn every_message_is_pinned_and_the_driver_error_is_the_source() {
+    use reprise_core::image::ImageKind;
+    use std::error::Error;
+    let d = DriverError::from_code("cuModuleLoadData", 218);
+    let unnamed = DriverError::from_code("cuStreamQuery", 4242);
+    let d_text =
+        "cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed";
+    let restart = "; the device context is unusable until the process restarts";
+    let cases = [
+        (
+            CudaError::DriverNotFound,
+            "CUDA driver not found (libcuda.so could not be loaded)".to_string(),
+            false,
+        ),
+        (
+            CudaError::MissingSymbol("cuMemMap"),
+            "the CUDA driver library has no function cuMemMap; a driver for CUDA 12 or later \
+             is needed"
+                .to_string(),
+            false,
+        ),
+        (CudaError::Driver(d), d_text.to_string(), true),
+        (
+            CudaError::Driver(DriverError::from_code("cuMemHostAlloc", 700)),
+            "cuMemHostAlloc failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access \
+             was encountered (the context was lost to an earlier kernel fault; restart the \
+             process)"
+                .to_string(),
+            true,
+        ),
+        (
+            CudaError::Driver(unnamed),
+            "cuStreamQuery failed: CUDA_ERROR_UNRECOGNIZED (4242)".to_string(),
+            true,
+        ),
+        (CudaError::NoDevice, "no CUDA device".to_string(), false),
+        (
+            CudaError::kernel_fault(Vec::new(), DriverError::from_code("cuStreamQuery", 719)),
+            format!(
+                "a kernel faulted: CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure){restart}"
+            ),
+            true,
+        ),
+        (
+            CudaError::kernel_fault(
+                vec!["saxpy".into()],
+                DriverError::from_code("cuStreamQuery", 700),
+            ),
+            format!(
+                "the kernel `saxpy` faulted: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory \
+                 access was encountered){restart}"
+            ),
+            true,
+        ),
+        (
+            CudaError::kernel_fault(
+                vec!["a".into(), "b".into(), "c".into()],
+                DriverError::from_code("cuStreamQuery", 710),
+            ),
+            format!(
+                "one of the kernels `a`, `b`, `c` faulted: CUDA_ERROR_ASSERT (device-side \
+                 assert triggered){restart}"
+            ),
+            true,
+        ),
+        (
+            CudaError::kernel_fault(vec!["k".into()], unnamed),
+            format!("the kernel `k` faulted: CUDA_ERROR_UNRECOGNIZED{restart}"),
+            true,
+        ),
+        (
+            CudaError::BadOrdinal {
+                ordinal: 3,
+                count: 2,
+            },
+            "there is no CUDA device 3: the machine has 2 (ordinals 0 to 1)".to_string(),
+            false,
+        ),
+        (
+            CudaError::NoVirtualMemory { ordinal: 1 },
+            "CUDA device 1 does not support virtual memory management, so no region can be \
+             reserved at a chosen address"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::AddressMismatch {
+                requested: 0x1539_4000_0000,
+                got: 0x7f00_0000_0000,
+            },
+            "could not reserve recorded virtual address 0x153940000000: the driver offered \
+             0x7f0000000000 instead; either that range is already in use in this process, or \
+             the driver places reservations only in its own address pool (some drivers ignore \
+             address hints)"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::AddressUnavailable {
+                requested: 0x1000,
+                size: 2 << 20,
+                source: d,
+            },
+            format!("could not reserve recorded virtual address 0x1000 (2097152 bytes): {d_text}"),
+            true,
+        ),
+        (
+            CudaError::UnsupportedImage(ImageKind::Bitcode),
+            "the CUDA executor cannot load this image (LLVM bitcode); it takes PTX, cubins and \
+             fat binaries"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::KernelNotFound("sa\"xpy".into()),
+            "the image has no kernel named \"sa\\\"xpy\"".to_string(),
+            false,
+        ),
+        (
+            CudaError::JitOptionsNeedPtx(ImageKind::Fatbin),
+            "JIT options apply to PTX only, and this image is CUDA fat binary: a cubin is \
+             compiled already, and the driver applies no JIT option to it (record the PTX, or \
+             replay without JIT options)"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::JitFailed {
+                options: "MAX_REGISTERS=32".into(),
+                log: "ptxas error: bad\ninfo: 3 registers\n\n".into(),
+                source: d,
+            },
+            format!(
+                "the driver's JIT could not compile the PTX with MAX_REGISTERS=32: {d_text}\n\
+                 JIT log:\nptxas error: bad\ninfo: 3 registers"
+            ),
+            true,
+        ),
+        (
+            CudaError::JitFailed {
+                options: "OPTIMIZATION_LEVEL=0".into(),
+                log: " \n\t".into(),
+                source: d,
+            },
+            format!(
+                "the driver's JIT could not compile the PTX with OPTIMIZATION_LEVEL=0: {d_text}"
+            ),
+            true,
+        ),
+        (
+            CudaError::BadName("a\0b".into()),
+            "the name \"a\\0b\" contains a NUL byte".to_string(),
+            false,
+        ),
+        (
+            CudaError::SegmentOutOfBounds {
+                end: 4097,
+                buffer: 4096,
+            },
+            "a copy reaches byte 4097 of a host buffer of 4096 bytes".to_string(),
+            false,
+        ),
+        (
+            CudaError::ArgumentCount {
+                expected: 3,
+                got: 2,
+            },
+            "the kernel takes 3 parameters but the launch passes 2 arguments".to_string(),
+            false,
+        ),
+        (
+            CudaError::ArgumentSize {
+                index: 1,
+                expected: 8,
+                got: 4,
+            },
+            "argument 1 has 4 bytes but the kernel's parameter has 8".to_string(),
+            false,
+        ),
+        (
+            CudaError::BadArgument { index: 2 },
+            "argument 2 points outside the recorded argument data".to_string(),
+            false,
+        ),
+        (
+            CudaError::Thread {
+                name: "reprise-cuda-watch",
+                errno: None,
+                io_kind: std::io::ErrorKind::WouldBlock,
+            },
+            "could not start a helper thread (reprise-cuda-watch): operation would block"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::Thread {
+                name: "reprise-cuda-watch",
+                errno: Some(11),
+                io_kind: std::io::ErrorKind::WouldBlock,
+            },
+            format!(
+                "could not start a helper thread (reprise-cuda-watch): {}",
+                std::io::Error::from_raw_os_error(11)
+            ),
+            false,
+        ),
+        (
+            CudaError::KernelThreadsPerBlock {
+                kernel: "k".into(),
+                block: [u32::MAX, u32::MAX, 2],
+                limit: 1024,
+            },
+            "block 4294967295x4294967295x2 (36893488130239234050 threads) exceeds kernel k's \
+             limit of 1024 threads per block (its launch bounds, or the registers it uses)"
+                .to_string(),
+            false,
+        ),
+        (
+            CudaError::Geometry(GeometryError::ZeroDimension {
+                what: Dims::Block,
+                dims: [1, 0, 1],
+            }),
+            "block 1x0x1: every dimension must be at least 1".to_string(),
+            false,
+        ),
+        (
+            CudaError::NoCodeForDevice {
+                device_sm: 75,
+                image: "PTX sm_80 (ISA 7.0)".into(),
+                source: DriverError::from_code("cuModuleLoadData", 209),
+            },
+            "the image has no code for this device: the device is sm_75, the image holds PTX \
+             sm_80 (ISA 7.0): cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU (209): no \
+             kernel image is available for execution on the device"
+                .to_string(),
+            true,
+        ),
+    ];
+    for (e, message, has_source) in &cases {
+        assert_eq!(e.to_string(), *message, "{e:?}");
+        let source = e.source().map(|s| s.to_string());
+        let driver = e.driver().map(|d| d.to_string());
+        assert_eq!((source.is_some(), &source), (*has_source, &driver), "{e:?}");
+    }
+    // A driver error has no source of its own.
+    assert!(d.source().is_none());
+}
