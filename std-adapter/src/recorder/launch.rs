@@ -6,10 +6,18 @@ use reprise_core::globals::{self, Layout};
 use reprise_core::record::{KernelRecord, MAX_ARGS};
 use reprise_core::schedule::{self, Buffers, RecordPlan};
 
-use super::{Args, Kernel, LaunchReport, Recorder, hashing, reachable};
+use super::capture_job::{CaptureJob, Reach};
+use super::{Args, Kernel, LaunchReport, Recorder, hashing};
 use crate::error::{Error, Handle, Result};
 use crate::layout::globals_segments;
-use crate::store::{CaptureData, estimate, next_launch_seq};
+use crate::store::next_launch_seq;
+
+/// A recorded launch's snapshot buffers, and with device hashing what the
+/// writer fills them from and the bytes of device memory that holds.
+type Snapshots<E> = (
+    Buffers<<E as Executor>::Buffer>,
+    Option<(hashing::Pending<E>, u64)>,
+);
 
 impl<E> Recorder<E>
 where
@@ -41,6 +49,161 @@ where
             }
         }
         Ok(())
+    }
+
+    /// The image `kernel` was found in.
+    fn image_of(&self, kernel: &Kernel<E>) -> Result<&super::handles::LoadedImage<E>> {
+        self.images
+            .get(kernel.image)
+            .ok_or(Error::Internal("a kernel of this recorder names no image"))
+    }
+
+    /// The descriptor of launch `seq` of `kernel` with `args` in `config`,
+    /// as recorded on this recorder's region and device.
+    fn describe(
+        &self,
+        kernel: &Kernel<E>,
+        args: &Args,
+        config: LaunchConfig,
+        seq: u64,
+    ) -> Result<KernelRecord> {
+        let mut record = KernelRecord::new(&kernel.name)?;
+        args.fill(&mut record)?;
+        record.grid = config.grid;
+        record.block = config.block;
+        record.shared_mem = config.shared_mem;
+        record.device_id = self.device_id;
+        record.region_base = Some(self.bump.base());
+        record.region_size = Some(self.bump.capacity());
+        record.backend = Some(E::KIND);
+        record.launch_seq = Some(seq);
+        record.checksums.ir = self
+            .image_of(kernel)?
+            .ir
+            .as_ref()
+            .map(|b| reprise_core::record::checksum(b));
+        Ok(record)
+    }
+
+    /// Launches `kernel` unrecorded (`matches`: the configuration's
+    /// pattern matches it, so it counts as one of the process's launches).
+    fn launch_unrecorded(
+        &mut self,
+        kernel: &Kernel<E>,
+        launch: &Launch<'_>,
+        matches: bool,
+    ) -> Result<LaunchReport> {
+        self.flush_uploads()?;
+        self.queue
+            .launch(&kernel.kernel, launch)
+            .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
+        self.matched += u64::from(matches);
+        if matches {
+            // Skipped or not, it is one of the process's launches: the
+            // next recorded one's number says so.
+            next_launch_seq();
+            self.occurrences.count(&kernel.name, &launch.config, None);
+        }
+        Ok(LaunchReport {
+            recorded: false,
+            seq: None,
+        })
+    }
+
+    /// Runs the launch through the record schedule: the snapshots of the
+    /// region's `used` bytes and of the globals (`global_segs`, `globals_len`
+    /// bytes), or, with device hashing, what the writer fills them from
+    /// (and the bytes of device memory that holds).
+    async fn snapshots(
+        &mut self,
+        kernel: &Kernel<E>,
+        launch: Launch<'_>,
+        used: usize,
+        global_segs: &[Segment],
+        globals_len: usize,
+    ) -> Result<Snapshots<E>> {
+        // With device hashing: a device copy for the snapshots (none:
+        // this launch takes the ordinary schedule).
+        let copy = match &mut self.hashing {
+            Some(h) => h.take_copy(&self.exec, used, self.config.save_output),
+            None => None,
+        };
+        let globals_buf = if global_segs.is_empty() {
+            None
+        } else {
+            Some(self.staging(globals_len)?)
+        };
+        let input_buf = self.staging(used)?;
+        let output_buf = if self.config.save_output {
+            Some(self.staging(used)?)
+        } else {
+            None
+        };
+        let pool = self.pool.clone();
+        let uploads = std::mem::take(&mut self.pending);
+        let context = || format!("recording {}", kernel.name);
+        // The snapshots, or (device hashing) what the writer fills them
+        // from.
+        Ok(match (copy, &mut self.hashing) {
+            (Some(copy), Some(h)) => {
+                let hashes = self.pool.get(copy.hash_bytes(), |n| self.exec.buffer(n));
+                let hashes = hashes.map_err(|e| {
+                    Error::executor(
+                        format!("allocating a {}-byte hash buffer", copy.hash_bytes()),
+                        e,
+                    )
+                })?;
+                let plan = h.plan(
+                    &kernel.kernel,
+                    launch,
+                    self.bump.base(),
+                    &copy,
+                    global_segs,
+                    self.config.mode,
+                );
+                let got =
+                    hashing::record(&mut self.queue, uploads, plan, globals_buf, hashes, |b| {
+                        pool.put(b)
+                    })
+                    .await
+                    .map_err(|e| Error::schedule(context(), e))?;
+                let region = h
+                    .complete(&copy)
+                    .ok_or(Error::Internal("a device copy in flight went missing"))?;
+                let pending = h.pending(&copy, region, got.hashes.as_ref());
+                pool.put(got.hashes);
+                let out = Buffers {
+                    input: input_buf,
+                    globals: got.globals,
+                    output: output_buf,
+                };
+                (out, Some((pending?, copy.bytes())))
+            }
+            _ => {
+                let buffers = Buffers {
+                    input: input_buf,
+                    globals: globals_buf,
+                    output: output_buf,
+                };
+                let plan = RecordPlan {
+                    kernel: &kernel.kernel,
+                    launch,
+                    snapshot: Segment {
+                        device: self.bump.base(),
+                        host_offset: 0,
+                        len: used,
+                    },
+                    globals: global_segs,
+                    save_output: self.config.save_output,
+                    mode: self.config.mode,
+                };
+                let out =
+                    schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
+                        .await
+                        .map_err(|e| Error::schedule(context(), e))?;
+                (out, None)
+            }
+        })
     }
 
     /// Launches `kernel`, recording it when the configuration selects it.
@@ -93,21 +256,7 @@ where
             args: args.as_kernel_args(),
         };
         if !selected {
-            self.flush_uploads()?;
-            self.queue
-                .launch(&kernel.kernel, &launch)
-                .map_err(|e| Error::executor(format!("launching {}", kernel.name), e))?;
-            self.matched += u64::from(matches);
-            if matches {
-                // Skipped or not, it is one of the process's launches: the
-                // next recorded one's number says so.
-                next_launch_seq();
-                self.occurrences.count(&kernel.name, &config, None);
-            }
-            return Ok(LaunchReport {
-                recorded: false,
-                seq: None,
-            });
+            return self.launch_unrecorded(kernel, &launch, matches);
         }
         let store = self
             .store
@@ -118,95 +267,12 @@ where
             what: "the recording region's snapshot",
             bytes: self.bump.used(),
         })?;
-        let image = self
-            .images
-            .get(kernel.image)
-            .ok_or(Error::Internal("a kernel of this recorder names no image"))?;
         let (global_segs, globals_len) =
-            globals_segments(image.globals.iter().map(|g| (g.1, g.2)))?;
-        // With device hashing: a device copy for the snapshots (none:
-        // this launch takes the ordinary schedule).
-        let copy = match &mut self.hashing {
-            Some(h) => h.take_copy(&self.exec, used, self.config.save_output),
-            None => None,
-        };
-        let globals_buf = if global_segs.is_empty() {
-            None
-        } else {
-            Some(self.staging(globals_len)?)
-        };
-        let input_buf = self.staging(used)?;
-        let output_buf = if self.config.save_output {
-            Some(self.staging(used)?)
-        } else {
-            None
-        };
-        let pool = self.pool.clone();
-        let uploads = std::mem::take(&mut self.pending);
+            globals_segments(self.image_of(kernel)?.globals.iter().map(|g| (g.1, g.2)))?;
         let started = std::time::Instant::now();
-        let context = || format!("recording {}", kernel.name);
-        // The snapshots, or (device hashing) what the writer fills them
-        // from.
-        let (out, hashed) = match (copy, &mut self.hashing) {
-            (Some(copy), Some(h)) => {
-                let hashes = self.pool.get(copy.hash_bytes(), |n| self.exec.buffer(n));
-                let hashes = hashes.map_err(|e| {
-                    Error::executor(
-                        format!("allocating a {}-byte hash buffer", copy.hash_bytes()),
-                        e,
-                    )
-                })?;
-                let plan = h.plan(
-                    &kernel.kernel,
-                    launch,
-                    self.bump.base(),
-                    &copy,
-                    &global_segs,
-                    self.config.mode,
-                );
-                let got =
-                    hashing::record(&mut self.queue, uploads, plan, globals_buf, hashes, |b| {
-                        pool.put(b)
-                    })
-                    .await
-                    .map_err(|e| Error::schedule(context(), e))?;
-                let region = h
-                    .complete(&copy)
-                    .ok_or(Error::Internal("a device copy in flight went missing"))?;
-                let pending = h.pending(&copy, region, got.hashes.as_ref());
-                pool.put(got.hashes);
-                let out = Buffers {
-                    input: input_buf,
-                    globals: got.globals,
-                    output: output_buf,
-                };
-                (out, Some((pending?, copy.bytes())))
-            }
-            _ => {
-                let buffers = Buffers {
-                    input: input_buf,
-                    globals: globals_buf,
-                    output: output_buf,
-                };
-                let plan = RecordPlan {
-                    kernel: &kernel.kernel,
-                    launch,
-                    snapshot: Segment {
-                        device: self.bump.base(),
-                        host_offset: 0,
-                        len: used,
-                    },
-                    globals: &global_segs,
-                    save_output: self.config.save_output,
-                    mode: self.config.mode,
-                };
-                let out =
-                    schedule::record(&mut self.queue, uploads, plan, buffers, |b| pool.put(b))
-                        .await
-                        .map_err(|e| Error::schedule(context(), e))?;
-                (out, None)
-            }
-        };
+        let (out, hashed) = self
+            .snapshots(kernel, launch, used, &global_segs, globals_len)
+            .await?;
         // The launch ran and its snapshots were taken: only now does it count.
         self.matched += 1;
         self.recorded += 1;
@@ -219,106 +285,38 @@ where
             started.elapsed()
         );
 
-        let mut record = KernelRecord::new(&kernel.name)?;
-        args.fill(&mut record)?;
-        record.grid = config.grid;
-        record.block = config.block;
-        record.shared_mem = config.shared_mem;
-        record.device_id = self.device_id;
-        record.region_base = Some(self.bump.base());
-        record.region_size = Some(self.bump.capacity());
-        record.backend = Some(E::KIND);
-        record.launch_seq = Some(seq);
-        let globals_blob =
-            encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
-        let image_bytes = image.bytes.clone();
-        let ir = image.ir.clone();
-        record.checksums.ir = ir.as_ref().map(|b| reprise_core::record::checksum(b));
-        // What the capture holds while it waits: its snapshot buffers.
+        let image = self.image_of(kernel)?;
+        let record = self.describe(kernel, args, config, seq)?;
+        let globals = encode_globals(&image.globals, out.globals.as_ref().map(|g| g.as_ref()))?;
+        // What the capture holds while it waits: its snapshot buffers and,
+        // with device hashing, its device copy.
         let held = [Some(&out.input), out.output.as_ref(), out.globals.as_ref()]
             .into_iter()
             .flatten()
             .map(|b| b.as_ref().len() as u64)
             .sum::<u64>()
-            // and, with device hashing, its device copy.
             + hashed.as_ref().map_or(0, |h| h.1);
         let hashed = hashed.map(|h| h.0);
-        // Reachable-only: the writer selects what the snapshots hold.
-        let reach = self
-            .allocations
-            .sorted()
-            .map(|allocs| (allocs, self.bump.base(), global_segs.clone()));
-        let job = move || {
-            let mut out = out;
-            // A capture that fails before it is written gives its disk
-            // reservation back (a written one settles it in the store).
-            let unwritten = |output: bool| {
-                if let Some(b) = store.budget() {
-                    let output = if output { used as u64 } else { 0 };
-                    let len = (globals_blob.len() as u64, image_bytes.len() as u64);
-                    b.settle(estimate(used as u64, output, len.0, len.1), 0);
-                }
-            };
-            let filled = match hashed {
-                Some(p) => {
-                    let saved = out.output.is_some();
-                    let (input, output, filled) = p
-                        .fill(out.input, out.output)
-                        .inspect_err(|_| unwritten(saved))?;
-                    out.input = input;
-                    out.output = output;
-                    Some(filled)
-                }
-                None => None,
-            };
-            let selected = match &reach {
-                Some((allocs, base, segs)) => reachable::select(
-                    &mut record,
-                    allocs,
-                    *base,
-                    (out.globals.as_ref().map_or(&[][..], |g| g.as_ref()), segs),
-                    &mut out.input.as_mut()[..used],
-                    out.output.as_mut().map(|o| &mut o.as_mut()[..used]),
-                ),
-                None => Ok(()),
-            };
-            let data = CaptureData {
-                input: &out.input.as_ref()[..used],
-                output: out.output.as_ref().map(|o| &o.as_ref()[..used]),
-                globals: &globals_blob,
-                image: &image_bytes,
-            };
-            let r = selected.and_then(|()| store.write(&mut record, data));
-            let r = match (r, &ir) {
-                (Ok(p), Some(ir)) => {
-                    crate::store::write_atomically(&crate::capture::ir_path(&p), ir, false)
-                        .map(|()| p)
-                }
-                (r, _) => r,
-            };
-            if let Ok(p) = &r
-                && let Some(n) = p.file_name()
-            {
-                names
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(seq, n.to_string_lossy().into_owned());
-            }
-            match filled {
-                // The last snapshot stays the writer's, for the next
-                // capture's unchanged chunks.
-                Some(f) => match out.output {
-                    Some(o) => f.keep(o, Some(out.input), &pool),
-                    None => f.keep(out.input, None, &pool),
-                },
-                None => {
-                    pool.put(out.input);
-                    out.output.into_iter().for_each(|b| pool.put(b));
-                }
-            }
-            out.globals.into_iter().for_each(|b| pool.put(b));
-            r
+        let job = CaptureJob {
+            record,
+            used,
+            out,
+            hashed,
+            // Reachable-only: the writer selects what the snapshots hold.
+            reach: self.allocations.sorted().map(|allocations| Reach {
+                allocations,
+                base: self.bump.base(),
+                globals: global_segs.clone(),
+            }),
+            globals,
+            image: image.bytes.clone(),
+            ir: image.ir.clone(),
+            store,
+            seq,
+            names,
+            pool: self.pool.clone(),
         };
+        let job = move || job.run();
         match &self.writer {
             Some(w) => w.submit(Box::new(job), held)?,
             None => self.written.push(job()?),

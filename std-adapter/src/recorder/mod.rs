@@ -35,6 +35,7 @@ use crate::store::{CaptureStore, DiskBudget, TEMP_PREFIX};
 
 mod args;
 mod budget;
+mod capture_job;
 mod handles;
 mod hashing;
 mod launch;

@@ -40,7 +40,7 @@ use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
 mod fill;
 
 pub use fill::Traffic;
-pub(super) use fill::{Pending, Reader};
+pub(super) use fill::{Filled, Pending, Reader};
 
 /// Device copies kept idle for later launches, at most.
 const KEEP_IDLE: usize = 2;
