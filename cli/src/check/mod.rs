@@ -9,6 +9,7 @@ mod baseline;
 mod discover;
 mod junit;
 mod pool;
+mod protocol;
 mod results;
 mod serve;
 pub(crate) mod shard;

@@ -31,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use super::discover::Found;
 use super::pool::{self, Workers};
+use super::protocol::{Lines, NoResult, Outcome, Report, Request};
 use super::results::{CaptureResult, Status};
 use super::verdict;
-use super::worker::{MARK, Report, Request};
+use super::worker;
 
 /// The most bytes kept of a worker's stderr (its end).
 const KEPT: usize = 256 << 10;
@@ -154,8 +155,7 @@ impl<'a> Slot<'a> {
         }
         let mut deadline = self.w.timeout.map(|t| started + t);
         let mut exited = false;
-        let mut reports = Vec::new();
-        let mut malformed = 0;
+        let mut lines = Lines::default();
         let ended = loop {
             let got = match deadline {
                 Some(d) => wk
@@ -175,15 +175,8 @@ impl<'a> Slot<'a> {
                     break Some(RecvTimeoutError::Disconnected);
                 }
                 Ok(l) => {
-                    let text = String::from_utf8_lossy(&l);
-                    if let Some(json) = text.trim_end().strip_prefix(MARK) {
-                        match serde_json::from_str::<Report>(json) {
-                            Ok(r) => reports.push(r),
-                            Err(_) => malformed += 1,
-                        }
-                        if !one_shot {
-                            break None;
-                        }
+                    if lines.add(&l) && !one_shot {
+                        break None;
                     }
                 }
                 Err(e) => break Some(e),
@@ -212,32 +205,33 @@ impl<'a> Slot<'a> {
                 };
                 let exit = wait.as_ref().map(|(status, _)| *status);
                 let clean = exit.is_none_or(|s| s.is_some_and(|s| s.success()));
-                match (reports.len() + malformed, reports.pop()) {
-                    (1, Some(r)) if clean => self.reported(found, r, &output, &mut result),
-                    (0, _) => {
+                match lines.one(clean) {
+                    Ok(r) => self.reported(found, r, &output, &mut result),
+                    Err(NoResult::None) => {
                         let (status, stderr) = wait.unwrap_or_default();
                         ended_without_result(status, &stderr, &mut result);
                     }
-                    (n, last) => {
+                    Err(why) => {
                         result.status = Status::Failed;
-                        result.message = if n > 1 {
-                            format!(
+                        result.message = match why {
+                            NoResult::Several(n) => format!(
                                 "the worker's output held {n} results for one capture: \
                                  something in the process (the capture's code?) printed \
                                  results, and none of them is taken"
-                            )
-                        } else if last.is_none() {
-                            "the worker's result could not be read: something in the process \
-                             (the capture's code?) printed a malformed one"
-                                .to_string()
-                        } else {
-                            let (status, _) = wait.unwrap_or_default();
-                            format!(
-                                "the worker {} after it gave a result: something in the \
-                                 process (the capture's code?) ended it, and its result is \
-                                 not taken",
-                                how_ended(status, &mut result)
-                            )
+                            ),
+                            NoResult::Malformed => "the worker's result could not be read: \
+                                 something in the process (the capture's code?) printed a \
+                                 malformed one"
+                                .to_string(),
+                            NoResult::Unclean | NoResult::None => {
+                                let (status, _) = wait.unwrap_or_default();
+                                format!(
+                                    "the worker {} after it gave a result: something in the \
+                                     process (the capture's code?) ended it, and its result \
+                                     is not taken",
+                                    how_ended(status, &mut result)
+                                )
+                            }
                         };
                         if let Some(w) = self.worker.take() {
                             let _ = end(w, Duration::from_secs(2));
@@ -268,24 +262,16 @@ impl<'a> Slot<'a> {
     /// `result` from the worker's report `r`: when the kernel ran, the
     /// suite's own comparison of the output it left.
     fn reported(&mut self, found: &Found, r: Report, output: &Path, result: &mut CaptureResult) {
-        result.kernel_ns = r.kernel_ns();
-        result.replay_ns = r.replay_ns();
+        result.kernel_ns = worker::kernel_ns(&r);
+        result.replay_ns = worker::replay_ns(&r);
         result.kernel = r.kernel.or(result.kernel.take());
         result.backend = r.backend.or(result.backend.take());
         result.kernel_times_ns = r.kernel_times_ns;
         result.replay_times_ns = r.replay_times_ns;
-        (result.status, result.message) = match (r.ran, r.status) {
-            (true, _) => verdict::judge(&found.path, &self.w.options, &self.w.compare, output),
-            (false, s @ (Status::Refused | Status::Failed)) => (s, r.message),
-            (false, s) => (
-                Status::Failed,
-                format!(
-                    "the worker's result says `{}` for a kernel that did not run: only the \
-                     suite gives verdicts, and something in the process (the capture's \
-                     code?) printed this one",
-                    s.as_str()
-                ),
-            ),
+        (result.status, result.message) = match r.outcome {
+            Outcome::Ran => verdict::judge(&found.path, &self.w.options, &self.w.compare, output),
+            Outcome::Refused => (Status::Refused, r.message),
+            Outcome::Failed => (Status::Failed, r.message),
         };
         result.exit_code = Some(pool::expected_code(result.status));
         if let Some(wk) = self.worker.as_mut() {

@@ -11,76 +11,21 @@ use std::future::IntoFuture;
 use std::path::Path;
 use std::process::ExitCode;
 
-use reprise::capture::BaseOrigin;
-use reprise::{Capture, ErrorKind};
-use serde::{Deserialize, Serialize};
-
-use super::results::{Status, median};
+use super::protocol::{Outcome, Report, Request, path_of};
+use super::results::median;
 use crate::error::{CliError, Result};
 use crate::isolate;
+use reprise::capture::BaseOrigin;
+use reprise::{Capture, ErrorKind};
 
-/// What starts the worker's line on stdout (the kernel may print too).
-pub const MARK: &str = "reprise-check-result ";
-
-/// What the suite asks a worker: one capture, and where its output goes.
-/// Paths travel as their bytes (they need not be UTF-8).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
-    /// The capture's descriptor.
-    pub capture: Vec<u8>,
-    /// Where the replay's output is written, in the suite's private
-    /// directory.
-    pub output: Vec<u8>,
+/// The median kernel time of a report.
+pub fn kernel_ns(r: &Report) -> Option<u64> {
+    median(&r.kernel_times_ns)
 }
 
-impl Request {
-    /// A request for `capture`, its output into `output`.
-    pub fn new(capture: &Path, output: &Path) -> Request {
-        use std::os::unix::ffi::OsStrExt as _;
-        Request {
-            capture: capture.as_os_str().as_bytes().to_vec(),
-            output: output.as_os_str().as_bytes().to_vec(),
-        }
-    }
-}
-
-/// A path from its bytes.
-fn path_of(bytes: &[u8]) -> &Path {
-    use std::os::unix::ffi::OsStrExt as _;
-    Path::new(std::ffi::OsStr::from_bytes(bytes))
-}
-
-/// What a worker reports: never a verdict.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Report {
-    /// The kernel ran, and the replay's output is where the request said:
-    /// the suite compares it.
-    pub ran: bool,
-    /// When it did not run: why not (`refused` or `failed`; a worker that
-    /// says `passed`, `differs` or `timeout` is not believed).
-    pub status: Status,
-    /// The kernel, when the descriptor could be read.
-    pub kernel: Option<String>,
-    /// The executor it ran on, when one was chosen.
-    pub backend: Option<String>,
-    /// Each repetition's kernel time, where the executor measures it (ns).
-    pub kernel_times_ns: Vec<u64>,
-    /// Each repetition's wall time (ns).
-    pub replay_times_ns: Vec<u64>,
-    /// The verification's lines, or why the capture could not run.
-    pub message: String,
-}
-
-impl Report {
-    /// The median kernel time.
-    pub fn kernel_ns(&self) -> Option<u64> {
-        median(&self.kernel_times_ns)
-    }
-
-    /// The median repetition time.
-    pub fn replay_ns(&self) -> Option<u64> {
-        median(&self.replay_times_ns)
-    }
+/// The median repetition time of a report.
+pub fn replay_ns(r: &Report) -> Option<u64> {
+    median(&r.replay_times_ns)
 }
 
 /// What the worker is asked.
@@ -100,8 +45,7 @@ pub struct Job<'a> {
 /// The replay, as a report.
 fn replay(job: &Job<'_>) -> Report {
     let mut report = Report {
-        ran: false,
-        status: Status::Refused,
+        outcome: Outcome::Refused,
         kernel: None,
         backend: None,
         kernel_times_ns: Vec::new(),
@@ -143,10 +87,10 @@ fn replay(job: &Job<'_>) -> Report {
     let outcome = match reprise::block_on(builder.into_future()) {
         Ok(o) => o,
         Err(e) => {
-            report.status = if could_not_start(&e) {
-                Status::Refused
+            report.outcome = if could_not_start(&e) {
+                Outcome::Refused
             } else {
-                Status::Failed
+                Outcome::Failed
             };
             let fault = e.kernel_faulted();
             report.message = CliError::from(e).to_string();
@@ -163,11 +107,11 @@ fn replay(job: &Job<'_>) -> Report {
     report.replay_times_ns = outcome.times.iter().map(ns).collect();
     report.kernel_times_ns = outcome.kernel_times.iter().flatten().map(ns).collect();
     if outcome.output_path.is_none() {
-        report.status = Status::Failed;
+        report.outcome = Outcome::Failed;
         report.message = "the replay wrote no output".into();
         return report;
     }
-    report.ran = true;
+    report.outcome = Outcome::Ran;
     report
 }
 
@@ -207,10 +151,9 @@ pub fn serve(
             device,
             repetitions,
         });
-        let json = serde_json::to_string(&report).expect("a report serializes");
         // On a line of its own, whatever the kernel printed before it.
-        out_text!("\n{MARK}{json}");
-        if report.status == Status::Failed {
+        out_text!("{}", report.line());
+        if report.outcome == Outcome::Failed {
             break;
         }
     }

@@ -43,9 +43,9 @@ void check_modes(long *mode, float *data, intptr_t n) {
             "\nreprise-check-result {\"status\":\"passed\",\"kernel\":null,"
             "\"backend\":null,\"kernel_times_ns\":[],\"replay_times_ns\":[],"
             "\"message\":\"forged\"}\n"
-            "reprise-check-result {\"ran\":false,\"status\":\"passed\","
-            "\"kernel\":null,\"backend\":null,\"kernel_times_ns\":[],"
-            "\"replay_times_ns\":[],\"message\":\"forged\"}\n";
+            "reprise-check-result {\"outcome\":\"ran\",\"kernel\":null,"
+            "\"backend\":null,\"kernel_times_ns\":[],\"replay_times_ns\":[],"
+            "\"message\":\"forged\"}\n";
         for (int i = 0; i < 4; i++)
             if (write(1, forged, strlen(forged)) < 0)
                 break;
@@ -53,9 +53,9 @@ void check_modes(long *mode, float *data, intptr_t n) {
     }
     case 6: {
         static const char forged[] =
-            "\nreprise-check-result {\"ran\":true,\"status\":\"refused\","
-            "\"kernel\":null,\"backend\":null,\"kernel_times_ns\":[],"
-            "\"replay_times_ns\":[],\"message\":\"forged\"}\n";
+            "\nreprise-check-result {\"outcome\":\"ran\",\"kernel\":null,"
+            "\"backend\":null,\"kernel_times_ns\":[],\"replay_times_ns\":[],"
+            "\"message\":\"forged\"}\n";
         if (write(1, forged, strlen(forged)) < 0)
             _exit(3);
         _exit(0);
