@@ -3,10 +3,11 @@
 //! compiled image in place of the recorded one.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Args;
 use reprise::BackendKind;
-use reprise::compile::{self, CompileOptions, Compiled, Target, Toolchain};
+use reprise::compile::{self, CompileLimits, CompileOptions, Compiled, Target, Toolchain};
 
 use crate::error::{CliError, Result};
 use crate::ui::human_time;
@@ -37,6 +38,72 @@ pub struct IrArgs {
     /// An argument for LLVM's code generator (`-mllvm ARG`); repeatable.
     #[arg(long = "llvm-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub llvm_args: Vec<String>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// The limits of a compile from IR (`replay --from-ir`, `tune --opt-level`):
+/// each tool it runs is stopped at them, with an error naming the option.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct LimitArgs {
+    /// The longest a compile from IR may take, in seconds, all its tools
+    /// (clang, llc, ld.lld) together; a tool still running then is killed.
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = parse_seconds)]
+    pub compile_timeout: Duration,
+    /// The address space each tool of a compile from IR may use (K/M/G
+    /// suffixes).
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_memory)]
+    pub compile_memory: u64,
+    /// The largest file a tool of a compile from IR may write, and the
+    /// largest compiled image read back (K/M/G suffixes).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_output)]
+    pub compile_output: u64,
+}
+
+impl Default for LimitArgs {
+    fn default() -> Self {
+        let d = CompileLimits::default();
+        LimitArgs {
+            compile_timeout: d.time,
+            compile_memory: d.memory,
+            compile_output: d.output,
+        }
+    }
+}
+
+impl LimitArgs {
+    /// The library's limits.
+    pub fn limits(&self) -> CompileLimits {
+        CompileLimits {
+            time: self.compile_timeout,
+            memory: self.compile_memory,
+            output: self.compile_output,
+        }
+    }
+}
+
+/// `--compile-timeout`: whole seconds, at least one.
+fn parse_seconds(s: &str) -> std::result::Result<Duration, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("the compile time limit must be at least 1 second".into()),
+        Ok(n) => Ok(Duration::from_secs(n)),
+        Err(_) => Err(format!("{s:?} is not a whole number of seconds")),
+    }
+}
+
+fn parse_memory(s: &str) -> std::result::Result<u64, String> {
+    nonzero(reprise::config::parse_size("--compile-memory", s))
+}
+
+fn parse_output(s: &str) -> std::result::Result<u64, String> {
+    nonzero(reprise::config::parse_size("--compile-output", s))
+}
+
+fn nonzero(n: reprise::Result<u64>) -> std::result::Result<u64, String> {
+    match n.map_err(|e| e.to_string())? {
+        0 => Err("a compile limit of 0 bytes leaves nothing to compile with".into()),
+        n => Ok(n),
+    }
 }
 
 fn parse_level(s: &str) -> std::result::Result<u8, String> {
@@ -91,10 +158,13 @@ pub fn prepare(
         backend,
         device.or(Some(record.device_id).filter(|&d| d >= 0)),
     )?;
-    let toolchain = Toolchain::find(a.llvm.as_deref()).map_err(err)?;
+    let limits = a.limits.limits();
+    let toolchain = Toolchain::find_within(a.llvm.as_deref(), &limits)
+        .map_err(|e| err(e.compiling(&ir_path)))?;
     let options = CompileOptions {
         opt_level: a.ir_opt_level,
         llvm_args: a.llvm_args.clone(),
+        limits,
     };
     let compiled = compile::compile(&ir_path, &ir, &target, &options, &toolchain).map_err(err)?;
     if !quiet {
@@ -136,4 +206,47 @@ pub fn prepare(
 fn target_for(backend: BackendKind, device: Option<i32>) -> Result<Target> {
     let spec = reprise::executors::ExecutorSpec::new(backend).device(device.unwrap_or(0));
     Ok(reprise::executors::compile_target(spec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+
+    #[test]
+    fn the_limits_default_to_the_librarys_and_parse_sizes() {
+        let parsed = <Cli as clap::Parser>::parse_from(["t"]).limits;
+        assert_eq!(parsed, LimitArgs::default());
+        assert_eq!(parsed.limits(), CompileLimits::default());
+        let given = <Cli as clap::Parser>::parse_from([
+            "t",
+            "--compile-timeout",
+            "5",
+            "--compile-memory",
+            "512M",
+            "--compile-output",
+            "64K",
+        ])
+        .limits
+        .limits();
+        assert_eq!(given.time, Duration::from_secs(5));
+        assert_eq!(given.memory, 512 << 20);
+        assert_eq!(given.output, 64 << 10);
+        for bad in [
+            ["--compile-timeout", "0"],
+            ["--compile-timeout", "1.5"],
+            ["--compile-memory", "0"],
+            ["--compile-output", "lots"],
+        ] {
+            assert!(
+                <Cli as clap::Parser>::try_parse_from(["t", bad[0], bad[1]]).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
 }

@@ -32,6 +32,9 @@ pub struct IrSweepArgs {
     /// The LLVM bitcode to compile instead of `STEM.bc`.
     #[arg(long, value_name = "FILE")]
     pub bitcode: Option<PathBuf>,
+    /// The limits of each compile (see `replay --compile-timeout`).
+    #[command(flatten)]
+    pub limits: crate::from_ir::LimitArgs,
 }
 
 fn parse_level(s: &str) -> std::result::Result<u8, String> {
@@ -60,6 +63,7 @@ pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<(Capture, Option<Durati
         jit_save_image: None,
         ir_opt_level: level,
         llvm_args: ir.llvm_args.clone(),
+        limits: ir.limits.clone(),
     };
     let compiled = crate::from_ir::prepare(&a.file, &args, a.backend.kind(), a.device_id, true)?;
     let options = super::open_options(a).compiled_image(&compiled.path);

@@ -16,11 +16,20 @@
 //! than the bitcode is refused, naming both versions. Compiled images are
 //! cached by (bitcode hash, target, options, toolchain version) in the
 //! platform's cache directory ([`cache::dir`]), written atomically.
+//!
+//! Every tool runs through one helper ([`sandbox`]) under the compile's
+//! [`CompileLimits`] (time, memory, size of each file written), in a
+//! private temporary directory removed afterwards: a few KB of bitcode can
+//! ask for gigabytes of output.
 
 pub mod cache;
+mod limits;
+mod sandbox;
 mod toolchain;
 
 use std::fmt;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,9 +37,12 @@ use std::time::{Duration, Instant};
 use reprise_core::image::bitcode::{self, BitcodeInfo};
 use reprise_core::record::BackendKind;
 
+pub use limits::{CompileLimits, Limit};
 pub use toolchain::{Toolchain, parse_tool_version};
 
-/// The most bytes of IR or of a compiled image read.
+use sandbox::{Bounds, WorkDir};
+
+/// The most bytes of IR compiled.
 pub const IR_LIMIT: u64 = 1 << 30;
 
 /// What the IR is compiled for.
@@ -101,6 +113,9 @@ pub struct CompileOptions {
     /// Arguments for LLVM's code generator (`-mllvm ARG` to clang, as they
     /// are to llc).
     pub llvm_args: Vec<String>,
+    /// The time, memory and output the compile's tools may use (not part
+    /// of the cache key: they change whether an image is made, not which).
+    pub limits: CompileLimits,
 }
 
 impl Default for CompileOptions {
@@ -108,6 +123,7 @@ impl Default for CompileOptions {
         CompileOptions {
             opt_level: 3,
             llvm_args: Vec::new(),
+            limits: CompileLimits::default(),
         }
     }
 }
@@ -176,6 +192,18 @@ pub enum CompileError {
         /// The target asked for.
         target: Target,
     },
+    /// A tool ran past one of the compile's limits and was stopped (or
+    /// made a file larger than the output limit).
+    LimitHit {
+        /// The tool.
+        tool: PathBuf,
+        /// The limit and its value.
+        limit: Limit,
+        /// The IR being compiled, when known.
+        ir: Option<PathBuf>,
+        /// What the tool said about it (a line of its standard error).
+        detail: Option<String>,
+    },
     /// A tool failed.
     Tool {
         /// The tool.
@@ -195,6 +223,25 @@ pub enum CompileError {
 }
 
 impl CompileError {
+    /// The error, naming `ir` as the IR being compiled where it names
+    /// none (a limit hit while asking the toolchain its version).
+    pub fn compiling(self, ir: &Path) -> Self {
+        match self {
+            CompileError::LimitHit {
+                tool,
+                limit,
+                ir: None,
+                detail,
+            } => CompileError::LimitHit {
+                tool,
+                limit,
+                ir: Some(ir.to_path_buf()),
+                detail,
+            },
+            e => e,
+        }
+    }
+
     fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
         CompileError::Io {
             path: path.into(),
@@ -235,6 +282,21 @@ impl fmt::Display for CompileError {
                 "{}: the module is for {triple}, not for the {target} executor",
                 path.display()
             ),
+            CompileError::LimitHit {
+                tool,
+                limit,
+                ir,
+                detail,
+            } => {
+                write!(f, "{} {limit}", tool.display())?;
+                if let Some(ir) = ir {
+                    write!(f, " compiling {}", ir.display())?;
+                }
+                match detail {
+                    Some(d) => write!(f, ": {d}"),
+                    None => Ok(()),
+                }
+            }
             CompileError::Tool { tool, message } => write!(f, "{}: {message}", tool.display()),
             CompileError::Io {
                 path,
@@ -322,8 +384,9 @@ pub fn compile_cached_in(
     let cached_path = dir
         .as_ref()
         .map(|d| d.join(format!("{key}.{}", target.extension())));
+    let limits = &options.limits;
     if let Some(p) = &cached_path
-        && let Ok(bytes) = read_limited(p)
+        && let Ok(bytes) = read_limited(p, limits.output)
         && !bytes.is_empty()
     {
         return Ok(Compiled {
@@ -334,13 +397,32 @@ pub fn compile_cached_in(
             toolchain: toolchain.version_text(),
         });
     }
-    let work = std::env::temp_dir().join(format!("reprise-ir-{}", fastrand::u64(..)));
-    std::fs::create_dir(&work).map_err(|e| CompileError::io(&work, "create", e))?;
+    if ir.len() as u64 > IR_LIMIT {
+        return Err(CompileError::io(
+            path,
+            "compile",
+            std::io::Error::other(format!(
+                "{} bytes of IR, more than the {IR_LIMIT} allowed",
+                ir.len()
+            )),
+        ));
+    }
+    // Removed when this returns, however it returns.
+    let work = WorkDir::new()?;
     let started = Instant::now();
-    let built = build(&work, ir, target, options, toolchain);
+    let bounds = Bounds {
+        work: work.path(),
+        limits,
+        deadline: started + limits.time,
+        ir: Some(path),
+    };
+    let built = build(&bounds, ir, target, options, toolchain);
     let compile_time = started.elapsed();
-    let bytes = built.and_then(|out| read_limited(&out));
-    let _ = std::fs::remove_dir_all(&work);
+    let bytes = built.and_then(|(out, tool)| match read_limited(&out, limits.output) {
+        Err(CompileError::LimitHit { limit, detail, .. }) => Err(bounds.hit(&tool, limit, detail)),
+        read => read,
+    });
+    drop(work);
     let bytes = bytes?;
     let path = match cached_path {
         Some(p) => {
@@ -362,30 +444,57 @@ pub fn compile_cached_in(
     })
 }
 
-fn read_limited(path: &Path) -> Result<Vec<u8>, CompileError> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| CompileError::io(path, "read", e))?
-        .len();
-    if len > IR_LIMIT {
-        return Err(CompileError::io(
-            path,
-            "read",
-            std::io::Error::other(format!("{len} bytes, more than the {IR_LIMIT} allowed")),
-        ));
+/// The compiled image at `path`, a regular file (opened without waiting
+/// and without following a link) of at most `limit` bytes; a larger one
+/// is [`CompileError::LimitHit`] (whose tool is `path` until the caller
+/// names the tool).
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, CompileError> {
+    let read = |e| CompileError::io(path, "read", e);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+        .map_err(read)?;
+    let meta = f.metadata().map_err(read)?;
+    if !meta.is_file() {
+        return Err(read(std::io::Error::other("not a regular file")));
     }
-    std::fs::read(path).map_err(|e| CompileError::io(path, "read", e))
+    let too_big = || CompileError::LimitHit {
+        tool: path.to_path_buf(),
+        limit: Limit::Output(limit),
+        ir: None,
+        detail: None,
+    };
+    if meta.len() > limit {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(bytes)
 }
 
-/// Runs the tools in `work`; the compiled image's path.
+/// Runs the tools within `b`, in its private directory; the compiled
+/// image's path and the tool that wrote it.
 fn build(
-    work: &Path,
+    b: &Bounds<'_>,
     ir: &[u8],
     target: &Target,
     options: &CompileOptions,
     tc: &Toolchain,
-) -> Result<PathBuf, CompileError> {
-    let input = work.join("input.bc");
-    std::fs::write(&input, ir).map_err(|e| CompileError::io(&input, "write", e))?;
+) -> Result<(PathBuf, PathBuf), CompileError> {
+    let work = b.work;
+    let input = work.join(sandbox::INPUT);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&input)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, ir))
+        .map_err(|e| CompileError::io(&input, "write", e))?;
     let opt = format!("-O{}", options.opt_level);
     let mllvm: Vec<&str> = options
         .llvm_args
@@ -420,7 +529,8 @@ fn build(
                 }
                 None => {}
             }
-            run(&tc.clang, &mut c)?;
+            sandbox::run(&tc.clang, c, b)?;
+            Ok((out, tc.clang.clone()))
         }
         Target::Nvptx { sm } => {
             let cpu = format!("sm_{sm}");
@@ -432,7 +542,8 @@ fn build(
                         .arg(&input)
                         .arg("-o")
                         .arg(&out);
-                    run(llc, &mut c)?;
+                    sandbox::run(llc, c, b)?;
+                    Ok((out, llc.clone()))
                 }
                 None => {
                     let mut c = Command::new(&tc.clang);
@@ -447,7 +558,8 @@ fn build(
                     .arg(&input)
                     .arg("-o")
                     .arg(&out);
-                    run(&tc.clang, &mut c)?;
+                    sandbox::run(&tc.clang, c, b)?;
+                    Ok((out, tc.clang.clone()))
                 }
             }
         }
@@ -472,37 +584,13 @@ fn build(
             .arg(&input)
             .arg("-o")
             .arg(&obj);
-            run(&tc.clang, &mut c)?;
+            sandbox::run(&tc.clang, c, b)?;
             let mut l = Command::new(lld);
             l.arg("-shared").arg(&obj).arg("-o").arg(&out);
-            run(lld, &mut l)?;
+            sandbox::run(lld, l, b)?;
+            Ok((out, lld.clone()))
         }
     }
-    Ok(out)
-}
-
-fn run(tool: &Path, c: &mut Command) -> Result<(), CompileError> {
-    let out = c.output().map_err(|e| CompileError::Tool {
-        tool: tool.to_path_buf(),
-        message: format!("could not run it: {e}"),
-    })?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let tail: String = err
-        .lines()
-        .rev()
-        .take(20)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
-    Err(CompileError::Tool {
-        tool: tool.to_path_buf(),
-        message: format!("failed ({}):\n{tail}", out.status),
-    })
 }
 
 #[cfg(test)]
@@ -523,6 +611,37 @@ mod tests {
             Some(BackendKind::Host)
         );
         assert_eq!(Target::backend_of_triple("riscv64"), None);
+    }
+
+    #[test]
+    fn an_image_read_back_is_a_regular_file_within_the_output_limit() {
+        let dir = std::env::temp_dir().join(format!("reprise-read-{}", fastrand::u64(..)));
+        std::fs::create_dir(&dir).unwrap();
+        let image = dir.join("image.so");
+        std::fs::write(&image, vec![7u8; 4097]).unwrap();
+        assert_eq!(read_limited(&image, 4097).unwrap().len(), 4097);
+        let e = read_limited(&image, 4096).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CompileError::LimitHit {
+                    limit: Limit::Output(4096),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // A FIFO is refused without waiting for a writer; a link is not
+        // followed.
+        let fifo = dir.join("fifo.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_limited(&fifo, 4096).is_err());
+        let link = dir.join("link.so");
+        std::os::unix::fs::symlink(&image, &link).unwrap();
+        assert!(read_limited(&link, 1 << 20).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
-use super::CompileError;
+use super::sandbox::{self, Bounds, WorkDir};
+use super::{CompileError, CompileLimits};
 
 /// The LLVM tools a compile from IR uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,14 +30,24 @@ impl Toolchain {
     /// The toolchain in `dir` (a directory holding `clang`, or an LLVM
     /// prefix whose `bin/` holds it) when given, else the one on `PATH`:
     /// `clang`, then `clang-N` for the newest N found, with the `llc-N`
-    /// and `ld.lld-N` of the same version.
+    /// and `ld.lld-N` of the same version. Its version is asked of it
+    /// (`clang --version`) under the default [`CompileLimits`].
     pub fn find(dir: Option<&Path>) -> Result<Toolchain, CompileError> {
+        Toolchain::find_within(dir, &CompileLimits::default())
+    }
+
+    /// [`Toolchain::find`], asking clang its version under `limits` (those
+    /// of the compile it is found for).
+    pub fn find_within(
+        dir: Option<&Path>,
+        limits: &CompileLimits,
+    ) -> Result<Toolchain, CompileError> {
         if let Some(dir) = dir {
             for bin in [dir.to_path_buf(), dir.join("bin")] {
                 let clang = bin.join("clang");
                 if clang.is_file() {
                     let tool = |n: &str| Some(bin.join(n)).filter(|p| p.is_file());
-                    return Toolchain::with(clang, tool("llc"), tool("ld.lld"));
+                    return Toolchain::with(clang, tool("llc"), tool("ld.lld"), limits);
                 }
             }
             return Err(CompileError::NoToolchain {
@@ -43,7 +55,7 @@ impl Toolchain {
             });
         }
         if let Some(clang) = on_path("clang") {
-            return Toolchain::with(clang, on_path("llc"), on_path("ld.lld"));
+            return Toolchain::with(clang, on_path("llc"), on_path("ld.lld"), limits);
         }
         for v in VERSIONS.rev() {
             if let Some(clang) = on_path(&format!("clang-{v}")) {
@@ -51,6 +63,7 @@ impl Toolchain {
                     clang,
                     on_path(&format!("llc-{v}")),
                     on_path(&format!("ld.lld-{v}")),
+                    limits,
                 );
             }
         }
@@ -63,15 +76,20 @@ impl Toolchain {
         clang: PathBuf,
         llc: Option<PathBuf>,
         lld: Option<PathBuf>,
+        limits: &CompileLimits,
     ) -> Result<Self, CompileError> {
-        let out = Command::new(&clang)
-            .arg("--version")
-            .output()
-            .map_err(|e| CompileError::Tool {
-                tool: clang.clone(),
-                message: format!("could not run it: {e}"),
-            })?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        let work = WorkDir::new()?;
+        let bounds = Bounds {
+            work: work.path(),
+            limits,
+            deadline: Instant::now() + limits.time,
+            ir: None,
+        };
+        let mut c = Command::new(&clang);
+        c.arg("--version");
+        let out = sandbox::run(&clang, c, &bounds)?;
+        drop(work);
+        let text = sandbox::printable(&String::from_utf8_lossy(&out));
         let version = parse_tool_version(&text).ok_or_else(|| CompileError::Tool {
             tool: clang.clone(),
             message: format!(

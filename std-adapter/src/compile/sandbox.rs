@@ -1,0 +1,566 @@
+//! The one way a compile runs an external tool: bounded by the compile's
+//! [`CompileLimits`], in a private temporary directory.
+//!
+//! - **time**: the tool runs in a process group of its own; at the
+//!   compile's deadline the whole group is killed (`SIGKILL`), so a
+//!   subprocess (clang's `cc1`, the linker it starts) goes with it;
+//! - **memory**: `RLIMIT_AS` (set in the child before `exec`);
+//! - **output**: `RLIMIT_FSIZE` at one byte past the limit, with `SIGXFSZ`
+//!   ignored, so a write past it fails (`EFBIG`) instead of killing the
+//!   tool silently (LLVM's tools catch `SIGXFSZ` themselves and die by it:
+//!   both are told apart from other failures); and no core file;
+//! - **temporary files**: a directory of mode 0700 ([`WorkDir`]), the
+//!   tool's working directory and its `TMPDIR`, `TMP` and `TEMP`, removed
+//!   with what is in it when the compile ends, whichever way it ends.
+//!
+//! A tool that ends on a limit is [`CompileError::LimitHit`], naming the
+//! tool, the IR, the limit and its option; any other failure is
+//! [`CompileError::Tool`] with the end of its standard error. What a tool
+//! prints is kept bounded (the first 64 KiB of its standard output, the
+//! last 64 KiB of its standard error).
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Resource, Rlimit, Signal, WaitId, WaitIdOptions};
+
+use super::{CompileError, CompileLimits, Limit};
+
+/// How much of a tool's output is kept.
+const KEPT: usize = 64 << 10;
+
+/// The name of the IR in the private directory (written by the compile,
+/// not by a tool, so not bounded by the output limit).
+pub const INPUT: &str = "input.bc";
+
+/// How long the pipes of a tool that ended (or was killed) are read on.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// A private temporary directory: a new name in the system's temporary
+/// directory (`TMPDIR`), created with mode 0700 (never an existing one),
+/// removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct WorkDir {
+    path: PathBuf,
+}
+
+impl WorkDir {
+    /// Creates one.
+    pub fn new() -> Result<Self, CompileError> {
+        let base = std::env::temp_dir();
+        let mut last = None;
+        for _ in 0..64 {
+            let path = base.join(format!("reprise-ir-{:016x}", fastrand::u64(..)));
+            // `mkdir` creates the name or fails: an existing directory or
+            // a link planted at the name is never used.
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(WorkDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(CompileError::io(&base, "create a directory in", e)),
+            }
+        }
+        Err(CompileError::io(
+            &base,
+            "create a directory in",
+            last.unwrap_or_else(|| std::io::Error::other("no free name")),
+        ))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        // Links in it are removed, not followed.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Where and under what a compile's tools run.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds<'a> {
+    /// The private directory.
+    pub work: &'a Path,
+    /// The limits.
+    pub limits: &'a CompileLimits,
+    /// When the compile's time is up.
+    pub deadline: Instant,
+    /// The IR being compiled (named in errors).
+    pub ir: Option<&'a Path>,
+}
+
+impl Bounds<'_> {
+    /// The error of `tool` ending on `limit`.
+    pub fn hit(&self, tool: &Path, limit: Limit, detail: Option<String>) -> CompileError {
+        CompileError::LimitHit {
+            tool: tool.to_path_buf(),
+            limit,
+            ir: self.ir.map(Path::to_path_buf),
+            detail,
+        }
+    }
+}
+
+/// Runs `c` (the tool `tool`) within `b`; what it wrote to its standard
+/// output (the first 64 KiB) when it succeeded.
+pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, CompileError> {
+    let parent = rustix::process::getpid();
+    let memory = b.limits.memory;
+    // One byte past the limit: a file the tool wrote whole is at most the
+    // limit, and one that reached past it was cut short.
+    let output = b.limits.output.saturating_add(1);
+    c.current_dir(b.work)
+        .env("TMPDIR", b.work)
+        .env("TMP", b.work)
+        .env("TEMP", b.work)
+        // Messages (strerror, strsignal) in the words the classification
+        // below looks for.
+        .env("LC_ALL", "C")
+        // A crashing LLVM tool prints its stack without starting
+        // llvm-symbolizer (seconds, under the same limits).
+        .env("LLVM_DISABLE_SYMBOLIZATION", "1")
+        // glibc reserves 64 MiB of address space for each thread's arena:
+        // a linker with a thread per core would otherwise spend the memory
+        // limit on reservations.
+        .env("MALLOC_ARENA_MAX", "4")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure runs in the child between `fork` and `exec`; it
+    // allocates nothing and makes only async-signal-safe system calls
+    // (getrlimit, setrlimit, signal, prctl, getppid).
+    unsafe {
+        c.pre_exec(move || bound_self(parent, memory, output));
+    }
+    let mut child = match c.spawn() {
+        Ok(child) => child,
+        // The kernel could not map the program within the memory limit.
+        Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+            return Err(b.hit(tool, Limit::Memory(memory), Some(e.to_string())));
+        }
+        Err(e) => {
+            return Err(CompileError::Tool {
+                tool: tool.to_path_buf(),
+                message: format!("could not run it: {e}"),
+            });
+        }
+    };
+    let pid = Pid::from_child(&child);
+    let mut pipes = [
+        child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
+        child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
+    ];
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let timed_out = loop {
+        if ended(pid) {
+            break false;
+        }
+        let now = Instant::now();
+        if now >= b.deadline {
+            break true;
+        }
+        pump(
+            &mut pipes,
+            &mut stdout,
+            &mut stderr,
+            (b.deadline - now).min(Duration::from_millis(50)),
+        );
+    };
+    // The group's leader is not reaped yet (a zombie when it ended), so its
+    // id names this group still: whatever of the group is left goes, on a
+    // timeout the leader with it.
+    let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    let drained = Instant::now() + DRAIN;
+    while pipes.iter().any(Option::is_some) && Instant::now() < drained {
+        pump(
+            &mut pipes,
+            &mut stdout,
+            &mut stderr,
+            Duration::from_millis(50),
+        );
+    }
+    drop(pipes);
+    let status = child.wait().map_err(|e| CompileError::Tool {
+        tool: tool.to_path_buf(),
+        message: format!("could not wait for it: {e}"),
+    })?;
+    if timed_out {
+        return Err(b.hit(tool, Limit::Time(b.limits.time), None));
+    }
+    if status.success() {
+        return Ok(stdout);
+    }
+    let said = printable(&String::from_utf8_lossy(&stderr));
+    let line_with = |needles: &[&str]| {
+        said.lines()
+            .find(|l| needles.iter().any(|n| l.contains(n)))
+            .map(|l| l.trim().to_string())
+    };
+    // How the C library words `SIGXFSZ` and `EFBIG` (under `LC_ALL=C`):
+    // the tool, or a subprocess it reports on, wrote past the limit.
+    const OUTPUT: &[&str] = &["File size limit exceeded", "File too large"];
+    // A failed allocation, as LLVM, the C++ runtime, the dynamic loader,
+    // the C library and GNU ld say it.
+    const MEMORY: &[&str] = &[
+        "out of memory",
+        "Allocation failed",
+        "failed to map segment",
+        "Cannot allocate memory",
+        "std::bad_alloc",
+        "memory exhausted",
+    ];
+    if status.signal() == Some(libc::SIGXFSZ)
+        || line_with(OUTPUT).is_some()
+        || holds_larger_than(b.work, b.limits.output)
+    {
+        return Err(b.hit(tool, Limit::Output(b.limits.output), None));
+    }
+    if let Some(line) = line_with(MEMORY) {
+        return Err(b.hit(tool, Limit::Memory(memory), Some(line)));
+    }
+    let tail: Vec<&str> = said.lines().rev().take(20).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let mut message = format!("failed ({status}):\n{}", tail.join("\n"));
+    if status.signal().is_some() {
+        // An allocation past `RLIMIT_AS` need not say so: a tool may fault
+        // or abort instead.
+        message.push_str(&format!(
+            "\n(it was killed by a signal: if it ran out of memory, raise the compile memory \
+             limit of {} with {})",
+            Limit::Memory(memory).value(),
+            Limit::Memory(memory).option()
+        ));
+    }
+    Err(CompileError::Tool {
+        tool: tool.to_path_buf(),
+        message,
+    })
+}
+
+/// Whether a file in `dir` (or a directory below it, a few levels deep)
+/// but the IR ([`INPUT`]) is larger than `limit`: one that a tool wrote
+/// until `RLIMIT_FSIZE` stopped it.
+fn holds_larger_than(dir: &Path, limit: u64) -> bool {
+    fn walk(dir: &Path, limit: u64, depth: u32, seen: &mut u32) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        for e in entries.flatten() {
+            *seen += 1;
+            if *seen > 10_000 {
+                return false;
+            }
+            // Not following links.
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if meta.is_file() && meta.len() > limit && !(depth == 0 && e.file_name() == INPUT) {
+                return true;
+            }
+            if meta.is_dir() && depth < 4 && walk(&e.path(), limit, depth + 1, seen) {
+                return true;
+            }
+        }
+        false
+    }
+    walk(dir, limit, 0, &mut 0)
+}
+
+/// In the child, before `exec`: the limits, `SIGXFSZ` ignored, no core
+/// file, and killed with its parent (the parent's thread that waits for
+/// it). Async-signal-safe.
+fn bound_self(parent: Pid, memory: u64, output: u64) -> std::io::Result<()> {
+    for (resource, limit) in [
+        (Resource::As, memory),
+        (Resource::Fsize, output),
+        (Resource::Core, 0),
+    ] {
+        // Never above the hard limit the process has (which an
+        // unprivileged process cannot raise).
+        let limit = match rustix::process::getrlimit(resource).maximum {
+            Some(hard) => limit.min(hard),
+            None => limit,
+        };
+        rustix::process::setrlimit(
+            resource,
+            Rlimit {
+                current: Some(limit),
+                maximum: Some(limit),
+            },
+        )?;
+    }
+    // SAFETY: `signal` with `SIG_IGN` is async-signal-safe and installs
+    // no handler; the disposition is kept across `exec`.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(std::io::Error::last_os_error());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        // The parent may have gone before the line above took effect.
+        if rustix::process::getppid() != Some(parent) {
+            return Err(std::io::Error::other("the compiling process ended"));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
+    Ok(())
+}
+
+/// Whether the child `pid` has ended, leaving it unreaped (`WNOWAIT`).
+fn ended(pid: Pid) -> bool {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    match rustix::process::waitid(WaitId::Pid(pid), options) {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        Err(rustix::io::Errno::INTR) => false,
+        // No such child: gone already.
+        Err(_) => true,
+    }
+}
+
+/// Waits up to `wait` for the pipes (standard output, standard error) and
+/// reads what they hold, keeping the first [`KEPT`] bytes of the one and
+/// the last [`KEPT`] of the other; a pipe at its end (or failing) is
+/// closed.
+fn pump(pipes: &mut [Option<File>; 2], stdout: &mut Vec<u8>, stderr: &mut Vec<u8>, wait: Duration) {
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
+    let mut which: Vec<usize> = Vec::with_capacity(2);
+    for (i, p) in pipes.iter().enumerate() {
+        if let Some(f) = p {
+            fds.push(libc::pollfd {
+                fd: f.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            which.push(i);
+        }
+    }
+    if fds.is_empty() {
+        std::thread::sleep(wait);
+        return;
+    }
+    let ms = wait.as_millis().clamp(1, 1000) as libc::c_int;
+    // SAFETY: `fds` holds `fds.len()` initialised pollfd structures.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n <= 0 {
+        return;
+    }
+    let mut buf = [0u8; 16 << 10];
+    for (fd, &i) in fds.iter().zip(&which) {
+        if fd.revents == 0 {
+            continue;
+        }
+        let Some(f) = pipes[i].as_mut() else {
+            continue;
+        };
+        match f.read(&mut buf) {
+            Ok(0) => pipes[i] = None,
+            Ok(n) if i == 0 => {
+                let room = KEPT.saturating_sub(stdout.len());
+                stdout.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Ok(n) => {
+                stderr.extend_from_slice(&buf[..n]);
+                if stderr.len() > 2 * KEPT {
+                    stderr.drain(..stderr.len() - KEPT);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => pipes[i] = None,
+        }
+    }
+}
+
+/// `s` with control characters (but newlines and tabs) escaped, so that
+/// what a tool printed cannot drive the terminal it is shown on.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if (c.is_control() && c != '\n' && c != '\t') || c == '\u{fffe}' || c == '\u{ffff}' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds<'a>(work: &'a WorkDir, limits: &'a CompileLimits) -> Bounds<'a> {
+        Bounds {
+            work: work.path(),
+            limits,
+            deadline: Instant::now() + limits.time,
+            ir: Some(Path::new("k.bc")),
+        }
+    }
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn the_work_directory_is_private_and_goes_with_what_is_in_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let w = WorkDir::new().unwrap();
+        let p = w.path().to_path_buf();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        std::fs::create_dir(p.join("sub")).unwrap();
+        std::fs::write(p.join("sub/f"), b"x").unwrap();
+        drop(w);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_tool_runs_in_the_private_directory_which_is_its_tmpdir() {
+        let w = WorkDir::new().unwrap();
+        let limits = CompileLimits::default();
+        let out = run(
+            Path::new("sh"),
+            sh("pwd; echo \"$TMPDIR $TMP $TEMP\""),
+            &bounds(&w, &limits),
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let dir = w.path().display().to_string();
+        assert_eq!(text, format!("{dir}\n{dir} {dir} {dir}\n"));
+    }
+
+    #[test]
+    fn a_tool_past_the_time_limit_is_killed_with_its_subprocesses() {
+        let w = WorkDir::new().unwrap();
+        let limits = CompileLimits {
+            time: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let started = Instant::now();
+        // The `sleep` holds the pipes: only killing the group ends it.
+        let e = run(
+            Path::new("sh"),
+            sh("sleep 30; echo done"),
+            &bounds(&w, &limits),
+        )
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let text = e.to_string();
+        assert!(
+            text.contains("compile time limit of 0.300 s (--compile-timeout)")
+                && text.contains("k.bc"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_output_limit_fails_the_write_and_is_named() {
+        let w = WorkDir::new().unwrap();
+        let limits = CompileLimits {
+            output: 4096,
+            ..Default::default()
+        };
+        let e = run(
+            Path::new("sh"),
+            sh("head -c 100000 /dev/zero > big"),
+            &bounds(&w, &limits),
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("compile output limit of 4 KiB (--compile-output)"),
+            "{text}"
+        );
+        let len = std::fs::metadata(w.path().join("big")).unwrap().len();
+        assert!(len <= 4097, "{len}");
+    }
+
+    #[test]
+    fn a_tool_that_fails_silently_after_a_cut_write_is_named_at_the_output_limit() {
+        let w = WorkDir::new().unwrap();
+        // The IR is the compile's, not a tool's: larger than the limit, it
+        // is no sign of one.
+        std::fs::write(w.path().join(INPUT), vec![0u8; 10_000]).unwrap();
+        let limits = CompileLimits {
+            output: 4096,
+            ..Default::default()
+        };
+        let plain = run(Path::new("sh"), sh("exit 1"), &bounds(&w, &limits)).unwrap_err();
+        assert!(matches!(plain, CompileError::Tool { .. }), "{plain}");
+        let e = run(
+            Path::new("sh"),
+            sh("mkdir -p sub; head -c 100000 /dev/zero > sub/big 2>/dev/null; exit 1"),
+            &bounds(&w, &limits),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CompileError::LimitHit {
+                    limit: Limit::Output(4096),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_memory_limit_applies_to_the_tool() {
+        let w = WorkDir::new().unwrap();
+        let limits = CompileLimits {
+            memory: 64 << 20,
+            ..Default::default()
+        };
+        // The limits the tool sees.
+        let out = run(
+            Path::new("sh"),
+            sh("ulimit -v; ulimit -f; ulimit -c"),
+            &bounds(&w, &limits),
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "65536", "{text}");
+        // 1 GiB + 1 byte, in the shell's blocks (512 or 1024 bytes).
+        assert!(
+            [(1u64 << 30) / 512, (1u64 << 30) / 1024]
+                .map(|n| n.to_string())
+                .contains(&lines[1].to_string()),
+            "{text}"
+        );
+        assert_eq!(lines[2], "0", "{text}");
+    }
+
+    #[test]
+    fn a_failure_shows_the_end_of_what_the_tool_said_escaped() {
+        let w = WorkDir::new().unwrap();
+        let limits = CompileLimits::default();
+        let e = run(
+            Path::new("sh"),
+            sh("printf 'bad \\033[31m thing\\n' >&2; exit 3"),
+            &bounds(&w, &limits),
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("bad \\u{1b}[31m thing") && !text.contains('\u{1b}'),
+            "{text}"
+        );
+    }
+}
