@@ -224,13 +224,14 @@ impl Manifest {
         })
     }
 
-    /// Reads the manifest file at `path` (not through a symbolic link, at
-    /// most [`MAX_ENCODED_LEN`] bytes): errors name the file.
+    /// Reads the manifest file at `path` (not through a symbolic link,
+    /// without waiting on a FIFO planted there, a regular file of at most
+    /// [`MAX_ENCODED_LEN`] bytes): errors name the file.
     pub fn read(path: &Path) -> Result<Self> {
         use rustix::fs::{Mode, OFlags};
         let fd = rustix::fs::open(
             path,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| Error::io(path, "open manifest", e.into()))?;

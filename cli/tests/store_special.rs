@@ -1,0 +1,111 @@
+//! Special files planted in a capture directory's store, where reprise
+//! reads a regular file: a FIFO in place of `VERSION`, of a manifest and of
+//! a chunk file. Every command that reads them ends at once, saying what is
+//! wrong, and none waits for a writer that never comes (a hang fails the
+//! test: see `RUN_LIMIT`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// A demo capture recorded into a fresh store in `dir`: its descriptor.
+fn stored_capture(dir: &Path) -> PathBuf {
+    let out = reprise(&["demo", "--dir", s(dir)]);
+    assert_exit(&out, 0);
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the demo's descriptor")
+}
+
+fn fifo_at(path: &Path) {
+    if path.exists() {
+        std::fs::remove_file(path).unwrap();
+    }
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs each command over the capture `d` in `dir`: none hangs, and each
+/// one that reads what is planted fails saying `said`.
+fn none_hangs(dir: &Path, d: &Path, said: &str) {
+    let results = dir.with_extension("jsonl");
+    let export = dir.with_extension("exported");
+    for args in [
+        vec!["list", s(dir)],
+        vec!["inspect", s(d)],
+        vec!["replay", s(d), "--verify"],
+        vec!["check", s(dir), "--results", s(&results)],
+        vec!["export", "--dir", s(&export), s(d)],
+    ] {
+        let out = reprise(&args);
+        let (stdout, stderr) = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{args:?}:\n{stdout}{stderr}");
+        assert!(
+            stdout.contains(said) || stderr.contains(said),
+            "{args:?}:\n{stdout}{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_fifo_for_a_manifest_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let d = stored_capture(&dir);
+    let stem = d.file_stem().unwrap().to_string_lossy().into_owned();
+    fifo_at(&dir.join(format!("{stem}.record_input.chunks")));
+    none_hangs(&dir, &d, "not a regular file");
+}
+
+#[test]
+fn a_fifo_for_a_chunk_file_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let d = stored_capture(&dir);
+    let mut chunks = Vec::new();
+    for prefix in std::fs::read_dir(dir.join(".reprise-store/chunks")).unwrap() {
+        for c in std::fs::read_dir(prefix.unwrap().path()).unwrap() {
+            chunks.push(c.unwrap().path());
+        }
+    }
+    chunks.sort();
+    for c in &chunks {
+        fifo_at(c);
+    }
+    none_hangs(&dir, &d, "not a regular file");
+    for args in [vec!["du", s(&dir)], vec!["gc", s(&dir), "--grace", "0"]] {
+        let out = reprise(&args);
+        assert!(out.status.code().is_some(), "{args:?}: {:?}", text(&out));
+    }
+}
+
+#[test]
+fn a_fifo_for_the_store_version_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let d = stored_capture(&dir);
+    fifo_at(&dir.join(".reprise-store/VERSION"));
+    for args in [
+        vec!["replay", s(&d), "--verify"],
+        vec!["du", s(&dir)],
+        vec!["gc", s(&dir), "--grace", "0"],
+        vec!["demo", "--dir", s(&dir)],
+    ] {
+        let out = reprise(&args);
+        assert_exit(&out, 2);
+        assert!(
+            text(&out).1.contains("VERSION"),
+            "{args:?}: {:?}",
+            text(&out)
+        );
+    }
+    for args in [vec!["list", s(&dir)], vec!["inspect", s(&d)]] {
+        let out = reprise(&args);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {:?}", text(&out));
+    }
+}
