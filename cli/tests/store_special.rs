@@ -109,3 +109,56 @@ fn a_fifo_for_the_store_version_is_refused_at_once() {
         assert_ne!(out.status.code(), Some(0), "{args:?}: {:?}", text(&out));
     }
 }
+
+/// A manifest that seals a length the descriptor never had (64 GiB made of
+/// one chunk the store holds, named again and again) is refused by its
+/// length before a chunk is read: nothing decompresses or hashes what it
+/// claims.
+#[test]
+fn a_manifest_that_lies_about_its_length_is_refused_before_it_is_read() {
+    use reprise_std::chunks::Manifest;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = reprise::RecordConfig::default()
+        .enabled(true)
+        .dir(&dir)
+        .region_size(64 << 20)
+        .fsync(false);
+    let d = record_axpy(config, 1 << 20, 1).remove(0);
+    let stem = d.file_stem().unwrap().to_string_lossy().into_owned();
+    let path = dir.join(format!("{stem}.record_input.chunks"));
+    let m = Manifest::read(&path).unwrap();
+    let full = m.chunks()[0];
+    assert_eq!(full.len, m.chunk_size(), "a whole chunk to repeat");
+    let n = (64u64 << 30) / u64::from(m.chunk_size());
+    let lie = Manifest::new(
+        n * u64::from(m.chunk_size()),
+        m.chunk_size(),
+        vec![full; n as usize],
+    )
+    .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, lie.encode()).unwrap();
+    let export = tmp.path().join("exported");
+    for args in [
+        vec!["inspect", s(&d)],
+        vec!["list", s(&dir)],
+        vec!["replay", s(&d), "--verify"],
+        vec!["export", "--dir", s(&export), s(&d)],
+    ] {
+        let started = std::time::Instant::now();
+        let out = reprise(&args);
+        let (stdout, stderr) = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{args:?}:\n{stdout}{stderr}");
+        assert!(
+            (stdout.clone() + &stderr).contains("68719476736"),
+            "{args:?} names the length:\n{stdout}{stderr}"
+        );
+        // Reading 64 GiB takes minutes; refusing it, no time.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{args:?} read what the manifest claims"
+        );
+    }
+}

@@ -25,11 +25,9 @@ use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{Generation, KernelRecord};
 
 use super::base::{BaseOrigin, ResolvedBase};
-use super::files::{
-    FileState, GLOBALS_LIMIT, IMAGE_LIMIT, checksum, checksum_mismatch, entry_checksum_mismatch,
-    file_checksum, not_regular, open_regular,
-};
+use super::files::{checksum, checksum_mismatch, entry_checksum_mismatch, file_checksum};
 use super::offload::ImageOrigin;
+use super::open::{FileState, GLOBALS_LIMIT, IMAGE_LIMIT, not_regular, open_regular};
 use super::stored::{self, read_data};
 use super::{CapturePaths, OpenOptions};
 use crate::chunks::manifest_path;
@@ -113,7 +111,7 @@ pub struct Assessment {
     /// What the image is, when it could be read.
     pub image_kind: Option<ImageKind>,
     /// The image's bytes, when it could be read (at most
-    /// [`IMAGE_LIMIT`](super::files::IMAGE_LIMIT)).
+    /// [`IMAGE_LIMIT`](super::open::IMAGE_LIMIT)).
     pub image: Option<Vec<u8>>,
     /// The globals file's bytes, when it is there and well formed.
     pub globals: Option<Vec<u8>>,
@@ -285,9 +283,20 @@ pub fn assess(
         }
     }
     let output = output.unwrap_or(FileState::Missing);
-    if let Some(len) = input.as_ref().and_then(FileState::regular_len) {
-        check_lengths(&mut a, record, base_addr, paths, len, output.regular_len());
+    // Lengths first: a snapshot whose length (a manifest's, say) lies
+    // about the descriptor's is not read, decompressed or hashed for it.
+    let wrong = match input.as_ref().and_then(FileState::regular_len) {
+        Some(len) => length_problems(record, base_addr, paths, len, output.regular_len()),
+        None => Vec::new(),
+    };
+    let lengths_hold = wrong.is_empty();
+    for e in wrong {
+        problem(&mut a, e);
     }
+    let hashing = match hashing {
+        Hashing::All if !lengths_hold => Hashing::SmallFiles,
+        h => h,
+    };
 
     // The image: the capture's own, or one the options name.
     if let Some(path) = &options.image {
@@ -468,22 +477,19 @@ fn missing_image(record: &KernelRecord, paths: &CapturePaths) -> Error {
     }
 }
 
-/// Snapshot lengths against the descriptor, the region and each other.
-fn check_lengths(
-    a: &mut Assessment,
+/// Snapshot lengths (`input`, `output`: a file's, or what its manifest
+/// says) against the descriptor, the region and each other: what is wrong,
+/// found before a byte of them is read (the one check of an assessment and
+/// of an export).
+pub(crate) fn length_problems(
     record: &KernelRecord,
     base: Option<u64>,
     paths: &CapturePaths,
     input: u64,
     output: Option<u64>,
-) {
-    let mut problem = |error| {
-        a.findings.push(Finding {
-            error,
-            incomplete: true,
-            blocks: Blocks::Replay,
-        })
-    };
+) -> Vec<Error> {
+    let mut found = Vec::new();
+    let mut problem = |error| found.push(error);
     if let Some(size) = record.memory_size
         && size != input
     {
@@ -538,6 +544,7 @@ fn check_lengths(
             CaptureProblem::RegionInFirstPage { base },
         ));
     }
+    found
 }
 
 /// The recorder writes the backend it recorded on and the image it loaded

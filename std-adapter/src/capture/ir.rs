@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::image::{self, ImageKind};
 
-use super::files::{IMAGE_LIMIT, read_bounded};
+use super::open::{IMAGE_LIMIT, read_bounded};
 use super::paths::{CapturePaths, stem_of};
 use crate::error::{Error, Result};
 

@@ -26,7 +26,7 @@ use reprise_core::record::{Generation, KernelRecord};
 
 use super::CapturePaths;
 use super::base::{BaseOrigin, ResolvedBase};
-use super::files::open_regular;
+use super::open::open_regular;
 use crate::error::Error;
 
 /// The size of LLVM's `KernelLaunchEnvironmentTy` (18.1.8 to 22.1.8:

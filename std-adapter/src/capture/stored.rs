@@ -16,7 +16,7 @@ use crate::chunks::{self, ChunkStore, Manifest};
 use crate::error::{CaptureProblem, Error, Result, StoreProblem};
 
 use super::CapturePaths;
-use super::files::{FileState, read_bounded};
+use super::open::{FileState, read_bounded};
 
 /// The path a capture's data file is at: `raw` itself, or the manifest
 /// standing for it where `raw` is missing and the manifest is there.

@@ -23,7 +23,7 @@ use reprise_core::record::{Checksummer, Generation, KernelRecord, MAX_JSON_LEN};
 
 use crate::capture::{
     CapturePaths, DESCRIPTOR_LIMIT, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum,
-    checksum_mismatch, read_bounded, read_data, read_descriptor, stem_of,
+    checksum_mismatch, length_problems, read_bounded, read_data, read_descriptor, stem_of,
 };
 use crate::error::{CaptureProblem, Error, ExportProblem, Result, StoreProblem};
 
@@ -90,6 +90,19 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     let input = SnapshotFile::open(&src.input)?
         .ok_or_else(|| Error::capture(&src.input, CaptureProblem::MissingSnapshot))?;
     let output = SnapshotFile::open(&src.output)?;
+    // Lengths first: a manifest that lies about its length is not
+    // streamed for it.
+    let base = record.region_base;
+    let lengths = length_problems(
+        &record,
+        base,
+        &src,
+        input.len,
+        output.as_ref().map(|o| o.len),
+    );
+    if let Some(e) = lengths.into_iter().next() {
+        return Err(e);
+    }
     let globals = read_data(&src.globals, "globals file", GLOBALS_LIMIT)?;
     let image = read_data(&src.image, "device image", IMAGE_LIMIT)?;
     let sums = record.checksums;
