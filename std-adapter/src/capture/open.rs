@@ -170,4 +170,3 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
         .map_err(|e| Error::io(path, "read", e))?;
     Ok(Some(bytes))
 }
-
