@@ -36,7 +36,7 @@ pub fn run(a: DuArgs) -> Result<ExitCode> {
         out!(
             "{}",
             json!({
-                "dir": a.dir,
+                "dir": a.dir.to_string_lossy(),
                 "manifests": u.manifests,
                 "raw_bytes": u.raw_bytes,
                 "distinct_chunks": u.distinct_chunks,

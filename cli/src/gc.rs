@@ -47,7 +47,7 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
         out!(
             "{}",
             json!({
-                "dir": a.dir,
+                "dir": a.dir.to_string_lossy(),
                 "manifests": r.manifests,
                 "pins": r.pins,
                 "kept": r.kept,

@@ -137,7 +137,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             .map(|f| {
                 json!({
                     "role": f.role,
-                    "path": f.path,
+                    "path": f.path.to_string_lossy(),
                     "bytes": f.state.regular_len(),
                     "kind": match &f.state {
                         FileState::Regular(_) => "file",
@@ -188,10 +188,10 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "image_origin": d.image_origin.as_ref().map(origin_text),
             "ir": ir_of(&d).map(|(path, bytes, info)| match info {
                 Ok(i) => json!({
-                    "path": path, "bytes": bytes, "producer": i.producer,
+                    "path": path.to_string_lossy(), "bytes": bytes, "producer": i.producer,
                     "triple": i.triple, "functions": i.functions,
                 }),
-                Err(e) => json!({ "path": path, "bytes": bytes, "error": e }),
+                Err(e) => json!({ "path": path.to_string_lossy(), "bytes": bytes, "error": e }),
             }),
             "arguments": args.iter().map(|(i, v, size, in_region, off)| json!({
                 "index": i, "value": v, "size": size, "in_region": in_region, "region_offset": off,

@@ -282,14 +282,17 @@ pub fn scan(dir: &Path, verify: bool) -> Result<Vec<Entry>> {
 /// with them would refuse is a problem of the capture.
 pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     let rd = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))?;
-    let mut stems: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
+    // By the stem's bytes: names need not be UTF-8, and two that differ
+    // only where they are not must not be taken for one.
+    let mut stems: BTreeMap<Vec<u8>, Vec<(String, PathBuf)>> = BTreeMap::new();
     let mut out = Vec::new();
     // The LLVM 16 descriptors whose bases are derived, read once for all.
     let siblings = OnceCell::new();
     let mut names: Vec<_> = rd.filter_map(|e| e.ok()).collect();
     names.sort_by_key(|e| e.file_name());
     for e in names {
-        let name = e.file_name().to_string_lossy().into_owned();
+        let raw = e.file_name();
+        let name = raw.to_string_lossy().into_owned();
         let path = e.path();
         // A recorder's report: read for its counts ([`report_counts`]).
         if name.ends_with(crate::recorder::report::REPORT_SUFFIX) {
@@ -303,7 +306,11 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
             continue;
         }
         if let Some((stem, ext)) = split_data_name(&name) {
-            stems.entry(stem.to_string()).or_default().push((ext, path));
+            // The extension is ASCII: the stem is the name's bytes before it.
+            let suffix = name.len() - stem.len();
+            let bytes = std::os::unix::ffi::OsStrExt::as_bytes(raw.as_os_str());
+            let stem = bytes[..bytes.len() - suffix].to_vec();
+            stems.entry(stem).or_default().push((ext, path));
         }
     }
     for (_, files) in stems {

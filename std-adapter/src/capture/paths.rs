@@ -48,11 +48,12 @@ impl CapturePaths {
     }
 }
 
-/// `dir/STEM.json` -> `dir/STEM`.
+/// `dir/STEM.json` -> `dir/STEM`, byte for byte (a name need not be
+/// UTF-8).
 pub fn stem_of(descriptor: &Path) -> PathBuf {
-    let s = descriptor.as_os_str().to_string_lossy();
-    match s.strip_suffix(".json") {
-        Some(stem) => PathBuf::from(stem),
+    use std::os::unix::ffi::OsStrExt as _;
+    match descriptor.as_os_str().as_bytes().strip_suffix(b".json") {
+        Some(stem) => PathBuf::from(std::ffi::OsStr::from_bytes(stem)),
         None => descriptor.to_path_buf(),
     }
 }

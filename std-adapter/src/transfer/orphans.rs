@@ -34,23 +34,35 @@ pub struct OrphanReport {
     pub left_for_writers: u64,
 }
 
+/// The descriptor of the capture the manifest named `name` in `dir`
+/// belongs to (`STEM.json` for `STEM.EXT.chunks`, a capture file extension
+/// `EXT`), the stem taken byte for byte: `None` for a name that is no
+/// manifest's.
+fn descriptor_of(dir: &Path, name: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let text = name.to_string_lossy();
+    let raw = text.strip_suffix(chunks::layout::MANIFEST_SUFFIX)?;
+    if text.starts_with('.') {
+        return None;
+    }
+    let (stem, _) = split_data_name(raw)?;
+    // What follows the stem is ASCII: the stem is the name's bytes before.
+    let bytes = name.as_bytes();
+    let mut descriptor = bytes[..bytes.len() - (text.len() - stem.len())].to_vec();
+    descriptor.extend_from_slice(b".json");
+    Some(dir.join(std::ffi::OsStr::from_bytes(&descriptor)))
+}
+
 /// The manifests in `dir` whose capture has no descriptor: `STEM.EXT.chunks`
 /// for a capture file extension `EXT`, and no `STEM.json`. Sorted.
 pub fn orphan_manifests(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
         let Ok(e) = e else { continue };
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(raw) = name.strip_suffix(chunks::layout::MANIFEST_SUFFIX) else {
+        let Some(descriptor) = descriptor_of(dir, &e.file_name()) else {
             continue;
         };
-        if name.starts_with('.') {
-            continue;
-        }
-        let Some((stem, _)) = split_data_name(raw) else {
-            continue;
-        };
-        if std::fs::symlink_metadata(dir.join(format!("{stem}.json"))).is_err() {
+        if std::fs::symlink_metadata(descriptor).is_err() {
             out.push(e.path());
         }
     }
@@ -98,14 +110,10 @@ pub fn remove_orphans(dir: &Path, grace: Duration) -> Result<OrphanReport> {
     }
     for m in manifests {
         // Its descriptor may have come since the listing.
-        let name = m.file_name().map(|n| n.to_string_lossy().into_owned());
-        let raw = name
-            .as_deref()
-            .and_then(|n| n.strip_suffix(chunks::layout::MANIFEST_SUFFIX));
-        let Some((stem, _)) = raw.and_then(split_data_name) else {
+        let Some(descriptor) = m.file_name().and_then(|n| descriptor_of(dir, n)) else {
             continue;
         };
-        if std::fs::symlink_metadata(dir.join(format!("{stem}.json"))).is_ok() {
+        if std::fs::symlink_metadata(descriptor).is_ok() {
             continue;
         }
         match std::fs::remove_file(&m) {
