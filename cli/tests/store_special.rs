@@ -162,3 +162,66 @@ fn a_manifest_that_lies_about_its_length_is_refused_before_it_is_read() {
         );
     }
 }
+
+/// A capture directory swapped for a link while a recording runs: every
+/// capture still lands whole in the directory the recording began in
+/// (descriptors, manifests and chunks alike), and nothing goes where the
+/// link leads.
+#[test]
+fn a_directory_swapped_for_a_link_mid_record_keeps_every_capture_whole() {
+    use reprise::{Args, HostExecutor, Recorder};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let began = tmp.path().join("d-began");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for format in [reprise::CaptureFormat::Store, reprise::CaptureFormat::Raw] {
+        let _ = std::fs::remove_file(&dir);
+        let _ = std::fs::remove_dir_all(&began);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = reprise::RecordConfig::default()
+            .enabled(true)
+            .dir(&dir)
+            .region_size(64 << 20)
+            .fsync(false)
+            .format(format);
+        let mut rec = Recorder::new(HostExecutor::new().unwrap(), 0, config).unwrap();
+        let n = 1024usize;
+        let x = rec.alloc((n * 4) as u64, 64).unwrap();
+        let y = rec.alloc((n * 4) as u64, 64).unwrap();
+        let calls = rec.alloc(8, 8).unwrap();
+        rec.upload(x, &vec![1u8; n * 4]).unwrap();
+        let image = rec.load_image(AXPY).unwrap();
+        let k = rec.kernel(image, "axpy").unwrap();
+        let args = Args::new().ptr(x).ptr(y).scalar(n as u64).ptr(calls);
+        reprise::block_on(async {
+            rec.launch(&k, geometry(4, 64), &args).await.unwrap();
+            rec.synchronize().await.unwrap();
+            // The directory goes, and a link to another takes its name.
+            std::fs::rename(&dir, &began).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+            for _ in 0..3 {
+                rec.launch(&k, geometry(4, 64), &args).await.unwrap();
+            }
+            rec.finish().await.unwrap();
+        });
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).unwrap().count(),
+            0,
+            "{format:?}: nothing went where the link leads"
+        );
+        let descriptors = std::fs::read_dir(&began)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "json")
+            })
+            .count();
+        assert_eq!(descriptors, 4, "{format:?}");
+        let out = reprise(&["list", s(&began)]);
+        assert_exit(&out, 0);
+    }
+}

@@ -11,6 +11,12 @@
 //! the descriptor as the raw files are; the chunks are stored (and pinned
 //! against a concurrent `gc`) before any manifest naming them is, and the
 //! descriptor still comes last.
+//!
+//! A [`CaptureStore`] opens its directory once and writes every file (the
+//! descriptors, the data files or manifests, the chunk store) relative to
+//! that descriptor: should the directory's path be swapped for a link
+//! while a recording runs, every capture still lands whole in the
+//! directory it began in.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -45,6 +51,8 @@ pub const TEMP_PREFIX: &str = ".reprise-tmp.";
 #[derive(Debug)]
 pub struct CaptureStore {
     dir: PathBuf,
+    /// The directory, open: every file is written relative to it.
+    dir_fd: rustix::fd::OwnedFd,
     fsync: bool,
     /// How the data files are written.
     format: CaptureFormat,
@@ -132,8 +140,10 @@ impl CaptureStore {
     ) -> Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+        let dir_fd = open_dir(&dir)?;
         Ok(CaptureStore {
             dir,
+            dir_fd,
             fsync,
             format,
             chunks: OnceLock::new(),
@@ -169,7 +179,12 @@ impl CaptureStore {
             fsync: self.fsync,
             ..StoreOptions::default()
         };
-        let store = ChunkStore::create(&self.dir, options)?;
+        let store = ChunkStore::create_at(
+            &self.dir,
+            &self.dir_fd,
+            options,
+            crate::chunks::layout::FORMAT_VERSION,
+        )?;
         // Another writer thread may have set it meanwhile: either will do.
         let _ = self.chunks.set(store);
         self.chunks
@@ -194,7 +209,9 @@ impl CaptureStore {
         let mut n = 2;
         let taken = |descriptor: &Path| {
             let input = CapturePaths::new(descriptor, Generation::Reprise).input;
-            descriptor.exists() || input.exists() || manifest_path(&input).exists()
+            [descriptor.to_path_buf(), manifest_path(&input), input]
+                .iter()
+                .any(|p| self.exists(p))
         };
         while taken(&candidate) {
             candidate = self.dir.join(format!("{base}.{n}.json"));
@@ -286,7 +303,7 @@ impl CaptureStore {
                     // chunk a crash could lose).
                     let manifest = |k: usize, m: &crate::chunks::Manifest| {
                         let encoded = m.encode();
-                        let staged = stage(&manifest_path(files[k].0), &encoded, self.fsync)?;
+                        let staged = self.stage(&manifest_path(files[k].0), &encoded)?;
                         Ok((staged, encoded.len()))
                     };
                     // The snapshots' checksums, and the descriptor they
@@ -297,7 +314,7 @@ impl CaptureStore {
                         record.checksums.input = Some(input);
                         record.checksums.output = output;
                         let json = descriptor_json(record, &descriptor)?;
-                        Ok::<_, Error>((stage(&descriptor, &json, self.fsync)?, json.len()))
+                        Ok::<_, Error>((self.stage(&descriptor, &json)?, json.len()))
                     };
                     let (puts, staged) =
                         store.put_all(&pin, &parts, manifest, descriptor_staged)?;
@@ -332,7 +349,9 @@ impl CaptureStore {
             let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
             images.retain(|_, p| p != &paths.image);
             for p in written {
-                let _ = fs::remove_file(p);
+                if let Some(name) = p.file_name() {
+                    let _ = rustix::fs::unlinkat(&self.dir_fd, name, rustix::fs::AtFlags::empty());
+                }
             }
             return Err(e);
         }
@@ -349,19 +368,42 @@ impl CaptureStore {
     /// Makes the renames into the directory durable (with `fsync`).
     fn sync_dir(&self) -> Result<()> {
         if self.fsync {
-            File::open(&self.dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(&self.dir, "sync directory", e))?;
+            rustix::fs::fsync(&self.dir_fd)
+                .map_err(|e| Error::io(&self.dir, "sync directory", e.into()))?;
         }
         Ok(())
+    }
+
+    /// Whether something is at `path` (a name in the directory), not
+    /// following a link.
+    fn exists(&self, path: &Path) -> bool {
+        path.file_name().is_some_and(|name| {
+            rustix::fs::statat(&self.dir_fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        })
+    }
+
+    /// [`stage`] of `path`, a name in the directory, relative to it.
+    fn stage(&self, path: &Path, bytes: &[u8]) -> Result<Staged> {
+        let dirfd = rustix::io::dup(&self.dir_fd)
+            .map_err(|e| Error::io(&self.dir, "open directory", e.into()))?;
+        stage_at(dirfd, path, bytes, self.fsync)
     }
 
     /// Writes the image, or links an earlier capture's; returns the bytes
     /// written (none for a link).
     fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<u64> {
         let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = images.get(&sum)
-            && fs::hard_link(existing, path).is_ok()
+        if let (Some(existing), Some(name)) = (
+            images.get(&sum).and_then(|p| p.file_name()),
+            path.file_name(),
+        ) && rustix::fs::linkat(
+            &self.dir_fd,
+            existing,
+            &self.dir_fd,
+            name,
+            rustix::fs::AtFlags::empty(),
+        )
+        .is_ok()
         {
             return Ok(0);
         }
@@ -370,9 +412,10 @@ impl CaptureStore {
         Ok(image.len() as u64)
     }
 
-    /// Writes `bytes` to a temporary name, flushes, and renames to `path`.
+    /// Writes `bytes` to a temporary name, flushes, and renames to `path`
+    /// (a name in the store's directory, written relative to it).
     pub fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        write_atomically(path, bytes, self.fsync)
+        self.stage(path, bytes)?.place()
     }
 }
 
@@ -437,11 +480,29 @@ pub struct Staged {
 /// Writes `bytes` for `path` as [`write_atomically`] does, short of the
 /// rename ([`Staged::place`]).
 pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
-    use rustix::fs::{Mode, OFlags};
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    stage_at(open_dir(dir)?, path, bytes, fsync)
+}
+
+/// The directory at `dir`, open (following a link to it: the caller's
+/// choice of directory).
+fn open_dir(dir: &Path) -> Result<rustix::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(dir, "open directory", e.into()))
+}
+
+/// [`stage`] of the file named as `path`'s last part, in the directory
+/// open as `dirfd` (whatever `path`'s directory names now).
+fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
+    use rustix::fs::{Mode, OFlags};
     let name = path
         .file_name()
         .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))?;
@@ -450,12 +511,6 @@ pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
         return Err(io("create")(rustix::io::Errno::IO));
     }
-    let dirfd = rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))?;
     let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
     let mut attempt = 0;
     let (tmp, fd) = loop {
