@@ -9,6 +9,10 @@
 use reprise_core::globals::{self, Layout};
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
+/// The protocol of `reprise check`'s workers, as the suite reads it.
+#[path = "../cli/src/check/protocol.rs"]
+mod protocol;
+
 /// A target's body.
 pub type Target = fn(&[u8]);
 
@@ -23,6 +27,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("offload", offload),
     ("amdgpu_code_object", amdgpu_code_object),
     ("chunk_manifest", chunk_manifest),
+    ("check_protocol", check_protocol),
 ];
 
 /// A descriptor of any generation: read; when it reads, written in each key
@@ -434,4 +439,52 @@ pub fn chunk_manifest(data: &[u8]) {
     body.extend_from_slice(&(count as u32).to_le_bytes());
     body.extend_from_slice(&entries[..count * 36]);
     read(&sealed(body));
+}
+
+/// What a `reprise check` worker printed for one capture (its stdout, cut
+/// into lines; the capture's code may print anything there), read as the
+/// suite reads it: a result is taken only from exactly one well-formed
+/// marked line, what is taken is what was printed, and a request written
+/// reads back the same.
+pub fn check_protocol(data: &[u8]) {
+    use protocol::{Lines, MARK, NoResult, Report, Request};
+    let mut lines = Lines::default();
+    let mut marked = 0;
+    let mut last = None;
+    for line in data.split(|&b| b == b'\n') {
+        if lines.add(line) {
+            marked += 1;
+            let text = String::from_utf8_lossy(line);
+            last = text
+                .trim_end()
+                .strip_prefix(MARK)
+                .and_then(|j| serde_json::from_str::<Report>(j).ok());
+        }
+    }
+    assert_eq!(lines.marked(), marked);
+    match lines.one(true) {
+        Ok(r) => {
+            assert_eq!(marked, 1, "a result taken from {marked} marked lines");
+            assert_eq!(Some(&r), last.as_ref());
+            // What the worker would print for it reads back the same.
+            let mut again = Lines::default();
+            for line in r.line().split('\n') {
+                again.add(line.as_bytes());
+            }
+            assert_eq!(again.one(true).as_ref(), Ok(&r));
+        }
+        Err(NoResult::None) => assert_eq!(marked, 0),
+        Err(NoResult::Several(n)) => assert!(n > 1 && n == marked),
+        Err(NoResult::Malformed) => assert!(marked == 1 && last.is_none()),
+        Err(NoResult::Unclean) => unreachable!("the worker ended cleanly"),
+    }
+    // Any bytes as a request's paths survive the line they travel on.
+    let (a, b) = data.split_at(data.len() / 2);
+    let req = Request {
+        capture: a.to_vec(),
+        output: b.to_vec(),
+    };
+    let line = serde_json::to_string(&req).expect("a request serializes");
+    assert!(!line.contains('\n'));
+    assert_eq!(serde_json::from_str::<Request>(&line).ok(), Some(req));
 }

@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (default 60 s)
 #   scripts/fuzz.sh all [SECONDS]      every target in turn
 # Targets: descriptor, globals, image_kind, host_elf, cuda_image, offload,
-# amdgpu_code_object, chunk_manifest.
+# amdgpu_code_object, chunk_manifest, check_protocol.
 # The kept corpus of a target is one file, fuzz/corpus/TARGET.pack (each
 # input as a little-endian u64 length and its bytes), which
 # tests/fuzz_regressions.rs replays on the stable toolchain. A run unpacks
@@ -14,7 +14,7 @@
 # stable test keeps replaying it.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
-targets=(descriptor globals image_kind host_elf cuda_image offload amdgpu_code_object chunk_manifest)
+targets=(descriptor globals image_kind host_elf cuda_image offload amdgpu_code_object chunk_manifest check_protocol)
 pack() { # dir file
     python3 - "$1" "$2" <<'PY'
 import os, struct, sys
