@@ -18,10 +18,15 @@ use crate::ui::human_bytes;
 /// manifest; descriptors stay as they are, and every capture replays,
 /// lists and exports as before (`reprise export` writes the raw files back
 /// byte for byte). Each file is stored and flushed, its manifest renamed
-/// into place and flushed, and only then is the raw file removed: a kill
-/// at any point leaves either the raw file or a whole manifest (or both:
-/// running import again finishes it). Prints what it moved and the bytes
-/// saved. Exit 0 on success, 2 on an error.
+/// into place and flushed, the file read back whole from the store (every
+/// chunk checked against its name, the bytes against what was read from
+/// the raw file), and only then is the raw file removed: a kill at any
+/// point leaves either the raw file or a whole manifest (or both: running
+/// import again finishes it), and a file whose capture does not read back
+/// is left, and named. Something other than a chunk found at a chunk's
+/// name in the store (a directory, a link, a FIFO, a damaged file) is
+/// moved aside, never taken for the chunk. Prints what it moved and the
+/// bytes saved. Exit 0 on success, 2 on an error.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     /// The capture directory.
@@ -45,14 +50,14 @@ pub fn run(a: ImportArgs) -> Result<ExitCode> {
         out!(
             "{}",
             json!({
-                "dir": a.dir,
+                "dir": a.dir.to_string_lossy(),
                 "dry_run": a.dry_run,
                 "captures": r.captures,
                 "moved": r.moved.iter().map(|m| json!({
-                    "raw": m.raw, "manifest": m.manifest, "bytes": m.bytes,
+                    "raw": m.raw.to_string_lossy(), "manifest": m.manifest.to_string_lossy(), "bytes": m.bytes,
                 })).collect::<Vec<_>>(),
                 "skipped": r.skipped.iter().map(|s| json!({
-                    "path": s.path, "why": s.why,
+                    "path": s.path.to_string_lossy(), "why": s.why,
                 })).collect::<Vec<_>>(),
                 "raw_bytes": r.raw_bytes,
                 "freed_bytes": r.freed_bytes,

@@ -51,8 +51,14 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 /// allocations once the region was full) or at a global is recorded with a
 /// mark that `reprise inspect` shows, and counted in the summary. A launch
 /// the driver refuses (a block past its limit, say) is the program's own
-/// error, passed back to it unchanged, and counted as refused. The exit status is the program's
-/// (128 + N when signal N ended it).
+/// error, passed back to it unchanged, and counted as refused.
+///
+/// A capture counts as recorded only once it would pass `reprise list`: one
+/// whose files do not assess whole (a chunk missing from the store, not a
+/// regular file, or of a length no file of it has; a manifest malformed; a
+/// file missing) is counted as failed and named. The exit status is the
+/// program's (128 + N when signal N ended it), or 1 when the program
+/// exited 0 and a capture failed so.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
     /// Where the captures go.
@@ -343,7 +349,7 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
-    let text = std::fs::read_to_string(&summary.0).unwrap_or_default();
+    let text = crate::side_files::read_text(&summary.0, "recording summary").unwrap_or_default();
     let counts = Summary::parse(&text);
     // The program's own count, from its interposer's summary: other
     // programs may record into the same directory at once (an MPI job's
@@ -354,11 +360,15 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     } else {
         counts.recorded
     };
+    // What `list` would call broken is not recorded.
+    let failed = not_whole(&new);
+    let recorded = recorded.saturating_sub(failed.len() as u64);
     note!(
         "reprise record: {} recorded in {}{}",
         summary::launches(recorded),
         a.dir.display(),
-        new.first()
+        new.iter()
+            .find(|p| !failed.iter().any(|(f, _)| f == *p))
             .map(|p| format!(
                 " (replay one: {} replay --verify {})",
                 crate::ui::invocation(),
@@ -376,13 +386,66 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     if let Some(t) = counts.skipped_text() {
         note!("reprise record: {t}");
     }
+    if !failed.is_empty() {
+        note!(
+            "reprise record: {} not stored whole, so not recorded (reprise list calls {} BROKEN):",
+            if failed.len() == 1 {
+                "1 capture".to_string()
+            } else {
+                format!("{} captures", failed.len())
+            },
+            if failed.len() == 1 { "it" } else { "them" }
+        );
+        for (path, why) in &failed {
+            note!("  {}: {why}", path.display());
+        }
+    }
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
+        (Some(0), _) if !failed.is_empty() => 1,
         (Some(c), _) => c,
         (None, Some(sig)) => 128 + sig,
         _ => 1,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// The captures among `new` (descriptors) whose files do not assess whole
+/// as `reprise list` judges them, without hashing the snapshots: every
+/// chunk a manifest names a regular file of a length a file of it may
+/// have, every manifest well formed, every file there and regular (the
+/// globals and the image are read back). Each with what is wrong.
+fn not_whole(new: &[PathBuf]) -> Vec<(PathBuf, String)> {
+    use reprise::CaptureProblem as P;
+    let of_files = |e: &reprise::Error| {
+        matches!(
+            e.capture_problem(),
+            Some(
+                P::MissingChunk { .. }
+                    | P::DamagedChunk { .. }
+                    | P::BadManifest(_)
+                    | P::NoStore { .. }
+                    | P::MissingSnapshot
+                    | P::NotRegular { .. }
+                    | P::Unreadable { .. }
+                    | P::Vanished
+            )
+        ) || e.store_problem().is_some()
+    };
+    new.iter()
+        .filter_map(|d| match reprise::list::describe(d, false) {
+            Err(e) => Some((d.clone(), e.named(crate::error::FLAGS).to_string())),
+            Ok(desc) => {
+                let wrong: Vec<String> = desc
+                    .findings
+                    .iter()
+                    .filter(|f| f.incomplete && of_files(&f.error))
+                    .map(|f| f.error.named(crate::error::FLAGS).to_string())
+                    .collect();
+                (!wrong.is_empty()).then(|| (d.clone(), wrong.join("; ")))
+            }
+        })
+        .collect()
 }
 
 /// Why `--device-hashing` (or `REPRISE_RECORD_DEVICE_HASHING=1`) cannot

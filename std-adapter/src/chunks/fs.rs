@@ -4,9 +4,11 @@
 //! and placed under their final name by `linkat`, which never replaces what
 //! is there.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps};
@@ -31,12 +33,15 @@ pub(super) fn open_or_make_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd>
     open_dir(at, name)
 }
 
-/// Opens the regular file `name` in `at` for reading, refusing a link.
+/// Opens the file `name` in `at` for reading, refusing a link, and
+/// without waiting (`O_NONBLOCK`: a FIFO or a device planted there opens
+/// at once, and its `fstat` then says it is no regular file; a regular
+/// file reads as ever). The caller checks what it opened.
 pub(super) fn open_file(at: impl AsFd, name: &str) -> io::Result<File> {
     let fd = rustix::fs::openat(
         at,
         name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
     Ok(File::from(fd))
@@ -124,22 +129,54 @@ pub(crate) fn remove(dir: impl AsFd, name: &str) -> io::Result<()> {
     }
 }
 
-/// Sets `name`'s modification time in `dir` to now (not through a link).
-pub(super) fn touch(dir: impl AsFd, name: &str) -> io::Result<()> {
+/// Removes `name` from `dir` whatever it is: a file, a link (not what it
+/// points at), or a directory with everything in it, each level opened
+/// `O_NOFOLLOW` relative to the one above, at most `depth` levels deep
+/// (deeper is an error, and what was above it stays). One already gone
+/// is fine.
+pub(super) fn remove_all(dir: impl AsFd, name: &OsStr, depth: u32) -> io::Result<()> {
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        Err(Errno::ISDIR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if depth == 0 {
+        return Err(io::Error::other("nested too deep to remove"));
+    }
+    let inner = match rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for (entry, _) in names(&inner)? {
+        remove_all(&inner, OsStr::from_bytes(&entry), depth - 1)?;
+    }
+    match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Now, as a time to set a file's times to.
+fn now() -> Timestamps {
     let now = rustix::fs::Timespec {
         tv_sec: 0,
         tv_nsec: rustix::fs::UTIME_NOW,
     };
-    let times = Timestamps {
+    Timestamps {
         last_access: now,
         last_modification: now,
-    };
-    Ok(rustix::fs::utimensat(
-        dir,
-        name,
-        &times,
-        AtFlags::SYMLINK_NOFOLLOW,
-    )?)
+    }
+}
+
+/// Sets the open file `file`'s modification time to now.
+pub(super) fn touch_open(file: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::futimens(file, &now())?)
 }
 
 /// A file's modification time, as a length of time since the epoch

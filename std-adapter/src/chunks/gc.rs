@@ -22,7 +22,9 @@
 //! pin. If gc read the pin after the append, it keeps the chunk (3). If it
 //! read it before, the touch came after `T`, so the chunk is young (5): a
 //! touch before gc's rename shows on the renamed file, which is linked
-//! back; a touch after it finds no chunk, and the writer writes it anew.
+//! back; a touch after it (made through the file's descriptor, the writer
+//! having opened it to compare its bytes) is followed by a look at the
+//! chunk's name, which finds no chunk, and the writer writes it anew.
 //! If gc found no pin at all, the writer had placed its manifest before
 //! gc listed the manifests (4 comes after 3). `grace` (default 5 minutes)
 //! only absorbs clocks: file times are the file system's (the kernel's, or
@@ -198,6 +200,16 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
                 && leftovers::locked(&tmp_fd, name).map_err(io(&path, "lock"))? == Some(false)
         } else if name.starts_with(tmp::VERSION) {
             mtime < young
+        } else if name.starts_with(tmp::DISPLACED) {
+            // What a writer found at a chunk's name and moved aside: a
+            // directory, whatever it holds, goes too (never followed
+            // through a link). One that cannot go stays, shown by `list`,
+            // and stops nothing.
+            match fs::remove_all(&tmp_fd, std::ffi::OsStr::new(name), DISPLACED_DEPTH) {
+                Ok(()) => report.temp_removed += 1,
+                Err(e) => log::warn!("{}: {e} (left as it is)", path.display()),
+            }
+            continue;
         } else {
             // Another gc's start marker: that gc is gone (this one holds
             // the lock).
@@ -294,6 +306,10 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
     }
     Ok(report)
 }
+
+/// How deep a directory moved aside from a chunk's name may nest for gc
+/// to remove it (deeper stays, and gc says why).
+const DISPLACED_DEPTH: u32 = 64;
 
 pub(super) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
     rustix::fs::open(

@@ -186,6 +186,12 @@ pub(super) mod tmp {
     pub const DOOMED: &str = "gc.";
     /// gc's start marker, whose time is gc's start.
     pub const START: &str = "start.";
+    /// Something that was at a chunk's name and was not the chunk (a
+    /// directory, a link, a FIFO, a damaged file), moved aside by a writer
+    /// that then stored the chunk: `displaced.RANDOM`. The writer removes
+    /// it at once, but for a directory with anything in it, which gc
+    /// removes.
+    pub const DISPLACED: &str = "displaced.";
 }
 
 /// The manifest's path of the raw capture file `raw`: its name plus

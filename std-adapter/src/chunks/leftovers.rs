@@ -32,6 +32,10 @@ pub enum LeftoverKind {
     GcStart,
     /// The store's `VERSION` being written.
     VersionWrite,
+    /// Something that was at a chunk's name and was not the chunk (a
+    /// directory with files in it), moved aside by the writer that then
+    /// stored the chunk.
+    Displaced,
 }
 
 impl LeftoverKind {
@@ -48,6 +52,9 @@ impl LeftoverKind {
             }
             LeftoverKind::GcStart => "start marker of an interrupted gc (gc removes it)",
             LeftoverKind::VersionWrite => "the store's VERSION, being written",
+            LeftoverKind::Displaced => {
+                "what was at a chunk's name and was not the chunk, moved aside (gc removes it)"
+            }
         }
     }
 }
@@ -181,6 +188,8 @@ pub fn store_leftovers(dir: impl AsRef<Path>) -> Result<Vec<Leftover>> {
             (!gc_running).then_some(LeftoverKind::GcStart)
         } else if name.starts_with(tmp::VERSION) {
             Some(LeftoverKind::VersionWrite)
+        } else if name.starts_with(tmp::DISPLACED) {
+            Some(LeftoverKind::Displaced)
         } else {
             None
         };

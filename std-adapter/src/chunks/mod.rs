@@ -12,8 +12,11 @@
 //!
 //! Several writers, in one process or many (an MPI job's ranks), may write
 //! one store at once: a chunk is compressed into a fresh temporary file and
-//! linked to its name, which never replaces a chunk that is there (another
-//! writer stored the same bytes), and a chunk file is never rewritten.
+//! linked to its name, which never replaces what is there. A regular file
+//! there holding the chunk's bytes is another writer's of the same bytes
+//! (a whole chunk file is never rewritten); anything else at a chunk's
+//! name (a directory, a link, a FIFO, a damaged file) is not taken for
+//! the chunk: it is moved aside and the chunk stored.
 //! Manifests are renamed into place by the caller
 //! (`reprise_std::store::write_atomically`). [`gc`] removes the chunks no
 //! manifest names while writers write, and [`usage`] says what the store

@@ -321,6 +321,67 @@ impl ChunkStore {
         problems
     }
 
+    /// [`ChunkStore::missing`], and the chunks whose file is of a length
+    /// no file of the chunk has: larger than zstd's bound for its length
+    /// ([`ChunkFault::TooLarge`]), or shorter than both its plain bytes
+    /// (format 2) and the shortest zstd frame ([`ChunkFault::TooShort`]:
+    /// an empty file, say). Still no chunk is read: one look at each name,
+    /// what a capture's quick assessment (`list --no-checksums`, and
+    /// `reprise record` before it counts a capture) asks.
+    pub fn glance(&self, m: &Manifest) -> Vec<ChunkProblem> {
+        let mut problems = Vec::new();
+        for (index, c) in self.distinct(m, |_| true) {
+            let hex = c.hash.hex();
+            let name = std::str::from_utf8(&hex).unwrap_or_default();
+            let fault = match self.prefix_dir(c.hash.0[0], false) {
+                Ok(dir) => match fs::stat(dir, name) {
+                    Ok(Some((FileType::RegularFile, len, _))) => match self.implausible(&c, len) {
+                        Some(fault) => fault,
+                        None => continue,
+                    },
+                    Ok(Some(_)) => ChunkFault::NotRegular,
+                    Ok(None) => ChunkFault::Missing,
+                    Err(e) => ChunkFault::Unreadable { kind: e.kind() },
+                },
+                Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
+                    ChunkFault::Missing
+                }
+                Err(e) => ChunkFault::Unreadable { kind: e.kind() },
+            };
+            problems.push(ChunkProblem {
+                index: index as u32,
+                hash: c.hash,
+                fault,
+            });
+        }
+        problems
+    }
+
+    /// What is wrong with a file of `len` bytes for chunk `c`, by its
+    /// length alone; `None` when a file of the chunk may be that long.
+    fn implausible(&self, c: &ChunkRef, len: u64) -> Option<ChunkFault> {
+        /// The shortest zstd frame: magic number, frame header, one block
+        /// header.
+        const MIN_FRAME: u64 = 9;
+        let plain = self.version >= layout::PLAIN_CHUNKS_SINCE;
+        let limit = zstd::zstd_safe::compress_bound(c.len as usize) as u64;
+        if plain && len == u64::from(c.len) {
+            None
+        } else if len > limit {
+            Some(ChunkFault::TooLarge { len, limit })
+        } else if len < MIN_FRAME {
+            // A chunk under 9 bytes has a plain file shorter than a frame.
+            let least = if plain && len < u64::from(c.len) {
+                MIN_FRAME.min(u64::from(c.len))
+            } else {
+                MIN_FRAME
+            };
+            Some(ChunkFault::TooShort { len, least })
+        } else {
+            None
+        }
+    }
+
     /// The distinct chunks of `m` that `keep` keeps, each at its first
     /// place.
     fn distinct(&self, m: &Manifest, keep: impl Fn(&ChunkHash) -> bool) -> Vec<(usize, ChunkRef)> {

@@ -237,6 +237,14 @@ pub enum ChunkFault {
         /// The most a compressed chunk of its length takes.
         limit: u64,
     },
+    /// Its file is shorter than any file of the chunk can be (an empty
+    /// file, say): neither its plain bytes nor a zstd frame of them.
+    TooShort {
+        /// The file's length.
+        len: u64,
+        /// The least a file of the chunk takes.
+        least: u64,
+    },
     /// Its file is no zstd data, or damaged zstd data, or holds more than
     /// the chunk's length.
     Undecompressible,
@@ -266,6 +274,11 @@ impl fmt::Display for ChunkFault {
                 f,
                 "is {len} bytes compressed, more than any compression of it ({limit} bytes at \
                  most): damaged"
+            ),
+            C::TooShort { len, least } => write!(
+                f,
+                "is {len} bytes, shorter than any file of it can be ({least} bytes at least): \
+                 damaged"
             ),
             C::Undecompressible => f.write_str("does not decompress (damaged)"),
             C::WrongLength { found, expected } => write!(
@@ -429,6 +442,20 @@ pub enum StoreProblem {
     /// A capture cannot be exported to the format asked for as that
     /// format's own recorder would have written it (`reprise export`).
     Export(ExportProblem),
+    /// Something other than the chunk (a directory, a link, a FIFO, a
+    /// damaged file) was at the chunk's name each time the writer moved
+    /// it aside to store the chunk: another process keeps putting it
+    /// there, and the chunk is not stored.
+    Occupied {
+        /// How many times it was found there.
+        tries: u32,
+    },
+    /// A file moved into the store reads back from it as other bytes
+    /// than the file holds (`reprise import`): the file is kept.
+    ReadBackDiffers {
+        /// The file.
+        raw: PathBuf,
+    },
 }
 
 /// Why a capture has no exact form in the format it was to be exported to
@@ -546,6 +573,17 @@ impl fmt::Display for StoreProblem {
                 "a manifest of {manifest} bytes read into a buffer of {buffer} bytes"
             ),
             StoreProblem::Export(e) => write!(f, "cannot be exported exactly: {e}"),
+            StoreProblem::Occupied { tries } => write!(
+                f,
+                "something other than the chunk was at its name each of the {tries} times it \
+                 was moved aside (another process keeps putting it there): the chunk is not \
+                 stored"
+            ),
+            StoreProblem::ReadBackDiffers { raw } => write!(
+                f,
+                "reads back from the store as other bytes than {} holds: that file is kept",
+                raw.display()
+            ),
         }
     }
 }

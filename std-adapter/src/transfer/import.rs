@@ -9,15 +9,21 @@
 //!    directories they were linked into flushed;
 //! 2. the manifest `F.chunks` is written under a temporary name, flushed,
 //!    and renamed into place; the directory is flushed;
-//! 3. the pin is dropped;
-//! 4. `F` is removed (when it is still the file that was read) and the
+//! 3. the capture's file reads back whole: the manifest in place is read
+//!    again, and every chunk it names read from the store (each checked
+//!    against its name) into a checksum that must be the one of the bytes
+//!    read from `F` (xxh3-128); otherwise the import fails, naming what
+//!    did not read back, and `F` stays;
+//! 4. the pin is dropped;
+//! 5. `F` is removed (when it is still the file that was read) and the
 //!    directory flushed.
 //!
 //! A SIGKILL before 2's rename leaves `F` whole (and chunks no manifest
-//! names, which gc removes); between 2 and 4, `F` and a whole manifest
-//! (the raw file is read first; `import` again finishes it); after 4, the
-//! manifest alone, every chunk it names on disk before it was. No manifest
-//! ever names a chunk not yet stored, and nothing whole is lost.
+//! names, which gc removes); between 2 and 5, `F` and a whole manifest
+//! (the raw file is read first; `import` again finishes it); after 5, the
+//! manifest alone, every chunk it names on disk, and read back, before it
+//! was. No manifest ever names a chunk not yet stored, and nothing is
+//! deleted before what replaces it is read back whole.
 
 use std::collections::HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -185,14 +191,52 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
 /// A file's device, inode and link count.
 type Inode = (u64, u64, u64);
 
-/// Moves the raw file `raw` into `store` (steps 1 to 4 of the module's
+/// Reads the file `raw` stands for back from `store` through its manifest
+/// in place (`mpath`), which must be `manifest`: every chunk read and
+/// checked against its name, and the bytes' xxh3-128 `want` (that of the
+/// bytes read from `raw` and put). The error names what did not read
+/// back.
+fn read_back(
+    store: &ChunkStore,
+    raw: &Path,
+    mpath: &Path,
+    manifest: &Manifest,
+    want: u128,
+) -> Result<()> {
+    let placed = Manifest::read(mpath)?;
+    if placed != *manifest {
+        return Err(Error::store(
+            mpath,
+            StoreProblem::ReadBackDiffers {
+                raw: raw.to_path_buf(),
+            },
+        ));
+    }
+    let mut hasher = twox_hash::XxHash3_128::new();
+    let mut len = 0u64;
+    store.for_each_chunk(&placed, |bytes| {
+        hasher.write(bytes);
+        len += bytes.len() as u64;
+    })?;
+    if len != placed.len() || hasher.finish_128() != want {
+        return Err(Error::store(
+            mpath,
+            StoreProblem::ReadBackDiffers {
+                raw: raw.to_path_buf(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Moves the raw file `raw` into `store` (steps 1 to 5 of the module's
 /// documentation): what was moved and the file's [`Inode`]; `None` when
 /// the file changed while it was read, and was left.
 fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Moved, Inode)>> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::open(
         raw,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .map_err(|e| Error::io(raw, "open", e.into()))?;
@@ -213,6 +257,8 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
     })?;
     buf.resize(want, 0);
     let mut refs = Vec::new();
+    // The bytes put, which the store must give back.
+    let mut put = twox_hash::XxHash3_128::new();
     let mut at = 0u64;
     while at < len {
         let n = usize::try_from(len - at).unwrap_or(usize::MAX).min(piece);
@@ -225,6 +271,7 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
                 Err(e) => return Err(Error::io(raw, "read", e)),
             }
         }
+        put.write(&buf[..n]);
         let m = store.put_pinned(&pin, &buf[..n])?;
         refs.extend_from_slice(m.chunks());
         at += n as u64;
@@ -242,9 +289,17 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
     if fsync {
         sync_dir(&open_dir(parent)?, parent)?;
     }
-    // 3. Its chunks are named by a manifest in place: the pin can go.
+    // 3. Read back whole, or the raw file stays.
+    #[cfg(test)]
+    if tests::DAMAGE_BEFORE_READ_BACK.load(std::sync::atomic::Ordering::Relaxed)
+        && let Some(c) = manifest.chunks().first()
+    {
+        tests::damage(&store.chunk_file(&c.hash));
+    }
+    read_back(store, raw, &mpath, &manifest, put.finish_128())?;
+    // 4. Its chunks are named by a manifest in place: the pin can go.
     drop(pin);
-    // 4. The raw file, if it is still the one read.
+    // 5. The raw file, if it is still the one read.
     let now = std::fs::symlink_metadata(raw).map_err(|e| Error::io(raw, "stat", e))?;
     let same = now.dev() == meta.dev()
         && now.ino() == meta.ino()
@@ -263,4 +318,66 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
         },
         (meta.dev(), meta.ino(), meta.nlink()),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// Damages a chunk of the file being imported after its manifest is in
+    /// place and before it is read back, for the test that a raw file
+    /// whose capture does not read back stays.
+    pub(super) static DAMAGE_BEFORE_READ_BACK: AtomicBool = AtomicBool::new(false);
+
+    /// Flips a byte in the middle of the chunk file `path` (replaced, as
+    /// chunk files are read-only).
+    pub(super) fn damage(path: &Path) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x5a;
+        std::fs::remove_file(path).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// A raw file whose bytes do not read back from the store once its
+    /// manifest is in place (a chunk damaged behind the importer's back)
+    /// stays, and the import fails naming the chunk; imported again (the
+    /// chunk put again, whole), it goes.
+    #[test]
+    fn a_file_that_does_not_read_back_whole_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ChunkStore::create(
+            dir.path(),
+            StoreOptions {
+                fsync: false,
+                chunk_size: 64 << 10,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap();
+        let raw = dir.path().join("k-1-0.record_input");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        std::fs::write(&raw, &bytes).unwrap();
+        DAMAGE_BEFORE_READ_BACK.store(true, Ordering::Relaxed);
+        let failed = import_file(&store, &raw, false);
+        DAMAGE_BEFORE_READ_BACK.store(false, Ordering::Relaxed);
+        let e = failed.unwrap_err();
+        let first = Manifest::read(&chunks::manifest_path(&raw))
+            .unwrap()
+            .chunks()[0]
+            .hash;
+        assert!(e.to_string().contains(&first.to_string()), "{e}");
+        assert_eq!(std::fs::read(&raw).unwrap(), bytes, "the raw file went");
+        // Again: the damaged chunk is found, replaced, and read back.
+        let (moved, _) = import_file(&store, &raw, false).unwrap().unwrap();
+        assert_eq!(moved.bytes, bytes.len() as u64);
+        assert!(!raw.exists());
+        let m = Manifest::read(&moved.manifest).unwrap();
+        let mut back = vec![0u8; bytes.len()];
+        store.read_into(&m, &mut back).unwrap();
+        assert!(back == bytes);
+    }
 }

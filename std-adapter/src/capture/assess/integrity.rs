@@ -120,9 +120,11 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
 }
 
 /// Checks the chunks every manifest among `a`'s files names: that each is
-/// in the store, and with `whole`, that each decompresses to the bytes of
-/// its name. Each chunk that is not is a finding naming it (once per file,
-/// a chunk a read already reported aside).
+/// in the store as a regular file of a length a file of it may have
+/// ([`crate::chunks::ChunkStore::glance`]), and with `whole`, that each
+/// decompresses to the bytes of its name. Each chunk that is not is a
+/// finding naming it (once per file, a chunk a read already reported
+/// aside).
 ///
 /// With `whole`, a chunked snapshot is read once for both: its chunks are
 /// streamed, each checked as it is decompressed, into the checksum the
@@ -175,7 +177,7 @@ pub(super) fn check_chunks(a: &mut Assessment, record: &KernelRecord, whole: boo
                 continue;
             }
         }
-        let problems = if whole { s.check(&m) } else { s.missing(&m) };
+        let problems = if whole { s.check(&m) } else { s.glance(&m) };
         for p in problems {
             let error = Error::capture(&f.path, CaptureProblem::of_chunk(p));
             let known = a.findings.iter().any(|k| {
