@@ -7,9 +7,11 @@
 //!   command line on the facade alone (`cargo tree -e normal`);
 //! - a plain `reprise` dependency compiles none of the command line's
 //!   dependencies;
-//! - within each crate, no top-level module imports a top-level module
-//!   that imports it back (`use crate::…` and `crate::…` paths between
-//!   them; modules nested in one folder may use each other).
+//! - within every folder of every crate, no module imports one that
+//!   imports it back (`crate::`, `super::` and `self::` paths between the
+//!   folder's children, and what lies below each);
+//! - no file is opened by path outside the one way to read and the one
+//!   staged write, but for the reasoned exceptions of `OPENS_FILES`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -284,62 +286,164 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level modules named by `crate::…` paths in `text` (comments
-/// left out).
-fn crate_paths(text: &str) -> BTreeSet<String> {
+/// The modules named by the paths in `text` (comments left out) that
+/// begin with `crate::`, `super::` or `self::`, as module paths from the
+/// crate root, for a file whose own module path is `at` (a folder's
+/// `mod.rs` is its folder's module). Groups (`crate::{a, b::c}`) give each of their paths' first
+/// names; a name that starts with an upper-case letter ends a path (a type,
+/// a trait, a constant).
+fn module_paths(text: &str, at: &[String]) -> BTreeSet<Vec<String>> {
     let ident = |s: &str| -> String {
         s.chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect()
     };
+    let here: Vec<String> = at.to_vec();
     let mut found = BTreeSet::new();
     for line in text.lines() {
         let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            if let Some(group) = after.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or("");
-                found.extend(inner.split(',').map(|p| ident(p.trim())));
-            } else {
-                found.insert(ident(after));
+        for start in ["crate::", "super::", "self::"] {
+            let mut rest = code;
+            while let Some(pos) = rest.find(start) {
+                let before = rest[..pos].chars().last();
+                let after = &rest[pos + start.len()..];
+                rest = after;
+                // Part of a longer path or name (`a::super::`, `my_crate::`).
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let mut base: Vec<String> = match start {
+                    "crate::" => Vec::new(),
+                    "self::" => here.clone(),
+                    _ => {
+                        let mut b = here.clone();
+                        b.pop();
+                        b
+                    }
+                };
+                let mut tail = after;
+                // `super::super::…`
+                while let Some(t) = tail.strip_prefix("super::") {
+                    base.pop();
+                    tail = t;
+                }
+                let mut heads: Vec<&str> = Vec::new();
+                if let Some(group) = tail.strip_prefix('{') {
+                    heads.extend(group.split('}').next().unwrap_or("").split(','));
+                } else {
+                    heads.push(tail);
+                }
+                for h in heads {
+                    let mut p = base.clone();
+                    let mut t = h.trim();
+                    loop {
+                        let name = ident(t);
+                        if name.is_empty() || !name.chars().next().is_some_and(|c| c.is_lowercase())
+                        {
+                            break;
+                        }
+                        p.push(name.clone());
+                        match t[name.len()..].strip_prefix("::") {
+                            Some(next) if !next.starts_with('{') => t = next,
+                            Some(next) => {
+                                // A group inside: each of its first names.
+                                for g in next[1..].split('}').next().unwrap_or("").split(',') {
+                                    let n = ident(g.trim());
+                                    if n.chars().next().is_some_and(|c| c.is_lowercase()) {
+                                        let mut q = p.clone();
+                                        q.push(n);
+                                        found.insert(q);
+                                    }
+                                }
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    if !p.is_empty() {
+                        found.insert(p);
+                    }
+                }
             }
-            rest = after;
         }
     }
-    found.retain(|m| !m.is_empty() && m.chars().next().is_some_and(|c| c.is_lowercase()));
     found
 }
 
-/// The import graph between the top-level modules of the crate whose
-/// sources are in `src` (the crate root, which declares and re-exports
-/// them all, left out).
-fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// The top-level modules named by `crate::…` paths in `text` (comments
+/// left out).
+fn crate_paths(text: &str) -> BTreeSet<String> {
+    module_paths(text, &[])
+        .into_iter()
+        .filter_map(|p| p.into_iter().next())
+        .collect()
+}
+
+/// The module path of the source file `rel` (relative to its crate's
+/// `src`): `check/serve.rs` is `[check, serve]`, `check/mod.rs` and
+/// `check.rs` are `[check]`, `lib.rs` and `main.rs` are `[]`.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if !(matches!(stem, "mod" | "lib" | "main") && !parts.is_empty()
+        || parts.is_empty() && matches!(stem, "lib" | "main"))
+    {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// For each folder (module with children) of the crate in `src`, the
+/// import graph between its child modules: `a -> b` when something in `a`
+/// (or below it) names something in `b` (or below it), by a `crate::`,
+/// `super::` or `self::` path. The folder's own file (`mod.rs`), which
+/// declares and re-exports its children, is left out.
+fn folder_graphs(src: &Path) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
     let mut files = Vec::new();
     sources(src, &mut files);
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in files {
+    let mut modules: BTreeSet<Vec<String>> = BTreeSet::new();
+    let mut uses: Vec<(Vec<String>, BTreeSet<Vec<String>>)> = Vec::new();
+    for f in &files {
         let rel = f.strip_prefix(src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
-        if matches!(module.as_str(), "lib" | "main") {
-            continue;
+        let at = module_of(rel);
+        let text = std::fs::read_to_string(f).unwrap();
+        modules.insert(at.clone());
+        uses.push((at.clone(), module_paths(&text, &at)));
+    }
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for m in &modules {
+        if let Some((child, folder)) = m.split_last() {
+            graphs
+                .entry(folder.to_vec())
+                .or_default()
+                .entry(child.clone())
+                .or_default();
         }
-        let text = std::fs::read_to_string(&f).unwrap();
-        let uses = graph.entry(module.clone()).or_default();
-        uses.extend(crate_paths(&text).into_iter().filter(|m| *m != module));
     }
-    // Only edges to modules of this crate (not re-exports at the root).
-    let modules: BTreeSet<String> = graph.keys().cloned().collect();
-    for uses in graph.values_mut() {
-        uses.retain(|m| modules.contains(m));
+    for (from, targets) in uses {
+        for to in targets {
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            // The folder's own file, or a path into the file itself.
+            if common >= from.len() || common >= to.len() {
+                continue;
+            }
+            let folder = &from[..common];
+            let Some(graph) = graphs.get_mut(folder) else {
+                continue;
+            };
+            if graph.contains_key(&to[common]) {
+                graph
+                    .get_mut(&from[common])
+                    .expect("every module is in its folder's graph")
+                    .insert(to[common].clone());
+            }
+        }
     }
-    graph
+    graphs
 }
 
 /// A cycle in `graph`, if it has one.
@@ -386,6 +490,17 @@ fn no_module_imports_one_that_imports_it_back() {
         BTreeSet::from(["context".into(), "driver".into(), "queue".into()])
     );
 
+    assert_eq!(
+        module_paths(
+            "use super::{pool::Workers, serve};",
+            &["check".into(), "run".into()]
+        ),
+        BTreeSet::from([
+            vec!["check".to_string(), "pool".to_string()],
+            vec!["check".to_string(), "serve".to_string()],
+        ])
+    );
+    let mut problems = Vec::new();
     for krate in [
         "core",
         "std-adapter",
@@ -401,15 +516,18 @@ fn no_module_imports_one_that_imports_it_back() {
         ".",
     ] {
         let src = root().join(krate).join("src");
-        let graph = module_graph(&src);
-        if let Some(c) = cycle(&graph) {
-            panic!(
-                "{}: modules import each other: {}",
-                src.display(),
-                c.join(" -> ")
-            );
+        for (folder, graph) in folder_graphs(&src) {
+            if let Some(c) = cycle(&graph) {
+                problems.push(format!(
+                    "{}/{}: modules import each other: {}",
+                    src.display(),
+                    folder.join("/"),
+                    c.join(" -> ")
+                ));
+            }
         }
     }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 /// The places in `text` (comments left out) that choose by executor kind:
@@ -530,6 +648,122 @@ fn only_the_registry_chooses_by_executor_kind() {
         found.is_empty(),
         "choosing by executor kind outside the registry (std-adapter/src/executors.rs: \
          with_executor, image_info, traits):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The files outside the one-way helpers that may open files by path
+/// themselves, each with why.
+const OPENS_FILES: &[(&str, &str)] = &[
+    // The helpers: the one way to read (regular files only, no blocking,
+    // bounded) and the one staged write.
+    ("std-adapter/src/capture/open.rs", "the one way to read"),
+    ("std-adapter/src/store/mod.rs", "the one staged write"),
+    (
+        "std-adapter/src/chunks/fs.rs",
+        "the store's openat primitives",
+    ),
+    (
+        "cli/src/side_files.rs",
+        "the command line's files, through both",
+    ),
+    // A probe of the capture directory's writability: create_new (O_EXCL
+    // follows no link), removed at once.
+    ("std-adapter/src/recorder/mod.rs", "create_new probe"),
+    // The compiler's private temporary directory, its own files.
+    (
+        "std-adapter/src/compile/mod.rs",
+        "private compile directory",
+    ),
+    ("std-adapter/src/compile/cache.rs", "create_new cache entry"),
+    // The embedded interposer written to reprise's cache with create_new.
+    ("cli/src/record.rs", "interposer cache, create_new"),
+    // The job directory, opened once without following a link, and its
+    // files through that descriptor.
+    ("cli/src/check/slurm/mod.rs", "job directory by descriptor"),
+    // The kernel's /proc/meminfo.
+    ("cli/src/ui.rs", "/proc/meminfo"),
+    // The bench's own scratch directory.
+    ("src/bench/mod.rs", "bench scratch"),
+    ("src/bench/store.rs", "bench scratch"),
+];
+
+/// The places in the code (not its tests) of `text` that open a file by
+/// path with std's own calls, as `line: text`.
+fn file_opens(text: &str) -> Vec<String> {
+    let std_options = text.contains("std::fs::OpenOptions")
+        || text
+            .lines()
+            .any(|l| l.starts_with("use std::fs::{") && l.contains("OpenOptions"));
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        let calls = [
+            "File::open(",
+            "File::create(",
+            "fs::read(",
+            "fs::read_to_string(",
+            "fs::write(",
+        ];
+        // A call of its own, not `SnapshotFile::open(` or `my_fs::read(`.
+        let called = |c: &str| {
+            code.match_indices(c).any(|(at, _)| {
+                !code[..at]
+                    .chars()
+                    .last()
+                    .is_some_and(|p| p.is_alphanumeric() || p == '_')
+            })
+        };
+        let opens = calls.iter().any(|c| called(c))
+            || std_options
+                && code.contains("OpenOptions::new()")
+                && !code.contains("reprise::OpenOptions")
+                && !code.contains("reprise_std::OpenOptions");
+        if opens {
+            out.push(format!("{}: {}", i + 1, line.trim()));
+        }
+    }
+    out
+}
+
+/// Every file reprise reads or writes by path goes through the one way to
+/// read (`capture::read_bounded`, `open_regular`) and the one staged write
+/// (`store::write_atomically`), or is one of [`OPENS_FILES`].
+#[test]
+fn files_are_opened_one_way() {
+    assert_eq!(
+        file_opens("let a = std::fs::read(p);\n// fs::write(\n#[cfg(test)]\nfs::write(x)"),
+        ["1: let a = std::fs::read(p);"]
+    );
+    let mut found = Vec::new();
+    for krate in ["std-adapter", "cli", "."] {
+        let src = root().join(krate).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        for f in files {
+            if f.file_name().is_some_and(|n| n == "tests.rs")
+                || f.components().any(|c| c.as_os_str() == "tests")
+            {
+                continue;
+            }
+            let rel = f
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if OPENS_FILES.iter().any(|(p, _)| *p == rel) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            found.extend(file_opens(&text).into_iter().map(|l| format!("{rel}:{l}")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files opened outside the one way to read and the one staged write:\n{}",
         found.join("\n")
     );
 }

@@ -37,7 +37,7 @@ pub(super) fn open_or_make_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd>
 /// without waiting (`O_NONBLOCK`: a FIFO or a device planted there opens
 /// at once, and its `fstat` then says it is no regular file; a regular
 /// file reads as ever). The caller checks what it opened.
-pub(super) fn open_file(at: impl AsFd, name: &str) -> io::Result<File> {
+pub(super) fn open_file(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<File> {
     let fd = rustix::fs::openat(
         at,
         name,
@@ -232,4 +232,14 @@ pub(super) fn names(dir: impl AsFd) -> io::Result<Vec<(Vec<u8>, FileType)>> {
 /// Flushes the directory `dir`'s entries to disk.
 pub(super) fn sync_dir(dir: impl AsFd) -> io::Result<()> {
     Ok(rustix::fs::fsync(dir)?)
+}
+
+/// The directory at `dir`, open (an error names it).
+pub(super) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd> {
+    rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| crate::error::Error::io(dir, "open directory", e.into()))
 }

@@ -34,6 +34,7 @@
 use std::collections::HashSet;
 use std::io::Read;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -42,8 +43,8 @@ use rustix::io::Errno;
 
 use crate::error::{ChunkHash, Error, Result};
 
-use super::fs::{self, Mtime};
-use super::layout::{self, tmp};
+use super::fs::{self, Mtime, open_dir_fd};
+use super::layout::{self, is_prefix, tmp};
 use super::leftovers;
 use super::manifest::Manifest;
 
@@ -229,11 +230,11 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
         {
             continue;
         }
-        let Ok(name) = String::from_utf8(name) else {
-            continue;
-        };
-        let path = dir.join(&name);
-        let file = match fs::open_file(&dir_fd, &name) {
+        // By its bytes: a capture's name need not be UTF-8, and its
+        // manifest names chunks all the same.
+        let name = std::ffi::OsStr::from_bytes(&name);
+        let path = dir.join(name);
+        let file = match fs::open_file(&dir_fd, name) {
             Ok(f) => f,
             // Removed (with its capture) since the listing.
             Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => continue,
@@ -310,20 +311,6 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
 /// How deep a directory moved aside from a chunk's name may nest for gc
 /// to remove it (deeper stays, and gc says why).
 const DISPLACED_DEPTH: u32 = 64;
-
-pub(super) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
-    rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))
-}
-
-/// Whether `name` is a chunk directory's: two lowercase hexadecimal digits.
-pub(super) fn is_prefix(name: &str) -> bool {
-    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
 
 /// The chunk a `tmp/gc.HASH.RANDOM` file was.
 fn doomed_hash(name: &str) -> Option<ChunkHash> {

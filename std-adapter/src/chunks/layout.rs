@@ -329,3 +329,8 @@ impl StoreVersion {
         })
     }
 }
+
+/// Whether `name` is a chunk directory's: two lowercase hexadecimal digits.
+pub(super) fn is_prefix(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}

@@ -13,8 +13,7 @@ use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 
-use super::fs;
-use super::gc::open_dir_fd;
+use super::fs::{self, open_dir_fd};
 use super::layout::{self, tmp};
 
 /// What a file a dead writer left in the store's `tmp/` was.

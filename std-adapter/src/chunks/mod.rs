@@ -180,9 +180,22 @@ impl ChunkStore {
     ) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        let root = dir.join(layout::STORE_DIR);
         let dir_fd = open_capture_dir(dir)?;
-        let root_fd = fs::open_or_make_dir(&dir_fd, layout::STORE_DIR)
+        Self::create_at(dir, &dir_fd, options, version)
+    }
+
+    /// [`ChunkStore::create_in_version`] in the capture directory open as
+    /// `dir_fd` (`dir` names it in messages): a writer that holds its
+    /// directory open writes into that one, whatever its path comes to
+    /// name meanwhile.
+    pub fn create_at(
+        dir: &Path,
+        dir_fd: &OwnedFd,
+        options: StoreOptions,
+        version: u32,
+    ) -> Result<Self> {
+        let root = dir.join(layout::STORE_DIR);
+        let root_fd = fs::open_or_make_dir(dir_fd, layout::STORE_DIR)
             .map_err(|e| Error::io(&root, "create store directory", e))?;
         let sub = |name: &str| {
             fs::open_or_make_dir(&root_fd, name)

@@ -2,6 +2,7 @@
 //! how much of that deduplication and compression each bought.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
 use rustix::fs::FileType;
@@ -9,9 +10,8 @@ use rustix::io::Errno;
 
 use crate::error::{ChunkHash, Error, Result};
 
-use super::fs;
-use super::gc::{is_prefix, open_dir_fd};
-use super::layout;
+use super::fs::{self, open_dir_fd};
+use super::layout::{self, is_prefix};
 use super::manifest::Manifest;
 
 /// The sizes of a capture directory's store ([`usage`]).
@@ -89,11 +89,10 @@ pub fn usage(dir: impl AsRef<Path>) -> Result<Usage> {
         {
             continue;
         }
-        let Ok(name) = String::from_utf8(name) else {
-            continue;
-        };
-        let path = dir.join(&name);
-        let file = match fs::open_file(&dir_fd, &name) {
+        // By its bytes: a capture's name need not be UTF-8.
+        let name = std::ffi::OsStr::from_bytes(&name);
+        let path = dir.join(name);
+        let file = match fs::open_file(&dir_fd, name) {
             Ok(f) => f,
             Err(e)
                 if [Errno::NOENT, Errno::LOOP]
