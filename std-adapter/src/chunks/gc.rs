@@ -54,8 +54,8 @@ pub struct GcOptions {
     /// Chunks touched less than this long before gc started are kept even
     /// when no manifest names them. Default: 5 minutes.
     pub grace: Duration,
-    /// Chunk files being written under no pin's name (named before
-    /// chunks were named after their pins) older than this are a dead
+    /// Chunk files being written under no pin's name (`chunk.RANDOM`, as
+    /// older writers named them) older than this are a dead
     /// writer's and removed. Default: 1 hour. (A chunk being written under
     /// a pin goes as soon as its pin is unlocked, a pin being made or a
     /// `VERSION` being written once older than `grace`.)

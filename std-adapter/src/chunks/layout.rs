@@ -49,7 +49,8 @@ pub const DEFAULT_CHUNK_SIZE: u32 = 2 << 20;
 pub const MIN_CHUNK_SIZE: u32 = 4 << 10;
 /// The largest.
 pub const MAX_CHUNK_SIZE: u32 = 64 << 20;
-/// The zstd level new chunks are compressed at (measured: `docs/store.md`).
+/// The zstd level new chunks are compressed at (`docs/store.md`, "Why zstd
+/// level 1").
 pub const DEFAULT_LEVEL: i32 = 1;
 
 /// A compressed chunk is kept only when it saves at least this share of

@@ -84,8 +84,8 @@ pub(super) fn locked(dir: &OwnedFd, name: &str) -> std::io::Result<Option<bool>>
 }
 
 /// The pin a chunk being written is named after: `ID` of
-/// `chunk.ID.RANDOM`; `None` for a name of another kind (or of the naming
-/// before chunks were named after their pins, `chunk.RANDOM`).
+/// `chunk.ID.RANDOM`; `None` for a name of another kind (or as older
+/// writers named them, `chunk.RANDOM`).
 pub(super) fn chunk_write_pin(name: &str) -> Option<&str> {
     let rest = name.strip_prefix(tmp::CHUNK)?;
     let (id, random) = rest.split_once('.')?;

@@ -6,7 +6,7 @@
 //! flusher as soon as it is written, and the worker goes on to the next
 //! chunk: the flush (milliseconds a chunk, the longest wait of a capture
 //! whose chunks are mostly stored) overlaps the hashing still to do,
-//! where it used to begin only when a worker had none left. The flushers
+//! instead of waiting until every chunk is hashed. The flushers
 //! link each chunk to its name once it is flushed, and flush the directory
 //! linked into at once, before taking the next; a put returns the
 //! manifests that name them only once every flusher is done.

@@ -1,6 +1,5 @@
 //! Whether a new chunk is worth compressing whole, decided from pieces of
-//! it compressed first (`docs/store.md`, "Chunk files" and "Sampling,
-//! measured").
+//! it compressed first (`docs/store.md`, "Chunk files" and "Sampling").
 
 use super::layout;
 
