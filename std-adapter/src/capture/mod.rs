@@ -31,10 +31,10 @@
 mod assess;
 pub mod base;
 mod files;
-mod open;
 pub mod ir;
 mod launch_env;
 pub mod offload;
+mod open;
 mod paths;
 mod stored;
 pub mod targets;
@@ -49,18 +49,16 @@ use crate::error::{CaptureProblem, Error, Result};
 pub use base::{BaseOrigin, ResolvedBase};
 use offload::ImageOrigin;
 
-pub(crate) use assess::{global_problem, length_problems};
 pub use assess::{
     Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, output_problem,
 };
+pub(crate) use assess::{global_problem, length_problems};
 pub(crate) use files::checksum_mismatch;
-pub use files::{
-    SnapshotFile, SnapshotSource, checksum, file_checksum, head, read_descriptor,
-};
+pub use files::{SnapshotFile, SnapshotSource, checksum, file_checksum, head, read_descriptor};
+pub use ir::{ir_path, read_ir};
 pub use open::{
     DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, open_regular, read_bounded,
 };
-pub use ir::{ir_path, read_ir};
 pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
 pub use stored::{Storage, data_file, read_data, storage};
 
