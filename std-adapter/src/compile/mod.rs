@@ -17,7 +17,7 @@
 //! cached by (bitcode hash, target, options, toolchain version) in the
 //! platform's cache directory ([`cache::dir`]), written atomically.
 //!
-//! Every tool runs through one helper ([`sandbox`]) under the compile's
+//! Every tool runs through one helper (the `sandbox` module) under the compile's
 //! [`CompileLimits`] (time, memory, size of each file written), in a
 //! private temporary directory removed afterwards: a few KB of bitcode can
 //! ask for gigabytes of output.
