@@ -82,8 +82,9 @@ pub(super) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, B
 
 /// A file created in `dir` under a fresh name `PREFIX` + 16 random
 /// hexadecimal digits (`O_CREAT | O_EXCL | O_NOFOLLOW`, so nothing that is
-/// there, a planted link included, is written through), with its name.
-pub(super) fn create_fresh(dir: impl AsFd, prefix: &str, mode: u32) -> io::Result<(String, File)> {
+/// there, a planted link included, is written through), with its name:
+/// the one way reprise makes a file it will rename or link into place.
+pub(crate) fn create_fresh(dir: impl AsFd, prefix: &str, mode: u32) -> io::Result<(String, File)> {
     let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
     let mut attempt = 0;
     loop {
@@ -234,8 +235,10 @@ pub(super) fn sync_dir(dir: impl AsFd) -> io::Result<()> {
     Ok(rustix::fs::fsync(dir)?)
 }
 
-/// The directory at `dir`, open (an error names it).
-pub(super) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd> {
+/// The directory at `dir`, open (following a link to it: that is the
+/// caller's choice of directory); an error names it. The one way reprise
+/// opens a directory by path.
+pub(crate) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd> {
     rustix::fs::open(
         dir,
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,

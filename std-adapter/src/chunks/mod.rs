@@ -180,7 +180,7 @@ impl ChunkStore {
     ) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        let dir_fd = open_capture_dir(dir)?;
+        let dir_fd = fs::open_dir_fd(dir)?;
         Self::create_at(dir, &dir_fd, options, version)
     }
 
@@ -231,7 +231,7 @@ impl ChunkStore {
     pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Option<Self>> {
         let dir = dir.as_ref();
         let root = dir.join(layout::STORE_DIR);
-        let dir_fd = open_capture_dir(dir)?;
+        let dir_fd = fs::open_dir_fd(dir)?;
         let root_fd = match fs::open_dir(&dir_fd, layout::STORE_DIR) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
@@ -326,16 +326,4 @@ impl ChunkStore {
             .as_ref()
             .ok_or_else(|| Error::store(&self.root, StoreProblem::ReadOnly))
     }
-}
-
-/// Opens the capture directory itself (following a link to it: that is
-/// the caller's choice of directory).
-fn open_capture_dir(dir: &Path) -> Result<OwnedFd> {
-    use rustix::fs::{Mode, OFlags};
-    rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))
 }

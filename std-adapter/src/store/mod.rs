@@ -19,7 +19,7 @@
 //! directory it began in.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,7 +140,7 @@ impl CaptureStore {
     ) -> Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        let dir_fd = open_dir(&dir)?;
+        let dir_fd = crate::chunks::fs::open_dir_fd(&dir)?;
         Ok(CaptureStore {
             dir,
             dir_fd,
@@ -484,47 +484,25 @@ pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    stage_at(open_dir(dir)?, path, bytes, fsync)
-}
-
-/// The directory at `dir`, open (following a link to it: the caller's
-/// choice of directory).
-fn open_dir(dir: &Path) -> Result<rustix::fd::OwnedFd> {
-    use rustix::fs::{Mode, OFlags};
-    rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))
+    stage_at(crate::chunks::fs::open_dir_fd(dir)?, path, bytes, fsync)
 }
 
 /// [`stage`] of the file named as `path`'s last part, in the directory
 /// open as `dirfd` (whatever `path`'s directory names now).
 fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
-    use rustix::fs::{Mode, OFlags};
     let name = path
         .file_name()
         .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))?;
-    let io = |what: &'static str| move |e: rustix::io::Errno| Error::io(path, what, e.into());
     #[cfg(test)]
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
-        return Err(io("create")(rustix::io::Errno::IO));
+        return Err(Error::io(path, "create", rustix::io::Errno::IO.into()));
     }
-    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
-    let mut attempt = 0;
-    let (tmp, fd) = loop {
-        let tmp = format!(
-            "{TEMP_PREFIX}{}.{:016x}",
-            name.to_string_lossy(),
-            fastrand::u64(..)
-        );
-        match rustix::fs::openat(&dirfd, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
-            Ok(fd) => break (tmp, fd),
-            Err(rustix::io::Errno::EXIST) if attempt < 16 => attempt += 1,
-            Err(e) => return Err(io("create")(e)),
-        }
-    };
+    let (tmp, mut f) = crate::chunks::fs::create_fresh(
+        &dirfd,
+        &format!("{TEMP_PREFIX}{}.", name.to_string_lossy()),
+        0o644,
+    )
+    .map_err(|e| Error::io(path, "create", e))?;
     // Removed again if what follows fails; errors name the file the caller
     // asked for, the temporary one is gone by the time they are read.
     let staged = Staged {
@@ -533,7 +511,6 @@ fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) 
         path: path.to_path_buf(),
         placed: false,
     };
-    let mut f = File::from(fd);
     f.write_all(bytes)
         .map_err(|e| Error::io(path, "write", e))?;
     if fsync {

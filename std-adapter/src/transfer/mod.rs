@@ -15,8 +15,7 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Mode, OFlags};
-use rustix::io::Errno;
+use rustix::fs::AtFlags;
 
 pub use export::{ExportFormat, Exported, export};
 pub use import::{ImportOptions, ImportReport, Moved, Skipped, import};
@@ -27,12 +26,7 @@ use crate::store::TEMP_PREFIX;
 
 /// Opens the directory `dir` (following a link to it: the caller chose it).
 fn open_dir(dir: &Path) -> Result<OwnedFd> {
-    rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))
+    crate::chunks::fs::open_dir_fd(dir)
 }
 
 /// Writes a new file `name` in the directory `dir_fd` (`dir`, for
@@ -47,18 +41,10 @@ fn write_new(
     fill: impl FnOnce(&mut File) -> Result<()>,
 ) -> Result<()> {
     let path = dir.join(name);
-    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
-    let mut attempt = 0;
-    let (tmp, fd) = loop {
-        let tmp = format!("{TEMP_PREFIX}{name}.{:016x}", fastrand::u64(..));
-        match rustix::fs::openat(dir_fd, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
-            Ok(fd) => break (tmp, fd),
-            Err(Errno::EXIST) if attempt < 16 => attempt += 1,
-            Err(e) => return Err(Error::io(&path, "create", e.into())),
-        }
-    };
+    let (tmp, mut file) =
+        crate::chunks::fs::create_fresh(dir_fd, &format!("{TEMP_PREFIX}{name}."), 0o644)
+            .map_err(|e| Error::io(&path, "create", e))?;
     let result = (|| {
-        let mut file = File::from(fd);
         fill(&mut file)?;
         file.sync_all().map_err(|e| Error::io(&path, "sync", e))?;
         drop(file);
