@@ -7,10 +7,10 @@
 //! read, and an allocation that fails is an error, not an abort.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use crate::chunks::fs::Bounded;
 use crate::error::{CaptureProblem, Error, Result};
 
 /// Largest descriptor accepted (any real one is a few KiB).
@@ -157,16 +157,17 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
             },
         ));
     }
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(len as usize)
-        .map_err(|_| Error::TooLarge {
-            what: "a buffer for a capture file",
-            bytes: len,
-        })?;
-    // A file that grew since `fstat` is read no further than it was then.
-    file.take(len)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, "read", e))?;
-    Ok(Some(bytes))
+    // A file that grew past the bound since `fstat` is still refused.
+    match crate::chunks::fs::read_file_bounded(file, limit) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Bounded::Io(e)) => Err(Error::io(path, "read", e)),
+        Err(Bounded::TooLarge(len)) => Err(Error::capture(
+            path,
+            CaptureProblem::TooLarge {
+                role: role.to_string(),
+                len,
+                limit,
+            },
+        )),
+    }
 }

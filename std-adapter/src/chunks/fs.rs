@@ -47,16 +47,18 @@ pub(super) fn open_file(at: impl AsFd, name: impl rustix::path::Arg) -> io::Resu
     Ok(File::from(fd))
 }
 
-/// What [`read_bounded`] refused.
-pub(super) enum Bounded {
+/// What [`read_file_bounded`] refused.
+pub(crate) enum Bounded {
     /// The file could not be opened or read (or is no regular file).
     Io(io::Error),
     /// The file has this many bytes, more than the limit.
     TooLarge(u64),
 }
 
-/// The contents of `file`, a regular file of at most `limit` bytes.
-pub(super) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, Bounded> {
+/// The contents of `file`, a regular file of at most `limit` bytes: the
+/// one bounded read of the std adapter (a buffer that cannot be had is an
+/// error, not an abort).
+pub(crate) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, Bounded> {
     let meta = file.metadata().map_err(Bounded::Io)?;
     if !meta.is_file() {
         return Err(Bounded::Io(io::Error::new(
@@ -67,7 +69,9 @@ pub(super) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, B
     if meta.len() > limit {
         return Err(Bounded::TooLarge(meta.len()));
     }
-    let mut out = Vec::with_capacity(meta.len() as usize);
+    let mut out = Vec::new();
+    out.try_reserve_exact(meta.len() as usize)
+        .map_err(|_| Bounded::TooLarge(meta.len()))?;
     // A file that grew since it was looked at is read to the limit and
     // one byte more, so that it is still refused.
     (&mut file)
