@@ -181,6 +181,10 @@ impl Error {
                 value,
                 problem,
             } => write!(f, "{} {value}: {problem}", (names.name)(*setting)),
+            Error::NotBitcode { kind, len } => write!(
+                f,
+                "the IR to attach ({len} bytes) is {kind}, not LLVM bitcode"
+            ),
             Error::ForeignHandle {
                 handle: Handle::Image,
             } => f.write_str(

@@ -338,6 +338,13 @@ pub enum Error {
         /// Why it cannot be used.
         problem: String,
     },
+    /// IR given to [`crate::Recorder::attach_ir`] that is not LLVM bitcode.
+    NotBitcode {
+        /// What it is instead.
+        kind: reprise_core::image::ImageKind,
+        /// Its length in bytes.
+        len: usize,
+    },
     /// A handle used with a [`crate::Recorder`] other than the one that
     /// made it.
     ForeignHandle {

@@ -399,14 +399,11 @@ where
     /// it is still replayed from its image, and only `--from-ir` names the
     /// missing file.
     pub fn attach_ir(&mut self, image: ImageId, ir: &[u8]) -> Result<()> {
-        if reprise_core::image::sniff(ir) != reprise_core::image::ImageKind::Bitcode {
-            return Err(Error::Config {
-                var: "Recorder::attach_ir",
-                value: format!("{} bytes", ir.len()),
-                problem: format!(
-                    "the IR to attach is {}, not LLVM bitcode",
-                    reprise_core::image::sniff(ir)
-                ),
+        let kind = reprise_core::image::sniff(ir);
+        if kind != reprise_core::image::ImageKind::Bitcode {
+            return Err(Error::NotBitcode {
+                kind,
+                len: ir.len(),
             });
         }
         self.loaded(image)?;
