@@ -58,6 +58,7 @@ mod manifest;
 mod map;
 mod names;
 mod pin;
+mod present;
 mod put;
 mod read;
 mod sample;
