@@ -66,12 +66,22 @@ pub const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
     use std::io::Read;
     use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the reprise binary runs");
+        .stderr(Stdio::piped());
+    // A binary a test has just copied can be busy for a moment: another
+    // test's child, forked while the copy was open for writing, holds it
+    // until it execs (ETXTBSY).
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            spawned => break spawned.expect("the reprise binary runs"),
+        }
+    };
     let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let stdout = std::thread::spawn(move || {
         let mut v = Vec::new();
