@@ -30,7 +30,7 @@ pub(super) const TRIES: u32 = 3;
 const PIECE: usize = 256 << 10;
 
 /// The shortest zstd frame: magic number, frame header, one block header.
-const MIN_FRAME: u64 = 9;
+pub(super) const MIN_FRAME: u64 = 9;
 
 /// What looking at a chunk file that is there uses again: the buffers its
 /// bytes are read or decompressed into, and a decompressor (made when

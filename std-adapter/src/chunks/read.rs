@@ -296,29 +296,7 @@ impl ChunkStore {
     /// once: [`ChunkStore::check`] without reading any chunk (a look at
     /// each name only).
     pub fn missing(&self, m: &Manifest) -> Vec<ChunkProblem> {
-        let mut problems = Vec::new();
-        for (index, c) in self.distinct(m, |_| true) {
-            let hex = c.hash.hex();
-            let name = std::str::from_utf8(&hex).unwrap_or_default();
-            let fault = match self.prefix_dir(c.hash.0[0], false) {
-                Ok(dir) => match fs::stat(dir, name) {
-                    Ok(Some((FileType::RegularFile, _, _))) => continue,
-                    Ok(Some(_)) => ChunkFault::NotRegular,
-                    Ok(None) => ChunkFault::Missing,
-                    Err(e) => ChunkFault::Unreadable { kind: e.kind() },
-                },
-                Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
-                    ChunkFault::Missing
-                }
-                Err(e) => ChunkFault::Unreadable { kind: e.kind() },
-            };
-            problems.push(ChunkProblem {
-                index: index as u32,
-                hash: c.hash,
-                fault,
-            });
-        }
-        problems
+        self.looked_at(m, false)
     }
 
     /// [`ChunkStore::missing`], and the chunks whose file is of a length
@@ -329,16 +307,25 @@ impl ChunkStore {
     /// what a capture's quick assessment (`list --no-checksums`, and
     /// `reprise record` before it counts a capture) asks.
     pub fn glance(&self, m: &Manifest) -> Vec<ChunkProblem> {
+        self.looked_at(m, true)
+    }
+
+    /// The chunks of `m` whose name holds no regular file, each named
+    /// once, and with `lengths` those whose file's length no file of the
+    /// chunk has: one look at each name, no chunk read.
+    fn looked_at(&self, m: &Manifest, lengths: bool) -> Vec<ChunkProblem> {
         let mut problems = Vec::new();
         for (index, c) in self.distinct(m, |_| true) {
             let hex = c.hash.hex();
             let name = std::str::from_utf8(&hex).unwrap_or_default();
             let fault = match self.prefix_dir(c.hash.0[0], false) {
                 Ok(dir) => match fs::stat(dir, name) {
-                    Ok(Some((FileType::RegularFile, len, _))) => match self.implausible(&c, len) {
-                        Some(fault) => fault,
-                        None => continue,
-                    },
+                    Ok(Some((FileType::RegularFile, len, _))) => {
+                        match self.implausible(&c, len).filter(|_| lengths) {
+                            Some(fault) => fault,
+                            None => continue,
+                        }
+                    }
                     Ok(Some(_)) => ChunkFault::NotRegular,
                     Ok(None) => ChunkFault::Missing,
                     Err(e) => ChunkFault::Unreadable { kind: e.kind() },
@@ -360,21 +347,18 @@ impl ChunkStore {
     /// What is wrong with a file of `len` bytes for chunk `c`, by its
     /// length alone; `None` when a file of the chunk may be that long.
     fn implausible(&self, c: &ChunkRef, len: u64) -> Option<ChunkFault> {
-        /// The shortest zstd frame: magic number, frame header, one block
-        /// header.
-        const MIN_FRAME: u64 = 9;
         let plain = self.version >= layout::PLAIN_CHUNKS_SINCE;
         let limit = zstd::zstd_safe::compress_bound(c.len as usize) as u64;
         if plain && len == u64::from(c.len) {
             None
         } else if len > limit {
             Some(ChunkFault::TooLarge { len, limit })
-        } else if len < MIN_FRAME {
+        } else if len < super::present::MIN_FRAME {
             // A chunk under 9 bytes has a plain file shorter than a frame.
             let least = if plain && len < u64::from(c.len) {
-                MIN_FRAME.min(u64::from(c.len))
+                super::present::MIN_FRAME.min(u64::from(c.len))
             } else {
-                MIN_FRAME
+                super::present::MIN_FRAME
             };
             Some(ChunkFault::TooShort { len, least })
         } else {
