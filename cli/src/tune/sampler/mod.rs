@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::TuneArgs;
 use super::report::{self, Row};
 use super::shard::{self, Header};
-use crate::check::shard::Shard;
+use crate::jobs::shard::Shard;
 use crate::error::{CliError, Result};
 
 mod args;
