@@ -579,7 +579,7 @@ pub fn run<E: AnyExecutor>(
     let _backend = executors.spec().kind;
     let make = || executors.open();
     let staged_spec = executors.spec().device_staging(Some(0));
-    let make_staged = || executors.open_with(staged_spec);
+    let make_staged = || executors.open_with(staged_spec.clone());
     let staged: Option<&dyn Fn() -> Result<E>> = match make_staged() {
         Ok(_) => Some(&make_staged),
         Err(e) => {
