@@ -84,7 +84,7 @@ pub use reprise_amdgpu::{AmdError, AmdExecutor};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, ErrorKind, LaunchConfig, Mode};
 #[cfg(feature = "cuda")]
-pub use reprise_cuda::{CudaError, CudaExecutor, CudaOptions, jit as cuda_jit};
+pub use reprise_cuda::{CudaError, CudaExecutor, CudaOptions, abi as cuda_abi, jit as cuda_jit};
 #[cfg(feature = "host")]
 pub use reprise_host::{
     FaultKind, FaultPlace, HostError, HostExecutor, KernelFault, report_faults_to,

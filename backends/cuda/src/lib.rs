@@ -76,6 +76,7 @@ pub use memory::{CudaBuffer, CudaRegion, FRESH_ALIGN, SUGGESTED_BASE};
 pub use module::{CudaImage, CudaKernel};
 pub use options::CudaOptions;
 pub use queue::CudaQueue;
+pub use raw::abi;
 
 /// Whether the CUDA driver library can be loaded on this machine (it may
 /// still have no device).
