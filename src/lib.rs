@@ -124,8 +124,6 @@ use reprise_std::executors::{
 pub use reprise_samples as samples;
 pub use reprise_samples::DEMO_IMAGE;
 
-pub mod bench;
-
 /// Starts building a replay of `capture`; `.await` it to run.
 pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
     ReplayBuilder {

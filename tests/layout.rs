@@ -4,7 +4,9 @@
 //!   command line: a backend depends on no reprise crate but the core and
 //!   its own FFI crate, and the core on none; the samples (the built-in
 //!   kernels) on the core and the std adapter only, below the facade; the
-//!   command line on the facade alone (`cargo tree -e normal`);
+//!   benchmark harness on the facade alone; the command line on the facade
+//!   and the harness (`cargo tree -e normal`); the facade on neither, and
+//!   with no bench module of its own;
 //! - a plain `reprise` dependency compiles none of the command line's
 //!   dependencies;
 //! - within every folder of every crate, no module imports one that
@@ -109,7 +111,7 @@ fn dependencies_flow_one_way() {
         assert!(!std.contains(above), "reprise-std depends on {above}");
     }
     assert!(std.contains("reprise-host") && std.contains("reprise-cuda"));
-    // The facade is below the command line and the criterion benches, and
+    // The facade is below the command line and the benchmark harness, and
     // on the samples (it re-exports them).
     let facade = normal_dependencies("reprise");
     for above in ["reprise-cli", "reprise-bench"] {
@@ -120,17 +122,16 @@ fn dependencies_flow_one_way() {
 
 #[test]
 fn the_command_line_stands_on_the_facade() {
-    // Its dependencies among ours: the facade alone (the harness behind
-    // `reprise bench` is `reprise::bench`, the built-in kernels
-    // `reprise::samples`).
+    // Its dependencies among ours: the facade and the benchmark harness
+    // behind `reprise bench` (the built-in kernels are `reprise::samples`).
     let deps = direct_dependencies("reprise-cli");
     let ours: Vec<_> = ours(&deps).into_iter().collect();
     assert_eq!(
         ours,
-        ["reprise", "reprise-cli"],
+        ["reprise", "reprise-bench", "reprise-cli"],
         "reprise-cli depends on {ours:?}"
     );
-    // Its sources name no crate of ours but the facade.
+    // Its sources name no crate of ours but the facade and the harness.
     assert_eq!(
         crates_named("use reprise_std::X;\nlet a = reprise::b;\nhsa_sys::f(); \"libreprise_x.so\""),
         BTreeSet::from(["hsa_sys".into(), "reprise_std".into()])
@@ -140,10 +141,87 @@ fn the_command_line_stands_on_the_facade() {
     assert!(!files.is_empty());
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let named = crates_named(&text);
+        let mut named = crates_named(&text);
+        named.remove("reprise_bench");
         assert!(
             named.is_empty(),
             "{} names {named:?}: the command line goes through the facade",
+            f.display()
+        );
+    }
+}
+
+/// The entries of the `[dependencies]` table of the manifest `text`, one
+/// a line, comments left out.
+fn manifest_dependencies(text: &str) -> Vec<&str> {
+    let mut inside = false;
+    let mut entries = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+        } else if inside && !line.is_empty() && !line.starts_with('#') {
+            entries.push(line);
+        }
+    }
+    entries
+}
+
+#[test]
+fn the_facade_does_not_depend_on_the_bench_harness() {
+    // The facade's dependencies are what a library user needs: the
+    // benchmark harness (`reprise bench`, the criterion benches) is the
+    // reprise-bench crate (benches/), above it, not a module of it.
+    assert_eq!(
+        manifest_dependencies(
+            "[package]\nname = \"x\"\n[dependencies]\n# c\na = 1\n\n[features]\nc = []"
+        ),
+        ["a = 1"]
+    );
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let declared = manifest_dependencies(&manifest);
+    assert!(
+        declared.iter().any(|d| d.starts_with("reprise-std")),
+        "{declared:?}"
+    );
+    let harness: Vec<_> = declared
+        .iter()
+        .filter(|d| d.contains("reprise-bench") || d.contains("benches"))
+        .collect();
+    assert!(
+        harness.is_empty(),
+        "the facade depends on the bench harness: {harness:?}"
+    );
+    assert!(!normal_dependencies("reprise").contains("reprise-bench"));
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    assert!(!files.is_empty());
+    for f in files {
+        let rel = f.strip_prefix(root().join("src")).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !rel.components()
+                .any(|c| c.as_os_str() == "bench" || c.as_os_str() == "bench.rs")
+                && !text.contains("mod bench"),
+            "src/{}: the facade has a bench module; the harness is reprise-bench (benches/)",
+            rel.display()
+        );
+    }
+    // The harness stands on the facade alone.
+    let deps = direct_dependencies("reprise-bench");
+    let ours: Vec<_> = ours(&deps).into_iter().collect();
+    assert_eq!(
+        ours,
+        ["reprise", "reprise-bench"],
+        "reprise-bench depends on {ours:?}"
+    );
+    let mut files = Vec::new();
+    sources(&root().join("benches/src"), &mut files);
+    assert!(!files.is_empty());
+    for f in files {
+        let named = crates_named(&std::fs::read_to_string(&f).unwrap());
+        assert!(
+            named.is_empty(),
+            "{} names {named:?}: the harness goes through the facade",
             f.display()
         );
     }
@@ -687,8 +765,8 @@ const OPENS_FILES: &[(&str, &str)] = &[
     // The kernel's /proc/meminfo.
     ("cli/src/ui.rs", "/proc/meminfo"),
     // The bench's own scratch directory.
-    ("src/bench/mod.rs", "bench scratch"),
-    ("src/bench/store.rs", "bench scratch"),
+    ("benches/src/lib.rs", "bench scratch"),
+    ("benches/src/store.rs", "bench scratch"),
 ];
 
 /// The places in the code (not its tests) of `text` that open a file by
@@ -742,7 +820,7 @@ fn files_are_opened_one_way() {
         ["1: let a = std::fs::read(p);"]
     );
     let mut found = Vec::new();
-    for krate in ["std-adapter", "cli", "."] {
+    for krate in ["std-adapter", "cli", "benches", "."] {
         let src = root().join(krate).join("src");
         let mut files = Vec::new();
         sources(&src, &mut files);
