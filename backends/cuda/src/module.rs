@@ -12,13 +12,14 @@ use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
 use crate::jit::{Compiled, CompiledKernels, JitLog, JitOptions};
 use crate::options::CudaOptions;
-use crate::raw;
+use crate::raw::{self, ModuleHandle};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
 pub(crate) struct Module {
     dev: Arc<Device>,
-    handle: sys::CUmodule,
+    /// `None` once dropped.
+    handle: Option<ModuleHandle>,
     /// The limits of each function launched so far, asked of the driver
     /// once: kept per module, so two kernel handles of one function share
     /// them and never lower what the other set.
@@ -53,15 +54,17 @@ struct FunctionShared {
     max_dynamic: u32,
 }
 
-// SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
-// context bound, which every use does first); the driver API is thread-safe.
-unsafe impl Send for Module {}
-// SAFETY: as for `Send`; `&Module` offers only thread-safe driver calls.
-unsafe impl Sync for Module {}
+impl Module {
+    /// The loaded module, live while `self` is.
+    fn raw(&self) -> &ModuleHandle {
+        self.handle
+            .as_ref()
+            .expect("a module is loaded until dropped")
+    }
+}
 
 impl Drop for Module {
     fn drop(&mut self) {
-        let h = self.handle;
         // Nothing in flight uses the module's code or globals: a queue holds
         // an `Arc` of the module until a synchronize covered each launch of
         // one of its kernels, each copy that reads or writes one of its
@@ -69,9 +72,9 @@ impl Drop for Module {
         // (found by address among the globals handed out, which are
         // forgotten here, before the unload frees the addresses).
         self.dev.state.remove_globals(context::module_key(&*self));
-        // SAFETY: nothing queued or running uses the module (above), and
-        // nothing uses the handle after this.
-        self.dev.cleanup(|| unsafe { raw::module_unload(h) });
+        if let Some(h) = self.handle.take() {
+            self.dev.cleanup(|| h.unload());
+        }
     }
 }
 
@@ -114,7 +117,7 @@ const LOG_BYTES: usize = 64 * 1024;
 fn load_jit(
     image: *const c_void,
     jit: &JitOptions,
-) -> Result<(sys::CUmodule, Option<(JitOptions, JitLog)>), CudaError> {
+) -> Result<(ModuleHandle, Option<(JitOptions, JitLog)>), CudaError> {
     use sys::CUjit_option as O;
     let mut info = vec![0u8; LOG_BYTES];
     let mut error = vec![0u8; LOG_BYTES];
@@ -143,7 +146,7 @@ fn load_jit(
     // SAFETY: the context is bound (the caller's); `image` is NUL-terminated
     // PTX; both log buffers are live and `LOG_BYTES` long, as their size
     // options say, and outlive the call.
-    let loaded = unsafe { raw::module_load_data_ex(image, &mut options, &mut values) };
+    let loaded = unsafe { ModuleHandle::load_ex(image, &mut options, &mut values) };
     let text = |b: &[u8]| {
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         String::from_utf8_lossy(&b[..end]).into_owned()
@@ -199,7 +202,7 @@ impl CudaImage {
         let (handle, log) = match jit {
             Some(jit) => load_jit(bytes.as_ptr().cast::<c_void>(), jit)
                 .map_err(|e| explain_load_error(dev, image, e))?,
-            None => match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
+            None => match unsafe { ModuleHandle::load(bytes.as_ptr().cast::<c_void>()) } {
                 Ok(handle) => (handle, None),
                 Err(f) => return Err(explain_load_error(dev, image, DriverError::from(f).into())),
             },
@@ -207,7 +210,7 @@ impl CudaImage {
         Ok(CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
-                handle,
+                handle: Some(handle),
                 limits: Mutex::new(Vec::new()),
             }),
             kind,
@@ -238,8 +241,7 @@ impl CudaImage {
         let dev = &self.module.dev;
         let cname = CString::new(name).map_err(|_| CudaError::BadName(name.into()))?;
         dev.bind()?;
-        // SAFETY: the context is bound; the module is loaded.
-        let func = match unsafe { raw::module_get_function(self.module.handle, &cname) } {
+        let func = match self.module.raw().function(&cname) {
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
                 return Err(CudaError::KernelNotFound(name.into()));
             }
@@ -283,8 +285,7 @@ impl CudaImage {
             return Ok(None);
         };
         self.module.dev.bind()?;
-        // SAFETY: the context is bound; the module is loaded.
-        let (addr, size) = match unsafe { raw::module_get_global(self.module.handle, &cname) } {
+        let (addr, size) = match self.module.raw().global(&cname) {
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
             r => r?,
         };

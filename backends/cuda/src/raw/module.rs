@@ -18,7 +18,7 @@ use super::failure::{Failure, result};
 /// whole cubin or fat binary, or to NUL-terminated PTX, live until this
 /// returns (the driver copies what it needs). The module is to be unloaded
 /// once with [`module_unload`].
-pub(crate) unsafe fn module_load_data(image: *const c_void) -> Result<sys::CUmodule, Failure> {
+unsafe fn module_load_data(image: *const c_void) -> Result<sys::CUmodule, Failure> {
     let mut handle = std::ptr::null_mut();
     // SAFETY: `image` is a whole image (the caller's contract); `handle` is
     // a live out-parameter.
@@ -35,7 +35,7 @@ pub(crate) unsafe fn module_load_data(image: *const c_void) -> Result<sys::CUmod
 /// The library is loaded; `module` came from [`module_load_data`], nothing
 /// queued or running uses its code or globals, and neither it nor its
 /// functions are used after this.
-pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<(), Failure> {
+unsafe fn module_unload(module: sys::CUmodule) -> Result<(), Failure> {
     // SAFETY: an idle module of the caller's, not used again (its
     // contract).
     result("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })
@@ -47,7 +47,7 @@ pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<(), Failure>
 /// # Safety
 ///
 /// The library is loaded, the context is bound and `module` is loaded.
-pub(crate) unsafe fn module_get_function(
+unsafe fn module_get_function(
     module: sys::CUmodule,
     name: &CStr,
 ) -> Result<sys::CUfunction, Failure> {
@@ -66,10 +66,7 @@ pub(crate) unsafe fn module_get_function(
 /// # Safety
 ///
 /// The library is loaded, the context is bound and `module` is loaded.
-pub(crate) unsafe fn module_get_global(
-    module: sys::CUmodule,
-    name: &CStr,
-) -> Result<(u64, usize), Failure> {
+unsafe fn module_get_global(module: sys::CUmodule, name: &CStr) -> Result<(u64, usize), Failure> {
     let (mut addr, mut size) = (0, 0);
     // SAFETY: the module is loaded (the caller's contract); `name` is
     // NUL-terminated; both out-parameters are live.
@@ -147,7 +144,7 @@ pub(crate) unsafe fn func_get_param_info(
 /// length, and every value slot that is a buffer pointer
 /// (`CU_JIT_INFO_LOG_BUFFER`, `CU_JIT_ERROR_LOG_BUFFER`) points to a live
 /// buffer of the size its size option gives.
-pub(crate) unsafe fn module_load_data_ex(
+unsafe fn module_load_data_ex(
     image: *const c_void,
     options: &mut [sys::CUjit_option],
     values: &mut [*mut c_void],
@@ -166,4 +163,72 @@ pub(crate) unsafe fn module_load_data_ex(
         )
     })?;
     Ok(handle)
+}
+
+/// A module loaded into a context, loaded until [`ModuleHandle::unload`]
+/// consumes it (dropped without that, it stays loaded until the process
+/// exits). Launching one of its functions, or copying to or from one of its
+/// globals, is the caller's `unsafe` promise to keep it loaded until that
+/// work is done.
+#[derive(Debug)]
+pub(crate) struct ModuleHandle(sys::CUmodule);
+
+// SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
+// context bound, which every use does first); the driver API is
+// thread-safe.
+unsafe impl Send for ModuleHandle {}
+// SAFETY: as for `Send`; `&ModuleHandle` offers only thread-safe driver
+// calls.
+unsafe impl Sync for ModuleHandle {}
+
+impl ModuleHandle {
+    /// `cuModuleLoadData`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`module_load_data`].
+    pub(crate) unsafe fn load(image: *const c_void) -> Result<Self, Failure> {
+        // SAFETY: the caller's contract.
+        Ok(ModuleHandle(unsafe { module_load_data(image) }?))
+    }
+
+    /// `cuModuleLoadDataEx`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`module_load_data_ex`].
+    pub(crate) unsafe fn load_ex(
+        image: *const c_void,
+        options: &mut [sys::CUjit_option],
+        values: &mut [*mut c_void],
+    ) -> Result<Self, Failure> {
+        // SAFETY: the caller's contract.
+        Ok(ModuleHandle(unsafe {
+            module_load_data_ex(image, options, values)
+        }?))
+    }
+
+    /// The function `name` (`cuModuleGetFunction`); the [`Failure`] is
+    /// `CUDA_ERROR_NOT_FOUND` when the module has none. The context is to
+    /// be bound.
+    pub(crate) fn function(&self, name: &CStr) -> Result<sys::CUfunction, Failure> {
+        // SAFETY: the library is loaded (a module was) and the module is
+        // loaded (`self`).
+        unsafe { module_get_function(self.0, name) }
+    }
+
+    /// The address and size of the global `name` (`cuModuleGetGlobal`);
+    /// the [`Failure`] is `CUDA_ERROR_NOT_FOUND` when the module has none.
+    /// The context is to be bound.
+    pub(crate) fn global(&self, name: &CStr) -> Result<(u64, usize), Failure> {
+        // SAFETY: as in `function`.
+        unsafe { module_get_global(self.0, name) }
+    }
+
+    /// Unloads the module (`cuModuleUnload`).
+    pub(crate) fn unload(self) -> Result<(), Failure> {
+        // SAFETY: loaded by `load` or `load_ex` and consumed here, so never
+        // used again; work that used it was promised to be done.
+        unsafe { module_unload(self.0) }
+    }
 }
