@@ -12,7 +12,7 @@ use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
 use crate::jit::{Compiled, CompiledKernels, JitLog, JitOptions};
 use crate::options::CudaOptions;
-use crate::raw::{self, ModuleHandle};
+use crate::raw::{FunctionRef, Library, ModuleHandle};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
@@ -248,22 +248,17 @@ impl CudaImage {
             r => r?,
         };
         let params = if dev.lib.param_info {
-            // SAFETY: the library has the symbol (checked just above); `func`
-            // is a function of the loaded module.
-            unsafe { param_sizes(func) }
+            param_sizes(&dev.lib, func)
         } else {
             None
         };
         // Asked only of a load with JIT options (what a sweep reports).
         let compiled = self.jit.as_ref().map(|(options, log)| Compiled {
             options: options.clone(),
-            // SAFETY: `func` is a function of the loaded module; the
-            // context is bound.
-            registers: unsafe {
-                raw::func_get_attribute(func, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
-            }
-            .ok()
-            .map(|r| r.max(0) as u32),
+            registers: func
+                .attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+                .ok()
+                .map(|r| r.max(0) as u32),
             spills: log.spills(name),
             log: log.clone(),
         });
@@ -272,7 +267,7 @@ impl CudaImage {
         }
         Ok(CudaKernel {
             module: self.module.clone(),
-            func,
+            func: func.get(),
             name: Arc::from(name),
             params,
             compiled,
@@ -355,19 +350,12 @@ fn explain_load_error(dev: &Device, image: &[u8], e: CudaError) -> CudaError {
 /// Sizes of `func`'s parameters from `cuFuncGetParamInfo`, or `None` when
 /// the driver cannot tell (the information is optional, so a failure means
 /// "unknown").
-///
-/// # Safety
-///
-/// The library has `cuFuncGetParamInfo` (`Library::param_info`), and
-/// `func` is a function of a loaded module.
-unsafe fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
+fn param_sizes(lib: &Library, func: FunctionRef<'_>) -> Option<Vec<u32>> {
     // CUDA kernels take at most 32764 bytes of parameters.
     const MAX_PARAMS: usize = 32 * 1024;
     let mut sizes = Vec::new();
     for index in 0..MAX_PARAMS {
-        // SAFETY: the symbol is present and `func` is a live function (the
-        // caller's contract).
-        match unsafe { raw::func_get_param_info(func, index) } {
+        match func.param_info(lib, index) {
             Ok((_offset, size)) => sizes.push(size as u32),
             // One past the last parameter.
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
@@ -500,16 +488,10 @@ impl CudaKernel {
         // Over the opt-in limit only where the device did not say what that
         // is; then the driver says no.
         let value = i32::try_from(dynamic).unwrap_or(i32::MAX);
-        // SAFETY: `func` is a live function of a loaded module (kept by
-        // `self`); the context is bound by the caller; the attribute takes an
-        // int.
-        unsafe {
-            raw::func_set_attribute(
-                self.func,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                value,
-            )
-        }?;
+        self.function().set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            value,
+        )?;
         known[at].shared = Some(FunctionShared {
             max_dynamic: dynamic,
             ..shared
@@ -519,9 +501,13 @@ impl CudaKernel {
 
     /// An integer attribute of the function (negative values read as 0).
     fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<u32, DriverError> {
-        // SAFETY: `func` is a live function of a loaded module (kept by
-        // `self`); the context is bound by the caller.
-        let v = unsafe { raw::func_get_attribute(self.func, attr) }?;
+        let v = self.function().attribute(attr)?;
         Ok(v.max(0) as u32)
+    }
+
+    /// The function, while `self` keeps its module loaded.
+    fn function(&self) -> FunctionRef<'_> {
+        // SAFETY: `func` came from this module's `function` (`kernel`).
+        unsafe { FunctionRef::of(self.module.raw(), self.func) }
     }
 }

@@ -8,7 +8,8 @@ use std::ffi::{CStr, c_void};
 
 use cudarc::driver::sys;
 
-use super::failure::{Failure, result};
+use super::failure::{Failure, refused, result};
+use super::library::Library;
 
 /// `cuModuleLoadData`: loads `image` into the current context.
 ///
@@ -82,7 +83,7 @@ unsafe fn module_get_global(module: sys::CUmodule, name: &CStr) -> Result<(u64, 
 ///
 /// The library is loaded, the context is bound, and `func` is a function
 /// of a loaded module.
-pub(crate) unsafe fn func_get_attribute(
+unsafe fn func_get_attribute(
     func: sys::CUfunction,
     attr: sys::CUfunction_attribute,
 ) -> Result<i32, Failure> {
@@ -101,7 +102,7 @@ pub(crate) unsafe fn func_get_attribute(
 ///
 /// The library is loaded, the context is bound, and `func` is a function
 /// of a loaded module.
-pub(crate) unsafe fn func_set_attribute(
+unsafe fn func_set_attribute(
     func: sys::CUfunction,
     attr: sys::CUfunction_attribute,
     value: i32,
@@ -121,7 +122,7 @@ pub(crate) unsafe fn func_set_attribute(
 ///
 /// The library has `cuFuncGetParamInfo` (`Library::param_info`), and
 /// `func` is a function of a loaded module.
-pub(crate) unsafe fn func_get_param_info(
+unsafe fn func_get_param_info(
     func: sys::CUfunction,
     index: usize,
 ) -> Result<(usize, usize), Failure> {
@@ -211,10 +212,14 @@ impl ModuleHandle {
     /// The function `name` (`cuModuleGetFunction`); the [`Failure`] is
     /// `CUDA_ERROR_NOT_FOUND` when the module has none. The context is to
     /// be bound.
-    pub(crate) fn function(&self, name: &CStr) -> Result<sys::CUfunction, Failure> {
+    pub(crate) fn function(&self, name: &CStr) -> Result<FunctionRef<'_>, Failure> {
         // SAFETY: the library is loaded (a module was) and the module is
         // loaded (`self`).
-        unsafe { module_get_function(self.0, name) }
+        let func = unsafe { module_get_function(self.0, name) }?;
+        Ok(FunctionRef {
+            func,
+            module: std::marker::PhantomData,
+        })
     }
 
     /// The address and size of the global `name` (`cuModuleGetGlobal`);
@@ -230,5 +235,65 @@ impl ModuleHandle {
         // SAFETY: loaded by `load` or `load_ex` and consumed here, so never
         // used again; work that used it was promised to be done.
         unsafe { module_unload(self.0) }
+    }
+}
+
+/// A function of a module, for as long as the module is borrowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FunctionRef<'m> {
+    func: sys::CUfunction,
+    module: std::marker::PhantomData<&'m ModuleHandle>,
+}
+
+impl<'m> FunctionRef<'m> {
+    /// `func`, a function of `module`, again.
+    ///
+    /// # Safety
+    ///
+    /// `func` came from `module`'s [`ModuleHandle::function`].
+    pub(crate) unsafe fn of(_module: &'m ModuleHandle, func: sys::CUfunction) -> Self {
+        FunctionRef {
+            func,
+            module: std::marker::PhantomData,
+        }
+    }
+
+    /// The handle, for launches.
+    pub(crate) fn get(self) -> sys::CUfunction {
+        self.func
+    }
+
+    /// An integer attribute of the function (`cuFuncGetAttribute`). The
+    /// context is to be bound.
+    pub(crate) fn attribute(self, attr: sys::CUfunction_attribute) -> Result<i32, Failure> {
+        // SAFETY: the library is loaded (a module was); the function's
+        // module is loaded while borrowed.
+        unsafe { func_get_attribute(self.func, attr) }
+    }
+
+    /// Sets an integer attribute of the function (`cuFuncSetAttribute`).
+    /// The context is to be bound.
+    pub(crate) fn set_attribute(
+        self,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<(), Failure> {
+        // SAFETY: as in `attribute`; the attributes it sets take an int.
+        unsafe { func_set_attribute(self.func, attr, value) }
+    }
+
+    /// The offset and size of parameter `index` (`cuFuncGetParamInfo`,
+    /// CUDA 12.4+; a failure where `lib` lacks it); the [`Failure`] is
+    /// `CUDA_ERROR_INVALID_VALUE` one past the last parameter.
+    pub(crate) fn param_info(self, lib: &Library, index: usize) -> Result<(usize, usize), Failure> {
+        if !lib.param_info {
+            return Err(refused(
+                "cuFuncGetParamInfo",
+                sys::CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            ));
+        }
+        // SAFETY: the symbol is present (checked above); the function's
+        // module is loaded while borrowed.
+        unsafe { func_get_param_info(self.func, index) }
     }
 }
