@@ -761,7 +761,7 @@ const OPENS_FILES: &[(&str, &str)] = &[
     ("cli/src/record.rs", "interposer cache, create_new"),
     // The job directory, opened once without following a link, and its
     // files through that descriptor.
-    ("cli/src/check/slurm/mod.rs", "job directory by descriptor"),
+    ("cli/src/jobs/slurm/mod.rs", "job directory by descriptor"),
     // The kernel's /proc/meminfo.
     ("cli/src/ui.rs", "/proc/meminfo"),
     // The bench's own scratch directory.

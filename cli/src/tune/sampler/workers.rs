@@ -38,13 +38,12 @@ pub(super) fn serve_plan(
 ) -> Result<ExitCode> {
     let text = crate::side_files::read_text(plan, "worker plan")?;
     let p: Plan = serde_json::from_str(&text)
-        .map_err(|e| CliError::Command(format!("{}: not a worker plan: {e}", plan.display())))?;
+        .map_err(|e| CliError::file(plan, format!("not a worker plan: {e}")))?;
     if let Some(&(.., c)) = p.configs.iter().find(|t| t.3 >= compiles.len()) {
-        return Err(CliError::Command(format!(
-            "{}: compile setting {c} of a search with {}",
-            plan.display(),
-            compiles.len()
-        )));
+        return Err(CliError::file(
+            plan,
+            format!("compile setting {c} of a search with {}", compiles.len()),
+        ));
     }
     let configs = p
         .configs
