@@ -12,7 +12,7 @@ use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
 use crate::jit::{Compiled, CompiledKernels, JitLog, JitOptions};
 use crate::options::CudaOptions;
-use crate::raw::{FunctionRef, Library, ModuleHandle};
+use crate::raw::{FunctionId, FunctionRef, Library, ModuleHandle};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
@@ -267,7 +267,7 @@ impl CudaImage {
         }
         Ok(CudaKernel {
             module: self.module.clone(),
-            func: func.get(),
+            func: func.id(),
             name: Arc::from(name),
             params,
             compiled,
@@ -369,7 +369,7 @@ fn param_sizes(lib: &Library, func: FunctionRef<'_>) -> Option<Vec<u32>> {
 #[derive(Debug, Clone)]
 pub struct CudaKernel {
     module: Arc<Module>,
-    func: sys::CUfunction,
+    func: FunctionId,
     /// Shared with the queues that launched it, which name it when it
     /// faults.
     name: Arc<str>,
@@ -377,12 +377,6 @@ pub struct CudaKernel {
     /// What the JIT made of it, when its image was loaded with options.
     compiled: Option<Compiled>,
 }
-
-// SAFETY: a `CUfunction` is a driver handle usable from any thread; the
-// module it belongs to is kept alive by the `Arc`.
-unsafe impl Send for CudaKernel {}
-// SAFETY: as for `Send`; `&CudaKernel` offers only thread-safe driver calls.
-unsafe impl Sync for CudaKernel {}
 
 impl CudaKernel {
     /// The kernel's name.
@@ -402,7 +396,7 @@ impl CudaKernel {
     }
 
     pub(crate) fn func(&self) -> sys::CUfunction {
-        self.func
+        self.func.get()
     }
 
     pub(crate) fn module(&self) -> &Arc<Module> {
@@ -437,7 +431,7 @@ impl CudaKernel {
         // Held across the driver calls, so two launches never race to lower
         // the attribute.
         let mut known = self.module.limits.lock().unwrap_or_else(|p| p.into_inner());
-        let func = self.func as usize;
+        let func = self.func.get() as usize;
         let at = match known.iter().position(|f| f.func == func) {
             Some(at) => at,
             None => {

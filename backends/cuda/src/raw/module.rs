@@ -238,6 +238,24 @@ impl ModuleHandle {
     }
 }
 
+/// A function's handle, for keeping beside what keeps its module loaded
+/// (use it again through [`FunctionRef::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FunctionId(sys::CUfunction);
+
+// SAFETY: a `CUfunction` is a driver handle usable from any thread; the
+// driver API is thread-safe, and the id alone calls nothing.
+unsafe impl Send for FunctionId {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for FunctionId {}
+
+impl FunctionId {
+    /// The handle, for launches and for telling functions apart.
+    pub(crate) fn get(self) -> sys::CUfunction {
+        self.0
+    }
+}
+
 /// A function of a module, for as long as the module is borrowed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FunctionRef<'m> {
@@ -251,16 +269,16 @@ impl<'m> FunctionRef<'m> {
     /// # Safety
     ///
     /// `func` came from `module`'s [`ModuleHandle::function`].
-    pub(crate) unsafe fn of(_module: &'m ModuleHandle, func: sys::CUfunction) -> Self {
+    pub(crate) unsafe fn of(_module: &'m ModuleHandle, func: FunctionId) -> Self {
         FunctionRef {
-            func,
+            func: func.0,
             module: std::marker::PhantomData,
         }
     }
 
-    /// The handle, for launches.
-    pub(crate) fn get(self) -> sys::CUfunction {
-        self.func
+    /// Its handle, to keep.
+    pub(crate) fn id(self) -> FunctionId {
+        FunctionId(self.func)
     }
 
     /// An integer attribute of the function (`cuFuncGetAttribute`). The
