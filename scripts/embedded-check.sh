@@ -122,6 +122,12 @@ for alloc in no yes; do
     want+=060000000800000000000000$(printf 'calls\0' | od -An -v -tx1 | tr -d ' \n')${g:8:16}
     [[ ${#g} == 24 && $(hexof "$cap.globals") == "$want" ]] ||
         fail "the globals file on the host is not what the microcontroller reported"
+    # The image: an Arm ELF relocatable object whose one function is the
+    # kernel.
+    readelf -h -s "$cap.image" >"$dir/readelf" ||
+        fail "the capture's image is not an ELF file readelf reads"
+    grep -Eq 'Machine: +ARM' "$dir/readelf" && grep -Eq 'FUNC +GLOBAL +DEFAULT +1 scale$' "$dir/readelf" ||
+        { cat "$dir/readelf"; fail "the capture's image is not the kernel's Arm code"; }
     "$reprise" inspect "$cap.json" >"$dir/inspect" ||
         { cat "$dir/inspect"; fail "reprise inspect rejected the microcontroller's capture"; }
     for line in 'executor  mcu' 'which no executor on this machine runs' 'status    complete' \
