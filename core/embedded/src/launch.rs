@@ -10,7 +10,9 @@ use core::pin::pin;
 
 use reprise_core::BumpRegion;
 use reprise_core::exec::{Executor, GlobalInfo, KernelArgs, Launch, LaunchConfig, Queue, Segment};
-use reprise_core::schedule::{self, Buffers, Mode, RecordPlan, ScheduleError, Upload};
+use reprise_core::schedule::{
+    self, Buffers, Mode, RecordPlan, ReplayPlan, Restore, ScheduleError, Upload,
+};
 
 use crate::device::{self, MEMORY};
 use crate::exec::{McuBuffer, McuError, McuExecutor, McuKernel};
@@ -224,6 +226,67 @@ pub async fn record(
     bufs.output = got.output;
     bufs.globals = got.globals;
     [bufs.data, bufs.init] = back;
+    Ok(())
+}
+
+/// Replays the launch `bufs` recorded, on the same device, through
+/// `reprise_core::schedule::replay`: the input snapshot and the globals
+/// uploaded, the kernel launched with the recorded arguments, the region
+/// copied back into `bufs.output` (which the caller may clear first).
+pub async fn replay(
+    exec: &McuExecutor,
+    at: &Layout,
+    bufs: &mut Bufs,
+) -> Result<(), ScheduleError<McuError>> {
+    let missing = ScheduleError::MissingBuffer;
+    let mut queue = exec.queue()?;
+    let image = exec.load_image(crate::capture::IMAGE_HEADER)?;
+    let kernel = exec.kernel(&image, KERNEL)?;
+    let globals = [
+        Segment {
+            device: GLOBALS[0].addr,
+            host_offset: 0,
+            len: 4,
+        },
+        Segment {
+            device: GLOBALS[1].addr,
+            host_offset: 4,
+            len: 8,
+        },
+    ];
+    let values = [at.data, COUNT as u64];
+    let plan = ReplayPlan {
+        kernel: &kernel,
+        launch: Launch {
+            config: LaunchConfig {
+                grid: [1, 1, 1],
+                block: [1, 1, 1],
+                shared_mem: 0,
+            },
+            args: KernelArgs {
+                values: &values,
+                sizes: &[],
+                data: &[],
+            },
+        },
+        memory: Segment {
+            device: device::BASE,
+            host_offset: 0,
+            len: at.used,
+        },
+        globals: &globals,
+        save_output: true,
+        restore: Restore::Upload,
+    };
+    let buffers = Buffers {
+        input: bufs.input.take().ok_or(missing("input"))?,
+        globals: bufs.globals.take(),
+        output: bufs.output.take(),
+    };
+    let got = schedule::replay(&mut queue, plan, buffers, drop).await?;
+    bufs.input = Some(got.input);
+    bufs.globals = got.globals;
+    bufs.output = got.output;
     Ok(())
 }
 

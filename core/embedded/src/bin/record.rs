@@ -10,7 +10,9 @@
 //! 3. the launch under embassy-executor's thread-mode executor (WFE
 //!    between wakes, SEV from the wake), async then Sync mode;
 //! 4. the embassy async launch written to the host as a capture over
-//!    semihosting, and its bytes reported for the host to compare.
+//!    semihosting, and its bytes reported for the host to compare;
+//! 5. that capture replayed here (`reprise_core::schedule::replay`), its
+//!    output compared with the recorded one.
 //!
 //! Each launch reports its polls (wakes + 1) and instructions, counted by
 //! TIM2 under QEMU's `-icount shift=0` (one instruction per nanosecond of
@@ -30,6 +32,7 @@ use cortex_m_semihosting::{debug, hprint, hprintln};
 use embassy_executor::Executor;
 use panic_halt as _;
 use portable_atomic::AtomicU64;
+use reprise_core::record::checksum;
 use reprise_core::schedule::Mode;
 use reprise_core::{Completion, block_on};
 use reprise_core_embedded::capture::{self, Sink};
@@ -365,6 +368,32 @@ fn write_capture(s: &State) -> bool {
     true
 }
 
+/// Replays the capture just written, here: its output snapshot cleared,
+/// then made again by `reprise_core::schedule::replay` from its input
+/// snapshot and globals, and compared with the recorded one.
+async fn replay_here(s: &mut State) -> bool {
+    let Some(recorded) = s.bufs.output.as_ref().map(|b| checksum(b.as_ref())) else {
+        return false;
+    };
+    if let Some(out) = s.bufs.output.as_mut() {
+        out.as_mut().fill(0);
+    }
+    let polls = Cell::new(0);
+    let done = launch::counted(launch::replay(&s.exec, &s.at, &mut s.bufs), &polls).await;
+    let same = s.bufs.output.as_ref().map(|b| checksum(b.as_ref())) == Some(recorded);
+    hprintln!(
+        "replay on the device: polls {} (wakes {}), output {} the recorded one",
+        polls.get(),
+        polls.get().saturating_sub(1),
+        if same {
+            "identical to"
+        } else {
+            "DIFFERENT from"
+        }
+    );
+    done.is_ok() && same && polls.get() == 2
+}
+
 // ---- embassy --------------------------------------------------------------
 
 #[embassy_executor::task]
@@ -375,6 +404,7 @@ async fn launches(s: &'static mut State) {
     let b = run(&s.exec, &s.at, &mut s.bufs, Mode::Async).await;
     let embassy_stack = used(top);
     let captured = write_capture(s);
+    let replayed = replay_here(s).await;
     let [ba, bs] = s.block_on;
     report("block_on async", &ba);
     report("block_on sync", &bs);
@@ -397,7 +427,7 @@ async fn launches(s: &'static mut State) {
     );
     // One synchronize, one wake; Sync mode's four synchronizes, four.
     let wakes = ba.polls == 2 && b.polls == 2 && bs.polls == 5 && a.polls == 5;
-    let ok = s.ok && captured && wakes && [ba, bs, a, b].iter().all(|r| r.ok);
+    let ok = s.ok && captured && replayed && wakes && [ba, bs, a, b].iter().all(|r| r.ok);
     hprintln!(
         "reprise-core-embedded record: {}",
         if ok { "ok" } else { "FAILED" }
