@@ -141,6 +141,8 @@ for alloc in no yes; do
     if "$reprise" replay "$cap.json" >"$dir/replay" 2>&1; then
         fail "reprise replayed a microcontroller's capture on this machine"
     fi
+    grep -qF "recorded on a microcontroller" "$dir/replay" ||
+        { cat "$dir/replay"; fail "reprise replay did not say the capture is a microcontroller's"; }
     echo "embedded-check: [alloc: $alloc] reprise inspect read the capture (exit 0); its snapshots and globals are the microcontroller's, byte for byte; replay refuses it"
 done
 

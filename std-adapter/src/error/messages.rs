@@ -132,11 +132,19 @@ impl Error {
             Error::Executor { context, source } => write!(f, "{context}: {source}"),
             Error::NotInBuild { path, backend } => {
                 at(f, path)?;
-                write!(
-                    f,
-                    "the {backend} executor is not part of this build of reprise; \
-                     replay this capture with a build that includes it"
-                )
+                if *backend == BackendKind::Mcu {
+                    write!(
+                        f,
+                        "recorded on a microcontroller (executor {backend}): no build \
+                         of reprise runs it on this machine; it replays on the device"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the {backend} executor is not part of this build of reprise; \
+                         replay this capture with a build that includes it"
+                    )
+                }
             }
             Error::Unsupported { backend, feature } => {
                 write!(f, "the {backend} executor does not offer {feature}")
