@@ -86,7 +86,25 @@ fn dependencies_flow_one_way() {
         ),
         (
             "reprise-samples",
-            &["reprise-samples", "reprise-core", "reprise-std"],
+            &[
+                "reprise-samples",
+                "reprise-core",
+                "reprise-std",
+                "reprise-capture",
+            ],
+        ),
+        // The capture crate: on the core, and on the backends only for
+        // what each reads from its images without a device.
+        (
+            "reprise-capture",
+            &[
+                "reprise-capture",
+                "reprise-core",
+                "reprise-host",
+                "reprise-cuda",
+                "reprise-amdgpu",
+                "hsa-sys",
+            ],
         ),
     ];
     for (package, may) in allowed {
@@ -97,7 +115,7 @@ fn dependencies_flow_one_way() {
             .collect();
         assert!(
             extra.is_empty(),
-            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only, the samples on the core and the std adapter"
+            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only, the capture crate on the core and the backends, the samples on the core and the std adapter"
         );
     }
     // The std adapter sits on the backends, below the facade and the CLI.
@@ -106,6 +124,8 @@ fn dependencies_flow_one_way() {
         assert!(!std.contains(above), "reprise-std depends on {above}");
     }
     assert!(std.contains("reprise-host") && std.contains("reprise-cuda"));
+    // ... and on the capture crate, which owns every byte on disk.
+    assert!(std.contains("reprise-capture"));
     // The facade is below the command line and the criterion benches, and
     // on the samples (it re-exports them).
     let facade = normal_dependencies("reprise");
@@ -503,6 +523,7 @@ fn no_module_imports_one_that_imports_it_back() {
     let mut problems = Vec::new();
     for krate in [
         "core",
+        "capture",
         "std-adapter",
         "backends/host",
         "backends/cuda",
@@ -604,12 +625,14 @@ fn only_the_registry_chooses_by_executor_kind() {
     // per kind.
     let allowed = [
         "std-adapter/src/executors.rs",
+        "capture/src/images.rs",
         "core/src/record/mod.rs",
         "samples/src/lib.rs",
     ];
     let mut found = Vec::new();
     for krate in [
         "core",
+        "capture",
         "std-adapter",
         "backends/host",
         "backends/cuda",
@@ -647,7 +670,7 @@ fn only_the_registry_chooses_by_executor_kind() {
     assert!(
         found.is_empty(),
         "choosing by executor kind outside the registry (std-adapter/src/executors.rs: \
-         with_executor, image_info, traits):\n{}",
+         with_executor, traits; capture/src/images.rs: image_info, capabilities):\n{}",
         found.join("\n")
     );
 }
@@ -657,12 +680,9 @@ fn only_the_registry_chooses_by_executor_kind() {
 const OPENS_FILES: &[(&str, &str)] = &[
     // The helpers: the one way to read (regular files only, no blocking,
     // bounded) and the one staged write.
-    ("std-adapter/src/capture/open.rs", "the one way to read"),
-    ("std-adapter/src/store/mod.rs", "the one staged write"),
-    (
-        "std-adapter/src/chunks/fs.rs",
-        "the store's openat primitives",
-    ),
+    ("capture/src/capture/open.rs", "the one way to read"),
+    ("capture/src/store/mod.rs", "the one staged write"),
+    ("capture/src/chunks/fs.rs", "the store's openat primitives"),
     (
         "cli/src/side_files.rs",
         "the command line's files, through both",
@@ -739,7 +759,7 @@ fn files_are_opened_one_way() {
         ["1: let a = std::fs::read(p);"]
     );
     let mut found = Vec::new();
-    for krate in ["std-adapter", "cli", "."] {
+    for krate in ["capture", "std-adapter", "cli", "."] {
         let src = root().join(krate).join("src");
         let mut files = Vec::new();
         sources(&src, &mut files);

@@ -5,22 +5,15 @@
 //! executor.
 
 pub mod background;
-pub mod capture;
-pub mod chunks;
+pub use reprise_capture::{capture, chunks, error, layout, list, store, transfer};
 pub mod compile;
 pub mod config;
-pub mod error;
 pub mod exec;
 pub mod executors;
-pub mod layout;
-pub mod list;
 pub mod pool;
 pub mod recorder;
 pub mod replayer;
-pub mod store;
 pub mod summary;
-mod threads;
-pub mod transfer;
 pub mod tune;
 
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};

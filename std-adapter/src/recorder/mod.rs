@@ -40,7 +40,7 @@ mod handles;
 mod hashing;
 mod launch;
 mod reachable;
-pub mod report;
+pub use reprise_capture::report;
 
 pub use args::Args;
 pub use handles::{ImageId, Kernel, LaunchReport};

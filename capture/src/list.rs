@@ -104,7 +104,7 @@ impl Description {
         // A host kernel is given no geometry: the host replays it as it is.
         let without_geometry = self.image_kind.is_some_and(|k| {
             k.backend()
-                .is_ok_and(|b| !crate::executors::capabilities(b).launch_geometry)
+                .is_ok_and(|b| !crate::images::capabilities(b).launch_geometry)
         });
         if let Some(why) = UnknownGeometry::of(&self.record, None, None)
             && !without_geometry
@@ -265,7 +265,7 @@ fn split_known(name: &str) -> Option<(&str, &str)> {
 /// The launch counts the record reports in `dir` give, by descriptor file
 /// name: (launches of its kernel and geometry, how many were recorded).
 pub fn report_counts(dir: &Path) -> std::collections::HashMap<String, (u64, u64)> {
-    crate::recorder::report::counts_in(dir)
+    crate::report::counts_in(dir)
 }
 
 /// Lists every capture in `dir` (sorted by name), and every file that
@@ -295,7 +295,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
         let name = raw.to_string_lossy().into_owned();
         let path = e.path();
         // A recorder's report: read for its counts ([`report_counts`]).
-        if name.ends_with(crate::recorder::report::REPORT_SUFFIX) {
+        if name.ends_with(crate::report::REPORT_SUFFIX) {
             continue;
         }
         if name.starts_with(TEMP_PREFIX) {

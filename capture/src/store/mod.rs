@@ -31,9 +31,9 @@ mod budget;
 
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
 
+use crate::CaptureFormat;
 use crate::capture::{CapturePaths, checksum};
 use crate::chunks::{ChunkStore, StoreOptions, manifest_path};
-use crate::config::CaptureFormat;
 use crate::error::{CaptureProblem, Error, Result};
 
 /// Sequence numbers of the matching launches (recorded or not), process-wide.

@@ -23,7 +23,7 @@ use reprise_core::image::{ImageKind, ProblemSite};
 use reprise_core::record::{BackendKind, KernelRecord};
 
 use crate::error::{CaptureProblem, Error};
-use crate::executors::NoExecutor;
+use crate::images::NoExecutor;
 
 /// The problems of `image` (read from `image_path`, of kind `kind`) for
 /// replaying the kernel `record` (read from `descriptor`) names on the
@@ -41,7 +41,7 @@ pub(super) fn problems(
     if image.is_empty() {
         return vec![at(CaptureProblem::EmptyImage)];
     }
-    let backend = match crate::executors::choose(kind, forced) {
+    let backend = match crate::images::choose(kind, forced) {
         Ok(b) => b,
         Err(NoExecutor::Wrong { runs_on, asked }) => {
             return vec![Error::WrongBackend {
@@ -55,7 +55,7 @@ pub(super) fn problems(
         // An executor not in the build: the replay says so.
         Err(NoExecutor::NotInBuild(_)) => return Vec::new(),
     };
-    let Some(info) = crate::executors::image_info(backend) else {
+    let Some(info) = crate::images::image_info(backend) else {
         return Vec::new();
     };
     let arg_sizes: Vec<u32> = (0..record.num_args()).map(|i| record.arg_size(i)).collect();

@@ -12,7 +12,7 @@ use reprise_core::image::ImageKind;
 pub fn describe(kind: ImageKind, image: &[u8]) -> Vec<String> {
     kind.backend()
         .ok()
-        .and_then(crate::executors::image_info)
+        .and_then(crate::images::image_info)
         .map(|info| info.targets(image))
         .unwrap_or_default()
 }

@@ -38,7 +38,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// ```
 /// use reprise_core::exec::ErrorKind;
-/// use reprise_std::error::ExecutorError;
+/// use reprise_capture::error::ExecutorError;
 /// let e = ExecutorError::other("the plan saves no output", ErrorKind::InvalidInput);
 /// assert_eq!(e.kind(), ErrorKind::InvalidInput);
 /// assert!(!e.device_lost());
@@ -110,9 +110,9 @@ impl std::error::Error for ExecutorError {
 /// Which copy a [`Error::CopyOutOfRange`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyKind {
-    /// [`crate::Recorder::upload`].
+    /// `Recorder::upload`.
     Upload,
-    /// [`crate::Recorder::download`].
+    /// `Recorder::download`.
     Download,
 }
 
@@ -139,9 +139,9 @@ pub enum ChecksumMapProblem {
 /// What a [`Error::ForeignHandle`] was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handle {
-    /// An [`crate::ImageId`].
+    /// An `ImageId`.
     Image,
-    /// A [`crate::Kernel`], by name.
+    /// A `Kernel`, by name.
     Kernel(String),
 }
 
@@ -338,14 +338,14 @@ pub enum Error {
         /// Why it cannot be used.
         problem: String,
     },
-    /// IR given to [`crate::Recorder::attach_ir`] that is not LLVM bitcode.
+    /// IR given to `Recorder::attach_ir` that is not LLVM bitcode.
     NotBitcode {
         /// What it is instead.
         kind: reprise_core::image::ImageKind,
         /// Its length in bytes.
         len: usize,
     },
-    /// A handle used with a [`crate::Recorder`] other than the one that
+    /// A handle used with a `Recorder` other than the one that
     /// made it.
     ForeignHandle {
         /// What it was.
@@ -542,7 +542,7 @@ impl Error {
     /// flags, say); its `Display` is `self.named(Names::LIBRARY)`.
     ///
     /// ```
-    /// use reprise_std::{Error, Names, Setting};
+    /// use reprise_capture::error::{Error, Names, Setting};
     /// let e = Error::BadOption {
     ///     setting: Setting::NumTeams,
     ///     value: "0".into(),

@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
+use reprise_capture::capture::{checksum, read_descriptor};
+use reprise_capture::list::describe;
+use reprise_capture::offload::{SECTION, images_in};
+use reprise_capture::{Capture, CapturePaths, CaptureProblem, Error};
 use reprise_core::image::{ImageError, ImageKind};
 use reprise_core::offload::OffloadError;
 use reprise_core::record::{Generation, KernelRecord};
-use reprise_std::capture::{checksum, read_descriptor};
-use reprise_std::list::describe;
-use reprise_std::offload::{SECTION, images_in};
-use reprise_std::{Capture, CapturePaths, CaptureProblem, Error};
 
 const BASE: u64 = 1 << 40;
 

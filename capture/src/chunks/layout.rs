@@ -200,7 +200,7 @@ pub(super) mod tmp {
 ///
 /// ```
 /// use std::path::Path;
-/// use reprise_std::chunks::layout::manifest_path;
+/// use reprise_capture::chunks::layout::manifest_path;
 /// assert_eq!(
 ///     manifest_path(Path::new("d/k-1-0.record_input")),
 ///     Path::new("d/k-1-0.record_input.chunks")

@@ -145,7 +145,7 @@ pub fn kernels_of(image: &[u8]) -> Vec<String> {
     sniff(image)
         .backend()
         .ok()
-        .and_then(crate::executors::image_info)
+        .and_then(crate::images::image_info)
         .map(|info| info.kernels(image))
         .unwrap_or_default()
 }

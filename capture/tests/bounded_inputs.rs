@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use reprise_capture::offload::{image_for, images_in};
 use reprise_core::offload;
-use reprise_std::offload::{image_for, images_in};
 
 const GFX90A: &[u8] = include_bytes!("../../backends/amdgpu/fixtures/saxpy_mixed.gfx90a.hsaco");
 

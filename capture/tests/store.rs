@@ -1,9 +1,9 @@
 //! Writing captures: unique names, checksums, crash safety.
 
+use reprise_capture::capture::{Capture, CapturePaths, OpenOptions};
+use reprise_capture::list::{Entry, scan};
+use reprise_capture::store::{CaptureData, CaptureStore, file_stem_for};
 use reprise_core::record::{BackendKind, Generation, KernelRecord};
-use reprise_std::capture::{Capture, CapturePaths, OpenOptions};
-use reprise_std::list::{Entry, scan};
-use reprise_std::store::{CaptureData, CaptureStore, file_stem_for};
 
 fn record(name: &str, seq: u64) -> KernelRecord {
     let mut r = KernelRecord::new(name).unwrap();

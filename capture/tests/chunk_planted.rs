@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reprise_std::chunks::{
+use reprise_capture::chunks::{
     ChunkFault, ChunkHash, ChunkStore, GcOptions, LeftoverKind, Manifest, StoreOptions,
     StoreProblem, gc_with, manifest_path, store_leftovers,
 };
-use reprise_std::store::write_atomically;
+use reprise_capture::store::write_atomically;
 
 const CS: usize = 64 << 10;
 

@@ -456,7 +456,7 @@ pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
 
 /// The error for a file whose checksum is `got` where the descriptor says
 /// `want`.
-pub(crate) fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
+pub fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
     Error::capture(
         path,
         CaptureProblem::ChecksumMismatch {

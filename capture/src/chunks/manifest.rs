@@ -52,7 +52,7 @@ pub struct ChunkRef {
 /// version 1, which older readers read).
 ///
 /// ```
-/// use reprise_std::chunks::Manifest;
+/// use reprise_capture::chunks::Manifest;
 /// let m = Manifest::cut(&[7u8; 10_000], 4096).unwrap();
 /// assert_eq!((m.len(), m.chunks().len()), (10_000, 3));
 /// assert_eq!(m.chunks()[2].len, 10_000 - 2 * 4096);

@@ -1,16 +1,16 @@
-//! The chunk store (`reprise_std::chunks`) on real files: round trips,
+//! The chunk store (`reprise_capture::chunks`) on real files: round trips,
 //! deduplication, writers in several threads and processes at once, damaged
 //! and missing chunks, hostile manifests, and gc, alone and beside a writer.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use reprise_std::Error;
-use reprise_std::chunks::{
+use reprise_capture::Error;
+use reprise_capture::chunks::{
     ChunkFault, ChunkHash, ChunkStore, GcOptions, Manifest, ManifestError, StoreOptions,
     StoreProblem, gc_with, manifest_path, usage,
 };
-use reprise_std::store::write_atomically;
+use reprise_capture::store::write_atomically;
 
 const CS: u32 = 64 << 10;
 
@@ -395,7 +395,7 @@ fn hostile_manifest_files_are_refused_naming_the_file() {
     // A file larger than any manifest is not read at all (sparse here).
     std::fs::File::create(&path)
         .unwrap()
-        .set_len(reprise_std::chunks::MAX_ENCODED_LEN + 1)
+        .set_len(reprise_capture::chunks::MAX_ENCODED_LEN + 1)
         .unwrap();
     let e = Manifest::read(&path).unwrap_err();
     assert!(matches!(
@@ -436,7 +436,7 @@ fn gc_keeps_what_manifests_name_and_removes_the_rest() {
     assert_eq!(chunk_files(dir.path()).len(), 13);
 
     // Within the grace period nothing goes.
-    let r = reprise_std::chunks::gc(dir.path()).unwrap();
+    let r = reprise_capture::chunks::gc(dir.path()).unwrap();
     assert_eq!((r.removed, r.kept, r.manifests), (0, 13, 1));
 
     // Leftovers: a dead writer's pin, an old half-written chunk, a chunk a

@@ -8,9 +8,9 @@ use reprise_core::record::{Generation, KernelRecord};
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Setting {
-    /// [`crate::ReplayOptions::num_teams`].
+    /// `ReplayOptions::num_teams`.
     NumTeams,
-    /// [`crate::ReplayOptions::num_threads`].
+    /// `ReplayOptions::num_threads`.
     NumThreads,
     /// [`crate::OpenOptions::allow_missing_globals`].
     AllowMissingGlobals,
@@ -22,9 +22,9 @@ pub enum Setting {
     RegionBase,
     /// [`crate::OpenOptions::backend`].
     Backend,
-    /// A byte range of [`crate::replayer::CompareSpec::ranges`].
+    /// A byte range of `CompareSpec::ranges`.
     CompareRange,
-    /// An argument's buffer in [`crate::replayer::CompareSpec::ranges`].
+    /// An argument's buffer in `CompareSpec::ranges`.
     CompareArg,
 }
 

@@ -438,7 +438,7 @@ pub fn assess(
 /// global of that name has `size` bytes (`None`: it has none); `None` when
 /// it can. The one answer of [`assess`] and of a replay that looks the
 /// global up in the loaded image.
-pub(crate) fn global_problem(
+pub fn global_problem(
     globals: &Path,
     image: &Path,
     name: &str,

@@ -16,7 +16,7 @@ use super::Error;
 /// named on disk) as 64 lowercase hexadecimal digits.
 ///
 /// ```
-/// use reprise_std::chunks::ChunkHash;
+/// use reprise_capture::chunks::ChunkHash;
 /// let h = ChunkHash::of(b"");
 /// let hex = h.to_string();
 /// assert_eq!(hex, "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262");
@@ -78,7 +78,7 @@ impl fmt::Debug for ChunkHash {
 }
 
 /// What is wrong with a manifest's bytes
-/// (`reprise_std::chunks::Manifest::decode`). Every field of a manifest is
+/// (`reprise_capture::chunks::Manifest::decode`). Every field of a manifest is
 /// checked against the length of what holds it before anything is sized by
 /// it.
 #[non_exhaustive]
@@ -406,8 +406,8 @@ impl fmt::Display for VersionProblem {
 /// an [`Error::Store`] (see [`Error::store_problem`]).
 ///
 /// ```
-/// use reprise_std::chunks::{ChunkFault, ChunkHash, ChunkProblem, StoreProblem};
-/// use reprise_std::Error;
+/// use reprise_capture::chunks::{ChunkFault, ChunkHash, ChunkProblem, StoreProblem};
+/// use reprise_capture::Error;
 /// let hash = ChunkHash::of(b"x");
 /// let e = Error::store(
 ///     "d/.reprise-store/chunks/ab/ab12",
@@ -459,7 +459,7 @@ pub enum StoreProblem {
 }
 
 /// Why a capture has no exact form in the format it was to be exported to
-/// (`reprise_std::transfer::export`): LLVM's formats cannot say everything
+/// (`reprise_capture::transfer::export`): LLVM's formats cannot say everything
 /// reprise's does, and LLVM 16 saved less than the others need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExportProblem {

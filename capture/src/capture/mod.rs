@@ -49,12 +49,14 @@ use crate::error::{CaptureProblem, Error, Result};
 pub use base::{BaseOrigin, ResolvedBase};
 use offload::ImageOrigin;
 
+pub(crate) use assess::length_problems;
 pub use assess::{
-    Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, output_problem,
+    Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, global_problem,
+    output_problem,
 };
-pub(crate) use assess::{global_problem, length_problems};
-pub(crate) use files::checksum_mismatch;
-pub use files::{SnapshotFile, SnapshotSource, checksum, file_checksum, head, read_descriptor};
+pub use files::{
+    SnapshotFile, SnapshotSource, checksum, checksum_mismatch, file_checksum, head, read_descriptor,
+};
 pub use ir::{ir_path, read_ir};
 pub use open::{
     DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, open_regular, read_bounded,

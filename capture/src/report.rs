@@ -1,5 +1,5 @@
 //! How often each kernel launched, and which launches were recorded: what
-//! deduplication ([`crate::RecordConfig::dedup`]) needs, and the record
+//! deduplication (`RecordConfig::dedup`) needs, and the record
 //! report a recorder writes beside its captures (as LLVM's
 //! `LIBOMPTARGET_RECORD_REPORT_FILENAME` does), in text and in JSON.
 
@@ -32,7 +32,7 @@ struct Occurrence {
 
 /// The launches of one recorder, in the order each key first launched.
 #[derive(Debug, Default)]
-pub(super) struct Occurrences {
+pub struct Occurrences {
     list: Vec<Occurrence>,
     /// Descriptor file names by launch sequence number, filled in by the
     /// writer as captures are written.
@@ -63,12 +63,12 @@ impl Occurrences {
     }
 
     /// Whether a launch of `kernel` with `config` was recorded before.
-    pub(super) fn seen(&mut self, kernel: &str, config: &LaunchConfig) -> bool {
+    pub fn seen(&mut self, kernel: &str, config: &LaunchConfig) -> bool {
         !self.find(kernel, config).recorded.is_empty()
     }
 
     /// Counts a matching launch, recorded as launch `seq` when it was.
-    pub(super) fn count(&mut self, kernel: &str, config: &LaunchConfig, seq: Option<u64>) {
+    pub fn count(&mut self, kernel: &str, config: &LaunchConfig, seq: Option<u64>) {
         let o = self.find(kernel, config);
         o.launches += 1;
         o.recorded.extend(seq);
@@ -76,13 +76,13 @@ impl Occurrences {
     }
 
     /// Where the writer notes the descriptor of launch `seq`.
-    pub(super) fn names(&self) -> Arc<Mutex<HashMap<u64, String>>> {
+    pub fn names(&self) -> Arc<Mutex<HashMap<u64, String>>> {
         self.names.clone()
     }
 
     /// Writes the report as `STEM.report.json` and `STEM.report.txt` in
     /// `dir` (whole files, renamed into place), when something changed.
-    pub(super) fn write(&mut self, dir: &Path, stem: &str) -> Result<()> {
+    pub fn write(&mut self, dir: &Path, stem: &str) -> Result<()> {
         if !self.dirty {
             return Ok(());
         }

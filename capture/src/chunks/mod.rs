@@ -18,13 +18,13 @@
 //! name (a directory, a link, a FIFO, a damaged file) is not taken for
 //! the chunk: it is moved aside and the chunk stored.
 //! Manifests are renamed into place by the caller
-//! (`reprise_std::store::write_atomically`). [`gc`] removes the chunks no
+//! (`reprise_capture::store::write_atomically`). [`gc`] removes the chunks no
 //! manifest names while writers write, and [`usage`] says what the store
 //! holds.
 //!
 //! ```
-//! use reprise_std::chunks::{ChunkStore, StoreOptions};
-//! # fn main() -> reprise_std::Result<()> {
+//! use reprise_capture::chunks::{ChunkStore, StoreOptions};
+//! # fn main() -> reprise_capture::Result<()> {
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = ChunkStore::create(dir.path(), StoreOptions::default())?;
 //! let input = vec![1u8; 3 << 20];
@@ -37,14 +37,14 @@
 //! let m_in = store.put_pinned(&pin, &input)?;
 //! let m_out = store.put_pinned(&pin, &output)?;
 //! let path = dir.path().join("k.record_output.chunks");
-//! reprise_std::store::write_atomically(&path, &m_out.encode(), false)?;
+//! reprise_capture::store::write_atomically(&path, &m_out.encode(), false)?;
 //! drop(pin);
 //!
 //! // The output's last two chunks are the input's: four chunk files in all
 //! // (the input's three equal chunks are one).
 //! assert_eq!(m_out.chunks()[1..], m_in.chunks()[1..]);
 //! let mut back = vec![0u8; m_out.len() as usize];
-//! store.read_into(&reprise_std::chunks::Manifest::read(&path)?, &mut back)?;
+//! store.read_into(&reprise_capture::chunks::Manifest::read(&path)?, &mut back)?;
 //! assert_eq!(back, output);
 //! assert!(store.check(&m_out).is_empty());
 //! # Ok(()) }

@@ -19,7 +19,7 @@ use super::{ChunkFault, ChunkHash, ChunkProblem, Error, ManifestError};
 /// [`Error::Capture`] (see [`Error::capture_problem`]).
 ///
 /// ```
-/// use reprise_std::error::{CaptureProblem, Error};
+/// use reprise_capture::error::{CaptureProblem, Error};
 /// let e = Error::capture(
 ///     "k.memory",
 ///     CaptureProblem::SnapshotSize { found: 8, expected: 16 },

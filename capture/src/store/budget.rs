@@ -1,4 +1,4 @@
-//! The disk budget of a recording: [`RecordConfig::max_disk`] and the free
+//! The disk budget of a recording: `RecordConfig::max_disk` and the free
 //! space its file system keeps.
 //!
 //! The launching thread *reserves* a capture's largest possible size
@@ -14,7 +14,6 @@
 //! after each capture is written, on the writer's thread: the launching
 //! thread's check is arithmetic on atomics.
 //!
-//! [`RecordConfig::max_disk`]: crate::RecordConfig::max_disk
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
