@@ -81,6 +81,7 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "amdgpu")]
 pub use reprise_amdgpu::{AmdError, AmdExecutor};
+pub use reprise_capture::{capture, list, offload, store, transfer};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, ErrorKind, LaunchConfig, Mode};
 #[cfg(feature = "cuda")]
@@ -95,9 +96,7 @@ pub use reprise_std::{
     LaunchReport, Names, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
     Setting, Verification, WriterKind, block_on,
 };
-pub use reprise_std::{
-    capture, chunks, compile, config, executors, list, offload, store, summary, transfer,
-};
+pub use reprise_std::{compile, config, executors, summary};
 
 /// Comparing outputs: byte for byte, or element by element within a
 /// tolerance (`f16` to `f64`, integers; relative, absolute and ULP

@@ -20,9 +20,9 @@ pub mod store;
 mod threads;
 pub mod transfer;
 
-pub use capture::{Capture, CapturePaths, OpenOptions, SnapshotFile, offload};
+pub use capture::{Capture, CapturePaths, OpenOptions, SnapshotFile, SnapshotSource, offload};
 pub use error::{CaptureProblem, Error, Result};
-pub use store::{CaptureData, CaptureStore};
+pub use store::{CaptureData, CaptureStore, CaptureWriter};
 
 /// How a capture's data files (snapshots, globals, image) are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -397,7 +397,7 @@ pub fn remove_capture(descriptor: &Path) {
             &c.paths.descriptor,
         ] {
             let _ = std::fs::remove_file(p);
-            let _ = std::fs::remove_file(crate::chunks::manifest_path(p));
+            let _ = std::fs::remove_file(reprise_capture::chunks::manifest_path(p));
         }
     }
 }

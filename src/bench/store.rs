@@ -34,7 +34,7 @@ use crate::store::{CaptureData, CaptureStore};
 use crate::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
 
 /// The store's chunk size, which the writer's rows cut snapshots at.
-const CHUNK: usize = crate::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+pub const CHUNK: usize = reprise_capture::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
 
 /// Captures of each kind the writer's rows take at least below 128 MiB
 /// (raw, every chunk new, most stored, in turn): a mostly-stored capture
@@ -203,7 +203,7 @@ fn file_bytes(dir: &Path) -> Result<(u64, u64)> {
 
 /// What the store-format recording in `dir` takes, against raw files.
 fn disk_of(dir: &Path, captures: usize) -> Result<Disk> {
-    let usage = crate::chunks::usage(dir)?;
+    let usage = reprise_capture::chunks::usage(dir)?;
     let (stored, descriptors) = file_bytes(dir)?;
     Ok(Disk {
         captures,
@@ -391,7 +391,7 @@ pub fn throughput() -> Result<Throughput> {
             std::hint::black_box(blake3::hash(c));
         }
     });
-    let level = crate::chunks::layout::DEFAULT_LEVEL;
+    let level = reprise_capture::chunks::layout::DEFAULT_LEVEL;
     let fail = |e: std::io::Error| Error::io("zstd", "compress", e);
     let mut compressor = zstd::bulk::Compressor::new(level).map_err(fail)?;
     let compressed: Vec<Vec<u8>> = data

@@ -5,7 +5,7 @@
 //! executor.
 
 pub mod background;
-pub use reprise_capture::{capture, chunks, error, layout, list, store, transfer};
+pub use reprise_capture::{capture, error, layout, list, store, transfer};
 pub mod compile;
 pub mod config;
 pub mod exec;

@@ -36,6 +36,7 @@ mod launch_env;
 pub mod offload;
 mod open;
 mod paths;
+mod snapshot;
 mod stored;
 pub mod targets;
 
@@ -54,14 +55,13 @@ pub use assess::{
     Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, global_problem,
     output_problem,
 };
-pub use files::{
-    SnapshotFile, SnapshotSource, checksum, checksum_mismatch, file_checksum, head, read_descriptor,
-};
+pub use files::{checksum, checksum_mismatch, file_checksum, head, read_descriptor};
 pub use ir::{ir_path, read_ir};
 pub use open::{
     DESCRIPTOR_LIMIT, FileState, GLOBALS_LIMIT, IMAGE_LIMIT, open_regular, read_bounded,
 };
 pub use paths::{CapturePaths, KNOWN_EXTENSIONS, stem_of};
+pub use snapshot::{Gaps, SnapshotFile, SnapshotSource, Streamed};
 pub use stored::{Storage, data_file, read_data, storage};
 
 /// How a capture is opened. Build it from [`OpenOptions::new`] (or

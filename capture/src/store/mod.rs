@@ -28,8 +28,13 @@ use std::sync::{Mutex, OnceLock};
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
 mod budget;
+mod writer;
 
+/// The blake3 hash a snapshot's chunk goes by (what a device's hashing
+/// kernel computes too).
+pub use crate::chunks::ChunkHash;
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
+pub use writer::{CaptureWriter, KnownChunks};
 
 use crate::CaptureFormat;
 use crate::capture::{CapturePaths, checksum};

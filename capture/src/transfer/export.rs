@@ -22,8 +22,9 @@ use reprise_core::globals::{self, Layout};
 use reprise_core::record::{Checksummer, Generation, KernelRecord, MAX_JSON_LEN};
 
 use crate::capture::{
-    CapturePaths, DESCRIPTOR_LIMIT, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, checksum,
-    checksum_mismatch, length_problems, read_bounded, read_data, read_descriptor, stem_of,
+    CapturePaths, DESCRIPTOR_LIMIT, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, SnapshotSource,
+    checksum, checksum_mismatch, length_problems, read_bounded, read_data, read_descriptor,
+    stem_of,
 };
 use crate::error::{CaptureProblem, Error, ExportProblem, Result, StoreProblem};
 

@@ -149,7 +149,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     let t = &r.throughput;
     out_text!(
         "\nthroughput per core (16 MiB of a float field, {} chunks)\n",
-        bench::human(reprise::chunks::layout::DEFAULT_CHUNK_SIZE as u64)
+        bench::human(reprise::bench::store::CHUNK as u64)
     );
     out!("| operation | rate | vs memcpy |");
     out!("| :--- | ---: | ---: |");
