@@ -682,7 +682,7 @@ const OPENS_FILES: &[(&str, &str)] = &[
     // bounded) and the one staged write.
     ("capture/src/capture/open.rs", "the one way to read"),
     ("capture/src/store/mod.rs", "the one staged write"),
-    ("capture/src/chunks/fs.rs", "the store's openat primitives"),
+    ("capture/src/fs.rs", "the store's openat primitives"),
     (
         "cli/src/side_files.rs",
         "the command line's files, through both",

@@ -12,8 +12,8 @@
 pub mod capture;
 pub mod chunks;
 pub mod error;
+mod fs;
 pub mod images;
-pub mod layout;
 pub mod list;
 pub mod report;
 pub mod store;

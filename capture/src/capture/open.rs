@@ -10,8 +10,8 @@ use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::chunks::fs::Bounded;
 use crate::error::{CaptureProblem, Error, Result};
+use crate::fs::Bounded;
 
 /// Largest descriptor accepted (any real one is a few KiB).
 pub const DESCRIPTOR_LIMIT: u64 = 1 << 20;
@@ -158,7 +158,7 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
         ));
     }
     // A file that grew past the bound since `fstat` is still refused.
-    match crate::chunks::fs::read_file_bounded(file, limit) {
+    match crate::fs::read_file_bounded(file, limit) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(Bounded::Io(e)) => Err(Error::io(path, "read", e)),
         Err(Bounded::TooLarge(len)) => Err(Error::capture(

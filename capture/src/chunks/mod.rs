@@ -50,7 +50,7 @@
 //! # Ok(()) }
 //! ```
 
-pub(crate) mod fs;
+use crate::fs;
 mod gc;
 pub mod layout;
 mod leftovers;

@@ -145,7 +145,7 @@ impl CaptureStore {
     ) -> Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        let dir_fd = crate::chunks::fs::open_dir_fd(&dir)?;
+        let dir_fd = crate::fs::open_dir_fd(&dir)?;
         Ok(CaptureStore {
             dir,
             dir_fd,
@@ -489,7 +489,7 @@ pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    stage_at(crate::chunks::fs::open_dir_fd(dir)?, path, bytes, fsync)
+    stage_at(crate::fs::open_dir_fd(dir)?, path, bytes, fsync)
 }
 
 /// [`stage`] of the file named as `path`'s last part, in the directory
@@ -502,7 +502,7 @@ fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) 
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
         return Err(Error::io(path, "create", rustix::io::Errno::IO.into()));
     }
-    let (tmp, mut f) = crate::chunks::fs::create_fresh(
+    let (tmp, mut f) = crate::fs::create_fresh(
         &dirfd,
         &format!("{TEMP_PREFIX}{}.", name.to_string_lossy()),
         0o644,

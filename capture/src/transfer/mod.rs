@@ -29,7 +29,7 @@ use crate::store::TEMP_PREFIX;
 
 /// Opens the directory `dir` (following a link to it: the caller chose it).
 fn open_dir(dir: &Path) -> Result<OwnedFd> {
-    crate::chunks::fs::open_dir_fd(dir)
+    crate::fs::open_dir_fd(dir)
 }
 
 /// Writes a new file `name` in the directory `dir_fd` (`dir`, for
@@ -44,14 +44,13 @@ fn write_new(
     fill: impl FnOnce(&mut File) -> Result<()>,
 ) -> Result<()> {
     let path = dir.join(name);
-    let (tmp, mut file) =
-        crate::chunks::fs::create_fresh(dir_fd, &format!("{TEMP_PREFIX}{name}."), 0o644)
-            .map_err(|e| Error::io(&path, "create", e))?;
+    let (tmp, mut file) = crate::fs::create_fresh(dir_fd, &format!("{TEMP_PREFIX}{name}."), 0o644)
+        .map_err(|e| Error::io(&path, "create", e))?;
     let result = (|| {
         fill(&mut file)?;
         file.sync_all().map_err(|e| Error::io(&path, "sync", e))?;
         drop(file);
-        match crate::chunks::fs::place(dir_fd, &tmp, dir_fd, name) {
+        match crate::fs::place(dir_fd, &tmp, dir_fd, name) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::store(
                 &path,

@@ -1,8 +1,10 @@
-//! The store's file operations, each relative to an open directory and
-//! never through a symbolic link: directories opened `O_NOFOLLOW` one level
-//! at a time, files created `O_EXCL | O_NOFOLLOW` under fresh random names,
-//! and placed under their final name by `linkat`, which never replaces what
-//! is there.
+//! The one set of safe file primitives, each relative to an open directory
+//! and never through a symbolic link: directories opened `O_NOFOLLOW` one
+//! level at a time, files created `O_EXCL | O_NOFOLLOW` under fresh random
+//! names ([`create_fresh`]: the store's chunks, the staged writes of
+//! captures and exports) and placed under their final name by `linkat`,
+//! which never replaces what is there, and reads bounded by what the caller
+//! expects ([`read_file_bounded`]).
 
 use std::ffi::OsStr;
 use std::fs::File;
