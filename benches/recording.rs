@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reprise::bench::{SIZES, Session, Way};
 use reprise::samples::bench_kernel;
 use reprise::{BackendKind, HostExecutor};
+use reprise_bench::{SIZES, Session, Way};
 
 fn recording(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("reprise-bench-recording-{}", std::process::id()));

@@ -6,9 +6,9 @@ use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reprise::bench::{SIZES, Session, Way};
 use reprise::samples::bench_kernel;
 use reprise::{BackendKind, Capture, HostExecutor};
+use reprise_bench::{SIZES, Session, Way};
 
 fn replay(c: &mut Criterion) {
     let root = std::env::temp_dir().join(format!("reprise-bench-replay-{}", std::process::id()));

@@ -85,7 +85,7 @@ pub use reprise_capture::{capture, list, offload, store, transfer};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, ErrorKind, LaunchConfig, Mode};
 #[cfg(feature = "cuda")]
-pub use reprise_cuda::{CudaError, CudaExecutor, jit as cuda_jit};
+pub use reprise_cuda::{CudaError, CudaExecutor, CudaOptions, abi as cuda_abi, jit as cuda_jit};
 #[cfg(feature = "host")]
 pub use reprise_host::{
     FaultKind, FaultPlace, HostError, HostExecutor, KernelFault, report_faults_to,
@@ -116,12 +116,12 @@ pub mod compare {
     pub use reprise_core::compare::*;
 }
 
-use reprise_std::executors::{AnyExecutor, ExecutorJob, ExecutorSpec, Executors, NoExecutor};
+use reprise_std::executors::{
+    AnyExecutor, CudaOptions as CudaSpec, ExecutorJob, ExecutorSpec, Executors, NoExecutor,
+};
 
 pub use reprise_samples as samples;
 pub use reprise_samples::DEMO_IMAGE;
-
-pub mod bench;
 
 /// Starts building a replay of `capture`; `.await` it to run.
 pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
@@ -129,6 +129,7 @@ pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
         capture,
         backend: None,
         device_id: None,
+        cuda: CudaSpec::default(),
         options: ReplayOptions::default(),
         progress: None,
     }
@@ -147,6 +148,7 @@ pub struct ReplayBuilder<'a> {
     capture: &'a Capture,
     backend: Option<BackendKind>,
     device_id: Option<i32>,
+    cuda: CudaSpec,
     options: ReplayOptions,
     progress: Option<Box<dyn FnMut(u32) + Send + 'a>>,
 }
@@ -160,6 +162,13 @@ impl<'a> ReplayBuilder<'a> {
     /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
     pub fn device_id(mut self, id: i32) -> Self {
         self.device_id = Some(id);
+        self
+    }
+    /// The CUDA executor's options (device-side staging, PTX JIT options);
+    /// other executors refuse any but the defaults.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(mut self, options: CudaOptions) -> Self {
+        self.cuda = options;
         self
     }
     /// Teams (grid x) instead of the recorded number.
@@ -218,8 +227,8 @@ trait OnCapture<'a>: Sized + Send + 'a {
     type Output: Send + 'a;
     /// The capture.
     fn capture(&self) -> &'a Capture;
-    /// The executor asked for, if any, and the device.
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>);
+    /// The executor asked for, if any, the device and the CUDA options.
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec);
     /// The work, on `exec`.
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Self::Output>;
 }
@@ -229,12 +238,14 @@ trait OnCapture<'a>: Sized + Send + 'a {
 fn on_capture<'a, W: OnCapture<'a>>(work: W) -> Working<'a, W::Output> {
     let capture = work.capture();
     let descriptor = capture.paths.descriptor.clone();
-    let (backend, device) = work.asked();
+    let (backend, device, cuda) = work.asked();
     let backend = match resolve_backend(capture, backend) {
         Ok(b) => b,
         Err(e) => return Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
     };
-    let spec = ExecutorSpec::new(backend).device(device.unwrap_or(capture.record.device_id));
+    let spec = ExecutorSpec::new(backend)
+        .device(device.unwrap_or(capture.record.device_id))
+        .cuda(cuda);
     match executors::with_executor(spec, OnExecutor(work, std::marker::PhantomData)) {
         Ok(work) => Box::pin(async move { work.await.map_err(|e| e.in_file(&descriptor)) }),
         Err(e) => Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
@@ -283,8 +294,8 @@ impl<'a> OnCapture<'a> for ReplayBuilder<'a> {
         self.capture
     }
 
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>) {
-        (self.backend, self.device_id)
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec) {
+        (self.backend, self.device_id, self.cuda.clone())
     }
 
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Outcome> {
@@ -338,6 +349,7 @@ pub fn tune(capture: &Capture) -> TuneBuilder<'_> {
         capture,
         backend: None,
         device_id: None,
+        cuda: CudaSpec::default(),
         options: tune::TuneOptions::default(),
         progress: None,
     }
@@ -354,6 +366,7 @@ pub struct TuneBuilder<'a> {
     capture: &'a Capture,
     backend: Option<BackendKind>,
     device_id: Option<i32>,
+    cuda: CudaSpec,
     options: tune::TuneOptions,
     progress: Option<TuneProgress<'a>>,
 }
@@ -367,6 +380,13 @@ impl<'a> TuneBuilder<'a> {
     /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
     pub fn device_id(mut self, id: i32) -> Self {
         self.device_id = Some(id);
+        self
+    }
+    /// The CUDA executor's options (device-side staging, PTX JIT options);
+    /// other executors refuse any but the defaults.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(mut self, options: CudaOptions) -> Self {
+        self.cuda = options;
         self
     }
     /// The configurations to measure (the recorded one is measured too).
@@ -401,8 +421,8 @@ impl<'a> OnCapture<'a> for TuneBuilder<'a> {
         self.capture
     }
 
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>) {
-        (self.backend, self.device_id)
+    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec) {
+        (self.backend, self.device_id, self.cuda.clone())
     }
 
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, tune::TuneReport> {

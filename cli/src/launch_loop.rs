@@ -7,11 +7,12 @@
 //! interposer (which exports `dlsym`) hands out its hooks. Nothing else of
 //! reprise touches the driver in this process.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use reprise::cuda_abi;
 use serde_json::json;
 
 use crate::error::{CliError, Result};
@@ -34,47 +35,29 @@ pub struct LaunchLoopArgs {
     pub json: bool,
 }
 
-/// `CUresult`.
-type CuResult = c_int;
-/// A driver handle (context, module, function, stream).
-type Handle = *mut c_void;
-/// `CUdeviceptr`.
-type DevPtr = u64;
-
-type LaunchKernel = unsafe extern "C" fn(
-    Handle,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    Handle,
-    *mut *mut c_void,
-    *mut *mut c_void,
-) -> CuResult;
-
-/// The driver's entry points the loop calls, as `dlsym` handed them out.
-struct Driver {
-    init: unsafe extern "C" fn(c_uint) -> CuResult,
-    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
-    primary_ctx_retain: unsafe extern "C" fn(*mut Handle, c_int) -> CuResult,
-    ctx_set_current: unsafe extern "C" fn(Handle) -> CuResult,
-    module_load_data: unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult,
-    module_get_function: unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult,
-    mem_alloc: unsafe extern "C" fn(*mut DevPtr, usize) -> CuResult,
-    memcpy_htod: unsafe extern "C" fn(DevPtr, *const c_void, usize) -> CuResult,
-    memcpy_dtoh: unsafe extern "C" fn(*mut c_void, DevPtr, usize) -> CuResult,
-    stream_create: unsafe extern "C" fn(*mut Handle, c_uint) -> CuResult,
-    launch_kernel: LaunchKernel,
-    stream_synchronize: unsafe extern "C" fn(Handle) -> CuResult,
-    get_error_name: Option<unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult>,
+cuda_abi::driver_table! {
+    /// The driver's entry points the loop calls, as `dlsym` handed them out.
+    struct Driver {
+        cuInit: cuda_abi::Init,
+        cuDeviceGet: cuda_abi::DeviceGet,
+        cuDevicePrimaryCtxRetain: cuda_abi::DevicePrimaryCtxRetain,
+        cuCtxSetCurrent: cuda_abi::CtxSetCurrent,
+        cuModuleLoadData: cuda_abi::ModuleLoadData,
+        cuModuleGetFunction: cuda_abi::ModuleGetFunction,
+        cuMemAlloc_v2: cuda_abi::MemAlloc,
+        cuMemcpyHtoD_v2: cuda_abi::MemcpyHtoD,
+        cuMemcpyDtoH_v2: cuda_abi::MemcpyDtoH,
+        cuStreamCreate: cuda_abi::StreamCreate,
+        cuLaunchKernel: cuda_abi::LaunchKernel,
+        cuStreamSynchronize: cuda_abi::StreamSynchronize,
+        cuGetErrorName: cuda_abi::GetErrorName,
+    }
 }
 
 impl Driver {
     /// Opens `libcuda.so.1` for the rest of the process and looks up the
-    /// entry points.
+    /// entry points with `dlsym` on its handle, which a preloaded
+    /// interposer's `dlsym` answers with its hooks.
     fn open() -> Result<Driver> {
         // SAFETY: loading the CUDA driver runs its initialisers, which
         // expect nothing of the caller.
@@ -84,42 +67,27 @@ impl Driver {
         // the process exits (it finishes its recording at exit), and the
         // function pointers below must stay valid.
         let lib: &'static libloading::Library = Box::leak(Box::new(lib));
-        macro_rules! sym {
-            ($name:literal) => {{
-                // SAFETY: the type each field is declared with is the
-                // driver's prototype of the function of that name (cuda.h).
-                let s = unsafe { lib.get(concat!($name, "\0").as_bytes()) };
-                *s.map_err(|e| CliError::Command(format!("libcuda.so.1 lacks {}: {e}", $name)))?
-            }};
+        // SAFETY: the table's fields are typed as cuda.h declares the
+        // functions of their names; only the addresses are taken here.
+        unsafe {
+            Driver::resolve(|name| {
+                lib.get::<*mut c_void>(name.as_bytes())
+                    .map_or(std::ptr::null_mut(), |s| *s)
+            })
         }
-        Ok(Driver {
-            init: sym!("cuInit"),
-            device_get: sym!("cuDeviceGet"),
-            primary_ctx_retain: sym!("cuDevicePrimaryCtxRetain"),
-            ctx_set_current: sym!("cuCtxSetCurrent"),
-            module_load_data: sym!("cuModuleLoadData"),
-            module_get_function: sym!("cuModuleGetFunction"),
-            mem_alloc: sym!("cuMemAlloc_v2"),
-            memcpy_htod: sym!("cuMemcpyHtoD_v2"),
-            memcpy_dtoh: sym!("cuMemcpyDtoH_v2"),
-            stream_create: sym!("cuStreamCreate"),
-            launch_kernel: sym!("cuLaunchKernel"),
-            stream_synchronize: sym!("cuStreamSynchronize"),
-            // SAFETY: as in `sym!`.
-            get_error_name: unsafe { lib.get(b"cuGetErrorName\0") }.ok().map(|s| *s),
-        })
+        .map_err(|name| CliError::Command(format!("libcuda.so.1 lacks {name}")))
     }
 
     /// `Ok` for `CUDA_SUCCESS`, else an error naming `call` and the result.
-    fn check(&self, call: &str, rc: CuResult) -> Result<()> {
+    fn check(&self, call: &str, rc: cuda_abi::CuResult) -> Result<()> {
         if rc == 0 {
             return Ok(());
         }
         let mut name: *const c_char = std::ptr::null();
-        let named = match self.get_error_name {
-            // SAFETY: a valid out-pointer; the driver hands back a static
-            // string or leaves it alone.
-            Some(f) if unsafe { f(rc, &mut name) } == 0 && !name.is_null() => {
+        // SAFETY: a valid out-pointer; the driver hands back a static
+        // string or leaves it alone.
+        let named = match unsafe { (self.cuGetErrorName)(rc, &mut name) } {
+            0 if !name.is_null() => {
                 // SAFETY: the driver's error names are NUL-terminated
                 // static strings.
                 unsafe { CStr::from_ptr(name) }
@@ -182,34 +150,34 @@ pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
     // the module load; the copies are of `bytes` bytes, which both the host
     // buffers and the allocations hold.
     unsafe {
-        d.check("cuInit", (d.init)(0))?;
-        d.check("cuDeviceGet", (d.device_get)(&mut dev, 0))?;
+        d.check("cuInit", (d.cuInit)(0))?;
+        d.check("cuDeviceGet", (d.cuDeviceGet)(&mut dev, 0))?;
         d.check(
             "cuDevicePrimaryCtxRetain",
-            (d.primary_ctx_retain)(&mut ctx, dev),
+            (d.cuDevicePrimaryCtxRetain)(&mut ctx, dev),
         )?;
-        d.check("cuCtxSetCurrent", (d.ctx_set_current)(ctx))?;
+        d.check("cuCtxSetCurrent", (d.cuCtxSetCurrent)(ctx))?;
         d.check(
             "cuModuleLoadData",
-            (d.module_load_data)(&mut module, ptx.as_ptr().cast()),
+            (d.cuModuleLoadData)(&mut module, ptx.as_ptr().cast()),
         )?;
         d.check(
             "cuModuleGetFunction",
-            (d.module_get_function)(&mut function, module, c"saxpy".as_ptr()),
+            (d.cuModuleGetFunction)(&mut function, module, c"saxpy".as_ptr()),
         )?;
-        d.check("cuMemAlloc_v2 (x)", (d.mem_alloc)(&mut x, bytes))?;
-        d.check("cuMemAlloc_v2 (y)", (d.mem_alloc)(&mut y, bytes))?;
+        d.check("cuMemAlloc_v2 (x)", (d.cuMemAlloc_v2)(&mut x, bytes))?;
+        d.check("cuMemAlloc_v2 (y)", (d.cuMemAlloc_v2)(&mut y, bytes))?;
         let ones = vec![1.0f32; n];
         let zeros = vec![0.0f32; n];
         d.check(
             "cuMemcpyHtoD_v2 (x)",
-            (d.memcpy_htod)(x, ones.as_ptr().cast(), bytes),
+            (d.cuMemcpyHtoD_v2)(x, ones.as_ptr().cast(), bytes),
         )?;
         d.check(
             "cuMemcpyHtoD_v2 (y)",
-            (d.memcpy_htod)(y, zeros.as_ptr().cast(), bytes),
+            (d.cuMemcpyHtoD_v2)(y, zeros.as_ptr().cast(), bytes),
         )?;
-        d.check("cuStreamCreate", (d.stream_create)(&mut stream, 0))?;
+        d.check("cuStreamCreate", (d.cuStreamCreate)(&mut stream, 0))?;
     }
     let (mut alpha, mut px, mut py, mut count) = (A, x, y, a.elements as i32);
     let mut params: [*mut c_void; 4] = [
@@ -227,7 +195,7 @@ pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
         unsafe {
             d.check(
                 "cuLaunchKernel",
-                (d.launch_kernel)(
+                (d.cuLaunchKernel)(
                     function,
                     grid,
                     1,
@@ -241,7 +209,7 @@ pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
                     std::ptr::null_mut(),
                 ),
             )?;
-            d.check("cuStreamSynchronize", (d.stream_synchronize)(stream))
+            d.check("cuStreamSynchronize", (d.cuStreamSynchronize)(stream))
         }
     };
     for _ in 0..a.warmup {
@@ -259,7 +227,7 @@ pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
     unsafe {
         d.check(
             "cuMemcpyDtoH_v2 (y)",
-            (d.memcpy_dtoh)(out.as_mut_ptr().cast(), y, bytes),
+            (d.cuMemcpyDtoH_v2)(out.as_mut_ptr().cast(), y, bytes),
         )?;
     }
     let want = PER_LAUNCH * (a.warmup + a.launches) as f32;

@@ -20,6 +20,7 @@ mod gc;
 mod import;
 mod inspect;
 mod isolate;
+mod jobs;
 mod launch_loop;
 mod list;
 mod open_args;

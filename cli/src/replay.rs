@@ -125,7 +125,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     if let Some(jit) = jit {
         crate::tune::jit::check(&a.file, backend, Some(&capture))?;
         out!("PTX JIT options: {jit}");
-        crate::tune::jit::apply(Some(jit));
+        builder = builder.cuda(reprise::CudaOptions::new().jit(jit));
     }
     for m in reprise::list::marked_args(rec) {
         note!("warning: {}: {m}", a.file.display());

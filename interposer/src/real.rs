@@ -2,21 +2,10 @@
 //! (`dlsym(RTLD_NEXT, ...)`): every call the interposer makes goes to them,
 //! never back into its own hooks.
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
 
-/// `CUresult`.
-pub type CuResult = c_int;
-/// `CUdeviceptr`.
-pub type DevPtr = u64;
-/// `CUmodule`, `CUfunction`, `CUstream`, `CUcontext`: opaque pointers.
-pub type Handle = *mut c_void;
-
-/// `CUDA_SUCCESS`.
-pub const SUCCESS: CuResult = 0;
-/// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle any
-/// entry point takes.
-pub const STREAM_PER_THREAD: usize = 0x2;
+pub use reprise_cuda::abi::*;
 
 /// The stream a call means: in a `_ptsz`/`_ptds` call (`per_thread_call`)
 /// stream 0 is the thread's default stream.
@@ -28,93 +17,29 @@ pub fn stream_meant(stream: Handle, per_thread_call: bool) -> Handle {
     }
 }
 
-/// `CUDA_ERROR_INVALID_VALUE`.
-pub const ERROR_INVALID_VALUE: CuResult = 1;
-/// `CUDA_ERROR_NOT_FOUND`.
-pub const ERROR_NOT_FOUND: CuResult = 500;
-
-/// `CUmemLocation` (cuda.h): a device by ordinal.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct MemLocation {
-    /// `CU_MEM_LOCATION_TYPE_DEVICE` = 1.
-    pub kind: c_uint,
-    /// The device ordinal.
-    pub id: c_int,
-}
-
-/// `CUmemAllocationProp` (cuda.h, 32 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct MemAllocationProp {
-    /// `CU_MEM_ALLOCATION_TYPE_PINNED` = 1.
-    pub kind: c_uint,
-    /// `CU_MEM_HANDLE_TYPE_NONE` = 0.
-    pub handle_types: c_uint,
-    /// Where the memory lives.
-    pub location: MemLocation,
-    /// Windows only.
-    pub win32: *mut c_void,
-    /// `allocFlags`: compression, RDMA, usage, reserved.
-    pub flags: [u8; 8],
-}
-
-/// `CUmemAccessDesc` (cuda.h).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct MemAccessDesc {
-    /// The device given access.
-    pub location: MemLocation,
-    /// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE` = 3.
-    pub flags: c_uint,
-}
-
-macro_rules! real {
-    ($($name:ident: fn($($arg:ty),*) -> $ret:ty;)*) => {
-        /// The driver's entry points, named as the driver exports them.
-        #[allow(non_snake_case, missing_docs)]
-        pub struct Real {
-            $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
-        }
-
-        impl Real {
-            fn resolve() -> Result<Real, &'static str> {
-                Ok(Real {
-                    $($name: {
-                        let p = lookup(concat!(stringify!($name), "\0"));
-                        if p.is_null() {
-                            return Err(stringify!($name));
-                        }
-                        // SAFETY: the symbol is the driver's function of the
-                        // signature cuda.h declares, restated here.
-                        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> $ret>(p) }
-                    },)*
-                })
-            }
-        }
-    };
-}
-
-real! {
-    cuMemAlloc_v2: fn(*mut DevPtr, usize) -> CuResult;
-    cuMemFree_v2: fn(DevPtr) -> CuResult;
-    cuModuleLoadData: fn(*mut Handle, *const c_void) -> CuResult;
-    cuModuleGetFunction: fn(*mut Handle, Handle, *const c_char) -> CuResult;
-    cuModuleGetGlobal_v2: fn(*mut DevPtr, *mut usize, Handle, *const c_char) -> CuResult;
-    cuLaunchKernel: fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void) -> CuResult;
-    cuMemcpyHtoDAsync_v2: fn(DevPtr, *const c_void, usize, Handle) -> CuResult;
-    cuMemcpyDtoHAsync_v2: fn(*mut c_void, DevPtr, usize, Handle) -> CuResult;
-    cuMemcpyDtoDAsync_v2: fn(DevPtr, DevPtr, usize, Handle) -> CuResult;
-    cuStreamSynchronize: fn(Handle) -> CuResult;
-    cuMemGetAllocationGranularity: fn(*mut usize, *const MemAllocationProp, c_int) -> CuResult;
-    cuMemAddressReserve: fn(*mut DevPtr, usize, usize, DevPtr, u64) -> CuResult;
-    cuMemAddressFree: fn(DevPtr, usize) -> CuResult;
-    cuMemCreate: fn(*mut u64, usize, *const MemAllocationProp, u64) -> CuResult;
-    cuMemRelease: fn(u64) -> CuResult;
-    cuMemMap: fn(DevPtr, usize, usize, u64, u64) -> CuResult;
-    cuMemUnmap: fn(DevPtr, usize) -> CuResult;
-    cuMemSetAccess: fn(DevPtr, usize, *const MemAccessDesc, usize) -> CuResult;
-    cuGetErrorName: fn(CuResult, *mut *const c_char) -> CuResult;
+reprise_cuda::abi::driver_table! {
+    /// The driver's entry points the recording needs.
+    pub struct Real {
+        cuMemAlloc_v2: MemAlloc,
+        cuMemFree_v2: MemFree,
+        cuModuleLoadData: ModuleLoadData,
+        cuModuleGetFunction: ModuleGetFunction,
+        cuModuleGetGlobal_v2: ModuleGetGlobal,
+        cuLaunchKernel: LaunchKernel,
+        cuMemcpyHtoDAsync_v2: MemcpyHtoDAsync,
+        cuMemcpyDtoHAsync_v2: MemcpyDtoHAsync,
+        cuMemcpyDtoDAsync_v2: MemcpyDtoDAsync,
+        cuStreamSynchronize: StreamSynchronize,
+        cuMemGetAllocationGranularity: MemGetAllocationGranularity,
+        cuMemAddressReserve: MemAddressReserve,
+        cuMemAddressFree: MemAddressFree,
+        cuMemCreate: MemCreate,
+        cuMemRelease: MemRelease,
+        cuMemMap: MemMap,
+        cuMemUnmap: MemUnmap,
+        cuMemSetAccess: MemSetAccess,
+        cuGetErrorName: GetErrorName,
+    }
 }
 
 /// The driver's entry points the recording needs, or the first one
@@ -125,7 +50,9 @@ pub fn real() -> Result<&'static Real, &'static str> {
     if let Some(r) = REAL.get() {
         return Ok(r);
     }
-    let r = Real::resolve()?;
+    // SAFETY: the table's types are cuda.h's prototypes of the functions
+    // of their names, which `lookup` finds in the driver (or not).
+    let r = unsafe { Real::resolve(lookup) }?;
     Ok(REAL.get_or_init(|| r))
 }
 
@@ -147,19 +74,6 @@ pub fn error_name(rc: CuResult) -> String {
         .and_then(reprise_cuda::error::code_name)
         .map_or_else(|| format!("CUresult {rc}"), |(name, _)| name.to_string())
 }
-
-/// `cuCtxGetDevice` (`CUresult cuCtxGetDevice(CUdevice *)`).
-pub type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;
-/// `cuCtxGetCurrent`.
-pub type CtxGetCurrent = unsafe extern "C" fn(*mut Handle) -> CuResult;
-/// `cuModuleLoadDataEx`.
-pub type ModuleLoadDataEx = unsafe extern "C" fn(
-    *mut Handle,
-    *const c_void,
-    c_uint,
-    *mut c_int,
-    *mut *mut c_void,
-) -> CuResult;
 
 /// The driver's function `$name` of type `$ty` (an `Option`), looked up
 /// past the interposer once and then kept (a miss is looked up again).
@@ -247,123 +161,3 @@ pub fn lookup(name: &str) -> *mut c_void {
         p
     }
 }
-
-/// `cuLibraryLoadData` (CUDA 12).
-pub type LibraryLoadData = unsafe extern "C" fn(
-    *mut Handle,
-    *const c_void,
-    *mut c_int,
-    *mut *mut c_void,
-    c_uint,
-    *mut c_int,
-    *mut *mut c_void,
-    c_uint,
-) -> CuResult;
-/// `cuLibraryLoadFromFile` (CUDA 12).
-pub type LibraryLoadFromFile = unsafe extern "C" fn(
-    *mut Handle,
-    *const c_char,
-    *mut c_int,
-    *mut *mut c_void,
-    c_uint,
-    *mut c_int,
-    *mut *mut c_void,
-    c_uint,
-) -> CuResult;
-/// `cuFuncGetAttribute`.
-pub type FuncGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, Handle) -> CuResult;
-/// `cuDeviceGetAttribute`.
-pub type DeviceGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult;
-/// `cuModuleLoad`.
-pub type ModuleLoad = unsafe extern "C" fn(*mut Handle, *const c_char) -> CuResult;
-/// `cuLibraryGetModule`.
-pub type LibraryGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
-/// `cuLibraryGetKernel`.
-pub type LibraryGetKernel = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
-/// `cuKernelGetFunction`.
-pub type KernelGetFunction = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
-/// `cuFuncGetName`.
-pub type FuncGetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CuResult;
-/// `cuFuncGetModule`.
-pub type FuncGetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
-/// `cuMemAllocAsync`.
-pub type MemAllocAsync = unsafe extern "C" fn(*mut DevPtr, usize, Handle) -> CuResult;
-/// `cuMemAllocFromPoolAsync`.
-pub type MemAllocFromPoolAsync =
-    unsafe extern "C" fn(*mut DevPtr, usize, Handle, Handle) -> CuResult;
-/// `cuMemHostRegister_v2`.
-pub type MemHostRegister = unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CuResult;
-/// `cuPointerGetAttribute`.
-pub type PointerGetAttribute = unsafe extern "C" fn(*mut c_void, c_int, DevPtr) -> CuResult;
-/// `cuPointerGetAttributes`.
-pub type PointerGetAttributes =
-    unsafe extern "C" fn(c_uint, *mut c_int, *mut *mut c_void, DevPtr) -> CuResult;
-/// `cuStreamDestroy_v2`.
-pub type StreamDestroy = unsafe extern "C" fn(Handle) -> CuResult;
-/// `cuMemFreeAsync`.
-pub type MemFreeAsync = unsafe extern "C" fn(DevPtr, Handle) -> CuResult;
-/// `cuInit`.
-pub type Init = unsafe extern "C" fn(c_uint) -> CuResult;
-/// `cuCtxSetCurrent`, `cuCtxPushCurrent_v2`.
-pub type CtxSetCurrent = unsafe extern "C" fn(Handle) -> CuResult;
-/// `cuCtxCreate_v2`.
-pub type CtxCreate = unsafe extern "C" fn(*mut Handle, c_uint, c_int) -> CuResult;
-/// `cuStreamIsCapturing`.
-pub type StreamIsCapturing = unsafe extern "C" fn(Handle, *mut c_int) -> CuResult;
-/// `cuStreamBeginCapture_v2`.
-pub type StreamBeginCapture = unsafe extern "C" fn(Handle, c_int) -> CuResult;
-/// `cuStreamEndCapture`.
-pub type StreamEndCapture = unsafe extern "C" fn(Handle, *mut Handle) -> CuResult;
-/// `cuGraphLaunch`.
-pub type GraphLaunch = unsafe extern "C" fn(Handle, Handle) -> CuResult;
-/// `cuMemAllocPitch_v2`.
-pub type MemAllocPitch =
-    unsafe extern "C" fn(*mut DevPtr, *mut usize, usize, usize, c_uint) -> CuResult;
-/// `cuMemGetAddressRange_v2`.
-pub type MemGetAddressRange = unsafe extern "C" fn(*mut DevPtr, *mut usize, DevPtr) -> CuResult;
-/// `cuMemGetInfo_v2`.
-pub type MemGetInfo = unsafe extern "C" fn(*mut usize, *mut usize) -> CuResult;
-/// `cuMemAllocManaged`.
-pub type MemAllocManaged = unsafe extern "C" fn(*mut DevPtr, usize, c_uint) -> CuResult;
-/// `cuMemHostAlloc`.
-pub type MemHostAlloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> CuResult;
-/// `cuMemAllocHost_v2`.
-pub type MemAllocHost = unsafe extern "C" fn(*mut *mut c_void, usize) -> CuResult;
-/// `cuMemFreeHost`.
-pub type MemFreeHost = unsafe extern "C" fn(*mut c_void) -> CuResult;
-/// `cuModuleLoadData`.
-pub type ModuleLoadData = unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult;
-/// `cuModuleGetFunction`.
-pub type ModuleGetFunction = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
-/// `cuModuleLoadFatBinary`.
-pub type ModuleLoadFatBinary = unsafe extern "C" fn(*mut Handle, *const c_void) -> CuResult;
-/// `cuModuleGetGlobal_v2`.
-pub type ModuleGetGlobal =
-    unsafe extern "C" fn(*mut DevPtr, *mut usize, Handle, *const c_char) -> CuResult;
-/// `cuLaunchKernel` and its `_ptsz` variant.
-pub type LaunchKernel = unsafe extern "C" fn(
-    Handle,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    Handle,
-    *mut *mut c_void,
-    *mut *mut c_void,
-) -> CuResult;
-/// `cuLaunchCooperativeKernel` and its `_ptsz` variant.
-pub type LaunchCooperative = unsafe extern "C" fn(
-    Handle,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    Handle,
-    *mut *mut c_void,
-) -> CuResult;

@@ -72,30 +72,44 @@ impl<E> AnyExecutor for E where
 
 /// Which executor to open, and how.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutorSpec {
     /// The kind of executor.
     pub kind: BackendKind,
     /// The device ordinal, for GPU executors (the host executor has one
     /// device and ignores it).
     pub device: i32,
-    /// CUDA: stage downloads of at least this many bytes on the device
-    /// (`CudaExecutor::with_device_staging`); other executors refuse it.
+    /// The CUDA executor's options (device-side staging, JIT options);
+    /// other executors refuse any but the defaults.
+    pub cuda: CudaOptions,
+}
+
+/// The CUDA executor's options ([`reprise_cuda::CudaOptions`]).
+#[cfg(feature = "cuda")]
+pub use reprise_cuda::CudaOptions;
+
+/// Without the CUDA executor in the build, what of its options can still
+/// be asked for, for the other executors to refuse.
+#[cfg(not(feature = "cuda"))]
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// Stage downloads of at least this many bytes on the device.
     pub device_staging: Option<u64>,
 }
 
 impl ExecutorSpec {
-    /// The executor of `kind`, device 0, without device-side staging.
-    pub const fn new(kind: BackendKind) -> Self {
+    /// The executor of `kind`, device 0, with the default options.
+    pub fn new(kind: BackendKind) -> Self {
         ExecutorSpec {
             kind,
             device: 0,
-            device_staging: None,
+            cuda: CudaOptions::default(),
         }
     }
 
     /// The same on device `ordinal`.
-    pub const fn device(self, ordinal: i32) -> Self {
+    pub fn device(self, ordinal: i32) -> Self {
         ExecutorSpec {
             device: ordinal,
             ..self
@@ -103,17 +117,23 @@ impl ExecutorSpec {
     }
 
     /// The same with device-side staging of downloads of at least
-    /// `min_bytes` (`None`: off).
-    pub const fn device_staging(self, min_bytes: Option<u64>) -> Self {
+    /// `min_bytes` (`None`: off), a CUDA executor option.
+    pub fn device_staging(mut self, min_bytes: Option<u64>) -> Self {
+        self.cuda.device_staging = min_bytes;
+        self
+    }
+
+    /// The same with the CUDA executor's `options`.
+    pub fn cuda(self, options: CudaOptions) -> Self {
         ExecutorSpec {
-            device_staging: min_bytes,
+            cuda: options,
             ..self
         }
     }
 }
 
 /// Opens executors of the kind a [`with_executor`] call chose.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Executors<E> {
     spec: ExecutorSpec,
     open: fn(&ExecutorSpec) -> Result<E>,
@@ -122,7 +142,7 @@ pub struct Executors<E> {
 impl<E> Executors<E> {
     /// What [`Executors::open`] opens.
     pub fn spec(&self) -> ExecutorSpec {
-        self.spec
+        self.spec.clone()
     }
 
     /// A new executor as the spec says.
@@ -131,7 +151,7 @@ impl<E> Executors<E> {
     }
 
     /// A new executor of the same kind on another device or with other
-    /// staging (`spec.kind` is ignored: the kind was chosen already).
+    /// options (`spec.kind` is ignored: the kind was chosen already).
     pub fn open_with(&self, spec: ExecutorSpec) -> Result<E> {
         (self.open)(&ExecutorSpec {
             kind: self.spec.kind,
@@ -286,21 +306,35 @@ pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Ou
 
 #[cfg(feature = "host")]
 fn open_host(spec: &ExecutorSpec) -> Result<HostExecutor> {
-    if spec.device_staging.is_some() {
+    refuse_cuda_options(spec, BackendKind::Host)?;
+    HostExecutor::new().map_err(|e| Error::executor("starting the host executor", e))
+}
+
+/// Refuses the CUDA executor's options for the executor of `backend`.
+#[cfg(any(feature = "host", feature = "amdgpu"))]
+fn refuse_cuda_options(spec: &ExecutorSpec, backend: BackendKind) -> Result<()> {
+    if spec.cuda.device_staging.is_some() {
         return Err(Error::Unsupported {
-            backend: BackendKind::Host,
+            backend,
             feature: "device-side staging (it is a CUDA executor option)",
         });
     }
-    HostExecutor::new().map_err(|e| Error::executor("starting the host executor", e))
+    #[cfg(feature = "cuda")]
+    if !spec.cuda.jit.is_empty() {
+        return Err(Error::Unsupported {
+            backend,
+            feature: "PTX JIT options (they are CUDA executor options)",
+        });
+    }
+    Ok(())
 }
 
 #[cfg(feature = "cuda")]
 fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
     let exec = CudaExecutor::new(spec.device)
         .map_err(|e| Error::executor(format!("opening CUDA device {}", spec.device), e))?;
-    let exec = exec.with_device_staging(spec.device_staging);
-    if spec.device_staging.is_some() && exec.device_staging().is_none() {
+    let exec = exec.with_options(spec.cuda.clone());
+    if spec.cuda.device_staging.is_some() && exec.device_staging().is_none() {
         return Err(Error::Unsupported {
             backend: BackendKind::Cuda,
             feature: "device-side staging (the driver lacks a function it needs)",
@@ -311,12 +345,7 @@ fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
 
 #[cfg(feature = "amdgpu")]
 fn open_amdgpu(spec: &ExecutorSpec) -> Result<AmdExecutor> {
-    if spec.device_staging.is_some() {
-        return Err(Error::Unsupported {
-            backend: BackendKind::Amdgpu,
-            feature: "device-side staging (it is a CUDA executor option)",
-        });
-    }
+    refuse_cuda_options(spec, BackendKind::Amdgpu)?;
     AmdExecutor::new(spec.device)
         .map_err(|e| Error::executor(format!("opening AMD GPU {}", spec.device), e))
 }

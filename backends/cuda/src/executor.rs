@@ -7,8 +7,10 @@ use reprise_core::record::BackendKind;
 
 use crate::device::{Device, LaunchLimits};
 use crate::error::CudaError;
+use crate::jit::JitOptions;
 use crate::memory::{CudaBuffer, CudaRegion};
 use crate::module::{CudaImage, CudaKernel};
+use crate::options::CudaOptions;
 use crate::queue::CudaQueue;
 
 /// One CUDA device, driven through its primary context.
@@ -19,22 +21,8 @@ use crate::queue::CudaQueue;
 #[derive(Debug, Clone)]
 pub struct CudaExecutor {
     dev: Arc<Device>,
-    /// Stage downloads of at least this many bytes on the device.
-    staging: Option<u64>,
-    /// JIT options for PTX images loaded from now on.
-    jit: JitSetting,
-}
-
-/// The JIT options of an executor; a clone starts with the same ones.
-#[derive(Debug, Default)]
-struct JitSetting(std::sync::Mutex<Option<crate::jit::JitOptions>>);
-
-impl Clone for JitSetting {
-    fn clone(&self) -> Self {
-        JitSetting(std::sync::Mutex::new(
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-        ))
-    }
+    /// Staging, JIT options and where to report what the JIT compiled.
+    options: CudaOptions,
 }
 
 impl CudaExecutor {
@@ -47,19 +35,29 @@ impl CudaExecutor {
     pub fn new(ordinal: i32) -> Result<Self, CudaError> {
         Ok(CudaExecutor {
             dev: Arc::new(Device::open(ordinal)?),
-            staging: None,
-            jit: JitSetting(std::sync::Mutex::new(crate::jit::default_options())),
+            options: CudaOptions::default(),
         })
     }
 
-    /// Loads the PTX images loaded from now on with `options` (an
-    /// executor starts with [`crate::jit::default_options`])
-    /// (`cuModuleLoadDataEx`, with verbose info and error logs kept); `None`
-    /// or empty options load with `cuModuleLoadData`. While options are
-    /// set, an image that is not PTX is refused
-    /// ([`CudaError::JitOptionsNeedPtx`]).
-    pub fn set_jit_options(&self, options: Option<crate::jit::JitOptions>) {
-        *self.jit.0.lock().unwrap_or_else(|p| p.into_inner()) = options;
+    /// The same executor with `options` for the images and queues made
+    /// from now on.
+    pub fn with_options(mut self, options: CudaOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options it was given.
+    pub fn options(&self) -> &CudaOptions {
+        &self.options
+    }
+
+    /// Loads the PTX images loaded from now on with `options`
+    /// (`cuModuleLoadDataEx`, with verbose info and error logs kept); empty
+    /// options load with `cuModuleLoadData`. While options are set, an
+    /// image that is not PTX is refused ([`CudaError::JitOptionsNeedPtx`]).
+    pub fn with_jit_options(mut self, options: JitOptions) -> Self {
+        self.options.jit = options;
+        self
     }
 
     /// Device-side staging for the queues made from now on (off by default).
@@ -89,14 +87,14 @@ impl CudaExecutor {
     /// }
     /// ```
     pub fn with_device_staging(mut self, min_bytes: Option<u64>) -> Self {
-        self.staging = min_bytes;
+        self.options.device_staging = min_bytes;
         self
     }
 
     /// The smallest download staged on the device, when device-side staging
     /// is on and the driver supports it.
     pub fn device_staging(&self) -> Option<u64> {
-        self.staging.filter(|_| self.dev.lib.staging)
+        self.options.device_staging.filter(|_| self.dev.lib.staging)
     }
 
     /// The device ordinal.
@@ -162,8 +160,7 @@ impl Executor for CudaExecutor {
     }
 
     fn load_image(&self, image: &[u8]) -> Result<CudaImage, CudaError> {
-        let jit = self.jit.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        CudaImage::load(&self.dev, image, jit.as_ref())
+        CudaImage::load(&self.dev, image, &self.options)
     }
 
     fn kernel(&self, image: &CudaImage, name: &str) -> Result<CudaKernel, CudaError> {

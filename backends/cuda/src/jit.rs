@@ -16,6 +16,7 @@
 //! compiled already, so the executor refuses options for anything else.
 
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUjit_option as O;
 
@@ -169,44 +170,41 @@ impl fmt::Display for JitOptions {
     }
 }
 
-/// The JIT options executors made from now on start with
-/// ([`set_default_options`]).
-static DEFAULT: std::sync::Mutex<Option<JitOptions>> = std::sync::Mutex::new(None);
+/// What the JIT made of the kernels fetched from images loaded with JIT
+/// options, in the order fetched (kernel name, registers, spills, logs): a
+/// handle shared by its clones, which the executors opened with it fill and
+/// its holder [`CompiledKernels::take`]s.
+#[derive(Debug, Clone, Default)]
+pub struct CompiledKernels(Arc<Mutex<Vec<(String, Compiled)>>>);
 
-/// Sets the JIT options every [`crate::CudaExecutor`] made from now on
-/// starts with (as if [`crate::CudaExecutor::set_jit_options`] were called
-/// on it): how a command line hands its options to executors the library
-/// opens. `None` (the default) loads without options.
-pub fn set_default_options(options: Option<JitOptions>) {
-    *DEFAULT.lock().unwrap_or_else(|p| p.into_inner()) = options;
-}
+impl CompiledKernels {
+    /// An empty list.
+    pub fn new() -> Self {
+        CompiledKernels::default()
+    }
 
-/// The options [`set_default_options`] set.
-pub fn default_options() -> Option<JitOptions> {
-    DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// What the JIT made of the kernels fetched while default options were set
-/// ([`take_compiled`]).
-static SEEN: std::sync::Mutex<Vec<(String, Compiled)>> = std::sync::Mutex::new(Vec::new());
-
-/// Notes what the JIT made of kernel `name`, while default options are set
-/// (only then: a program that never sets them keeps no list).
-pub(crate) fn note_compiled(name: &str, compiled: &Compiled) {
-    if DEFAULT.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-        SEEN.lock()
+    /// Notes what the JIT made of kernel `name`.
+    pub(crate) fn note(&self, name: &str, compiled: &Compiled) {
+        self.0
+            .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((name.to_string(), compiled.clone()));
     }
+
+    /// What was noted since the last call, in order.
+    pub fn take(&self) -> Vec<(String, Compiled)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
-/// What the JIT made of each kernel fetched from an image loaded with the
-/// default options ([`set_default_options`]) since the last call, in
-/// order (kernel name, registers, spills, logs): how a command line learns
-/// the registers of the kernels the library's executors loaded.
-pub fn take_compiled() -> Vec<(String, Compiled)> {
-    std::mem::take(&mut *SEEN.lock().unwrap_or_else(|p| p.into_inner()))
+/// Two handles are equal when they share their list.
+impl PartialEq for CompiledKernels {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
+
+impl Eq for CompiledKernels {}
 
 /// What the JIT said when it compiled (or failed to compile) PTX.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

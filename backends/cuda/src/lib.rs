@@ -59,6 +59,7 @@ mod info;
 pub mod jit;
 mod memory;
 mod module;
+mod options;
 pub mod ptx;
 mod queue;
 mod raw;
@@ -70,10 +71,12 @@ pub use device::LaunchLimits;
 pub use error::{CudaError, DriverError};
 pub use executor::CudaExecutor;
 pub use info::{CudaImages, global_names};
-pub use jit::{Compiled, JitLog, JitOption, JitOptions};
+pub use jit::{Compiled, CompiledKernels, JitLog, JitOption, JitOptions};
 pub use memory::{CudaBuffer, CudaRegion, FRESH_ALIGN, SUGGESTED_BASE};
 pub use module::{CudaImage, CudaKernel};
+pub use options::CudaOptions;
 pub use queue::CudaQueue;
+pub use raw::abi;
 
 /// Whether the CUDA driver library can be loaded on this machine (it may
 /// still have no device).

@@ -10,7 +10,8 @@ use reprise_core::image::{EM_CUDA, ImageKind, sniff};
 use crate::context;
 use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
-use crate::jit::{Compiled, JitLog, JitOptions};
+use crate::jit::{Compiled, CompiledKernels, JitLog, JitOptions};
+use crate::options::CudaOptions;
 use crate::raw;
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
@@ -101,6 +102,8 @@ pub struct CudaImage {
     unlisted: Option<String>,
     /// The JIT options and logs of a load with options.
     jit: Option<(JitOptions, JitLog)>,
+    /// Where what the JIT made of each kernel fetched is reported.
+    report: Option<CompiledKernels>,
 }
 
 /// The size of each JIT log buffer.
@@ -163,10 +166,11 @@ impl CudaImage {
     pub(crate) fn load(
         dev: &Arc<Device>,
         image: &[u8],
-        jit: Option<&JitOptions>,
+        options: &CudaOptions,
     ) -> Result<Self, CudaError> {
         let kind = sniff(image);
-        if jit.is_some_and(|j| !j.is_empty()) && kind != ImageKind::Ptx {
+        let jit = Some(&options.jit).filter(|j| !j.is_empty());
+        if jit.is_some() && kind != ImageKind::Ptx {
             return Err(CudaError::JitOptionsNeedPtx(kind));
         }
         let bytes = match kind {
@@ -192,7 +196,7 @@ impl CudaImage {
         // SAFETY: the context is bound; `bytes` is a whole cubin or fat
         // binary, or NUL-terminated PTX, and outlives the call (the driver
         // copies what it needs).
-        let (handle, log) = match jit.filter(|j| !j.is_empty()) {
+        let (handle, log) = match jit {
             Some(jit) => load_jit(bytes.as_ptr().cast::<c_void>(), jit)
                 .map_err(|e| explain_load_error(dev, image, e))?,
             None => match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
@@ -210,6 +214,7 @@ impl CudaImage {
             globals,
             unlisted,
             jit: log,
+            report: options.compiled.clone(),
         })
     }
 
@@ -260,8 +265,8 @@ impl CudaImage {
             spills: log.spills(name),
             log: log.clone(),
         });
-        if let Some(c) = &compiled {
-            crate::jit::note_compiled(name, c);
+        if let (Some(c), Some(report)) = (&compiled, &self.report) {
+            report.note(name, c);
         }
         Ok(CudaKernel {
             module: self.module.clone(),

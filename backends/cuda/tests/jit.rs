@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use reprise_core::exec::Executor;
-use reprise_cuda::{CudaError, JitOption, JitOptions};
+use reprise_cuda::{CompiledKernels, CudaError, CudaOptions, JitOption, JitOptions};
 
 fn simulated() -> bool {
     sim::driver() == Ok(sim::Driver::Simulated)
@@ -26,14 +26,21 @@ fn jit_options_reach_the_driver_and_registers_follow_the_limit() {
     let ptx = fixture("saxpy.ptx");
     let mut regs = Vec::new();
     for limit in [16, 32, 64, 255] {
-        exec.set_jit_options(Some(
-            JitOptions::new()
-                .set(JitOption::MaxRegisters, limit)
-                .set(JitOption::OptimizationLevel, 3),
-        ));
+        let report = CompiledKernels::new();
+        let exec = exec.clone().with_options(
+            CudaOptions::new()
+                .jit(
+                    JitOptions::new()
+                        .set(JitOption::MaxRegisters, limit)
+                        .set(JitOption::OptimizationLevel, 3),
+                )
+                .report_compiled(report.clone()),
+        );
         let image = exec.load_image(&ptx).unwrap();
         let kernel = exec.kernel(&image, "saxpy").unwrap();
         let compiled = kernel.compiled().expect("loaded with options").clone();
+        // The same, reported to whoever opened the executor.
+        assert_eq!(report.take(), vec![("saxpy".to_string(), compiled.clone())]);
         assert_eq!(
             compiled.options.to_string(),
             format!("MAX_REGISTERS={limit},OPTIMIZATION_LEVEL=3")
@@ -74,8 +81,10 @@ fn a_failed_jit_keeps_its_log_and_cubins_refuse_options() {
     let Some((_guard, exec)) = gpu() else {
         return;
     };
-    exec.set_jit_options(Some(JitOptions::new().set(JitOption::OptimizationLevel, 9)));
-    let e = exec.load_image(&fixture("saxpy.ptx")).unwrap_err();
+    let jitted = exec
+        .clone()
+        .with_jit_options(JitOptions::new().set(JitOption::OptimizationLevel, 9));
+    let e = jitted.load_image(&fixture("saxpy.ptx")).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, CudaError::JitFailed { .. }), "{text}");
     assert!(text.contains("OPTIMIZATION_LEVEL=9"), "{text}");
@@ -83,12 +92,15 @@ fn a_failed_jit_keeps_its_log_and_cubins_refuse_options() {
         assert!(text.contains("JIT log:\nptxas fatal"), "{text}");
         assert!(text.contains("CUDA_ERROR_INVALID_VALUE"), "{text}");
     }
-    exec.set_jit_options(Some(JitOptions::new().set(JitOption::MaxRegisters, 32)));
-    let e = exec.load_image(&fixture("saxpy.sm_90.cubin")).unwrap_err();
+    let jitted = exec
+        .clone()
+        .with_jit_options(JitOptions::new().set(JitOption::MaxRegisters, 32));
+    let e = jitted
+        .load_image(&fixture("saxpy.sm_90.cubin"))
+        .unwrap_err();
     assert!(matches!(e, CudaError::JitOptionsNeedPtx(_)), "{e}");
     assert!(e.to_string().contains("a cubin is compiled already"), "{e}");
     // Without options, PTX loads as before.
-    exec.set_jit_options(None);
     let image = exec.load_image(&fixture("saxpy.ptx")).unwrap();
     assert!(image.jit().is_none());
 }

@@ -33,6 +33,9 @@ mod writer;
 /// The blake3 hash a snapshot's chunk goes by (what a device's hashing
 /// kernel computes too).
 pub use crate::chunks::ChunkHash;
+/// The size snapshots are cut at and the zstd level each piece is kept at,
+/// in the store format.
+pub use crate::chunks::layout::{DEFAULT_CHUNK_SIZE, DEFAULT_LEVEL};
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
 pub use writer::{CaptureWriter, KnownChunks};
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use reprise::bench::{self, AllocResult, BenchConfig, BenchJob, SizeResult};
 use reprise::executors::{ExecutorSpec, with_executor};
+use reprise_bench::{AllocResult, BenchConfig, BenchJob, SizeResult, human};
 use serde_json::json;
 
 use crate::backend::BackendArg;
@@ -191,10 +191,8 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     if !a.sizes.is_empty() {
         cfg.sizes = a.sizes.clone();
     }
-    // The region, its two snapshots, the replay's copies and the memcpy
-    // benchmark's three buffers: about six times the largest size.
-    let largest = cfg.sizes.iter().copied().max().unwrap_or(0);
-    let need = largest.saturating_mul(6);
+    let largest = cfg.largest_size();
+    let need = cfg.memory_needed();
     if let Some(avail) = crate::ui::available_memory().filter(|&avail| need > avail) {
         return Err(crate::error::CliError::Command(format!(
             "bench --sizes {} needs about {} of memory; {} is available",
@@ -215,7 +213,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     if a.store {
         let results = with_executor(
             ExecutorSpec::new(backend),
-            bench::store::StoreBenchJob {
+            reprise_bench::store::StoreBenchJob {
                 config: &cfg,
                 progress: &mut progress,
             },
@@ -264,7 +262,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         });
     let _ = std::fs::remove_dir_all(&dir);
     let results = results?;
-    let alloc = bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
+    let alloc = reprise_bench::allocator(if a.quick { 200_000 } else { 1_000_000 });
 
     if let Some(p) = &a.plot {
         plot(p, &results)?;
@@ -362,7 +360,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     for r in results {
         out!(
             "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
-            bench::human(r.size),
+            human(r.size),
             ms(r.plain),
             ms(r.sync_inline),
             ms(r.async_inline),
@@ -384,7 +382,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
                     .map_or_else(|| "-".into(), |x| format!("{x:.3}"));
                 out!(
                     "| {} | {} | {} | {ratio} |",
-                    bench::human(r.size),
+                    human(r.size),
                     ms(r.async_background),
                     ms(t),
                 );
@@ -397,7 +395,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     for r in results {
         out!(
             "| {} | {} | {} | {:.2} |",
-            bench::human(r.size),
+            human(r.size),
             ms(r.replay),
             ms(r.read_files),
             r.replay_vs_read()
@@ -417,7 +415,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
     for r in results {
         out!(
             "| {} | {} | {} | {:.2} |",
-            bench::human(r.size),
+            human(r.size),
             ms(r.repetition_overhead),
             ms(r.restore_bound),
             r.repetition_vs_copy()
@@ -488,7 +486,7 @@ fn plot(path: &Path, results: &[SizeResult]) -> Result<()> {
         .configure_mesh()
         .x_desc("region size (bytes)")
         .y_desc("seconds")
-        .x_label_formatter(&|v| bench::human(*v as u64))
+        .x_label_formatter(&|v| human(*v as u64))
         .y_label_formatter(&|v| format!("{v:.0e}"))
         .draw()
         .map_err(|e| err(e.to_string()))?;

@@ -1,8 +1,8 @@
 //! `reprise bench --store`: the capture store against raw files, printed
-//! (see [`reprise::bench::store`]).
+//! (see [`reprise_bench::store`]).
 
-use reprise::bench::store::{Disk, PROGRAM_LAUNCHES, StoreResults};
-use reprise::bench::{self};
+use reprise_bench::human;
+use reprise_bench::store::{CHUNK, Disk, PROGRAM_LAUNCHES, StoreResults};
 use serde_json::json;
 
 use super::ms;
@@ -98,7 +98,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     for s in &r.sizes {
         out!(
             "| bench kernel, {} region | {} | {} | {} | {:.2} |",
-            bench::human(s.size),
+            human(s.size),
             s.disk.captures,
             human_bytes(s.disk.raw),
             human_bytes(s.disk.stored),
@@ -115,7 +115,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     for s in &r.sizes {
         out!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({:.0}%) | {} |",
-            bench::human(s.size),
+            human(s.size),
             ms(s.plain),
             ms(s.llvm),
             ms(s.raw_launch),
@@ -138,7 +138,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     for s in &r.sizes {
         out!(
             "| {} | {} | {} | {} | {} | {} |",
-            bench::human(s.size),
+            human(s.size),
             ms(s.replay_raw),
             ms(s.replay_store),
             ratio(s.replay_store_vs_raw()),
@@ -149,7 +149,7 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     let t = &r.throughput;
     out_text!(
         "\nthroughput per core (16 MiB of a float field, {} chunks)\n",
-        bench::human(reprise::bench::store::CHUNK as u64)
+        human(CHUNK as u64)
     );
     out!("| operation | rate | vs memcpy |");
     out!("| :--- | ---: | ---: |");

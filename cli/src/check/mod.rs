@@ -12,8 +12,7 @@ mod pool;
 mod protocol;
 mod results;
 mod serve;
-pub(crate) mod shard;
-pub(crate) mod slurm;
+mod slurm;
 mod summary;
 mod verdict;
 mod worker;
@@ -28,9 +27,9 @@ use clap::Args;
 
 use crate::compare_args::CompareArgs;
 use crate::error::{CliError, Result};
+use crate::jobs::shard::Shard;
 use crate::ui::check_output_file;
 use results::{CaptureResult, Read, ResultsFile, Status};
-use shard::Shard;
 use summary::Summary;
 
 /// Replay and verify every capture of a corpus, as a regression suite.
@@ -143,7 +142,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub compare: CompareArgs,
     #[command(flatten)]
-    pub slurm: slurm::SlurmArgs,
+    pub slurm: crate::jobs::slurm::SlurmArgs,
     /// A worker that replays the captures named on its stdin (one JSON
     /// string a line), answering each (run by the suite).
     #[arg(long, hide = true)]
@@ -198,7 +197,7 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
         return finish(&a, all, (None, 0), baseline, source);
     }
     if a.slurm.slurm {
-        return slurm::check(&a, baseline);
+        return slurm::run(&a, baseline);
     }
     suite(&a, baseline)
 }
@@ -255,7 +254,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         if let Some(r) = earlier.results.get(&path) {
             all.push(r.clone());
         } else if let Some(why) = &f.refused {
-            let r = refused(f, why);
+            let r = CaptureResult::of(f, Status::Refused, why.to_string());
             note!("REFUSED {}: {why}", r.path);
             file.append(&r)?;
             all.push(r);
@@ -355,25 +354,6 @@ fn finish(
         }
     }
     Ok(s.exit())
-}
-
-/// A capture the listing refused: its result, without a worker.
-fn refused(f: &discover::Found, why: &str) -> CaptureResult {
-    CaptureResult {
-        path: f.path.display().to_string(),
-        name: f.name.clone(),
-        kernel: f.kernel.clone(),
-        backend: f.backend.map(|b| b.to_string()),
-        status: Status::Refused,
-        exit_code: None,
-        signal: None,
-        kernel_ns: None,
-        kernel_times_ns: Vec::new(),
-        replay_ns: None,
-        replay_times_ns: Vec::new(),
-        wall_ns: 0,
-        message: why.to_string(),
-    }
 }
 
 /// How to open the captures, from the options given.

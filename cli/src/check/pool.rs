@@ -15,8 +15,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::discover::Found;
-use super::results::{CaptureResult, Status};
+use super::results::Status;
 use crate::compare_args::CompareArgs;
 use crate::error::Result;
 
@@ -69,26 +68,6 @@ impl Scratch {
     }
 }
 
-/// A result for `found` before its worker says anything: failed, with
-/// no times.
-pub fn blank(found: &Found) -> CaptureResult {
-    CaptureResult {
-        path: found.path.display().to_string(),
-        name: found.name.clone(),
-        kernel: found.kernel.clone(),
-        backend: found.backend.map(|b| b.to_string()),
-        status: Status::Failed,
-        exit_code: None,
-        signal: None,
-        kernel_ns: None,
-        kernel_times_ns: Vec::new(),
-        replay_ns: None,
-        replay_times_ns: Vec::new(),
-        wall_ns: 0,
-        message: String::new(),
-    }
-}
-
 /// The exit status a worker ends with for `status`.
 pub fn expected_code(status: Status) -> i32 {
     match status {
@@ -96,29 +75,4 @@ pub fn expected_code(status: Status) -> i32 {
         Status::Differs => 1,
         _ => 2,
     }
-}
-
-/// Waits until process `pid` has ended, leaving it to be reaped.
-pub fn wait_unreaped(pid: libc::pid_t) {
-    loop {
-        // SAFETY: waitid writes into the siginfo_t given, nothing else.
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
-}
-
-/// Kills the process group `pid` leads (gone already: nothing happens).
-pub fn kill_group(pid: libc::pid_t) {
-    // SAFETY: kill sends a signal; the group is the worker's own.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
 }

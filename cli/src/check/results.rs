@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::discover::Found;
 use crate::error::{CliError, Result};
 
 /// What became of a capture.
@@ -101,6 +102,26 @@ pub struct CaptureResult {
 }
 
 impl CaptureResult {
+    /// The result of `found` with `status` and `message`, before (or
+    /// without) a worker's times.
+    pub fn of(found: &Found, status: Status, message: String) -> CaptureResult {
+        CaptureResult {
+            path: found.path.display().to_string(),
+            name: found.name.clone(),
+            kernel: found.kernel.clone(),
+            backend: found.backend.map(|b| b.to_string()),
+            status,
+            exit_code: None,
+            signal: None,
+            kernel_ns: None,
+            kernel_times_ns: Vec::new(),
+            replay_ns: None,
+            replay_times_ns: Vec::new(),
+            wall_ns: 0,
+            message,
+        }
+    }
+
     /// The time the summary and the baseline go by, and what it is: the
     /// kernel's median where the executor measured it, else the median
     /// repetition.
@@ -214,13 +235,7 @@ impl Read {
 /// Reads every `*.jsonl` file in `dir` (the shards' results files), in
 /// name order; returns what they hold and the files read.
 pub fn read_dir(dir: &Path) -> Result<(Read, Vec<PathBuf>)> {
-    let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
-        .collect();
-    files.sort();
+    let files = crate::jobs::jsonl_files(dir)?;
     let mut read = Read::default();
     for f in &files {
         read.add_file(f)?;

@@ -35,6 +35,7 @@ use super::protocol::{Lines, NoResult, Outcome, Report, Request};
 use super::results::{CaptureResult, Status};
 use super::verdict;
 use super::worker;
+use crate::jobs::process;
 
 /// The most bytes kept of a worker's stderr (its end).
 const KEPT: usize = 256 << 10;
@@ -127,7 +128,7 @@ impl<'a> Slot<'a> {
 
     /// Checks `found` in this slot's worker.
     pub fn check(&mut self, found: &Found) -> CaptureResult {
-        let mut result = pool::blank(found);
+        let mut result = CaptureResult::of(found, Status::Failed, String::new());
         let started = Instant::now();
         // Host captures run their code in the worker's process: each has a
         // worker of its own, whose every line is that capture's.
@@ -186,7 +187,7 @@ impl<'a> Slot<'a> {
         match ended {
             Some(RecvTimeoutError::Timeout) => {
                 let wk = self.worker.take().expect("running");
-                pool::kill_group(wk.pid);
+                process::kill_group(wk.pid);
                 let _ = end(wk, Duration::from_secs(5));
                 result.status = Status::Timeout;
                 result.message = format!(
@@ -404,7 +405,7 @@ fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
     let (lines, tx) = line_reader(child.stdout.take());
     // An empty line says the worker has ended.
     std::thread::spawn(move || {
-        pool::wait_unreaped(pid);
+        process::wait_unreaped(pid);
         let _ = tx.send(Vec::new());
     });
     let stderr = Tail::of(child.stderr.take());
@@ -426,15 +427,15 @@ fn end(mut wk: Served, grace: Duration) -> (Option<ExitStatus>, Vec<u8>) {
     let pid = wk.pid;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        pool::wait_unreaped(pid);
+        process::wait_unreaped(pid);
         let _ = tx.send(());
     });
     if rx.recv_timeout(grace).is_err() {
-        pool::kill_group(pid);
+        process::kill_group(pid);
         let _ = rx.recv();
     }
     // Not reaped yet: the group's id is still the worker's own.
-    pool::kill_group(pid);
+    process::kill_group(pid);
     let status = wk.child.wait().ok();
     (status, wk.stderr.take(Duration::from_secs(2)))
 }

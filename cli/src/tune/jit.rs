@@ -8,7 +8,8 @@
 //! ([`reprise::executors::Traits::jit_refusal`]). In a sweep each setting's
 //! module is compiled once, for all its geometries and repetitions; its
 //! registers (`CU_FUNC_ATTRIBUTE_NUM_REGS`), spills and logs come from that
-//! load ([`reprise::cuda_jit::take_compiled`]).
+//! load ([`reprise::cuda_jit::CompiledKernels`], handed to the executor with
+//! the options in [`reprise::CudaOptions`]).
 
 use clap::Args;
 use reprise::cuda_jit::{JitOption, JitOptions};
@@ -160,11 +161,6 @@ pub fn check(
         )));
     }
     Ok(())
-}
-
-/// Hands `options` to the CUDA executors opened from now on.
-pub fn apply(options: Option<JitOptions>) {
-    reprise::cuda_jit::set_default_options(options);
 }
 
 /// The JIT's failure among the causes of `e`, if it is one.

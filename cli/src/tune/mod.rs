@@ -104,7 +104,7 @@ pub struct TuneArgs {
     /// write its rows to --rows; `--merge` joins the shards' rows into the
     /// one ranking of the whole sweep.
     #[arg(long, value_name = "K/N")]
-    pub shard: Option<crate::check::shard::Shard>,
+    pub shard: Option<crate::jobs::shard::Shard>,
     /// With --shard, the rows file [default: reprise-tune-K-of-N.jsonl];
     /// without it, the study's results file, a row written as each
     /// configuration is measured (see --resume);
@@ -117,7 +117,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "shard")]
     pub merge: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub slurm: crate::check::slurm::SlurmArgs,
+    pub slurm: crate::jobs::slurm::SlurmArgs,
     #[command(flatten)]
     pub ir: opt_levels::IrSweepArgs,
     #[command(flatten)]

@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use super::TuneArgs;
 pub use super::report::Row;
 use super::report::{Sweep, json, table, write_csv};
-use crate::check::shard::Shard;
 use crate::error::{CliError, Result};
+use crate::jobs::shard::Shard;
 
 /// The first line of a shard's rows file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -139,15 +139,8 @@ pub struct Merged {
 
 /// Reads every `*.jsonl` file in `dir`.
 pub fn read_dir(dir: &Path) -> Result<Merged> {
-    let rd = std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
-        .collect();
-    files.sort();
     let mut m = Merged::default();
-    for f in &files {
+    for f in &crate::jobs::jsonl_files(dir)? {
         let text = crate::side_files::read_text(f, "results file")?;
         let mut shard = None;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -9,8 +9,8 @@ use reprise::{Capture, LaunchConfig};
 
 use super::TuneArgs;
 use super::shard::{self, Row};
-use crate::check::slurm::{self as cs, JobRecord, prepare, script};
 use crate::error::{CliError, Result};
+use crate::jobs::slurm::{self as cs, JobRecord, prepare, script};
 
 /// Handles `--merge` and `--slurm`; `None` for a sweep run here.
 pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
@@ -60,7 +60,7 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -
     let mut expected: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
     for k in keys {
         expected
-            .entry(crate::check::shard::of(k, n))
+            .entry(crate::jobs::shard::of(k, n))
             .or_default()
             .push(k);
     }

@@ -27,6 +27,10 @@ pub const EM_X86_64: u16 = 62;
 pub const EM_CUDA: u16 = 190;
 /// ELF machine number of AMD GPU code objects.
 pub const EM_AMDGPU: u16 = 224;
+/// ELF machine number of 32-bit Arm (a Cortex-M's code).
+pub const EM_ARM: u16 = 40;
+/// ELF machine number of RISC-V.
+pub const EM_RISCV: u16 = 243;
 
 /// What an image is.
 #[non_exhaustive]
@@ -39,7 +43,16 @@ pub enum ImageKind {
         /// `e_type` (3 = shared object).
         elf_type: u16,
     },
-    /// A 32-bit or big-endian ELF file.
+    /// A 32-bit little-endian ELF file for a microcontroller (`machine`
+    /// [`EM_ARM`] or [`EM_RISCV`]): a kernel's code recorded on one
+    /// ([`BackendKind::Mcu`]).
+    Elf32 {
+        /// `e_machine`.
+        machine: u16,
+        /// `e_type` (1 = relocatable object).
+        elf_type: u16,
+    },
+    /// Any other 32-bit, or a big-endian, ELF file.
     UnsupportedElf,
     /// NVIDIA PTX assembly text.
     Ptx,
@@ -107,6 +120,7 @@ impl ImageKind {
                 machine: EM_AMDGPU, ..
             } => Ok(BackendKind::Amdgpu),
             ImageKind::Elf { machine, .. } => Err(ImageError::Machine(machine)),
+            ImageKind::Elf32 { .. } => Ok(BackendKind::Mcu),
             ImageKind::UnsupportedElf => Err(ImageError::ElfClass),
             ImageKind::Bitcode => Err(ImageError::Jit),
             ImageKind::OffloadBinary => Err(ImageError::Container),
@@ -128,6 +142,11 @@ impl fmt::Display for ImageKind {
                 machine: EM_AMDGPU, ..
             } => f.write_str("AMD GPU code object (ELF)"),
             ImageKind::Elf { machine, .. } => write!(f, "ELF (machine {machine})"),
+            ImageKind::Elf32 { machine, .. } => write!(
+                f,
+                "{} ELF (32-bit): a microcontroller's code, which no executor on this machine runs",
+                if machine == EM_ARM { "Arm" } else { "RISC-V" }
+            ),
             ImageKind::UnsupportedElf => f.write_str("ELF (32-bit or big-endian)"),
             ImageKind::Ptx => f.write_str("PTX"),
             ImageKind::Fatbin => f.write_str("CUDA fat binary"),
@@ -141,6 +160,17 @@ impl fmt::Display for ImageKind {
 /// Classifies `image` from its leading bytes.
 pub fn sniff(image: &[u8]) -> ImageKind {
     match image {
+        [0x7f, b'E', b'L', b'F', 1, 1, ..] if image.len() >= 20 => {
+            let machine = u16::from_le_bytes([image[18], image[19]]);
+            if matches!(machine, EM_ARM | EM_RISCV) {
+                ImageKind::Elf32 {
+                    elf_type: u16::from_le_bytes([image[16], image[17]]),
+                    machine,
+                }
+            } else {
+                ImageKind::UnsupportedElf
+            }
+        }
         [0x7f, b'E', b'L', b'F', class, data, ..] => {
             if *class != 2 || *data != 1 || image.len() < 20 {
                 return ImageKind::UnsupportedElf;
@@ -209,6 +239,32 @@ mod tests {
         e32[4] = 1;
         assert_eq!(sniff(&e32), ImageKind::UnsupportedElf);
         assert_eq!(sniff(b"\x7fELF\x02\x01"), ImageKind::UnsupportedElf);
+    }
+
+    #[test]
+    fn microcontroller_elf_is_the_mcu_executors() {
+        for machine in [EM_ARM, EM_RISCV] {
+            let mut e = elf(machine);
+            e[4] = 1;
+            e[16] = 1;
+            assert_eq!(
+                sniff(&e),
+                ImageKind::Elf32 {
+                    machine,
+                    elf_type: 1
+                }
+            );
+            assert_eq!(sniff(&e).backend(), Ok(BackendKind::Mcu));
+        }
+        // Another machine's 32-bit ELF, or a big-endian Arm one, is not.
+        let mut x86 = elf(EM_X86_64);
+        x86[4] = 1;
+        assert_eq!(sniff(&x86).backend(), Err(ImageError::ElfClass));
+        let mut be = elf(EM_ARM);
+        (be[4], be[5]) = (1, 2);
+        assert_eq!(sniff(&be), ImageKind::UnsupportedElf);
+        assert_eq!(BackendKind::parse("mcu"), Some(BackendKind::Mcu));
+        assert_eq!(BackendKind::Mcu.as_str(), "mcu");
     }
 
     #[test]

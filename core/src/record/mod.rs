@@ -172,6 +172,11 @@ pub enum BackendKind {
     Cuda,
     /// AMD GPUs through the HSA runtime.
     Amdgpu,
+    /// A device driven from a microcontroller by reprise-core alone, under
+    /// an embedded executor (`core/embedded`): its image is the kernel's
+    /// code as a 32-bit Arm or RISC-V ELF file. No executor of the std
+    /// build runs it; its captures are read (`inspect`) on the host.
+    Mcu,
 }
 
 impl BackendKind {
@@ -181,6 +186,7 @@ impl BackendKind {
             BackendKind::Host => "host",
             BackendKind::Cuda => "cuda",
             BackendKind::Amdgpu => "amdgpu",
+            BackendKind::Mcu => "mcu",
         }
     }
 
@@ -190,6 +196,7 @@ impl BackendKind {
             "host" => Some(BackendKind::Host),
             "cuda" => Some(BackendKind::Cuda),
             "amdgpu" => Some(BackendKind::Amdgpu),
+            "mcu" => Some(BackendKind::Mcu),
             _ => None,
         }
     }

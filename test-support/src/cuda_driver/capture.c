@@ -4,7 +4,9 @@
  * modes forbid; cuStreamBeginCapture, cuStreamEndCapture,
  * cuStreamIsCapturing and cuThreadExchangeStreamCaptureMode.
  */
-#include "sim.h"
+#include "capture.h"
+#include "core.h"
+#include "errors.h"
 
 /* Guards captures, graphs and graph executables. */
 pthread_mutex_t g_graph_lock = PTHREAD_MUTEX_INITIALIZER;

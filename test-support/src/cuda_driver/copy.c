@@ -1,6 +1,11 @@
 /* Copies: asynchronous ones queued on a stream, synchronous ones on the
  * default stream, waited for. */
-#include "sim.h"
+#include "capture.h"
+#include "core.h"
+#include "errors.h"
+#include "memory.h"
+#include "ranges.h"
+#include "stream.h"
 
 static CUresult copy_async(enum op_kind kind, uintptr_t dst, uintptr_t src,
                            size_t len, CUstream s, int per_thread) {

@@ -175,9 +175,11 @@
  * (as a future driver may), -DSIM_NO_PARAM_INFO cuFuncGetParamInfo (as
  * drivers before CUDA 12.4 do).
  *
- * sim.h says which source file holds what.
+ * sim.h says which source file holds what, and how they stand on each
+ * other.
  */
-#include "sim.h"
+#include "core.h"
+#include "errors.h"
 
 /* The opt-in limit, an sm_90's unless REPRISE_SIM_CUDA_SHARED_OPTIN or
  * reprise_sim_set_shared_optin says otherwise (atomic). */
@@ -562,25 +564,6 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void) {
-  INJECT();
-  if (!g_initialized)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (!t_current || !ctx_live(t_current))
-    return CUDA_ERROR_INVALID_CONTEXT;
-  /* Never while a stream captures: it would wait for work that is not
-   * queued. */
-  CUresult r = context_sync_gate();
-  if (r)
-    return r;
-  pthread_mutex_lock(&g_ctx.lock);
-  while (g_ctx.busy > 0)
-    pthread_cond_wait(&g_ctx.idle, &g_ctx.lock);
-  r = g_ctx.sticky;
-  pthread_mutex_unlock(&g_ctx.lock);
-  return r;
-}
-
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   INJECT();
   if (!g_initialized)
@@ -602,33 +585,9 @@ EXPORT CUresult cuDriverGetVersion(int *version) {
   return CUDA_SUCCESS;
 }
 
-/* Simulator only: what is live, for tests that check every step of a
- * failed operation was undone: address reservations, cuMemMap mappings,
- * physical allocations, cuMemAlloc allocations, page-locked host
- * allocations, streams, events, modules, and the MiB of physical
- * allocations. */
 /* The bytes every copy that ran so far moved, by direction: host to device,
  * device to host, device to device (a recorder's traffic, for tests). */
 EXPORT void reprise_sim_copied_bytes(unsigned long long out[3]) {
   for (int i = 0; i < 3; i++)
     out[i] = __atomic_load_n(&g_copied_bytes[i], __ATOMIC_RELAXED);
-}
-
-EXPORT void reprise_sim_counts(int out[9]) {
-  pthread_mutex_lock(&g_mem);
-  out[0] = g_nreserved;
-  out[1] = g_nmapped;
-  out[2] = __atomic_load_n(&g_nphysical, __ATOMIC_RELAXED);
-  out[3] = g_nallocs;
-  out[4] = g_nhost;
-  pthread_mutex_unlock(&g_mem);
-  int streams = 0;
-  pthread_mutex_lock(&g_streams_lock);
-  for (struct sim_stream *st = g_streams; st; st = st->next)
-    streams += st != g_default; /* the default stream is the driver's */
-  pthread_mutex_unlock(&g_streams_lock);
-  out[5] = streams;
-  out[6] = __atomic_load_n(&g_nevents, __ATOMIC_RELAXED);
-  out[7] = __atomic_load_n(&g_nmodules, __ATOMIC_RELAXED);
-  out[8] = (int)(__atomic_load_n(&g_physical_bytes, __ATOMIC_RELAXED) >> 20);
 }

@@ -1,6 +1,6 @@
 /* Fault injection (reprise_sim_fail), and the driver's error names and
  * strings. */
-#include "sim.h"
+#include "errors.h"
 
 /* Simulator only: makes the call named `call` fail with `code` once, after
  * `skip` calls of it succeed (one injection at a time; a new one replaces

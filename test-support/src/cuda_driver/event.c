@@ -1,9 +1,10 @@
 /* Events: recorded on a stream, waited for by another, timed. */
-#include "sim.h"
+#include "core.h"
+#include "errors.h"
+#include "event.h"
+#include "stream.h"
 
-pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
 int g_nevents;
-pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   INJECT();

@@ -3,7 +3,11 @@
  * launched onto a stream (or into its capture) and destroyed; kernels of
  * a module unloaded since make them unusable.
  */
-#include "sim.h"
+#include "capture.h"
+#include "core.h"
+#include "errors.h"
+#include "graph.h"
+#include "stream.h"
 
 /* Every live graph executable. */
 static struct sim_graph_exec *g_execs;

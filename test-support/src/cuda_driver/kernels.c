@@ -3,7 +3,9 @@
  * checked), the table that names them, and the interpreter that runs a
  * launch block by block, phase by phase.
  */
-#include "sim.h"
+#include "core.h"
+#include "kernels.h"
+#include "ranges.h"
 /* One thread per block runs the chunk-hashing kernel: no barrier to wait at. */
 #define B3_SYNC() ((void)0)
 #include "blake3_chunks.h"

@@ -3,7 +3,10 @@
  * cuLaunchKernelEx with its attributes, checked against the device's
  * and the function's limits.
  */
-#include "sim.h"
+#include "core.h"
+#include "errors.h"
+#include "library.h"
+#include "stream.h"
 
 /* Whether a cooperative launch's blocks can all be resident at once, as
  * they must: at most MULTIPROCESSORS times the blocks one multiprocessor

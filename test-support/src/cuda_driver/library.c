@@ -1,6 +1,10 @@
 /* CUDA 12's libraries, over the module machinery (module.c), and their
- * kernels, which the driver accepts wherever a CUfunction goes. */
-#include "sim.h"
+ * kernels, which the driver accepts wherever a CUfunction goes; so the
+ * entry points that take a function (its name, module and attributes). */
+#include "core.h"
+#include "errors.h"
+#include "library.h"
+#include "module.h"
 
 /* A library wraps one module; its kernels are handles of their own, each
  * standing for one of the module's functions. */
@@ -259,3 +263,67 @@ EXPORT CUresult cuFuncGetModule(CUmodule *out, CUfunction f) {
   *out = f->module;
   return CUDA_SUCCESS;
 }
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  /* Static and dynamic shared memory together within the opt-in limit. */
+  if (value < 0 || (unsigned)value > SHARED_OPTIN - f->static_shared)
+    return CUDA_ERROR_INVALID_VALUE;
+  __atomic_store_n(&f->max_dynamic_shared, (unsigned)value, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+  case FUNC_ATTR_MAX_THREADS_PER_BLOCK:
+    *value = (int)f->max_threads;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_SHARED_SIZE:
+    *value = (int)f->static_shared;
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_MAX_DYNAMIC_SHARED:
+    *value = (int)__atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+  case FUNC_ATTR_NUM_REGS:
+    *value = f->regs ? (int)f->regs : 32;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+  }
+}
+
+#ifndef SIM_NO_PARAM_INFO
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
+                                   size_t *size) {
+  INJECT();
+  if (!g_param_info)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  f = fn_of(f);
+  if (!f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= (size_t)f->def->nparams)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (offset)
+    *offset = f->def->params[index].offset;
+  if (size)
+    *size = f->def->params[index].size;
+  return CUDA_SUCCESS;
+}
+#endif

@@ -1,12 +1,16 @@
 /*
- * Device memory: the address ranges the simulator tracks (every access
- * a kernel or copy makes is checked against them), virtual memory
+ * Device memory (in the address ranges ranges.c tracks): virtual memory
  * management (cuMemAddressReserve, cuMemCreate, cuMemMap,
  * cuMemSetAccess), the cuMemAlloc family, page-locked host memory,
  * stream-ordered allocation, and what cuMemGetAddressRange and
  * cuMemGetInfo report.
  */
-#include "sim.h"
+#include "capture.h"
+#include "core.h"
+#include "errors.h"
+#include "memory.h"
+#include "ranges.h"
+#include "stream.h"
 
 #define POOL_BASE ((uintptr_t)0x380000000ull)
 #define POOL_SIZE ((uintptr_t)1 << 40)
@@ -15,118 +19,6 @@
  * process finds the same addresses free whatever its address-space
  * layout. */
 #define WINDOW_BASE ((uintptr_t)0x300000000000ull)
-
-pthread_mutex_t g_mem = PTHREAD_MUTEX_INITIALIZER;
-struct range g_reserved[MAX_RANGES];
-int g_nreserved;
-struct range g_access[MAX_RANGES];
-int g_naccess;
-/* Ranges mapped by cuMemMap (accessible or not yet). */
-struct range g_mapped[MAX_RANGES];
-int g_nmapped;
-
-int add_range(struct range *set, int *n, uintptr_t base, size_t size) {
-  if (*n == MAX_RANGES)
-    return 0;
-  set[(*n)++] = (struct range){base, size};
-  return 1;
-}
-
-int remove_range(struct range *set, int *n, uintptr_t base,
-                 size_t size) {
-  for (int i = 0; i < *n; i++)
-    if (set[i].base == base && set[i].size == size) {
-      set[i] = set[--*n];
-      return 1;
-    }
-  return 0;
-}
-
-int inside(const struct range *set, int n, uintptr_t base,
-           size_t size) {
-  for (int i = 0; i < n; i++)
-    if (base >= set[i].base && size <= set[i].size &&
-        base - set[i].base <= set[i].size - size)
-      return 1;
-  return 0;
-}
-
-int overlaps(const struct range *set, int n, uintptr_t base,
-             size_t size) {
-  for (int i = 0; i < n; i++)
-    if (base < set[i].base + set[i].size && set[i].base < base + size)
-      return 1;
-  return 0;
-}
-
-/* Whether every byte of [base, base + size) lies in some range of `set`:
- * the ranges may be several, adjacent or overlapping (g_mem held). */
-int covered(const struct range *set, int n, uintptr_t base, size_t size) {
-  if (size == 0 || inside(set, n, base, size))
-    return 1;
-  if (base + size < base)
-    return 0;
-  uintptr_t at = base, end = base + size;
-  /* Each step moves `at` to the end of a range holding it: at most n. */
-  for (int steps = 0; at < end && steps <= n; steps++) {
-    uintptr_t next = at;
-    for (int i = 0; i < n; i++)
-      if (at >= set[i].base && at - set[i].base < set[i].size &&
-          set[i].base + set[i].size > next)
-        next = set[i].base + set[i].size;
-    if (next == at)
-      return 0;
-    at = next;
-  }
-  return at >= end;
-}
-
-/* Removes [base, base + size) from every range of `set` it overlaps,
- * splitting a range it cuts in two; 0 when the set has no room for the
- * split (g_mem held). */
-int subtract_range(struct range *set, int *n, uintptr_t base, size_t size) {
-  uintptr_t end = base + size;
-  for (int i = 0; i < *n;) {
-    uintptr_t b = set[i].base, e = set[i].base + set[i].size;
-    if (e <= base || end <= b) {
-      i++;
-      continue;
-    }
-    if (b < base && end < e) {
-      if (*n == MAX_RANGES)
-        return 0;
-      set[i].size = base - b;
-      set[(*n)++] = (struct range){end, e - end};
-      i++;
-    } else if (b < base) {
-      set[i++].size = base - b;
-    } else if (end < e) {
-      set[i] = (struct range){end, e - end};
-      i++;
-    } else {
-      set[i] = set[--*n];
-    }
-  }
-  return 1;
-}
-
-/* Kernels and copies may touch a range when every byte of it is mapped
- * and accessible, through however many cuMemMap and cuMemSetAccess calls:
- * as NVIDIA documents the virtual memory management API, adjacent mappings
- * in one reservation form one contiguous virtual address range that a
- * kernel or a copy uses as one buffer (CUDA Driver API, "Virtual Memory
- * Management": cuMemMap maps an allocation into part of a reservation,
- * cuMemSetAccess takes "a fully mapped address range" that may hold
- * several of them; NVIDIA's blog "Introducing Low-Level GPU Virtual Memory
- * Management" grows a buffer by reserving, creating and mapping more
- * behind it and keeps using the whole range). A range is not accessible
- * because one call made it so, but byte by byte. */
-int accessible(uintptr_t base, size_t size) {
-  pthread_mutex_lock(&g_mem);
-  int ok = covered(g_access, g_naccess, base, size);
-  pthread_mutex_unlock(&g_mem);
-  return ok;
-}
 
 EXPORT CUresult cuMemGetAllocationGranularity(size_t *gran, const void *prop,
                                               int option) {
@@ -477,7 +369,7 @@ static size_t allocation_at(CUdeviceptr ptr, int freeing) {
 }
 
 /* Frees the allocation at `ptr`; `call` names the caller in an abort. */
-CUresult free_device(const char *call, CUdeviceptr ptr, int freeing) {
+static CUresult free_device(const char *call, CUdeviceptr ptr, int freeing) {
   size_t size = allocation_at(ptr, freeing);
   if (size)
     check_unused(call, ptr, size, 0);
@@ -557,6 +449,11 @@ EXPORT CUresult cuMemFreeHost(void *p) {
   return CUDA_SUCCESS;
 }
 
+/* A cuMemFreeAsync the stream reached: the stream's worker calls it. */
+static void free_reached(CUdeviceptr ptr) {
+  free_device("cuMemFreeAsync", ptr, 1);
+}
+
 /* Stream-ordered allocation: the memory is allocated at the call (so it is
  * ready for work the stream runs after it) and freed when the stream
  * reaches the free. Not on the legacy stream while it would depend on a
@@ -604,8 +501,10 @@ static CUresult mem_free_async(CUdeviceptr ptr, CUstream s, int per_thread) {
   if (!ok)
     return CUDA_ERROR_INVALID_VALUE;
   struct op *op = new_op(OP_FREE);
-  if (op)
-    op->u.copy.dst = (uintptr_t)ptr;
+  if (op) {
+    op->u.free.ptr = ptr;
+    op->u.free.release = free_reached;
+  }
   r = enqueue(s, op, per_thread);
   if (r) {
     pthread_mutex_lock(&g_mem);

@@ -1,10 +1,16 @@
 /*
  * Modules: images (PTX, cubins, fat binaries) checked against the
  * device and searched for the fixture kernels (kernels.c), each module
- * with its own `__device__` globals; its functions and their
- * attributes.
+ * with its own `__device__` globals; its functions (their attributes
+ * are library.c's, which takes a library's kernels for functions too).
  */
-#include "sim.h"
+#include "core.h"
+#include "errors.h"
+#include "graph.h"
+#include "kernels.h"
+#include "module.h"
+#include "ranges.h"
+#include "stream.h"
 
 /* The length of a binary image, from its own header; 0 when unknown. */
 static size_t image_len(const unsigned char *p) {
@@ -112,9 +118,6 @@ static int unresolved_extern(const unsigned char *image, size_t len) {
 }
 
 int g_nmodules;
-/* Every module global's range (for cuMemGetAddressRange). */
-struct range g_globals[MAX_RANGES];
-int g_nglobals;
 
 static void free_module(struct sim_module *m) {
   pthread_mutex_lock(&g_mem);
@@ -554,70 +557,6 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *addr, size_t *size,
     }
   return CUDA_ERROR_NOT_FOUND;
 }
-
-EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
-  INJECT();
-  CUresult r = usable();
-  if (r)
-    return r;
-  f = fn_of(f);
-  if (!f)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (attr != FUNC_ATTR_MAX_DYNAMIC_SHARED)
-    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
-  /* Static and dynamic shared memory together within the opt-in limit. */
-  if (value < 0 || (unsigned)value > SHARED_OPTIN - f->static_shared)
-    return CUDA_ERROR_INVALID_VALUE;
-  __atomic_store_n(&f->max_dynamic_shared, (unsigned)value, __ATOMIC_RELAXED);
-  return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
-  INJECT();
-  CUresult r = usable();
-  if (r)
-    return r;
-  f = fn_of(f);
-  if (!f)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (!value)
-    return CUDA_ERROR_INVALID_VALUE;
-  switch (attr) {
-  case FUNC_ATTR_MAX_THREADS_PER_BLOCK:
-    *value = (int)f->max_threads;
-    return CUDA_SUCCESS;
-  case FUNC_ATTR_SHARED_SIZE:
-    *value = (int)f->static_shared;
-    return CUDA_SUCCESS;
-  case FUNC_ATTR_MAX_DYNAMIC_SHARED:
-    *value = (int)__atomic_load_n(&f->max_dynamic_shared, __ATOMIC_RELAXED);
-    return CUDA_SUCCESS;
-  case FUNC_ATTR_NUM_REGS:
-    *value = f->regs ? (int)f->regs : 32;
-    return CUDA_SUCCESS;
-  default:
-    return CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
-  }
-}
-
-#ifndef SIM_NO_PARAM_INFO
-EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
-                                   size_t *size) {
-  INJECT();
-  if (!g_param_info)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  f = fn_of(f);
-  if (!f)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (index >= (size_t)f->def->nparams)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (offset)
-    *offset = f->def->params[index].offset;
-  if (size)
-    *size = f->def->params[index].size;
-  return CUDA_SUCCESS;
-}
-#endif
 
 /* The linker (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkAddFile_v2,
  * cuLinkComplete, cuLinkDestroy). Simulated: the "linked image" is the

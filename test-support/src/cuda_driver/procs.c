@@ -1,6 +1,6 @@
 /* The driver's entry points by name: cuGetProcAddress[_v2] resolves a
  * base name to the versioned export (PROCS), as the driver does. */
-#include "sim.h"
+#include "errors.h"
 
 /* How cuGetProcAddress resolves a base name, as cuda.h and cudaTypedefs.h
  * version the driver's functions (PFN_<name>_v<version> there): the entry

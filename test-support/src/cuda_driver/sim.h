@@ -5,29 +5,35 @@
  * build switches).
  *
  * This header declares the driver API's types and values the simulator
- * implements (as cuda.h lays them out; cuda.h is not included), the
- * structures its source files share, and what each file defines for the
- * others:
+ * implements (as cuda.h lays them out; cuda.h is not included) and the
+ * structures its source files share. What a source file defines for the
+ * others, its own header declares (core.h for core.c, and so on), and a
+ * file includes the headers of the files it uses, all before it in this
+ * list, so that no two files depend on each other:
  *
- *  - core.c: the knobs, cuInit, devices and the context;
  *  - errors.c: fault injection, error names and strings;
- *  - memory.c: the address ranges, virtual memory management, the
- *    cuMemAlloc family, page-locked host memory, stream-ordered allocation;
- *  - module.c: images, modules, their functions and attributes;
+ *  - core.c: the knobs, cuInit, devices and the context;
+ *  - ranges.c: the address ranges kernels and copies may touch;
+ *  - capture.c: stream capture, and the checks that keep work out of a
+ *    capture's way;
  *  - kernels.c: the fixture kernels and the interpreter that runs them;
- *  - library.c: CUDA 12's libraries and their kernels;
  *  - stream.c: streams and their workers, the default streams, stream
- *    callbacks and host functions;
+ *    callbacks and host functions, synchronisation;
  *  - event.c: events;
+ *  - memory.c: virtual memory management, the cuMemAlloc family,
+ *    page-locked host memory, stream-ordered allocation;
+ *  - graph.c: graphs and graph executables;
+ *  - module.c: images, modules and their functions;
+ *  - library.c: CUDA 12's libraries and their kernels, and the attributes
+ *    of functions (a CUkernel passed as one too);
  *  - copy.c: copies;
  *  - launch.c: kernel launches, cooperative ones and cuLaunchKernelEx;
- *  - capture.c: stream capture;
- *  - graph.c: graphs and graph executables;
- *  - procs.c: cuGetProcAddress.
+ *  - procs.c: cuGetProcAddress;
+ *  - counts.c: what is live, for tests (reprise_sim_counts).
  *
  * Only the driver's functions and the simulator's hooks for tests (EXPORT)
- * are in the library's dynamic symbol table: what this header declares is
- * hidden.
+ * are in the library's dynamic symbol table: what the headers declare
+ * otherwise is hidden.
  */
 #ifndef SIM_CUDA_H
 #define SIM_CUDA_H
@@ -50,9 +56,6 @@
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
-
-/* Everything below is internal to the library. */
-#pragma GCC visibility push(hidden)
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -164,8 +167,6 @@ enum {
 #define FUNC_ATTR_MAX_DYNAMIC_SHARED 8
 #define FUNC_ATTR_NUM_REGS 4
 #define MAX_THREADS_PER_BLOCK 1024
-extern const unsigned MAX_BLOCK[3];
-extern const unsigned MAX_GRID[3];
 #define SHARED_DEFAULT (48u << 10)
 /* An sm_90's (H100 SXM's) multiprocessors: how many, and what each holds
  * at once (cooperative launches must fit: see cooperative_fits). */
@@ -179,8 +180,6 @@ extern const unsigned MAX_GRID[3];
 /* CUmemAttach_flags cuMemAllocManaged takes. */
 #define MEM_ATTACH_GLOBAL 0x1
 #define MEM_ATTACH_HOST 0x2
-/* The opt-in limit (core.c's g_shared_optin), read atomically. */
-#define SHARED_OPTIN __atomic_load_n(&g_shared_optin, __ATOMIC_RELAXED)
 #define MAX_RANGES 1024
 #define MAX_PARAM_BYTES 64
 
@@ -196,95 +195,7 @@ extern const unsigned MAX_GRID[3];
 #define GRAPH_DEVICE_LAUNCH 0x4
 #define GRAPH_USE_NODE_PRIORITY 0x8
 
-/* core.c: the knobs (described there) and the context. */
-extern unsigned g_shared_optin;
-extern int g_initialized;
-extern int g_devices;
-extern int g_ignore_hints;
-extern int g_pool;
-extern int g_vmm;
-extern int g_param_info;
-extern int g_cc;
-extern unsigned g_copy_delay_us;
-/* Bytes the copies that ran moved: host to device, device to host, device
- * to device (reprise_sim_copied_bytes). */
-extern unsigned long long g_copied_bytes[3];
-extern unsigned g_upload_delay_us;
-extern unsigned g_kernel_delay_us;
-extern unsigned g_launch_return_delay_us;
-extern unsigned g_static_shared;
-
-struct sim_ctx {
-  pthread_mutex_t lock;
-  pthread_cond_t idle;
-  int retains;
-  CUresult sticky; /* a fault spoils the context, as on a device */
-  int busy;        /* operations queued on any stream, not yet finished */
-};
-
-extern struct sim_ctx g_ctx;
-/* Whether `ctx` is a context calls may use: the primary one, or one
- * cuCtxCreate made and cuCtxDestroy has not destroyed. */
-int ctx_live(CUcontext ctx);
-extern __thread CUcontext t_current;
-CUresult sticky(void);
-/* Checks a call may use the context: initialised, current, not faulted. */
-CUresult usable(void);
-/* Spoils the context with CUDA_ERROR_ILLEGAL_ADDRESS (a kernel's or a
- * copy's bad access), unless it is spoilt already. */
-void fault(void);
-
-/* errors.c: the status this call of the driver function named `call` fails
- * with as reprise_sim_fail[_times] injected it (0: none; the call counts
- * against the injection's skips and times); INJECT() returns it from the
- * driver function it begins. */
-CUresult injected(const char *call);
-EXPORT void reprise_sim_fail(const char *call, int code, int skip);
-
-#define INJECT()                                                               \
-  do {                                                                         \
-    CUresult injected_ = injected(__func__);                                   \
-    if (injected_)                                                             \
-      return injected_;                                                        \
-  } while (0)
-
-/* memory.c */
-
-/* Address ranges the simulator tracks: reservations, mappings made
- * accessible, and module globals. Kernels and copies may touch only
- * accessible ones. */
-struct range {
-  uintptr_t base;
-  size_t size;
-};
-
-/* g_mem guards the ranges. */
-extern pthread_mutex_t g_mem;
-extern struct range g_reserved[MAX_RANGES];
-extern int g_nreserved;
-extern struct range g_access[MAX_RANGES];
-extern int g_naccess;
-extern struct range g_mapped[MAX_RANGES];
-extern int g_nmapped;
-extern int g_nphysical;
-extern size_t g_physical_bytes;
-extern int g_nhost;
-extern int g_nallocs;
-int add_range(struct range *set, int *n, uintptr_t base, size_t size);
-int remove_range(struct range *set, int *n, uintptr_t base, size_t size);
-int inside(const struct range *set, int n, uintptr_t base, size_t size);
-/* Whether the ranges of `set`, together, hold [base, base + size). */
-int covered(const struct range *set, int n, uintptr_t base, size_t size);
-int subtract_range(struct range *set, int *n, uintptr_t base, size_t size);
-int overlaps(const struct range *set, int n, uintptr_t base, size_t size);
-/* Whether kernels and copies may touch [base, base + size). */
-int accessible(uintptr_t base, size_t size);
-/* Whether [base, base + size) lies in one cuMemHostAlloc'd allocation. */
-int host_pinned(uintptr_t base, size_t size);
-/* Frees the allocation at `ptr`; `call` names the caller in an abort. */
-CUresult free_device(const char *call, CUdeviceptr ptr, int freeing);
-
-/* module.c and kernels.c */
+/* Modules, their functions, and a launch of one (module.c, kernels.c). */
 
 struct launch;
 /* One thread of a launch, and the phase of the kernel it runs: phase p is
@@ -360,34 +271,7 @@ struct launch {
   double acc;
 };
 
-extern int g_nmodules;
-/* Every module global's range (for cuMemGetAddressRange). */
-extern struct range g_globals[MAX_RANGES];
-extern int g_nglobals;
-CUresult load_module(CUmodule *out, const void *image);
-/* The file at `path`, read whole, with a NUL after it (for PTX): free()
- * it; NULL with *err CUDA_ERROR_FILE_NOT_FOUND when it cannot be read (as
- * cuModuleLoad says), CUDA_ERROR_INVALID_VALUE for a NULL path. */
-void *read_image_file(const char *path, CUresult *err);
-/* What cuModuleLoad and cuLibraryLoadFromFile share: the image in the file
- * at `path` (read_image_file's errors) handed to `load` with `out` and
- * `arg`, and freed after; CUDA_ERROR_INVALID_VALUE for a NULL `out`. */
-CUresult load_image_file(const char *path, void *out,
-                         CUresult (*load)(void *out, const void *image,
-                                          void *arg),
-                         void *arg);
-void unload_module(const char *call, CUmodule m);
-/* The fixture kernels, NKERNELS of them. */
-extern const struct kernel_def KERNELS[];
-extern const size_t NKERNELS;
-/* Runs a launch, block by block; a bad access faults the context. */
-void run_kernel(struct launch *l);
-
-/* library.c: the function a handle names: a CUfunction, or a CUkernel
- * passed as one. */
-CUfunction fn_of(CUfunction f);
-
-/* stream.c and event.c */
+/* Events, and the operations a stream queues (stream.c, event.c). */
 
 struct sim_event {
   unsigned long recorded; /* recordings enqueued */
@@ -404,7 +288,7 @@ enum op_kind {
   OP_WAIT,
   OP_CALLBACK,
   OP_HOSTFN,
-  OP_FREE /* cuMemFreeAsync: u.copy.dst */
+  OP_FREE /* cuMemFreeAsync: u.free */
 };
 
 struct op {
@@ -430,6 +314,12 @@ struct op {
       CUhostFn fn;
       void *data;
     } hostfn;
+    struct {
+      CUdeviceptr ptr;
+      /* Frees it when the stream reaches it (memory.c's, handed over so
+       * that the stream needs nothing of memory.c). */
+      void (*release)(CUdeviceptr ptr);
+    } free;
   } u;
 };
 
@@ -445,23 +335,7 @@ struct sim_stream {
   struct sim_stream *next; /* in g_streams */
 };
 
-extern pthread_mutex_t g_streams_lock;
-extern struct sim_stream *g_streams;
-/* The default stream, once made. */
-extern CUstream g_default;
-/* Aborts when a queued or running copy still uses [base, base + size) of
- * host (or device) memory that `call` is about to free. */
-void check_unused(const char *call, uintptr_t base, size_t size, int host);
-struct op *new_op(enum op_kind kind);
-CUstream stream_of(CUstream h, int per_thread, int *legacy);
-int order_after(CUstream waiter, CUstream s);
-CUresult enqueue(CUstream h, struct op *op, int per_thread);
-void wait_idle(CUstream s);
-extern pthread_mutex_t g_events;
-extern int g_nevents;
-extern pthread_cond_t g_reached;
-
-/* capture.c and graph.c */
+/* Graphs and captures (capture.c, graph.c). */
 
 /* A graph: the operations a capture took, in capture order, as a chain of
  * queue entries of its own (kernel arguments copied when captured, as the
@@ -489,26 +363,5 @@ struct capture {
   struct sim_graph graph;
   struct capture *next; /* in g_captures */
 };
-
-extern pthread_mutex_t g_graph_lock;
-extern struct capture *g_captures;
-extern struct sim_graph *g_graphs;
-void free_ops(struct op *op);
-int is_legacy(CUstream h, int per_thread);
-struct capture *capture_on(CUstream h, int per_thread);
-int legacy_conflicts(int invalidate);
-/* Whether the calling thread may make a potentially unsafe call now, and
- * whether anything may synchronise the whole context; each invalidates the
- * captures that forbid it and returns
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
-CUresult unsafe_call(void);
-CUresult context_sync_gate(void);
-CUresult sync_gate(CUstream h, int per_thread);
-CUresult capture_op(struct capture *c, struct op *op);
-/* Makes the kernels of `m` in graphs, graph executables and captures
- * dead, as the module goes (see cuGraphLaunch). */
-void forget_module(CUmodule m);
-
-#pragma GCC visibility pop
 
 #endif

@@ -2,9 +2,19 @@
  * Streams: one worker thread each, running the operations queued on
  * it in order; the default streams (legacy and per-thread) and the
  * legacy stream's implicit synchronisation; stream callbacks and host
- * functions.
+ * functions; synchronising a stream or the whole context.
  */
-#include "sim.h"
+#include "capture.h"
+#include "core.h"
+#include "errors.h"
+#include "kernels.h"
+#include "ranges.h"
+#include "stream.h"
+
+/* Every event's progress: a stream reaching a recording wakes the streams
+ * and threads waiting for it. */
+pthread_mutex_t g_events = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_reached = PTHREAD_COND_INITIALIZER;
 
 /* Each stream worker's random delays (see reprise_sim_set_copy_delay_us). */
 static __thread unsigned t_seed;
@@ -128,7 +138,7 @@ static void run_op(CUstream s, struct op *op) {
       free(op->u.event.event);
     break;
   case OP_FREE:
-    free_device("cuMemFreeAsync", (CUdeviceptr)op->u.copy.dst, 1);
+    op->u.free.release(op->u.free.ptr);
     break;
   case OP_CALLBACK: {
     /* Stream callbacks run after a fault too, and are told of it. */
@@ -436,6 +446,25 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
   INJECT();
   return stream_synchronize(s, 1);
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+  INJECT();
+  if (!g_initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!t_current || !ctx_live(t_current))
+    return CUDA_ERROR_INVALID_CONTEXT;
+  /* Never while a stream captures: it would wait for work that is not
+   * queued. */
+  CUresult r = context_sync_gate();
+  if (r)
+    return r;
+  pthread_mutex_lock(&g_ctx.lock);
+  while (g_ctx.busy > 0)
+    pthread_cond_wait(&g_ctx.idle, &g_ctx.lock);
+  r = g_ctx.sticky;
+  pthread_mutex_unlock(&g_ctx.lock);
+  return r;
 }
 
 #ifndef SIM_NO_STREAM_CALLBACK

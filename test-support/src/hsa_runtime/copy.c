@@ -9,7 +9,10 @@
  * delay of up to REPRISE_SIM_HSA_COPY_DELAY_US microseconds; then it
  * decrements the completion signal.
  */
-#include "sim.h"
+#include "copy.h"
+#include "core.h"
+#include "memory.h"
+#include "signal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  *
  *  - core.c: hsa_init / hsa_shut_down (counted), status strings, agents
  *    (a CPU, agent 1, and a GPU, agent 2), the GPU's ISA, memory pools,
- *    fault injection, the introspection exports;
+ *    fault injection, hsa_init's count for tests;
  *  - memory.c: pool allocations (mmap'd) and the table of memory the GPU
  *    may reach (device memory; host memory once
  *    hsa_amd_agents_allow_access named the GPU; vmem mappings once
@@ -17,7 +17,10 @@
  *  - copy.c: hsa_amd_memory_async_copy (one copy thread, in order);
  *  - loader.c: code object readers, executables (ELF64 AMDGPU code
  *    objects: PT_LOAD segments into device memory, .dynsym symbols);
- *  - kernels.c: the fixtures' kernels as C, every access checked.
+ *  - exe.c: the table of executables the loader fills, where the packet
+ *    processor finds a dispatch's kernel and a kernel its variables;
+ *  - kernels.c: the fixtures' kernels as C, every access checked;
+ *  - live.c: what is live, for tests (sim_hsa_live).
  *
  * Misuse the real runtime would punish unpredictably (an unknown or
  * destroyed signal, destroying a signal with a handler registered,
@@ -38,7 +41,7 @@
  * Built with -DSIM_NO_VMEM it lacks the hsa_amd_vmem_* entry points, as a
  * runtime before ROCm 6 does.
  */
-#include "sim.h"
+#include "core.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -358,22 +361,4 @@ EXPORT hsa_status_t hsa_amd_memory_pool_get_info(hsa_amd_memory_pool_t pool,
       return HSA_STATUS_SUCCESS;
   }
   return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-}
-
-/* ---- introspection ---- */
-
-EXPORT long sim_hsa_live(const char *what) {
-  if (!what) return -1;
-  if (strcmp(what, "allocations") == 0)
-    return sim_mem_count(SIM_MEM_DEVICE) + sim_mem_count(SIM_MEM_HOST);
-  if (strcmp(what, "signals") == 0) return sim_signal_count();
-  if (strcmp(what, "handlers") == 0) return sim_handler_count();
-  if (strcmp(what, "queues") == 0) return sim_queue_count();
-  if (strcmp(what, "copies") == 0) return sim_copy_count();
-  if (strcmp(what, "executables") == 0 || strcmp(what, "readers") == 0)
-    return sim_loader_count(what);
-  if (strcmp(what, "reservations") == 0 || strcmp(what, "handles") == 0 ||
-      strcmp(what, "mappings") == 0)
-    return sim_vmem_count(what);
-  return -1;
 }

@@ -7,7 +7,9 @@
  * (HSA_STATUS_ERROR_MEMORY_FAULT, its address in sim_fault_address), which
  * queue.c reports as ROCr does: to the system event handlers.
  */
-#include "sim.h"
+#include "exe.h"
+#include "kernels.h"
+#include "memory.h"
 /* One work-item per work-group runs the chunk-hashing kernel: no barrier
  * to wait at. */
 #define B3_SYNC() ((void)0)

@@ -7,7 +7,12 @@
  * (kernel objects, with the segment sizes the descriptor gives) and
  * variables. Every offset the file gives is bounds-checked.
  */
-#include "sim.h"
+#include "core.h"
+#include "exe.h"
+#include "kernels.h"
+#include "loader.h"
+#include "memory.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,35 +24,16 @@
 #define MAX_SYMS 4096u
 
 struct reader { bool live; const uint8_t *bytes; size_t size; };
-struct sym {
-  char name[128];
-  uint32_t kind;
-  uint64_t addr;
-  uint64_t size;
-  uint32_t kernarg_size, group_size, private_size;
-  sim_kernel_fn fn;
-};
-struct sim_exe {
-  bool live, loaded, frozen;
-  uint8_t *seg;
-  uint64_t seg_size;
-  struct sym *syms;
-  size_t nsyms;
-  long running;
-};
-
-static pthread_mutex_t exe_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *readers;
 static size_t nreaders, capreaders;
 static long live_readers;
-static struct sim_exe **exes;
-static size_t nexes, capexes;
+static size_t capexes;
 static long live_exes;
 
 long sim_loader_count(const char *what) {
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   long n = strcmp(what, "readers") == 0 ? live_readers : live_exes;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return n;
 }
 
@@ -64,16 +50,16 @@ EXPORT hsa_status_t hsa_code_object_reader_create_from_memory(
   SIM_ENTER("hsa_code_object_reader_create_from_memory");
   if (!code_object || size == 0 || !reader)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   readers = grow(readers, &capreaders, nreaders, sizeof *readers);
   readers[nreaders] = (struct reader){true, code_object, size};
   reader->handle = READER_BASE + nreaders++;
   live_readers++;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return HSA_STATUS_SUCCESS;
 }
 
-/* exe_mu held. */
+/* sim_exe_mu held. */
 static struct reader *find_reader(hsa_code_object_reader_t r) {
   uint64_t i = r.handle - READER_BASE;
   if (r.handle < READER_BASE || i >= nreaders || !readers[i].live) return NULL;
@@ -82,20 +68,20 @@ static struct reader *find_reader(hsa_code_object_reader_t r) {
 
 static struct sim_exe *find_exe(hsa_executable_t e) {
   uint64_t i = e.handle - EXE_BASE;
-  if (e.handle < EXE_BASE || i >= nexes || !exes[i]->live) return NULL;
-  return exes[i];
+  if (e.handle < EXE_BASE || i >= sim_nexes || !sim_exes[i]->live) return NULL;
+  return sim_exes[i];
 }
 
 EXPORT hsa_status_t hsa_code_object_reader_destroy(
     hsa_code_object_reader_t reader) {
   SIM_ENTER("hsa_code_object_reader_destroy");
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct reader *r = find_reader(reader);
   if (r) {
     r->live = false;
     live_readers--;
   }
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return r ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
 }
 
@@ -110,12 +96,12 @@ EXPORT hsa_status_t hsa_executable_create_alt(uint32_t profile,
   struct sim_exe *x = calloc(1, sizeof *x);
   if (!x) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   x->live = true;
-  pthread_mutex_lock(&exe_mu);
-  exes = grow(exes, &capexes, nexes, sizeof *exes);
-  exes[nexes] = x;
-  executable->handle = EXE_BASE + nexes++;
+  pthread_mutex_lock(&sim_exe_mu);
+  sim_exes = grow(sim_exes, &capexes, sim_nexes, sizeof *sim_exes);
+  sim_exes[sim_nexes] = x;
+  executable->handle = EXE_BASE + sim_nexes++;
   live_exes++;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return HSA_STATUS_SUCCESS;
 }
 
@@ -137,7 +123,7 @@ static uint32_t u32_at(const uint8_t *p) {
   return v;
 }
 
-/* Reads the object into `x` (exe_mu held). */
+/* Reads the object into `x` (sim_exe_mu held). */
 static hsa_status_t load_elf(struct sim_exe *x, const struct elf *e) {
   uint64_t v, phoff, phentsize, phnum, shoff, shentsize, shnum;
   if (e->size < 64 || memcmp(e->b, "\177ELF", 4) != 0 || e->b[4] != 2 ||
@@ -237,7 +223,7 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(
   (void)options;
   if (!sim_agent_valid(agent) || agent.handle != SIM_GPU_AGENT)
     return HSA_STATUS_ERROR_INVALID_AGENT;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sim_exe *x = find_exe(executable);
   struct reader *r = find_reader(reader);
   hsa_status_t rc;
@@ -254,7 +240,7 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(
     rc = load_elf(x, &e);
     x->loaded = rc == HSA_STATUS_SUCCESS;
   }
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   if (rc == HSA_STATUS_SUCCESS && loaded) loaded->handle = executable.handle;
   return rc;
 }
@@ -263,22 +249,22 @@ EXPORT hsa_status_t hsa_executable_freeze(hsa_executable_t executable,
                                           const char *options) {
   SIM_ENTER("hsa_executable_freeze");
   (void)options;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sim_exe *x = find_exe(executable);
   hsa_status_t rc = !x          ? HSA_STATUS_ERROR_INVALID_EXECUTABLE
                     : x->frozen ? HSA_STATUS_ERROR_FROZEN_EXECUTABLE
                                 : HSA_STATUS_SUCCESS;
   if (rc == HSA_STATUS_SUCCESS) x->frozen = true;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return rc;
 }
 
 EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
   SIM_ENTER("hsa_executable_destroy");
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sim_exe *x = find_exe(executable);
   if (!x) {
-    pthread_mutex_unlock(&exe_mu);
+    pthread_mutex_unlock(&sim_exe_mu);
     return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
   }
   if (x->running)
@@ -294,7 +280,7 @@ EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
   x->nsyms = 0;
   x->live = false;
   live_exes--;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return HSA_STATUS_SUCCESS;
 }
 
@@ -302,12 +288,12 @@ static hsa_executable_symbol_t sym_handle(hsa_executable_t e, size_t i) {
   return (hsa_executable_symbol_t){SYM_BASE + (e.handle - EXE_BASE) * MAX_SYMS + i};
 }
 
-/* exe_mu held; NULL when unknown. */
+/* sim_exe_mu held; NULL when unknown. */
 static struct sym *find_sym(hsa_executable_symbol_t s) {
   if (s.handle < SYM_BASE) return NULL;
   uint64_t i = (s.handle - SYM_BASE) / MAX_SYMS, k = (s.handle - SYM_BASE) % MAX_SYMS;
-  if (i >= nexes || !exes[i]->live || k >= exes[i]->nsyms) return NULL;
-  return &exes[i]->syms[k];
+  if (i >= sim_nexes || !sim_exes[i]->live || k >= sim_exes[i]->nsyms) return NULL;
+  return &sim_exes[i]->syms[k];
 }
 
 EXPORT hsa_status_t hsa_executable_get_symbol_by_name(
@@ -316,7 +302,7 @@ EXPORT hsa_status_t hsa_executable_get_symbol_by_name(
   SIM_ENTER("hsa_executable_get_symbol_by_name");
   if (!name || !symbol) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (agent && !sim_agent_valid(*agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sim_exe *x = find_exe(executable);
   hsa_status_t rc = x ? HSA_STATUS_ERROR_INVALID_SYMBOL_NAME
                       : HSA_STATUS_ERROR_INVALID_EXECUTABLE;
@@ -328,7 +314,7 @@ EXPORT hsa_status_t hsa_executable_get_symbol_by_name(
         rc = HSA_STATUS_SUCCESS;
         break;
       }
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   return rc;
 }
 
@@ -336,14 +322,14 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(
     hsa_executable_symbol_t symbol, uint32_t attribute, void *value) {
   SIM_ENTER("hsa_executable_symbol_get_info");
   if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sym *y = find_sym(symbol);
   if (!y) {
-    pthread_mutex_unlock(&exe_mu);
+    pthread_mutex_unlock(&sim_exe_mu);
     return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
   }
   struct sym s = *y;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   bool kernel = s.kind == HSA_SYMBOL_KIND_KERNEL;
   switch (attribute) {
     case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
@@ -398,10 +384,10 @@ EXPORT hsa_status_t hsa_executable_iterate_agent_symbols(
   SIM_ENTER("hsa_executable_iterate_agent_symbols");
   if (!callback) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (!sim_agent_valid(agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
-  pthread_mutex_lock(&exe_mu);
+  pthread_mutex_lock(&sim_exe_mu);
   struct sim_exe *x = find_exe(executable);
   size_t n = x ? x->nsyms : 0;
-  pthread_mutex_unlock(&exe_mu);
+  pthread_mutex_unlock(&sim_exe_mu);
   if (!x) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
   if (agent.handle != SIM_GPU_AGENT) return HSA_STATUS_SUCCESS;
   for (size_t i = 0; i < n; i++) {
@@ -409,44 +395,4 @@ EXPORT hsa_status_t hsa_executable_iterate_agent_symbols(
     if (rc != HSA_STATUS_SUCCESS) return rc;
   }
   return HSA_STATUS_SUCCESS;
-}
-
-/* ---- for the packet processor and the kernels ---- */
-
-bool sim_kernel_begin(uint64_t object, struct sim_dispatch_kernel *out) {
-  pthread_mutex_lock(&exe_mu);
-  for (size_t i = 0; i < nexes; i++) {
-    struct sim_exe *x = exes[i];
-    if (!x->live) continue;
-    for (size_t k = 0; k < x->nsyms; k++)
-      if (x->syms[k].kind == HSA_SYMBOL_KIND_KERNEL && x->syms[k].addr == object) {
-        x->running++;
-        *out = (struct sim_dispatch_kernel){x, x->syms[k].name, x->syms[k].fn,
-                                            x->syms[k].kernarg_size};
-        pthread_mutex_unlock(&exe_mu);
-        return true;
-      }
-  }
-  pthread_mutex_unlock(&exe_mu);
-  return false;
-}
-
-void sim_kernel_end(struct sim_exe *x) {
-  pthread_mutex_lock(&exe_mu);
-  x->running--;
-  pthread_mutex_unlock(&exe_mu);
-}
-
-/* Only called while the executable runs a kernel (so it stays). */
-uint64_t sim_exe_var(struct sim_exe *x, const char *name, uint64_t *size) {
-  pthread_mutex_lock(&exe_mu);
-  uint64_t addr = 0;
-  for (size_t k = 0; k < x->nsyms; k++)
-    if (x->syms[k].kind == HSA_SYMBOL_KIND_VARIABLE &&
-        strcmp(x->syms[k].name, name) == 0) {
-      addr = x->syms[k].addr;
-      if (size) *size = x->syms[k].size;
-    }
-  pthread_mutex_unlock(&exe_mu);
-  return addr;
 }

@@ -8,7 +8,8 @@
  * hsa_amd_vmem_set_access gives the GPU access. Kernels and copies check
  * every access against this table.
  */
-#include "sim.h"
+#include "core.h"
+#include "memory.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
 /// The simulator's sources: `(file name, text)`.
-const SOURCES: [(&str, &str); 10] = [
+const SOURCES: [(&str, &str); 21] = [
     ("sim.h", include_str!("sim.h")),
     // The BLAKE3 code of the chunk-hashing kernel, which the CUDA
     // simulator's twin of it shares.
@@ -25,14 +25,27 @@ const SOURCES: [(&str, &str); 10] = [
         "blake3_chunks.h",
         include_str!("../cuda_driver/blake3_chunks.h"),
     ),
+    // Each file's header says what it defines for the others (sim.h says
+    // in which order they stand on each other).
+    ("core.h", include_str!("core.h")),
+    ("memory.h", include_str!("memory.h")),
+    ("vmem.h", include_str!("vmem.h")),
+    ("signal.h", include_str!("signal.h")),
+    ("queue.h", include_str!("queue.h")),
+    ("copy.h", include_str!("copy.h")),
+    ("exe.h", include_str!("exe.h")),
+    ("loader.h", include_str!("loader.h")),
+    ("kernels.h", include_str!("kernels.h")),
     ("core.c", include_str!("core.c")),
     ("memory.c", include_str!("memory.c")),
     ("vmem.c", include_str!("vmem.c")),
     ("signal.c", include_str!("signal.c")),
     ("queue.c", include_str!("queue.c")),
     ("copy.c", include_str!("copy.c")),
+    ("exe.c", include_str!("exe.c")),
     ("loader.c", include_str!("loader.c")),
     ("kernels.c", include_str!("kernels.c")),
+    ("live.c", include_str!("live.c")),
 ];
 
 /// The library's file name (and soname).

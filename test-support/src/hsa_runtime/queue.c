@@ -9,7 +9,12 @@
  * or a kernel fault goes to the queue's error callback and stops the
  * queue: later packets never run, their signals never change.
  */
-#include "sim.h"
+#include "core.h"
+#include "exe.h"
+#include "kernels.h"
+#include "memory.h"
+#include "queue.h"
+#include "signal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,8 @@
  * variable for every wait (broadcast on every change), and asynchronous
  * handlers run by one handler thread.
  */
-#include "sim.h"
+#include "core.h"
+#include "signal.h"
 
 #include <errno.h>
 #include <stdlib.h>

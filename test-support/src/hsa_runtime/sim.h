@@ -5,8 +5,13 @@
  * overview and the environment switches.
  *
  * This header declares the HSA types and values the simulator implements
- * (copied from hsa.h and hsa_ext_amd.h, which are not included), and the
- * simulator's internal interfaces between its source files.
+ * (copied from hsa.h and hsa_ext_amd.h, which are not included) and the
+ * simulated machine's constants: what every source file shares. What a
+ * source file defines for the others, its own header declares (core.h for
+ * core.c, and so on); a file includes only the headers of the files
+ * before it in this list, so that no two files depend on each other:
+ *
+ *   core, memory, signal, exe, kernels, vmem, copy, queue, loader, live
  */
 #ifndef SIM_HSA_H
 #define SIM_HSA_H
@@ -18,8 +23,6 @@
 #include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
-/* The address of the last GPU memory fault (kernels.c). */
-extern uint64_t sim_fault_address;
 
 /* ---- HSA types (hsa.h / hsa_ext_amd.h) ---- */
 
@@ -154,110 +157,5 @@ typedef void (*sim_queue_callback)(hsa_status_t, hsa_queue_t *, void *);
 #define SIM_ISA 0x30u
 #define SIM_PAGE 4096u
 #define SIM_QUEUE_MAX 4096u
-
-/* Entry points the simulator calls itself. */
-EXPORT hsa_status_t hsa_signal_create(hsa_signal_value_t initial,
-                                      uint32_t num_consumers,
-                                      const hsa_agent_t *consumers,
-                                      hsa_signal_t *signal);
-EXPORT hsa_status_t hsa_signal_destroy(hsa_signal_t signal);
-
-/* Everything below is internal to the library. */
-#pragma GCC visibility push(hidden)
-
-/* ---- core.c: init, fault injection, failing loudly ---- */
-bool sim_initialised(void);
-/* Whether the current call of `fn` is the one REPRISE_SIM_HSA_FAIL names. */
-bool sim_should_fail(const char *fn);
-__attribute__((noreturn, format(printf, 1, 2))) void sim_abort(const char *fmt, ...);
-bool sim_agent_valid(hsa_agent_t a);
-bool sim_gpu_present(void);
-const char *sim_gpu_name(void);
-unsigned sim_gpu_mach(void);
-extern bool sim_vmem_ignore_hints;
-extern unsigned sim_copy_delay_us;
-
-/* Every entry point returning a status starts with this. */
-#define SIM_ENTER(name)                                                        \
-  do {                                                                         \
-    if (!sim_initialised()) return HSA_STATUS_ERROR_NOT_INITIALIZED;           \
-    if (sim_should_fail(name)) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;       \
-  } while (0)
-
-/* ---- memory.c: the table of memory the GPU may reach ---- */
-enum sim_mem_kind { SIM_MEM_DEVICE, SIM_MEM_HOST, SIM_MEM_VMEM };
-/* Records a range (pool allocations at allocation, vmem mappings at
- * set_access). */
-void sim_mem_add(uint64_t base, uint64_t size, enum sim_mem_kind kind,
-                 bool gpu, uint32_t perms);
-/* Removes the range starting at `base` of `kind`; false if none. */
-bool sim_mem_remove(uint64_t base, enum sim_mem_kind kind);
-/* Whether [addr, addr+len) lies in one GPU-accessible range allowing
- * `write` (or reading). */
-bool sim_gpu_can(uint64_t addr, uint64_t len, bool write);
-/* Whether [addr, addr+len) lies in one live host allocation the GPU may
- * reach (kernel arguments). */
-bool sim_gpu_host(uint64_t addr, uint64_t len);
-/* An internal device allocation (code object segments). */
-void *sim_device_alloc(size_t size);
-void sim_device_free(void *p);
-long sim_mem_count(enum sim_mem_kind kind);
-
-/* ---- vmem.c ---- */
-long sim_vmem_count(const char *what);
-
-/* ---- signal.c ---- */
-/* The lock and condition every wait on a signal (or a queue's doorbell)
- * uses: broadcast on every signal change. */
-extern pthread_mutex_t sim_sig_mu;
-extern pthread_cond_t sim_sig_cond;
-/* The signal's value (aborts on an unknown handle); with sim_sig_mu held. */
-int64_t sim_signal_value_locked(hsa_signal_t s);
-/* Adds `delta` to the signal and wakes waiters (aborts when unknown). */
-void sim_signal_add(hsa_signal_t s, int64_t delta);
-/* Waits (sim_sig_mu held) until `*stop` or 1 ms passed. */
-void sim_sig_wait_a_little(void);
-long sim_signal_count(void);
-
-long sim_handler_count(void);
-
-/* ---- queue.c ---- */
-long sim_queue_count(void);
-/* Aborts when a live queue holds a dispatch of a kernel whose descriptor
- * lies in [lo, hi). */
-void sim_queue_check_unused(uint64_t lo, uint64_t hi, const char *what);
-
-/* ---- loader.c ---- */
-struct sim_exe;
-typedef struct sim_item {
-  uint64_t gid[3];       /* global work-item id */
-  uint32_t grid[3];      /* grid size in work-items */
-  const uint8_t *kernarg;
-  struct sim_exe *exe;
-  uint32_t wg[3];        /* work-group size in work-items */
-} sim_item;
-/* A kernel's C body: 0, or the status of its fault. */
-typedef hsa_status_t (*sim_kernel_fn)(const sim_item *);
-struct sim_dispatch_kernel {
-  struct sim_exe *exe;
-  const char *name;
-  sim_kernel_fn fn;  /* NULL: no C implementation */
-  uint32_t kernarg_size;
-};
-/* Finds the kernel whose descriptor is at `object` and marks its
- * executable busy; false if none. */
-bool sim_kernel_begin(uint64_t object, struct sim_dispatch_kernel *out);
-void sim_kernel_end(struct sim_exe *exe);
-/* The address of a variable of the executable (0 if it has none). */
-uint64_t sim_exe_var(struct sim_exe *exe, const char *name, uint64_t *size);
-long sim_loader_count(const char *what);
-
-/* ---- kernels.c ---- */
-sim_kernel_fn sim_kernel_lookup(const char *symbol);
-
-/* ---- copy.c ---- */
-long sim_copy_count(void);
-
-#pragma GCC visibility pop
 
 #endif

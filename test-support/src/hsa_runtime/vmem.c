@@ -6,7 +6,9 @@
  * without access until hsa_amd_vmem_set_access, which (for the GPU agent)
  * enters the mapping in the table kernels and copies check.
  */
-#include "sim.h"
+#include "core.h"
+#include "memory.h"
+#include "vmem.h"
 
 #include <string.h>
 

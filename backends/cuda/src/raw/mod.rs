@@ -17,6 +17,7 @@
 //! before it becomes a [`DriverError`](crate::DriverError) (with `?`), as only that asks the
 //! driver for the code's name and description.
 //!
+//! - [`abi`]: the driver's C interface, for code that looks it up itself;
 //! - [`library`](mod@library): loading the library and checking its symbols;
 //! - [`failure`]: the errors of driver calls;
 //! - [`device`]: the driver, devices and their primary contexts;
@@ -25,6 +26,7 @@
 //! - [`module`]: modules and their functions;
 //! - [`stream`]: streams, events, launches and host callbacks.
 
+pub mod abi;
 mod device;
 mod failure;
 mod library;

@@ -152,17 +152,22 @@ pub(super) fn measure_group(
             ..Outcome::default()
         });
     }
-    let jit = group.compile.jit.clone();
-    if jit.is_some() {
-        crate::tune::jit::apply(jit.clone());
-        reprise::cuda_jit::take_compiled();
-    }
-    let jitted = jit.is_some();
+    let jitted = group.compile.jit.is_some();
+    // What the JIT makes of the kernel, reported by the executor the sweep
+    // opens with this setting.
+    let compiled = reprise::cuda_jit::CompiledKernels::new();
     let kernel = capture.record.name.to_string();
     // The registers and spills of this setting's one load, taken when the
     // first configuration is measured (the module is loaded by then).
     let mut loaded: Option<Loaded> = None;
-    let builder = crate::tune::tuner(a, capture);
+    let mut builder = crate::tune::tuner(a, capture);
+    if let Some(jit) = &group.compile.jit {
+        builder = builder.cuda(
+            reprise::CudaOptions::new()
+                .jit(jit.clone())
+                .report_compiled(compiled.clone()),
+        );
+    }
     let mut rows = Vec::new();
     let mut write_error = None;
     let mut spent = false;
@@ -177,7 +182,8 @@ pub(super) fn measure_group(
                     group.compile.stamp(&mut row);
                     if jitted {
                         let (registers, spills) = *loaded.get_or_insert_with(|| {
-                            reprise::cuda_jit::take_compiled()
+                            compiled
+                                .take()
                                 .into_iter()
                                 .rev()
                                 .find(|(name, _)| *name == kernel)
@@ -206,9 +212,6 @@ pub(super) fn measure_group(
             });
         reprise::block_on(std::future::IntoFuture::into_future(builder))
     };
-    if jit.is_some() {
-        crate::tune::jit::apply(None);
-    }
     if let Some(e) = write_error {
         return Err(e);
     }

@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use super::TuneArgs;
 use super::report::{self, Row};
 use super::shard::{self, Header};
-use crate::check::shard::Shard;
 use crate::error::{CliError, Result};
+use crate::jobs::shard::Shard;
 
 mod args;
 mod measure;

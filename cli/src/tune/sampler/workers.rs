@@ -98,7 +98,7 @@ pub(super) fn measure_in_workers(
     for (i, c) in todo.into_iter().enumerate() {
         shares[i % workers].push(c);
     }
-    let command = crate::check::slurm::task_command(
+    let command = crate::jobs::slurm::task_command(
         "tune",
         &[
             "--workers",

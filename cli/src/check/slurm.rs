@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::{JobRecord, earlier_job, ends, incomplete_lines, paths, prepare};
-use super::{script, shard_file, submit_and_wait};
-use crate::check::discover::{self, Found};
-use crate::check::results::{CaptureResult, Read, Status};
-use crate::check::shard::{self, Shard};
-use crate::check::{CheckArgs, finish, open_options};
+use super::discover::{self, Found};
+use super::results::{CaptureResult, Read, Status};
+use super::{CheckArgs, finish, open_options};
 use crate::error::{CliError, Result};
+use crate::jobs::shard::{self, Shard};
+use crate::jobs::slurm::{JobRecord, earlier_job, ends, incomplete_lines, paths, prepare};
+use crate::jobs::slurm::{script, shard_file, submit_and_wait, task_command};
 
 /// `reprise check --slurm`: submits the shards (all, or with `--resume`
 /// those incomplete), waits, and merges.
@@ -173,7 +173,7 @@ fn script_for<'a>(
     cwd: &'a std::path::Path,
     shards: u64,
 ) -> Result<script::Script<'a>> {
-    let command = super::task_command(
+    let command = task_command(
         "check",
         &["--results", "--junit", "--baseline", "--slower", "--shard"],
         &["--resume", "--json"],
@@ -199,11 +199,9 @@ fn script_for<'a>(
 /// failed in the summary (and is not written to the results file, so
 /// that `--resume` checks it).
 fn no_result(f: &Found, k: u64, n: u64) -> CaptureResult {
-    let mut r = crate::check::refused(f, "");
-    r.status = Status::Failed;
-    r.message = format!(
+    let why = format!(
         "no result: shard {} (array task {k}) did not check it; --resume checks it",
         Shard { index: k, count: n }
     );
-    r
+    CaptureResult::of(f, Status::Failed, why)
 }

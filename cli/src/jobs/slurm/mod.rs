@@ -7,11 +7,8 @@
 //! incomplete; each task resumes its own file, so that no capture is
 //! checked twice.
 
-mod check;
 pub mod queue;
 pub mod script;
-
-pub use check::run as check;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use crate::core::region::BumpRegion;
+use reprise::core::region::BumpRegion;
 
-use super::median;
+use crate::median;
 
 /// Allocation rates of the recording allocator against a `Mutex`-guarded
 /// bump pointer, in allocations per second. The shared pointer is one
@@ -16,7 +16,7 @@ pub struct AllocResult {
     pub lock_free_1: f64,
     /// Lock-free, two threads (total).
     pub lock_free_2: f64,
-    /// Per-thread chunks ([`crate::core::region::LocalBump`]), one thread.
+    /// Per-thread chunks ([`reprise::core::region::LocalBump`]), one thread.
     pub local_1: f64,
     /// Per-thread chunks, two threads (total).
     pub local_2: f64,

@@ -1,5 +1,5 @@
 //! `reprise bench --store`: what the content-addressed capture store
-//! ([`crate::chunks`]) costs and saves against raw files, measured in the
+//! ([`reprise::store`]) costs and saves against raw files, measured in the
 //! same run on one executor.
 //!
 //! - **Disk**: the bytes a recording's directory holds (every file: the
@@ -26,15 +26,17 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{BenchConfig, Session, Way, clear_dir, human, median, replay_times_in_turn};
-use crate::core::record::KernelRecord;
-use crate::executors::{AnyExecutor, ExecutorJob, Executors};
-use crate::samples::{BuiltinKernel, bench_kernel, demo_kernel};
-use crate::store::{CaptureData, CaptureStore};
-use crate::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
+use reprise::core::record::KernelRecord;
+use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
+use reprise::samples::{BuiltinKernel, bench_kernel, demo_kernel};
+use reprise::store::{CaptureData, CaptureStore};
+use reprise::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
 
-/// The store's chunk size, which the writer's rows cut snapshots at.
-pub const CHUNK: usize = reprise_capture::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+use crate::{BenchConfig, Session, Way, clear_dir, human, median, replay_times_in_turn};
+
+/// The store's chunk size, which the writer's rows cut snapshots at and
+/// the throughput rows hash and compress.
+pub const CHUNK: usize = reprise::store::DEFAULT_CHUNK_SIZE as usize;
 
 /// Captures of each kind the writer's rows take at least below 128 MiB
 /// (raw, every chunk new, most stored, in turn): a mostly-stored capture
@@ -203,7 +205,7 @@ fn file_bytes(dir: &Path) -> Result<(u64, u64)> {
 
 /// What the store-format recording in `dir` takes, against raw files.
 fn disk_of(dir: &Path, captures: usize) -> Result<Disk> {
-    let usage = reprise_capture::chunks::usage(dir)?;
+    let usage = reprise::transfer::usage(dir)?;
     let (stored, descriptors) = file_bytes(dir)?;
     Ok(Disk {
         captures,
@@ -241,7 +243,7 @@ pub fn program<E: AnyExecutor>(
     let n = PROGRAM_Y / 4;
     let args: Args = (kernel.args)(x, y, n);
     let geometry = (kernel.geometry)(n);
-    let written = crate::block_on(async {
+    let written = reprise::block_on(async {
         for _ in 0..PROGRAM_LAUNCHES {
             rec.launch(&k, geometry, &args).await?;
         }
@@ -278,7 +280,7 @@ fn record(seq: u64) -> Result<KernelRecord> {
     r.push_arg(0x2000_0000_0000)?;
     r.region_base = Some(0x2000_0000_0000);
     r.region_size = Some(1 << 40);
-    r.backend = Some(crate::BackendKind::Host);
+    r.backend = Some(reprise::BackendKind::Host);
     r.launch_seq = Some(seq);
     Ok(r)
 }
@@ -309,7 +311,7 @@ fn writer_times(size: u64, iterations: usize, dir: &Path) -> Result<(f64, f64, f
     let raw = CaptureStore::with_format(&raw_dir, true, CaptureFormat::Raw)?;
     let store = CaptureStore::with_format(&store_dir, true, CaptureFormat::Store)?;
     let globals = [0u8; 4];
-    let image = crate::DEMO_IMAGE;
+    let image = reprise::DEMO_IMAGE;
     let (mut t_raw, mut t_new, mut t_stored) = (Vec::new(), Vec::new(), Vec::new());
     let mut seq = 0;
     let mut time = |s: &CaptureStore, input: &[u8], output: &[u8]| -> Result<f64> {
@@ -326,7 +328,7 @@ fn writer_times(size: u64, iterations: usize, dir: &Path) -> Result<(f64, f64, f
         let p = s.write(&mut r, data)?;
         let took = t.elapsed().as_secs_f64();
         if s.format() == CaptureFormat::Raw {
-            super::remove_capture(&p);
+            crate::remove_capture(&p);
         }
         Ok(took)
     };
@@ -384,14 +386,14 @@ pub fn throughput() -> Result<Throughput> {
         std::hint::black_box(&copy);
     });
     let checksum = rate(n, || {
-        std::hint::black_box(crate::core::record::checksum(std::hint::black_box(&data)));
+        std::hint::black_box(reprise::core::record::checksum(std::hint::black_box(&data)));
     });
     let blake3 = rate(n, || {
         for c in data.chunks(CHUNK) {
             std::hint::black_box(blake3::hash(c));
         }
     });
-    let level = reprise_capture::chunks::layout::DEFAULT_LEVEL;
+    let level = reprise::store::DEFAULT_LEVEL;
     let fail = |e: std::io::Error| Error::io("zstd", "compress", e);
     let mut compressor = zstd::bulk::Compressor::new(level).map_err(fail)?;
     let compressed: Vec<Vec<u8>> = data
@@ -502,7 +504,7 @@ pub fn run<E: AnyExecutor>(
         let replay_raw = time_of(&raw_capture);
         let replay_store = time_of(&store_capture);
         let read_raw = match &raw_capture {
-            Some(d) => super::read_files(d)?,
+            Some(d) => crate::read_files(d)?,
             None => f64::NAN,
         };
         progress(&format!(
@@ -569,7 +571,7 @@ pub fn run<E: AnyExecutor>(
     })
 }
 
-/// [`run`] on whatever executor [`crate::executors::with_executor`] opens.
+/// [`run`] on whatever executor [`reprise::executors::with_executor`] opens.
 pub struct StoreBenchJob<'a> {
     /// How long and where to measure.
     pub config: &'a BenchConfig,
@@ -585,15 +587,15 @@ impl ExecutorJob for StoreBenchJob<'_> {
     }
 }
 
-#[cfg(all(test, feature = "host"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn replays_are_timed_in_turn_and_one_that_fails_is_nan_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let kernel = bench_kernel(crate::BackendKind::Host).unwrap();
-        let make = || crate::HostExecutor::new().map_err(|e| Error::executor("host executor", e));
+        let kernel = bench_kernel(reprise::BackendKind::Host).unwrap();
+        let make = || reprise::HostExecutor::new().map_err(|e| Error::executor("host executor", e));
         let size = 64 << 10;
         let capture = |format: CaptureFormat, sub: &str| {
             let config = Way::AsyncBackground
