@@ -58,9 +58,11 @@
 //! ([`Setting`], `ReplayOptions::num_teams`); a front end names its own
 //! with [`Error::named`].
 //!
-//! This crate is the facade; beneath it, `reprise-std` holds capture files,
-//! recording, replaying and choosing an executor by kind ([`executors`]),
-//! `reprise-host`, `reprise-cuda` and `reprise-amdgpu` the executors, and
+//! This crate is the facade; beneath it, `reprise-std` holds recording,
+//! replaying and choosing an executor by kind ([`executors`]),
+//! `reprise-capture` every byte on disk ([`capture`], [`store`], [`list`],
+//! [`transfer`]), `reprise-host`, `reprise-cuda` and `reprise-amdgpu` the
+//! executors, and
 //! `reprise-core` ([`core`]) the `no_std` core. The `reprise` command line
 //! is the `reprise-cli` package, so depending on this crate compiles none
 //! of the command line's dependencies.

@@ -776,7 +776,6 @@ const OPENS_FILES: &[(&str, &str)] = &[
         "std-adapter/src/compile/mod.rs",
         "private compile directory",
     ),
-    ("std-adapter/src/compile/cache.rs", "create_new cache entry"),
     // The embedded interposer written to reprise's cache with create_new.
     ("cli/src/record.rs", "interposer cache, create_new"),
     // The job directory, opened once without following a link, and its

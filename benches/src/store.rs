@@ -29,7 +29,7 @@ use std::time::Instant;
 use reprise::core::record::KernelRecord;
 use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
 use reprise::samples::{BuiltinKernel, bench_kernel, demo_kernel};
-use reprise::store::{CaptureData, CaptureStore};
+use reprise::store::{CaptureData, CaptureStore, CaptureWriter};
 use reprise::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
 
 use crate::{BenchConfig, Session, Way, clear_dir, human, median, replay_times_in_turn};

@@ -2,7 +2,7 @@
 
 use reprise_capture::capture::{Capture, CapturePaths, OpenOptions};
 use reprise_capture::list::{Entry, scan};
-use reprise_capture::store::{CaptureData, CaptureStore, file_stem_for};
+use reprise_capture::store::{CaptureData, CaptureStore, CaptureWriter, file_stem_for};
 use reprise_core::record::{BackendKind, Generation, KernelRecord};
 
 fn record(name: &str, seq: u64) -> KernelRecord {

@@ -168,11 +168,6 @@ impl CaptureStore {
         self
     }
 
-    /// The disk budget, when it has one.
-    pub fn budget(&self) -> Option<&DiskBudget> {
-        self.budget.as_ref()
-    }
-
     /// How its data files are written.
     pub fn format(&self) -> CaptureFormat {
         self.format
@@ -200,11 +195,6 @@ impl CaptureStore {
             .ok_or(Error::Internal("a chunk store that was set is not there"))
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// A descriptor path no existing capture uses, for `record`.
     fn fresh_descriptor(&self, record: &KernelRecord) -> PathBuf {
         let base = format!(
@@ -228,21 +218,7 @@ impl CaptureStore {
         candidate
     }
 
-    /// Writes one capture and returns its descriptor's path. Fills in the
-    /// record's checksums, snapshot length and generation.
-    ///
-    /// With a budget, the capture's reservation ([`CaptureData::estimate`])
-    /// is given back and what it wrote is charged, written or not.
-    pub fn write(&self, record: &mut KernelRecord, data: CaptureData<'_>) -> Result<PathBuf> {
-        let mut bytes = 0u64;
-        let r = self.write_counted(record, data, &mut bytes);
-        if let Some(b) = &self.budget {
-            b.settle(data.estimate(), if r.is_ok() { bytes } else { 0 });
-        }
-        r
-    }
-
-    /// [`CaptureStore::write`], adding to `counted` what it writes.
+    /// [`CaptureWriter::write`], adding to `counted` what it writes.
     fn write_counted(
         &self,
         record: &mut KernelRecord,

@@ -44,15 +44,20 @@ pub trait CaptureWriter: Send + Sync + std::fmt::Debug {
 
 impl CaptureWriter for CaptureStore {
     fn dir(&self) -> &Path {
-        CaptureStore::dir(self)
+        &self.dir
     }
 
     fn budget(&self) -> Option<&DiskBudget> {
-        CaptureStore::budget(self)
+        self.budget.as_ref()
     }
 
     fn write(&self, record: &mut KernelRecord, data: CaptureData<'_>) -> Result<PathBuf> {
-        CaptureStore::write(self, record, data)
+        let mut bytes = 0u64;
+        let r = self.write_counted(record, data, &mut bytes);
+        if let Some(b) = &self.budget {
+            b.settle(data.estimate(), if r.is_ok() { bytes } else { 0 });
+        }
+        r
     }
 
     fn write_ir(&self, descriptor: &Path, ir: &[u8]) -> Result<()> {
