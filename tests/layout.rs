@@ -1023,11 +1023,11 @@ fn c_file(text: &str) -> CFile {
         let Some(rest) = line.trim_start().strip_prefix('#') else {
             continue;
         };
-        if let Some(name) = rest.trim_start().strip_prefix("include") {
-            if let Some(name) = name.trim().strip_prefix('"') {
-                file.includes
-                    .insert(name.split('"').next().unwrap_or("").to_string());
-            }
+        if let Some(name) = rest.trim_start().strip_prefix("include")
+            && let Some(name) = name.trim().strip_prefix('"')
+        {
+            file.includes
+                .insert(name.split('"').next().unwrap_or("").to_string());
         }
     }
     // Directives out (their lines joined where they go on), but for what
