@@ -7,7 +7,10 @@
 //!
 //! Whether a capture's data is raw files or chunks in the store is decided
 //! here alone: the rest of reprise hands a capture's parts to a
-//! [`CaptureStore`] and reads snapshots through a [`SnapshotFile`].
+//! [`CaptureWriter`] (a [`CaptureStore`]) and reads snapshots through a
+//! [`SnapshotSource`] (a [`SnapshotFile`]). Which executor runs an image,
+//! and what each would refuse of it, is [`images`]: judging a capture
+//! before anything runs needs it.
 
 pub mod capture;
 pub mod chunks;
