@@ -83,7 +83,8 @@ pub enum Outcome {
 }
 
 /// Elements for a region of `size` bytes, as the CUDA benchmark's saxpy
-/// takes them (x the first half, y the second), for at most [`MAX_DATA`].
+/// takes them (x the first half, y the second), for at most `MAX_DATA`
+/// (1 MiB).
 pub fn elements_for(size: u64) -> u32 {
     (size.min(MAX_DATA) / 8).clamp(1, i32::MAX as u64) as u32
 }

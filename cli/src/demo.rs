@@ -78,7 +78,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     // the replay's copies: about five times SIZE at the peak.
     let need = a.size.saturating_mul(5);
     if let Some(avail) = crate::ui::available_memory().filter(|&avail| need > avail) {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Lacking(format!(
             "demo --size {} needs about {} of memory; {} is available",
             human_bytes(a.size),
             human_bytes(need),
@@ -89,7 +89,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     if let Some(d) = a.device_id
         && !reprise::executors::capabilities(kind).has_devices
     {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Usage(format!(
             "--device-id {d} chooses a GPU: use it with --backend cuda or amdgpu"
         )));
     }
@@ -123,7 +123,7 @@ impl ExecutorJob for DemoJob<'_> {
 fn host_buffer(bytes: usize) -> Result<Vec<u8>> {
     let mut v = Vec::new();
     v.try_reserve_exact(bytes).map_err(|_| {
-        CliError::Command(format!(
+        CliError::Lacking(format!(
             "the demo's input of {} cannot be allocated: not enough memory (try a smaller --size)",
             human_bytes(bytes as u64)
         ))
@@ -270,7 +270,7 @@ fn demo<E: AnyExecutor>(
             step(4, "verification FAILED: the replay's output differs");
             Ok(ExitCode::from(1))
         }
-        status => Err(CliError::Command(format!(
+        status => Err(CliError::Program(format!(
             "the replay of {} in a new process failed ({}):\n{}",
             descriptor.display(),
             status.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}")),

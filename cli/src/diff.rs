@@ -67,7 +67,7 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
             )
         }
         None if !a.compare.arg.is_empty() => {
-            return Err(CliError::Command(
+            return Err(CliError::Usage(
                 "--arg N needs a capture's descriptor (A or B) to know where argument N points"
                     .into(),
             ));

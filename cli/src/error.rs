@@ -2,6 +2,7 @@
 //! its settings, and the command line's own.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use reprise::{Names, Setting};
 
@@ -40,15 +41,49 @@ fn flag_with_value(s: Setting) -> &'static str {
     }
 }
 
-/// Why a command failed.
+/// Why a command failed. Each kind is a variant; its text is a message
+/// for people. Every one exits with status 2.
 #[derive(Debug)]
 pub enum CliError {
     /// The library failed.
     Reprise(reprise::Error),
-    /// A problem the command found itself (options that do not go
-    /// together, a demo larger than memory, a replay in a child process
-    /// that failed): the whole message.
+    /// The library failed, and the command knows a likely cause: the
+    /// error, then the hint.
+    Hinted(Box<reprise::Error>, String),
+    /// Compiling the capture's IR failed.
+    Compile(reprise::compile::CompileError),
+    /// A file or directory that the command was given, found or writes is
+    /// not what it needs: `PATH: why`.
+    File { path: PathBuf, why: String },
+    /// Creating, writing or running `path` failed: `verb PATH: error`.
+    Io {
+        verb: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// Options that do not go together, a value beyond what the command
+    /// takes, or an option that needs another: why, naming the options.
+    Usage(String),
+    /// A program the command runs (Slurm's commands, a replay in a child
+    /// process) could not run or failed: what happened, naming it.
+    Program(String),
+    /// The machine lacks what the command needs (memory, a free file name,
+    /// a cache directory): what, and what to do.
+    Lacking(String),
+    /// Nothing to check was found: in the paths searched, when given.
+    NoCaptures(Vec<PathBuf>),
+    /// Any other problem the command found itself: the whole message.
     Command(String),
+}
+
+impl CliError {
+    /// A [`CliError::File`]: `path` is not what the command needs.
+    pub fn file(path: impl AsRef<std::path::Path>, why: impl Into<String>) -> CliError {
+        CliError::File {
+            path: path.as_ref().to_path_buf(),
+            why: why.into(),
+        }
+    }
 }
 
 /// The file `e` found missing, when that is all it says: every command
@@ -65,14 +100,33 @@ fn missing_file(e: &reprise::Error) -> Option<&std::path::Path> {
     }
 }
 
+/// The library's error `e`, settings named by their flags.
+fn library(e: &reprise::Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match missing_file(e) {
+        Some(path) => write!(f, "{}: no such file", path.display()),
+        None => fmt::Display::fmt(&e.named(FLAGS), f),
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Reprise(e) if let Some(path) = missing_file(e) => {
-                write!(f, "{}: no such file", path.display())
+            CliError::Reprise(e) => library(e, f),
+            CliError::Hinted(e, hint) => library(e, f).and_then(|()| f.write_str(hint)),
+            CliError::Compile(e) => e.fmt(f),
+            CliError::File { path, why } => write!(f, "{}: {why}", path.display()),
+            CliError::Io { verb, path, error } => write!(f, "{verb} {}: {error}", path.display()),
+            CliError::Usage(why)
+            | CliError::Program(why)
+            | CliError::Lacking(why)
+            | CliError::Command(why) => f.write_str(why),
+            CliError::NoCaptures(paths) if paths.is_empty() => {
+                f.write_str("no captures found to check")
             }
-            CliError::Reprise(e) => e.named(FLAGS).fmt(f),
-            CliError::Command(why) => f.write_str(why),
+            CliError::NoCaptures(paths) => {
+                let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                write!(f, "no captures found in {}", paths.join(", "))
+            }
         }
     }
 }
@@ -83,7 +137,8 @@ impl std::error::Error for CliError {
             // The system's wording of a missing file is not repeated.
             CliError::Reprise(e) if missing_file(e).is_some() => None,
             CliError::Reprise(e) => std::error::Error::source(e),
-            CliError::Command(_) => None,
+            // The others' messages say all there is.
+            _ => None,
         }
     }
 }

@@ -118,7 +118,7 @@ impl IrArgs {
 }
 
 fn err(e: compile::CompileError) -> CliError {
-    CliError::Command(e.to_string())
+    CliError::Compile(e)
 }
 
 /// Compiles the IR of the capture `descriptor` for the executor `forced`
@@ -136,23 +136,27 @@ pub fn prepare(
     let (ir_path, ir) =
         reprise::capture::read_ir(&paths, record.checksums.ir, a.bitcode.as_deref())?.ok_or_else(
             || {
-                CliError::Command(format!(
-                    "{}: the capture has no LLVM IR ({} is missing and its image is not bitcode); \
+                CliError::file(
+                    descriptor,
+                    format!(
+                        "the capture has no LLVM IR ({} is missing and its image is not bitcode); \
              name one with --bitcode FILE",
-                    descriptor.display(),
-                    reprise::capture::ir_path(descriptor).display()
-                ))
+                        reprise::capture::ir_path(descriptor).display()
+                    ),
+                )
             },
         )?;
     let info = compile::describe(&ir_path, &ir).map_err(err)?;
     let backend = forced
         .or_else(|| info.triple.as_deref().and_then(Target::backend_of_triple))
         .ok_or_else(|| {
-            CliError::Command(format!(
-                "{}: the module's target triple ({}) names no executor; choose one with --backend",
-                ir_path.display(),
-                info.triple.as_deref().unwrap_or("none")
-            ))
+            CliError::file(
+                &ir_path,
+                format!(
+                    "the module's target triple ({}) names no executor; choose one with --backend",
+                    info.triple.as_deref().unwrap_or("none")
+                ),
+            )
         })?;
     let target = target_for(
         backend,

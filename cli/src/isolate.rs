@@ -179,7 +179,7 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
             ),
         },
     };
-    Err(CliError::Command(format!("{}: {why}", image.display())))
+    Err(CliError::file(&image, why))
 }
 
 /// What the child reported, as text, read after it ended: what it wrote

@@ -148,7 +148,7 @@ pub(crate) fn interposer() -> Result<PathBuf> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(CliError::Command(format!(
+            Err(CliError::Usage(format!(
                 "{INTERPOSER_VARIABLE}={}: no such file",
                 p.display()
             )))
@@ -172,7 +172,7 @@ fn cache_dir() -> Result<PathBuf> {
         .or_else(|| nonempty("HOME").map(|h| h.join(".cache")))
         .map(|d| d.join("reprise"))
         .ok_or_else(|| {
-            CliError::Command(format!(
+            CliError::Lacking(format!(
                 "no cache directory to write the interposer to: neither XDG_CACHE_HOME nor HOME \
                  is set (set one, or name the interposer with {INTERPOSER_VARIABLE}=PATH)"
             ))
@@ -191,7 +191,7 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
         return Ok(path);
     }
     let fail = |what: &str, p: &Path, e: std::io::Error| {
-        CliError::Command(format!(
+        CliError::Lacking(format!(
             "{what} {}: {e} (the interposer embedded in reprise is written there on first use; \
              or name one with {INTERPOSER_VARIABLE}=PATH)",
             p.display()
@@ -213,7 +213,7 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
             }
         })
         .unwrap_or_else(|| {
-            Err(CliError::Command(format!(
+            Err(CliError::Lacking(format!(
                 "no free temporary file name in {}",
                 dir.display()
             )))
@@ -263,11 +263,15 @@ impl SummaryFile {
                 Ok(_) => return Ok(SummaryFile(p)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
-                    return Err(CliError::Command(format!("creating {}: {e}", p.display())));
+                    return Err(CliError::Io {
+                        verb: "creating",
+                        path: p,
+                        error: e,
+                    });
                 }
             }
         }
-        Err(CliError::Command(format!(
+        Err(CliError::Lacking(format!(
             "no free summary file name in {}",
             dir.display()
         )))
@@ -282,11 +286,14 @@ impl Drop for SummaryFile {
 
 pub fn run(a: RecordArgs) -> Result<ExitCode> {
     if let Some(why) = device_hashing_refusal(&a) {
-        return Err(CliError::Command(why));
+        return Err(CliError::Usage(why));
     }
     let lib = interposer()?;
-    std::fs::create_dir_all(&a.dir)
-        .map_err(|e| CliError::Command(format!("creating {}: {e}", a.dir.display())))?;
+    std::fs::create_dir_all(&a.dir).map_err(|error| CliError::Io {
+        verb: "creating",
+        path: a.dir.clone(),
+        error,
+    })?;
     let before = descriptors(&a.dir);
     let (program, args) = a.program.split_first().expect("clap requires PROGRAM");
     let mut cmd = std::process::Command::new(program);
@@ -342,9 +349,11 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
             reprise::CaptureFormat::from(f).as_str(),
         );
     }
-    let status = cmd
-        .status()
-        .map_err(|e| CliError::Command(format!("running {}: {e}", Path::new(program).display())))?;
+    let status = cmd.status().map_err(|error| CliError::Io {
+        verb: "running",
+        path: program.into(),
+        error,
+    })?;
     let new: Vec<PathBuf> = descriptors(&a.dir)
         .into_iter()
         .filter(|p| !before.contains(p))

@@ -178,10 +178,7 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
             let hint = derived
                 .map(|b| isolate::derived_hint(capture.region_base().unwrap_or(0), &b))
                 .unwrap_or_default();
-            return Err(crate::error::CliError::Command(format!(
-                "{}{hint}",
-                crate::error::CliError::from(e)
-            )));
+            return Err(crate::error::CliError::Hinted(Box::new(e), hint));
         }
         Err(e) => return Err(e.into()),
     };
@@ -230,12 +227,9 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
             // A difference with a base chosen among several is no answer:
             // the base may be what differs.
             if let Some(b) = derived.filter(|b| b.alternatives().is_some()) {
-                return Err(crate::error::CliError::Command(format!(
-                    "{}: the output differs, but{}",
-                    a.file.display(),
-                    isolate::derived_hint(capture.region_base().unwrap_or(0), &b)
-                        .trim_start_matches(';')
-                )));
+                let hint = isolate::derived_hint(capture.region_base().unwrap_or(0), &b);
+                let why = format!("the output differs, but{}", hint.trim_start_matches(';'));
+                return Err(crate::error::CliError::file(&a.file, why));
             }
             Ok(ExitCode::from(1))
         }

@@ -50,10 +50,7 @@ pub fn open_append(path: &Path, create: bool) -> Result<std::fs::File> {
         .metadata()
         .map_err(|e| reprise::Error::io(path, "look at", e))?;
     if !meta.is_file() {
-        return Err(crate::error::CliError::Command(format!(
-            "{}: not a regular file",
-            path.display()
-        )));
+        return Err(crate::error::CliError::file(path, "not a regular file"));
     }
     Ok(file)
 }

@@ -202,22 +202,23 @@ pub fn check_output_file(path: &std::path::Path, ext: Option<&str>) -> Result<()
             .extension()
             .is_none_or(|e| !e.eq_ignore_ascii_case(ext))
     {
-        return Err(CliError::Command(format!(
-            "{}: what is written is {}, so the name must end in .{ext}",
-            path.display(),
-            ext.to_uppercase()
-        )));
+        return Err(CliError::file(
+            path,
+            format!(
+                "what is written is {}, so the name must end in .{ext}",
+                ext.to_uppercase()
+            ),
+        ));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
     if !dir.is_dir() {
-        return Err(CliError::Command(format!(
-            "{}: the directory {} does not exist",
-            path.display(),
-            dir.display()
-        )));
+        return Err(CliError::file(
+            path,
+            format!("the directory {} does not exist", dir.display()),
+        ));
     }
     Ok(())
 }

@@ -8,6 +8,16 @@
 //! the driver. The future awaiting point `n` polls
 //! [`Completion::poll_reached`].
 //!
+//! On a microcontroller the callback is an interrupt handler. Where the
+//! target has no 64-bit atomics (Cortex-M, 32-bit RISC-V) the mark is
+//! `portable-atomic`'s fallback, a spin lock that leaves interrupts
+//! enabled: a handler that signals while thread mode holds it would spin
+//! forever. The final binary of a single-core device turns on
+//! `portable-atomic`'s `unsafe-assume-single-core` feature (its
+//! `critical-section` feature does not apply to targets that have 32-bit
+//! compare-and-swap), so that the mark's updates mask interrupts instead:
+//! `core/embedded` does, and tests an interrupt landing mid-update.
+//!
 //! ```
 //! use reprise_core::completion::Completion;
 //! use reprise_core::block_on;

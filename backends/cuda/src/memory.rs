@@ -1,7 +1,6 @@
 //! Device regions (exact-address reservations through the virtual memory
 //! API) and page-locked host buffers.
 
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
@@ -9,7 +8,7 @@ use reprise_core::exec::DeviceRegion;
 
 use crate::device::Device;
 use crate::error::{CudaError, DriverError};
-use crate::raw;
+use crate::raw::{self, HostMemory, Library, Physical, Reservation};
 
 /// Where a fresh recording's region goes when the caller does not say (if
 /// the driver honours it): the address LLVM's recorder suggests for CUDA.
@@ -39,7 +38,10 @@ pub struct CudaRegion {
     size: u64,
     /// Bytes from the base with device memory behind them.
     backed: u64,
-    handle: sys::CUmemGenericAllocationHandle,
+    /// The address space, mapped; `None` once dropped.
+    range: Option<Reservation>,
+    /// The device memory behind it; `None` once dropped.
+    memory: Option<Physical>,
 }
 
 impl DeviceRegion for CudaRegion {
@@ -59,44 +61,6 @@ impl CudaRegion {
     }
 }
 
-/// Undoes the steps of a reservation that succeeded so far.
-#[derive(Default)]
-struct Undo {
-    reserved: Option<(u64, u64)>,
-    handle: Option<sys::CUmemGenericAllocationHandle>,
-    /// Bytes mapped from the base (0: none).
-    mapped: u64,
-}
-
-impl Undo {
-    fn run(&mut self) {
-        if let Some((base, size)) = self.reserved.take() {
-            let mapped = std::mem::take(&mut self.mapped);
-            if mapped > 0 {
-                // SAFETY: `[base, base + mapped)` was mapped by this
-                // reservation and nothing has used it.
-                let _ = unsafe { raw::mem_unmap(base, mapped as usize) };
-            }
-            if let Some(h) = self.handle.take() {
-                // SAFETY: `h` came from cuMemCreate and is no longer mapped.
-                let _ = unsafe { raw::mem_release(h) };
-            }
-            // SAFETY: the range was reserved by this reservation and is
-            // unmapped.
-            let _ = unsafe { raw::mem_address_free(base, size as usize) };
-        } else if let Some(h) = self.handle.take() {
-            // SAFETY: as above.
-            let _ = unsafe { raw::mem_release(h) };
-        }
-    }
-}
-
-impl Drop for Undo {
-    fn drop(&mut self) {
-        self.run();
-    }
-}
-
 fn location(dev: &Device) -> sys::CUmemLocation {
     sys::CUmemLocation {
         type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
@@ -105,17 +69,24 @@ fn location(dev: &Device) -> sys::CUmemLocation {
 }
 
 /// Reserves `[addr, addr + size)`, or any range aligned to `align` when
-/// `addr` is 0; returns where the driver put it.
-fn address_reserve(size: u64, align: u64, addr: u64) -> Result<u64, DriverError> {
-    // SAFETY: the VMM symbols are present and the context is bound (checked
-    // and done by the caller).
-    Ok(unsafe { raw::mem_address_reserve(size as usize, align as usize, addr) }?)
+/// `addr` is 0, wherever the driver puts it.
+fn address_reserve(
+    lib: &Library,
+    size: u64,
+    align: u64,
+    addr: u64,
+) -> Result<Reservation, DriverError> {
+    Ok(Reservation::reserve(
+        lib,
+        size as usize,
+        align as usize,
+        addr,
+    )?)
 }
 
-fn address_free(base: u64, size: u64) {
-    // SAFETY: `[base, base + size)` was reserved by `address_reserve` and
-    // nothing is mapped in it.
-    let _ = unsafe { raw::mem_address_free(base, size as usize) };
+/// Gives a reservation back, with nothing to report an error to.
+fn address_free(range: Reservation) {
+    let _ = range.free();
 }
 
 /// Reserves `[want, want + size)` exactly. The driver takes the address as
@@ -130,17 +101,17 @@ fn address_free(base: u64, size: u64) {
 /// and the last one offered) when the driver offered another address, and
 /// with [`CudaError::AddressUnavailable`] (the driver's last error) when
 /// every try failed outright.
-fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
+fn reserve_exact(lib: &Library, size: u64, gran: u64, want: u64) -> Result<Reservation, CudaError> {
     let align = 1u64 << want.trailing_zeros().min(FRESH_ALIGN.trailing_zeros());
     // The last address the driver offered instead, and its last error.
     let mut offered = None;
     let mut failed = None;
     for align in [0, align] {
-        match address_reserve(size, align, want) {
-            Ok(got) if got == want => return Ok(got),
+        match address_reserve(lib, size, align, want) {
+            Ok(got) if got.base() == want => return Ok(got),
             Ok(got) => {
-                address_free(got, size);
-                offered = Some(got);
+                offered = Some(got.base());
+                address_free(got);
             }
             Err(e) => failed = Some(e),
         }
@@ -155,14 +126,14 @@ fn reserve_exact(size: u64, gran: u64, want: u64) -> Result<u64, CudaError> {
     };
     if last < want && (want - last).is_multiple_of(gran) {
         let gap = want - last;
-        if let Ok(filler) = address_reserve(gap, 0, last) {
-            let got = address_reserve(size, 0, want);
-            address_free(filler, gap);
+        if let Ok(filler) = address_reserve(lib, gap, 0, last) {
+            let got = address_reserve(lib, size, 0, want);
+            address_free(filler);
             match got {
-                Ok(got) if got == want => return Ok(got),
+                Ok(got) if got.base() == want => return Ok(got),
                 Ok(got) => {
-                    address_free(got, size);
-                    last = got;
+                    last = got.base();
+                    address_free(got);
                 }
                 Err(_) => {}
             }
@@ -195,6 +166,7 @@ impl CudaRegion {
             });
         }
         dev.bind()?;
+        let lib = &dev.lib;
         let prop = sys::CUmemAllocationProp {
             type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
@@ -207,14 +179,11 @@ impl CudaRegion {
                 reserved: [0; 4],
             },
         };
-        // SAFETY: the VMM symbols are present (checked above); `prop`
-        // describes pinned memory on this device.
-        let gran = unsafe {
-            raw::mem_get_allocation_granularity(
-                &prop,
-                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-            )
-        }?;
+        let gran = raw::mem_get_allocation_granularity(
+            lib,
+            &prop,
+            sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+        )?;
         let gran = (gran as u64).max(1);
         let too_large = || {
             CudaError::Driver(DriverError::from_code(
@@ -232,61 +201,74 @@ impl CudaRegion {
             .ok_or_else(too_large)?
             .min(size);
 
-        let mut undo = Undo::default();
-        let got = match base {
-            Some(want) => reserve_exact(size, gran, want)?,
-            None => match address_reserve(size, 0, SUGGESTED_BASE) {
-                Ok(got) if got == SUGGESTED_BASE => got,
+        let mut range = match base {
+            Some(want) => reserve_exact(lib, size, gran, want)?,
+            None => match address_reserve(lib, size, 0, SUGGESTED_BASE) {
+                Ok(got) if got.base() == SUGGESTED_BASE => got,
                 other => {
                     if let Ok(got) = other {
-                        address_free(got, size);
+                        address_free(got);
                     }
-                    address_reserve(size, FRESH_ALIGN, 0)?
+                    address_reserve(lib, size, FRESH_ALIGN, 0)?
                 }
             },
         };
-        undo.reserved = Some((got, size));
-
-        // SAFETY: `prop` describes pinned device memory; `backed` is a
-        // multiple of its granularity; the context is bound.
-        let handle = unsafe { raw::mem_create(backed as usize, &prop) }?;
-        undo.handle = Some(handle);
-        // SAFETY: maps the whole allocation at the start of the reserved
-        // range (`backed <= size`), where nothing is mapped yet.
-        unsafe { raw::mem_map(got, backed as usize, handle) }?;
-        undo.mapped = backed;
+        // `prop` describes pinned device memory; `backed` is a multiple of
+        // its granularity.
+        let memory = match Physical::create(lib, backed as usize, &prop) {
+            Ok(memory) => memory,
+            Err(f) => {
+                undo(range, None);
+                return Err(f.into());
+            }
+        };
         let access = sys::CUmemAccessDesc {
             location: location(dev),
             flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
-        // SAFETY: the range is mapped.
-        unsafe { raw::mem_set_access(got, backed as usize, &access) }?;
-        // Success: the region owns every step now.
-        std::mem::forget(undo);
+        // The whole allocation at the start of the range (`backed <= size`).
+        if let Err(f) = range
+            .map(backed as usize, &memory)
+            .and_then(|()| range.set_access(&access))
+        {
+            undo(range, Some(memory));
+            return Err(f.into());
+        }
         Ok(CudaRegion {
             dev: dev.clone(),
-            base: got,
+            base: range.base(),
             size,
             backed,
-            handle,
+            range: Some(range),
+            memory: Some(memory),
         })
     }
 }
 
+/// Undoes the steps of a reservation that succeeded so far, in reverse,
+/// with nothing to report an error to.
+fn undo(mut range: Reservation, memory: Option<Physical>) {
+    let _ = range.unmap();
+    if let Some(memory) = memory {
+        let _ = memory.release();
+    }
+    let _ = range.free();
+}
+
 impl Drop for CudaRegion {
     fn drop(&mut self) {
-        let (base, size, handle) = (self.base, self.size as usize, self.handle);
-        let backed = self.backed as usize;
-        // SAFETY: waits for every kernel and copy of the context (bound by
+        // Waits for every kernel and copy of the context (bound by
         // `cleanup`), so nothing touches the range any more.
-        self.dev.cleanup(|| unsafe { raw::ctx_synchronize() });
-        // SAFETY: the range was mapped by `reserve` and is idle.
-        self.dev.cleanup(|| unsafe { raw::mem_unmap(base, backed) });
-        // SAFETY: the handle came from cuMemCreate and is unmapped now.
-        self.dev.cleanup(|| unsafe { raw::mem_release(handle) });
-        // SAFETY: the range was reserved by `reserve` and is unmapped now.
-        self.dev
-            .cleanup(|| unsafe { raw::mem_address_free(base, size) });
+        let lib = self.dev.lib;
+        self.dev.cleanup(|| raw::ctx_synchronize(&lib));
+        let (Some(mut range), memory) = (self.range.take(), self.memory.take()) else {
+            return;
+        };
+        self.dev.cleanup(|| range.unmap());
+        if let Some(memory) = memory {
+            self.dev.cleanup(|| memory.release());
+        }
+        self.dev.cleanup(|| range.free());
     }
 }
 
@@ -297,70 +279,47 @@ impl Drop for CudaRegion {
 #[derive(Debug)]
 pub struct CudaBuffer {
     dev: Arc<Device>,
-    ptr: NonNull<u8>,
-    len: usize,
+    mem: HostMemory,
 }
-
-// SAFETY: the buffer owns its page-locked memory exclusively (like a
-// `Box<[u8]>`); the driver lets any thread free it. `&CudaBuffer` only reads.
-unsafe impl Send for CudaBuffer {}
-// SAFETY: shared references give only `&[u8]`.
-unsafe impl Sync for CudaBuffer {}
 
 impl CudaBuffer {
     pub(crate) fn new(dev: &Arc<Device>, len: usize) -> Result<Self, CudaError> {
-        let ptr = if len == 0 {
-            NonNull::dangling()
-        } else {
+        if len > 0 {
             dev.bind()?;
-            // SAFETY: the context is bound; PORTABLE makes the memory pinned
-            // for every context.
-            let p = unsafe { raw::mem_host_alloc(len, sys::CU_MEMHOSTALLOC_PORTABLE) }?;
-            let p =
-                NonNull::new(p.cast::<u8>()).ok_or(CudaError::Driver(DriverError::from_code(
-                    "cuMemHostAlloc",
-                    sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32,
-                )))?;
-            // SAFETY: `p` points to `len` writable bytes just allocated;
-            // zeroing them makes the slice views below sound.
-            unsafe { p.as_ptr().write_bytes(0, len) };
-            p
-        };
+        }
+        // PORTABLE makes the memory pinned for every context.
+        let mem = HostMemory::alloc(&dev.lib, len, sys::CU_MEMHOSTALLOC_PORTABLE)?;
         Ok(CudaBuffer {
             dev: dev.clone(),
-            ptr,
-            len,
+            mem,
         })
     }
 
     /// The first byte, for copies.
     pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
+        self.mem.as_ptr()
     }
 }
 
 impl AsRef<[u8]> for CudaBuffer {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` initialised bytes owned by `self` (or
-        // is dangling with `len == 0`).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        self.mem.as_slice()
     }
 }
 
 impl AsMut<[u8]> for CudaBuffer {
     fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_ref`, and `&mut self` makes the view exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        self.mem.as_mut_slice()
     }
 }
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
-        if self.len > 0 {
-            let p = self.ptr.as_ptr().cast();
-            // SAFETY: `p` came from cuMemHostAlloc and no copy uses it: queues
-            // hold buffers until a synchronize covered their copies.
-            self.dev.cleanup(|| unsafe { raw::mem_free_host(p) });
+        if !self.mem.as_slice().is_empty() {
+            // No copy uses the memory: queues hold buffers until a
+            // synchronize covered their copies.
+            let mem = &mut self.mem;
+            self.dev.cleanup(|| mem.free());
         }
     }
 }

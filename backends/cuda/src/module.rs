@@ -12,13 +12,14 @@ use crate::device::{Device, LaunchLimits};
 use crate::error::{CudaError, DriverError};
 use crate::jit::{Compiled, CompiledKernels, JitLog, JitOptions};
 use crate::options::CudaOptions;
-use crate::raw;
+use crate::raw::{FunctionId, FunctionRef, Library, ModuleHandle};
 
 /// A loaded `CUmodule`; unloaded when the last image or kernel using it goes.
 #[derive(Debug)]
 pub(crate) struct Module {
     dev: Arc<Device>,
-    handle: sys::CUmodule,
+    /// `None` once dropped.
+    handle: Option<ModuleHandle>,
     /// The limits of each function launched so far, asked of the driver
     /// once: kept per module, so two kernel handles of one function share
     /// them and never lower what the other set.
@@ -53,15 +54,17 @@ struct FunctionShared {
     max_dynamic: u32,
 }
 
-// SAFETY: a `CUmodule` is a driver handle usable from any thread (with the
-// context bound, which every use does first); the driver API is thread-safe.
-unsafe impl Send for Module {}
-// SAFETY: as for `Send`; `&Module` offers only thread-safe driver calls.
-unsafe impl Sync for Module {}
+impl Module {
+    /// The loaded module, live while `self` is.
+    fn raw(&self) -> &ModuleHandle {
+        self.handle
+            .as_ref()
+            .expect("a module is loaded until dropped")
+    }
+}
 
 impl Drop for Module {
     fn drop(&mut self) {
-        let h = self.handle;
         // Nothing in flight uses the module's code or globals: a queue holds
         // an `Arc` of the module until a synchronize covered each launch of
         // one of its kernels, each copy that reads or writes one of its
@@ -69,9 +72,9 @@ impl Drop for Module {
         // (found by address among the globals handed out, which are
         // forgotten here, before the unload frees the addresses).
         self.dev.state.remove_globals(context::module_key(&*self));
-        // SAFETY: nothing queued or running uses the module (above), and
-        // nothing uses the handle after this.
-        self.dev.cleanup(|| unsafe { raw::module_unload(h) });
+        if let Some(h) = self.handle.take() {
+            self.dev.cleanup(|| h.unload());
+        }
     }
 }
 
@@ -114,7 +117,7 @@ const LOG_BYTES: usize = 64 * 1024;
 fn load_jit(
     image: *const c_void,
     jit: &JitOptions,
-) -> Result<(sys::CUmodule, Option<(JitOptions, JitLog)>), CudaError> {
+) -> Result<(ModuleHandle, Option<(JitOptions, JitLog)>), CudaError> {
     use sys::CUjit_option as O;
     let mut info = vec![0u8; LOG_BYTES];
     let mut error = vec![0u8; LOG_BYTES];
@@ -143,7 +146,7 @@ fn load_jit(
     // SAFETY: the context is bound (the caller's); `image` is NUL-terminated
     // PTX; both log buffers are live and `LOG_BYTES` long, as their size
     // options say, and outlive the call.
-    let loaded = unsafe { raw::module_load_data_ex(image, &mut options, &mut values) };
+    let loaded = unsafe { ModuleHandle::load_ex(image, &mut options, &mut values) };
     let text = |b: &[u8]| {
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         String::from_utf8_lossy(&b[..end]).into_owned()
@@ -199,7 +202,7 @@ impl CudaImage {
         let (handle, log) = match jit {
             Some(jit) => load_jit(bytes.as_ptr().cast::<c_void>(), jit)
                 .map_err(|e| explain_load_error(dev, image, e))?,
-            None => match unsafe { raw::module_load_data(bytes.as_ptr().cast::<c_void>()) } {
+            None => match unsafe { ModuleHandle::load(bytes.as_ptr().cast::<c_void>()) } {
                 Ok(handle) => (handle, None),
                 Err(f) => return Err(explain_load_error(dev, image, DriverError::from(f).into())),
             },
@@ -207,7 +210,7 @@ impl CudaImage {
         Ok(CudaImage {
             module: Arc::new(Module {
                 dev: dev.clone(),
-                handle,
+                handle: Some(handle),
                 limits: Mutex::new(Vec::new()),
             }),
             kind,
@@ -238,30 +241,24 @@ impl CudaImage {
         let dev = &self.module.dev;
         let cname = CString::new(name).map_err(|_| CudaError::BadName(name.into()))?;
         dev.bind()?;
-        // SAFETY: the context is bound; the module is loaded.
-        let func = match unsafe { raw::module_get_function(self.module.handle, &cname) } {
+        let func = match self.module.raw().function(&cname) {
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
                 return Err(CudaError::KernelNotFound(name.into()));
             }
             r => r?,
         };
         let params = if dev.lib.param_info {
-            // SAFETY: the library has the symbol (checked just above); `func`
-            // is a function of the loaded module.
-            unsafe { param_sizes(func) }
+            param_sizes(&dev.lib, func)
         } else {
             None
         };
         // Asked only of a load with JIT options (what a sweep reports).
         let compiled = self.jit.as_ref().map(|(options, log)| Compiled {
             options: options.clone(),
-            // SAFETY: `func` is a function of the loaded module; the
-            // context is bound.
-            registers: unsafe {
-                raw::func_get_attribute(func, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
-            }
-            .ok()
-            .map(|r| r.max(0) as u32),
+            registers: func
+                .attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+                .ok()
+                .map(|r| r.max(0) as u32),
             spills: log.spills(name),
             log: log.clone(),
         });
@@ -270,7 +267,7 @@ impl CudaImage {
         }
         Ok(CudaKernel {
             module: self.module.clone(),
-            func,
+            func: func.id(),
             name: Arc::from(name),
             params,
             compiled,
@@ -283,8 +280,7 @@ impl CudaImage {
             return Ok(None);
         };
         self.module.dev.bind()?;
-        // SAFETY: the context is bound; the module is loaded.
-        let (addr, size) = match unsafe { raw::module_get_global(self.module.handle, &cname) } {
+        let (addr, size) = match self.module.raw().global(&cname) {
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
             r => r?,
         };
@@ -354,19 +350,12 @@ fn explain_load_error(dev: &Device, image: &[u8], e: CudaError) -> CudaError {
 /// Sizes of `func`'s parameters from `cuFuncGetParamInfo`, or `None` when
 /// the driver cannot tell (the information is optional, so a failure means
 /// "unknown").
-///
-/// # Safety
-///
-/// The library has `cuFuncGetParamInfo` (`Library::param_info`), and
-/// `func` is a function of a loaded module.
-unsafe fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
+fn param_sizes(lib: &Library, func: FunctionRef<'_>) -> Option<Vec<u32>> {
     // CUDA kernels take at most 32764 bytes of parameters.
     const MAX_PARAMS: usize = 32 * 1024;
     let mut sizes = Vec::new();
     for index in 0..MAX_PARAMS {
-        // SAFETY: the symbol is present and `func` is a live function (the
-        // caller's contract).
-        match unsafe { raw::func_get_param_info(func, index) } {
+        match func.param_info(lib, index) {
             Ok((_offset, size)) => sizes.push(size as u32),
             // One past the last parameter.
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
@@ -380,7 +369,7 @@ unsafe fn param_sizes(func: sys::CUfunction) -> Option<Vec<u32>> {
 #[derive(Debug, Clone)]
 pub struct CudaKernel {
     module: Arc<Module>,
-    func: sys::CUfunction,
+    func: FunctionId,
     /// Shared with the queues that launched it, which name it when it
     /// faults.
     name: Arc<str>,
@@ -388,12 +377,6 @@ pub struct CudaKernel {
     /// What the JIT made of it, when its image was loaded with options.
     compiled: Option<Compiled>,
 }
-
-// SAFETY: a `CUfunction` is a driver handle usable from any thread; the
-// module it belongs to is kept alive by the `Arc`.
-unsafe impl Send for CudaKernel {}
-// SAFETY: as for `Send`; `&CudaKernel` offers only thread-safe driver calls.
-unsafe impl Sync for CudaKernel {}
 
 impl CudaKernel {
     /// The kernel's name.
@@ -413,7 +396,7 @@ impl CudaKernel {
     }
 
     pub(crate) fn func(&self) -> sys::CUfunction {
-        self.func
+        self.func.get()
     }
 
     pub(crate) fn module(&self) -> &Arc<Module> {
@@ -448,7 +431,7 @@ impl CudaKernel {
         // Held across the driver calls, so two launches never race to lower
         // the attribute.
         let mut known = self.module.limits.lock().unwrap_or_else(|p| p.into_inner());
-        let func = self.func as usize;
+        let func = self.func.get() as usize;
         let at = match known.iter().position(|f| f.func == func) {
             Some(at) => at,
             None => {
@@ -499,16 +482,10 @@ impl CudaKernel {
         // Over the opt-in limit only where the device did not say what that
         // is; then the driver says no.
         let value = i32::try_from(dynamic).unwrap_or(i32::MAX);
-        // SAFETY: `func` is a live function of a loaded module (kept by
-        // `self`); the context is bound by the caller; the attribute takes an
-        // int.
-        unsafe {
-            raw::func_set_attribute(
-                self.func,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                value,
-            )
-        }?;
+        self.function().set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            value,
+        )?;
         known[at].shared = Some(FunctionShared {
             max_dynamic: dynamic,
             ..shared
@@ -518,9 +495,13 @@ impl CudaKernel {
 
     /// An integer attribute of the function (negative values read as 0).
     fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<u32, DriverError> {
-        // SAFETY: `func` is a live function of a loaded module (kept by
-        // `self`); the context is bound by the caller.
-        let v = unsafe { raw::func_get_attribute(self.func, attr) }?;
+        let v = self.function().attribute(attr)?;
         Ok(v.max(0) as u32)
+    }
+
+    /// The function, while `self` keeps its module loaded.
+    fn function(&self) -> FunctionRef<'_> {
+        // SAFETY: `func` came from this module's `function` (`kernel`).
+        unsafe { FunctionRef::of(self.module.raw(), self.func) }
     }
 }

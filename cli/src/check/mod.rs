@@ -168,10 +168,10 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             let mut read = Read::default();
             read.add_file(p)?;
             if read.results.is_empty() {
-                return Err(CliError::Command(format!(
-                    "{}: no results in it (a results file or a `reprise check --json` summary)",
-                    p.display()
-                )));
+                return Err(CliError::file(
+                    p,
+                    "no results in it (a results file or a `reprise check --json` summary)",
+                ));
             }
             Some(read)
         }
@@ -180,10 +180,7 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
     if let Some(dir) = &a.merge {
         let (read, files) = results::read_dir(dir)?;
         if files.is_empty() {
-            return Err(CliError::Command(format!(
-                "{}: no results files (*.jsonl) to merge",
-                dir.display()
-            )));
+            return Err(CliError::file(dir, "no results files (*.jsonl) to merge"));
         }
         if read.bad_lines > 0 {
             note!(
@@ -214,14 +211,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     // Found without hashing: the workers' replays check the checksums.
     let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
     if corpus.captures.is_empty() {
-        return Err(CliError::Command(format!(
-            "no captures found in {}",
-            a.paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(CliError::NoCaptures(a.paths.clone()));
     }
     if corpus.orphans > 0 {
         note!(

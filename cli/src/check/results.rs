@@ -174,11 +174,13 @@ impl ResultsFile {
             .write(line.as_bytes())
             .map_err(|e| reprise::Error::io(&self.path, "write to the results file", e))?;
         if n != line.len() {
-            return Err(CliError::Command(format!(
-                "{}: only {n} of a result line's {} bytes were written (is the disk full?)",
-                self.path.display(),
-                line.len()
-            )));
+            return Err(CliError::file(
+                &self.path,
+                format!(
+                    "only {n} of a result line's {} bytes were written (is the disk full?)",
+                    line.len()
+                ),
+            ));
         }
         Ok(())
     }

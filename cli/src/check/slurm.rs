@@ -21,7 +21,7 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     crate::ui::check_output_file(&results_path, Some("jsonl"))?;
     let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
     if corpus.captures.is_empty() {
-        return Err(CliError::Command("no captures found to check".into()));
+        return Err(CliError::NoCaptures(Vec::new()));
     }
     let record = JobRecord::read(&dir)?;
     earlier_job(record.as_ref(), a.resume, &dir)?;
@@ -30,12 +30,14 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
             if let Some(n) = a.slurm.array_size
                 && u64::from(n) != r.shards
             {
-                return Err(CliError::Command(format!(
-                    "{}: the job was cut into {} shards, and --resume keeps them (--array-size \
+                return Err(CliError::file(
+                    &dir,
+                    format!(
+                        "the job was cut into {} shards, and --resume keeps them (--array-size \
                      {n} would cut it anew: leave out --resume for that)",
-                    dir.display(),
-                    r.shards
-                )));
+                        r.shards
+                    ),
+                ));
             }
             r.shards
         }

@@ -141,9 +141,8 @@ pub fn serve(
     use std::io::BufRead as _;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| reprise::Error::io("stdin", "read", e))?;
-        let request: Request = serde_json::from_str(&line).map_err(|e| {
-            CliError::Command(format!("a worker reads requests as JSON lines: {e}"))
-        })?;
+        let request: Request = serde_json::from_str(&line)
+            .map_err(|e| CliError::Usage(format!("a worker reads requests as JSON lines: {e}")))?;
         let report = replay(&Job {
             path: path_of(&request.capture),
             output: path_of(&request.output),

@@ -124,7 +124,7 @@ impl JitArgs {
             if let Some(l) = list
                 && l.0.len() != 1
             {
-                return Err(CliError::Command(format!(
+                return Err(CliError::Usage(format!(
                     "{flag} takes one value on replay ({} given); a list is a sweep: \
                      reprise tune {flag} LIST",
                     l.0.len()
@@ -143,22 +143,26 @@ pub fn check(
     capture: Option<&Capture>,
 ) -> Result<()> {
     if let Some(why) = reprise::executors::capabilities(backend).jit_refusal {
-        return Err(CliError::Command(format!(
-            "{}: JIT options (--max-registers, --jit-opt-level, --jit-option) are refused on \
-             the {backend} executor: {why}",
-            file.display()
-        )));
+        return Err(CliError::file(
+            file,
+            format!(
+                "JIT options (--max-registers, --jit-opt-level, --jit-option) are refused on \
+                 the {backend} executor: {why}"
+            ),
+        ));
     }
     if let Some(c) = capture
         && c.image_kind != reprise::core::image::ImageKind::Ptx
     {
-        return Err(CliError::Command(format!(
-            "{}: JIT options apply to PTX only, and the capture's image is {}: a cubin is \
+        return Err(CliError::file(
+            file,
+            format!(
+                "JIT options apply to PTX only, and the capture's image is {}: a cubin is \
              compiled already, and the driver applies no JIT option to it (record the PTX, or \
              drop the JIT options)",
-            file.display(),
-            c.image_kind
-        )));
+                c.image_kind
+            ),
+        ));
     }
     Ok(())
 }

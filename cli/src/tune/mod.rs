@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use reprise::tune::space::{Dimension, Setting, Space};
 use reprise::tune::{Measured, TuneOptions};
 use reprise::{Capture, LaunchConfig};
 
@@ -200,43 +201,19 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     if let (Some(s), Some(held)) = (a.shard, &held) {
         shard::write_rows(&a, s, held, &rec.name, &report)?;
     }
-    let rows = report::rows(&report);
-    let stopped = report.stopped.as_ref().map(ToString::to_string);
-    if a.json {
-        let sweep = report::Sweep {
-            kernel: rec.name.as_str(),
-            capture: capture.paths.descriptor.display().to_string(),
-            runs: Some((a.repetitions, a.warmup)),
-            device_times: report.device_times,
-            stopped,
-        };
-        out_text!("{}", report::json(&sweep, &rows));
-    } else {
-        for line in report::table(&rows, report.device_times, stopped.as_deref()) {
-            out!("{line}");
-        }
-    }
-    if let Some(path) = &a.csv {
-        report::write_csv(path, &rows)?;
-        if !a.json {
-            out!("wrote {}", path.display());
-        }
-    }
-    if let Some(path) = &a.plot {
-        plot::draw(path, &rec.name, &rows)?;
-        if !a.json {
-            out!("plotted {}", path.display());
-        }
-    }
-    use reprise::tune::{Stopped, Verdict};
-    Ok(match (&report.stopped, report.verdict()) {
-        (Some(Stopped::Interrupted), _) => ExitCode::from(130),
-        (Some(_), _) => ExitCode::from(2),
-        (None, v) => report::verdict_exit(
-            &a.file,
-            matches!(v, Verdict::Usable),
-            matches!(v, Verdict::AllDiffer),
-        ),
+    let rows = reprise::tune::rows::rows(&report);
+    let sweep = report::Sweep {
+        kernel: rec.name.as_str(),
+        capture: capture.paths.descriptor.display().to_string(),
+        runs: Some((a.repetitions, a.warmup)),
+        device_times: report.device_times,
+        stopped: report.stopped.as_ref().map(ToString::to_string),
+    };
+    report::show(&a, &sweep, &rows, &[], true)?;
+    Ok(match &report.stopped {
+        Some(reprise::tune::Stopped::Interrupted) => ExitCode::from(130),
+        Some(_) => ExitCode::from(2),
+        None => report::verdict_exit(&a.file, &rows),
     })
 }
 
@@ -295,21 +272,19 @@ fn sampled(a: &TuneArgs) -> bool {
     a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && spread)
 }
 
-/// Team counts, thread counts and shared memory sizes.
-type GeometryLists = (Vec<[u32; 3]>, Vec<[u32; 3]>, Vec<u32>);
-
-/// The team counts, thread counts and shared memory sizes to try: each
-/// list given, else the recorded value. A capture that records no team or
-/// thread count (LLVM recorded none) needs its list; `what` names the
-/// sweep or search for the message.
-pub(crate) fn geometry_lists(
+/// The search space of the team counts, thread counts and shared memory
+/// sizes to try, after `dims`: each list given, else the recorded value.
+/// A capture that records no team or thread count (LLVM recorded none)
+/// needs its list; `what` names the sweep or search for the message.
+pub(crate) fn geometry_space(
     a: &TuneArgs,
     recorded: LaunchConfig,
     what: &str,
-) -> Result<GeometryLists> {
+    mut dims: Vec<Dimension>,
+) -> Result<Space> {
     let unknown = |d: [u32; 3], given: bool, flag: &str, dim: &str| {
         if !given && d[0] == 0 {
-            return Err(CliError::Command(format!(
+            return Err(CliError::Usage(format!(
                 "the capture records no {dim} (LLVM recorded none), so the {what} needs \
                  {flag} LIST"
             )));
@@ -328,46 +303,31 @@ pub(crate) fn geometry_lists(
         "--num-threads",
         "thread count",
     )?;
-    let teams = a
-        .num_teams
-        .as_ref()
-        .map_or_else(|| vec![recorded.grid], |l| l.0.clone());
-    let threads = a
-        .num_threads
-        .as_ref()
-        .map_or_else(|| vec![recorded.block], |l| l.0.clone());
+    let list = |l: &Option<lists::DimList>, v| l.as_ref().map_or_else(|| vec![v], |l| l.0.clone());
+    let teams = list(&a.num_teams, recorded.grid).into_iter();
+    let threads = list(&a.num_threads, recorded.block).into_iter();
     let shared = a
         .shared_mem
         .as_ref()
         .map_or_else(|| vec![recorded.shared_mem], |l| l.0.clone());
-    Ok((teams, threads, shared))
+    dims.extend([
+        Dimension::new("--num-teams", teams.map(Setting::Grid)),
+        Dimension::new("--num-threads", threads.map(Setting::Block)),
+        Dimension::new("--shared-mem", shared.into_iter().map(Setting::SharedMem)),
+    ]);
+    Ok(Space { dims })
 }
 
 /// Every combination the lists give (the recorded value where a list is
 /// not given).
 fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConfig>> {
-    let (teams, threads, shared) = geometry_lists(a, recorded, "sweep")?;
-    let n = teams.len() * threads.len() * shared.len();
-    if n > lists::MAX_CONFIGS {
-        return Err(CliError::Command(format!(
+    let space = geometry_space(a, recorded, "sweep", Vec::new())?;
+    let n = space.size();
+    if n > lists::MAX_CONFIGS as u64 {
+        return Err(CliError::Usage(format!(
             "{n} configurations: at most {} in one sweep",
             lists::MAX_CONFIGS
         )));
     }
-    let mut out = Vec::with_capacity(n);
-    for &grid in &teams {
-        for &block in &threads {
-            for &shared_mem in &shared {
-                let c = LaunchConfig {
-                    grid,
-                    block,
-                    shared_mem,
-                };
-                if !out.contains(&c) {
-                    out.push(c);
-                }
-            }
-        }
-    }
-    Ok(out)
+    Ok((0..n).map(|i| space.point(i, recorded).config).collect())
 }

@@ -6,21 +6,22 @@
 
 use std::path::Path;
 
-use super::report::{Row, label};
+use reprise::LaunchConfig;
+use reprise::tune::rows::Row;
+
 use crate::error::{CliError, Result};
 
 /// Draws the plot of `rows` (in the table's order) of the kernel `kernel`
 /// as SVG to `path`.
 pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
     use plotters::prelude::*;
-    let err =
-        |e: String| CliError::Command(format!("{}: drawing the plot failed: {e}", path.display()));
+    let err = |e: String| CliError::file(path, format!("drawing the plot failed: {e}"));
     let shown: Vec<&Row> = rows.iter().filter(|m| m.median().is_some()).collect();
     if shown.is_empty() {
-        return Err(CliError::Command(format!(
-            "{}: nothing to plot: no configuration was timed",
-            path.display()
-        )));
+        return Err(CliError::file(
+            path,
+            "nothing to plot: no configuration was timed",
+        ));
     }
     let slowest = shown
         .iter()
@@ -135,4 +136,19 @@ pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
     }
     crate::side_files::write(path, svg.as_bytes())?;
     Ok(())
+}
+
+/// A bar's label: `128x256` (grid x by block x), with the other
+/// dimensions and the shared memory where they are not trivial.
+fn label(c: &LaunchConfig) -> String {
+    let d = |v: [u32; 3]| match v {
+        [x, 1, 1] => x.to_string(),
+        [x, y, 1] => format!("{x}.{y}"),
+        [x, y, z] => format!("{x}.{y}.{z}"),
+    };
+    let mut t = format!("{}x{}", d(c.grid), d(c.block));
+    if c.shared_mem > 0 {
+        t.push_str(&format!("+{}B", c.shared_mem));
+    }
+    t
 }

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use reprise::LaunchConfig;
-use reprise::tune::{Measured, Status, TuneReport};
-use serde::{Deserialize, Serialize};
+pub use reprise::tune::rows::Row;
 use serde_json::json;
 
+use super::TuneArgs;
 use crate::error::Result;
 use crate::ui::human_time;
 
@@ -24,200 +24,18 @@ pub fn config_text(c: &LaunchConfig) -> String {
     t
 }
 
-/// A short label: `128x256` (grid x by block x), with the other
-/// dimensions and the shared memory where they are not trivial.
-pub fn label(c: &LaunchConfig) -> String {
-    let d = |v: [u32; 3]| match v {
-        [x, 1, 1] => x.to_string(),
-        [x, y, 1] => format!("{x}.{y}"),
-        [x, y, z] => format!("{x}.{y}.{z}"),
-    };
-    let mut t = format!("{}x{}", d(c.grid), d(c.block));
-    if c.shared_mem > 0 {
-        t.push_str(&format!("+{}B", c.shared_mem));
+/// What became of `r`, in a word or a few.
+fn status_text(r: &Row) -> String {
+    // The first line: a JIT failure's log follows the table.
+    let d = r.detail.as_deref().unwrap_or("");
+    let d = d.lines().next().unwrap_or("");
+    match r.status.as_str() {
+        "verified" => "verified".into(),
+        "unverified" => "not verified".into(),
+        "differs" => format!("OUTPUT DIFFERS: {d}"),
+        "refused" => format!("refused: {d}"),
+        _ => format!("FAILED: {d}"),
     }
-    t
-}
-
-/// The configurations in the order the table shows them: usable ones by
-/// median time, then those whose output differs (by median time), then
-/// refused and failed ones.
-pub fn in_order(r: &TuneReport) -> Vec<&Measured> {
-    let mut good = r.ranked();
-    let mut differs: Vec<&Measured> = r
-        .measured
-        .iter()
-        .filter(|m| matches!(m.status, Status::Differs(_)))
-        .collect();
-    differs.sort_by_key(|m| m.median());
-    let rest = r
-        .measured
-        .iter()
-        .filter(|m| matches!(m.status, Status::Refused(_) | Status::Failed(_)));
-    good.extend(differs);
-    good.extend(rest);
-    good
-}
-
-/// One configuration as the table, the CSV and the JSON show it (and as
-/// a shard's rows file holds it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// The grid.
-    pub grid: [u32; 3],
-    /// The block.
-    pub block: [u32; 3],
-    /// Dynamic shared memory (bytes).
-    pub shared_mem: u32,
-    /// Whether it is the recorded configuration.
-    pub recorded: bool,
-    /// `verified`, `unverified`, `differs`, `refused`, `failed`.
-    pub status: String,
-    /// Why it differs, was refused or failed.
-    pub detail: Option<String>,
-    /// Each timed run (nanoseconds).
-    pub times_ns: Vec<u64>,
-    /// The PTX JIT options it was loaded with (`MAX_REGISTERS=32,...`),
-    /// in a sweep of JIT options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jit: Option<String>,
-    /// Registers a thread uses (`CU_FUNC_ATTRIBUTE_NUM_REGS`), where the
-    /// JIT compiled it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub registers: Option<u32>,
-    /// Spill stores and loads in bytes, from the JIT's verbose info log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spills: Option<(u64, u64)>,
-    /// The optimisation level its image was compiled at from IR (`2` for
-    /// O2), in a search over `--opt-level`; absent in rows written before
-    /// it was a dimension of the search.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub opt_level: Option<u8>,
-}
-
-impl Row {
-    /// The failed row of the recorded configuration `config`, `detail`
-    /// saying why.
-    pub fn failed(config: LaunchConfig, detail: Option<String>) -> Row {
-        Row {
-            grid: config.grid,
-            block: config.block,
-            shared_mem: config.shared_mem,
-            recorded: true,
-            status: "failed".into(),
-            detail,
-            times_ns: Vec::new(),
-            jit: None,
-            registers: None,
-            spills: None,
-            opt_level: None,
-        }
-    }
-
-    /// The row of what the sweep measured.
-    pub fn of(m: &Measured) -> Row {
-        let (status, detail) = match &m.status {
-            Status::Verified => ("verified", None),
-            Status::Unverified => ("unverified", None),
-            Status::Differs(v) => ("differs", Some(v.to_string())),
-            Status::Refused(w) => ("refused", Some(w.to_string())),
-            Status::Failed(w) => ("failed", Some(w.to_string())),
-        };
-        Row {
-            grid: m.config.grid,
-            block: m.config.block,
-            shared_mem: m.config.shared_mem,
-            recorded: m.recorded,
-            status: status.into(),
-            detail,
-            times_ns: m
-                .times
-                .iter()
-                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-                .collect(),
-            jit: None,
-            registers: None,
-            spills: None,
-            opt_level: None,
-        }
-    }
-
-    /// Its compile setting (`MAX_REGISTERS=32`, `O2`), where it has one:
-    /// rows that differ only in it are different configurations.
-    pub fn compile(&self) -> Option<String> {
-        compile_label(self.opt_level, self.jit.as_deref())
-    }
-
-    /// Its geometry.
-    pub fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid: self.grid,
-            block: self.block,
-            shared_mem: self.shared_mem,
-        }
-    }
-
-    /// Whether its output is usable.
-    pub fn good(&self) -> bool {
-        self.status == "verified" || self.status == "unverified"
-    }
-
-    /// The median (the lower middle one for an even count, as the tuner's).
-    pub fn median(&self) -> Option<Duration> {
-        let mut t = self.times_ns.clone();
-        t.sort_unstable();
-        t.get(t.len().saturating_sub(1) / 2)
-            .map(|&ns| Duration::from_nanos(ns))
-    }
-
-    pub fn min(&self) -> Option<Duration> {
-        self.times_ns
-            .iter()
-            .min()
-            .map(|&ns| Duration::from_nanos(ns))
-    }
-
-    pub fn max(&self) -> Option<Duration> {
-        self.times_ns
-            .iter()
-            .max()
-            .map(|&ns| Duration::from_nanos(ns))
-    }
-
-    /// Whether it is ranked: usable and timed.
-    pub fn ranked(&self) -> bool {
-        self.good() && self.median().is_some()
-    }
-
-    /// What became of it, in a word or a few.
-    fn status_text(&self) -> String {
-        // The first line: a JIT failure's log follows the table.
-        let d = self.detail.as_deref().unwrap_or("");
-        let d = d.lines().next().unwrap_or("");
-        match self.status.as_str() {
-            "verified" => "verified".into(),
-            "unverified" => "not verified".into(),
-            "differs" => format!("OUTPUT DIFFERS: {d}"),
-            "refused" => format!("refused: {d}"),
-            _ => format!("FAILED: {d}"),
-        }
-    }
-}
-
-/// The rows of a sweep measured here, in table order.
-pub fn rows(r: &TuneReport) -> Vec<Row> {
-    in_order(r).into_iter().map(Row::of).collect()
-}
-
-/// How many times faster than the recorded configuration `r` is (median
-/// against median); none for a configuration whose output is not usable.
-fn speedup(r: &Row, rows: &[Row]) -> Option<f64> {
-    if !r.good() {
-        return None;
-    }
-    let base = rows.iter().find(|r| r.recorded)?.median()?.as_secs_f64();
-    let t = r.median()?.as_secs_f64();
-    (t > 0.0).then(|| base / t)
 }
 
 /// Each row with its rank (ranked rows come first, in table order).
@@ -270,7 +88,9 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
             d(r.grid),
             d(r.block)
         );
-        let speedup = speedup(r, rows).map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
+        let speedup = r
+            .speedup(rows)
+            .map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
         let regs = r.registers.map_or_else(|| "-".into(), |n| n.to_string());
         let spill = r
             .spills
@@ -282,7 +102,7 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
             time(r.min()),
             time(r.median()),
             time(r.max()),
-            r.status_text()
+            status_text(r)
         ));
     }
     let timing = if device_times {
@@ -309,7 +129,7 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
             "fastest: {}: {} median, {:.2}x the recorded configuration ({}, {})",
             config_text(&b.config()),
             time(b.median()),
-            speedup(b, rows).unwrap_or(1.0),
+            b.speedup(rows).unwrap_or(1.0),
             config_text(&rec.config()),
             time(rec.median())
         )),
@@ -354,7 +174,8 @@ pub fn csv(rows: &[Row]) -> String {
             us(r.min()),
             us(r.median()),
             us(r.max()),
-            speedup(r, rows).map_or_else(String::new, |s| format!("{s:.4}")),
+            r.speedup(rows)
+                .map_or_else(String::new, |s| format!("{s:.4}")),
             r.jit.as_deref().unwrap_or(""),
             r.registers.map_or_else(String::new, |n| n.to_string()),
             r.spills.map_or_else(String::new, |s| s.0.to_string()),
@@ -401,7 +222,7 @@ pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
             "min_s": secs(r.min()),
             "median_s": secs(r.median()),
             "max_s": secs(r.max()),
-            "speedup": speedup(r, rows),
+            "speedup": r.speedup(rows),
             "jit": r.jit,
             "registers": r.registers,
             "spill_stores": r.spills.map(|s| s.0),
@@ -423,25 +244,49 @@ pub fn json(s: &Sweep<'_>, rows: &[Row]) -> String {
     .to_string()
 }
 
-/// The name of a compile setting in rows and keys: `O2`,
-/// `MAX_REGISTERS=32`, both as `O2,MAX_REGISTERS=32`; none for the
-/// recorded image.
-pub fn compile_label(opt_level: Option<u8>, jit: Option<&str>) -> Option<String> {
-    match (opt_level, jit) {
-        (None, None) => None,
-        (Some(l), None) => Some(format!("O{l}")),
-        (None, Some(j)) => Some(j.to_string()),
-        (Some(l), Some(j)) => Some(format!("O{l},{j}")),
+/// Prints `rows` (in table order) as the table, `after` it the lines
+/// given, or with --json as one JSON object; then writes the CSV and the
+/// plot asked for, saying so where `say` and not --json.
+pub fn show(
+    a: &TuneArgs,
+    sweep: &Sweep<'_>,
+    rows: &[Row],
+    after: &[String],
+    say: bool,
+) -> Result<()> {
+    if a.json {
+        out_text!("{}", json(sweep, rows));
+    } else {
+        for line in table(rows, sweep.device_times, sweep.stopped.as_deref())
+            .iter()
+            .chain(after)
+        {
+            out!("{line}");
+        }
     }
+    let say = say && !a.json;
+    if let Some(path) = &a.csv {
+        write_csv(path, rows)?;
+        if say {
+            out!("wrote {}", path.display());
+        }
+    }
+    if let Some(path) = &a.plot {
+        super::plot::draw(path, sweep.kernel, rows)?;
+        if say {
+            out!("plotted {}", path.display());
+        }
+    }
+    Ok(())
 }
 
-/// The exit status of a sweep that ran to its end: 0 when a configuration
-/// is `usable`, else 1 when outputs differ (`differs`), else 2 (none
-/// ran), each failure said on stderr.
-pub fn verdict_exit(file: &std::path::Path, usable: bool, differs: bool) -> ExitCode {
-    if usable {
+/// The exit status of a sweep of `rows` that ran to its end: 0 when a
+/// configuration's output is usable, else 1 when outputs differ, else 2
+/// (none ran), each failure said on stderr.
+pub fn verdict_exit(file: &Path, rows: &[Row]) -> ExitCode {
+    if rows.iter().any(Row::good) {
         ExitCode::SUCCESS
-    } else if differs {
+    } else if rows.iter().any(|r| r.status == "differs") {
         note!(
             "error: {}: no configuration verified: every output differs from the recorded one",
             file.display()

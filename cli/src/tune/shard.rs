@@ -16,74 +16,13 @@ use std::process::ExitCode;
 
 use reprise::LaunchConfig;
 use reprise::tune::TuneReport;
-use serde::{Deserialize, Serialize};
+pub use reprise::tune::rows::{Header, Row, compiled_key, key, ranking};
+pub use reprise::tune::space::full_list;
 
 use super::TuneArgs;
-pub use super::report::Row;
-use super::report::{Sweep, json, table, write_csv};
+use super::report::Sweep;
 use crate::error::{CliError, Result};
 use crate::jobs::shard::Shard;
-
-/// The first line of a shard's rows file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Header {
-    /// `K/N`.
-    pub tune_shard: String,
-    /// The kernel swept.
-    pub kernel: String,
-    /// The capture's descriptor.
-    pub capture: String,
-    /// How many configurations the shard holds (its rows, when whole).
-    pub configs: usize,
-    /// Whether the times are the device's own.
-    pub device_times: bool,
-    /// Why the shard's sweep stopped early, if it did.
-    pub stopped: Option<String>,
-}
-
-/// 0 ranked, 1 differs, 2 the rest: the table's order.
-fn class(r: &Row) -> u8 {
-    match r.status.as_str() {
-        _ if r.ranked() => 0,
-        "differs" => 1,
-        _ => 2,
-    }
-}
-
-/// What shards a configuration: its geometry, spelt out.
-pub fn key(c: &LaunchConfig) -> String {
-    format!("{:?}/{:?}/{}", c.grid, c.block, c.shared_mem)
-}
-
-/// What tells one measured configuration from another: its geometry and,
-/// in a sweep of compile options, its compile setting (`MAX_REGISTERS=32`,
-/// `O2`). A row without a compile setting (one written before compile
-/// options were dimensions of the search) keys as its geometry alone.
-pub fn compiled_key(c: &LaunchConfig, compile: Option<&str>) -> String {
-    match compile {
-        Some(s) => format!("{}#{s}", key(c)),
-        None => key(c),
-    }
-}
-
-/// A row's [`compiled_key`].
-pub fn row_key(r: &Row) -> String {
-    compiled_key(&r.config(), r.compile().as_deref())
-}
-
-/// The whole sweep's configurations: the recorded one first (where the
-/// capture records it), then the lists' others, each once.
-pub fn full_list(configs: &[LaunchConfig], recorded: LaunchConfig) -> Vec<LaunchConfig> {
-    let known = recorded.grid[0] != 0 && recorded.block[0] != 0;
-    let mut out: Vec<LaunchConfig> = known.then_some(recorded).into_iter().collect();
-    out.extend(
-        configs
-            .iter()
-            .copied()
-            .filter(|c| !(known && *c == recorded)),
-    );
-    out
-}
 
 /// The configurations of `shard`, in the sweep's order.
 pub fn slice(all: &[LaunchConfig], s: Shard) -> Vec<LaunchConfig> {
@@ -151,32 +90,13 @@ pub fn read_dir(dir: &Path) -> Result<Merged> {
                 if let Some(s) = &shard {
                     *m.per_shard.entry(s.clone()).or_default() += 1;
                 }
-                m.rows.insert(row_key(&r), r);
+                m.rows.insert(r.key(), r);
             } else {
                 m.bad_lines += 1;
             }
         }
     }
     Ok(m)
-}
-
-/// The rows in table order: ranked by median, then those that differ (by
-/// median), then refused and failed ones, each class in the sweep's order
-/// where medians tie.
-pub fn ranking(rows: &[Row], order: &[LaunchConfig]) -> Vec<Row> {
-    let at = |r: &Row| {
-        order
-            .iter()
-            .position(|c| *c == r.config())
-            .unwrap_or(usize::MAX)
-    };
-    let mut v = rows.to_vec();
-    v.sort_by_key(|r| {
-        let class = class(r);
-        let t = if class == 2 { None } else { r.median() };
-        (class, t, at(r))
-    });
-    v
 }
 
 /// Prints (and writes) the merged ranking of `rows`; the exit status is
@@ -190,26 +110,14 @@ pub fn report(
     incomplete: &[String],
 ) -> Result<ExitCode> {
     let ranked = ranking(rows, order);
-    if a.json {
-        let sweep = Sweep {
-            kernel,
-            capture: a.file.display().to_string(),
-            runs: None,
-            device_times,
-            stopped: None,
-        };
-        out_text!("{}", json(&sweep, &ranked));
-    } else {
-        for line in table(&ranked, device_times, None) {
-            out!("{line}");
-        }
-    }
-    if let Some(path) = &a.csv {
-        write_csv(path, &ranked)?;
-    }
-    if let Some(path) = &a.plot {
-        super::plot::draw(path, kernel, &ranked)?;
-    }
+    let sweep = Sweep {
+        kernel,
+        capture: a.file.display().to_string(),
+        runs: None,
+        device_times,
+        stopped: None,
+    };
+    super::report::show(a, &sweep, &ranked, &[], false)?;
     for l in incomplete {
         note!("INCOMPLETE {l}");
     }
@@ -228,10 +136,10 @@ pub fn report(
 pub fn merge(a: &TuneArgs, dir: &Path, kernel: &str, order: &[LaunchConfig]) -> Result<ExitCode> {
     let m = read_dir(dir)?;
     if m.headers.is_empty() {
-        return Err(CliError::Command(format!(
-            "{}: no tuning rows files (*.jsonl written by tune --shard) to merge",
-            dir.display()
-        )));
+        return Err(CliError::file(
+            dir,
+            "no tuning rows files (*.jsonl written by tune --shard) to merge",
+        ));
     }
     if m.bad_lines > 0 {
         note!(
@@ -321,14 +229,14 @@ mod tests {
         let old = r#"{"grid":[4,1,1],"block":[256,1,1],"shared_mem":0,"recorded":true,"status":"verified","detail":null,"times_ns":[5]}"#;
         let r: Row = serde_json::from_str(old).unwrap();
         assert_eq!(r.compile(), None);
-        assert_eq!(row_key(&r), key(&r.config()));
+        assert_eq!(r.key(), key(&r.config()));
         let mut jit = r.clone();
         jit.jit = Some("MAX_REGISTERS=32".into());
         let mut level = r.clone();
         level.opt_level = Some(2);
         assert_eq!(level.compile().as_deref(), Some("O2"));
         let keys: std::collections::HashSet<String> =
-            [&r, &jit, &level].map(row_key).into_iter().collect();
+            [&r, &jit, &level].map(Row::key).into_iter().collect();
         assert_eq!(keys.len(), 3);
         let back: Row = serde_json::from_str(&serde_json::to_string(&level).unwrap()).unwrap();
         assert_eq!(back, level);

@@ -25,12 +25,7 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
         let geometry = reprise::executors::capabilities(backend).launch_geometry;
         let compiles = super::sampler::compiles(a);
         let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
-        let mut geometries = Vec::new();
-        for c in &candidates {
-            if !geometries.contains(&c.config) {
-                geometries.push(c.config);
-            }
-        }
+        let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
         let keys = super::sampler::study(&candidates, recorded, geometry)
             .iter()
             .map(|c| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref()))
@@ -112,10 +107,7 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -
     }
     let incomplete = cs::incomplete_lines(&record, &missing, &ends, "configuration(s)");
     if rows.is_empty() && incomplete.is_empty() {
-        return Err(CliError::Command(format!(
-            "{}: the job wrote no rows",
-            dir.display()
-        )));
+        return Err(CliError::file(&dir, "the job wrote no rows"));
     }
     let device_times = m.headers.values().all(|h| h.device_times);
     shard::report(a, kernel, &rows, order, device_times, &incomplete)

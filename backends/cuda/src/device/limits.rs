@@ -7,23 +7,16 @@ use cudarc::driver::sys;
 pub use reprise_core::exec::LaunchLimits;
 
 use crate::error::DriverError;
-use crate::raw;
+use crate::raw::{self, Library};
 
 /// Queries the launch limits of `device` (see
 /// [`crate::CudaExecutor::launch_limits`]). An attribute the driver will
 /// not report is 0 (unknown), never a failure: a limit is only a check
 /// made ahead of the driver's own. CUDA counts its grid in blocks, so
 /// `grid_threads` is 0.
-///
-/// # Safety
-///
-/// The library is loaded and `device` came from `cuDeviceGet` (the device
-/// is being opened).
-pub(super) unsafe fn query(device: sys::CUdevice) -> LaunchLimits {
+pub(super) fn query(lib: &Library, device: sys::CUdevice) -> LaunchLimits {
     use sys::CUdevice_attribute as A;
-    // SAFETY: the library is loaded and `device` came from cuDeviceGet
-    // (the caller's contract).
-    let get = |attr| match unsafe { raw::device_get_attribute(device, attr) } {
+    let get = |attr| match raw::device_get_attribute(lib, device, attr) {
         Ok(v) => v.max(0) as u32,
         Err(f) => {
             let e = DriverError::from(f);

@@ -12,7 +12,7 @@ use cudarc::driver::sys;
 
 use crate::context::ContextState;
 use crate::error::{CudaError, DriverError};
-use crate::raw::{self, Failure, Library};
+use crate::raw::{self, Failure, Library, PrimaryContext};
 
 /// One device and its retained primary context.
 ///
@@ -24,7 +24,7 @@ use crate::raw::{self, Failure, Library};
 pub(crate) struct Device {
     pub ordinal: i32,
     pub device: sys::CUdevice,
-    pub ctx: sys::CUcontext,
+    ctx: PrimaryContext,
     pub lib: Library,
     /// What a launch may ask of the device.
     pub limits: LaunchLimits,
@@ -36,48 +36,36 @@ pub(crate) struct Device {
     deferred: Mutex<Option<CudaError>>,
 }
 
-// SAFETY: `CUcontext` is a handle the driver lets any thread use (made
-// current with `cuCtxSetCurrent`, which `bind` does before every call); the
-// driver API is thread-safe. The only mutable state (its own and the
-// context's `ContextState`) is behind `Mutex`es.
-unsafe impl Send for Device {}
-// SAFETY: as for `Send`; `&Device` offers only thread-safe driver calls.
-unsafe impl Sync for Device {}
-
 impl Device {
     /// Initialises the driver and retains the primary context of device
     /// `ordinal`.
     pub fn open(ordinal: i32) -> Result<Device, CudaError> {
         let lib = raw::library()?;
-        // SAFETY: the library and symbol are present (`library`).
-        match unsafe { raw::init() } {
+        match raw::init(&lib) {
             Err(f) if f.code() == sys::CUresult::CUDA_ERROR_NO_DEVICE => {
                 return Err(CudaError::NoDevice);
             }
             r => r?,
         }
-        // SAFETY: initialised above.
-        let count = unsafe { raw::device_get_count() }?;
+        let count = raw::device_get_count(&lib)?;
         if count == 0 {
             return Err(CudaError::NoDevice);
         }
         if !(0..count).contains(&ordinal) {
             return Err(CudaError::BadOrdinal { ordinal, count });
         }
-        // SAFETY: initialised; the ordinal is in range.
-        let device = unsafe { raw::device_get(ordinal) }?;
-        // SAFETY: the library is loaded; `device` came from cuDeviceGet.
-        let limits = unsafe { limits::query(device) };
-        // SAFETY: `device` came from cuDeviceGet. The retain is released in
-        // `Drop`.
-        let ctx = unsafe { raw::device_primary_ctx_retain(device) }?;
+        let device = raw::device_get(&lib, ordinal)?;
+        let limits = limits::query(&lib, device);
+        // Released in `Drop`.
+        let ctx = PrimaryContext::retain(&lib, device)?;
+        let state = ContextState::of(ctx.get() as usize);
         let dev = Device {
             ordinal,
             device,
             ctx,
             lib,
             limits,
-            state: ManuallyDrop::new(ContextState::of(ctx as usize)),
+            state: ManuallyDrop::new(state),
             deferred: Mutex::new(None),
         };
         dev.bind()?;
@@ -86,20 +74,12 @@ impl Device {
 
     /// Makes the context current on the calling thread.
     pub fn bind(&self) -> Result<(), DriverError> {
-        // SAFETY: the library is loaded (`self` exists).
-        let cur = unsafe { raw::ctx_get_current() }?;
-        if cur != self.ctx {
-            // SAFETY: `self.ctx` is retained until `self` drops.
-            unsafe { raw::ctx_set_current(self.ctx) }?;
-        }
-        Ok(())
+        Ok(self.ctx.bind()?)
     }
 
     /// Queries an integer device attribute.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32, DriverError> {
-        // SAFETY: the library is loaded (`self` exists); `self.device` came
-        // from cuDeviceGet.
-        Ok(unsafe { raw::device_get_attribute(self.device, attr) }?)
+        Ok(raw::device_get_attribute(&self.lib, self.device, attr)?)
     }
 
     /// The compute capability, `(major, minor)`.
@@ -142,14 +122,14 @@ impl Drop for Device {
     fn drop(&mut self) {
         // SAFETY: taken once, here, and `self.state` is not used again.
         let state = unsafe { ManuallyDrop::take(&mut self.state) };
-        let device = self.device;
+        let ctx = &self.ctx;
         // The state goes first: a context retained afresh at the same handle
         // once this one is released must not get it.
         ContextState::release(state, || {
             // SAFETY: releases the retain taken in `open`; every object that
             // used the context held an `Arc<Device>` and is gone. Nothing is
             // left to report an error to.
-            let _ = unsafe { raw::device_primary_ctx_release(device) };
+            let _ = unsafe { ctx.release() };
         });
     }
 }

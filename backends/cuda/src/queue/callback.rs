@@ -2,14 +2,11 @@
 //! learn that the work before it is done. It only signals a
 //! [`Completion`] (and keeps a failed status); it never calls the driver.
 
-use std::ffi::c_void;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use reprise_core::completion::Completion;
 
-use crate::device::Device;
 use crate::error::DriverError;
 use crate::raw;
 use crate::stream::Stream;
@@ -26,50 +23,15 @@ pub(super) struct Signal {
 /// last took it.
 pub(super) type CallbackStatus = Mutex<Option<sys::CUresult>>;
 
-/// Takes back the `Signal` a synchronize leaked, keeps a failed `status`
-/// for the synchronize, and raises its mark. Only stores, raises the mark
-/// and wakes the waiting task; never calls the driver.
-///
-/// # Safety
-///
-/// `data` must be a `Box<Signal>` leaked by [`enqueue`], and this must be
-/// its only use.
-unsafe fn raise(data: *mut c_void, status: sys::CUresult) {
-    // SAFETY: the caller passes the leaked box, once.
-    let s = unsafe { Box::from_raw(data.cast::<Signal>()) };
-    // A panicking waker must not unwind into the driver.
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if status != sys::CUresult::CUDA_SUCCESS {
-            let mut kept = s.status.lock().unwrap_or_else(|p| p.into_inner());
-            kept.get_or_insert(status);
-        }
-        s.completion.signal(s.mark)
-    }));
-}
-
-/// The stream callback a synchronize enqueues (`cuStreamAddCallback`). It
-/// runs even after a device error, with the stream's status, which the
-/// woken synchronize reports (the stream is asked too).
-///
-/// # Safety
-///
-/// As for [`raise`]: the driver calls it once per enqueueing, with the
-/// `data` [`enqueue`] gave it.
-unsafe extern "C" fn stream_callback(_: sys::CUstream, status: sys::CUresult, data: *mut c_void) {
-    // SAFETY: `data` is the leaked `Box<Signal>`; the driver calls each
-    // callback exactly once.
-    unsafe { raise(data, status) }
-}
-
-/// The host function a synchronize enqueues where the driver has no
-/// `cuStreamAddCallback` (`cuLaunchHostFunc`).
-///
-/// # Safety
-///
-/// As for [`stream_callback`].
-unsafe extern "C" fn host_function(data: *mut c_void) {
-    // SAFETY: as in `stream_callback`.
-    unsafe { raise(data, sys::CUresult::CUDA_SUCCESS) }
+/// Keeps a failed `status` for the synchronize and raises `s`'s mark.
+/// Only stores, raises the mark and wakes the waiting task; never calls the
+/// driver.
+fn raise(s: Signal, status: sys::CUresult) {
+    if status != sys::CUresult::CUDA_SUCCESS {
+        let mut kept = s.status.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get_or_insert(status);
+    }
+    s.completion.signal(s.mark)
 }
 
 /// The "call" a failed status handed to a synchronize's stream callback is
@@ -78,31 +40,14 @@ unsafe extern "C" fn host_function(data: *mut c_void) {
 const CALLBACK_STATUS: &str =
     "work queued on the stream (status handed to the synchronize's callback)";
 
-/// Enqueues on `stream` the callback that raises `signal`'s mark: a stream
-/// callback (`cuStreamAddCallback`) where `dev`'s driver has them, else a
-/// host function (`cuLaunchHostFunc`). On a failure the signal is dropped
-/// again. The context is bound by the caller.
-pub(super) fn enqueue(dev: &Device, stream: &Stream, signal: Signal) -> Result<(), DriverError> {
-    let data = Box::into_raw(Box::new(signal));
-    let r = if dev.lib.stream_callback {
-        // SAFETY: the library has the symbol (`lib.stream_callback`); the
-        // stream is live; `stream_callback` matches `CUstreamCallback` and
-        // only takes back `data`, a leaked `Box<Signal>`.
-        unsafe { raw::stream_add_callback(stream.handle(), stream_callback, data.cast()) }
-    } else {
-        // SAFETY: the library has the symbol (checked when it loaded, as
-        // it lacks `cuStreamAddCallback`); the stream is live;
-        // `host_function` matches `CUhostFn` and only takes back `data`, a
-        // leaked `Box<Signal>`.
-        unsafe { raw::launch_host_func(stream.handle(), host_function, data.cast()) }
-    };
-    if let Err(f) = r {
-        let e = DriverError::from(f);
-        // SAFETY: the driver did not take `data`; nothing else has it.
-        drop(unsafe { Box::from_raw(data) });
-        return Err(e);
-    }
-    Ok(())
+/// Enqueues on `stream` the callback that raises `signal`'s mark (see
+/// [`crate::raw::StreamHandle::on_done`]: a stream callback where the
+/// driver has them, which runs even after a device error, with the
+/// stream's status, which the woken synchronize reports; else a host
+/// function). On a failure the signal is dropped again. The context is
+/// bound by the caller.
+pub(super) fn enqueue(stream: &Stream, signal: Signal) -> Result<(), DriverError> {
+    Ok(stream.raw().on_done(move |status| raise(signal, status))?)
 }
 
 /// Takes the failed status a stream callback was given, if any. The

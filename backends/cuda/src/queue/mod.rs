@@ -109,9 +109,7 @@ impl ErrorType for CudaQueue {
 impl CudaQueue {
     pub(crate) fn new(dev: &Arc<Device>, staging: Option<u64>) -> Result<Self, CudaError> {
         dev.bind()?;
-        // SAFETY: bound above.
-        let (stream, [start, end]) =
-            unsafe { stream_and_events(dev, sys::CUevent_flags::CU_EVENT_DEFAULT) }?;
+        let (stream, [start, end]) = stream_and_events(dev, sys::CUevent_flags::CU_EVENT_DEFAULT)?;
         let mut queue = CudaQueue {
             dev: dev.clone(),
             id: ContextState::new_queue_id(),
@@ -129,9 +127,9 @@ impl CudaQueue {
             staged: 0,
         };
         if let Some(min_bytes) = staging {
-            // SAFETY: bound above; the executor asks for staging only where
-            // the driver has what it needs (`CudaExecutor::device_staging`).
-            queue.staging = Some(unsafe { Staging::new(dev, min_bytes) }?);
+            // The executor asks for staging only where the driver has what
+            // it needs (`CudaExecutor::device_staging`).
+            queue.staging = Some(Staging::new(dev, min_bytes)?);
         }
         Ok(queue)
     }
@@ -442,7 +440,7 @@ impl CudaQueue {
                 mark,
                 status: self.callback_status.clone(),
             };
-            callback::enqueue(&self.dev, &self.stream, signal)?;
+            callback::enqueue(&self.stream, signal)?;
             self.syncs += 1;
             Ok::<(), CudaError>(())
         };

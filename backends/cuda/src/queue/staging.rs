@@ -10,9 +10,9 @@ use cudarc::driver::sys;
 use reprise_core::exec::Segment;
 
 use crate::device::Device;
-use crate::error::CudaError;
+use crate::error::{CudaError, DriverError};
 use crate::memory::CudaBuffer;
-use crate::raw;
+use crate::raw::{self, DeviceMemory};
 use crate::stream::{Event, Stream, stream_and_events};
 
 /// Device-side staging of a queue: a shadow allocation, the copy stream
@@ -35,8 +35,8 @@ pub(super) struct Staging {
     /// Drains the shadow to the host. Declared after the events: destroyed
     /// after them.
     stream: Stream,
-    /// The shadow: device address and length (0: none yet).
-    shadow: (u64, usize),
+    /// The shadow (none yet at first).
+    shadow: DeviceMemory,
     /// A staged download not yet drained: the host buffer's first byte and
     /// its segments (host offset, length); the shadow mirrors host offsets.
     pending: Option<(*mut u8, Vec<(usize, usize)>)>,
@@ -52,25 +52,26 @@ pub(super) struct Staging {
 }
 
 impl Staging {
-    /// Staging of downloads of at least `min_bytes`.
-    ///
-    /// # Safety
-    ///
-    /// `dev`'s context is bound on the calling thread, and its library has
-    /// what staging needs (`Library::staging`), which every function here
-    /// relies on.
-    pub(super) unsafe fn new(dev: &Arc<Device>, min_bytes: u64) -> Result<Staging, CudaError> {
+    /// Staging of downloads of at least `min_bytes`; refused where the
+    /// library lacks what staging needs (`Library::staging`), which every
+    /// function here relies on.
+    pub(super) fn new(dev: &Arc<Device>, min_bytes: u64) -> Result<Staging, CudaError> {
+        if !dev.lib.staging {
+            return Err(CudaError::Driver(DriverError::from_code(
+                "cuMemcpyDtoDAsync",
+                sys::CUresult::CUDA_ERROR_NOT_SUPPORTED as u32,
+            )));
+        }
         // Events without timing are the cheapest kind.
-        // SAFETY: the context is bound (the caller's contract).
         let (stream, [staged, drained]) =
-            unsafe { stream_and_events(dev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) }?;
+            stream_and_events(dev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
         Ok(Staging {
             dev: dev.clone(),
             min_bytes,
             staged,
             drained,
             stream,
-            shadow: (0, 0),
+            shadow: DeviceMemory::default(),
             pending: None,
             draining: false,
             launched: false,
@@ -80,26 +81,24 @@ impl Staging {
 
     /// Makes the shadow at least `len` bytes; `false` when it cannot be.
     fn reserve_shadow(&mut self, main: &Stream, len: usize) -> Result<bool, CudaError> {
-        if self.shadow.1 >= len {
+        if self.shadow.len() >= len {
             return Ok(true);
         }
-        if self.shadow.1 > 0 {
+        if self.shadow.len() > 0 {
             // Either stream may still copy into or out of the old shadow (a
             // synchronize that was given up on leaves work queued): wait for
             // both. Growing is rare; this blocks only then.
             for stream in [main, &self.stream] {
                 stream.synchronize()?;
             }
-            // SAFETY: allocated below by an earlier call; nothing uses it
-            // now: both streams are idle and no staged download is pending.
-            unsafe { raw::mem_free(self.shadow.0) }?;
-            self.shadow = (0, 0);
+            // Nothing uses it now: both streams are idle and no staged
+            // download is pending.
+            self.shadow.free()?;
         }
-        // SAFETY: the library has the symbol (`Staging::new`'s contract);
-        // the queue bound the context.
-        match unsafe { raw::mem_alloc(len) } {
-            Ok(ptr) => {
-                self.shadow = (ptr, len);
+        // The queue bound the context.
+        match DeviceMemory::alloc(&self.dev.lib, len) {
+            Ok(shadow) => {
+                self.shadow = shadow;
                 Ok(true)
             }
             // No room on the device: download straight to the host.
@@ -133,9 +132,7 @@ impl Staging {
         }
         if self.draining {
             // The last drain must finish reading the shadow first.
-            // SAFETY: the stream and event are live; the library has the
-            // symbol (`Staging::new`'s contract).
-            unsafe { raw::stream_wait_event(main.handle(), self.drained.handle()) }?;
+            main.wait(&self.drained)?;
             self.draining = false;
         }
         let mut segs = Vec::with_capacity(segments.len());
@@ -145,7 +142,7 @@ impl Staging {
             // device range is the caller's (an error if unmapped).
             unsafe {
                 raw::memcpy_dtod_async(
-                    self.shadow.0 + s.host_offset as u64,
+                    self.shadow.ptr() + s.host_offset as u64,
                     s.device,
                     s.len,
                     main.handle(),
@@ -183,9 +180,7 @@ impl Staging {
         };
         let stream = if on_copy_stream { &self.stream } else { main };
         if on_copy_stream {
-            // SAFETY: the streams and event are live; the library has the
-            // symbol (`Staging::new`'s contract).
-            unsafe { raw::stream_wait_event(self.stream.handle(), self.staged.handle()) }?;
+            self.stream.wait(&self.staged)?;
         }
         for (offset, len) in segs {
             // SAFETY: the context is bound by the caller; `host + offset ..
@@ -196,7 +191,7 @@ impl Staging {
             unsafe {
                 raw::memcpy_dtoh_async(
                     host.add(offset).cast(),
-                    self.shadow.0 + offset as u64,
+                    self.shadow.ptr() + offset as u64,
                     len,
                     stream.handle(),
                 )
@@ -233,9 +228,7 @@ impl Staging {
             return Err(e);
         }
         if self.draining {
-            // SAFETY: the stream and event are live; the library has the
-            // symbol (`Staging::new`'s contract).
-            unsafe { raw::stream_wait_event(main.handle(), self.drained.handle()) }?;
+            main.wait(&self.drained)?;
             self.draining = false;
         }
         self.launched = false;
@@ -248,11 +241,10 @@ impl Drop for Staging {
         // Waits for the drains writing into the queue's buffers (freed
         // after this).
         self.dev.cleanup(|| self.stream.synchronize());
-        let shadow = self.shadow;
-        if shadow.1 > 0 {
-            // SAFETY: allocated by `reserve_shadow`; both streams are idle
-            // (the queue waited for its own).
-            self.dev.cleanup(|| unsafe { raw::mem_free(shadow.0) });
+        if self.shadow.len() > 0 {
+            // Both streams are idle (the queue waited for its own).
+            let shadow = &mut self.shadow;
+            self.dev.cleanup(|| shadow.free());
         }
         // Then the events and the copy stream (the fields, in order).
     }

@@ -86,6 +86,12 @@ impl From<Failure> for CudaError {
     }
 }
 
+/// The [`Failure`] of `call` with `code`, for a call this layer refuses
+/// before it reaches the driver.
+pub(super) fn refused(call: &'static str, code: sys::CUresult) -> Failure {
+    Failure { call, code }
+}
+
 /// `Ok` for `CUDA_SUCCESS`, else the [`Failure`] of `call`.
 pub(super) fn result(call: &'static str, code: sys::CUresult) -> Result<(), Failure> {
     if code == sys::CUresult::CUDA_SUCCESS {

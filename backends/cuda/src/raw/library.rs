@@ -61,7 +61,9 @@ pub(super) const STAGING: &[&str] = &[
     "cuStreamWaitEvent",
 ];
 
-/// What the loaded library offers beyond [`REQUIRED`].
+/// What the loaded library offers beyond [`REQUIRED`]. Only [`library`]
+/// makes one, so holding one proves the library is loaded with every
+/// required symbol: the safe functions of this layer take it for that.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Library {
     /// `cuFuncGetParamInfo` (CUDA 12.4+).
@@ -74,6 +76,8 @@ pub(crate) struct Library {
     pub stream_callback: bool,
     /// Every function in [`STAGING`].
     pub staging: bool,
+    /// Made by [`library`] alone.
+    _loaded: (),
 }
 
 /// Whether the library exports `name`.
@@ -110,6 +114,7 @@ pub(crate) fn library() -> Result<Library, CudaError> {
             vmm: VMM.iter().all(|s| has_symbol(s)),
             stream_callback,
             staging: STAGING.iter().all(|s| has_symbol(s)),
+            _loaded: (),
         })
     })
     .clone()

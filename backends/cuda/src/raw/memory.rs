@@ -9,21 +9,32 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
-use super::failure::{Failure, result};
+use super::failure::{Failure, refused, result};
+use super::library::Library;
+
+/// `Ok` when the library has every function of the group `has` stands
+/// for, else the [`Failure`] of `call` with `CUDA_ERROR_NOT_SUPPORTED`
+/// (never calling into a symbol the library lacks, which would panic).
+fn needs(has: bool, call: &'static str) -> Result<(), Failure> {
+    if has {
+        Ok(())
+    } else {
+        Err(refused(call, sys::CUresult::CUDA_ERROR_NOT_SUPPORTED))
+    }
+}
 
 /// `cuMemGetAllocationGranularity`: the granularity of allocations made
-/// with `prop`.
-///
-/// # Safety
-///
-/// The library is loaded with the [`VMM`](super::library::VMM) symbols.
-pub(crate) unsafe fn mem_get_allocation_granularity(
+/// with `prop` (a failure without the [`VMM`](super::library::VMM)
+/// symbols).
+pub(crate) fn mem_get_allocation_granularity(
+    lib: &Library,
     prop: &sys::CUmemAllocationProp,
     option: sys::CUmemAllocationGranularity_flags,
 ) -> Result<usize, Failure> {
+    needs(lib.vmm, "cuMemGetAllocationGranularity")?;
     let mut gran = 0usize;
-    // SAFETY: the symbol is present (the caller's contract); `prop` is a
-    // live descriptor; `gran` is a live out-parameter.
+    // SAFETY: the symbol is present (checked above); `prop` is a live
+    // descriptor; `gran` is a live out-parameter.
     result("cuMemGetAllocationGranularity", unsafe {
         sys::cuMemGetAllocationGranularity(&mut gran, prop, option)
     })?;
@@ -31,21 +42,20 @@ pub(crate) unsafe fn mem_get_allocation_granularity(
 }
 
 /// `cuMemAddressReserve`: reserves `size` bytes of address space at `addr`
-/// (a hint; 0 for any) aligned to `align` (0 for the default); returns where
-/// the driver put them.
-///
-/// # Safety
-///
-/// The library is loaded with the [`VMM`](super::library::VMM) symbols and the
-/// context is bound.
-pub(crate) unsafe fn mem_address_reserve(
+/// (a hint; 0 for any) aligned to `align` (0 for the default) in the
+/// current context; returns where the driver put them, to be freed once
+/// with [`mem_address_free`] (or kept until the process exits).
+fn mem_address_reserve(
+    lib: &Library,
     size: usize,
     align: usize,
     addr: u64,
 ) -> Result<u64, Failure> {
+    needs(lib.vmm, "cuMemAddressReserve")?;
     let mut got = 0;
-    // SAFETY: the symbols are present and the context bound (the caller's
-    // contract); `got` is a live out-parameter; flags must be 0.
+    // SAFETY: the symbols are present (checked above); reserving takes
+    // address space no one uses yet; `got` is a live out-parameter; flags
+    // must be 0.
     result("cuMemAddressReserve", unsafe {
         sys::cuMemAddressReserve(&mut got, size, align, addr, 0)
     })?;
@@ -59,27 +69,26 @@ pub(crate) unsafe fn mem_address_reserve(
 /// The library is loaded with the [`VMM`](super::library::VMM) symbols;
 /// `[base, base + size)` is one reservation made by [`mem_address_reserve`],
 /// nothing is mapped in it, and it is not used after this.
-pub(crate) unsafe fn mem_address_free(base: u64, size: usize) -> Result<(), Failure> {
+unsafe fn mem_address_free(base: u64, size: usize) -> Result<(), Failure> {
     // SAFETY: an unmapped reservation of the caller's (its contract).
     result("cuMemAddressFree", unsafe {
         sys::cuMemAddressFree(base, size)
     })
 }
 
-/// `cuMemCreate`: `size` bytes of physical memory described by `prop`.
-///
-/// # Safety
-///
-/// The library is loaded with the [`VMM`](super::library::VMM) symbols, the context
-/// is bound, and `size` is a multiple of `prop`'s granularity.
-pub(crate) unsafe fn mem_create(
+/// `cuMemCreate`: `size` bytes (a multiple of `prop`'s granularity, else
+/// a failure) of physical memory described by `prop`, to be released once
+/// with [`mem_release`] (or kept until the process exits).
+fn mem_create(
+    lib: &Library,
     size: usize,
     prop: &sys::CUmemAllocationProp,
 ) -> Result<sys::CUmemGenericAllocationHandle, Failure> {
+    needs(lib.vmm, "cuMemCreate")?;
     let mut handle = 0;
-    // SAFETY: `prop` is a live descriptor and `size` a multiple of its
-    // granularity (the caller's contract); `handle` is a live out-parameter;
-    // flags must be 0.
+    // SAFETY: the symbols are present (checked above); `prop` is a live
+    // descriptor, and the driver checks the size against it; `handle` is
+    // a live out-parameter; flags must be 0.
     result("cuMemCreate", unsafe {
         sys::cuMemCreate(&mut handle, size, prop, 0)
     })?;
@@ -90,11 +99,11 @@ pub(crate) unsafe fn mem_create(
 ///
 /// # Safety
 ///
-/// The library is loaded with the [`VMM`](super::library::VMM) symbols; `handle`
-/// came from [`mem_create`], is no longer mapped, and is not used after
-/// this.
-pub(crate) unsafe fn mem_release(handle: sys::CUmemGenericAllocationHandle) -> Result<(), Failure> {
-    // SAFETY: an unmapped handle of the caller's (its contract).
+/// The library is loaded with the [`VMM`](super::library::VMM) symbols;
+/// `handle` came from [`mem_create`] and is not used after this (where it
+/// is still mapped, the driver frees it once unmapped).
+unsafe fn mem_release(handle: sys::CUmemGenericAllocationHandle) -> Result<(), Failure> {
+    // SAFETY: a handle of the caller's, not used again (its contract).
     result("cuMemRelease", unsafe { sys::cuMemRelease(handle) })
 }
 
@@ -106,7 +115,7 @@ pub(crate) unsafe fn mem_release(handle: sys::CUmemGenericAllocationHandle) -> R
 /// `[addr, addr + size)` lies in a reservation of the caller's with nothing
 /// mapped there, and `handle` (from [`mem_create`]) holds at least `size`
 /// bytes.
-pub(crate) unsafe fn mem_map(
+unsafe fn mem_map(
     addr: u64,
     size: usize,
     handle: sys::CUmemGenericAllocationHandle,
@@ -124,7 +133,7 @@ pub(crate) unsafe fn mem_map(
 ///
 /// The library is loaded with the [`VMM`](super::library::VMM) symbols; the range was
 /// mapped by [`mem_map`] and nothing queued or running uses it.
-pub(crate) unsafe fn mem_unmap(addr: u64, size: usize) -> Result<(), Failure> {
+unsafe fn mem_unmap(addr: u64, size: usize) -> Result<(), Failure> {
     // SAFETY: a mapped, idle range of the caller's (its contract).
     result("cuMemUnmap", unsafe { sys::cuMemUnmap(addr, size) })
 }
@@ -135,7 +144,7 @@ pub(crate) unsafe fn mem_unmap(addr: u64, size: usize) -> Result<(), Failure> {
 ///
 /// The library is loaded with the [`VMM`](super::library::VMM) symbols and the range
 /// is mapped ([`mem_map`]).
-pub(crate) unsafe fn mem_set_access(
+unsafe fn mem_set_access(
     addr: u64,
     size: usize,
     access: &sys::CUmemAccessDesc,
@@ -147,16 +156,14 @@ pub(crate) unsafe fn mem_set_access(
     })
 }
 
-/// `cuMemAlloc_v2`: `len` bytes of device memory.
-///
-/// # Safety
-///
-/// The library is loaded with the [`STAGING`](super::library::STAGING) symbols and
-/// the context is bound.
-pub(crate) unsafe fn mem_alloc(len: usize) -> Result<u64, Failure> {
+/// `cuMemAlloc_v2`: `len` bytes of device memory in the current context
+/// (a failure without the [`STAGING`](super::library::STAGING) symbols),
+/// to be freed once with [`mem_free`] (or kept until the process exits).
+fn mem_alloc(lib: &Library, len: usize) -> Result<u64, Failure> {
+    needs(lib.staging, "cuMemAlloc")?;
     let mut ptr = 0;
-    // SAFETY: the symbol is present and the context bound (the caller's
-    // contract); `ptr` is a live out-parameter.
+    // SAFETY: the symbol is present (checked above); `ptr` is a live
+    // out-parameter.
     result("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, len) })?;
     Ok(ptr)
 }
@@ -168,21 +175,18 @@ pub(crate) unsafe fn mem_alloc(len: usize) -> Result<u64, Failure> {
 /// The library is loaded with the [`STAGING`](super::library::STAGING) symbols;
 /// `ptr` came from [`mem_alloc`], nothing queued or running uses it, and it
 /// is not used after this.
-pub(crate) unsafe fn mem_free(ptr: u64) -> Result<(), Failure> {
+unsafe fn mem_free(ptr: u64) -> Result<(), Failure> {
     // SAFETY: an idle allocation of the caller's (its contract).
     result("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) })
 }
 
-/// `cuMemHostAlloc`: `len` (more than 0) bytes of page-locked host memory.
-///
-/// # Safety
-///
-/// The library is loaded and the context is bound; `flags` are
-/// `CU_MEMHOSTALLOC_*` flags.
-pub(crate) unsafe fn mem_host_alloc(len: usize, flags: u32) -> Result<*mut c_void, Failure> {
+/// `cuMemHostAlloc`: `len` (more than 0) bytes of page-locked host memory
+/// with `CU_MEMHOSTALLOC_*` `flags`, to be freed once with
+/// [`mem_free_host`] (or kept until the process exits).
+fn mem_host_alloc(_: &Library, len: usize, flags: u32) -> Result<*mut c_void, Failure> {
     let mut p = std::ptr::null_mut();
-    // SAFETY: the context is bound (the caller's contract); `p` is a live
-    // out-parameter.
+    // SAFETY: the library is loaded (`Library`); the driver checks the
+    // flags; `p` is a live out-parameter.
     result("cuMemHostAlloc", unsafe {
         sys::cuMemHostAlloc(&mut p, len, flags)
     })?;
@@ -195,7 +199,7 @@ pub(crate) unsafe fn mem_host_alloc(len: usize, flags: u32) -> Result<*mut c_voi
 ///
 /// The library is loaded; `p` came from [`mem_host_alloc`], no copy queued
 /// or running uses it, and it is not used after this.
-pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<(), Failure> {
+unsafe fn mem_free_host(p: *mut c_void) -> Result<(), Failure> {
     // SAFETY: an idle allocation of the caller's (its contract).
     result("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })
 }
@@ -264,4 +268,225 @@ pub(crate) unsafe fn memcpy_dtod_async(
     result("cuMemcpyDtoDAsync", unsafe {
         sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream)
     })
+}
+
+/// Page-locked host memory of fixed length, zeroed when made
+/// ([`HostMemory::alloc`]), until [`HostMemory::free`] (dropped without
+/// that, it is kept until the process exits). Enqueuing a copy to or from
+/// it is the caller's `unsafe` promise to keep it until the copy is done.
+#[derive(Debug)]
+pub(crate) struct HostMemory {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the memory is owned exclusively (like a `Box<[u8]>`); the driver
+// lets any thread free it.
+unsafe impl Send for HostMemory {}
+// SAFETY: shared references give only `&[u8]`.
+unsafe impl Sync for HostMemory {}
+
+impl HostMemory {
+    /// `len` zeroed bytes, allocated with `CU_MEMHOSTALLOC_*` `flags` in the
+    /// current context (none for 0).
+    pub(crate) fn alloc(lib: &Library, len: usize, flags: u32) -> Result<Self, Failure> {
+        if len == 0 {
+            return Ok(HostMemory {
+                ptr: std::ptr::NonNull::dangling(),
+                len: 0,
+            });
+        }
+        let p = mem_host_alloc(lib, len, flags)?;
+        let ptr = std::ptr::NonNull::new(p.cast::<u8>()).ok_or(refused(
+            "cuMemHostAlloc",
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        ))?;
+        // SAFETY: `ptr` points to `len` writable bytes just allocated;
+        // zeroing them makes the slice views below sound.
+        unsafe { ptr.as_ptr().write_bytes(0, len) };
+        Ok(HostMemory { ptr, len })
+    }
+
+    /// The first byte, for copies.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `len` initialised bytes owned by `self`
+        // (or is dangling with `len == 0`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, to write.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` makes the view
+        // exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Frees the memory (`cuMemFreeHost`), leaving `self` empty.
+    pub(crate) fn free(&mut self) -> Result<(), Failure> {
+        let (ptr, len) = (self.ptr, self.len);
+        self.ptr = std::ptr::NonNull::dangling();
+        self.len = 0;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: `ptr` came from cuMemHostAlloc and `self` no longer holds
+        // it; the copies that used it were promised to be done.
+        unsafe { mem_free_host(ptr.as_ptr().cast()) }
+    }
+}
+
+/// Device address space reserved by [`Reservation::reserve`], and how much
+/// of it (from its base) is mapped; reserved until [`Reservation::free`]
+/// consumes it (dropped without that, it is kept until the process exits).
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    base: u64,
+    size: usize,
+    /// Bytes mapped from the base (0: none).
+    mapped: usize,
+}
+
+impl Reservation {
+    /// Reserves `size` bytes at `addr` (a hint; 0 for any) aligned to
+    /// `align` (0 for the default) in the current context
+    /// (`cuMemAddressReserve`; a failure without the
+    /// [`VMM`](super::library::VMM) symbols).
+    pub(crate) fn reserve(
+        lib: &Library,
+        size: usize,
+        align: usize,
+        addr: u64,
+    ) -> Result<Self, Failure> {
+        Ok(Reservation {
+            base: mem_address_reserve(lib, size, align, addr)?,
+            size,
+            mapped: 0,
+        })
+    }
+
+    /// Where the driver put it.
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Maps the first `len` bytes of `memory` at the base (`cuMemMap`); a
+    /// failure where something is mapped already or `len` is more than
+    /// was reserved (and the driver's where `memory` is smaller).
+    pub(crate) fn map(&mut self, len: usize, memory: &Physical) -> Result<(), Failure> {
+        if self.mapped > 0 || len > self.size {
+            return Err(refused("cuMemMap", sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        // SAFETY: the library has the VMM symbols (a reservation was made);
+        // `[base, base + len)` lies in this reservation, where nothing is
+        // mapped; `memory` is live (borrowed), and the driver checks its
+        // size.
+        unsafe { mem_map(self.base, len, memory.0) }?;
+        self.mapped = len;
+        Ok(())
+    }
+
+    /// Gives `access` to the mapped bytes (`cuMemSetAccess`).
+    pub(crate) fn set_access(&self, access: &sys::CUmemAccessDesc) -> Result<(), Failure> {
+        // SAFETY: the library has the VMM symbols (a reservation was made);
+        // `[base, base + mapped)` is mapped (the driver refuses an empty
+        // range).
+        unsafe { mem_set_access(self.base, self.mapped, access) }
+    }
+
+    /// Unmaps what is mapped (`cuMemUnmap`), if anything; device work still
+    /// using it faults, so its owner waits for that work first.
+    pub(crate) fn unmap(&mut self) -> Result<(), Failure> {
+        let mapped = std::mem::take(&mut self.mapped);
+        if mapped == 0 {
+            return Ok(());
+        }
+        // SAFETY: the library has the VMM symbols (a reservation was made);
+        // `[base, base + mapped)` was mapped by `map`, and is no longer
+        // counted as mapped.
+        unsafe { mem_unmap(self.base, mapped) }
+    }
+
+    /// Frees the address space (`cuMemAddressFree`), unmapping what is
+    /// still mapped first (that error kept, the range freed anyway).
+    pub(crate) fn free(mut self) -> Result<(), Failure> {
+        let unmapped = self.unmap();
+        // SAFETY: reserved by `reserve`, nothing mapped in it (above), and
+        // consumed here, so never used again.
+        let freed = unsafe { mem_address_free(self.base, self.size) };
+        unmapped.and(freed)
+    }
+}
+
+/// Device memory made by [`Physical::create`], until [`Physical::release`]
+/// consumes it (dropped without that, it is kept until the process exits).
+#[derive(Debug)]
+pub(crate) struct Physical(sys::CUmemGenericAllocationHandle);
+
+impl Physical {
+    /// `size` bytes (a multiple of `prop`'s granularity, else a failure)
+    /// of physical memory described by `prop` (`cuMemCreate`; a failure
+    /// without the [`VMM`](super::library::VMM) symbols).
+    pub(crate) fn create(
+        lib: &Library,
+        size: usize,
+        prop: &sys::CUmemAllocationProp,
+    ) -> Result<Self, Failure> {
+        Ok(Physical(mem_create(lib, size, prop)?))
+    }
+
+    /// Releases it (`cuMemRelease`); where it is still mapped, the driver
+    /// frees it once unmapped.
+    pub(crate) fn release(self) -> Result<(), Failure> {
+        // SAFETY: made by `create` and consumed here, so never used again.
+        unsafe { mem_release(self.0) }
+    }
+}
+
+/// Device memory made by [`DeviceMemory::alloc`] (or none), until
+/// [`DeviceMemory::free`] (dropped without that, it is kept until the
+/// process exits). Enqueuing a copy to or from it is the caller's `unsafe`
+/// promise to keep it until the copy is done.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceMemory {
+    ptr: u64,
+    len: usize,
+}
+
+impl DeviceMemory {
+    /// `len` bytes of device memory in the current context
+    /// (`cuMemAlloc`; a failure without the
+    /// [`STAGING`](super::library::STAGING) symbols).
+    pub(crate) fn alloc(lib: &Library, len: usize) -> Result<Self, Failure> {
+        Ok(DeviceMemory {
+            ptr: mem_alloc(lib, len)?,
+            len,
+        })
+    }
+
+    /// Its device address.
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Its length (0: none).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Frees it (`cuMemFree`), leaving none.
+    pub(crate) fn free(&mut self) -> Result<(), Failure> {
+        let DeviceMemory { ptr, len } = std::mem::take(self);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: allocated by `alloc` (the library has the symbols) and no
+        // longer held by `self`; the copies that used it were promised to
+        // be done.
+        unsafe { mem_free(ptr) }
+    }
 }

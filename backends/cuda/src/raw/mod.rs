@@ -1,16 +1,18 @@
 //! The thin layer over `cudarc::driver::sys`, and the only module that calls
 //! its functions: finding the library and its symbols without panicking,
-//! turning `CUresult`s into errors, and one `unsafe fn` per driver call the
-//! executor makes.
+//! turning `CUresult`s into errors, one function per driver call the
+//! executor makes, and owners of what the driver makes (the context retain,
+//! reservations, device, host and physical memory, modules, streams and
+//! events), whose methods are safe.
 //!
 //! cudarc's dynamic loading panics when the library or a symbol is missing,
 //! so nothing here calls a `sys` function before [`library()`] has loaded
-//! the library and checked the symbol is there. Every driver call here
-//! requires that: its caller holds a [`Device`](crate::device::Device) (made
-//! only once [`library()`] succeeded), or is opening one after
-//! [`library()`] succeeded. The symbols outside
-//! [`REQUIRED`](library::REQUIRED) are checked as well (see [`Library`]),
-//! and a function using one says so.
+//! the library and checked the symbol is there. A safe function takes the
+//! [`Library`] that proves it (only [`library()`] makes one), or an owner
+//! made with one; an optional symbol is checked before it is called. What
+//! stays `unsafe` is what the types cannot show: that an image is whole,
+//! that a copy's host memory and a launch's module outlive the work
+//! enqueued, that a function handle's module is loaded.
 //!
 //! A call that fails returns a [`Failure`]: the call and its raw code, which
 //! a caller may match (`CUDA_ERROR_NOT_FOUND`, `CUDA_ERROR_NOT_READY`, ...)

@@ -3,25 +3,25 @@
 //!
 //! Every function requires the library loaded (a `Device` held, see the
 //! [parent module](super)) and the context bound on the calling thread
-//! (`Device::bind`) where the driver needs it. The RAII owners of streams
-//! and events are in [`crate::stream`].
+//! (`Device::bind`) where the driver needs it. [`StreamHandle`] and
+//! [`EventHandle`] own a stream and an event until they are destroyed, so
+//! what is done with them alone is safe; the RAII owners that keep their
+//! device alive and report a destroy's error are in [`crate::stream`].
 
 use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
-use super::failure::{Failure, result};
+use super::failure::{Failure, refused, result};
+use super::library::Library;
 
-/// `cuStreamCreate`: a new stream in the current context, with `flags`.
-///
-/// # Safety
-///
-/// The library is loaded and the context is bound; the stream is to be
-/// destroyed once with [`stream_destroy`].
-pub(crate) unsafe fn stream_create(flags: sys::CUstream_flags) -> Result<sys::CUstream, Failure> {
+/// `cuStreamCreate`: a new stream in the current context, with `flags`, to
+/// be destroyed once with [`stream_destroy`] (or kept until the process
+/// exits).
+fn stream_create(_: &Library, flags: sys::CUstream_flags) -> Result<sys::CUstream, Failure> {
     let mut stream = std::ptr::null_mut();
-    // SAFETY: the context is bound (the caller's contract); `stream` is a
-    // live out-parameter; the flag is a valid stream flag.
+    // SAFETY: the library is loaded (`Library`); `stream` is a live
+    // out-parameter; the flag is a valid stream flag.
     result("cuStreamCreate", unsafe {
         sys::cuStreamCreate(&mut stream, flags as u32)
     })?;
@@ -35,7 +35,7 @@ pub(crate) unsafe fn stream_create(flags: sys::CUstream_flags) -> Result<sys::CU
 ///
 /// The library is loaded; `stream` came from [`stream_create`] and is not
 /// used after this.
-pub(crate) unsafe fn stream_destroy(stream: sys::CUstream) -> Result<(), Failure> {
+unsafe fn stream_destroy(stream: sys::CUstream) -> Result<(), Failure> {
     // SAFETY: the caller's stream, not used again (its contract).
     result("cuStreamDestroy", unsafe {
         sys::cuStreamDestroy_v2(stream)
@@ -48,7 +48,7 @@ pub(crate) unsafe fn stream_destroy(stream: sys::CUstream) -> Result<(), Failure
 /// # Safety
 ///
 /// The library is loaded and `stream` is live.
-pub(crate) unsafe fn stream_query(stream: sys::CUstream) -> Result<(), Failure> {
+unsafe fn stream_query(stream: sys::CUstream) -> Result<(), Failure> {
     // SAFETY: the stream is live (the caller's contract).
     result("cuStreamQuery", unsafe { sys::cuStreamQuery(stream) })
 }
@@ -58,7 +58,7 @@ pub(crate) unsafe fn stream_query(stream: sys::CUstream) -> Result<(), Failure> 
 /// # Safety
 ///
 /// The library is loaded and `stream` is live.
-pub(crate) unsafe fn stream_synchronize(stream: sys::CUstream) -> Result<(), Failure> {
+unsafe fn stream_synchronize(stream: sys::CUstream) -> Result<(), Failure> {
     // SAFETY: the stream is live (the caller's contract); waiting is all
     // this does.
     result("cuStreamSynchronize", unsafe {
@@ -73,10 +73,7 @@ pub(crate) unsafe fn stream_synchronize(stream: sys::CUstream) -> Result<(), Fai
 ///
 /// The library is loaded with the [`STAGING`](super::library::STAGING) symbols; the
 /// stream and the event are live.
-pub(crate) unsafe fn stream_wait_event(
-    stream: sys::CUstream,
-    event: sys::CUevent,
-) -> Result<(), Failure> {
+unsafe fn stream_wait_event(stream: sys::CUstream, event: sys::CUevent) -> Result<(), Failure> {
     // SAFETY: both handles are live (the caller's contract); flags must be
     // 0.
     result("cuStreamWaitEvent", unsafe {
@@ -94,7 +91,7 @@ pub(crate) unsafe fn stream_wait_event(
 /// `stream` is live; `callback` is sound to call once, from any thread,
 /// with `data`, and owns `data` from a successful return on (after a
 /// failure the caller still owns it).
-pub(crate) unsafe fn stream_add_callback(
+unsafe fn stream_add_callback(
     stream: sys::CUstream,
     callback: unsafe extern "C" fn(sys::CUstream, sys::CUresult, *mut c_void),
     data: *mut c_void,
@@ -115,7 +112,7 @@ pub(crate) unsafe fn stream_add_callback(
 /// The library has `cuLaunchHostFunc`; `stream` is live; `function` is
 /// sound to call once, from any thread, with `data`, and owns `data` from a
 /// successful return on (after a failure the caller still owns it).
-pub(crate) unsafe fn launch_host_func(
+unsafe fn launch_host_func(
     stream: sys::CUstream,
     function: unsafe extern "C" fn(*mut c_void),
     data: *mut c_void,
@@ -166,16 +163,13 @@ pub(crate) unsafe fn launch_kernel(
     })
 }
 
-/// `cuEventCreate`: a new event in the current context, with `flags`.
-///
-/// # Safety
-///
-/// The library is loaded and the context is bound; the event is to be
-/// destroyed once with [`event_destroy`].
-pub(crate) unsafe fn event_create(flags: sys::CUevent_flags) -> Result<sys::CUevent, Failure> {
+/// `cuEventCreate`: a new event in the current context, with `flags`, to
+/// be destroyed once with [`event_destroy`] (or kept until the process
+/// exits).
+fn event_create(_: &Library, flags: sys::CUevent_flags) -> Result<sys::CUevent, Failure> {
     let mut event = std::ptr::null_mut();
-    // SAFETY: the context is bound (the caller's contract); `event` is a
-    // live out-parameter.
+    // SAFETY: the library is loaded (`Library`); `event` is a live
+    // out-parameter.
     result("cuEventCreate", unsafe {
         sys::cuEventCreate(&mut event, flags as u32)
     })?;
@@ -188,7 +182,7 @@ pub(crate) unsafe fn event_create(flags: sys::CUevent_flags) -> Result<sys::CUev
 ///
 /// The library is loaded; `event` came from [`event_create`] and is not
 /// used after this.
-pub(crate) unsafe fn event_destroy(event: sys::CUevent) -> Result<(), Failure> {
+unsafe fn event_destroy(event: sys::CUevent) -> Result<(), Failure> {
     // SAFETY: the caller's event, not used again (its contract).
     result("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event) })
 }
@@ -198,10 +192,7 @@ pub(crate) unsafe fn event_destroy(event: sys::CUevent) -> Result<(), Failure> {
 /// # Safety
 ///
 /// The library is loaded; the event and the stream are live.
-pub(crate) unsafe fn event_record(
-    event: sys::CUevent,
-    stream: sys::CUstream,
-) -> Result<(), Failure> {
+unsafe fn event_record(event: sys::CUevent, stream: sys::CUstream) -> Result<(), Failure> {
     // SAFETY: both handles are live (the caller's contract).
     result("cuEventRecord", unsafe {
         sys::cuEventRecord(event, stream)
@@ -214,10 +205,7 @@ pub(crate) unsafe fn event_record(
 /// # Safety
 ///
 /// The library is loaded; both events are live.
-pub(crate) unsafe fn event_elapsed_time(
-    start: sys::CUevent,
-    end: sys::CUevent,
-) -> Result<f32, Failure> {
+unsafe fn event_elapsed_time(start: sys::CUevent, end: sys::CUevent) -> Result<f32, Failure> {
     let mut ms = 0f32;
     // SAFETY: both events are live (the caller's contract); `ms` is a live
     // out-parameter.
@@ -225,4 +213,183 @@ pub(crate) unsafe fn event_elapsed_time(
         sys::cuEventElapsedTime(&mut ms, start, end)
     })?;
     Ok(ms)
+}
+
+/// A stream made by [`StreamHandle::create`], live until
+/// [`StreamHandle::destroy`] consumes it (dropped without that, it is kept
+/// until the process exits).
+#[derive(Debug)]
+pub(crate) struct StreamHandle {
+    handle: sys::CUstream,
+    lib: Library,
+}
+
+// SAFETY: a `CUstream` is a driver handle any thread may use (the driver
+// API is thread-safe); the handle only passes it to the driver.
+unsafe impl Send for StreamHandle {}
+
+impl StreamHandle {
+    /// A new stream in the current context, with `flags`.
+    pub(crate) fn create(lib: &Library, flags: sys::CUstream_flags) -> Result<Self, Failure> {
+        Ok(StreamHandle {
+            handle: stream_create(lib, flags)?,
+            lib: *lib,
+        })
+    }
+
+    /// The handle, for enqueuing work; live while `self` is.
+    pub(crate) fn get(&self) -> sys::CUstream {
+        self.handle
+    }
+
+    /// Waits for all the stream's work (`cuStreamSynchronize`).
+    pub(crate) fn synchronize(&self) -> Result<(), Failure> {
+        // SAFETY: the library is loaded (`Library`); the stream is live
+        // (`self`).
+        unsafe { stream_synchronize(self.handle) }
+    }
+
+    /// `Ok` when all the stream's work is complete (`cuStreamQuery`); the
+    /// [`Failure`] is `CUDA_ERROR_NOT_READY` while some is outstanding.
+    pub(crate) fn query(&self) -> Result<(), Failure> {
+        // SAFETY: the library is loaded (`Library`); the stream is live
+        // (`self`).
+        unsafe { stream_query(self.handle) }
+    }
+
+    /// Later work on the stream waits for the last record of `event`
+    /// (`cuStreamWaitEvent`; a failure without the
+    /// [`STAGING`](super::library::STAGING) symbols).
+    pub(crate) fn wait(&self, event: &EventHandle) -> Result<(), Failure> {
+        if !self.lib.staging {
+            return Err(refused(
+                "cuStreamWaitEvent",
+                sys::CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            ));
+        }
+        // SAFETY: the symbol is present (checked above); the stream and the
+        // event are live (`self`, `event`).
+        unsafe { stream_wait_event(self.handle, event.handle) }
+    }
+
+    /// Enqueues `f`, called once, on a thread of the driver's, when the
+    /// work enqueued before it is done, with the stream's status: a stream
+    /// callback (`cuStreamAddCallback`) where the driver has them, which
+    /// runs even after a device error (with the error); else a host
+    /// function (`cuLaunchHostFunc`), which then never runs. `f` must not
+    /// call the driver; a panic in it is caught there. On a failure `f` is
+    /// dropped uncalled.
+    pub(crate) fn on_done<F>(&self, f: F) -> Result<(), Failure>
+    where
+        F: FnOnce(sys::CUresult) + Send + 'static,
+    {
+        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+        let r = if self.lib.stream_callback {
+            // SAFETY: the library has the symbol (`lib.stream_callback`);
+            // the stream is live; `stream_callback::<F>` matches
+            // `CUstreamCallback` and takes back `data`, a leaked `Box<F>`,
+            // once; `F` is `Send`.
+            unsafe { stream_add_callback(self.handle, stream_callback::<F>, data) }
+        } else {
+            // SAFETY: the library has the symbol (checked when it loaded,
+            // as it lacks `cuStreamAddCallback`); the stream is live;
+            // `host_function::<F>` matches `CUhostFn` and takes back
+            // `data`, a leaked `Box<F>`, once; `F` is `Send`.
+            unsafe { launch_host_func(self.handle, host_function::<F>, data) }
+        };
+        if r.is_err() {
+            // SAFETY: the driver did not take `data`; nothing else has it.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        }
+        r
+    }
+
+    /// Destroys the stream (`cuStreamDestroy`; work still queued on it
+    /// completes first, in the background).
+    pub(crate) fn destroy(self) -> Result<(), Failure> {
+        // SAFETY: made by `create` and consumed here, so never used again.
+        unsafe { stream_destroy(self.handle) }
+    }
+}
+
+/// An event made by [`EventHandle::create`], live until
+/// [`EventHandle::destroy`] consumes it (dropped without that, it is kept
+/// until the process exits).
+#[derive(Debug)]
+pub(crate) struct EventHandle {
+    handle: sys::CUevent,
+}
+
+// SAFETY: a `CUevent` is a driver handle any thread may use (the driver API
+// is thread-safe); the handle only passes it to the driver.
+unsafe impl Send for EventHandle {}
+
+impl EventHandle {
+    /// A new event in the current context, with `flags`.
+    pub(crate) fn create(lib: &Library, flags: sys::CUevent_flags) -> Result<Self, Failure> {
+        Ok(EventHandle {
+            handle: event_create(lib, flags)?,
+        })
+    }
+
+    /// Records the event on `stream` (`cuEventRecord`).
+    pub(crate) fn record(&self, stream: &StreamHandle) -> Result<(), Failure> {
+        // SAFETY: the library is loaded (`stream` was made with a
+        // `Library`); the event and the stream are live.
+        unsafe { event_record(self.handle, stream.handle) }
+    }
+
+    /// The milliseconds between `start` and `end`, both recorded and made
+    /// with timing (`cuEventElapsedTime`).
+    pub(crate) fn elapsed(start: &EventHandle, end: &EventHandle) -> Result<f32, Failure> {
+        // SAFETY: the library is loaded (both were made with a `Library`);
+        // both events are live.
+        unsafe { event_elapsed_time(start.handle, end.handle) }
+    }
+
+    /// Destroys the event (`cuEventDestroy`).
+    pub(crate) fn destroy(self) -> Result<(), Failure> {
+        // SAFETY: made by `create` and consumed here, so never used again.
+        unsafe { event_destroy(self.handle) }
+    }
+}
+
+/// Takes back the `Box<F>` that [`StreamHandle::on_done`] leaked and calls
+/// it with `status`; a panic does not unwind into the driver.
+///
+/// # Safety
+///
+/// `data` is a `Box<F>` leaked by [`StreamHandle::on_done`], and this is
+/// its only use.
+unsafe fn call_once<F: FnOnce(sys::CUresult)>(data: *mut c_void, status: sys::CUresult) {
+    // SAFETY: the caller passes the leaked box, once.
+    let f = unsafe { Box::from_raw(data.cast::<F>()) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(status)));
+}
+
+/// The stream callback [`StreamHandle::on_done`] enqueues.
+///
+/// # Safety
+///
+/// As for [`call_once`]: the driver calls it once per enqueueing, with the
+/// `data` it was given.
+unsafe extern "C" fn stream_callback<F: FnOnce(sys::CUresult)>(
+    _: sys::CUstream,
+    status: sys::CUresult,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the leaked `Box<F>`; the driver calls each callback
+    // exactly once.
+    unsafe { call_once::<F>(data, status) }
+}
+
+/// The host function [`StreamHandle::on_done`] enqueues where the driver
+/// has no `cuStreamAddCallback`.
+///
+/// # Safety
+///
+/// As for [`stream_callback`].
+unsafe extern "C" fn host_function<F: FnOnce(sys::CUresult)>(data: *mut c_void) {
+    // SAFETY: as in `stream_callback`.
+    unsafe { call_once::<F>(data, sys::CUresult::CUDA_SUCCESS) }
 }

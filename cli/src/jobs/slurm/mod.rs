@@ -82,9 +82,9 @@ impl JobRecord {
     pub fn read(dir: &Path) -> Result<Option<JobRecord>> {
         let path = dir.join("job.json");
         match crate::side_files::read(&path, "job record")? {
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                CliError::Command(format!("{}: not a job record: {e}", path.display()))
-            }),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| CliError::file(&path, format!("not a job record: {e}"))),
             None => Ok(None),
         }
     }
@@ -152,13 +152,14 @@ pub fn earlier_job(record: Option<&JobRecord>, resume: bool, dir: &Path) -> Resu
         return Ok(());
     }
     if !resume {
-        return Err(CliError::Command(format!(
-            "{}: job {} from an earlier run is still in the queue: wait for it with --resume, \
+        return Err(CliError::file(
+            dir,
+            format!(
+                "job {} from an earlier run is still in the queue: wait for it with --resume, \
              or cancel it (scancel {}) first",
-            dir.display(),
-            last.job_id,
-            last.job_id
-        )));
+                last.job_id, last.job_id
+            ),
+        ));
     }
     note!("waiting for job {} (submitted before) to end", last.job_id);
     queue::wait(&last.job_id, poll(), |_| {})
@@ -245,10 +246,10 @@ pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
     at::mkdir(&d, "logs").map_err(|e| reprise::Error::io(&logs, "create", e))?;
     match at::kind(&d, "logs") {
         Ok(Some(libc::S_IFDIR)) => Ok(()),
-        Ok(_) => Err(CliError::Command(format!(
-            "{}: not a directory (a symbolic link, or a file): the tasks' logs cannot go there",
-            logs.display()
-        ))),
+        Ok(_) => Err(CliError::file(
+            &logs,
+            "not a directory (a symbolic link, or a file): the tasks' logs cannot go there",
+        )),
         Err(e) => Err(reprise::Error::io(&logs, "stat", e).into()),
     }
 }
@@ -257,10 +258,7 @@ pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
 fn refuse_link(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => Err(linked(dir)),
-        Ok(m) if !m.is_dir() => Err(CliError::Command(format!(
-            "{}: the job directory is not a directory",
-            dir.display()
-        ))),
+        Ok(m) if !m.is_dir() => Err(CliError::file(dir, "the job directory is not a directory")),
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(reprise::Error::io(dir, "stat", e).into()),
@@ -268,12 +266,12 @@ fn refuse_link(dir: &Path) -> Result<()> {
 }
 
 fn linked(dir: &Path) -> CliError {
-    CliError::Command(format!(
-        "{}: the job directory is a symbolic link, which --slurm does not follow (it writes \
+    CliError::file(
+        dir,
+        "the job directory is a symbolic link, which --slurm does not follow (it writes \
          the job's files there and removes an earlier run's): remove the link, or name another \
          results file",
-        dir.display()
-    ))
+    )
 }
 
 /// Whether `name` is that of a shard's results file: `shard-K-of-N.jsonl`.

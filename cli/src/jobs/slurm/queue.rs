@@ -19,12 +19,12 @@ fn slurm(tool: &str, args: &[String], cwd: Option<&Path>) -> Result<Output> {
     }
     cmd.output().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::Command(format!(
+            CliError::Program(format!(
                 "{tool} is not on PATH: --slurm needs Slurm's client commands (sbatch, squeue, \
                  scontrol) on this machine"
             ))
         } else {
-            CliError::Command(format!("could not run {tool}: {e}"))
+            CliError::Program(format!("could not run {tool}: {e}"))
         }
     })
 }
@@ -78,7 +78,7 @@ pub fn submit(script: &Path, tasks: &[u64], options: &[String], cwd: &Path) -> R
     }
     let o = slurm("sbatch", &args, Some(cwd))?;
     if !o.status.success() {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Program(format!(
             "sbatch {} failed ({}): {}",
             args.join(" "),
             o.status,
@@ -95,7 +95,7 @@ pub fn submit(script: &Path, tasks: &[u64], options: &[String], cwd: &Path) -> R
         .trim()
         .to_string();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Program(format!(
             "sbatch printed no job id (expected a number from --parsable): {:?}",
             out.trim()
         )));
@@ -114,7 +114,7 @@ pub fn queued(job: &str) -> Result<Vec<(Option<u64>, String)>> {
         if err.contains("Invalid job id") {
             return Ok(Vec::new());
         }
-        return Err(CliError::Command(format!(
+        return Err(CliError::Program(format!(
             "squeue -j {job} failed ({}): {err}",
             o.status
         )));

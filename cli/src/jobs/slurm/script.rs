@@ -38,21 +38,16 @@ pub fn forwarded(args: &[OsString], values: &[&str], flags: &[&str]) -> Result<V
     let mut out = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let Some(a) = arg.to_str() else {
-            return Err(CliError::Command(format!(
-                "{}: --slurm writes arguments into a shell script, and this one is not UTF-8",
-                arg.to_string_lossy()
-            )));
-        };
+        let a = utf8(arg)?;
         if a == "--" {
-            out.push(a.to_string());
+            out.push(a);
             for rest in it.by_ref() {
                 out.push(utf8(rest)?);
             }
             break;
         }
-        let name = a.split_once('=').map_or(a, |(n, _)| n);
-        if flags.contains(&a) {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        if flags.contains(&a.as_str()) {
             continue;
         }
         if values.contains(&name) {
@@ -61,14 +56,14 @@ pub fn forwarded(args: &[OsString], values: &[&str], flags: &[&str]) -> Result<V
             }
             continue;
         }
-        out.push(a.to_string());
+        out.push(a);
     }
     Ok(out)
 }
 
 fn utf8(a: &OsString) -> Result<String> {
     a.to_str().map(str::to_string).ok_or_else(|| {
-        CliError::Command(format!(
+        CliError::Usage(format!(
             "{}: --slurm writes arguments into a shell script, and this one is not UTF-8",
             a.to_string_lossy()
         ))
@@ -82,7 +77,7 @@ fn utf8(a: &OsString) -> Result<String> {
 pub fn checked<'v>(what: &str, value: &'v str) -> Result<&'v str> {
     match value.chars().find(|c| c.is_control()) {
         None => Ok(value),
-        Some(c) => Err(CliError::Command(format!(
+        Some(c) => Err(CliError::Usage(format!(
             "{what}: {value:?} holds a control character (U+{:04X}), which cannot be written \
              into a Slurm batch script",
             u32::from(c)
@@ -94,7 +89,7 @@ pub fn checked<'v>(what: &str, value: &'v str) -> Result<&'v str> {
 /// not UTF-8 (its bytes could not be written as they are).
 pub fn checked_path<'p>(what: &str, path: &'p Path) -> Result<&'p str> {
     let Some(text) = path.to_str() else {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Usage(format!(
             "{what}: {path:?} is not UTF-8, which cannot be written into a Slurm batch script"
         )));
     };
@@ -156,7 +151,7 @@ impl Script<'_> {
         // sbatch's --output: a backslash there turns off its %-patterns
         // and is dropped, so that the logs would go to another directory.
         if dir.contains('\\') {
-            return Err(CliError::Command(format!(
+            return Err(CliError::Usage(format!(
                 "the job directory: {dir:?} holds a backslash, which sbatch drops from the \
                  tasks' log files' names (--output): name a results file without one"
             )));

@@ -69,6 +69,14 @@ impl SearchArgs {
             || self.worker_plan.is_some()
             || (a.rows.is_some() && a.shard.is_none())
     }
+
+    /// How the library's sampler draws the candidates these options ask for.
+    pub fn drawn(&self) -> reprise::tune::space::Sampler {
+        match self.sampler {
+            Sampler::Grid => reprise::tune::space::Sampler::Grid,
+            Sampler::Random => reprise::tune::space::Sampler::Random(self.seed),
+        }
+    }
 }
 
 fn trials(s: &str) -> std::result::Result<u64, String> {

@@ -3,10 +3,12 @@
 
 use super::*;
 
-/// What measuring came to.
-#[derive(Debug)]
+/// What measuring came to; a worker's last line on stdout, less its rows
+/// (which are in the results file).
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Outcome {
     /// The rows measured (and written), in the order measured.
+    #[serde(skip)]
     pub(super) rows: Vec<Row>,
     /// Whether every time is the device's own.
     pub(super) device_times: bool,
@@ -27,6 +29,18 @@ impl Default for Outcome {
             interrupted: false,
             budget_spent: false,
         }
+    }
+}
+
+impl Outcome {
+    /// Adds what measuring more came to: its rows after these, the first
+    /// failure that stopped it.
+    pub(super) fn join(&mut self, o: Outcome) {
+        self.rows.extend(o.rows);
+        self.device_times &= o.device_times;
+        self.lost = self.lost.take().or(o.lost);
+        self.interrupted |= o.interrupted;
+        self.budget_spent |= o.budget_spent;
     }
 }
 
@@ -87,11 +101,7 @@ pub(super) fn measure_here(
         let o = measure_group(
             a, capture, backend, configs, &group, how, &mut bar, &out.rows,
         )?;
-        out.rows.extend(o.rows);
-        out.device_times &= o.device_times;
-        out.lost = out.lost.or(o.lost);
-        out.interrupted |= o.interrupted;
-        out.budget_spent |= o.budget_spent;
+        out.join(o);
     }
     Ok(out)
 }

@@ -42,7 +42,8 @@ mod workers;
 
 pub use args::{Sampler, SearchArgs, Workers};
 use measure::{Here, Outcome, measure_here};
+pub use reprise::tune::space::{Candidate, Dimension, Setting, Space, draw, study};
 use results::{append, header_line, read_results, write_row};
-pub use run::{candidates, run, study};
-pub use space::{Candidate, Compile, compiles, draw, space};
+pub use run::{candidates, run};
+pub use space::{Compile, compiles, space};
 use workers::{measure_in_workers, serve_plan};

@@ -27,11 +27,13 @@ pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
         }
         if let Ok(h) = serde_json::from_str::<Header>(body) {
             if h.kernel != kernel {
-                return Err(CliError::Command(format!(
-                    "{}: the results of kernel {:?}, not of this capture's {kernel:?}",
-                    path.display(),
-                    h.kernel
-                )));
+                return Err(CliError::file(
+                    path,
+                    format!(
+                        "the results of kernel {:?}, not of this capture's {kernel:?}",
+                        h.kernel
+                    ),
+                ));
             }
             prev.header = Some(h);
         } else if let Ok(r) = serde_json::from_str::<Row>(body) {
@@ -47,11 +49,13 @@ pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
                 .map_err(|e| reprise::Error::io(path, "truncate", e))?;
             break;
         } else {
-            return Err(CliError::Command(format!(
-                "{}: line {} is neither a header nor a row of tune results",
-                path.display(),
-                i + 1
-            )));
+            return Err(CliError::file(
+                path,
+                format!(
+                    "line {} is neither a header nor a row of tune results",
+                    i + 1
+                ),
+            ));
         }
         kept += line.len();
     }

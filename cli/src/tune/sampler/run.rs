@@ -12,7 +12,7 @@ pub fn candidates(
 ) -> Result<(u64, Vec<Candidate>)> {
     let search = &a.search;
     if a.slurm.slurm && search.resume.is_some() {
-        return Err(CliError::Command(
+        return Err(CliError::Usage(
             "--resume continues a study run here, not a --slurm job (its shards write their \
              rows files themselves)"
                 .into(),
@@ -23,7 +23,7 @@ pub fn candidates(
     let wanted = search.trials.unwrap_or(size);
     let max = crate::tune::lists::MAX_CONFIGS as u64;
     if wanted.min(size) > max {
-        return Err(CliError::Command(if search.trials.is_some() {
+        return Err(CliError::Usage(if search.trials.is_some() {
             format!("--trials {wanted}: at most {max} configurations in one search")
         } else {
             format!(
@@ -38,32 +38,11 @@ pub fn candidates(
              capped at {size}"
         );
     }
-    let candidates: Vec<Candidate> = draw(size, wanted, search.sampler, search.seed)
+    let candidates: Vec<Candidate> = draw(size, wanted, search.drawn())
         .into_iter()
         .map(|i| space.point(i, recorded))
         .collect();
     Ok((size, candidates))
-}
-
-/// Every row the study of `candidates` has: the recorded configuration
-/// with each compile setting drawn (where the capture records it, or the
-/// executor takes no geometry), then the other candidates, each once.
-pub fn study(candidates: &[Candidate], recorded: LaunchConfig, geometry: bool) -> Vec<Candidate> {
-    let known = !geometry || (recorded.grid[0] != 0 && recorded.block[0] != 0);
-    let mut out: Vec<Candidate> = Vec::new();
-    if known {
-        for c in candidates {
-            let r = Candidate {
-                compile: c.compile,
-                config: recorded,
-            };
-            if !out.contains(&r) {
-                out.push(r);
-            }
-        }
-    }
-    out.extend(candidates.iter().copied().filter(|c| c.config != recorded));
-    out
 }
 
 /// Runs the search `a` asks for over `capture` on `backend`.
@@ -89,12 +68,7 @@ pub fn run(
     let rec = &capture.record;
     let kernel = rec.name.to_string();
     let (size, candidates) = candidates(a, recorded, geometry)?;
-    let mut geometries: Vec<LaunchConfig> = Vec::new();
-    for c in &candidates {
-        if !geometries.contains(&c.config) {
-            geometries.push(c.config);
-        }
-    }
+    let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
     let order = shard::full_list(&geometries, recorded);
     let key_of =
         |c: &Candidate| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref());
@@ -114,14 +88,14 @@ pub fn run(
     if let (Some(r), Some(rows)) = (&search.resume, &a.rows)
         && r != rows
     {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Usage(format!(
             "--resume {} appends to the file it continues: give --rows {} only to start a study",
             r.display(),
             rows.display()
         )));
     }
     if a.device_id.is_some() && !matches!(search.workers, None | Some(Workers::Count(1))) {
-        return Err(CliError::Command(
+        return Err(CliError::Usage(
             "--workers use devices 0 to N-1: give --device-id or --workers, not both".into(),
         ));
     }
@@ -131,11 +105,10 @@ pub fn run(
         if let (Some(h), Some(s)) = (&prev.header, a.shard)
             && h.tune_shard != s.to_string()
         {
-            return Err(CliError::Command(format!(
-                "{}: the results of shard {}, not of --shard {s}",
-                path.display(),
-                h.tune_shard
-            )));
+            return Err(CliError::file(
+                path,
+                format!("the results of shard {}, not of --shard {s}", h.tune_shard),
+            ));
         }
         if prev.header.is_none() {
             append(path, &header_line(a, &kernel, held.len()))?;
@@ -143,14 +116,17 @@ pub fn run(
         old = prev.rows;
     } else if let Some(path) = &results {
         if path.exists() {
-            return Err(CliError::Command(format!(
-                "{}: the results file exists: continue its study with --resume {0}, or remove it",
-                path.display()
-            )));
+            return Err(CliError::file(
+                path,
+                format!(
+                    "the results file exists: continue its study with --resume {}, or remove it",
+                    path.display()
+                ),
+            ));
         }
         append(path, &header_line(a, &kernel, held.len()))?;
     }
-    let done: HashSet<String> = old.iter().map(shard::row_key).collect();
+    let done: HashSet<String> = old.iter().map(Row::key).collect();
     let todo: Vec<Candidate> = held
         .iter()
         .copied()
@@ -284,55 +260,36 @@ pub fn run(
     let mut rows = old;
     rows.extend(new);
     let ranked = shard::ranking(&rows, &order);
-    if a.json {
-        let sweep = report::Sweep {
-            kernel: &kernel,
-            capture: capture.paths.descriptor.display().to_string(),
-            runs: Some((a.repetitions, a.warmup)),
-            device_times,
-            stopped: stopped.clone(),
-        };
-        out_text!("{}", report::json(&sweep, &ranked));
-    } else {
-        for line in report::table(&ranked, device_times, stopped.as_deref()) {
-            out!("{line}");
-        }
-        // A setting the JIT refused: its log, after the table.
-        for r in &ranked {
-            if let (Some(jit), Some(detail), "failed") = (&r.jit, &r.detail, r.status.as_str())
-                && detail.starts_with("the driver's JIT could not compile")
-            {
-                out!("the JIT failed with {jit}:");
-                for line in detail.lines().skip(1) {
-                    out!("  {line}");
-                }
-            }
-        }
-        if let Some(path) = &results {
-            out!("results in {} ({} rows)", path.display(), rows.len());
+    // A setting the JIT refused: its log, after the table.
+    let mut after = Vec::new();
+    for r in &ranked {
+        if let (Some(jit), Some(detail), "failed") = (&r.jit, &r.detail, r.status.as_str())
+            && detail.starts_with("the driver's JIT could not compile")
+        {
+            after.push(format!("the JIT failed with {jit}:"));
+            after.extend(detail.lines().skip(1).map(|line| format!("  {line}")));
         }
     }
-    if let Some(path) = &a.csv {
-        report::write_csv(path, &ranked)?;
-        if !a.json {
-            out!("wrote {}", path.display());
-        }
+    if let Some(path) = &results {
+        after.push(format!(
+            "results in {} ({} rows)",
+            path.display(),
+            rows.len()
+        ));
     }
-    if let Some(path) = &a.plot {
-        crate::tune::plot::draw(path, &kernel, &ranked)?;
-        if !a.json {
-            out!("plotted {}", path.display());
-        }
-    }
+    let sweep = report::Sweep {
+        kernel: &kernel,
+        capture: capture.paths.descriptor.display().to_string(),
+        runs: Some((a.repetitions, a.warmup)),
+        device_times,
+        stopped,
+    };
+    report::show(a, &sweep, &ranked, &after, true)?;
     Ok(if interrupted && !budget_spent {
         ExitCode::from(130)
     } else if lost.is_some() {
         ExitCode::from(2)
     } else {
-        report::verdict_exit(
-            &a.file,
-            ranked.iter().any(Row::good),
-            ranked.iter().any(|r| r.status == "differs"),
-        )
+        report::verdict_exit(&a.file, &ranked)
     })
 }

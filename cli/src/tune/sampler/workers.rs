@@ -17,15 +17,6 @@ pub(super) struct Plan {
     pub(super) budget_ms: Option<u64>,
 }
 
-/// How a worker ended, its last line on stdout.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct WorkerEnd {
-    pub(super) device_times: bool,
-    pub(super) lost: Option<String>,
-    pub(super) interrupted: bool,
-    pub(super) budget_spent: bool,
-}
-
 /// `--worker-plan FILE`: measures a worker's share on its device (given
 /// with --device-id), appending rows to the study's results file.
 pub(super) fn serve_plan(
@@ -38,13 +29,12 @@ pub(super) fn serve_plan(
 ) -> Result<ExitCode> {
     let text = crate::side_files::read_text(plan, "worker plan")?;
     let p: Plan = serde_json::from_str(&text)
-        .map_err(|e| CliError::Command(format!("{}: not a worker plan: {e}", plan.display())))?;
+        .map_err(|e| CliError::file(plan, format!("not a worker plan: {e}")))?;
     if let Some(&(.., c)) = p.configs.iter().find(|t| t.3 >= compiles.len()) {
-        return Err(CliError::Command(format!(
-            "{}: compile setting {c} of a search with {}",
-            plan.display(),
-            compiles.len()
-        )));
+        return Err(CliError::file(
+            plan,
+            format!("compile setting {c} of a search with {}", compiles.len()),
+        ));
     }
     let configs = p
         .configs
@@ -65,13 +55,7 @@ pub(super) fn serve_plan(
         deadline: p.budget_ms.map(|ms| start + Duration::from_millis(ms)),
         progress: false,
     };
-    let o = measure_here(a, capture, backend, compiles, configs, &here)?;
-    let end = WorkerEnd {
-        device_times: o.device_times,
-        lost: o.lost,
-        interrupted: o.interrupted,
-        budget_spent: o.budget_spent,
-    };
+    let end = measure_here(a, capture, backend, compiles, configs, &here)?;
     out_text!(
         "{}",
         serde_json::to_string(&end).expect("an end serializes")
@@ -166,17 +150,12 @@ pub(super) fn measure_in_workers(
             let text = String::from_utf8_lossy(&o.stdout);
             text.lines()
                 .last()
-                .and_then(|l| serde_json::from_str::<WorkerEnd>(l).ok())
+                .and_then(|l| serde_json::from_str::<Outcome>(l).ok())
         });
         match end {
-            Some(e) => {
-                out.device_times &= e.device_times;
-                out.interrupted |= e.interrupted;
-                out.budget_spent |= e.budget_spent;
-                if let Some(why) = e.lost {
-                    out.lost
-                        .get_or_insert(format!("worker {w} (device {w}): {why}"));
-                }
+            Some(mut e) => {
+                e.lost = e.lost.map(|why| format!("worker {w} (device {w}): {why}"));
+                out.join(e);
             }
             None => {
                 let how = done.map_or_else(|e| e.to_string(), |o| o.status.to_string());

@@ -1,11 +1,15 @@
 //! Tuning a kernel's launch geometry in isolation: one capture replayed
 //! with each configuration of a sweep, each verified against the recorded
 //! output and timed, on one [`Session`] (the region, image and queue are
-//! made once; a repetition costs the restore and the kernel).
+//! made once; a repetition costs the restore and the kernel). A search
+//! draws its configurations from a [`space`] and keeps its results as
+//! [`rows`].
 
-use std::time::Duration;
+pub mod rows;
+pub mod space;
 
 use std::fmt;
+use std::time::Duration;
 
 use reprise_core::exec::{ErrorKind, Executor, LaunchConfig};
 

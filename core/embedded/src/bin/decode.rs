@@ -11,9 +11,11 @@
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use panic_halt as _;
+// Its critical section (and, with `alloc`, its heap) for the core.
 use reprise_core::globals::{self, Layout};
 use reprise_core::record::KernelRecord;
 use reprise_core::region::BumpRegion;
+use reprise_core_embedded as _;
 
 /// A descriptor LLVM 16's runtime wrote for an OpenMP target region.
 const DESCRIPTOR: &[u8] = br#"{"ArgOffsets":[0,0,0],"ArgPtrs":[1024,140224684101648,140224684105744],"BumpAllocVAStart":140224684101648,"DeviceId":0,"DeviceMemorySize":8192,"LoopTripCount":1024,"Name":"__omp_offloading_fe00_990012_main_l13","NumArgs":3,"NumTeamsClause":0,"ThreadLimitClause":0}"#;

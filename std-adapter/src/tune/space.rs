@@ -1,0 +1,245 @@
+//! A search's space: the product of its dimensions, each one list of
+//! settings ([`Dimension`]); a candidate is one point of the product, its
+//! index read in mixed radix (the last dimension fastest, as a grid's
+//! nested loops). [`draw`] picks the candidates: in order, or distinct
+//! points drawn without replacement from a seeded generator, so one seed
+//! gives the same candidates in the same order.
+
+use std::collections::HashSet;
+
+use reprise_core::exec::LaunchConfig;
+
+/// How the candidates are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampler {
+    /// Every point of the product, in order.
+    Grid,
+    /// Distinct points drawn at random, from a generator seeded with this.
+    Random(u64),
+}
+
+/// One point of the product: a compile setting (an index into the
+/// search's list of them) and a launch geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// Its compile setting, an index into the search's compile settings.
+    pub compile: usize,
+    /// Its launch geometry.
+    pub config: LaunchConfig,
+}
+
+/// One setting a dimension of the search chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The grid (team counts).
+    Grid([u32; 3]),
+    /// The block (threads per team).
+    Block([u32; 3]),
+    /// Dynamic shared memory, bytes.
+    SharedMem(u32),
+    /// The compile setting, an index into the search's compile settings.
+    Compile(usize),
+}
+
+impl Setting {
+    /// Applies it to `c`.
+    fn apply(self, c: &mut Candidate) {
+        match self {
+            Setting::Grid(g) => c.config.grid = g,
+            Setting::Block(b) => c.config.block = b,
+            Setting::SharedMem(s) => c.config.shared_mem = s,
+            Setting::Compile(i) => c.compile = i,
+        }
+    }
+}
+
+/// One dimension: its values, each once, in the order given. A new
+/// dimension of the search is one more of these (and a [`Setting`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dimension {
+    /// What gives it (a command line's flag, say), for [`Space::shape`].
+    pub flag: &'static str,
+    /// Its settings.
+    pub values: Vec<Setting>,
+}
+
+impl Dimension {
+    /// The dimension `flag` gives, its `values` each kept once.
+    pub fn new(flag: &'static str, values: impl IntoIterator<Item = Setting>) -> Dimension {
+        let mut v: Vec<Setting> = Vec::new();
+        for s in values {
+            if !v.contains(&s) {
+                v.push(s);
+            }
+        }
+        Dimension { flag, values: v }
+    }
+}
+
+/// The product of the dimensions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Space {
+    /// The dimensions, the last one varying fastest.
+    pub dims: Vec<Dimension>,
+}
+
+impl Space {
+    /// How many points the product holds (saturating).
+    pub fn size(&self) -> u64 {
+        self.dims
+            .iter()
+            .fold(1u64, |n, d| n.saturating_mul(d.values.len() as u64))
+    }
+
+    /// `4 (--num-teams) x 4 (--num-threads) x 1 (--shared-mem)`.
+    pub fn shape(&self) -> String {
+        let parts: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| format!("{} ({})", d.values.len(), d.flag))
+            .collect();
+        parts.join(" x ")
+    }
+
+    /// The candidate at `index` (below [`size`](Self::size)): `base`
+    /// (and the first compile setting) with each dimension's setting
+    /// applied.
+    pub fn point(&self, mut index: u64, base: LaunchConfig) -> Candidate {
+        let mut c = Candidate {
+            compile: 0,
+            config: base,
+        };
+        for d in self.dims.iter().rev() {
+            let n = d.values.len() as u64;
+            d.values[(index % n) as usize].apply(&mut c);
+            index /= n;
+        }
+        c
+    }
+}
+
+/// The indices of `n` candidates of a product of `size`: [`Sampler::Grid`]
+/// the first `n` in order, [`Sampler::Random`] `n` distinct ones drawn
+/// with its seed (the same seed, the same indices in the same order).
+pub fn draw(size: u64, n: u64, sampler: Sampler) -> Vec<u64> {
+    let n = n.min(size);
+    match sampler {
+        Sampler::Grid => (0..n).collect(),
+        Sampler::Random(seed) => {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            if n.saturating_mul(2) >= size {
+                // A dense draw: a shuffle of all, then the first n.
+                let mut all: Vec<u64> = (0..size).collect();
+                rng.shuffle(&mut all);
+                all.truncate(n as usize);
+                all
+            } else {
+                // A sparse draw: redraw what was drawn before (fewer than
+                // half are taken, so each draw is new more often than not).
+                let mut seen = HashSet::new();
+                let mut out = Vec::with_capacity(n as usize);
+                while (out.len() as u64) < n {
+                    let i = rng.u64(0..size);
+                    if seen.insert(i) {
+                        out.push(i);
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Whether the capture records a team and a thread count to measure as
+/// `recorded` (LLVM 16's may record none).
+fn known(recorded: LaunchConfig) -> bool {
+    recorded.grid[0] != 0 && recorded.block[0] != 0
+}
+
+/// Every candidate a study of `candidates` measures: the recorded
+/// configuration with each compile setting drawn (where the capture
+/// records it, or the executor takes no `geometry`), then the other
+/// candidates, each once.
+pub fn study(candidates: &[Candidate], recorded: LaunchConfig, geometry: bool) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    if !geometry || known(recorded) {
+        for c in candidates {
+            let r = Candidate {
+                compile: c.compile,
+                config: recorded,
+            };
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out.extend(candidates.iter().copied().filter(|c| c.config != recorded));
+    out
+}
+
+/// A whole sweep's geometries: the recorded one first (where the capture
+/// records it), then the others of `configs`, each once.
+pub fn full_list(configs: &[LaunchConfig], recorded: LaunchConfig) -> Vec<LaunchConfig> {
+    let mut out: Vec<LaunchConfig> = known(recorded).then_some(recorded).into_iter().collect();
+    for &c in configs {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(g: u32, b: u32, s: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [g, 1, 1],
+            block: [b, 1, 1],
+            shared_mem: s,
+        }
+    }
+
+    #[test]
+    fn the_product_is_read_in_mixed_radix_last_dimension_fastest() {
+        let s = Space {
+            dims: vec![
+                Dimension::new("a", [1, 2, 3].map(|g| Setting::Grid([g, 1, 1]))),
+                Dimension::new("b", [10, 20, 10].map(|b| Setting::Block([b, 1, 1]))),
+                Dimension::new("c", [0, 5].map(Setting::SharedMem)),
+            ],
+        };
+        // The repeated block is one value.
+        assert_eq!(s.size(), 3 * 2 * 2);
+        let base = cfg(9, 9, 9);
+        assert_eq!(s.point(0, base).config, cfg(1, 10, 0));
+        assert_eq!(s.point(1, base).config, cfg(1, 10, 5));
+        assert_eq!(s.point(2, base).config, cfg(1, 20, 0));
+        assert_eq!(s.point(11, base).config, cfg(3, 20, 5));
+        let all: HashSet<String> = (0..s.size())
+            .map(|i| crate::tune::rows::key(&s.point(i, base).config))
+            .collect();
+        assert_eq!(all.len(), 12);
+        assert_eq!(s.shape(), "3 (a) x 2 (b) x 2 (c)");
+    }
+
+    #[test]
+    fn random_draws_are_distinct_seeded_and_capped() {
+        for size in [1u64, 7, 100, 1 << 40] {
+            for n in [1u64, 3, 50] {
+                let a = draw(size, n, Sampler::Random(7));
+                assert_eq!(a, draw(size, n, Sampler::Random(7)), "same seed");
+                assert_eq!(a.len() as u64, n.min(size));
+                let set: HashSet<u64> = a.iter().copied().collect();
+                assert_eq!(set.len(), a.len(), "distinct");
+                assert!(a.iter().all(|&i| i < size));
+            }
+        }
+        assert_ne!(
+            draw(1000, 20, Sampler::Random(1)),
+            draw(1000, 20, Sampler::Random(2))
+        );
+        assert_eq!(draw(5, 9, Sampler::Grid), [0, 1, 2, 3, 4]);
+    }
+}
