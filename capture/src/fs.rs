@@ -58,7 +58,7 @@ pub(crate) enum Bounded {
 }
 
 /// The contents of `file`, a regular file of at most `limit` bytes: the
-/// one bounded read of the std adapter (a buffer that cannot be had is an
+/// one bounded read of the capture crate (a buffer that cannot be had is an
 /// error, not an abort).
 pub(crate) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, Bounded> {
     let meta = file.metadata().map_err(Bounded::Io)?;

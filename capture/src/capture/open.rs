@@ -144,20 +144,11 @@ fn pseudo(fs: rustix::fs::StatFs) -> Option<&'static str> {
 /// the bound before anything is read. `Ok(None)` when there is nothing at
 /// `path`.
 pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8>>> {
-    let Some((file, len)) = open_regular(path)? else {
+    let Some((file, _)) = open_regular(path)? else {
         return Ok(None);
     };
-    if len > limit {
-        return Err(Error::capture(
-            path,
-            CaptureProblem::TooLarge {
-                role: role.to_string(),
-                len,
-                limit,
-            },
-        ));
-    }
-    // A file that grew past the bound since `fstat` is still refused.
+    // The one bounded read: a file larger than the bound is refused before
+    // a byte is read, and one that grew past it since is still refused.
     match crate::fs::read_file_bounded(file, limit) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(Bounded::Io(e)) => Err(Error::io(path, "read", e)),
