@@ -28,7 +28,7 @@ use crate::capture::{
 };
 use crate::error::{CaptureProblem, Error, ExportProblem, Result, StoreProblem};
 
-use super::{open_dir, sync_dir, write_new};
+use super::{sync_dir, write_new};
 
 /// The format [`export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +196,7 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     }
 
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-    let dir_fd = open_dir(dir)?;
+    let dir_fd = crate::fs::open_dir_fd(dir)?;
     let mut written: Vec<PathBuf> = Vec::new();
     let mut bytes = 0u64;
     let result = (|| {

@@ -33,7 +33,7 @@ use crate::capture::{CapturePaths, read_descriptor};
 use crate::chunks::{self, ChunkStore, Manifest, StoreOptions};
 use crate::error::{CaptureProblem, Error, Result, StoreProblem};
 
-use super::{open_dir, sync_dir};
+use super::sync_dir;
 
 /// How [`import`] works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +160,7 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
         },
     )?;
     let before = store_bytes(dir)?;
-    let dir_fd = open_dir(dir)?;
+    let dir_fd = crate::fs::open_dir_fd(dir)?;
     // Links of each inode removed, to tell when its last one went.
     let mut links: HashMap<(u64, u64), (u64, u64, u64)> = HashMap::new();
     for raw in todo {
@@ -287,7 +287,7 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if fsync {
-        sync_dir(&open_dir(parent)?, parent)?;
+        sync_dir(&crate::fs::open_dir_fd(parent)?, parent)?;
     }
     // 3. Read back whole, or the raw file stays.
     #[cfg(test)]

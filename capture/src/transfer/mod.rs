@@ -27,11 +27,6 @@ pub use crate::chunks::{GcOptions, GcReport, Usage, usage};
 use crate::error::{Error, ExportProblem, Result, StoreProblem};
 use crate::store::TEMP_PREFIX;
 
-/// Opens the directory `dir` (following a link to it: the caller chose it).
-fn open_dir(dir: &Path) -> Result<OwnedFd> {
-    crate::fs::open_dir_fd(dir)
-}
-
 /// Writes a new file `name` in the directory `dir_fd` (`dir`, for
 /// messages): `fill` writes it under a fresh hidden temporary name
 /// (`O_CREAT | O_EXCL | O_NOFOLLOW`), it is flushed, and then given its
