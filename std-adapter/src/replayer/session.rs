@@ -12,10 +12,10 @@
 //! device-to-device copy ([`Restore::FromDevice`]), a fraction of an
 //! upload's time; where that second copy cannot be had, it uploads.
 //!
-//! A snapshot of the chunk store is streamed on a GPU (see
-//! [`super::stream`]): its chunks are decompressed into two small
-//! page-locked staging buffers and copied into the device while the next
-//! ones decompress, into the pristine copy when there is one (every run
+//! A snapshot that streams is streamed on a GPU
+//! ([`SnapshotSource::stream_into`]): its chunks are decompressed into two
+//! small page-locked staging buffers and copied into the device while the
+//! next ones decompress, into the pristine copy when there is one (every run
 //! then restores from it, the first included) and into the region when a
 //! single run is expected. No host buffer of the snapshot's size is made,
 //! and repetitions restore as from raw files, from the device, without

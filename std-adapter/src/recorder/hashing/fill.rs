@@ -26,8 +26,8 @@ pub struct Traffic {
     pub store: u64,
 }
 
-/// What a recorder's writer keeps between captures: its queue, the store
-/// to look chunks up in, and the last snapshot it filled.
+/// What a recorder's writer keeps between captures: its queue, the chunks
+/// the capture directory knows, and the last snapshot it filled.
 pub(in crate::recorder) struct Reader<E: Executor> {
     queue: E::Queue,
     known: KnownChunks,
