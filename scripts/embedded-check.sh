@@ -10,7 +10,8 @@
 #   Cortex-M4 machine (netduinoplus2) with -icount shift=0, so that TIM2
 #   counts instructions: `decode`, then `record` (a launch recorded under the
 #   interrupt-driven executor, by the core's block_on and by embassy, async
-#   and Sync) with and without `alloc`, failing on any wrong value; checks
+#   and Sync, then its capture replayed on the device) with and without
+#   `alloc`, failing on any wrong value; checks
 #   that `record` built with the spin-lock 64-bit atomics hangs when an
 #   interrupt lands mid-update (what the default build's interrupt-safe
 #   atomics prevent); and reads the capture `record` wrote over semihosting

@@ -13,10 +13,22 @@ use reprise::RecordConfig;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
+/// The tests of this file share one process, and a recording or a replay
+/// made in it holds the region's recorded address while it lasts: one at a
+/// time, or a second one finds the address taken.
+static REGION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn region() -> std::sync::MutexGuard<'static, ()> {
+    REGION
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Records one saxpy launch over `n` elements, 128 teams of 256 threads
 /// (`n` = 32768 covers them exactly); returns the descriptor. Raw files:
 /// tests read and change its recorded output.
 fn record_saxpy(dir: &Path, n: usize) -> Option<PathBuf> {
+    let _region = region();
     let config = RecordConfig::default()
         .enabled(true)
         .dir(dir)
@@ -215,7 +227,10 @@ fn every_repetition_starts_from_the_recorded_region_and_globals() {
     // that ran on what the previous one left would verify as different.
     let dir = tempfile::tempdir().unwrap();
     let config = RecordConfig::default().enabled(true).dir(dir.path());
-    let capture = record_axpy(config, 4096, 1).remove(0);
+    let capture = {
+        let _region = region();
+        record_axpy(config, 4096, 1).remove(0)
+    };
     let out = reprise(&["replay", "--verify", "--repetitions", "5", s(&capture)]);
     assert_exit(&out, 0);
     let stdout = text(&out).0;
@@ -271,12 +286,16 @@ fn every_run_of_a_session_starts_from_the_snapshot() {
         .enabled(true)
         .dir(dir.path())
         .format(reprise::CaptureFormat::Raw);
-    let host_capture = record_axpy(config, 4096, 1).remove(0);
-    let host = reprise::HostExecutor::new().unwrap();
-    every_run_matches_the_recording(&host, &host_capture, 6);
+    {
+        let _region = region();
+        let host_capture = record_axpy(config, 4096, 1).remove(0);
+        let host = reprise::HostExecutor::new().unwrap();
+        every_run_matches_the_recording(&host, &host_capture, 6);
+    }
     let Some(gpu_capture) = record_saxpy(dir.path(), 32768) else {
         return;
     };
+    let _region = region();
     let gpu = gpu().unwrap();
     let way = every_run_matches_the_recording(&gpu, &gpu_capture, 6);
     assert_eq!(way, reprise::replayer::RestoreWay::DeviceCopy, "{way:?}");

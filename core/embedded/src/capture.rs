@@ -22,12 +22,6 @@ use reprise_core::record::{BackendKind, Generation, KernelRecord, RecordError, c
 use crate::device;
 use crate::launch::{Bufs, COUNT, GLOBALS, KERNEL, Layout};
 
-/// The first bytes of a 32-bit little-endian Arm ELF file: what the device
-/// checks an image by (`reprise_core::image::sniff`).
-pub const IMAGE_HEADER: &[u8] = &[
-    0x7f, b'E', b'L', b'F', 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 0,
-];
-
 /// Where a capture's files go.
 pub trait Sink {
     /// Why a write failed.
@@ -119,7 +113,7 @@ pub fn elf_object(code: &[u8], name: &str, out: &mut [u8]) -> Option<usize> {
 }
 
 /// The first `used` bytes of a snapshot's buffer.
-fn snapshot(b: &Option<crate::McuBuffer>, used: usize) -> Option<&[u8]> {
+fn snapshot(b: &Option<crate::exec::McuBuffer>, used: usize) -> Option<&[u8]> {
     b.as_ref().and_then(|b| b.as_ref().get(..used))
 }
 

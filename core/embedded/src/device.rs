@@ -17,7 +17,36 @@ use heapless::{Deque, Vec};
 use reprise_core::Completion;
 use reprise_core::exec::{Segment, Ticket};
 
-use crate::exec::McuBuffer;
+/// A host staging buffer.
+#[derive(Debug)]
+pub enum McuBuffer {
+    /// Carved from the executor's static arena (never given back to it:
+    /// a runtime reuses its few buffers from launch to launch).
+    Static(&'static mut [u8]),
+    /// From the heap.
+    #[cfg(feature = "alloc")]
+    Heap(alloc::vec::Vec<u8>),
+}
+
+impl AsRef<[u8]> for McuBuffer {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            McuBuffer::Static(b) => b,
+            #[cfg(feature = "alloc")]
+            McuBuffer::Heap(b) => b,
+        }
+    }
+}
+
+impl AsMut<[u8]> for McuBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            McuBuffer::Static(b) => b,
+            #[cfg(feature = "alloc")]
+            McuBuffer::Heap(b) => b,
+        }
+    }
+}
 
 /// Device address of the device's memory.
 pub const BASE: u64 = 0x6000_0000;

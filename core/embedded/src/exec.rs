@@ -20,6 +20,7 @@ use reprise_core::exec::{
 };
 use reprise_core::record::BackendKind;
 
+pub use crate::device::McuBuffer;
 use crate::device::{self, COMPLETION, Command, DEPTH, DEVICE, KernelFn};
 
 /// What the device or its queue refused.
@@ -58,36 +59,11 @@ impl ExecError for McuError {
     }
 }
 
-/// A host staging buffer.
-#[derive(Debug)]
-pub enum McuBuffer {
-    /// Carved from the executor's static arena (never given back to it:
-    /// a runtime reuses its few buffers from launch to launch).
-    Static(&'static mut [u8]),
-    /// From the heap.
-    #[cfg(feature = "alloc")]
-    Heap(alloc::vec::Vec<u8>),
-}
-
-impl AsRef<[u8]> for McuBuffer {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            McuBuffer::Static(b) => b,
-            #[cfg(feature = "alloc")]
-            McuBuffer::Heap(b) => b,
-        }
-    }
-}
-
-impl AsMut<[u8]> for McuBuffer {
-    fn as_mut(&mut self) -> &mut [u8] {
-        match self {
-            McuBuffer::Static(b) => b,
-            #[cfg(feature = "alloc")]
-            McuBuffer::Heap(b) => b,
-        }
-    }
-}
+/// The first bytes of a 32-bit little-endian Arm ELF file: enough for
+/// [`McuExecutor`]'s `load_image` (`reprise_core::image::sniff`).
+pub const IMAGE_HEADER: &[u8] = &[
+    0x7f, b'E', b'L', b'F', 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 0,
+];
 
 /// The region: the first [`device::REGION`] bytes of the device's memory.
 #[derive(Debug)]
@@ -179,6 +155,8 @@ impl Executor for McuExecutor {
             .ok_or(McuError::Invalid("region request"))
     }
 
+    /// Accepts a 32-bit Arm or RISC-V ELF file (such as
+    /// [`IMAGE_HEADER`] starts): the images captures made here hold.
     fn load_image(&self, image: &[u8]) -> Result<McuImage, McuError> {
         match reprise_core::image::sniff(image).backend() {
             Ok(BackendKind::Mcu) => Ok(McuImage {

@@ -154,7 +154,7 @@ pub async fn record(
 ) -> Result<(), ScheduleError<McuError>> {
     let missing = ScheduleError::MissingBuffer;
     let mut queue = exec.queue()?;
-    let image = exec.load_image(crate::capture::IMAGE_HEADER)?;
+    let image = exec.load_image(crate::exec::IMAGE_HEADER)?;
     let kernel = exec.kernel(&image, KERNEL)?;
     let mut data = bufs.data.take().ok_or(missing("data"))?;
     for (i, x) in data.as_mut().chunks_exact_mut(4).enumerate() {
@@ -240,7 +240,7 @@ pub async fn replay(
 ) -> Result<(), ScheduleError<McuError>> {
     let missing = ScheduleError::MissingBuffer;
     let mut queue = exec.queue()?;
-    let image = exec.load_image(crate::capture::IMAGE_HEADER)?;
+    let image = exec.load_image(crate::exec::IMAGE_HEADER)?;
     let kernel = exec.kernel(&image, KERNEL)?;
     let globals = [
         Segment {
