@@ -1,4 +1,4 @@
-//! The chunk store (`reprise_std::chunks`): what its chunk size and zstd
+//! The chunk store (`reprise_capture::chunks`): what its chunk size and zstd
 //! level cost and save, measured on data like a capture's.
 //!
 //! First a table (the numbers behind `docs/store.md`), timed on fresh
@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reprise_std::chunks::{ChunkStore, StoreOptions, usage};
+use reprise_capture::chunks::{ChunkStore, StoreOptions, usage};
 
 const MIB: usize = 1 << 20;
 /// Each kind of data, for the throughputs.

@@ -385,7 +385,7 @@ fn repeated_section_headers(data: &[u8], copies: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The chunk store's manifest reader (`reprise_std::chunks::Manifest`):
+/// The chunk store's manifest reader (`reprise_capture::chunks::Manifest`):
 /// the input as a manifest; the input sealed with a right checksum (so the
 /// checks behind the checksum are reached); and the input as the entries
 /// of a manifest whose header says as many as it holds, with its total
@@ -393,7 +393,7 @@ fn repeated_section_headers(data: &[u8], copies: usize) -> Option<Vec<u8>> {
 /// encode to the very same bytes, and add up: its chunks hold its length,
 /// each at most a chunk.
 pub fn chunk_manifest(data: &[u8]) {
-    use reprise_std::chunks::{ChunkHash, Manifest};
+    use reprise_capture::chunks::{ChunkHash, Manifest};
     let sealed = |mut body: Vec<u8>| {
         let sum = ChunkHash::of(&body);
         body.extend_from_slice(&sum.0);

@@ -19,7 +19,7 @@ doc=$(cargo metadata --format-version 1 --no-deps | sed 's/.*"target_directory":
 # be searched too.
 rm -rf "$doc"/reprise* "$doc"/hsa_sys
 # From the core up: each crate after everything it depends on.
-for p in reprise-core hsa-sys reprise-host reprise-cuda reprise-amdgpu reprise-std reprise-samples reprise reprise-bench; do
+for p in reprise-core hsa-sys reprise-host reprise-cuda reprise-amdgpu reprise-capture reprise-std reprise-samples reprise reprise-bench; do
     cargo doc --quiet --no-deps -p "$p"
 done
 found=$(grep -rnoE '\[<code>[^]<]*</code>\]|\[[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z0-9_]+)+\]' \

@@ -58,9 +58,11 @@
 //! ([`Setting`], `ReplayOptions::num_teams`); a front end names its own
 //! with [`Error::named`].
 //!
-//! This crate is the facade; beneath it, `reprise-std` holds capture files,
-//! recording, replaying and choosing an executor by kind ([`executors`]),
-//! `reprise-host`, `reprise-cuda` and `reprise-amdgpu` the executors, and
+//! This crate is the facade; beneath it, `reprise-std` holds recording,
+//! replaying and choosing an executor by kind ([`executors`]),
+//! `reprise-capture` every byte on disk ([`capture`], [`store`], [`list`],
+//! [`transfer`]), `reprise-host`, `reprise-cuda` and `reprise-amdgpu` the
+//! executors, and
 //! `reprise-core` ([`core`]) the `no_std` core. The `reprise` command line
 //! is the `reprise-cli` package, so depending on this crate compiles none
 //! of the command line's dependencies.
@@ -81,6 +83,7 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "amdgpu")]
 pub use reprise_amdgpu::{AmdError, AmdExecutor};
+pub use reprise_capture::{capture, list, offload, store, transfer};
 pub use reprise_core as core;
 pub use reprise_core::{BackendKind, ErrorKind, LaunchConfig, Mode};
 #[cfg(feature = "cuda")]
@@ -95,9 +98,7 @@ pub use reprise_std::{
     LaunchReport, Names, OpenOptions, Outcome, RecordConfig, Recorder, ReplayOptions, Result,
     Setting, Verification, WriterKind, block_on,
 };
-pub use reprise_std::{
-    capture, chunks, compile, config, executors, list, offload, store, summary, transfer,
-};
+pub use reprise_std::{compile, config, executors, summary};
 
 /// Comparing outputs: byte for byte, or element by element within a
 /// tolerance (`f16` to `f64`, integers; relative, absolute and ULP

@@ -4,7 +4,7 @@
 //! with each feature alone as well as with all.
 
 use reprise::core::record::{BackendKind, KernelRecord};
-use reprise::store::{CaptureData, CaptureStore};
+use reprise::store::{CaptureData, CaptureStore, CaptureWriter};
 
 const PTX: &[u8] = include_bytes!("../backends/cuda/fixtures/saxpy.ptx");
 

@@ -91,7 +91,25 @@ fn dependencies_flow_one_way() {
         ),
         (
             "reprise-samples",
-            &["reprise-samples", "reprise-core", "reprise-std"],
+            &[
+                "reprise-samples",
+                "reprise-core",
+                "reprise-std",
+                "reprise-capture",
+            ],
+        ),
+        // The capture crate: on the core, and on the backends only for
+        // what each reads from its images without a device.
+        (
+            "reprise-capture",
+            &[
+                "reprise-capture",
+                "reprise-core",
+                "reprise-host",
+                "reprise-cuda",
+                "reprise-amdgpu",
+                "hsa-sys",
+            ],
         ),
     ];
     for (package, may) in allowed {
@@ -102,7 +120,7 @@ fn dependencies_flow_one_way() {
             .collect();
         assert!(
             extra.is_empty(),
-            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only, the samples on the core and the std adapter"
+            "{package} depends on {extra:?}: a backend may depend on the core and its own FFI crate only, the capture crate on the core and the backends, the samples on the core and the std adapter"
         );
     }
     // The std adapter sits on the backends, below the facade and the CLI.
@@ -111,6 +129,8 @@ fn dependencies_flow_one_way() {
         assert!(!std.contains(above), "reprise-std depends on {above}");
     }
     assert!(std.contains("reprise-host") && std.contains("reprise-cuda"));
+    // ... and on the capture crate, which owns every byte on disk.
+    assert!(std.contains("reprise-capture"));
     // The facade is below the command line and the benchmark harness, and
     // on the samples (it re-exports them).
     let facade = normal_dependencies("reprise");
@@ -584,6 +604,7 @@ fn no_module_imports_one_that_imports_it_back() {
     let mut problems = Vec::new();
     for krate in [
         "core",
+        "capture",
         "std-adapter",
         "backends/host",
         "backends/cuda",
@@ -685,12 +706,14 @@ fn only_the_registry_chooses_by_executor_kind() {
     // per kind.
     let allowed = [
         "std-adapter/src/executors.rs",
+        "capture/src/images.rs",
         "core/src/record/mod.rs",
         "samples/src/lib.rs",
     ];
     let mut found = Vec::new();
     for krate in [
         "core",
+        "capture",
         "std-adapter",
         "backends/host",
         "backends/cuda",
@@ -728,7 +751,7 @@ fn only_the_registry_chooses_by_executor_kind() {
     assert!(
         found.is_empty(),
         "choosing by executor kind outside the registry (std-adapter/src/executors.rs: \
-         with_executor, image_info, traits):\n{}",
+         with_executor, traits; capture/src/images.rs: image_info, capabilities):\n{}",
         found.join("\n")
     );
 }
@@ -738,12 +761,9 @@ fn only_the_registry_chooses_by_executor_kind() {
 const OPENS_FILES: &[(&str, &str)] = &[
     // The helpers: the one way to read (regular files only, no blocking,
     // bounded) and the one staged write.
-    ("std-adapter/src/capture/open.rs", "the one way to read"),
-    ("std-adapter/src/store/mod.rs", "the one staged write"),
-    (
-        "std-adapter/src/chunks/fs.rs",
-        "the store's openat primitives",
-    ),
+    ("capture/src/capture/open.rs", "the one way to read"),
+    ("capture/src/store/mod.rs", "the one staged write"),
+    ("capture/src/fs.rs", "the store's openat primitives"),
     (
         "cli/src/side_files.rs",
         "the command line's files, through both",
@@ -756,7 +776,6 @@ const OPENS_FILES: &[(&str, &str)] = &[
         "std-adapter/src/compile/mod.rs",
         "private compile directory",
     ),
-    ("std-adapter/src/compile/cache.rs", "create_new cache entry"),
     // The embedded interposer written to reprise's cache with create_new.
     ("cli/src/record.rs", "interposer cache, create_new"),
     // The job directory, opened once without following a link, and its
@@ -820,7 +839,7 @@ fn files_are_opened_one_way() {
         ["1: let a = std::fs::read(p);"]
     );
     let mut found = Vec::new();
-    for krate in ["std-adapter", "cli", "benches", "."] {
+    for krate in ["capture", "std-adapter", "cli", "benches", "."] {
         let src = root().join(krate).join("src");
         let mut files = Vec::new();
         sources(&src, &mut files);
@@ -1274,4 +1293,100 @@ fn c_simulators_have_no_include_circle() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The chunk store's and the raw files' own types and functions, which the
+/// capture crate alone uses: outside it, a capture is written through a
+/// `CaptureWriter` and its snapshots read through a `SnapshotSource`, and
+/// whether its bytes are raw files or chunks is decided in it alone.
+const STORE_NAMES: &[&str] = &[
+    "ChunkStore",
+    "ChunkRef",
+    "Manifest",
+    "StoreOptions",
+    "Mappable",
+    "manifest_path",
+    "manifest_for",
+    "store_for",
+    "store_leftovers",
+    "open_regular",
+    "create_fresh",
+    "open_dir_fd",
+    "read_file_bounded",
+];
+
+/// The places in the code (not its comments, strings or tests) of `text`
+/// that name the chunk store's or raw files' own types or the `chunks`
+/// module, as `line: text`.
+fn store_names(text: &str) -> Vec<String> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        // String literals are words for people, not names.
+        let code: String = code.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut at = 0;
+        let named = code.split(|c: char| !ident(c)).any(|word| {
+            let start = at;
+            at += word.len() + 1;
+            STORE_NAMES.contains(&word)
+                || word == "chunks" && code[start + word.len()..].starts_with("::")
+        });
+        if named {
+            out.push(format!("{}: {}", i + 1, line.trim()));
+        }
+    }
+    out
+}
+
+/// Nothing outside the capture crate (its tests and the benches aside,
+/// which measure the store itself) names the chunk store's or raw files'
+/// types.
+#[test]
+fn only_the_capture_crate_names_the_store() {
+    assert_eq!(
+        store_names(
+            "use reprise_capture::chunks::{self, X};\nlet m: Manifest = f();\n\
+             // ChunkStore\nlet s = \"the chunks of ChunkStore\";\nP::BadManifest(_) =>\n\
+             for c in x.chunks(4) {}\n#[cfg(test)]\nuse crate::chunks::ChunkStore;"
+        ),
+        [
+            "1: use reprise_capture::chunks::{self, X};",
+            "2: let m: Manifest = f();"
+        ]
+    );
+    let mut found = Vec::new();
+    for krate in [
+        "std-adapter",
+        "cli",
+        ".",
+        "samples",
+        "interposer",
+        "test-support",
+    ] {
+        let src = root().join(krate).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        for f in files {
+            let rel = f
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if rel.ends_with("tests.rs") || f.components().any(|c| c.as_os_str() == "tests") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            found.extend(store_names(&text).into_iter().map(|l| format!("{rel}:{l}")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the chunk store or raw files named outside the capture crate (write through \
+         CaptureWriter, read through SnapshotSource):\n{}",
+        found.join("\n")
+    );
 }

@@ -423,7 +423,7 @@ pub fn remove_capture(descriptor: &Path) {
             &c.paths.descriptor,
         ] {
             let _ = std::fs::remove_file(p);
-            let _ = std::fs::remove_file(reprise::chunks::manifest_path(p));
+            let _ = std::fs::remove_file(reprise::capture::data_file(p));
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `reprise bench --store`: what the content-addressed capture store
-//! ([`reprise::chunks`]) costs and saves against raw files, measured in the
+//! ([`reprise::store`]) costs and saves against raw files, measured in the
 //! same run on one executor.
 //!
 //! - **Disk**: the bytes a recording's directory holds (every file: the
@@ -29,14 +29,14 @@ use std::time::Instant;
 use reprise::core::record::KernelRecord;
 use reprise::executors::{AnyExecutor, ExecutorJob, Executors};
 use reprise::samples::{BuiltinKernel, bench_kernel, demo_kernel};
-use reprise::store::{CaptureData, CaptureStore};
+use reprise::store::{CaptureData, CaptureStore, CaptureWriter};
 use reprise::{Args, CaptureFormat, Error, RecordConfig, Recorder, Result};
 
 use crate::{BenchConfig, Session, Way, clear_dir, human, median, replay_times_in_turn};
 
 /// The store's chunk size, which the writer's rows cut snapshots at and
 /// the throughput rows hash and compress.
-pub const CHUNK: usize = reprise::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+pub const CHUNK: usize = reprise::store::DEFAULT_CHUNK_SIZE as usize;
 
 /// Captures of each kind the writer's rows take at least below 128 MiB
 /// (raw, every chunk new, most stored, in turn): a mostly-stored capture
@@ -205,7 +205,7 @@ fn file_bytes(dir: &Path) -> Result<(u64, u64)> {
 
 /// What the store-format recording in `dir` takes, against raw files.
 fn disk_of(dir: &Path, captures: usize) -> Result<Disk> {
-    let usage = reprise::chunks::usage(dir)?;
+    let usage = reprise::transfer::usage(dir)?;
     let (stored, descriptors) = file_bytes(dir)?;
     Ok(Disk {
         captures,
@@ -393,7 +393,7 @@ pub fn throughput() -> Result<Throughput> {
             std::hint::black_box(blake3::hash(c));
         }
     });
-    let level = reprise::chunks::layout::DEFAULT_LEVEL;
+    let level = reprise::store::DEFAULT_LEVEL;
     let fail = |e: std::io::Error| Error::io("zstd", "compress", e);
     let mut compressor = zstd::bulk::Compressor::new(level).map_err(fail)?;
     let compressed: Vec<Vec<u8>> = data

@@ -31,7 +31,7 @@ pub struct DuArgs {
 }
 
 pub fn run(a: DuArgs) -> Result<ExitCode> {
-    let u = reprise::chunks::usage(&a.dir)?;
+    let u = reprise::transfer::usage(&a.dir)?;
     if a.json {
         out!(
             "{}",

@@ -38,7 +38,7 @@ pub struct GcArgs {
 }
 
 pub fn run(a: GcArgs) -> Result<ExitCode> {
-    let options = reprise::chunks::GcOptions {
+    let options = reprise::transfer::GcOptions {
         grace: std::time::Duration::from_secs(a.grace),
         ..Default::default()
     };

@@ -20,7 +20,7 @@ const MIB: u64 = 1 << 20;
 /// The program's region (its `MIB` default).
 const REGION: u64 = 16 * MIB;
 /// A store chunk: the default chunk size (y, 1 MiB at 3 MiB, lies in one).
-const CHUNK: u64 = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as u64;
+const CHUNK: u64 = reprise_capture::chunks::layout::DEFAULT_CHUNK_SIZE as u64;
 
 /// The simulator and the interposer are there (else the test skips, after
 /// saying why).

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use reprise::{Args, CaptureFormat, HostExecutor, RecordConfig, Recorder};
-use reprise_std::chunks::{self, ChunkHash, ChunkRef, Manifest};
+use reprise_capture::chunks::{self, ChunkHash, ChunkRef, Manifest};
 
 fn config(dir: &Path, format: CaptureFormat) -> RecordConfig {
     RecordConfig::default()

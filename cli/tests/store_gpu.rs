@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use common::*;
+use reprise::capture::SnapshotSource;
 use reprise::replayer::Session;
 use reprise::{Capture, LaunchConfig, RecordConfig};
-use reprise_std::chunks::{self, ChunkStore, Manifest, StoreOptions};
+use reprise_capture::chunks::{self, ChunkStore, Manifest, StoreOptions};
 use reprise_test_support::hsa_runtime as hsa;
 
 const SAXPY_PTX: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");

@@ -421,9 +421,9 @@ fn gc_killed_at_random_points_loses_nothing_a_capture_names() {
     }
     let whole = descriptors(dir.path());
     assert_eq!(whole.len(), 4);
-    let store = reprise_std::chunks::ChunkStore::create(
+    let store = reprise_capture::chunks::ChunkStore::create(
         dir.path(),
-        reprise_std::chunks::StoreOptions {
+        reprise_capture::chunks::StoreOptions {
             fsync: false,
             ..Default::default()
         },

@@ -10,9 +10,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use reprise::capture::SnapshotSource;
 use reprise::replayer::Session;
 use reprise::{Args, Capture, CaptureFormat, HostExecutor, RecordConfig, Recorder};
-use reprise_std::chunks::{self, ChunkStore, Manifest};
+use reprise_capture::chunks::{self, ChunkStore, Manifest};
 
 /// A store chunk: the default chunk size.
 const CHUNK: usize = chunks::layout::DEFAULT_CHUNK_SIZE as usize;

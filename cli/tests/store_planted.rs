@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use reprise::chunks::{ChunkHash, ChunkStore, Manifest, StoreOptions, layout};
 use reprise::core::record::KernelRecord;
 use reprise::{CaptureFormat, CapturePaths};
+use reprise_capture::chunks::{ChunkHash, ChunkStore, Manifest, StoreOptions, layout};
 
 /// What an attacker plants at a chunk's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

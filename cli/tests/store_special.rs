@@ -116,7 +116,7 @@ fn a_fifo_for_the_store_version_is_refused_at_once() {
 /// claims.
 #[test]
 fn a_manifest_that_lies_about_its_length_is_refused_before_it_is_read() {
-    use reprise_std::chunks::Manifest;
+    use reprise_capture::chunks::Manifest;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir_all(&dir).unwrap();

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use reprise::capture::SnapshotSource;
 use reprise::core::record::Generation;
 use reprise::{CaptureFormat, RecordConfig};
 
@@ -403,9 +404,9 @@ fn what_killed_writers_leave_is_orphan_and_gc_removes_it() {
     );
 
     // A live writer's pin: gc leaves the orphans (they may be its work).
-    let store = reprise_std::chunks::ChunkStore::create(
+    let store = reprise_capture::chunks::ChunkStore::create(
         dir.path(),
-        reprise_std::chunks::StoreOptions::default(),
+        reprise_capture::chunks::StoreOptions::default(),
     )
     .unwrap();
     let pin = store.pin().unwrap();

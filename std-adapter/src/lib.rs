@@ -1,26 +1,23 @@
-//! The std adapter of reprise: capture files (read all three generations,
-//! write reprise's own crash-safely), recording configuration from code or
-//! the environment, a buffer pool, a background writer, a parking
-//! `block_on`, and the generic drivers that record on and replay with any
-//! executor.
+//! The std adapter of reprise: recording configuration from code or the
+//! environment, a buffer pool, a background writer, a parking `block_on`,
+//! and the generic drivers that record on and replay with any executor.
+//! Capture files are the `reprise-capture` crate's (its `capture`, `store`
+//! and `error` modules are re-exported here): a recorder hands a capture's
+//! parts to a [`store::CaptureWriter`], a replay reads snapshots through a
+//! [`capture::SnapshotSource`].
+
+pub use reprise_capture::{capture, error, store};
 
 pub mod background;
-pub mod capture;
-pub mod chunks;
 pub mod compile;
 pub mod config;
-pub mod error;
 pub mod exec;
 pub mod executors;
 pub mod layout;
-pub mod list;
 pub mod pool;
 pub mod recorder;
 pub mod replayer;
-pub mod store;
 pub mod summary;
-mod threads;
-pub mod transfer;
 pub mod tune;
 
 pub use capture::{Capture, CapturePaths, OpenOptions, offload};

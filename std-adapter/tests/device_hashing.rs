@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use common::{CHUNK, CHUNKS, config, noise};
+use reprise_capture::chunks::{ChunkStore, StoreOptions};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment,
 };
 use reprise_cuda::CudaExecutor;
 use reprise_std::capture::{CapturePaths, read_data};
-use reprise_std::chunks::{ChunkStore, StoreOptions};
 use reprise_std::{Args, CaptureFormat, Error, RecordConfig, Recorder, block_on};
 use reprise_test_support::cuda_driver as sim;
 

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use reprise::Capture;
-use reprise::capture::{BaseOrigin, SnapshotFile};
+use reprise::capture::{BaseOrigin, SnapshotFile, SnapshotSource};
 use reprise::replayer::{resolve_ranges, verify};
 
 use super::results::Status;

@@ -3,7 +3,6 @@
 //! (bitcode hash, target, options, toolchain version), written to a
 //! temporary name and renamed, so a reader never sees half an image.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::CompileError;
@@ -36,28 +35,14 @@ pub fn key(parts: &[&[u8]]) -> String {
     h.finalize().to_hex()[..32].to_string()
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename.
+/// Writes `bytes` to `path` through the one staged write
+/// ([`crate::store::write_atomically`]: a fresh temporary name beside it,
+/// flushed, renamed into place), its directory made first.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CompileError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| CompileError::io(dir, "create", e))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .map_or("image".into(), |n| n.to_string_lossy()),
-        fastrand::u64(..)
-    ));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(CompileError::io(path, "write", e));
-    }
-    Ok(())
+    crate::store::write_atomically(path, bytes, true).map_err(|e| match e {
+        crate::Error::Io { source, .. } => CompileError::io(path, "write", source),
+        other => CompileError::io(path, "write", std::io::Error::other(other.to_string())),
+    })
 }

@@ -38,6 +38,7 @@ mod parse;
 mod record;
 
 pub use env::{VARIABLE_PREFIX, VARIABLES, unknown_variables, unknown_warning};
-pub use kinds::{CaptureFormat, DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, WriterKind};
+pub use kinds::{DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, WriterKind};
 pub use parse::{glob_match, parse_size};
 pub use record::{DEFAULT_REGION_SIZE, RecordConfig};
+pub use reprise_capture::CaptureFormat;

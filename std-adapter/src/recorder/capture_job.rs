@@ -16,7 +16,7 @@ use super::hashing::{Filled, Pending};
 use super::reachable;
 use crate::error::Result;
 use crate::pool::BufferPool;
-use crate::store::{CaptureData, CaptureStore, estimate};
+use crate::store::{CaptureData, CaptureWriter, estimate};
 
 /// What a reachable-only selection reads besides the snapshots.
 pub(super) struct Reach {
@@ -47,7 +47,7 @@ pub(super) struct CaptureJob<E: Executor> {
     /// The LLVM bitcode the image came from, written beside the capture.
     pub(super) ir: Option<Arc<Vec<u8>>>,
     /// Where it goes.
-    pub(super) store: Arc<CaptureStore>,
+    pub(super) store: Arc<dyn CaptureWriter>,
     /// The launch's sequence number, and the report's names by it.
     pub(super) seq: u64,
     pub(super) names: Arc<Mutex<HashMap<u64, String>>>,
@@ -130,7 +130,7 @@ impl<E: Executor> CaptureJob<E> {
         };
         let path = self.store.write(&mut self.record, data)?;
         if let Some(ir) = &self.ir {
-            crate::store::write_atomically(&crate::capture::ir_path(&path), ir, false)?;
+            self.store.write_ir(&path, ir)?;
         }
         Ok(path)
     }

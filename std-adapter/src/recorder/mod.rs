@@ -31,7 +31,7 @@ use crate::background::{BackgroundWriter, QueueLimit};
 use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
 use crate::pool::{self, BufferPool};
-use crate::store::{CaptureStore, DiskBudget, TEMP_PREFIX};
+use crate::store::{CaptureStore, CaptureWriter, DiskBudget, TEMP_PREFIX};
 
 mod args;
 mod budget;
@@ -40,7 +40,7 @@ mod handles;
 mod hashing;
 mod launch;
 mod reachable;
-pub mod report;
+pub use reprise_capture::report;
 
 pub use args::Args;
 pub use handles::{ImageId, Kernel, LaunchReport};
@@ -68,7 +68,7 @@ pub struct Recorder<E: Executor> {
     /// Device ranges (address, size) of the globals copies may touch.
     globals: Mutex<Vec<(u64, u64)>>,
     /// `None` when recording is off.
-    store: Option<Arc<CaptureStore>>,
+    store: Option<Arc<dyn CaptureWriter>>,
     writer: Option<BackgroundWriter>,
     written: Vec<PathBuf>,
     matched: u64,
@@ -113,7 +113,7 @@ where
             let store = CaptureStore::with_format(&config.dir, config.fsync, config.format)?;
             check_writable(store.dir(), id)?;
             let store = store.with_budget(DiskBudget::new(&config.dir, config.max_disk));
-            Some(Arc::new(store))
+            Some(Arc::new(store) as Arc<dyn CaptureWriter>)
         } else {
             None
         };
@@ -123,7 +123,7 @@ where
         let queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
-        let hashing = hashing::DeviceHashing::new(&exec, &config)?;
+        let hashing = hashing::DeviceHashing::new(&exec, &config, store.as_deref())?;
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
                 match BackgroundWriter::new(QueueLimit {

@@ -5,7 +5,6 @@
 
 mod geometry;
 mod session;
-mod stream;
 mod verify;
 
 use std::path::PathBuf;
@@ -17,9 +16,9 @@ use crate::capture::Capture;
 use crate::error::{Error, Result};
 use crate::store::write_atomically;
 
+pub use crate::capture::Streamed;
 pub use geometry::{launch_config, launch_config_for};
 pub use session::{RestoreWay, Run, Session};
-pub use stream::Streamed;
 pub use verify::{CompareSpec, OutputRange, Verification, compare_files, resolve_ranges, verify};
 
 /// How to replay.

@@ -12,10 +12,10 @@
 //! device-to-device copy ([`Restore::FromDevice`]), a fraction of an
 //! upload's time; where that second copy cannot be had, it uploads.
 //!
-//! A snapshot of the chunk store is streamed on a GPU (see
-//! [`super::stream`]): its chunks are decompressed into two small
-//! page-locked staging buffers and copied into the device while the next
-//! ones decompress, into the pristine copy when there is one (every run
+//! A snapshot that streams is streamed on a GPU
+//! ([`SnapshotSource::stream_into`]): its chunks are decompressed into two
+//! small page-locked staging buffers and copied into the device while the
+//! next ones decompress, into the pristine copy when there is one (every run
 //! then restores from it, the first included) and into the region when a
 //! single run is expected. No host buffer of the snapshot's size is made,
 //! and repetitions restore as from raw files, from the device, without
@@ -30,11 +30,9 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
-use crate::capture::{Capture, checksum_mismatch, global_problem};
+use crate::capture::{Capture, Gaps, SnapshotSource, Streamed, checksum_mismatch, global_problem};
 use crate::error::{CaptureProblem, Error, Result};
 use crate::layout::globals_segments;
-
-use super::stream::{self, Streamed};
 
 /// Reservations start on a page boundary.
 const PAGE: u64 = 4096;
@@ -135,13 +133,15 @@ impl<'c, E: Executor> Session<'c, E> {
         // image's kernel and globals when the capture was opened.
         let stream_it = !fresh
             && len > 0
-            && capture.input.is_chunked()
+            && capture.input.streams()
             && exec.copies_on_device()
             && (runs <= 1 || pristine.is_some());
         let (input, streamed, fresh) = if stream_it {
             let target = pristine.as_ref().map_or(base, |p| p.base());
-            let (streamed, mut staging, sum) =
-                stream::stream(exec, &mut queue, &capture.input, target, len).await?;
+            let (streamed, mut staging, sum) = capture
+                .input
+                .stream_into(exec, &mut queue, target, len)
+                .await?;
             check_input_sum(capture, sum)?;
             log::info!(
                 "streamed {} chunks of {} into the device in {} copies through {} staging \
@@ -347,14 +347,11 @@ impl<'c, E: Executor> Session<'c, E> {
     /// session streamed for one run that runs again); the region then
     /// holds it, as after `new`.
     async fn restream(&mut self) -> Result<()> {
-        let (_, _, sum) = stream::stream(
-            self.exec,
-            &mut self.queue,
-            &self.capture.input,
-            self.base,
-            self.len,
-        )
-        .await?;
+        let (_, _, sum) = self
+            .capture
+            .input
+            .stream_into(self.exec, &mut self.queue, self.base, self.len)
+            .await?;
         check_input_sum(self.capture, sum)?;
         self.fresh = true;
         Ok(())
@@ -396,7 +393,7 @@ fn reserve_region<E: Executor>(
     capture: &Capture,
     base: u64,
     len: usize,
-) -> Result<(E::Region, bool, crate::chunks::Gaps)> {
+) -> Result<(E::Region, bool, Gaps)> {
     let start = base / PAGE * PAGE;
     let lead = base - start;
     let snapshot_request = RegionRequest::new(Some(start), (lead + len as u64).max(PAGE));

@@ -233,7 +233,6 @@ pub fn compare_files(
     tolerance: Tolerance,
     ranges: &[(u64, u64)],
 ) -> Result<Comparison> {
-    use std::os::unix::fs::FileExt;
     let open = |p: &Path| {
         SnapshotFile::open(p)?.ok_or_else(|| {
             Error::io(
@@ -271,52 +270,9 @@ pub fn compare_files(
         });
     }
     let mut feeder = RangeFeeder::new(tolerance, ranges);
-    // `expected` streams (in its own chunks, when it is a manifest); the
-    // other file is read at the same offsets, or, chunked too, whole.
-    let theirs_whole = match &a.source {
-        SnapshotSource::File(_) => None,
-        SnapshotSource::Chunked { .. } => {
-            let n = usize::try_from(a.len).map_err(|_| Error::TooLarge {
-                what: "a buffer for a chunked output",
-                bytes: a.len,
-            })?;
-            let mut v = Vec::new();
-            v.try_reserve_exact(n).map_err(|_| Error::TooLarge {
-                what: "a buffer for a chunked output",
-                bytes: a.len,
-            })?;
-            a.for_each_chunk(1 << 20, |c| v.extend_from_slice(c))?;
-            Some(v)
-        }
-    };
-    let mut theirs = vec![0u8; 1 << 20];
-    let mut at = 0u64;
-    let mut failed = None;
-    e.for_each_chunk(1 << 20, |mine| {
-        if failed.is_some() {
-            return;
-        }
-        let n = mine.len();
-        let other: &[u8] = match (&theirs_whole, &a.source) {
-            (Some(v), _) => &v[at as usize..at as usize + n],
-            (None, SnapshotSource::File(file)) => {
-                if theirs.len() < n {
-                    theirs.resize(n, 0);
-                }
-                if let Err(err) = file.read_exact_at(&mut theirs[..n], at) {
-                    failed = Some(Error::io(actual, "read", err));
-                    return;
-                }
-                &theirs[..n]
-            }
-            (None, SnapshotSource::Chunked { .. }) => return,
-        };
-        feeder.feed(at, mine, other);
-        at += n as u64;
+    e.for_each_pair(&a, 1 << 20, |at, mine, theirs| {
+        feeder.feed(at, mine, theirs)
     })?;
-    if let Some(err) = failed {
-        return Err(err);
-    }
     Ok(feeder.finish())
 }
 

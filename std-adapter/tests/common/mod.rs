@@ -6,7 +6,7 @@ use std::path::Path;
 use reprise_std::RecordConfig;
 
 /// A store chunk: the default chunk size.
-pub const CHUNK: usize = reprise_std::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
+pub const CHUNK: usize = reprise_capture::chunks::layout::DEFAULT_CHUNK_SIZE as usize;
 /// The region the tests fill: ten store chunks of the default size.
 pub const CHUNKS: usize = 10;
 

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use reprise_core::exec::{Executor, Queue, Segment, settle};
 
-use crate::chunks::{ChunkHash, ChunkRef, ChunkStore, Manifest};
 use crate::error::{Error, Result};
 use crate::pool::BufferPool;
+use crate::store::{ChunkHash, KnownChunks};
 
 /// Bytes of snapshots a writer filled, by where they came from.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -26,21 +26,21 @@ pub struct Traffic {
     pub store: u64,
 }
 
-/// What a recorder's writer keeps between captures: its queue, the store
-/// to look chunks up in, and the last snapshot it filled.
+/// What a recorder's writer keeps between captures: its queue, the chunks
+/// the capture directory knows, and the last snapshot it filled.
 pub(in crate::recorder) struct Reader<E: Executor> {
     queue: E::Queue,
-    store: Arc<ChunkStore>,
+    known: KnownChunks,
     /// The last snapshot filled: its buffer, length and chunk hashes.
     last: Option<(E::Buffer, usize, Vec<ChunkHash>)>,
     traffic: Traffic,
 }
 
 impl<E: Executor> Reader<E> {
-    pub(in crate::recorder) fn new(queue: E::Queue, store: Arc<ChunkStore>) -> Self {
+    pub(in crate::recorder) fn new(queue: E::Queue, known: KnownChunks) -> Self {
         Reader {
             queue,
-            store,
+            known,
             last: None,
             traffic: Traffic::default(),
         }
@@ -227,7 +227,10 @@ impl<E: Executor> Reader<E> {
             }
         }
         // 2. The store: the chunks it has of the rest.
-        let from_device = self.take_stored(&mut buf, (len, cs), hashes, wanted)?;
+        let (from_device, stored) =
+            self.known
+                .copy_known(&mut buf.as_mut()[..len], (len, cs), hashes, wanted)?;
+        self.traffic.store += stored;
         // 3. The device: what is left.
         let segs = segments(&from_device, (len, cs), device);
         buf = self.download(buf, &segs)?;
@@ -250,65 +253,6 @@ impl<E: Executor> Reader<E> {
             buf = self.download(buf, &whole)?;
         }
         Ok(buf)
-    }
-
-    /// Copies into `buf` the chunks among `wanted` that the store has (a
-    /// chunk it cannot read is left to the device); returns the others.
-    fn take_stored(
-        &mut self,
-        buf: &mut E::Buffer,
-        (len, cs): (usize, usize),
-        hashes: &[ChunkHash],
-        wanted: Vec<usize>,
-    ) -> Result<Vec<usize>> {
-        if wanted.is_empty() {
-            return Ok(wanted);
-        }
-        // Chunks in order, the short last one last: a manifest of them.
-        let refs = |of: &[usize]| -> Vec<ChunkRef> {
-            of.iter()
-                .map(|&i| ChunkRef {
-                    hash: hashes[i],
-                    len: range(i, cs, len).len() as u32,
-                })
-                .collect()
-        };
-        let manifest = |of: &[usize]| {
-            let refs = refs(of);
-            let total = refs.iter().map(|c| u64::from(c.len)).sum();
-            Manifest::new(total, cs as u32, refs)
-                .map_err(|_| Error::Internal("a manifest of a snapshot's chunks is malformed"))
-        };
-        let missing: std::collections::HashSet<ChunkHash> = self
-            .store
-            .missing(&manifest(&wanted)?)
-            .into_iter()
-            .map(|p| p.hash)
-            .collect();
-        let (stored, rest): (Vec<usize>, Vec<usize>) = wanted
-            .into_iter()
-            .partition(|&i| !missing.contains(&hashes[i]));
-        if stored.is_empty() {
-            return Ok(rest);
-        }
-        let m = manifest(&stored)?;
-        let mut bytes = vec![0u8; m.len() as usize];
-        if let Err(e) = self.store.read_into(&m, &mut bytes) {
-            // Damaged, or removed by a gc meanwhile: the device has them.
-            log::debug!("device hashing: copying from the device what the store did not give: {e}");
-            let mut all: Vec<usize> = stored.into_iter().chain(rest).collect();
-            all.sort_unstable();
-            return Ok(all);
-        }
-        let mut at = 0;
-        let place = buf.as_mut();
-        for &i in &stored {
-            let r = range(i, cs, len);
-            place[r.clone()].copy_from_slice(&bytes[at..at + r.len()]);
-            at += r.len();
-        }
-        self.traffic.store += at as u64;
-        Ok(rest)
     }
 
     /// Downloads `segs` into `buf` on the writer's queue, waiting for them.

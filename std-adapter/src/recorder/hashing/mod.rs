@@ -32,10 +32,10 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep, Upload};
 
-use crate::chunks::{ChunkHash, ChunkStore, StoreOptions};
 use crate::config::{CaptureFormat, RecordConfig};
 use crate::error::{Error, Result};
 use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
+use crate::store::{CaptureWriter, ChunkHash};
 
 mod fill;
 
@@ -108,7 +108,11 @@ pub(super) struct DeviceHashing<E: Executor> {
 impl<E: Executor> DeviceHashing<E> {
     /// Device hashing on `exec` as `config` asks (`None` when it does not),
     /// or why it cannot be had.
-    pub(super) fn new(exec: &E, config: &RecordConfig) -> Result<Option<Self>> {
+    pub(super) fn new(
+        exec: &E,
+        config: &RecordConfig,
+        writer: Option<&dyn CaptureWriter>,
+    ) -> Result<Option<Self>> {
         if !config.enabled || !config.device_hashing {
             return Ok(None);
         }
@@ -160,23 +164,21 @@ impl<E: Executor> DeviceHashing<E> {
         let queue = exec
             .queue()
             .map_err(|e| Error::executor(context("creating the writer's queue"), e))?;
-        // The store's chunk size decides the chunks hashed; a second handle
-        // on the store the captures go to, for looking chunks up.
-        let store = ChunkStore::create(
-            &config.dir,
-            StoreOptions {
-                fsync: config.fsync,
-                ..StoreOptions::default()
-            },
-        )?;
+        // The store's chunk size decides the chunks hashed.
+        let known = writer
+            .ok_or(Error::Internal("device hashing without a writer"))?
+            .known_chunks()?
+            .ok_or(Error::Internal(
+                "device hashing in a format that keeps no chunks",
+            ))?;
         Ok(Some(DeviceHashing {
             kernel,
             _image: image,
             spec,
-            chunk_size: store.chunk_size(),
+            chunk_size: known.chunk_size(),
             idle: Arc::new(Mutex::new(Vec::new())),
             in_flight: Vec::new(),
-            reader: Arc::new(Mutex::new(Reader::new(queue, Arc::new(store)))),
+            reader: Arc::new(Mutex::new(Reader::new(queue, known))),
             distrusted: Arc::new(AtomicBool::new(false)),
             warned: false,
         }))

@@ -1,0 +1,161 @@
+//! Opening a capture's files as files from someone else's run deserve:
+//! regular files only, never blocking on a FIFO, never reading more than a
+//! file's role allows. (Snapshots, the large files, are never read whole
+//! here: the executor maps them, or reads them into its own buffers; a
+//! store snapshot's plain chunk files are mapped where the executor maps
+//! parts of a buffer, the other chunks decompressed around them.)
+//!
+//! Every file is opened non-blocking (so a FIFO or a device opens at once
+//! instead of waiting for a writer) and checked with `fstat` on the open
+//! descriptor (so what is checked is what is read, even if the path is
+//! swapped meanwhile). A file larger than its role allows is an error that
+//! names the bound before a byte is read, and an allocation that fails is
+//! an error, not an abort.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use reprise_core::record::{Checksummer, KernelRecord};
+
+use crate::error::{CaptureProblem, Error, Result};
+
+use super::open::{DESCRIPTOR_LIMIT, open_regular, read_bounded};
+
+/// Reads a descriptor, refusing what is not a regular file and files larger
+/// than [`DESCRIPTOR_LIMIT`], and one of a capture's other files, by name,
+/// with the descriptor to pass instead.
+pub fn read_descriptor(path: &Path) -> Result<Box<KernelRecord>> {
+    if let Some(e) = not_a_descriptor(path) {
+        return Err(e);
+    }
+    let text = read_bounded(path, "descriptor", DESCRIPTOR_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    KernelRecord::from_json(&text)
+        .map(Box::new)
+        .map_err(|source| Error::Descriptor {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// The error for a path that names one of a capture's data files (its
+/// snapshots, globals or image) where its descriptor belongs.
+fn not_a_descriptor(path: &Path) -> Option<Error> {
+    const ROLES: [(&str, &str); 9] = [
+        ("original.output", "recorded output"),
+        ("replay.output", "saved replay output"),
+        ("record_output", "recorded output"),
+        ("replay_output", "saved replay output"),
+        ("record_input", "memory snapshot"),
+        ("memory", "memory snapshot"),
+        ("globals", "globals file"),
+        ("image", "device image"),
+        ("bc", "device image (LLVM bitcode)"),
+    ];
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let (ext, role) = ROLES
+        .iter()
+        .find(|(ext, _)| name.len() > ext.len() + 1 && name.ends_with(&format!(".{ext}")))?;
+    let stem = &name[..name.len() - ext.len() - 1];
+    let descriptor = path.with_file_name(format!("{stem}.json"));
+    Some(Error::capture(
+        path,
+        CaptureProblem::NotADescriptor {
+            role,
+            descriptor_exists: descriptor.exists(),
+            descriptor,
+        },
+    ))
+}
+
+/// The first `max` bytes of the regular file at `path` (fewer if it is
+/// shorter); `None` when it is missing or is not a regular file.
+pub fn head(path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (file, _) = open_regular(path).ok()??;
+    let mut out = Vec::new();
+    file.take(max).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// Streams `file` through `f`, in chunks of at most `chunk` bytes, no
+/// further than the length the file reports (a file that grows, or one
+/// that reads on past its length, is read no further).
+pub(crate) fn stream(
+    file: &File,
+    path: &Path,
+    chunk: usize,
+    f: &mut dyn FnMut(&[u8]),
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "stat", e))?
+        .len();
+    let mut buf = vec![0u8; chunk.max(4096)];
+    let mut at = 0u64;
+    while at < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - at).unwrap_or(usize::MAX));
+        let n = file
+            .read_at(&mut buf[..want], at)
+            .map_err(|e| Error::io(path, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        f(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// The xxh3-64 checksum of a file, streamed.
+pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
+    let mut h = Checksummer::new();
+    stream(file, path, 1 << 20, &mut |b| h.update(b))?;
+    Ok(h.finish())
+}
+
+/// The error for a file whose checksum is `got` where the descriptor says
+/// `want`.
+pub fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
+    Error::capture(
+        path,
+        CaptureProblem::ChecksumMismatch {
+            recorded: want,
+            actual: got,
+        },
+    )
+}
+
+/// The error for an image taken from entry `index` of the offload binary
+/// in the file at `path` (an application binary or a container, given for
+/// the capture's own image) where the descriptor's image checksum is
+/// `want`: neither the entry (`entry`) nor the whole file (`file`) hashes
+/// to it, and the message says which was hashed to what.
+pub(crate) fn entry_checksum_mismatch(
+    path: &Path,
+    index: usize,
+    want: u64,
+    entry: u64,
+    file: Option<u64>,
+) -> Error {
+    Error::capture(
+        path,
+        CaptureProblem::EntryChecksumMismatch {
+            recorded: want,
+            index,
+            entry,
+            file,
+        },
+    )
+}
+
+/// The checksum of bytes (what the writer records: the core's rule).
+pub use reprise_core::record::checksum;

@@ -1,0 +1,348 @@
+//! Device images out of application binaries: LLVM's offloading compilers
+//! put them in the binary's `.llvm.offloading` section (an offload binary
+//! container, [`reprise_core::offload`]), one entry per target triple and
+//! architecture, and LLVM 16's recorder never saves one beside its
+//! captures. [`images_in`] lists a file's entries with the kernels each
+//! defines; [`image_for`] picks the one that holds a capture's kernel.
+//!
+//! A file is untrusted input, and a small one can describe much: thousands
+//! of entries sharing one large image. So the images borrow the file's
+//! bytes ([`ImageBytes`]) instead of each copying its own, each distinct
+//! image (byte range) is looked into for its kernels once, and the reader
+//! bounds the rest ([`reprise_core::offload`]: at most
+//! [`offload::MAX_ENTRIES`] entries, whose images add up to at most the
+//! file's section, or [`offload::MIN_IMAGES_LIMIT`]), an error naming the
+//! file and the limit past it.
+
+use std::collections::HashMap;
+use std::ops::{Deref, Range};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use reprise_core::image::{EM_AMDGPU, EM_CUDA, ImageKind, sniff};
+use reprise_core::offload::{self, ImageFormat};
+use reprise_core::record::BackendKind;
+
+use super::read_bounded;
+use crate::error::{CaptureProblem, Error, Result};
+
+/// Largest application binary read for its device images: 4 GiB.
+pub const APPLICATION_LIMIT: u64 = 4 << 30;
+
+/// The name of the ELF section LLVM's offloading compilers put device images
+/// in.
+pub const SECTION: &str = ".llvm.offloading";
+
+/// The bytes of one device image: a range of the file read, shared by
+/// every image of that file (cloning one copies nothing).
+#[derive(Clone)]
+pub struct ImageBytes {
+    file: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+impl ImageBytes {
+    /// Where the image is in the file.
+    pub fn offset(&self) -> usize {
+        self.range.start
+    }
+}
+
+impl Deref for ImageBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // The range was cut from this very file (`images`).
+        self.file.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
+impl AsRef<[u8]> for ImageBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq for ImageBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ImageBytes {}
+
+impl std::fmt::Debug for ImageBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ImageBytes({} bytes at offset {})",
+            self.range.len(),
+            self.range.start
+        )
+    }
+}
+
+/// One device image an application binary (or offload container) holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceImage {
+    /// Its place among the file's entries (from 0).
+    pub index: usize,
+    /// The target triple (`x86_64-pc-linux-gnu`, `nvptx64-nvidia-cuda`,
+    /// `amdgcn-amd-amdhsa`).
+    pub triple: String,
+    /// The architecture (`sm_80`, `gfx90a`; empty for the host).
+    pub arch: String,
+    /// The container's word for what the image is.
+    pub format: ImageFormat,
+    /// What the image is, from its bytes.
+    pub kind: ImageKind,
+    /// The kernels it defines (empty when they cannot be told); entries
+    /// that share an image share the list.
+    pub kernels: Arc<[String]>,
+    /// The image, borrowed from the file.
+    pub bytes: ImageBytes,
+}
+
+impl DeviceImage {
+    /// A file name for the image: `APP.TRIPLE[.ARCH][.INDEX].EXT`, the index
+    /// only when another entry has the same triple and architecture
+    /// (`shared`).
+    pub fn file_name(&self, app: &str, shared: bool) -> String {
+        let ext = match (self.kind, self.format) {
+            (ImageKind::Ptx, _) | (_, ImageFormat::Ptx) => "ptx",
+            (ImageKind::Fatbin, _) => "fatbin",
+            (ImageKind::Bitcode, _) => "bc",
+            (
+                ImageKind::Elf {
+                    machine: EM_CUDA, ..
+                },
+                _,
+            ) => "cubin",
+            (
+                ImageKind::Elf {
+                    machine: EM_AMDGPU, ..
+                },
+                _,
+            ) => "hsaco",
+            (ImageKind::Elf { .. }, _) => "so",
+            _ => "bin",
+        };
+        let mut name = format!("{app}.{}", self.triple);
+        if !self.arch.is_empty() {
+            name.push('.');
+            name.push_str(&self.arch);
+        }
+        if shared {
+            name.push_str(&format!(".{}", self.index));
+        }
+        format!("{name}.{ext}")
+    }
+}
+
+/// The kernels `image` defines, where its kind tells them (as its
+/// executor's [`ImageInfo`](reprise_core::image::ImageInfo) reads them).
+pub fn kernels_of(image: &[u8]) -> Vec<String> {
+    sniff(image)
+        .backend()
+        .ok()
+        .and_then(crate::images::image_info)
+        .map(|info| info.kernels(image))
+        .unwrap_or_default()
+}
+
+/// The device images in the offload container `section` (the contents of
+/// a `.llvm.offloading` section of `file`, or all of a container file), for
+/// messages about `path`. Each distinct image (offset and length) is
+/// sniffed and looked into for its kernels once, however many entries
+/// share it.
+fn entries(file: &Arc<Vec<u8>>, section: &[u8], path: &Path) -> Result<Vec<DeviceImage>> {
+    let mut seen: HashMap<(usize, usize), Looked> = HashMap::new();
+    offload::entries(section)
+        .enumerate()
+        .map(|(index, e)| {
+            let e = e.map_err(|e| Error::capture(path, CaptureProblem::Offload(e)))?;
+            let start = offset_in(file, e.image);
+            let range = start..start + e.image.len();
+            let (kind, kernels) = seen
+                .entry((range.start, range.len()))
+                .or_insert_with(|| (sniff(e.image), kernels_of(e.image).into()))
+                .clone();
+            Ok(DeviceImage {
+                index,
+                triple: e.triple().unwrap_or("").to_string(),
+                arch: e.arch().unwrap_or("").to_string(),
+                format: e.format,
+                kind,
+                kernels,
+                bytes: ImageBytes {
+                    file: Arc::clone(file),
+                    range,
+                },
+            })
+        })
+        .collect()
+}
+
+/// What an image is and the kernels it defines, found once per image.
+type Looked = (ImageKind, Arc<[String]>);
+
+/// Where `inner`, a subslice of `outer`, starts in it.
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    // Addresses compared, never dereferenced: `inner` was cut from
+    // `outer` by the offload reader.
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
+}
+
+/// The device images `path` holds: the entries of an application binary's
+/// `.llvm.offloading` section, or of an offload container file. An error
+/// when it holds none (a plain device image, say).
+pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
+    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    let bytes = Arc::new(bytes);
+    let images = contained(&bytes, path)?.ok_or_else(|| {
+        Error::capture(
+            path,
+            CaptureProblem::NoDeviceImages {
+                kind: sniff(&bytes),
+                section: SECTION,
+            },
+        )
+    })?;
+    if images.is_empty() {
+        return Err(Error::capture(
+            path,
+            CaptureProblem::NoEntries { section: SECTION },
+        ));
+    }
+    Ok(images)
+}
+
+/// The entries of `bytes` when it is an offload container or an ELF file
+/// with a `.llvm.offloading` section; `None` when it is neither.
+fn contained(bytes: &Arc<Vec<u8>>, path: &Path) -> Result<Option<Vec<DeviceImage>>> {
+    if sniff(bytes) == ImageKind::OffloadBinary {
+        return entries(bytes, bytes, path).map(Some);
+    }
+    match offload::elf_section(bytes, SECTION)
+        .map_err(|e| Error::capture(path, CaptureProblem::Offload(e)))?
+    {
+        Some(section) => entries(bytes, section, path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Where a capture's image came from when it was not the capture's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageOrigin {
+    /// The file given.
+    pub path: PathBuf,
+    /// The entry taken from it, when it is an application binary or an
+    /// offload container (`None`: the file is the image).
+    pub entry: Option<(usize, String, String)>,
+    /// Whether it was compiled from the capture's IR
+    /// ([`super::OpenOptions::image_compiled`]): the descriptor's image
+    /// checksum is not of it.
+    pub compiled: bool,
+}
+
+/// The image in `path` for a capture of `kernel` (whose descriptor names
+/// `backend`, if it does): `path` itself when it is a device image, else the
+/// one entry of its `.llvm.offloading` section (or offload container) that
+/// defines `kernel` and runs on `backend`. Several such entries, or none,
+/// are an error listing what the file holds.
+pub fn image_for(
+    path: &Path,
+    kernel: &str,
+    backend: Option<BackendKind>,
+) -> Result<(Vec<u8>, ImageOrigin)> {
+    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
+        Error::io(
+            path,
+            "open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    let bytes = Arc::new(bytes);
+    let Some(images) = contained(&bytes, path)? else {
+        // Nothing borrows the bytes any more: no copy.
+        let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
+        return Ok((
+            bytes,
+            ImageOrigin {
+                path: path.to_path_buf(),
+                entry: None,
+                compiled: false,
+            },
+        ));
+    };
+    let fits = |i: &&DeviceImage| {
+        i.kernels.iter().any(|k| k == kernel) && backend.is_none_or(|b| i.kind.backend() == Ok(b))
+    };
+    let matching: Vec<&DeviceImage> = images.iter().filter(fits).collect();
+    match matching.as_slice() {
+        [one] => {
+            let origin = ImageOrigin {
+                path: path.to_path_buf(),
+                entry: Some((one.index, one.triple.clone(), one.arch.clone())),
+                compiled: false,
+            };
+            Ok((one.bytes.to_vec(), origin))
+        }
+        many => {
+            let held = images
+                .iter()
+                .map(|i| {
+                    let arch = if i.arch.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", i.arch)
+                    };
+                    format!(
+                        "#{} {}{arch} ({}, kernels: {})",
+                        i.index,
+                        i.triple,
+                        i.kind,
+                        if i.kernels.is_empty() {
+                            "none found".to_string()
+                        } else {
+                            i.kernels.join(", ")
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            if !many.is_empty() && backend.is_none() {
+                return Err(Error::AmbiguousImage {
+                    path: path.to_path_buf(),
+                    kernel: kernel.to_string(),
+                    held,
+                });
+            }
+            let kernel = kernel.to_string();
+            let section = SECTION;
+            Err(Error::capture(
+                path,
+                match backend {
+                    Some(backend) if !many.is_empty() => CaptureProblem::SeveralEntriesFor {
+                        kernel,
+                        backend,
+                        section,
+                        held,
+                    },
+                    _ => CaptureProblem::NoEntryFor {
+                        kernel,
+                        backend,
+                        section,
+                        held,
+                    },
+                },
+            ))
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The one set of safe file primitives, each relative to an open directory
+//! and never through a symbolic link: directories opened `O_NOFOLLOW` one
+//! level at a time, files created `O_EXCL | O_NOFOLLOW` under fresh random
+//! names ([`create_fresh`]: the store's chunks, the staged writes of
+//! captures and exports) and placed under their final name by `linkat`,
+//! which never replaces what is there, and reads bounded by what the caller
+//! expects ([`read_file_bounded`]).
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps};
+use rustix::io::Errno;
+
+/// Opens the directory `name` in `at`, refusing a link there.
+pub(super) fn open_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        at,
+        name,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens the directory `name` in `at`, making it first if it is missing.
+pub(super) fn open_or_make_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd> {
+    match rustix::fs::mkdirat(&at, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    open_dir(at, name)
+}
+
+/// Opens the file `name` in `at` for reading, refusing a link, and
+/// without waiting (`O_NONBLOCK`: a FIFO or a device planted there opens
+/// at once, and its `fstat` then says it is no regular file; a regular
+/// file reads as ever). The caller checks what it opened.
+pub(super) fn open_file(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        at,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// What [`read_file_bounded`] refused.
+pub(crate) enum Bounded {
+    /// The file could not be opened or read (or is no regular file).
+    Io(io::Error),
+    /// The file has this many bytes, more than the limit.
+    TooLarge(u64),
+}
+
+/// The contents of `file`, a regular file of at most `limit` bytes: the
+/// one bounded read of the capture crate (a buffer that cannot be had is an
+/// error, not an abort).
+pub(crate) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, Bounded> {
+    let meta = file.metadata().map_err(Bounded::Io)?;
+    if !meta.is_file() {
+        return Err(Bounded::Io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    if meta.len() > limit {
+        return Err(Bounded::TooLarge(meta.len()));
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(meta.len() as usize)
+        .map_err(|_| Bounded::TooLarge(meta.len()))?;
+    // A file that grew since it was looked at is read to the limit and
+    // one byte more, so that it is still refused.
+    (&mut file)
+        .take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(Bounded::Io)?;
+    if out.len() as u64 > limit {
+        return Err(Bounded::TooLarge(out.len() as u64));
+    }
+    Ok(out)
+}
+
+/// A file created in `dir` under a fresh name `PREFIX` + 16 random
+/// hexadecimal digits (`O_CREAT | O_EXCL | O_NOFOLLOW`, so nothing that is
+/// there, a planted link included, is written through), with its name:
+/// the one way reprise makes a file it will rename or link into place.
+pub(crate) fn create_fresh(dir: impl AsFd, prefix: &str, mode: u32) -> io::Result<(String, File)> {
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC;
+    let mut attempt = 0;
+    loop {
+        let name = format!("{prefix}{:016x}", fastrand::u64(..));
+        match rustix::fs::openat(&dir, name.as_str(), flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => return Ok((name, File::from(fd))),
+            Err(Errno::EXIST) if attempt < 16 => attempt += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Gives the file `from` in `from_dir` the name `to` in `to_dir` too, unless
+/// something has that name already: `true` when it was placed, `false`
+/// when the name was taken (by another writer of the same content, for a
+/// chunk). File systems without hard links get an exclusive rename
+/// (`RENAME_NOREPLACE`), which moves `from` instead.
+pub(crate) fn place(
+    from_dir: impl AsFd,
+    from: &str,
+    to_dir: impl AsFd,
+    to: &str,
+) -> io::Result<bool> {
+    match rustix::fs::linkat(&from_dir, from, &to_dir, to, AtFlags::empty()) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(Errno::PERM | Errno::OPNOTSUPP | Errno::MLINK) => {
+            match rustix::fs::renameat_with(&from_dir, from, &to_dir, to, RenameFlags::NOREPLACE) {
+                Ok(()) => Ok(true),
+                Err(Errno::EXIST) => Ok(false),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes `name` from `dir`; one already gone is fine.
+pub(crate) fn remove(dir: impl AsFd, name: &str) -> io::Result<()> {
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes `name` from `dir` whatever it is: a file, a link (not what it
+/// points at), or a directory with everything in it, each level opened
+/// `O_NOFOLLOW` relative to the one above, at most `depth` levels deep
+/// (deeper is an error, and what was above it stays). One already gone
+/// is fine.
+pub(super) fn remove_all(dir: impl AsFd, name: &OsStr, depth: u32) -> io::Result<()> {
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        Err(Errno::ISDIR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if depth == 0 {
+        return Err(io::Error::other("nested too deep to remove"));
+    }
+    let inner = match rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for (entry, _) in names(&inner)? {
+        remove_all(&inner, OsStr::from_bytes(&entry), depth - 1)?;
+    }
+    match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Now, as a time to set a file's times to.
+fn now() -> Timestamps {
+    let now = rustix::fs::Timespec {
+        tv_sec: 0,
+        tv_nsec: rustix::fs::UTIME_NOW,
+    };
+    Timestamps {
+        last_access: now,
+        last_modification: now,
+    }
+}
+
+/// Sets the open file `file`'s modification time to now.
+pub(super) fn touch_open(file: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::futimens(file, &now())?)
+}
+
+/// A file's modification time, as a length of time since the epoch
+/// (before it: zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Mtime(pub Duration);
+
+impl Mtime {
+    pub fn of(stat: &rustix::fs::Stat) -> Self {
+        let secs = u64::try_from(stat.st_mtime).unwrap_or(0);
+        let nanos = u32::try_from(stat.st_mtime_nsec)
+            .unwrap_or(0)
+            .min(999_999_999);
+        Mtime(Duration::new(secs, nanos))
+    }
+
+    /// This time less `d` (at the epoch at the earliest).
+    pub fn minus(self, d: Duration) -> Self {
+        Mtime(self.0.saturating_sub(d))
+    }
+}
+
+/// What `name` in `dir` is (not following a link), with its length and
+/// modification time; `None` when nothing is there.
+pub(super) fn stat(dir: impl AsFd, name: &str) -> io::Result<Option<(FileType, u64, Mtime)>> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some((
+            FileType::from_raw_mode(st.st_mode),
+            st.st_size as u64,
+            Mtime::of(&st),
+        ))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The names in the directory `dir` (`.` and `..` left out), with what
+/// each is where the file system says so without a look.
+pub(super) fn names(dir: impl AsFd) -> io::Result<Vec<(Vec<u8>, FileType)>> {
+    let mut out = Vec::new();
+    let list = rustix::fs::Dir::read_from(dir)?;
+    for entry in list {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push((name.to_vec(), entry.file_type()));
+    }
+    Ok(out)
+}
+
+/// Flushes the directory `dir`'s entries to disk.
+pub(super) fn sync_dir(dir: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::fsync(dir)?)
+}
+
+/// The directory at `dir`, open (following a link to it: that is the
+/// caller's choice of directory); an error names it. The one way reprise
+/// opens a directory by path.
+pub(crate) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd> {
+    rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| crate::error::Error::io(dir, "open directory", e.into()))
+}
