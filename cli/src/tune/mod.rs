@@ -12,19 +12,17 @@ mod slurm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
 
 use clap::Args;
+use reprise::tune::TuneOptions;
 use reprise::tune::space::{Dimension, Setting, Space};
-use reprise::tune::{Measured, TuneOptions};
 use reprise::{Capture, LaunchConfig};
 
 use crate::backend::BackendArg;
 use crate::compare_args::CompareArgs;
 use crate::error::{CliError, Result};
 use crate::open_args::OpenArgs;
-use crate::ui::LazyProgress;
 
 /// Sweep a capture's launch geometry and find the fastest configuration.
 ///
@@ -144,77 +142,19 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
         return opt_levels::run(&a);
     }
     let capture = Capture::open_with(&a.file, open_options(&a))?;
-    let rec = &capture.record;
     let recorded = recorded_config(&capture);
-    let builder = tuner(&a, &capture);
-    let backend = builder.resolved_backend()?;
+    let backend = tuner(&a, &capture).resolved_backend()?;
     if a.jit.given() {
         jit::check(&a.file, backend, None)?;
     }
     // A search over --opt-level on an executor without a launch geometry
     // (the host's) searches the levels alone.
-    let level_search = sampled(&a) && !a.ir.opt_level.is_empty();
-    if !reprise::executors::capabilities(backend).launch_geometry && !level_search {
+    if !reprise::executors::capabilities(backend).launch_geometry && a.ir.opt_level.is_empty() {
         return Err(reprise::Error::NoGeometry.into());
     }
-    if sampled(&a) {
-        return sampler::run(&a, &capture, recorded, backend);
-    }
-    let configs = configurations(&a, recorded)?;
-    let held = a
-        .shard
-        .map(|s| shard::slice(&shard::full_list(&configs, recorded), s));
-    let configs = held.clone().unwrap_or(configs);
-    let builder = builder.options(tune_options(&a, configs.clone()));
-    let total = configs.len() + usize::from(!configs.contains(&recorded));
-    if !a.json {
-        out!(
-            "tuning {} ({} executor): {total} configurations, {} timed runs each after {} \
-             warm-up{}",
-            rec.name,
-            backend,
-            a.repetitions,
-            a.warmup,
-            if a.warmup == 1 { "" } else { "s" }
-        );
-        if capture.output.is_none() {
-            out!("the capture has no recorded output: configurations are timed, not verified");
-        }
-    }
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-    let progress = Arc::new(Mutex::new(LazyProgress::new(total as u64, "tuning")));
-    let p = progress.clone();
-    let outcome = reprise::block_on(std::future::IntoFuture::into_future(builder.on_config(
-        move |i, n, m: &Measured| {
-            let mut bar = p.lock().unwrap_or_else(|e| e.into_inner());
-            bar.set_message(format!(
-                "{} of {n}: {}",
-                i + 1,
-                report::config_text(&m.config)
-            ));
-            bar.set(i as u64 + 1);
-            !INTERRUPTED.load(Ordering::SeqCst)
-        },
-    )));
-    drop(progress);
-    let report = outcome?;
-    if let (Some(s), Some(held)) = (a.shard, &held) {
-        shard::write_rows(&a, s, held, &rec.name, &report)?;
-    }
-    let rows = reprise::tune::rows::rows(&report);
-    let sweep = report::Sweep {
-        kernel: rec.name.as_str(),
-        capture: capture.paths.descriptor.display().to_string(),
-        runs: Some((a.repetitions, a.warmup)),
-        device_times: report.device_times,
-        stopped: report.stopped.as_ref().map(ToString::to_string),
-    };
-    report::show(&a, &sweep, &rows, &[], true)?;
-    Ok(match &report.stopped {
-        Some(reprise::tune::Stopped::Interrupted) => ExitCode::from(130),
-        Some(_) => ExitCode::from(2),
-        None => report::verdict_exit(&a.file, &rows),
-    })
+    // A sweep is the search whose grid sampler takes every configuration
+    // in order.
+    sampler::run(&a, &capture, recorded, backend)
 }
 
 /// How the capture `a.file` is opened (`--open` options, globals,
@@ -261,12 +201,10 @@ pub(crate) fn tune_options(a: &TuneArgs, configs: Vec<LaunchConfig>) -> TuneOpti
     }
 }
 
-/// Whether the sweep runs as the search ([`sampler`]): any search option,
-/// a compile dimension it crosses with the geometry (JIT options), or
-/// `--opt-level` with what the plain sweep from IR does not do (shards,
-/// their merge, a Slurm job). The search's `grid` sampler is the whole
-/// product, so this is the plain sweep over every dimension, with shards,
-/// `--merge`, `--slurm`, `--plot` and `--resume` for each.
+/// Whether a sweep over `--opt-level` runs as the search ([`sampler`])
+/// rather than as [`opt_levels`]' own sweep: any search option, a compile
+/// dimension it crosses with the levels (JIT options), or what that sweep
+/// does not do (shards, their merge, a Slurm job).
 fn sampled(a: &TuneArgs) -> bool {
     let spread = a.shard.is_some() || a.merge.is_some() || a.slurm.slurm;
     a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && spread)
@@ -275,17 +213,16 @@ fn sampled(a: &TuneArgs) -> bool {
 /// The search space of the team counts, thread counts and shared memory
 /// sizes to try, after `dims`: each list given, else the recorded value.
 /// A capture that records no team or thread count (LLVM recorded none)
-/// needs its list; `what` names the sweep or search for the message.
+/// needs its list.
 pub(crate) fn geometry_space(
     a: &TuneArgs,
     recorded: LaunchConfig,
-    what: &str,
     mut dims: Vec<Dimension>,
 ) -> Result<Space> {
     let unknown = |d: [u32; 3], given: bool, flag: &str, dim: &str| {
         if !given && d[0] == 0 {
             return Err(CliError::Usage(format!(
-                "the capture records no {dim} (LLVM recorded none), so the {what} needs \
+                "the capture records no {dim} (LLVM recorded none), so the search needs \
                  {flag} LIST"
             )));
         }
@@ -316,18 +253,4 @@ pub(crate) fn geometry_space(
         Dimension::new("--shared-mem", shared.into_iter().map(Setting::SharedMem)),
     ]);
     Ok(Space { dims })
-}
-
-/// Every combination the lists give (the recorded value where a list is
-/// not given).
-fn configurations(a: &TuneArgs, recorded: LaunchConfig) -> Result<Vec<LaunchConfig>> {
-    let space = geometry_space(a, recorded, "sweep", Vec::new())?;
-    let n = space.size();
-    if n > lists::MAX_CONFIGS as u64 {
-        return Err(CliError::Usage(format!(
-            "{n} configurations: at most {} in one sweep",
-            lists::MAX_CONFIGS
-        )));
-    }
-    Ok((0..n).map(|i| space.point(i, recorded).config).collect())
 }

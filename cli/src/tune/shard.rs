@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use reprise::LaunchConfig;
-use reprise::tune::TuneReport;
-pub use reprise::tune::rows::{Header, Row, compiled_key, key, ranking};
+pub use reprise::tune::rows::{Header, Row, compiled_key, ranking};
 pub use reprise::tune::space::full_list;
 
 use super::TuneArgs;
@@ -24,43 +23,11 @@ use super::report::Sweep;
 use crate::error::{CliError, Result};
 use crate::jobs::shard::Shard;
 
-/// The configurations of `shard`, in the sweep's order.
-pub fn slice(all: &[LaunchConfig], s: Shard) -> Vec<LaunchConfig> {
-    all.iter().copied().filter(|c| s.holds(&key(c))).collect()
-}
-
 /// The rows file of a shard: `--rows`, else `reprise-tune-K-of-N.jsonl`.
 pub fn rows_path(a: &TuneArgs, s: Shard) -> PathBuf {
     a.rows
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("reprise-tune-{}-of-{}.jsonl", s.index, s.count)))
-}
-
-/// Writes the rows of shard `s` of `report` (the configurations of
-/// `held`, the shard's slice) to its rows file, whole or not at all.
-pub fn write_rows(
-    a: &TuneArgs,
-    s: Shard,
-    held: &[LaunchConfig],
-    kernel: &str,
-    report: &TuneReport,
-) -> Result<()> {
-    let header = Header {
-        tune_shard: s.to_string(),
-        kernel: kernel.to_string(),
-        capture: a.file.display().to_string(),
-        configs: held.len(),
-        device_times: report.device_times,
-        stopped: report.stopped.as_ref().map(ToString::to_string),
-    };
-    let mut text = serde_json::to_string(&header).expect("a header serializes");
-    text.push('\n');
-    for m in report.measured.iter().filter(|m| held.contains(&m.config)) {
-        text.push_str(&serde_json::to_string(&Row::of(m)).expect("a row serializes"));
-        text.push('\n');
-    }
-    let path = rows_path(a, s);
-    crate::side_files::write(&path, crate::ui::shown_text(&text).as_bytes())
 }
 
 /// What a directory of rows files holds.
@@ -181,6 +148,12 @@ pub fn merge(a: &TuneArgs, dir: &Path, kernel: &str, order: &[LaunchConfig]) -> 
 mod tests {
     use super::*;
     use crate::tune::report::csv;
+    use reprise::tune::rows::key;
+
+    /// The configurations of `shard`, in the sweep's order.
+    fn slice(all: &[LaunchConfig], s: Shard) -> Vec<LaunchConfig> {
+        all.iter().copied().filter(|c| s.holds(&key(c))).collect()
+    }
 
     fn c(g: u32, b: u32) -> LaunchConfig {
         LaunchConfig {

@@ -20,22 +20,16 @@ pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
     let capture = Capture::open_with(&a.file, super::open_options(a))?;
     let rec = &capture.record;
     let recorded = super::recorded_config(&capture);
-    let (order, keys): (Vec<LaunchConfig>, Vec<String>) = if super::sampled(a) {
-        let backend = super::tuner(a, &capture).resolved_backend()?;
-        let geometry = reprise::executors::capabilities(backend).launch_geometry;
-        let compiles = super::sampler::compiles(a);
-        let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
-        let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
-        let keys = super::sampler::study(&candidates, recorded, geometry)
-            .iter()
-            .map(|c| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref()))
-            .collect();
-        (shard::full_list(&geometries, recorded), keys)
-    } else {
-        let order = shard::full_list(&super::configurations(a, recorded)?, recorded);
-        let keys = order.iter().map(shard::key).collect();
-        (order, keys)
-    };
+    let backend = super::tuner(a, &capture).resolved_backend()?;
+    let geometry = reprise::executors::capabilities(backend).launch_geometry;
+    let compiles = super::sampler::compiles(a);
+    let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
+    let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
+    let keys: Vec<String> = super::sampler::study(&candidates, recorded, geometry)
+        .iter()
+        .map(|c| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref()))
+        .collect();
+    let order = shard::full_list(&geometries, recorded);
     let kernel = rec.name.to_string();
     if let Some(dir) = &a.merge {
         return shard::merge(a, dir, &kernel, &order).map(Some);

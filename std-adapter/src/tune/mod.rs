@@ -209,18 +209,6 @@ impl Measured {
     }
 }
 
-/// What a sweep comes to ([`TuneReport::verdict`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// At least one configuration ran with a usable output.
-    Usable,
-    /// Configurations ran, and every output differs from the recorded one.
-    AllDiffer,
-    /// No configuration ran to the end (refused or failed), the recorded
-    /// one included.
-    NoneRan,
-}
-
 /// What a sweep measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneReport {
@@ -249,21 +237,6 @@ impl TuneReport {
     /// The fastest usable configuration.
     pub fn best(&self) -> Option<&Measured> {
         self.ranked().into_iter().next()
-    }
-
-    /// What the sweep comes to, as a whole.
-    pub fn verdict(&self) -> Verdict {
-        if self.measured.iter().any(|m| m.status.is_good()) {
-            Verdict::Usable
-        } else if self
-            .measured
-            .iter()
-            .any(|m| matches!(m.status, Status::Differs(_)))
-        {
-            Verdict::AllDiffer
-        } else {
-            Verdict::NoneRan
-        }
     }
 
     /// The recorded configuration's measurement.

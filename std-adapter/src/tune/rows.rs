@@ -8,7 +8,7 @@ use std::time::Duration;
 use reprise_core::exec::LaunchConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{Measured, Status, TuneReport};
+use super::{Measured, Status};
 
 /// One configuration's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -225,11 +225,4 @@ pub fn ranking(rows: &[Row], order: &[LaunchConfig]) -> Vec<Row> {
         (class, t, at(r))
     });
     v
-}
-
-/// The rows of a sweep's report, in table order.
-pub fn rows(r: &TuneReport) -> Vec<Row> {
-    let rows: Vec<Row> = r.measured.iter().map(Row::of).collect();
-    let order: Vec<LaunchConfig> = r.measured.iter().map(|m| m.config).collect();
-    ranking(&rows, &order)
 }

@@ -90,7 +90,7 @@ pub fn space(a: &TuneArgs, recorded: LaunchConfig, geometry: bool) -> Result<Spa
         }
         return Ok(Space { dims });
     }
-    crate::tune::geometry_space(a, recorded, "search", dims)
+    crate::tune::geometry_space(a, recorded, dims)
 }
 
 #[cfg(test)]
