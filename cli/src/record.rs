@@ -360,14 +360,24 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .collect();
     let text = crate::side_files::read_text(&summary.0, "recording summary").unwrap_or_default();
     let counts = Summary::parse(&text);
-    // The program's own count, from its interposer's summary: other
-    // programs may record into the same directory at once (an MPI job's
-    // ranks). The captures new in the directory stand in when the program
-    // wrote none (it never loaded the interposer).
+    // The program's own count and captures, from its interposer's summary:
+    // other programs may record into the same directory at once (an MPI
+    // job's ranks, each under a `reprise record` of its own). The captures
+    // new in the directory stand in when the program wrote no summary (it
+    // never loaded the interposer), or one that names no capture although
+    // it recorded (an interposer older than this command).
     let recorded = if text.trim().is_empty() {
         new.len() as u64
     } else {
         counts.recorded
+    };
+    let named = summary::written(&text);
+    let new: Vec<PathBuf> = if named.is_empty() && (text.trim().is_empty() || recorded > 0) {
+        new
+    } else {
+        new.into_iter()
+            .filter(|p| p.file_name().is_some_and(|n| named.iter().any(|w| w == n)))
+            .collect()
     };
     // What `list` would call broken is not recorded.
     let failed = not_whole(&new);

@@ -40,9 +40,9 @@ fn summary() -> Summary {
 
 /// Says at exit what was recorded where, and what was not; under
 /// `reprise record` (which sets `REPRISE_RECORD_SUMMARY`) appends the counts
-/// to that file instead, and `reprise record` says it once for all the
-/// program's processes.
-pub fn at_exit(dir: &std::path::Path) {
+/// and the captures this process `written` to that file instead, and
+/// `reprise record` says it once for all the program's processes.
+pub fn at_exit(dir: &std::path::Path, written: &[std::path::PathBuf]) {
     let s = summary();
     let Some(path) = std::env::var_os("REPRISE_RECORD_SUMMARY") else {
         say(&s, dir);
@@ -55,7 +55,7 @@ pub fn at_exit(dir: &std::path::Path) {
         .create(true)
         .open(path)
     {
-        let _ = f.write_all(s.line().as_bytes());
+        let _ = f.write_all(s.line_with(written).as_bytes());
     }
 }
 

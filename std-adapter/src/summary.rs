@@ -1,8 +1,11 @@
 //! What a recording process did not record, and why: the summary a
 //! process under reprise's interposer appends at exit to the file
 //! `REPRISE_RECORD_SUMMARY` names, one line per process
-//! (`recorded 3 marked 1 capture 1 graph 2 ...`), which `reprise record`
-//! adds up.
+//! (`recorded 3 marked 1 capture 1 graph 2 ... wrote 6b2e6a736f6e`), which
+//! `reprise record` adds up. `wrote` words name the captures the process
+//! wrote (each descriptor's file name, its bytes in hex), so that a
+//! process's summary names its own captures when other processes record
+//! into the same directory at once (an MPI job's ranks).
 
 /// Why a launch was not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +138,21 @@ impl Summary {
         s
     }
 
+    /// [`Summary::line`] naming the captures the process wrote
+    /// (descriptors' file names) with `wrote` words.
+    pub fn line_with(&self, written: &[std::path::PathBuf]) -> String {
+        let mut s = self.line();
+        s.pop();
+        for name in written.iter().filter_map(|p| p.file_name()) {
+            s.push_str(" wrote ");
+            for b in name.as_encoded_bytes() {
+                s.push_str(&format!("{b:02x}"));
+            }
+        }
+        s.push('\n');
+        s
+    }
+
     /// Summary lines added up; words it does not know are passed over.
     pub fn parse(text: &str) -> Summary {
         let mut sum = Summary::default();
@@ -184,6 +202,34 @@ impl Summary {
     }
 }
 
+/// The captures summary lines say their processes wrote (`wrote` words),
+/// as descriptors' file names, in the order written; a word that is no
+/// file name in hex is passed over.
+pub fn written(text: &str) -> Vec<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2).filter(|w| w[0] == "wrote") {
+            let hex = pair[1].as_bytes();
+            if hex.is_empty() || hex.len() % 2 != 0 {
+                continue;
+            }
+            let bytes: Option<Vec<u8>> = hex
+                .chunks(2)
+                .map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+                .collect();
+            match bytes {
+                Some(b) if !b.contains(&b'/') && !b.contains(&0) => {
+                    out.push(std::ffi::OsString::from_vec(b))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// "1 launch", "2 launches".
 pub fn launches(n: u64) -> String {
     format!("{n} launch{}", if n == 1 { "" } else { "es" })
@@ -219,6 +265,27 @@ mod tests {
             "not recorded: 1 during stream capture, 2 graph launches, 1 of kernels whose image or parameter sizes were unknown"
         );
         assert_eq!(Summary::parse("").skipped_text(), None);
+    }
+
+    #[test]
+    fn each_process_names_the_captures_it_wrote() {
+        let a = Summary {
+            recorded: 2,
+            ..Summary::default()
+        };
+        let names = [
+            std::path::PathBuf::from("/d/saxpy-1.json"),
+            std::path::PathBuf::from("/d/k name\u{e9}.json"),
+        ];
+        let text = format!("{}{}", a.line_with(&names), a.line_with(&[]));
+        // Counted as before: `wrote` is no count.
+        assert_eq!(Summary::parse(&text).recorded, 4);
+        assert_eq!(
+            written(&text),
+            ["saxpy-1.json", "k name\u{e9}.json"].map(std::ffi::OsString::from)
+        );
+        // Not a file name: odd, not hex, or a path.
+        assert!(written("wrote 6 wrote zz wrote 2f61 wrote").is_empty());
     }
 
     #[test]

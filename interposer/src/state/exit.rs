@@ -35,19 +35,21 @@ pub(super) extern "C" fn at_exit() {
         ));
         return;
     };
+    let mut written = Vec::new();
     if let Phase::Recording(s) = std::mem::replace(&mut *phase, Phase::Off) {
         let mut s = s;
         s.rec
             .executor()
             .exiting
             .store(true, std::sync::atomic::Ordering::Release);
-        if let Err(e) = reprise_core::block_on(s.rec.finish()) {
-            say(format_args!("reprise: finishing the recording: {e}"));
+        match reprise_core::block_on(s.rec.finish()) {
+            Ok(w) => written = w,
+            Err(e) => say(format_args!("reprise: finishing the recording: {e}")),
         }
         // The driver may be shutting down: nothing of it is released.
         std::mem::forget(s);
     }
     if let Some(dir) = DIR.get() {
-        summary::at_exit(dir);
+        summary::at_exit(dir, &written);
     }
 }
