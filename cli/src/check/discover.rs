@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use reprise::BackendKind;
-use reprise::list::{Entry, describe_with, scan_with};
+use reprise::list::{Description, Entry, describe_with, scan_with};
 
 use crate::error::{FLAGS, Result};
 
@@ -46,54 +46,36 @@ pub fn find(paths: &[PathBuf], options: &reprise::OpenOptions) -> Result<Corpus>
     let mut orphans = 0;
     for given in paths {
         let meta = std::fs::metadata(given).map_err(|e| reprise::Error::io(given, "look at", e))?;
-        if meta.is_dir() {
-            let mut dirs = vec![given.clone()];
-            while let Some(dir) = dirs.pop() {
-                orphans += scan_one(given, &dir, options, &mut by_file)?;
-                dirs.extend(subdirectories(&dir)?);
-            }
-        } else {
+        if !meta.is_dir() {
             let name = given
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| given.display().to_string());
-            let found = match describe_with(given, options.clone()) {
-                Ok(d) => described(given.clone(), name, &d),
-                Err(e) => unreadable(given.clone(), name, &e),
-            };
-            by_file.insert(canonical(given), found);
+            let d = describe_with(given, options.clone());
+            by_file.insert(canonical(given), found(given.clone(), name, d.as_ref()));
+            continue;
+        }
+        let mut dirs = vec![given.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in scan_with(&dir, options)? {
+                let (path, d) = match entry {
+                    Entry::Capture(d) => (d.paths.descriptor.clone(), Ok(d)),
+                    Entry::Broken { path, error } => (path, Err(error)),
+                    Entry::Orphan { .. } => {
+                        orphans += 1;
+                        continue;
+                    }
+                    Entry::Other { .. } => continue,
+                };
+                let name = name_in(given, &path);
+                keep(&mut by_file, found(path, name, d.as_deref()));
+            }
+            dirs.extend(subdirectories(&dir)?);
         }
     }
     let mut captures: Vec<Found> = by_file.into_values().collect();
     captures.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Corpus { captures, orphans })
-}
-
-/// The captures of `dir` (found under the directory `root` given) into
-/// `out`; returns how many orphaned files it has.
-fn scan_one(
-    root: &Path,
-    dir: &Path,
-    options: &reprise::OpenOptions,
-    out: &mut BTreeMap<PathBuf, Found>,
-) -> Result<usize> {
-    let mut orphans = 0;
-    for entry in scan_with(dir, options)? {
-        match entry {
-            Entry::Capture(d) => {
-                let path = d.paths.descriptor.clone();
-                let found = described(path.clone(), name_in(root, &path), &d);
-                keep(out, found);
-            }
-            Entry::Broken { path, error } => {
-                let found = unreadable(path.clone(), name_in(root, &path), &error);
-                keep(out, found);
-            }
-            Entry::Orphan { .. } => orphans += 1,
-            Entry::Other { .. } => {}
-        }
-    }
-    Ok(orphans)
 }
 
 /// Keeps `found` in `out` under its canonical path. A descriptor in a
@@ -144,31 +126,32 @@ fn subdirectories(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// A capture the listing read.
-fn described(path: PathBuf, name: String, d: &reprise::list::Description) -> Found {
-    let backend = d
-        .image_kind
-        .and_then(|k| k.backend().ok())
-        .or(d.record.backend);
-    let problems = d.problems_named(FLAGS);
+/// A capture as the listing described it, or why it could not read its
+/// descriptor.
+fn found(
+    path: PathBuf,
+    name: String,
+    described: std::result::Result<&Description, &reprise::Error>,
+) -> Found {
+    let (kernel, backend, refused) = match described {
+        Ok(d) => {
+            let backend = d
+                .image_kind
+                .and_then(|k| k.backend().ok())
+                .or(d.record.backend);
+            let problems = d.problems_named(FLAGS);
+            let refused =
+                (!problems.is_empty()).then(|| format!("incomplete: {}", problems.join("; ")));
+            (Some(d.record.name.to_string()), backend, refused)
+        }
+        Err(e) => (None, None, Some(format!("unreadable: {}", e.named(FLAGS)))),
+    };
     Found {
         path,
         name,
-        kernel: Some(d.record.name.to_string()),
+        kernel,
         backend,
-        refused: (!problems.is_empty()).then(|| format!("incomplete: {}", problems.join("; "))),
-    }
-}
-
-/// A descriptor the listing could not read.
-fn unreadable(path: PathBuf, name: String, e: &reprise::Error) -> Found {
-    let text = e.named(FLAGS).to_string();
-    Found {
-        path,
-        name,
-        kernel: None,
-        backend: None,
-        refused: Some(format!("unreadable: {text}")),
+        refused,
     }
 }
 

@@ -8,7 +8,6 @@
 mod baseline;
 mod discover;
 mod junit;
-mod pool;
 mod protocol;
 mod results;
 mod serve;
@@ -17,8 +16,6 @@ mod summary;
 mod verdict;
 mod worker;
 
-use std::collections::HashSet;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -221,16 +218,11 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         );
     }
     let total = corpus.captures.len();
-    let selected: Vec<discover::Found> = corpus
-        .captures
-        .into_iter()
-        .filter(|f| shard.holds(&f.name))
-        .collect();
+    let mut selected = corpus.captures;
+    selected.retain(|f| shard.holds(&f.name));
+    let count = selected.len();
     if a.shard.is_some() {
-        note!(
-            "shard {shard}: {} of the {total} captures found",
-            selected.len()
-        );
+        note!("shard {shard}: {count} of the {total} captures found");
     }
     let mut earlier = Read::default();
     if a.resume {
@@ -239,12 +231,11 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     let mut file = ResultsFile::open(&results_path, a.resume)?;
     let mut all: Vec<CaptureResult> = Vec::new();
     let (mut host, mut gpu) = (Vec::new(), Vec::new());
-    for f in &selected {
-        let path = f.path.display().to_string();
-        if let Some(r) = earlier.results.get(&path) {
-            all.push(r.clone());
+    for f in selected {
+        if let Some(r) = earlier.results.remove(&f.path.display().to_string()) {
+            all.push(r);
         } else if let Some(why) = &f.refused {
-            let r = CaptureResult::of(f, Status::Refused, why.to_string());
+            let r = CaptureResult::of(&f, Status::Refused, why.to_string());
             note!("REFUSED {}: {why}", r.path);
             file.append(&r)?;
             all.push(r);
@@ -252,29 +243,37 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
             .backend
             .is_some_and(|b| reprise::executors::capabilities(b).has_devices)
         {
-            gpu.push(f.clone());
+            gpu.push(f);
         } else {
-            host.push(f.clone());
+            host.push(f);
         }
     }
     if a.resume {
         note!(
-            "resuming: {} of {} capture(s) already have a result in {}",
+            "resuming: {} of {count} capture(s) already have a result in {}",
             all.len(),
-            selected.len(),
             results_path.display()
         );
     }
-    let workers = pool::Workers {
+    let workers = serve::Workers {
         exe: std::env::current_exe()
             .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?,
-        args: worker_args(),
+        // This command's arguments after `check`: the workers read the
+        // comparison and opening options from them as this process did.
+        args: std::env::args_os().skip(2).collect(),
         timeout: (a.timeout > Duration::ZERO).then_some(a.timeout),
-        jobs: a.jobs.map_or_else(cores, |j| j as usize),
+        jobs: a.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        ),
         devices: visible_devices(),
         options: open_options(a).verify_checksums(false),
         compare: a.compare.clone(),
-        scratch: pool::Scratch::new()?,
+        scratch: tempfile::Builder::new()
+            .prefix("reprise-check.")
+            .tempdir()
+            .map_err(|e| reprise::Error::io(std::env::temp_dir(), "create a directory in", e))?,
+        outputs: Default::default(),
     };
     let to_run = host.len() + gpu.len();
     let mut done = 0;
@@ -300,11 +299,6 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         return Err(e);
     }
     // The summary covers this run's selection, in path order.
-    let keep: HashSet<String> = selected
-        .iter()
-        .map(|f| f.path.display().to_string())
-        .collect();
-    all.retain(|r| keep.contains(&r.path));
     all.sort_by(|x, y| x.path.cmp(&y.path));
     finish(
         a,
@@ -343,7 +337,7 @@ fn finish(
             out!("{line}");
         }
     }
-    Ok(s.exit())
+    Ok(ExitCode::from(s.exit_code()))
 }
 
 /// How to open the captures, from the options given.
@@ -353,17 +347,6 @@ fn open_options(a: &CheckArgs) -> reprise::OpenOptions {
         o = o.image(image);
     }
     o
-}
-
-/// This command's arguments after `check`, for the workers: they read the
-/// comparison and opening options from them as this process did.
-fn worker_args() -> Vec<OsString> {
-    std::env::args_os().skip(2).collect()
-}
-
-/// The number of cores this process may use.
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// How many GPUs are visible: the longest list of the variables that

@@ -58,7 +58,21 @@ impl Status {
     pub fn did_not_run(self) -> bool {
         matches!(self, Status::Refused | Status::Failed | Status::Timeout)
     }
+
+    /// The exit status `reprise replay --verify` gives for it, which a
+    /// result reports as its worker's.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Passed => 0,
+            Status::Differs => 1,
+            _ => 2,
+        }
+    }
 }
+
+/// A capture's time (ns), what it is (`kernel`, `replay`), and the
+/// repetitions' times it is the median of.
+pub type Time<'a> = (u64, &'static str, &'a [u64]);
 
 /// One capture's result: one line of a results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,7 +139,7 @@ impl CaptureResult {
     /// The time the summary and the baseline go by, and what it is: the
     /// kernel's median where the executor measured it, else the median
     /// repetition.
-    pub fn time(&self) -> Option<(u64, &'static str, &[u64])> {
+    pub fn time(&self) -> Option<Time<'_>> {
         match (self.kernel_ns, self.replay_ns) {
             (Some(k), _) => Some((k, "kernel", &self.kernel_times_ns)),
             (None, Some(r)) => Some((r, "replay", &self.replay_times_ns)),
@@ -201,27 +215,20 @@ impl Read {
     /// Adds what `text` holds: result lines (a results file), or the
     /// `results` of a `reprise check --json` summary.
     pub fn add_text(&mut self, text: &str) {
-        if let Ok(serde_json::Value::Object(summary)) = serde_json::from_str(text)
-            && let Some(serde_json::Value::Array(all)) = summary.get("results")
-        {
-            for v in all {
-                match serde_json::from_value::<CaptureResult>(v.clone()) {
-                    Ok(r) => {
-                        self.results.insert(r.path.clone(), r);
-                    }
-                    Err(_) => self.bad_lines += 1,
-                }
-            }
-            return;
-        }
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<CaptureResult>(line) {
-                Ok(r) => {
-                    self.results.insert(r.path.clone(), r);
-                }
-                Err(_) => self.bad_lines += 1,
-            }
-        }
+        let summary = serde_json::from_str::<serde_json::Value>(text).ok();
+        let results: Vec<serde_json::Result<CaptureResult>> =
+            match summary.as_ref().and_then(|s| s.get("results")?.as_array()) {
+                Some(all) => all.iter().map(CaptureResult::deserialize).collect(),
+                None => text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(serde_json::from_str)
+                    .collect(),
+            };
+        // A later result for the same capture replaces an earlier one.
+        self.bad_lines += results.iter().filter(|r| r.is_err()).count();
+        let all = results.into_iter().flatten();
+        self.results.extend(all.map(|r| (r.path.clone(), r)));
     }
 
     /// Adds what the file `path` holds; a file that is not there holds

@@ -1,5 +1,8 @@
-//! Workers: a worker process (`check --worker-serve`) reads requests on
-//! stdin, one JSON line each (a capture, and where its output goes), and
+//! The worker pool. Captures are replayed in child processes (this
+//! executable, `check --worker-serve`: the worker module), so that a kernel
+//! that faults, hangs or kills its process is that capture's result and the
+//! suite goes on. A worker reads requests on stdin, one JSON line each (a
+//! capture, and where its output goes: the suite's private directory), and
 //! answers each with its marked report line. The verdict is never the
 //! worker's: the suite compares the output the worker left (the verdict
 //! module).
@@ -9,39 +12,68 @@
 //! every line of which is that capture's, read until the worker has ended;
 //! a worker that gave no result, more than one, a malformed one, or one
 //! and then did not exit cleanly, has failed that capture and no other.
-//! A GPU capture's kernel runs on the device and cannot write to its
-//! worker's output, so a GPU worker serves up to [`PER_WORKER`] captures
-//! (the start of a process, its libraries and a device context, is paid
-//! once for them) and refuses any capture that would run in its process.
+//! Host captures run `jobs` at a time. A GPU capture's kernel runs on the
+//! device and cannot write to its worker's output, so a GPU worker, one per
+//! visible device, serves up to [`PER_WORKER`] captures (the start of a
+//! process, its libraries and a device context, is paid once for them) and
+//! refuses any capture that would run in its process.
 //!
 //! A capture is its own result whatever it does: one that hangs past the
 //! timeout has the worker's process group killed, one that kills its
 //! worker is named with how the process ended, and a new worker takes the
 //! next capture. A worker also ends after any capture that failed (a
-//! kernel that faulted may have left the process unsound).
+//! kernel that faulted may have left the process unsound). A worker runs in
+//! a process group of its own, which is killed when it passes the timeout
+//! (and once it has ended, so that nothing it started lingers), and it dies
+//! with the suite (`PR_SET_PDEATHSIG`).
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::discover::Found;
-use super::pool::{self, Workers};
-use super::protocol::{Lines, NoResult, Outcome, Report, Request};
-use super::results::{CaptureResult, Status};
+use super::protocol::{Lines, NoResult, Outcome, Request};
+use super::results::{CaptureResult, Status, median};
 use super::verdict;
-use super::worker;
+use crate::compare_args::CompareArgs;
 use crate::jobs::process;
+
+/// How workers are started.
+pub struct Workers {
+    /// This executable.
+    pub exe: PathBuf,
+    /// The arguments of this `reprise check` after `check`, handed to each
+    /// worker (which reads the comparison and opening options from them).
+    pub args: Vec<OsString>,
+    /// How long one capture may take.
+    pub timeout: Option<Duration>,
+    /// Host captures at once.
+    pub jobs: usize,
+    /// GPU devices: one worker each.
+    pub devices: usize,
+    /// How the suite opens a capture to judge its output.
+    pub options: reprise::OpenOptions,
+    /// How the suite compares.
+    pub compare: CompareArgs,
+    /// The suite's private directory (mode 0700, removed when dropped),
+    /// where each worker writes the output of the capture it replayed.
+    pub scratch: tempfile::TempDir,
+    /// Outputs named in `scratch` so far.
+    pub outputs: AtomicU64,
+}
 
 /// The most bytes kept of a worker's stderr (its end).
 const KEPT: usize = 256 << 10;
 
 /// Captures one worker checks before a fresh one takes over.
-pub const PER_WORKER: usize = 64;
+const PER_WORKER: usize = 64;
 
 /// The longest line kept of a worker's stdout (a kernel may print one
 /// without end); the rest of it is skipped.
@@ -110,53 +142,50 @@ impl Tail {
 }
 
 /// One slot of the pool: its worker, started when needed.
-pub struct Slot<'a> {
+struct Slot<'a> {
     w: &'a Workers,
+    /// Its GPU; `None` for host captures.
     device: Option<i32>,
     worker: Option<Served>,
 }
 
-impl<'a> Slot<'a> {
-    /// A slot for host captures (`device` none) or for one GPU.
-    pub fn new(w: &'a Workers, device: Option<i32>) -> Slot<'a> {
-        Slot {
-            w,
-            device,
-            worker: None,
-        }
-    }
-
+impl Slot<'_> {
     /// Checks `found` in this slot's worker.
-    pub fn check(&mut self, found: &Found) -> CaptureResult {
+    fn check(&mut self, found: &Found) -> CaptureResult {
         let mut result = CaptureResult::of(found, Status::Failed, String::new());
         let started = Instant::now();
-        // Host captures run their code in the worker's process: each has a
-        // worker of its own, whose every line is that capture's.
-        let one_shot = self.device.is_none();
-        let output = self.w.scratch.output_path();
+        let n = self.w.outputs.fetch_add(1, Ordering::Relaxed);
+        let output = self.w.scratch.path().join(format!("output-{n}"));
         let mut line = serde_json::to_string(&Request::new(&found.path, &output))
             .expect("a request serializes");
         line.push('\n');
-        if !self.started(&mut result) {
+        let sent = match self.send(&line) {
+            // The worker ended while it waited (killed from outside, say):
+            // that is no capture's doing, and a fresh one takes this one
+            // (one that cannot take it either: how it ended is said below).
+            Ok(false) => {
+                self.retire();
+                self.send(&line)
+            }
+            sent => sent,
+        };
+        if let Err(why) = sent {
+            result.message = why;
             return result;
         }
-        if !self.send(&line) {
-            // The worker ended while it waited (killed from outside, say):
-            // that is no capture's doing, and a fresh one takes this one.
-            self.retire();
-            if !self.started(&mut result) {
-                return result;
-            }
-            // One that cannot take it either: how it ended is said below.
-            self.send(&line);
-        }
         let wk = self.worker.as_mut().expect("started above");
+        // Host captures run their code in the worker's process: each has a
+        // worker of its own, whose every line is that capture's.
+        let one_shot = self.device.is_none();
         if one_shot {
             drop(wk.stdin.take());
         }
         let mut deadline = self.w.timeout.map(|t| started + t);
         let mut exited = false;
         let mut lines = Lines::default();
+        // `Timeout`: past the timeout; `Disconnected`: the worker has ended
+        // and its lines are all read; `None`: a worker serving many
+        // answered.
         let ended = loop {
             let got = match deadline {
                 Some(d) => wk
@@ -184,117 +213,101 @@ impl<'a> Slot<'a> {
             }
         };
         result.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        match ended {
-            Some(RecvTimeoutError::Timeout) => {
-                let wk = self.worker.take().expect("running");
-                process::kill_group(wk.pid);
-                let _ = end(wk, Duration::from_secs(5));
-                result.status = Status::Timeout;
-                result.message = format!(
-                    "ran past the timeout of {} and was killed",
-                    crate::ui::human_time(self.w.timeout.unwrap_or_default())
-                );
-            }
-            // A one-shot worker has ended (its lines are all read), or a
-            // worker serving many answered.
-            Some(RecvTimeoutError::Disconnected) | None => {
-                let wait = if ended.is_none() {
-                    None
-                } else {
-                    let wk = self.worker.take().expect("running");
-                    Some(end(wk, Duration::from_secs(2)))
-                };
-                let exit = wait.as_ref().map(|(status, _)| *status);
-                let clean = exit.is_none_or(|s| s.is_some_and(|s| s.success()));
-                match lines.one(clean) {
-                    Ok(r) => self.reported(found, r, &output, &mut result),
-                    Err(NoResult::None) => {
-                        let (status, stderr) = wait.unwrap_or_default();
-                        ended_without_result(status, &stderr, &mut result);
-                    }
-                    Err(why) => {
-                        result.status = Status::Failed;
-                        result.message = match why {
-                            NoResult::Several(n) => format!(
-                                "the worker's output held {n} results for one capture: \
-                                 something in the process (the capture's code?) printed \
-                                 results, and none of them is taken"
-                            ),
-                            NoResult::Malformed => "the worker's result could not be read: \
-                                 something in the process (the capture's code?) printed a \
-                                 malformed one"
-                                .to_string(),
-                            NoResult::Unclean | NoResult::None => {
-                                let (status, _) = wait.unwrap_or_default();
-                                format!(
-                                    "the worker {} after it gave a result: something in the \
-                                     process (the capture's code?) ended it, and its result \
-                                     is not taken",
-                                    how_ended(status, &mut result)
-                                )
-                            }
-                        };
-                        if let Some(w) = self.worker.take() {
-                            let _ = end(w, Duration::from_secs(2));
+        if ended == Some(RecvTimeoutError::Timeout) {
+            let wk = self.worker.take().expect("running");
+            process::kill_group(wk.pid);
+            let _ = end(wk, Duration::from_secs(5));
+            result.status = Status::Timeout;
+            result.message = format!(
+                "ran past the timeout of {} and was killed",
+                crate::ui::human_time(self.w.timeout.unwrap_or_default())
+            );
+        } else {
+            // A worker that has ended is reaped: how it ended, and what it
+            // said last on stderr.
+            let wait =
+                ended.and_then(|_| self.worker.take().map(|wk| end(wk, Duration::from_secs(2))));
+            let clean = wait
+                .as_ref()
+                .is_none_or(|(s, _)| s.is_some_and(|s| s.success()));
+            let (status, stderr) = wait.unwrap_or_default();
+            // (`result` says `failed` until a report says otherwise.)
+            match lines.one(clean) {
+                Ok(r) => {
+                    result.kernel_ns = median(&r.kernel_times_ns);
+                    result.replay_ns = median(&r.replay_times_ns);
+                    result.kernel = r.kernel.or(result.kernel.take());
+                    result.backend = r.backend.or(result.backend.take());
+                    result.kernel_times_ns = r.kernel_times_ns;
+                    result.replay_times_ns = r.replay_times_ns;
+                    // When the kernel ran, the suite's own comparison of the
+                    // output it left.
+                    (result.status, result.message) = match r.outcome {
+                        Outcome::Ran => {
+                            verdict::judge(&found.path, &self.w.options, &self.w.compare, &output)
                         }
-                    }
+                        Outcome::Refused => (Status::Refused, r.message),
+                        Outcome::Failed => (Status::Failed, r.message),
+                    };
+                    result.exit_code = Some(result.status.exit_code());
+                }
+                Err(NoResult::None) => {
+                    let stderr = String::from_utf8_lossy(&stderr);
+                    let said = stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| format!(": {}", l.trim()))
+                        .unwrap_or_default();
+                    let how = how_ended(status, &mut result);
+                    result.message = format!("the worker {how} before it gave a result{said}");
+                }
+                Err(NoResult::Several(n)) => {
+                    result.message = format!(
+                        "the worker's output held {n} results for one capture: something in \
+                         the process (the capture's code?) printed results, and none of them \
+                         is taken"
+                    );
+                }
+                Err(NoResult::Malformed) => {
+                    result.message = "the worker's result could not be read: something in the \
+                                      process (the capture's code?) printed a malformed one"
+                        .to_string();
+                }
+                Err(NoResult::Unclean) => {
+                    result.message = format!(
+                        "the worker {} after it gave a result: something in the process (the \
+                         capture's code?) ended it, and its result is not taken",
+                        how_ended(status, &mut result)
+                    );
                 }
             }
         }
         let _ = std::fs::remove_file(&output);
-        result
-    }
-
-    /// Starts this slot's worker when none runs; whether one does (if not,
-    /// `result` says why).
-    fn started(&mut self, result: &mut CaptureResult) -> bool {
-        if self.worker.is_none() {
-            match start(self.w, self.device) {
-                Ok(s) => self.worker = Some(s),
-                Err(why) => {
-                    result.message = why;
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// `result` from the worker's report `r`: when the kernel ran, the
-    /// suite's own comparison of the output it left.
-    fn reported(&mut self, found: &Found, r: Report, output: &Path, result: &mut CaptureResult) {
-        result.kernel_ns = worker::kernel_ns(&r);
-        result.replay_ns = worker::replay_ns(&r);
-        result.kernel = r.kernel.or(result.kernel.take());
-        result.backend = r.backend.or(result.backend.take());
-        result.kernel_times_ns = r.kernel_times_ns;
-        result.replay_times_ns = r.replay_times_ns;
-        (result.status, result.message) = match r.outcome {
-            Outcome::Ran => verdict::judge(&found.path, &self.w.options, &self.w.compare, output),
-            Outcome::Refused => (Status::Refused, r.message),
-            Outcome::Failed => (Status::Failed, r.message),
-        };
-        result.exit_code = Some(pool::expected_code(result.status));
+        // A worker that failed a capture may have been left unsound, and one
+        // that served its share makes way: a fresh one takes the next.
         if let Some(wk) = self.worker.as_mut() {
             wk.served += 1;
             if result.status == Status::Failed || wk.served >= PER_WORKER {
                 self.retire();
             }
         }
+        result
     }
 
-    /// Hands `line` to the worker, its stderr cleared first; whether it
-    /// took it.
-    fn send(&mut self, line: &str) -> bool {
-        let Some(wk) = self.worker.as_mut() else {
-            return false;
-        };
+    /// Hands `line` to the worker (started when none runs), its stderr
+    /// cleared first; whether it took it, or why no worker could start.
+    fn send(&mut self, line: &str) -> Result<bool, String> {
+        if self.worker.is_none() {
+            self.worker = Some(start(self.w, self.device)?);
+        }
+        let wk = self.worker.as_mut().expect("started above");
         wk.stderr.clear();
-        wk.stdin.as_mut().is_some_and(|s| {
+        Ok(wk.stdin.as_mut().is_some_and(|s| {
             s.write_all(line.as_bytes())
                 .and_then(|()| s.flush())
                 .is_ok()
-        })
+        }))
     }
 
     /// Lets the worker end (its stdin closed), and waits for it.
@@ -312,32 +325,31 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Captures waiting for a worker, shared by the workers that take them.
-type Queue = Arc<Mutex<VecDeque<Found>>>;
-
 /// Runs every capture of `host` and `gpu` and hands each result to
 /// `done` as it comes, on this thread.
 pub fn run(w: &Workers, host: Vec<Found>, gpu: Vec<Found>, mut done: impl FnMut(CaptureResult)) {
+    let devices = (0..w.devices.min(gpu.len())).map(|d| Some(d as i32));
+    let slots: Vec<Option<i32>> = (0..w.jobs.min(host.len()))
+        .map(|_| None)
+        .chain(devices)
+        .collect();
+    let (host, gpu) = (
+        Mutex::new(VecDeque::from(host)),
+        Mutex::new(VecDeque::from(gpu)),
+    );
     let (tx, rx) = mpsc::channel::<CaptureResult>();
-    let host = Arc::new(Mutex::new(VecDeque::from(host)));
-    let gpu = Arc::new(Mutex::new(VecDeque::from(gpu)));
     std::thread::scope(|s| {
-        let mut slots: Vec<(Queue, Option<i32>)> = Vec::new();
-        let host_len = host.lock().unwrap_or_else(|e| e.into_inner()).len();
-        let gpu_len = gpu.lock().unwrap_or_else(|e| e.into_inner()).len();
-        for _ in 0..w.jobs.min(host_len) {
-            slots.push((host.clone(), None));
-        }
-        for d in 0..w.devices.min(gpu_len) {
-            slots.push((gpu.clone(), Some(d as i32)));
-        }
-        for (queue, device) in slots {
+        for device in slots {
+            let queue = if device.is_some() { &gpu } else { &host };
             let tx = tx.clone();
             s.spawn(move || {
-                let mut slot = Slot::new(w, device);
-                loop {
-                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                    let Some(found) = next else { break };
+                let mut slot = Slot {
+                    w,
+                    device,
+                    worker: None,
+                };
+                let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                for found in std::iter::from_fn(next) {
                     if tx.send(slot.check(&found)).is_err() {
                         break;
                     }
@@ -360,21 +372,6 @@ fn how_ended(status: Option<ExitStatus>, result: &mut CaptureResult) -> String {
         (None, Some(sig)) => format!("was killed by {}", crate::isolate::signal_name(sig)),
         (None, None) => "ended".to_string(),
     }
-}
-
-/// `result` for a worker that ended as `status` without a result, with the
-/// last line of its `stderr`.
-fn ended_without_result(status: Option<ExitStatus>, stderr: &[u8], result: &mut CaptureResult) {
-    let ended = how_ended(status, result);
-    let stderr = String::from_utf8_lossy(stderr);
-    let said = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| format!(": {}", l.trim()))
-        .unwrap_or_default();
-    result.status = Status::Failed;
-    result.message = format!("the worker {ended} before it gave a result{said}");
 }
 
 /// Starts a worker.
@@ -402,12 +399,30 @@ fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
         .map_err(|e| format!("could not start a worker ({}): {e}", w.exe.display()))?;
     let pid = child.id() as libc::pid_t;
     let stdin = child.stdin.take();
-    let (lines, tx) = line_reader(child.stdout.take());
-    // An empty line says the worker has ended.
+    // Its stdout line by line (each line at most LONGEST_LINE bytes, none
+    // empty), and then an empty line, which says the worker has ended.
+    let (tx, lines) = mpsc::channel();
+    let ended = tx.clone();
     std::thread::spawn(move || {
         process::wait_unreaped(pid);
-        let _ = tx.send(Vec::new());
+        let _ = ended.send(Vec::new());
     });
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(out);
+            loop {
+                let mut line = Vec::new();
+                match r
+                    .by_ref()
+                    .take(LONGEST_LINE as u64)
+                    .read_until(b'\n', &mut line)
+                {
+                    Ok(1..) if tx.send(line).is_ok() => {}
+                    _ => break,
+                }
+            }
+        });
+    }
     let stderr = Tail::of(child.stderr.take());
     Ok(Served {
         child,
@@ -438,34 +453,4 @@ fn end(mut wk: Served, grace: Duration) -> (Option<ExitStatus>, Vec<u8>) {
     process::kill_group(pid);
     let status = wk.child.wait().ok();
     (status, wk.stderr.take(Duration::from_secs(2)))
-}
-
-/// Reads `pipe` line by line on a thread (each line at most
-/// [`LONGEST_LINE`] bytes kept, none empty), and a sender of more.
-fn line_reader(
-    pipe: Option<impl Read + Send + 'static>,
-) -> (Receiver<Vec<u8>>, mpsc::Sender<Vec<u8>>) {
-    let (tx, rx) = mpsc::channel();
-    let more = tx.clone();
-    if let Some(pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(pipe);
-            loop {
-                let mut line = Vec::new();
-                match r
-                    .by_ref()
-                    .take(LONGEST_LINE as u64)
-                    .read_until(b'\n', &mut line)
-                {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-    }
-    (rx, more)
 }

@@ -25,8 +25,8 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     }
     let record = JobRecord::read(&dir)?;
     earlier_job(record.as_ref(), a.resume, &dir)?;
-    let shards = match (&record, a.resume) {
-        (Some(r), true) => {
+    let mut record = match record {
+        Some(r) if a.resume => {
             if let Some(n) = a.slurm.array_size
                 && u64::from(n) != r.shards
             {
@@ -39,17 +39,14 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
                     ),
                 ));
             }
-            r.shards
+            r
         }
-        _ => u64::from(a.slurm.array_size.unwrap_or(16)).min(corpus.captures.len() as u64),
-    };
-    let mut record = match (record, a.resume) {
-        (Some(r), true) => r,
         _ => JobRecord {
-            shards,
+            shards: u64::from(a.slurm.array_size.unwrap_or(16)).min(corpus.captures.len() as u64),
             submissions: Vec::new(),
         },
     };
+    let shards = record.shards;
     // Each shard's captures, by path.
     let mut expected: BTreeMap<u64, Vec<&Found>> = (0..shards).map(|k| (k, vec![])).collect();
     for f in &corpus.captures {
@@ -57,7 +54,26 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         expected.entry(k).or_default().push(f);
     }
     // The script, its values checked before anything is written.
-    let s = script_for(a, &dir, &cwd, shards)?;
+    let command = task_command(
+        "check",
+        &["--results", "--junit", "--baseline", "--slower", "--shard"],
+        &["--resume", "--json"],
+    )?;
+    let s = script::Script {
+        job_name: "reprise-check",
+        dir: &dir,
+        cwd: &cwd,
+        command,
+        results_option: "--results",
+        shards,
+        task_flags: if a.jobs.is_none() {
+            "--resume --json --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
+        } else {
+            "--resume --json"
+        },
+        cpus_per_task: a.jobs,
+        slurm: &a.slurm,
+    };
     s.check()?;
     // A fresh run: the files of an earlier one go.
     prepare(&dir, !a.resume)?;
@@ -117,7 +133,18 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
                     merged.push_str(&r.line());
                     all.push(r.clone());
                 }
-                None => all.push(no_result(f, k, shards)),
+                // Counted as failed in the summary, and not written to
+                // the results file, so that `--resume` checks it.
+                None => {
+                    let why = format!(
+                        "no result: shard {} (array task {k}) did not check it; --resume checks it",
+                        Shard {
+                            index: k,
+                            count: shards
+                        }
+                    );
+                    all.push(CaptureResult::of(f, Status::Failed, why));
+                }
             }
         }
     }
@@ -166,44 +193,4 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         baseline,
         source,
     )
-}
-
-/// The sbatch script for `a`'s corpus in `shards` shards.
-fn script_for<'a>(
-    a: &'a CheckArgs,
-    dir: &'a std::path::Path,
-    cwd: &'a std::path::Path,
-    shards: u64,
-) -> Result<script::Script<'a>> {
-    let command = task_command(
-        "check",
-        &["--results", "--junit", "--baseline", "--slower", "--shard"],
-        &["--resume", "--json"],
-    )?;
-    Ok(script::Script {
-        job_name: "reprise-check",
-        dir,
-        cwd,
-        command,
-        results_option: "--results",
-        shards,
-        task_flags: if a.jobs.is_none() {
-            "--resume --json --jobs \"${SLURM_CPUS_ON_NODE:-1}\""
-        } else {
-            "--resume --json"
-        },
-        cpus_per_task: a.jobs,
-        slurm: &a.slurm,
-    })
-}
-
-/// A capture of shard `k` that no task gave a result for: it counts as
-/// failed in the summary (and is not written to the results file, so
-/// that `--resume` checks it).
-fn no_result(f: &Found, k: u64, n: u64) -> CaptureResult {
-    let why = format!(
-        "no result: shard {} (array task {k}) did not check it; --resume checks it",
-        Shard { index: k, count: n }
-    );
-    CaptureResult::of(f, Status::Failed, why)
 }

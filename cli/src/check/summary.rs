@@ -3,13 +3,12 @@
 //! baseline; as a table for people or one JSON object, and the exit
 //! status it gives.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::baseline::Comparison;
-use super::results::{CaptureResult, Status};
+use super::results::{CaptureResult, Status, Time};
 use crate::ui::human_time;
 
 /// How many of the slowest kernels the summary lists.
@@ -35,15 +34,15 @@ impl Summary<'_> {
         self.results.iter().filter(|r| r.status == status).count()
     }
 
-    /// The slowest timed captures, slowest first.
-    pub fn slowest(&self) -> Vec<&CaptureResult> {
-        let mut timed: Vec<&CaptureResult> = self
+    /// The slowest timed captures, slowest first, with their times
+    /// ([`CaptureResult::time`]).
+    pub fn slowest(&self) -> Vec<(&CaptureResult, Time<'_>)> {
+        let mut timed: Vec<_> = self
             .results
             .iter()
-            .copied()
-            .filter(|r| r.time().is_some())
+            .filter_map(|r| Some((*r, r.time()?)))
             .collect();
-        timed.sort_by_key(|r| std::cmp::Reverse(r.time().map(|t| t.0)));
+        timed.sort_by_key(|(_, (ns, ..))| std::cmp::Reverse(*ns));
         timed.truncate(SLOWEST);
         timed
     }
@@ -60,11 +59,6 @@ impl Summary<'_> {
         } else {
             0
         }
-    }
-
-    /// [`Summary::exit_code`] as the process's.
-    pub fn exit(&self) -> ExitCode {
-        ExitCode::from(self.exit_code())
     }
 
     /// The table, line by line.
@@ -91,8 +85,7 @@ impl Summary<'_> {
                 "slowest {} (median of the repetitions; kernel time where the executor measures it):",
                 slowest.len()
             ));
-            for r in slowest {
-                let (ns, what, samples) = r.time().expect("timed");
+            for (r, (ns, what, samples)) in slowest {
                 out.push(format!(
                     "  {:>10} {:<6} x{:<3} {:<24} {}",
                     human_time(Duration::from_nanos(ns)),
@@ -148,15 +141,14 @@ impl Summary<'_> {
     /// The summary as one JSON object (times in nanoseconds), every result
     /// included, so that it can serve as a later run's `--baseline`.
     pub fn json(&self) -> serde_json::Value {
-        let mut counts = serde_json::Map::new();
-        for s in Status::ALL {
-            counts.insert(s.as_str().into(), json!(self.count(s)));
-        }
+        let counts: serde_json::Map<_, _> = Status::ALL
+            .iter()
+            .map(|s| (s.as_str().into(), json!(self.count(*s))))
+            .collect();
         let slowest: Vec<_> = self
             .slowest()
             .iter()
-            .map(|r| {
-                let (ns, what, samples) = r.time().expect("timed");
+            .map(|(r, (ns, what, samples))| {
                 json!({
                     "path": r.path,
                     "kernel": r.kernel,

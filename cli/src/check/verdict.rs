@@ -31,71 +31,55 @@ pub fn judge(
     compare: &CompareArgs,
     output: &Path,
 ) -> (Status, String) {
-    let failed = |e: reprise::Error| (Status::Failed, CliError::from(e).to_string());
-    let capture = match Capture::open_with(descriptor, options.clone()) {
-        Ok(c) => c,
-        Err(e) => return failed(e),
+    let said = |status| move |e: reprise::Error| (status, CliError::from(e).to_string());
+    let (failed, refused) = (said(Status::Failed), said(Status::Refused));
+    let judged = || {
+        let capture = Capture::open_with(descriptor, options.clone()).map_err(failed)?;
+        if let Some(e) = capture.output_problem() {
+            return Err(refused(e));
+        }
+        let Some(recorded) = capture.output.as_ref() else {
+            return Err((Status::Refused, "the capture has no recorded output".into()));
+        };
+        let base = capture.region_base().map_err(failed)?;
+        let len = capture.snapshot_len();
+        let ranges =
+            resolve_ranges(&compare.spec(), &capture.record, base, len).map_err(refused)?;
+        let replayed = read_output(output, len).map_err(|why| (Status::Failed, why))?;
+        let checksum = capture.expected_output_checksum();
+        let v =
+            verify(&replayed, recorded, checksum, compare.tolerance(), ranges).map_err(failed)?;
+        let mut message = compare
+            .arg_lines(&capture.record, base, len)
+            .into_iter()
+            .chain(compare.report("verification", &v.comparison, &v.ranges, Some(base)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if v.is_match() {
+            return Ok((Status::Passed, message));
+        }
+        // A region base chosen among several may be what differs.
+        if let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin()
+            && b.alternatives().is_some()
+        {
+            let hint = isolate::derived_hint(base, &b);
+            message.push_str(&format!("\nbut{}", hint.trim_start_matches(';')));
+        }
+        Ok((Status::Differs, message))
     };
-    if let Some(e) = capture.output_problem() {
-        return (Status::Refused, CliError::from(e).to_string());
-    }
-    let Some(recorded) = capture.output.as_ref() else {
-        return (Status::Refused, "the capture has no recorded output".into());
-    };
-    let base = match capture.region_base() {
-        Ok(b) => b,
-        Err(e) => return failed(e),
-    };
-    let ranges = match resolve_ranges(
-        &compare.spec(),
-        &capture.record,
-        base,
-        capture.snapshot_len(),
-    ) {
-        Ok(r) => r,
-        Err(e) => return (Status::Refused, CliError::from(e).to_string()),
-    };
-    let replayed = match read_output(output, capture.snapshot_len()) {
-        Ok(bytes) => bytes,
-        Err(why) => return (Status::Failed, why),
-    };
-    let v = match verify(
-        &replayed,
-        recorded,
-        capture.expected_output_checksum(),
-        compare.tolerance(),
-        ranges,
-    ) {
-        Ok(v) => v,
-        Err(e) => return failed(e),
-    };
-    let mut message = compare
-        .report("verification", &v.comparison, &v.ranges, Some(base))
-        .join("\n");
-    if v.is_match() {
-        return (Status::Passed, message);
-    }
-    // A region base chosen among several may be what differs.
-    if let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin()
-        && b.alternatives().is_some()
-    {
-        let hint = isolate::derived_hint(base, &b);
-        message.push_str(&format!("\nbut{}", hint.trim_start_matches(';')));
-    }
-    (Status::Differs, message)
+    judged().unwrap_or_else(|no| no)
 }
 
 /// The output at `path`, which must be a regular file of `len` bytes.
 fn read_output(path: &Path, len: u64) -> Result<Vec<u8>, String> {
-    let missing = || {
-        format!(
-            "the worker said the kernel ran, but left no output ({} is missing)",
-            path.display()
-        )
-    };
     let file = match SnapshotFile::open(path) {
         Ok(Some(f)) => f,
-        Ok(None) => return Err(missing()),
+        Ok(None) => {
+            return Err(format!(
+                "the worker said the kernel ran, but left no output ({} is missing)",
+                path.display()
+            ));
+        }
         Err(e) => return Err(CliError::from(e).to_string()),
     };
     if file.len != len {

@@ -12,38 +12,20 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::protocol::{Outcome, Report, Request, path_of};
-use super::results::median;
 use crate::error::{CliError, Result};
 use crate::isolate;
 use reprise::capture::BaseOrigin;
 use reprise::{Capture, ErrorKind};
 
-/// The median kernel time of a report.
-pub fn kernel_ns(r: &Report) -> Option<u64> {
-    median(&r.kernel_times_ns)
-}
-
-/// The median repetition time of a report.
-pub fn replay_ns(r: &Report) -> Option<u64> {
-    median(&r.replay_times_ns)
-}
-
-/// What the worker is asked.
-pub struct Job<'a> {
-    /// The capture's descriptor.
-    pub path: &'a Path,
-    /// Where its output goes.
-    pub output: &'a Path,
-    /// How to open it.
-    pub options: reprise::OpenOptions,
-    /// The GPU to run on (`None`: the executor's own choice).
-    pub device: Option<i32>,
-    /// Timed repetitions.
-    pub repetitions: u32,
-}
-
-/// The replay, as a report.
-fn replay(job: &Job<'_>) -> Report {
+/// The replay of the capture at `path`, its output written to `output`,
+/// on GPU `device` (`None`: the executor's own choice), as a report.
+fn replay(
+    path: &Path,
+    output: &Path,
+    options: reprise::OpenOptions,
+    device: Option<i32>,
+    repetitions: u32,
+) -> Report {
     let mut report = Report {
         outcome: Outcome::Refused,
         kernel: None,
@@ -52,27 +34,30 @@ fn replay(job: &Job<'_>) -> Report {
         replay_times_ns: Vec::new(),
         message: String::new(),
     };
-    let mut capture = match Capture::open_with(job.path, job.options.clone()) {
+    let said = |e: reprise::Error| CliError::from(e).to_string();
+    let mut capture = match Capture::open_with(path, options) {
         Ok(c) => c,
         Err(e) => {
-            report.message = CliError::from(e).to_string();
-            return report;
+            return Report {
+                message: said(e),
+                ..report
+            };
         }
     };
     report.kernel = Some(capture.record.name.to_string());
     // The output goes where the suite reads it, never beside the capture.
-    capture.paths.replay_output = job.output.to_path_buf();
+    capture.paths.replay_output = output.to_path_buf();
     let mut builder = reprise::replay(&capture)
         .save_output(true)
-        .repetitions(job.repetitions);
-    if let Some(d) = job.device {
+        .repetitions(repetitions);
+    if let Some(d) = device {
         builder = builder.device_id(d);
     }
     match builder.resolved_backend() {
         // A GPU worker serves many captures: one that would run its code in
         // this process must have a process of its own (the suite sends
         // host captures to workers that take one each).
-        Ok(b) if job.device.is_some() && reprise::executors::capabilities(b).in_process => {
+        Ok(b) if device.is_some() && reprise::executors::capabilities(b).in_process => {
             report.message = format!(
                 "the suite sent this capture to a GPU worker, but it runs on the {b} executor"
             );
@@ -80,20 +65,20 @@ fn replay(job: &Job<'_>) -> Report {
         }
         Ok(b) => report.backend = Some(b.to_string()),
         Err(e) => {
-            report.message = CliError::from(e).to_string();
-            return report;
+            return Report {
+                message: said(e),
+                ..report
+            };
         }
     }
     let outcome = match reprise::block_on(builder.into_future()) {
         Ok(o) => o,
         Err(e) => {
-            report.outcome = if could_not_start(&e) {
-                Outcome::Refused
-            } else {
-                Outcome::Failed
-            };
+            if !could_not_start(&e) {
+                report.outcome = Outcome::Failed;
+            }
             let fault = e.kernel_faulted();
-            report.message = CliError::from(e).to_string();
+            report.message = said(e);
             if fault && let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin() {
                 report.message.push_str(&isolate::derived_hint(
                     capture.region_base().unwrap_or(0),
@@ -143,13 +128,13 @@ pub fn serve(
         let line = line.map_err(|e| reprise::Error::io("stdin", "read", e))?;
         let request: Request = serde_json::from_str(&line)
             .map_err(|e| CliError::Usage(format!("a worker reads requests as JSON lines: {e}")))?;
-        let report = replay(&Job {
-            path: path_of(&request.capture),
-            output: path_of(&request.output),
-            options: options.clone(),
+        let report = replay(
+            path_of(&request.capture),
+            path_of(&request.output),
+            options.clone(),
             device,
             repetitions,
-        });
+        );
         // On a line of its own, whatever the kernel printed before it.
         out_text!("{}", report.line());
         if report.outcome == Outcome::Failed {

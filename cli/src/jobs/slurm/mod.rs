@@ -104,15 +104,6 @@ impl JobRecord {
     }
 }
 
-/// The job directory for results file `results`: `NAME.slurm` beside it.
-pub fn job_dir(results: &Path) -> PathBuf {
-    let stem = results
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "reprise".into());
-    results.with_file_name(format!("{stem}.slurm"))
-}
-
 /// The results file of shard `k` of `n` in the job directory.
 pub fn shard_file(dir: &Path, k: u64, n: u64) -> PathBuf {
     dir.join(format!("shard-{k}-of-{n}.jsonl"))
@@ -131,15 +122,18 @@ pub fn paths(
     let cwd = std::env::current_dir()
         .map_err(|e| reprise::Error::io("the current directory", "find", e))?;
     script::checked_path("the working directory", &cwd)?;
-    let results = absolute(results.unwrap_or(Path::new(default)))?;
+    // Absolute: the tasks run elsewhere.
+    let given = results.unwrap_or(Path::new(default));
+    let results =
+        std::path::absolute(given).map_err(|e| reprise::Error::io(given, "resolve", e))?;
     script::checked_path(option, &results)?;
-    let dir = job_dir(&results);
+    // The job directory: `NAME.slurm` beside `NAME.jsonl`.
+    let stem = results
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "reprise".into());
+    let dir = results.with_file_name(format!("{stem}.slurm"));
     Ok((results, dir, cwd))
-}
-
-/// An absolute path (the tasks run elsewhere).
-pub fn absolute(p: &Path) -> Result<PathBuf> {
-    std::path::absolute(p).map_err(|e| reprise::Error::io(p, "resolve", e).into())
 }
 
 /// Before a submission: waits for an earlier job of `record` still in the
@@ -162,13 +156,11 @@ pub fn earlier_job(record: Option<&JobRecord>, resume: bool, dir: &Path) -> Resu
         ));
     }
     note!("waiting for job {} (submitted before) to end", last.job_id);
-    queue::wait(&last.job_id, poll(), |_| {})
+    queue::wait(&last.job_id, POLL, |_| {})
 }
 
 /// How often the queue is asked.
-pub fn poll() -> Duration {
-    Duration::from_millis(500)
-}
+const POLL: Duration = Duration::from_millis(500);
 
 /// Names the tasks of `tasks` whose work is incomplete, with how each
 /// ended (from `ends`, by the submission that last ran it); returns the
@@ -306,6 +298,17 @@ mod at {
         CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
     }
 
+    /// `Ok` where a call returned `r` 0, or failed as `ignored`.
+    fn done(r: libc::c_int, ignored: io::ErrorKind) -> io::Result<()> {
+        match r {
+            0 => Ok(()),
+            _ => match io::Error::last_os_error() {
+                e if e.kind() == ignored => Ok(()),
+                e => Err(e),
+            },
+        }
+    }
+
     /// The type bits (`S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...) of `name` in
     /// `dir`, not following a link; `None` when there is none.
     pub fn kind(dir: &File, name: impl AsRef<OsStr>) -> io::Result<Option<libc::mode_t>> {
@@ -321,42 +324,25 @@ mod at {
                 libc::AT_SYMLINK_NOFOLLOW,
             )
         };
-        if r != 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::NotFound => Ok(None),
-                _ => Err(e),
-            };
-        }
-        // SAFETY: fstatat succeeded, so it filled the buffer.
-        let st = unsafe { st.assume_init() };
-        Ok(Some(st.st_mode & libc::S_IFMT))
+        done(r, io::ErrorKind::NotFound)?;
+        // SAFETY: fstatat succeeded (`r` is 0), so it filled the buffer.
+        Ok((r == 0).then(|| unsafe { st.assume_init() }.st_mode & libc::S_IFMT))
     }
 
     /// Removes the file `name` in `dir` (a link itself, not its target).
     pub fn unlink(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
         let name = c_name(name.as_ref())?;
         // SAFETY: a valid descriptor and a NUL-terminated name.
-        match unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } {
-            0 => Ok(()),
-            _ => match io::Error::last_os_error() {
-                e if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                e => Err(e),
-            },
-        }
+        let r = unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
+        done(r, io::ErrorKind::NotFound)
     }
 
     /// Makes the directory `name` in `dir`, unless something is there.
     pub fn mkdir(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
         let name = c_name(name.as_ref())?;
         // SAFETY: a valid descriptor and a NUL-terminated name.
-        match unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } {
-            0 => Ok(()),
-            _ => match io::Error::last_os_error() {
-                e if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-                e => Err(e),
-            },
-        }
+        let r = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) };
+        done(r, io::ErrorKind::AlreadyExists)
     }
 }
 
@@ -405,7 +391,7 @@ pub fn submit_and_wait(
     }
     note!("submitted job {job}: {what}; waiting for it");
     let mut last = String::new();
-    queue::wait(&job, poll(), |q| {
+    queue::wait(&job, POLL, |q| {
         let running = q.iter().filter(|(_, s)| s == "RUNNING").count();
         let line = format!(
             "job {job}: {running} task(s) running, {} queued",

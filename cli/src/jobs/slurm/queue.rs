@@ -43,23 +43,12 @@ fn said(o: &Output) -> String {
 /// `0-3`, `1,3`, `0-2,5`: the `--array` list of `tasks` (sorted, each
 /// once).
 pub fn array_spec(tasks: &[u64]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < tasks.len() {
-        let start = tasks[i];
-        let mut end = start;
-        while i + 1 < tasks.len() && tasks[i + 1] == end + 1 {
-            i += 1;
-            end = tasks[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
+    let runs = tasks.chunk_by(|a, b| *b == a + 1).map(|run| match run {
+        [first, .., last] => format!("{first}-{last}"),
+        [one] => one.to_string(),
+        [] => String::new(),
+    });
+    runs.collect::<Vec<_>>().join(",")
 }
 
 /// Submits `script` as a job array of `tasks`, with `options` for
