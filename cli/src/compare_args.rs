@@ -41,9 +41,11 @@ pub struct CompareArgs {
     /// (decimal, or hexadecimal with 0x); may be repeated.
     #[arg(long, value_name = "OFFSET:LEN", value_parser = byte_range, help_heading = "Comparison")]
     pub range: Vec<(u64, u64)>,
-    /// Compare only the buffer argument N points to: from its address to
-    /// the next one another argument points to, or to the end of the
-    /// region; may be repeated.
+    /// Compare only the allocation argument N points into, as the
+    /// recorder made it (a capture that records no allocations, LLVM's:
+    /// from the argument to the next buffer another argument points to, or
+    /// to the end of the snapshot); may be repeated. The output says which
+    /// bytes each compared.
     #[arg(long, value_name = "N", help_heading = "Comparison")]
     pub arg: Vec<usize>,
     // The help's 32 is MAX_LISTED (tests/first_use.rs checks the two agree).
@@ -85,6 +87,39 @@ impl CompareArgs {
             tolerance: self.tolerance(),
             ranges,
         }
+    }
+
+    /// One line per `--arg`, saying which bytes it compares of the
+    /// capture `record` (its region at `base`, a snapshot of `len` bytes)
+    /// and what bounded them: `--arg 2: 0x7f0000009d00..0x7f0000013940
+    /// (40000 bytes at offset 0x9d00): its allocation, as recorded`. None
+    /// when no `--arg` was given, or it does not resolve (which the
+    /// comparison reports).
+    pub fn arg_lines(
+        &self,
+        record: &reprise::core::record::KernelRecord,
+        base: u64,
+        len: u64,
+    ) -> Vec<String> {
+        if self.arg.is_empty() {
+            return Vec::new();
+        }
+        let spans =
+            reprise::replayer::arg_spans(&self.spec(), record, base, len).unwrap_or_default();
+        spans
+            .iter()
+            .map(|s| {
+                format!(
+                    "--arg {}: {:#x}..{:#x} ({} bytes at offset {:#x}): {}",
+                    s.index,
+                    base + s.offset,
+                    base + s.offset + s.len,
+                    s.len,
+                    s.offset,
+                    s.bound
+                )
+            })
+            .collect()
     }
 
     /// The lines that say what `c` found: a summary (`PASS`/`FAIL` after

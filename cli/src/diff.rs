@@ -83,6 +83,11 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
     };
     let c = reprise::compare_files(&expected, &actual, spec.tolerance, &ranges)?;
     out!("comparing {} with {}", actual.display(), expected.display());
+    if let Some(r) = &record {
+        for line in a.compare.arg_lines(r, r.region_base.unwrap_or(0), len) {
+            out!("{line}");
+        }
+    }
     for line in a.compare.report("diff", &c, &ranges, base) {
         out!("{line}");
     }

@@ -213,6 +213,14 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     match &outcome.verification {
         None => Ok(ExitCode::SUCCESS),
         Some(v) => {
+            if let Ok(base) = capture.region_base() {
+                for line in a
+                    .compare
+                    .arg_lines(&capture.record, base, capture.snapshot_len())
+                {
+                    out!("{line}");
+                }
+            }
             for line in a.compare.report(
                 "verification",
                 &v.comparison,

@@ -306,6 +306,7 @@ struct Raw {
     args_outside: Option<CappedVec<u64, MAX_ARGS>>,
     args_in_globals: Option<CappedVec<u64, MAX_ARGS>>,
     reachable: Option<CappedVec<CappedVec<u64, 2>, MAX_REACHABLE_RANGES>>,
+    arg_allocations: Option<CappedVec<CappedVec<u64, 3>, MAX_ARGS>>,
     /// Whether the top-level value was an object.
     in_object: bool,
     /// How many descriptor keys it held.
@@ -354,6 +355,7 @@ const KEYS: &[&str] = &[
     "ArgsOutside",
     "ArgsInGlobals",
     "Reachable",
+    "ArgAllocations",
 ];
 
 impl<'de> Visitor<'de> for RawSeed<'_> {
@@ -405,6 +407,7 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
                 "ArgsOutside" => r.args_outside = Some(map.next_value()?),
                 "ArgsInGlobals" => r.args_in_globals = Some(map.next_value()?),
                 "Reachable" => r.reachable = Some(map.next_value()?),
+                "ArgAllocations" => r.arg_allocations = Some(map.next_value()?),
                 _ => r.checksums = Some(map.next_value()?),
             }
         }
@@ -660,7 +663,27 @@ impl Raw {
                 Some(out)
             }
         };
-        Ok(KernelRecord {
+        let arg_allocations = match self.arg_allocations {
+            None => Vec::new(),
+            Some(c) if c.len > MAX_ARGS as u64 => {
+                return Err(TooManyArgs {
+                    count: c.len,
+                    max: MAX_ARGS,
+                });
+            }
+            Some(c) => {
+                let mut out = Vec::new();
+                for a in &c.v {
+                    if a.len != 3 {
+                        return Err(BadValue("ArgAllocations"));
+                    }
+                    // Fits: at most MAX_ARGS entries were kept.
+                    let _ = out.push([a.v[0], a.v[1], a.v[2]]);
+                }
+                out
+            }
+        };
+        let record = KernelRecord {
             generation,
             name: name.s,
             arg_ptrs: ptrs.v,
@@ -687,6 +710,9 @@ impl Raw {
             args_outside: arg_indices(self.args_outside, "ArgsOutside", num_args)?,
             args_in_globals: arg_indices(self.args_in_globals, "ArgsInGlobals", num_args)?,
             reachable,
-        })
+            arg_allocations,
+        };
+        super::check_arg_allocations(&record)?;
+        Ok(record)
     }
 }

@@ -12,9 +12,10 @@
 //!   `Backend`, `Grid`, `Block` (3-D geometry), `ArgSizes`, `ArgData`,
 //!   `DeviceMemorySize` (snapshot length), `LaunchSeq`, `Checksums`,
 //!   `ArgsOutside`/`ArgsInGlobals` (arguments a replay may not reproduce),
-//!   and `Reachable` (a reachable-only capture: the `[offset, len]` ranges
+//!   `Reachable` (a reachable-only capture: the `[offset, len]` ranges
 //!   of the region its snapshots hold, the rest being poison; see
-//!   [`reachable`]).
+//!   [`reachable`]), and `ArgAllocations` (the allocation each pointer
+//!   argument points into, `[index, offset, len]`).
 //!
 //! The generation is detected from the keys present; unknown keys are
 //! ignored. Reading also checks what the descriptor alone can tell: a
@@ -349,6 +350,14 @@ pub struct KernelRecord {
     /// [`reachable::POISON`]. `None`, the rest of reprise's captures and
     /// every LLVM one: the snapshots hold the whole region used.
     pub reachable: Option<reachable::Ranges>,
+    /// `ArgAllocations` (reprise): for each argument that pointed into an
+    /// allocation of the recording region, `[index, offset, len]`: the
+    /// allocation it pointed into, `len` bytes from `offset` (from the
+    /// region's base), as the recorder made it. In order of `index`, one
+    /// entry per argument at most. Empty for LLVM's captures, and for
+    /// reprise's recorded before the key was written: nothing says where
+    /// an allocation ends then.
+    pub arg_allocations: Vec<[u64; 3], MAX_ARGS>,
 }
 
 impl KernelRecord {
@@ -384,6 +393,7 @@ impl KernelRecord {
             args_outside: Vec::new(),
             args_in_globals: Vec::new(),
             reachable: None,
+            arg_allocations: Vec::new(),
         })
     }
 
@@ -446,6 +456,15 @@ impl KernelRecord {
     /// The 64-bit value of argument `i`: `arg_ptrs[i] + arg_offsets[i]`.
     pub fn arg_value(&self, i: usize) -> u64 {
         (self.arg_ptrs[i] as u64).wrapping_add(self.arg_offsets[i] as u64)
+    }
+
+    /// The allocation argument `i` pointed into, as `(offset, len)` from
+    /// the region's base, when the record says (`ArgAllocations`).
+    pub fn arg_allocation(&self, i: usize) -> Option<(u64, u64)> {
+        self.arg_allocations
+            .iter()
+            .find(|a| a[0] == i as u64)
+            .map(|a| (a[1], a[2]))
     }
 
     /// All argument values, as [`KernelRecord::arg_value`].
@@ -537,6 +556,7 @@ impl KernelRecord {
             if let Some(ranges) = &self.reachable {
                 reachable::check_ranges(ranges, self.memory_size)?;
             }
+            check_arg_allocations(self)?;
             match self.format_version {
                 Some(0) => return Err(Zero("RepriseFormat")),
                 Some(version) if version > FORMAT_VERSION => {
@@ -603,6 +623,34 @@ fn check_region(
                 snapshot,
                 region: size,
             });
+        }
+    }
+    Ok(())
+}
+
+/// `ArgAllocations`, reading or writing: each entry names an argument, in
+/// increasing order, and a nonempty allocation inside the snapshot (when
+/// its length is known) that holds the argument's value (when the region's
+/// base is known).
+fn check_arg_allocations(r: &KernelRecord) -> Result<(), RecordError> {
+    let bad = RecordError::BadValue("ArgAllocations");
+    let mut last = None;
+    for &[index, offset, len] in &r.arg_allocations {
+        if index >= r.num_args() as u64 || last.is_some_and(|l| index <= l) || len == 0 {
+            return Err(bad);
+        }
+        last = Some(index);
+        let Some(end) = offset.checked_add(len) else {
+            return Err(bad);
+        };
+        if r.memory_size.is_some_and(|m| end > m) {
+            return Err(bad);
+        }
+        if let Some(base) = r.region_base {
+            let at = r.arg_value(index as usize).wrapping_sub(base);
+            if at < offset || at >= end {
+                return Err(bad);
+            }
         }
     }
     Ok(())

@@ -80,6 +80,9 @@ impl Serialize for JsonView<'_> {
         if reprise && !r.arg_data.is_empty() {
             m.serialize_entry("ArgData", &HexSlice(&r.arg_data))?;
         }
+        if reprise && !r.arg_allocations.is_empty() {
+            m.serialize_entry("ArgAllocations", r.arg_allocations.as_slice())?;
+        }
         m.serialize_entry("ArgOffsets", r.arg_offsets.as_slice())?;
         m.serialize_entry("ArgPtrs", r.arg_ptrs.as_slice())?;
         if reprise && !r.arg_sizes.is_empty() {

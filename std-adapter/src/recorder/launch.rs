@@ -77,6 +77,20 @@ where
         record.region_size = Some(self.bump.capacity());
         record.backend = Some(E::KIND);
         record.launch_seq = Some(seq);
+        // Where each pointer argument's allocation lies, for `--arg N`.
+        let base = self.bump.base();
+        for i in 0..record.num_args() {
+            if record.arg_size(i) != 8 {
+                continue;
+            }
+            let v = record.arg_value(i);
+            if let Some((a, n)) = self.allocations.containing(v)
+                && let Some(offset) = a.checked_sub(base)
+            {
+                // Fits: one entry per argument, at most MAX_ARGS.
+                let _ = record.arg_allocations.push([i as u64, offset, n]);
+            }
+        }
         record.checksums.ir = self
             .image_of(kernel)?
             .ir

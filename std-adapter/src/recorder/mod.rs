@@ -63,7 +63,7 @@ pub struct Recorder<E: Executor> {
     pool: Arc<BufferPool<E::Buffer>>,
     pending: Vec<Upload<E::Buffer>>,
     images: Vec<LoadedImage<E>>,
-    /// The allocations made, when recording reachable-only.
+    /// The allocations made, when recording.
     allocations: reachable::Allocations,
     /// Device ranges (address, size) of the globals copies may touch.
     globals: Mutex<Vec<(u64, u64)>>,
@@ -165,7 +165,7 @@ where
             pending: Vec::new(),
             images: Vec::new(),
             globals: Mutex::new(Vec::new()),
-            allocations: reachable::Allocations::new(config.enabled && config.reachable),
+            allocations: reachable::Allocations::new(config.enabled, config.reachable),
             store,
             writer,
             written: Vec::new(),

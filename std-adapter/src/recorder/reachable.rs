@@ -3,6 +3,7 @@
 //! launch's snapshots hold, made by the writer (off the launching thread)
 //! with the core's closure ([`reprise_core::record::reachable`]).
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use reprise_core::exec::{Executor, Segment};
@@ -17,45 +18,56 @@ use crate::error::{Error, Result};
 /// bytes, and a capture keeps few ranges.
 const MERGE_GAP: u64 = 256;
 
-/// Every allocation a recorder made, as `(address, size)`, when recording
-/// reachable-only; nothing otherwise.
+/// Every allocation a recorder made, as `(address, size)`, when recording:
+/// what a reachable-only launch is closed over, and where each pointer
+/// argument's allocation lies (`ArgAllocations`, which `--arg N` compares).
 #[derive(Debug, Default)]
 pub(super) struct Allocations {
+    /// Whether allocations are kept (recording is on).
     on: bool,
-    list: Mutex<Vec<(u64, u64)>>,
+    /// Whether recording reachable-only.
+    reachable: bool,
+    /// By address; a later allocation at the same address (a block handed
+    /// out again) replaces the earlier.
+    map: Mutex<BTreeMap<u64, u64>>,
 }
 
 impl Allocations {
-    /// A list that keeps allocations only when `on`.
-    pub(super) fn new(on: bool) -> Self {
+    /// A list that keeps allocations only when `on`; `reachable`: the
+    /// launches are closed over them.
+    pub(super) fn new(on: bool, reachable: bool) -> Self {
         Allocations {
             on,
-            list: Mutex::new(Vec::new()),
+            reachable: on && reachable,
+            map: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The recorder handed out `[addr, addr + size)`.
     pub(super) fn add(&self, addr: u64, size: u64) {
         if self.on && size > 0 {
-            self.lock().push((addr, size));
+            self.lock().insert(addr, size);
         }
     }
 
     /// The allocations so far, sorted by address (`None` when not
     /// recording reachable-only).
     pub(super) fn sorted(&self) -> Option<Vec<(u64, u64)>> {
-        if !self.on {
+        if !self.reachable {
             return None;
         }
-        let mut list = self.lock().clone();
-        // Allocations from several threads may have been listed out of
-        // order; the bump allocator never hands out overlapping ones.
-        list.sort_unstable();
-        Some(list)
+        Some(self.lock().iter().map(|(&a, &n)| (a, n)).collect())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
-        self.list.lock().unwrap_or_else(|e| e.into_inner())
+    /// The allocation holding `addr`, as `(address, size)`.
+    pub(super) fn containing(&self, addr: u64) -> Option<(u64, u64)> {
+        let map = self.lock();
+        let (&a, &n) = map.range(..=addr).next_back()?;
+        (addr - a < n).then_some((a, n))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -68,10 +80,10 @@ impl<E: Executor> Recorder<E> {
     /// [`Recorder::alloc`] made counts as live. Does nothing unless
     /// recording reachable-only.
     pub fn set_live_allocations(&self, live: impl IntoIterator<Item = (u64, u64)>) {
-        if self.allocations.on {
-            let mut list = self.allocations.lock();
-            list.clear();
-            list.extend(live.into_iter().filter(|a| a.1 > 0));
+        if self.allocations.reachable {
+            let mut map = self.allocations.lock();
+            map.clear();
+            map.extend(live.into_iter().filter(|a| a.1 > 0));
         }
     }
 }

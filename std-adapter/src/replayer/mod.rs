@@ -19,7 +19,10 @@ use crate::store::write_atomically;
 pub use crate::capture::Streamed;
 pub use geometry::{launch_config, launch_config_for};
 pub use session::{RestoreWay, Run, Session};
-pub use verify::{CompareSpec, OutputRange, Verification, compare_files, resolve_ranges, verify};
+pub use verify::{
+    ArgBound, ArgSpan, CompareSpec, OutputRange, Verification, arg_spans, compare_files,
+    resolve_ranges, verify,
+};
 
 /// How to replay.
 #[derive(Debug, Clone, PartialEq)]

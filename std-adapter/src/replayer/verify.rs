@@ -39,11 +39,150 @@ pub enum OutputRange {
         /// How long it is.
         len: u64,
     },
-    /// The buffer argument `index` points to: from its address to the next
-    /// higher address another argument points to inside the region, or to
-    /// the end of the snapshot (buffers of a recording are bump-allocated
-    /// one after another).
+    /// The buffer argument `index` points to: the allocation it points
+    /// into, where the capture records it (`ArgAllocations`); else (LLVM's
+    /// captures) from its address to the next higher address another
+    /// argument points to inside the region (buffers of a recording are
+    /// bump-allocated one after another), or to the end of the range of a
+    /// reachable-only capture that holds it, or of the snapshot. See
+    /// [`arg_spans`].
     Arg(usize),
+}
+
+/// What `OutputRange::Arg` compared of one argument: `len` bytes from
+/// `offset` (from the region base), and what bounded them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgSpan {
+    /// The argument.
+    pub index: usize,
+    /// Where the bytes start, from the region base.
+    pub offset: u64,
+    /// How many.
+    pub len: u64,
+    /// What bounded them.
+    pub bound: ArgBound,
+}
+
+/// What bounded the bytes an [`ArgSpan`] compared.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgBound {
+    /// The allocation the argument points into, as the recorder made it
+    /// (`ArgAllocations`): all of it, wherever in it the argument points.
+    Allocation,
+    /// The capture records no allocations: from the argument up to the
+    /// buffer argument `.0` points to, the next one above it.
+    NextArg(usize),
+    /// The capture records no allocations: from the argument to the end
+    /// of the range of a reachable-only capture that holds it.
+    Reachable,
+    /// The capture records no allocations: from the argument to the end
+    /// of the snapshot, no other argument pointing above it.
+    SnapshotEnd,
+}
+
+impl std::fmt::Display for ArgBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArgBound::Allocation => f.write_str("its allocation, as recorded"),
+            ArgBound::NextArg(j) => write!(
+                f,
+                "up to argument {j}'s buffer (the capture records no allocations)"
+            ),
+            ArgBound::Reachable => f.write_str(
+                "up to the end of the recorded range holding it (the capture records no \
+                 allocations)",
+            ),
+            ArgBound::SnapshotEnd => f.write_str(
+                "up to the end of the snapshot, no other argument pointing above it (the \
+                 capture records no allocations)",
+            ),
+        }
+    }
+}
+
+/// The bytes each `OutputRange::Arg` of `spec` compares in a region at
+/// `base` whose snapshot is `len` bytes, in the order `spec` names them:
+/// the allocation the argument points into where the capture records it,
+/// else from the argument to the next buffer another argument points to,
+/// the end of the reachable range holding it, or the end of the snapshot.
+/// An argument the kernel does not have, one that points nowhere into the
+/// snapshot, or a span that is no whole number of the elements `spec`
+/// compares, is an error naming it.
+pub fn arg_spans(
+    spec: &CompareSpec,
+    record: &KernelRecord,
+    base: u64,
+    len: u64,
+) -> Result<Vec<ArgSpan>> {
+    let inside = |v: u64| v.checked_sub(base).filter(|&o| o < len);
+    let values = record.arg_values();
+    let mut out = Vec::new();
+    for r in &spec.ranges {
+        let OutputRange::Arg(i) = *r else { continue };
+        let bad = |problem: String| Error::BadOption {
+            setting: Setting::CompareArg,
+            value: i.to_string(),
+            problem,
+        };
+        let Some(&v) = values.get(i) else {
+            return Err(bad(format!("the kernel has {} arguments", values.len())));
+        };
+        let Some(start) = inside(v) else {
+            return Err(bad(format!(
+                "argument {i} is {v:#x}, which points nowhere into the region ({base:#x}, \
+                 {len} bytes)"
+            )));
+        };
+        let span = match record
+            .arg_allocation(i)
+            .filter(|&(o, n)| o.checked_add(n).is_some_and(|end| end <= len))
+        {
+            Some((offset, n)) => ArgSpan {
+                index: i,
+                offset,
+                len: n,
+                bound: ArgBound::Allocation,
+            },
+            None => {
+                let next = values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, &w)| Some((inside(w)?, j)))
+                    .filter(|&(p, _)| p > start)
+                    .min();
+                let reachable_end = record.reachable.as_ref().and_then(|ranges| {
+                    ranges
+                        .iter()
+                        .find(|&&[o, n]| start >= o && start - o < n)
+                        .map(|&[o, n]| o + n)
+                });
+                let (end, bound) = match (next, reachable_end) {
+                    (Some((p, _)), Some(e)) if e < p => (e, ArgBound::Reachable),
+                    (Some((p, j)), _) => (p, ArgBound::NextArg(j)),
+                    (None, Some(e)) => (e.min(len), ArgBound::Reachable),
+                    (None, None) => (len, ArgBound::SnapshotEnd),
+                };
+                ArgSpan {
+                    index: i,
+                    offset: start,
+                    len: end - start,
+                    bound,
+                }
+            }
+        };
+        if let Some(t) = spec.tolerance.dtype {
+            let size = t.size() as u64;
+            if !span.len.is_multiple_of(size) {
+                return Err(bad(format!(
+                    "{} bytes is no whole number of {t} elements ({size} bytes each)",
+                    span.len
+                )));
+            }
+        }
+        out.push(span);
+    }
+    Ok(out)
 }
 
 /// The result of comparing a replay's output with the recorded output.
@@ -97,8 +236,9 @@ impl std::fmt::Display for Verification {
 /// The byte ranges `spec` names in a region at `base` whose snapshot is
 /// `len` bytes, as `(offset, len)` pairs, sorted and merged; the whole
 /// snapshot when it names none. A range outside the snapshot, an argument
-/// that points nowhere into it, or a range (or argument's span) that is no
-/// whole number of the elements `spec` compares, is an error naming it.
+/// that points nowhere into it, or a range (or argument's span, see
+/// [`arg_spans`]) that is no whole number of the elements `spec` compares,
+/// is an error naming it.
 pub fn resolve_ranges(
     spec: &CompareSpec,
     record: &KernelRecord,
@@ -118,52 +258,25 @@ pub fn resolve_ranges(
     if ranges.is_empty() {
         return Ok(vec![(0, len)]);
     }
-    let inside = |v: u64| v.checked_sub(base).filter(|&o| o < len);
-    let pointers: Vec<u64> = record.arg_values().into_iter().filter_map(inside).collect();
     let mut out = Vec::new();
     for r in ranges {
-        match *r {
-            OutputRange::Bytes { offset, len: n } => {
-                if n == 0 || offset.checked_add(n).is_none_or(|end| end > len) {
-                    return Err(Error::BadOption {
-                        setting: Setting::CompareRange,
-                        value: format!("{offset}:{n}"),
-                        problem: format!("must be a nonempty range inside the {len}-byte snapshot"),
-                    });
-                }
-                whole(Setting::CompareRange, format!("{offset}:{n}"), n)?;
-                out.push((offset, n));
+        if let OutputRange::Bytes { offset, len: n } = *r {
+            if n == 0 || offset.checked_add(n).is_none_or(|end| end > len) {
+                return Err(Error::BadOption {
+                    setting: Setting::CompareRange,
+                    value: format!("{offset}:{n}"),
+                    problem: format!("must be a nonempty range inside the {len}-byte snapshot"),
+                });
             }
-            OutputRange::Arg(i) => {
-                let values = record.arg_values();
-                let Some(&v) = values.get(i) else {
-                    return Err(Error::BadOption {
-                        setting: Setting::CompareArg,
-                        value: i.to_string(),
-                        problem: format!("the kernel has {} arguments", values.len()),
-                    });
-                };
-                let Some(start) = inside(v) else {
-                    return Err(Error::BadOption {
-                        setting: Setting::CompareArg,
-                        value: i.to_string(),
-                        problem: format!(
-                            "argument {i} is {v:#x}, which points nowhere into the region \
-                             ({base:#x}, {len} bytes)"
-                        ),
-                    });
-                };
-                let end = pointers
-                    .iter()
-                    .copied()
-                    .filter(|&p| p > start)
-                    .min()
-                    .unwrap_or(len);
-                whole(Setting::CompareArg, i.to_string(), end - start)?;
-                out.push((start, end - start));
-            }
+            whole(Setting::CompareRange, format!("{offset}:{n}"), n)?;
+            out.push((offset, n));
         }
     }
+    out.extend(
+        arg_spans(spec, record, base, len)?
+            .into_iter()
+            .map(|s| (s.offset, s.len)),
+    );
     out.sort_unstable();
     let mut merged: Vec<(u64, u64)> = Vec::new();
     for (o, n) in out {

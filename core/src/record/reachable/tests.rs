@@ -378,6 +378,11 @@ fn the_largest_record_with_the_most_ranges_still_fits_the_descriptor_buffer() {
             .map(|i| [(1 << 40) + i * (1 << 30), (1 << 29) + 1])
             .collect(),
     );
+    // Every pointer argument's allocation (each value is 1 byte above
+    // the base).
+    rec.arg_allocations = (0..MAX_ARGS as u64 - 1)
+        .map(|i| [i, 0, super::super::MAX_REGION_SIZE])
+        .collect();
     let mut buf = std::vec![0u8; MAX_JSON_LEN];
     let n = rec.to_json(Generation::Reprise, &mut buf).unwrap();
     assert!(n > 16 * 1024, "{n}");

@@ -66,6 +66,62 @@ fn reprise_round_trip_with_every_field() {
 }
 
 #[test]
+fn argument_allocations_round_trip_and_must_hold_their_arguments() {
+    let mut r = KernelRecord::new("saxpy").unwrap();
+    let base = 0x7e00_0000_0000u64;
+    r.push_arg_bytes(&1.5f32.to_le_bytes()).unwrap();
+    r.push_arg(base + 0x10).unwrap();
+    r.push_arg(base + 0x9d00 + 8).unwrap();
+    r.region_base = Some(base);
+    r.region_size = Some(1 << 30);
+    r.memory_size = Some(0x20000);
+    r.arg_allocations.push([1, 0, 40000]).unwrap();
+    r.arg_allocations.push([2, 0x9d00, 40000]).unwrap();
+    let text = write(&r, Generation::Reprise);
+    assert!(
+        text.starts_with(r#"{"ArgAllocations":[[1,0,40000],[2,40192,40000]],"#),
+        "{text}"
+    );
+    let back = KernelRecord::from_json(text.as_bytes()).unwrap();
+    assert_eq!(back, r);
+    assert_eq!(back.arg_allocation(2), Some((0x9d00, 40000)));
+    assert_eq!(back.arg_allocation(0), None);
+    // LLVM's key sets have no such key.
+    assert!(!write(&r, Generation::LlvmCurrent).contains("ArgAllocations"));
+    // An allocation that does not hold its argument, runs past the
+    // snapshot, is empty, names no argument or repeats one: refused both
+    // ways.
+    let bad = RecordError::BadValue("ArgAllocations");
+    for entries in [
+        &[[1u64, 0x20, 16]][..],
+        &[[2, 0x9d00, 0x20000]],
+        &[[1, 0, 0]],
+        &[[3, 0, 16]],
+        &[[2, 0x9d00, 16], [1, 0, 16]],
+    ] {
+        let mut w = r.clone();
+        w.arg_allocations = entries.iter().copied().collect();
+        let mut buf = [0u8; MAX_JSON_LEN];
+        assert_eq!(
+            w.to_json(Generation::Reprise, &mut buf),
+            Err(bad),
+            "{entries:?}"
+        );
+        let mut json = text.clone();
+        let list: std::vec::Vec<std::string::String> = entries
+            .iter()
+            .map(|e| std::format!("{e:?}").replace(' ', ""))
+            .collect();
+        json = json.replacen(
+            "[[1,0,40000],[2,40192,40000]]",
+            &std::format!("[{}]", list.join(",")),
+            1,
+        );
+        assert_eq!(KernelRecord::from_json(json.as_bytes()), Err(bad), "{json}");
+    }
+}
+
+#[test]
 fn keys_are_sorted_in_reprise_output() {
     let mut r = KernelRecord::from_json(CURRENT).unwrap();
     r.memory_size = Some(10);
