@@ -2,11 +2,12 @@
 //! with each configuration of a sweep, each verified against the recorded
 //! output and timed, on one [`Session`] (the region, image and queue are
 //! made once; a repetition costs the restore and the kernel). A search
-//! draws its configurations from a [`space`] and keeps its results as
-//! [`rows`].
+//! draws its configurations from a [`space`], keeps its results as
+//! [`rows`], and resumes or shares out its [`study`].
 
 pub mod rows;
 pub mod space;
+pub mod study;
 
 use std::fmt;
 use std::time::Duration;

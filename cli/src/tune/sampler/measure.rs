@@ -3,47 +3,6 @@
 
 use super::*;
 
-/// What measuring came to; a worker's last line on stdout, less its rows
-/// (which are in the results file).
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Outcome {
-    /// The rows measured (and written), in the order measured.
-    #[serde(skip)]
-    pub(super) rows: Vec<Row>,
-    /// Whether every time is the device's own.
-    pub(super) device_times: bool,
-    /// Why measuring stopped on a failure, if it did.
-    pub(super) lost: Option<String>,
-    /// Whether Ctrl-C stopped it.
-    pub(super) interrupted: bool,
-    /// Whether the time budget stopped it.
-    pub(super) budget_spent: bool,
-}
-
-impl Default for Outcome {
-    fn default() -> Self {
-        Outcome {
-            rows: Vec::new(),
-            device_times: true,
-            lost: None,
-            interrupted: false,
-            budget_spent: false,
-        }
-    }
-}
-
-impl Outcome {
-    /// Adds what measuring more came to: its rows after these, the first
-    /// failure that stopped it.
-    pub(super) fn join(&mut self, o: Outcome) {
-        self.rows.extend(o.rows);
-        self.device_times &= o.device_times;
-        self.lost = self.lost.take().or(o.lost);
-        self.interrupted |= o.interrupted;
-        self.budget_spent |= o.budget_spent;
-    }
-}
-
 /// How [`measure_here`] measures.
 pub(super) struct Here<'p> {
     /// Where each row goes as it is measured.
@@ -85,7 +44,7 @@ pub(super) fn measure_here(
         .then(|| crate::ui::LazyProgress::new(total as u64, "tuning"));
     let mut out = Outcome::default();
     for g in groups {
-        if out.lost.is_some() || out.interrupted || out.budget_spent {
+        if out.stopped() {
             break;
         }
         let configs: Vec<LaunchConfig> = todo

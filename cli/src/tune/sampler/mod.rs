@@ -25,7 +25,6 @@ use clap::{Args, ValueEnum};
 use reprise::cuda_jit::JitOptions;
 use reprise::tune::{Measured, Stopped};
 use reprise::{BackendKind, Capture, LaunchConfig};
-use serde::{Deserialize, Serialize};
 
 use super::TuneArgs;
 use super::report::{self, Row};
@@ -41,8 +40,9 @@ mod space;
 mod workers;
 
 pub use args::{Sampler, SearchArgs, Workers};
-use measure::{Here, Outcome, measure_here};
+use measure::{Here, measure_here};
 pub use reprise::tune::space::{Candidate, Dimension, Setting, Space, draw, study};
+use reprise::tune::study::{Outcome, Plan, Previous};
 use results::{append, header_line, read_results, write_row};
 pub use run::{candidates, run};
 pub use space::{Compile, compiles, space};

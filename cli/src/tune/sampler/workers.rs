@@ -3,20 +3,6 @@
 
 use super::*;
 
-/// A worker's share of the search (`--worker-plan`).
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Plan {
-    /// Its configurations: grid, block, shared memory, and the compile
-    /// setting (an index into the [`Compile`]s its command line gives).
-    pub(super) configs: Vec<([u32; 3], [u32; 3], u32, usize)>,
-    /// The results file its rows are appended to.
-    pub(super) results: PathBuf,
-    /// The compile settings whose recorded configuration's row it writes.
-    pub(super) write_recorded: Vec<usize>,
-    /// What is left of the time budget, in milliseconds.
-    pub(super) budget_ms: Option<u64>,
-}
-
 /// `--worker-plan FILE`: measures a worker's share on its device (given
 /// with --device-id), appending rows to the study's results file.
 pub(super) fn serve_plan(
@@ -36,23 +22,12 @@ pub(super) fn serve_plan(
             format!("compile setting {c} of a search with {}", compiles.len()),
         ));
     }
-    let configs = p
-        .configs
-        .iter()
-        .map(|&(grid, block, shared_mem, compile)| Candidate {
-            compile,
-            config: LaunchConfig {
-                grid,
-                block,
-                shared_mem,
-            },
-        })
-        .collect();
+    let configs = p.candidates();
     let _ = ctrlc::set_handler(|| crate::tune::INTERRUPTED.store(true, Ordering::SeqCst));
     let here = Here {
         results: Some(&p.results),
         write_recorded: p.write_recorded.clone(),
-        deadline: p.budget_ms.map(|ms| start + Duration::from_millis(ms)),
+        deadline: p.deadline(start),
         progress: false,
     };
     let end = measure_here(a, capture, backend, compiles, configs, &here)?;
@@ -74,14 +49,6 @@ pub(super) fn measure_in_workers(
     workers: usize,
     old: usize,
 ) -> Result<Outcome> {
-    let mut shares: Vec<Vec<Candidate>> = vec![Vec::new(); workers];
-    // Grouped by compile setting, so a worker's candidates of one setting
-    // are measured on one load of its image.
-    let mut todo = todo;
-    todo.sort_by_key(|c| c.compile);
-    for (i, c) in todo.into_iter().enumerate() {
-        shares[i % workers].push(c);
-    }
     let command = crate::jobs::slurm::task_command(
         "tune",
         &[
@@ -99,31 +66,14 @@ pub(super) fn measure_in_workers(
     )?;
     let mut children = Vec::new();
     let mut plans = Vec::new();
-    for (w, share) in shares.into_iter().enumerate() {
-        let plan = Plan {
-            configs: share
-                .iter()
-                .map(|c| {
-                    (
-                        c.config.grid,
-                        c.config.block,
-                        c.config.shared_mem,
-                        c.compile,
-                    )
-                })
-                .collect(),
-            results: results.to_path_buf(),
-            write_recorded: if w == 0 {
-                write_recorded.clone()
-            } else {
-                Vec::new()
-            },
-            budget_ms: deadline.map(|d| {
-                u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
-                    .unwrap_or(u64::MAX)
-                    .max(1)
-            }),
-        };
+    let shares = Plan::deal(
+        todo,
+        workers,
+        results.to_path_buf(),
+        write_recorded,
+        deadline,
+    );
+    for (w, plan) in shares.into_iter().enumerate() {
         let mut name = results.as_os_str().to_owned();
         name.push(format!(".worker-{w}.plan.json"));
         let path = PathBuf::from(name);
