@@ -85,24 +85,20 @@ pub fn find(paths: &[PathBuf], options: &reprise::OpenOptions) -> Result<Corpus>
 /// corpus is untrusted input, and its captures are checked where they are).
 fn keep(out: &mut BTreeMap<PathBuf, Found>, found: Found) {
     let key = canonical(&found.path);
-    match out.get(&key) {
-        Some(had) if is_link(&found.path) || !is_link(&had.path) => {}
-        _ => {
-            let found = if is_link(&found.path) {
-                Found {
-                    refused: Some(format!(
-                        "a symbolic link to {}: a corpus's captures are checked where they are \
-                         (give that capture, or its directory)",
-                        key.display()
-                    )),
-                    ..found
-                }
-            } else {
-                found
-            };
-            out.insert(key, found);
-        }
+    let link = is_link(&found.path);
+    if out.get(&key).is_some_and(|had| link || !is_link(&had.path)) {
+        return;
     }
+    let refused = if link {
+        Some(format!(
+            "a symbolic link to {}: a corpus's captures are checked where they are (give that \
+             capture, or its directory)",
+            key.display()
+        ))
+    } else {
+        found.refused
+    };
+    out.insert(key, Found { refused, ..found });
 }
 
 /// Whether `path` is a symbolic link.

@@ -9,7 +9,7 @@ use super::discover::{self, Found};
 use super::results::{CaptureResult, Read, Status};
 use super::{CheckArgs, finish, open_options};
 use crate::error::{CliError, Result};
-use crate::jobs::shard::{self, Shard};
+use crate::jobs::shard;
 use crate::jobs::slurm::{JobRecord, earlier_job, ends, incomplete_lines, paths, prepare};
 use crate::jobs::slurm::{script, shard_file, submit_and_wait, task_command};
 
@@ -99,8 +99,7 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     };
     let to_submit: Vec<u64> = missing(&read_shards()?)
         .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, _)| k)
+        .filter_map(|(k, n)| (n > 0).then_some(k))
         .collect();
     if a.resume && !record.submissions.is_empty() {
         note!(
@@ -137,11 +136,8 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
                 // the results file, so that `--resume` checks it.
                 None => {
                     let why = format!(
-                        "no result: shard {} (array task {k}) did not check it; --resume checks it",
-                        Shard {
-                            index: k,
-                            count: shards
-                        }
+                        "no result: shard {k}/{shards} (array task {k}) did not check it; \
+                         --resume checks it"
                     );
                     all.push(CaptureResult::of(f, Status::Failed, why));
                 }

@@ -219,11 +219,11 @@ pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
     if fresh {
         let rd =
             std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
-        for e in rd.flatten() {
-            let name = e.file_name();
-            if !is_shard_file(&name) {
-                continue;
-            }
+        for name in rd
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| is_shard_file(n))
+        {
             let p = dir.join(&name);
             match at::kind(&d, &name) {
                 Ok(Some(libc::S_IFREG)) => {
@@ -352,13 +352,11 @@ mod at {
 pub fn task_command(subcommand: &str, values: &[&str], flags: &[&str]) -> Result<Vec<String>> {
     let exe = std::env::current_exe()
         .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
-    let mut all_values = script::SLURM_VALUES.to_vec();
-    all_values.extend_from_slice(values);
-    let mut all_flags = script::SLURM_FLAGS.to_vec();
-    all_flags.extend_from_slice(flags);
+    let values = [script::SLURM_VALUES, values].concat();
+    let flags = [script::SLURM_FLAGS, flags].concat();
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
     let mut command = vec![exe.display().to_string(), subcommand.to_string()];
-    command.extend(script::forwarded(&args, &all_values, &all_flags)?);
+    command.extend(script::forwarded(&args, &values, &flags)?);
     Ok(command)
 }
 

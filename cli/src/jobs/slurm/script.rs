@@ -161,12 +161,9 @@ impl Script<'_> {
             .command
             .iter()
             .enumerate()
-            .map(|(i, w)| {
-                let what = match i {
-                    0 => "the reprise executable",
-                    _ => "an argument",
-                };
-                checked(what, w)
+            .map(|(i, w)| match i {
+                0 => checked("the reprise executable", w),
+                _ => checked("an argument", w),
             })
             .collect::<Result<_>>()?;
         let partition = self
