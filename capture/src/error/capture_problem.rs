@@ -1,12 +1,11 @@
 //! What can be wrong with a capture's file ([`Error::Capture`]): the one
 //! home of those problems, each kind a variant carrying what was found as
-//! typed fields, and its text for people in `Display`.
+//! typed fields, and its text for people in its `#[error]` attribute.
 //!
 //! The file at fault is the [`Error::Capture`]'s `path`; a problem names
 //! the other files it concerns (the input snapshot an output is compared
 //! with, the image a global is looked for in) itself.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use reprise_core::image::{ImageError, ImageKind};
@@ -35,27 +34,32 @@ use super::{ChunkFault, ChunkHash, ChunkProblem, Error, ManifestError};
 /// );
 /// ```
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CaptureProblem {
     // What is at the path.
     /// Something other than a regular file is at the path.
+    #[error("is {kind}, not a regular file: a capture's files are regular files")]
     NotRegular {
         /// What is there: `"a directory"`, `"a FIFO"`, `"a file of procfs"`,
         /// ... (as [`crate::capture::FileState::Special`] says it).
         kind: &'static str,
     },
     /// What is at the path could not be looked at (permissions, say).
+    #[error("cannot be looked at: {reason}")]
     Unreadable {
         /// The operating system's message (as
         /// [`crate::capture::FileState::Unreadable`] holds it).
         reason: String,
     },
     /// The file was there when it was looked at, and gone when it was read.
+    #[error("vanished while it was read")]
     Vanished,
     /// The file's length changed between assessing the capture and
     /// opening it.
+    #[error("changed while the capture was opened")]
     Changed,
     /// The file is larger than any file of its role.
+    #[error("{role} is {len} bytes, more than any {role} ({limit} bytes at most)")]
     TooLarge {
         /// Its role, for people: `"device image"`, `"globals file"`,
         /// `"descriptor"`, `"application binary"`.
@@ -66,6 +70,14 @@ pub enum CaptureProblem {
         limit: u64,
     },
     /// One of a capture's data files given where its descriptor belongs.
+    #[error(
+        "is a capture's {role}, not its descriptor: pass its descriptor{}",
+        if *descriptor_exists {
+            format!(", {}", descriptor.display())
+        } else {
+            format!(" ({} is not there)", descriptor.display())
+        }
+    )]
     NotADescriptor {
         /// What the file is: `"memory snapshot"`, `"recorded output"`,
         /// `"globals file"`, `"device image"`, ...
@@ -76,6 +88,7 @@ pub enum CaptureProblem {
         descriptor_exists: bool,
     },
     /// More bytes asked of a file than it has.
+    #[error("{asked} bytes asked of a file of {len} bytes")]
     ReadPastEnd {
         /// How many were asked.
         asked: usize,
@@ -83,6 +96,10 @@ pub enum CaptureProblem {
         len: u64,
     },
     /// The file's checksum is not the one the descriptor records.
+    #[error(
+        "checksum mismatch: descriptor says {recorded:016x}, file has {actual:016x} (corrupted \
+         or replaced)"
+    )]
     ChecksumMismatch {
         /// What the descriptor says.
         recorded: u64,
@@ -93,6 +110,15 @@ pub enum CaptureProblem {
     /// binary, or a container given for the capture's own image) where
     /// neither the entry nor the whole file hashes to the descriptor's
     /// image checksum.
+    #[error(
+        "checksum mismatch: descriptor says {recorded:016x} for the capture's image, but the \
+         image taken from this file, entry #{index} of its offload binary, has {entry:016x}, and \
+         {} (neither is the image recorded)",
+        match file {
+            Some(h) => format!("the whole file has {h:016x}"),
+            None => "the file could not be hashed".into(),
+        }
+    )]
     EntryChecksumMismatch {
         /// What the descriptor says.
         recorded: u64,
@@ -104,13 +130,19 @@ pub enum CaptureProblem {
         file: Option<u64>,
     },
     /// A path with no file name where a file is to be written.
+    #[error("is no file name to write")]
     NoFileName,
 
     // The snapshots and the region.
     /// The memory snapshot is missing.
+    #[error("memory snapshot is missing (the capture is incomplete)")]
     MissingSnapshot,
     /// The memory snapshot's length is not the descriptor's
     /// `DeviceMemorySize`.
+    #[error(
+        "memory snapshot is {found} bytes but the descriptor says DeviceMemorySize = {expected} \
+         (truncated or mismatched file)"
+    )]
     SnapshotSize {
         /// The snapshot's length in bytes.
         found: u64,
@@ -119,6 +151,11 @@ pub enum CaptureProblem {
     },
     /// The memory snapshot is larger than the region it was taken from
     /// (the descriptor's `VAllocSize`); the path is the descriptor's.
+    #[error(
+        "the memory snapshot {} is {len} bytes, larger than the recorded region (VAllocSize \
+         {region} bytes): a snapshot cannot be larger than the region it was taken from",
+        snapshot.display()
+    )]
     SnapshotLargerThanRegion {
         /// The memory snapshot.
         snapshot: PathBuf,
@@ -128,11 +165,16 @@ pub enum CaptureProblem {
         region: u64,
     },
     /// The memory snapshot is larger than this address space can hold.
+    #[error("snapshot larger than the address space")]
     SnapshotBeyondAddressSpace {
         /// Its length in bytes.
         len: u64,
     },
     /// The recorded output snapshot's length is not the input snapshot's.
+    #[error(
+        "recorded output snapshot is {output} bytes but the input snapshot {} is {input} bytes",
+        input_path.display()
+    )]
     OutputSize {
         /// The output's length in bytes.
         output: u64,
@@ -142,12 +184,22 @@ pub enum CaptureProblem {
         input: u64,
     },
     /// The recorded output cannot be verified against: it is missing.
+    #[error(
+        "cannot verify: {}",
+        if *checksummed {
+            "the recorded output file is missing, though the descriptor records its checksum \
+             (the capture is incomplete, or the file was removed)"
+        } else {
+            "the capture has no recorded output (it was recorded without saving output)"
+        }
+    )]
     NoRecordedOutput {
         /// Whether the descriptor records its checksum (then the capture is
         /// incomplete, rather than recorded without output).
         checksummed: bool,
     },
     /// The recorded output's length is not the replay's.
+    #[error("recorded output is {recorded} bytes, the replay produced {replayed}")]
     ReplayedSize {
         /// The recorded output's length in bytes.
         recorded: u64,
@@ -156,6 +208,10 @@ pub enum CaptureProblem {
     },
     /// Two outputs compared are of different lengths; the path is the one
     /// compared with `expected`.
+    #[error(
+        "is {len} bytes, {} is {expected_len} bytes: they are not outputs of one region",
+        expected.display()
+    )]
     OutputsDiffer {
         /// The path's length in bytes.
         len: u64,
@@ -166,6 +222,7 @@ pub enum CaptureProblem {
     },
     /// The region `[base, base + len)` runs past the end of the address
     /// space.
+    #[error("region at {base:#x} of {len} bytes wraps past the end of the address space")]
     RegionWraps {
         /// The region base.
         base: u64,
@@ -173,16 +230,25 @@ pub enum CaptureProblem {
         len: u64,
     },
     /// The region base lies in the first page (where a null pointer points).
+    #[error(
+        "region base {base:#x} lies in the first page, where no region can be (a null pointer \
+         would point into it)"
+    )]
     RegionInFirstPage {
         /// The region base.
         base: u64,
     },
     /// The descriptor records no region address, so the capture's pointers
     /// cannot be placed.
+    #[error(
+        "descriptor has no region address (BumpAllocVAStart/VAllocAddr); its pointers cannot be \
+         placed, so it cannot be replayed"
+    )]
     NoRegionAddress,
 
     // The globals.
     /// A recorded global that the image does not define.
+    #[error("recorded global `{name}` is absent from the image ({})", image.display())]
     GlobalAbsent {
         /// The global.
         name: String,
@@ -190,6 +256,10 @@ pub enum CaptureProblem {
         image: PathBuf,
     },
     /// A recorded global of another size than the image's.
+    #[error(
+        "recorded global `{name}` has {recorded} bytes, the image's has {size} ({})",
+        image.display()
+    )]
     GlobalSize {
         /// The global.
         name: String,
@@ -204,6 +274,11 @@ pub enum CaptureProblem {
     // The image.
     /// The descriptor's `Backend` is not the executor the image runs on;
     /// the path is the descriptor's.
+    #[error(
+        "Backend is \"{named}\" but the image {} is {kind}, which runs on the {runs_on} \
+         executor: the image does not belong to this capture (or the descriptor was edited)",
+        image.display()
+    )]
     BackendMismatch {
         /// The descriptor's `Backend`.
         named: BackendKind,
@@ -215,12 +290,15 @@ pub enum CaptureProblem {
         runs_on: BackendKind,
     },
     /// The image is an empty file.
+    #[error("the image is empty (0 bytes): no executor runs it")]
     EmptyImage,
     /// No executor runs the image's kind.
-    NoExecutor(ImageError),
+    #[error("{0}")]
+    NoExecutor(#[source] ImageError),
     /// The image's executor would refuse to load the image or launch the
     /// kernel from it: the kernel is absent, the image is not one its
     /// loader reads, its metadata disagrees with the recorded arguments.
+    #[error("{message}")]
     ExecutorRefuses {
         /// The executor.
         backend: BackendKind,
@@ -232,6 +310,7 @@ pub enum CaptureProblem {
     /// The image's executor would refuse the arguments the descriptor
     /// records (their sizes, in its `ArgSizes`); the path is the
     /// descriptor's.
+    #[error("ArgSizes: {message}")]
     ArgumentsRefused {
         /// The executor.
         backend: BackendKind,
@@ -240,9 +319,14 @@ pub enum CaptureProblem {
     },
     // Offload binaries (application binaries, containers).
     /// An offload binary, or the ELF file holding one, cannot be read.
-    Offload(OffloadError),
+    #[error("{0}")]
+    Offload(#[source] OffloadError),
     /// The file holds no device images: it is neither an offload binary
     /// nor an ELF file with an offloading section.
+    #[error(
+        "holds no device images: it is {kind} without a {section} section (nor an LLVM offload \
+         binary)"
+    )]
     NoDeviceImages {
         /// What it is.
         kind: ImageKind,
@@ -251,12 +335,17 @@ pub enum CaptureProblem {
         section: &'static str,
     },
     /// The file's offloading section holds no entry.
+    #[error("its {section} section holds no entry")]
     NoEntries {
         /// The section ([`crate::offload::SECTION`]).
         section: &'static str,
     },
     /// No entry of the file's offloading section defines the kernel (for
     /// the executor asked for, if one was).
+    #[error(
+        "no entry of its {section} section defines the kernel {kernel}{}: it holds {held}",
+        backend.map(|b| format!(" for the {b} executor")).unwrap_or_default()
+    )]
     NoEntryFor {
         /// The kernel.
         kernel: String,
@@ -269,6 +358,10 @@ pub enum CaptureProblem {
     },
     /// Several entries of the file's offloading section define the kernel
     /// for the executor asked for.
+    #[error(
+        "more than one entry of its {section} section defines the kernel {kernel} for the \
+         {backend} executor: it holds {held}"
+    )]
     SeveralEntriesFor {
         /// The kernel.
         kernel: String,
@@ -283,8 +376,13 @@ pub enum CaptureProblem {
     // The chunk store (a capture of the store format; the path is the
     // manifest's).
     /// The manifest standing for the file is malformed.
-    BadManifest(ManifestError),
+    #[error("is a damaged chunk manifest: {0}")]
+    BadManifest(#[source] ManifestError),
     /// The manifest names a chunk the directory's store has no file for.
+    #[error(
+        "names chunk {index} ({hash}), which is missing from the directory's chunk store: the \
+         capture is broken"
+    )]
     MissingChunk {
         /// Its place in the manifest, from 0.
         index: u32,
@@ -293,6 +391,7 @@ pub enum CaptureProblem {
     },
     /// The manifest names a chunk whose file is damaged (it does not
     /// decompress to the bytes of its name) or cannot be read.
+    #[error("names chunk {index} ({hash}), which {fault}: the capture is broken")]
     DamagedChunk {
         /// Its place in the manifest, from 0.
         index: u32,
@@ -303,6 +402,11 @@ pub enum CaptureProblem {
     },
     /// The capture's files are manifests, but its directory has no chunk
     /// store.
+    #[error(
+        "is a chunk manifest, but the capture's directory has no chunk store ({} is missing): \
+         the capture is broken",
+        store.display()
+    )]
     NoStore {
         /// The store's directory that is missing.
         store: PathBuf,
@@ -340,224 +444,6 @@ impl Error {
     pub fn capture_problem(&self) -> Option<&CaptureProblem> {
         match self {
             Error::Capture { problem, .. } => Some(problem),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for CaptureProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use CaptureProblem as P;
-        match self {
-            P::NotRegular { kind } => write!(
-                f,
-                "is {kind}, not a regular file: a capture's files are regular files"
-            ),
-            P::Unreadable { reason } => write!(f, "cannot be looked at: {reason}"),
-            P::Vanished => f.write_str("vanished while it was read"),
-            P::Changed => f.write_str("changed while the capture was opened"),
-            P::TooLarge { role, len, limit } => write!(
-                f,
-                "{role} is {len} bytes, more than any {role} ({limit} bytes at most)"
-            ),
-            P::NotADescriptor {
-                role,
-                descriptor,
-                descriptor_exists,
-            } => {
-                write!(f, "is a capture's {role}, not its descriptor: ")?;
-                if *descriptor_exists {
-                    write!(f, "pass its descriptor, {}", descriptor.display())
-                } else {
-                    write!(
-                        f,
-                        "pass its descriptor ({} is not there)",
-                        descriptor.display()
-                    )
-                }
-            }
-            P::ReadPastEnd { asked, len } => {
-                write!(f, "{asked} bytes asked of a file of {len} bytes")
-            }
-            P::ChecksumMismatch { recorded, actual } => write!(
-                f,
-                "checksum mismatch: descriptor says {recorded:016x}, file has {actual:016x} \
-                 (corrupted or replaced)"
-            ),
-            P::EntryChecksumMismatch {
-                recorded,
-                index,
-                entry,
-                file,
-            } => {
-                write!(
-                    f,
-                    "checksum mismatch: descriptor says {recorded:016x} for the capture's \
-                     image, but the image taken from this file, entry #{index} of its offload \
-                     binary, has {entry:016x}, and "
-                )?;
-                match file {
-                    Some(h) => write!(f, "the whole file has {h:016x}")?,
-                    None => f.write_str("the file could not be hashed")?,
-                }
-                f.write_str(" (neither is the image recorded)")
-            }
-            P::NoFileName => f.write_str("is no file name to write"),
-            P::MissingSnapshot => {
-                f.write_str("memory snapshot is missing (the capture is incomplete)")
-            }
-            P::SnapshotSize { found, expected } => write!(
-                f,
-                "memory snapshot is {found} bytes but the descriptor says DeviceMemorySize = \
-                 {expected} (truncated or mismatched file)"
-            ),
-            P::SnapshotLargerThanRegion {
-                snapshot,
-                len,
-                region,
-            } => write!(
-                f,
-                "the memory snapshot {} is {len} bytes, larger than the recorded region \
-                 (VAllocSize {region} bytes): a snapshot cannot be larger than the region it \
-                 was taken from",
-                snapshot.display()
-            ),
-            P::SnapshotBeyondAddressSpace { .. } => {
-                f.write_str("snapshot larger than the address space")
-            }
-            P::OutputSize {
-                output,
-                input_path,
-                input,
-            } => write!(
-                f,
-                "recorded output snapshot is {output} bytes but the input snapshot {} is \
-                 {input} bytes",
-                input_path.display()
-            ),
-            P::NoRecordedOutput { checksummed: true } => f.write_str(
-                "cannot verify: the recorded output file is missing, though the descriptor \
-                 records its checksum (the capture is incomplete, or the file was removed)",
-            ),
-            P::NoRecordedOutput { checksummed: false } => f.write_str(
-                "cannot verify: the capture has no recorded output (it was recorded without \
-                 saving output)",
-            ),
-            P::ReplayedSize { recorded, replayed } => write!(
-                f,
-                "recorded output is {recorded} bytes, the replay produced {replayed}"
-            ),
-            P::OutputsDiffer {
-                len,
-                expected,
-                expected_len,
-            } => write!(
-                f,
-                "is {len} bytes, {} is {expected_len} bytes: they are not outputs of one region",
-                expected.display()
-            ),
-            P::RegionWraps { base, len } => write!(
-                f,
-                "region at {base:#x} of {len} bytes wraps past the end of the address space"
-            ),
-            P::RegionInFirstPage { base } => write!(
-                f,
-                "region base {base:#x} lies in the first page, where no region can be (a null \
-                 pointer would point into it)"
-            ),
-            P::NoRegionAddress => f.write_str(
-                "descriptor has no region address (BumpAllocVAStart/VAllocAddr); its pointers \
-                 cannot be placed, so it cannot be replayed",
-            ),
-            P::GlobalAbsent { name, image } => write!(
-                f,
-                "recorded global `{name}` is absent from the image ({})",
-                image.display()
-            ),
-            P::GlobalSize {
-                name,
-                recorded,
-                size,
-                image,
-            } => write!(
-                f,
-                "recorded global `{name}` has {recorded} bytes, the image's has {size} ({})",
-                image.display()
-            ),
-            P::BackendMismatch {
-                named,
-                image,
-                kind,
-                runs_on,
-            } => write!(
-                f,
-                "Backend is \"{named}\" but the image {} is {kind}, which runs on the \
-                 {runs_on} executor: the image does not belong to this capture (or the \
-                 descriptor was edited)",
-                image.display()
-            ),
-            P::EmptyImage => f.write_str("the image is empty (0 bytes): no executor runs it"),
-            P::NoExecutor(e) => e.fmt(f),
-            P::ExecutorRefuses { message, .. } => f.write_str(message),
-            P::ArgumentsRefused { message, .. } => write!(f, "ArgSizes: {message}"),
-            P::Offload(e) => e.fmt(f),
-            P::NoDeviceImages { kind, section } => write!(
-                f,
-                "holds no device images: it is {kind} without a {section} section (nor an LLVM \
-                 offload binary)"
-            ),
-            P::NoEntries { section } => write!(f, "its {section} section holds no entry"),
-            P::NoEntryFor {
-                kernel,
-                backend,
-                section,
-                held,
-            } => {
-                write!(
-                    f,
-                    "no entry of its {section} section defines the kernel {kernel}"
-                )?;
-                if let Some(b) = backend {
-                    write!(f, " for the {b} executor")?;
-                }
-                write!(f, ": it holds {held}")
-            }
-            P::SeveralEntriesFor {
-                kernel,
-                backend,
-                section,
-                held,
-            } => write!(
-                f,
-                "more than one entry of its {section} section defines the kernel {kernel} for \
-                 the {backend} executor: it holds {held}"
-            ),
-            P::BadManifest(e) => write!(f, "is a damaged chunk manifest: {e}"),
-            P::MissingChunk { index, hash } => write!(
-                f,
-                "names chunk {index} ({hash}), which is missing from the directory's chunk \
-                 store: the capture is broken"
-            ),
-            P::DamagedChunk { index, hash, fault } => write!(
-                f,
-                "names chunk {index} ({hash}), which {fault}: the capture is broken"
-            ),
-            P::NoStore { store } => write!(
-                f,
-                "is a chunk manifest, but the capture's directory has no chunk store ({} is \
-                 missing): the capture is broken",
-                store.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for CaptureProblem {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CaptureProblem::NoExecutor(e) => Some(e),
-            CaptureProblem::Offload(e) => Some(e),
-            CaptureProblem::BadManifest(e) => Some(e),
             _ => None,
         }
     }

@@ -20,6 +20,7 @@ use reprise_core::record::{BackendKind, RecordError};
 use reprise_core::region::AllocError;
 
 pub use capture_problem::CaptureProblem;
+use messages::{at, foreign, not_in_build, out_of_range};
 pub use names::{Names, Setting, UnknownGeometry};
 pub use store_problem::{
     ChunkFault, ChunkHash, ChunkProblem, ExportProblem, ManifestError, StoreProblem, VersionProblem,
@@ -27,85 +28,6 @@ pub use store_problem::{
 
 /// An executor's error, boxed so that code above the backends can carry any.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// An executor's error as [`Error::Executor`] carries it: the error itself,
-/// boxed, and what it said of itself when it was made (its
-/// [`ErrorKind`], and whether the device is lost), so that nothing above
-/// the executors needs to know their error types.
-///
-/// It shows as the error it holds; [`Error`]'s `source()` is that error
-/// itself (which can be downcast), as before it was wrapped.
-///
-/// ```
-/// use reprise_core::exec::ErrorKind;
-/// use reprise_capture::error::ExecutorError;
-/// let e = ExecutorError::other("the plan saves no output", ErrorKind::InvalidInput);
-/// assert_eq!(e.kind(), ErrorKind::InvalidInput);
-/// assert!(!e.device_lost());
-/// assert_eq!(e.to_string(), "the plan saves no output");
-/// ```
-#[derive(Debug)]
-pub struct ExecutorError {
-    kind: ErrorKind,
-    device_lost: bool,
-    error: BoxError,
-}
-
-impl ExecutorError {
-    /// An executor's error, with its kind.
-    pub fn new<E: ExecError + Send + Sync + 'static>(e: E) -> Self {
-        ExecutorError {
-            kind: e.kind(),
-            device_lost: e.device_lost(),
-            error: Box::new(e),
-        }
-    }
-
-    /// An error met while driving an executor that is no error of the
-    /// executor's own (a schedule's check), of `kind`; the device is not
-    /// lost by it.
-    pub fn other(error: impl Into<BoxError>, kind: ErrorKind) -> Self {
-        ExecutorError {
-            kind,
-            device_lost: false,
-            error: error.into(),
-        }
-    }
-
-    /// What kind of failure it is.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// Whether the executor said its device is unusable after it
-    /// ([`ExecError::device_lost`]).
-    pub fn device_lost(&self) -> bool {
-        self.device_lost
-    }
-
-    /// The error itself.
-    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self.error.as_ref()
-    }
-
-    /// The error itself, boxed.
-    pub fn into_inner(self) -> BoxError {
-        self.error
-    }
-}
-
-impl fmt::Display for ExecutorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-impl std::error::Error for ExecutorError {
-    /// The held error's source: the wrapper adds nothing to the chain.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.error.source()
-    }
-}
 
 /// Which copy a [`Error::CopyOutOfRange`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,9 +69,10 @@ pub enum Handle {
 
 /// Errors of capture files, configuration, recording and replay.
 #[non_exhaustive]
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be read, written or renamed.
+    #[error("{}: {action} failed: {source}", path.display())]
     Io {
         /// The file at fault.
         path: PathBuf,
@@ -159,6 +82,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A descriptor could not be parsed or written.
+    #[error("{}: {source}", path.display())]
     Descriptor {
         /// The descriptor.
         path: PathBuf,
@@ -166,6 +90,7 @@ pub enum Error {
         source: RecordError,
     },
     /// A globals file is malformed.
+    #[error("{}: {source}", path.display())]
     Globals {
         /// The globals file.
         path: PathBuf,
@@ -174,6 +99,7 @@ pub enum Error {
     },
     /// A capture's globals file is missing, and missing globals were not
     /// allowed ([`Setting::AllowMissingGlobals`]).
+    #[error("{}", self.named(Names::LIBRARY))]
     MissingGlobals {
         /// The globals file.
         path: PathBuf,
@@ -184,6 +110,7 @@ pub enum Error {
     /// A capture has no image: LLVM 16 never saves one beside its captures
     /// (the image is in the application binary, which
     /// [`Setting::Image`] names).
+    #[error("{}", self.named(Names::LIBRARY))]
     MissingImage {
         /// Where the image would be.
         path: PathBuf,
@@ -191,6 +118,7 @@ pub enum Error {
     /// Several entries of an application binary define the capture's
     /// kernel, and nothing says which executor the capture is for
     /// ([`Setting::Backend`] does).
+    #[error("{}", self.named(Names::LIBRARY))]
     AmbiguousImage {
         /// The application binary.
         path: PathBuf,
@@ -201,11 +129,13 @@ pub enum Error {
     },
     /// The descriptor records no region address and none can be derived
     /// (see [`crate::capture::base`]); [`Setting::RegionBase`] gives it.
+    #[error("{}", self.named(Names::LIBRARY))]
     NoRegionBase {
         /// The descriptor.
         path: PathBuf,
     },
     /// Memory the process could not get: `bytes` for `what`.
+    #[error("{what}: {bytes} bytes cannot be allocated (not enough memory)")]
     NoMemory {
         /// What the memory was for.
         what: String,
@@ -215,6 +145,7 @@ pub enum Error {
     /// The descriptor records no region address, and several bases are
     /// possible with nothing to tell them apart (see
     /// [`crate::capture::base`]); [`Setting::RegionBase`] gives it.
+    #[error("{}", self.named(Names::LIBRARY))]
     AmbiguousRegionBase {
         /// The descriptor.
         path: PathBuf,
@@ -228,6 +159,15 @@ pub enum Error {
     /// apart and outside the region: LLVM 19 to 22.1 record them so
     /// (`saveKernelDescr` writes `LaunchParams.Ptrs[I]`, which is
     /// `&Args[I]`), and the values are nowhere in the capture.
+    #[error(
+        "{}: ArgPtrs holds no argument values: its {count} entries are the addresses \
+         {first:#x}, {:#x}, ... 8 bytes apart, outside the recorded region, which is how LLVM \
+         19 to 22.1 record a launch (the addresses of the runtime's own argument array, not \
+         what it held), so the arguments are lost and no replay can pass them; record the \
+         launch with LLVM 18, with an LLVM that records VAllocAddr, or with reprise",
+        path.display(),
+        first.wrapping_add(8)
+    )]
     ArgumentsNotRecorded {
         /// The descriptor.
         path: PathBuf,
@@ -239,6 +179,13 @@ pub enum Error {
     /// The launch environment that an LLVM 18+ capture passes as argument 0
     /// holds, in the memory snapshot, a reduction buffer outside the region:
     /// the snapshot was taken before LLVM's copy of the environment landed.
+    #[error(
+        "{}: the kernel's launch environment (argument 0, at {at:#x}) points its reduction \
+         buffer at {buffer:#x}, outside the recorded region, so the kernel's reduction would \
+         write through a stale pointer: LLVM copies the environment to the device without \
+         waiting and took this snapshot before the copy landed; record the launch again",
+        path.display()
+    )]
     LaunchEnvironment {
         /// The memory snapshot.
         path: PathBuf,
@@ -250,6 +197,7 @@ pub enum Error {
     /// A reprise descriptor's `Checksums` map is damaged, so files would go
     /// unchecked without anyone knowing ([`Setting::VerifyChecksums`] off
     /// replays it anyway).
+    #[error("{}", self.named(Names::LIBRARY))]
     ChecksumMap {
         /// The descriptor.
         path: PathBuf,
@@ -257,13 +205,16 @@ pub enum Error {
         problem: ChecksumMapProblem,
     },
     /// A capture file is inconsistent with its descriptor or siblings.
+    #[error("{}: {problem}", path.display())]
     Capture {
         /// The file at fault.
         path: PathBuf,
         /// What is wrong.
+        #[source]
         problem: CaptureProblem,
     },
     /// A configuration variable has a value that cannot be used.
+    #[error("{var}={value:?}: {problem}")]
     Config {
         /// The variable (or builder setting).
         var: &'static str,
@@ -273,13 +224,21 @@ pub enum Error {
         problem: String,
     },
     /// The executor failed.
+    #[error("{context}: {source}")]
     Executor {
         /// What was being done.
         context: String,
-        /// The executor's error, with its kind.
-        source: ExecutorError,
+        /// The executor's error itself, which can be downcast.
+        source: BoxError,
+        /// What it said of itself when it was made, so that nothing above
+        /// the executors needs to know their error types.
+        kind: ErrorKind,
+        /// Whether the executor said its device is unusable after it
+        /// ([`ExecError::device_lost`]).
+        device_lost: bool,
     },
     /// The capture needs an executor this build does not include.
+    #[error("{}{}", at(path), not_in_build(*backend))]
     NotInBuild {
         /// The descriptor, when known.
         path: Option<PathBuf>,
@@ -287,6 +246,7 @@ pub enum Error {
         backend: BackendKind,
     },
     /// An executor asked for something it cannot do.
+    #[error("the {backend} executor does not offer {feature}")]
     Unsupported {
         /// The executor.
         backend: BackendKind,
@@ -295,9 +255,16 @@ pub enum Error {
     },
     /// A sweep of launch geometries on an executor whose launches take none
     /// (the host's).
+    #[error(
+        "the host executor calls a kernel with its arguments only (no grid, block or shared \
+         memory), so every configuration of a sweep runs the same code; an LLVM OpenMP host \
+         image's runtime chooses its own threads: try thread counts with OMP_NUM_THREADS=N in \
+         the environment of a replay, one replay per count"
+    )]
     NoGeometry,
     /// The executor asked for ([`Setting::Backend`]) cannot run the
     /// capture's image.
+    #[error("{}", self.named(Names::LIBRARY))]
     WrongBackend {
         /// The image.
         image: PathBuf,
@@ -310,6 +277,7 @@ pub enum Error {
     },
     /// The launch's team or thread count is unknown (LLVM recorded none)
     /// and the replay's options give none.
+    #[error("{}", self.named(Names::LIBRARY))]
     UnknownGeometry {
         /// The descriptor, when known.
         path: Option<PathBuf>,
@@ -318,6 +286,7 @@ pub enum Error {
     },
     /// A team or thread count asked for is outside the limits the capture
     /// recorded (as LLVM's replay tool refuses it).
+    #[error("{}", self.named(Names::LIBRARY))]
     OutsideLimits {
         /// The descriptor, when known.
         path: Option<PathBuf>,
@@ -330,6 +299,7 @@ pub enum Error {
     },
     /// A setting has a value that no capture accepts. A problem of the
     /// request, not of any file: [`Error::in_file`] leaves it as it is.
+    #[error("{}", self.named(Names::LIBRARY))]
     BadOption {
         /// The setting.
         setting: Setting,
@@ -339,6 +309,7 @@ pub enum Error {
         problem: String,
     },
     /// IR given to `Recorder::attach_ir` that is not LLVM bitcode.
+    #[error("the IR to attach ({len} bytes) is {kind}, not LLVM bitcode")]
     NotBitcode {
         /// What it is instead.
         kind: reprise_core::image::ImageKind,
@@ -347,12 +318,14 @@ pub enum Error {
     },
     /// A handle used with a `Recorder` other than the one that
     /// made it.
+    #[error("{}", foreign(handle))]
     ForeignHandle {
         /// What it was.
         handle: Handle,
     },
     /// A copy that lies outside the recording region and every global of
     /// the loaded images (or runs past the end of the address space).
+    #[error("{}", out_of_range(*copy, *addr, *len, *region))]
     CopyOutOfRange {
         /// Which copy.
         copy: CopyKind,
@@ -364,17 +337,26 @@ pub enum Error {
         region: [u64; 2],
     },
     /// The recording region has no room for an allocation.
+    #[error("{error} (RecordConfig::region_size or REPRISE_RECORD_MEMSIZE; now {size})")]
     RegionFull {
-        /// The allocator's account of it.
-        source: AllocError,
+        /// The allocator's account of it, which the message includes (so
+        /// it is no `source`).
+        error: AllocError,
         /// The region's size now, and where it came from.
         size: String,
     },
     /// An allocation no region can make (an alignment that is not a power
     /// of two).
+    #[error(transparent)]
     Alloc(AllocError),
     /// A launch whose arguments do not match the kernel's parameters, as
     /// the executor reports them.
+    #[error(
+        "kernel {kernel} takes {} parameters of sizes {expected:?}, the launch passes {} of \
+         sizes {given:?}",
+        expected.len(),
+        given.len()
+    )]
     ParamMismatch {
         /// The kernel.
         kernel: String,
@@ -385,8 +367,10 @@ pub enum Error {
     },
     /// A launch that a capture cannot describe (too many arguments, too
     /// many bytes of by-value arguments, a kernel name too long or empty).
-    Record(RecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
     /// More bytes than a buffer can hold in this address space.
+    #[error("{what} of {bytes} bytes is larger than the address space")]
     TooLarge {
         /// What was to be that large.
         what: &'static str,
@@ -394,18 +378,22 @@ pub enum Error {
         bytes: u64,
     },
     /// The background writer's thread has stopped.
+    #[error("the capture writer thread has stopped")]
     WriterStopped,
     /// The chunk store, a manifest or a chunk is damaged or unusable
     /// ([`crate::chunks`]).
+    #[error("{}: {problem}", path.display())]
     Store {
         /// The store's directory, the manifest or the chunk file at fault.
         path: PathBuf,
         /// What is wrong.
+        #[source]
         problem: StoreProblem,
     },
     /// Something reprise relies on did not hold: an executor handed back
     /// fewer buffers than it was given, say. A bug, in reprise or an
     /// executor.
+    #[error("internal error: {0}")]
     Internal(&'static str),
 }
 
@@ -442,7 +430,9 @@ impl Error {
     ) -> Self {
         Error::Executor {
             context: context.into(),
-            source: ExecutorError::new(e),
+            kind: e.kind(),
+            device_lost: e.device_lost(),
+            source: Box::new(e),
         }
     }
 
@@ -450,8 +440,34 @@ impl Error {
     /// ([`Error::Executor`]).
     pub fn executor_kind(&self) -> Option<ErrorKind> {
         match self {
-            Error::Executor { source, .. } => Some(source.kind()),
+            Error::Executor { kind, .. } => Some(*kind),
             _ => None,
+        }
+    }
+
+    /// What kind of failure it is, in the executors' terms: an executor's
+    /// own kind; [`ErrorKind::Io`] for a file the system would not read or
+    /// write; [`ErrorKind::OutOfMemory`] for memory, region or address
+    /// space that ran out; [`ErrorKind::Other`] for a bug or a stopped
+    /// writer; [`ErrorKind::InvalidInput`] for the rest (a capture, a store,
+    /// a setting or a launch that cannot be used as given).
+    ///
+    /// ```
+    /// use reprise_capture::error::{CaptureProblem, Error};
+    /// use reprise_core::exec::ErrorKind;
+    /// let e = Error::capture("k.memory", CaptureProblem::MissingSnapshot);
+    /// assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    /// assert_eq!(Error::WriterStopped.kind(), ErrorKind::Other);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Executor { kind, .. } => *kind,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::NoMemory { .. } | Error::RegionFull { .. } | Error::TooLarge { .. } => {
+                ErrorKind::OutOfMemory
+            }
+            Error::Internal(_) | Error::WriterStopped => ErrorKind::Other,
+            _ => ErrorKind::InvalidInput,
         }
     }
 
@@ -459,7 +475,13 @@ impl Error {
     /// GPU context lost to a kernel fault): nothing more runs on it in this
     /// process.
     pub fn device_lost(&self) -> bool {
-        matches!(self, Error::Executor { source, .. } if source.device_lost())
+        matches!(
+            self,
+            Error::Executor {
+                device_lost: true,
+                ..
+            }
+        )
     }
 
     /// Whether the kernel faulted (a bad memory access, an illegal
@@ -479,39 +501,15 @@ impl Error {
     /// a problem of the capture found without its path, get the file's
     /// name; errors that already name a file, and bad options (which
     /// concern no file), are kept as they are.
-    pub fn in_file(self, file: &std::path::Path) -> Self {
-        match self {
-            Error::Executor { context, source } => Error::Executor {
-                context: format!("{}: {context}", file.display()),
-                source,
-            },
-            Error::NotInBuild {
-                path: None,
-                backend,
-            } => Error::NotInBuild {
-                path: Some(file.into()),
-                backend,
-            },
-            Error::UnknownGeometry {
-                path: None,
-                geometry,
-            } => Error::UnknownGeometry {
-                path: Some(file.into()),
-                geometry,
-            },
-            Error::OutsideLimits {
-                path: None,
-                setting,
-                value,
-                limits,
-            } => Error::OutsideLimits {
-                path: Some(file.into()),
-                setting,
-                value,
-                limits,
-            },
-            other => other,
+    pub fn in_file(mut self, file: &std::path::Path) -> Self {
+        match &mut self {
+            Error::Executor { context, .. } => *context = format!("{}: {context}", file.display()),
+            Error::NotInBuild { path: p @ None, .. }
+            | Error::UnknownGeometry { path: p @ None, .. }
+            | Error::OutsideLimits { path: p @ None, .. } => *p = Some(file.into()),
+            _ => {}
         }
+        self
     }
 
     /// A schedule error with context: an executor error is kept as it is,
@@ -532,14 +530,16 @@ impl Error {
                 };
                 Error::Executor {
                     context: context.into(),
-                    source: ExecutorError::other(other, kind),
+                    source: Box::new(other),
+                    kind,
+                    device_lost: false,
                 }
             }
         }
     }
 
     /// The error with settings named as `names` says (a command line's
-    /// flags, say); its `Display` is `self.named(Names::LIBRARY)`.
+    /// flags, say); `self.named(Names::LIBRARY)` is its `Display`.
     ///
     /// ```
     /// use reprise_capture::error::{Error, Names, Setting};
@@ -566,32 +566,6 @@ struct Named<'a>(&'a Error, Names);
 impl fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt_named(f, self.1)
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.fmt_named(f, Names::LIBRARY)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            Error::Descriptor { source, .. } => Some(source),
-            Error::Globals { source, .. } => Some(source),
-            Error::Capture { problem, .. } => Some(problem),
-            Error::Store { problem, .. } => Some(problem),
-            Error::Executor { source, .. } => Some(source.get_ref()),
-            _ => None,
-        }
-    }
-}
-
-impl From<RecordError> for Error {
-    fn from(e: RecordError) -> Self {
-        Error::Record(e)
     }
 }
 

@@ -1,6 +1,6 @@
 //! What can be wrong with the chunk store ([`Error::Store`]): its `VERSION`
 //! file, a manifest, a chunk. Each kind is a variant carrying what was found
-//! as typed fields, with its text for people in `Display`; and the name by
+//! as typed fields, with its text for people in its `#[error]` attribute; and the name by
 //! which every problem names a chunk, [`ChunkHash`].
 //!
 //! The types live here, beside the error that carries them, so that the
@@ -82,10 +82,11 @@ impl fmt::Debug for ChunkHash {
 /// checked against the length of what holds it before anything is sized by
 /// it.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ManifestError {
     /// Shorter than the smallest manifest (a header and a checksum, no
     /// chunks).
+    #[error("manifest is {len} bytes, shorter than any manifest ({min} bytes at least): truncated")]
     Truncated {
         /// Its length in bytes.
         len: u64,
@@ -93,6 +94,7 @@ pub enum ManifestError {
         min: u64,
     },
     /// Longer than any manifest that is read.
+    #[error("manifest is {len} bytes, more than any manifest ({limit} bytes at most)")]
     TooLarge {
         /// Its length in bytes.
         len: u64,
@@ -100,8 +102,10 @@ pub enum ManifestError {
         limit: u64,
     },
     /// It does not start with a manifest's magic bytes: it is no manifest.
+    #[error("is no chunk manifest (its magic bytes are wrong)")]
     NotAManifest,
     /// A manifest of a format version this build does not read.
+    #[error("manifest of format version {found}; this build reads versions 1 to {supported}")]
     UnsupportedVersion {
         /// The version it says.
         found: u32,
@@ -111,6 +115,10 @@ pub enum ManifestError {
     },
     /// The header's chunk count does not fit the manifest's length (a
     /// lying count, or a truncated or padded manifest).
+    #[error(
+        "manifest header says {count} chunks, which take {needs} bytes, but the manifest is \
+         {len} bytes (a lying count, or a truncated file)"
+    )]
     CountMismatch {
         /// The count the header says.
         count: u32,
@@ -121,8 +129,10 @@ pub enum ManifestError {
     },
     /// The checksum at its end does not match the bytes before it (a
     /// damaged manifest).
+    #[error("manifest checksum does not match its contents (the manifest is damaged)")]
     Checksum,
     /// A chunk size outside the bounds any store uses.
+    #[error("manifest chunk size {found} is outside [{min}, {max}]")]
     ChunkSize {
         /// The chunk size it says.
         found: u32,
@@ -133,6 +143,11 @@ pub enum ManifestError {
     },
     /// The chunk count is not the one its total length takes at its chunk
     /// size (a lying length or count).
+    #[error(
+        "manifest says {total} bytes in {count} chunks of {chunk_size} bytes, which take {} \
+         chunks (a lying length or count)",
+        total.div_ceil(u64::from(*chunk_size))
+    )]
     CountForLength {
         /// The count it says.
         count: u32,
@@ -143,6 +158,10 @@ pub enum ManifestError {
     },
     /// A chunk's length is not the one its place takes: every chunk but the
     /// last is a whole chunk size, the last holds the rest.
+    #[error(
+        "manifest chunk {index} says {found} bytes where its place takes {expected} (a lying \
+         length)"
+    )]
     ChunkLength {
         /// The chunk's place in the manifest, from 0.
         index: u32,
@@ -152,85 +171,35 @@ pub enum ManifestError {
         expected: u32,
     },
     /// The total length does not fit this machine's address space.
+    #[error("manifest says {total} bytes, more than this machine's address space")]
     TotalTooLarge {
         /// The total length it says.
         total: u64,
     },
 }
 
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use ManifestError as M;
-        match self {
-            M::Truncated { len, min } => write!(
-                f,
-                "manifest is {len} bytes, shorter than any manifest ({min} bytes at least): \
-                 truncated"
-            ),
-            M::TooLarge { len, limit } => write!(
-                f,
-                "manifest is {len} bytes, more than any manifest ({limit} bytes at most)"
-            ),
-            M::NotAManifest => f.write_str("is no chunk manifest (its magic bytes are wrong)"),
-            M::UnsupportedVersion { found, supported } => write!(
-                f,
-                "manifest of format version {found}; this build reads versions 1 to {supported}"
-            ),
-            M::CountMismatch { count, needs, len } => write!(
-                f,
-                "manifest header says {count} chunks, which take {needs} bytes, but the \
-                 manifest is {len} bytes (a lying count, or a truncated file)"
-            ),
-            M::Checksum => f.write_str(
-                "manifest checksum does not match its contents (the manifest is damaged)",
-            ),
-            M::ChunkSize { found, min, max } => {
-                write!(f, "manifest chunk size {found} is outside [{min}, {max}]")
-            }
-            M::CountForLength {
-                count,
-                total,
-                chunk_size,
-            } => write!(
-                f,
-                "manifest says {total} bytes in {count} chunks of {chunk_size} bytes, which \
-                 take {} chunks (a lying length or count)",
-                total.div_ceil(u64::from(*chunk_size))
-            ),
-            M::ChunkLength {
-                index,
-                found,
-                expected,
-            } => write!(
-                f,
-                "manifest chunk {index} says {found} bytes where its place takes {expected} \
-                 (a lying length)"
-            ),
-            M::TotalTooLarge { total } => write!(
-                f,
-                "manifest says {total} bytes, more than this machine's address space"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ManifestError {}
-
 /// What is wrong with one chunk a manifest names.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ChunkFault {
     /// The store has no file for it.
+    #[error("is missing from the store")]
     Missing,
     /// Something other than a regular file is at its name (a link, a
     /// directory).
+    #[error("is not a regular file")]
     NotRegular,
     /// Its file could not be opened or read.
+    #[error("cannot be read: {kind}")]
     Unreadable {
         /// What the operating system said.
         kind: std::io::ErrorKind,
     },
     /// Its file is larger than any compression of its length can be.
+    #[error(
+        "is {len} bytes compressed, more than any compression of it ({limit} bytes at most): \
+         damaged"
+    )]
     TooLarge {
         /// The file's length.
         len: u64,
@@ -239,6 +208,7 @@ pub enum ChunkFault {
     },
     /// Its file is shorter than any file of the chunk can be (an empty
     /// file, say): neither its plain bytes nor a zstd frame of them.
+    #[error("is {len} bytes, shorter than any file of it can be ({least} bytes at least): damaged")]
     TooShort {
         /// The file's length.
         len: u64,
@@ -247,8 +217,10 @@ pub enum ChunkFault {
     },
     /// Its file is no zstd data, or damaged zstd data, or holds more than
     /// the chunk's length.
+    #[error("does not decompress (damaged)")]
     Undecompressible,
     /// It decompresses to another length than the manifest's.
+    #[error("decompresses to {found} bytes where the manifest says {expected} (damaged)")]
     WrongLength {
         /// The length it decompresses to (or says it does).
         found: u64,
@@ -257,44 +229,16 @@ pub enum ChunkFault {
     },
     /// It decompresses to bytes of another hash than its name (damaged, or
     /// not the chunk it is named for).
+    #[error("holds bytes whose hash is {found}, not its name (damaged)")]
     HashMismatch {
         /// The hash of what it holds.
         found: ChunkHash,
     },
 }
 
-impl fmt::Display for ChunkFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use ChunkFault as C;
-        match self {
-            C::Missing => f.write_str("is missing from the store"),
-            C::NotRegular => f.write_str("is not a regular file"),
-            C::Unreadable { kind } => write!(f, "cannot be read: {kind}"),
-            C::TooLarge { len, limit } => write!(
-                f,
-                "is {len} bytes compressed, more than any compression of it ({limit} bytes at \
-                 most): damaged"
-            ),
-            C::TooShort { len, least } => write!(
-                f,
-                "is {len} bytes, shorter than any file of it can be ({least} bytes at least): \
-                 damaged"
-            ),
-            C::Undecompressible => f.write_str("does not decompress (damaged)"),
-            C::WrongLength { found, expected } => write!(
-                f,
-                "decompresses to {found} bytes where the manifest says {expected} (damaged)"
-            ),
-            C::HashMismatch { found } => write!(
-                f,
-                "holds bytes whose hash is {found}, not its name (damaged)"
-            ),
-        }
-    }
-}
-
 /// One chunk of a manifest that cannot be read back, and why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("chunk {index} ({hash}) {fault}")]
 pub struct ChunkProblem {
     /// Its place in the manifest, from 0 (the first place, when the manifest
     /// names it more than once).
@@ -305,21 +249,15 @@ pub struct ChunkProblem {
     pub fault: ChunkFault,
 }
 
-impl fmt::Display for ChunkProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "chunk {} ({}) {}", self.index, self.hash, self.fault)
-    }
-}
-
-impl std::error::Error for ChunkProblem {}
-
 /// What is wrong with a store's `VERSION` file.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VersionProblem {
     /// The store's directory has no `VERSION` file.
+    #[error("the chunk store has no VERSION file (damaged store)")]
     Missing,
     /// Larger than any `VERSION` file.
+    #[error("VERSION is {len} bytes, more than any ({limit} bytes at most)")]
     TooLarge {
         /// Its length.
         len: u64,
@@ -327,8 +265,13 @@ pub enum VersionProblem {
         limit: u64,
     },
     /// Its first line is not the store format's name and a version.
+    #[error("VERSION does not start with `reprise-chunk-store VERSION`")]
     NotAStore,
     /// A version of the store format this build does not read.
+    #[error(
+        "chunk store of format version {}; this build reads versions 1 to {supported}",
+        found.escape_debug()
+    )]
     UnsupportedVersion {
         /// The version it says, as written.
         found: String,
@@ -338,6 +281,7 @@ pub enum VersionProblem {
     },
     /// A setting this build cannot use (a hash other than blake3, a
     /// compression other than zstd).
+    #[error("VERSION says {key} {}, which this build cannot use", found.escape_debug())]
     Unsupported {
         /// The setting's key.
         key: &'static str,
@@ -345,6 +289,10 @@ pub enum VersionProblem {
         found: String,
     },
     /// A chunk size that is no number within the bounds.
+    #[error(
+        "VERSION says chunk-size {}, not a number within [{min}, {max}]",
+        found.escape_debug()
+    )]
     BadChunkSize {
         /// The value, as written.
         found: String,
@@ -354,52 +302,20 @@ pub enum VersionProblem {
         max: u32,
     },
     /// A setting it must have and does not.
+    #[error("VERSION has no {key} line")]
     MissingKey {
         /// The key.
         key: &'static str,
     },
     /// A line that is no setting of this version.
+    #[error(
+        "VERSION has a line this format version does not know: {}",
+        line.escape_debug()
+    )]
     UnknownLine {
         /// The line, as written.
         line: String,
     },
-}
-
-impl fmt::Display for VersionProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use VersionProblem as V;
-        match self {
-            V::Missing => f.write_str("the chunk store has no VERSION file (damaged store)"),
-            V::TooLarge { len, limit } => write!(
-                f,
-                "VERSION is {len} bytes, more than any ({limit} bytes at most)"
-            ),
-            V::NotAStore => {
-                f.write_str("VERSION does not start with `reprise-chunk-store VERSION`")
-            }
-            V::UnsupportedVersion { found, supported } => write!(
-                f,
-                "chunk store of format version {}; this build reads versions 1 to {supported}",
-                found.escape_debug()
-            ),
-            V::Unsupported { key, found } => write!(
-                f,
-                "VERSION says {key} {}, which this build cannot use",
-                found.escape_debug()
-            ),
-            V::BadChunkSize { found, min, max } => write!(
-                f,
-                "VERSION says chunk-size {}, not a number within [{min}, {max}]",
-                found.escape_debug()
-            ),
-            V::MissingKey { key } => write!(f, "VERSION has no {key} line"),
-            V::UnknownLine { line } => write!(
-                f,
-                "VERSION has a line this format version does not know: {}",
-                line.escape_debug()
-            ),
-        }
-    }
 }
 
 /// What is wrong with the chunk store or a capture in it: the `problem` of
@@ -420,19 +336,24 @@ impl fmt::Display for VersionProblem {
 /// ));
 /// ```
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreProblem {
     /// The store's `VERSION` file is missing, malformed or of another
     /// version.
+    #[error("{0}")]
     Version(VersionProblem),
     /// A manifest is malformed.
-    Manifest(ManifestError),
+    #[error("{0}")]
+    Manifest(#[source] ManifestError),
     /// A chunk a manifest names cannot be read back.
-    Chunk(ChunkProblem),
+    #[error("{0}")]
+    Chunk(#[source] ChunkProblem),
     /// A store opened for reading was asked to write.
+    #[error("the chunk store was opened for reading, not for writing")]
     ReadOnly,
     /// A buffer to read a manifest's bytes into is not the manifest's
     /// length.
+    #[error("a manifest of {manifest} bytes read into a buffer of {buffer} bytes")]
     BufferLength {
         /// The manifest's length.
         manifest: u64,
@@ -441,17 +362,26 @@ pub enum StoreProblem {
     },
     /// A capture cannot be exported to the format asked for as that
     /// format's own recorder would have written it (`reprise export`).
+    #[error("cannot be exported exactly: {0}")]
     Export(ExportProblem),
     /// Something other than the chunk (a directory, a link, a FIFO, a
     /// damaged file) was at the chunk's name each time the writer moved
     /// it aside to store the chunk: another process keeps putting it
     /// there, and the chunk is not stored.
+    #[error(
+        "something other than the chunk was at its name each of the {tries} times it was moved \
+         aside (another process keeps putting it there): the chunk is not stored"
+    )]
     Occupied {
         /// How many times it was found there.
         tries: u32,
     },
     /// A file moved into the store reads back from it as other bytes
     /// than the file holds (`reprise import`): the file is kept.
+    #[error(
+        "reads back from the store as other bytes than {} holds: that file is kept",
+        raw.display()
+    )]
     ReadBackDiffers {
         /// The file.
         raw: PathBuf,
@@ -461,10 +391,15 @@ pub enum StoreProblem {
 /// Why a capture has no exact form in the format it was to be exported to
 /// (`reprise_capture::transfer::export`): LLVM's formats cannot say everything
 /// reprise's does, and LLVM 16 saved less than the others need.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportProblem {
     /// A grid or block with more than one dimension: LLVM records teams
     /// and threads per team as single numbers.
+    #[error(
+        "the launch has a {}x{}x{} grid of {}x{}x{} blocks; LLVM records teams and threads in \
+         one dimension",
+        grid[0], grid[1], grid[2], block[0], block[1], block[2]
+    )]
     Dimensions {
         /// The grid.
         grid: [u32; 3],
@@ -473,6 +408,7 @@ pub enum ExportProblem {
     },
     /// An argument that is not an 8-byte slot: LLVM passes every argument
     /// as one.
+    #[error("argument {index} is {size} bytes; LLVM passes every argument in an 8-byte slot")]
     ArgumentSize {
         /// The argument.
         index: usize,
@@ -480,12 +416,20 @@ pub enum ExportProblem {
         size: u32,
     },
     /// Dynamic shared memory, which LLVM legacy does not record.
+    #[error(
+        "the launch uses {bytes} bytes of dynamic shared memory, which LLVM legacy's format \
+         does not record"
+    )]
     SharedMemory {
         /// Its bytes.
         bytes: u32,
     },
     /// A file the target format always has is missing from the capture
     /// (LLVM 16 saves no image and no globals).
+    #[error(
+        "the capture has no {role} ({} is missing), and the format always has one",
+        path.display()
+    )]
     Missing {
         /// Its role: "device image", "globals file".
         role: &'static str,
@@ -493,109 +437,28 @@ pub enum ExportProblem {
         path: PathBuf,
     },
     /// The descriptor cannot be written in the target's key set.
+    #[error("the descriptor cannot be written: {0}")]
     Descriptor(reprise_core::record::RecordError),
     /// The capture's globals file cannot be read in its own layout.
+    #[error("the globals file cannot be read: {0}")]
     GlobalsUnreadable(reprise_core::globals::DecodeError),
     /// The globals cannot be written in the target's layout.
+    #[error("the globals cannot be written in the format's layout: {0}")]
     Globals(reprise_core::globals::EncodeError<core::convert::Infallible>),
     /// LLVM legacy names a capture's files after its kernel, and this
     /// kernel's name is no file name.
+    #[error("LLVM legacy names a capture's files after its kernel, and {name:?} is no file name")]
     KernelName {
         /// The kernel's name.
         name: String,
     },
     /// A file of that name is in the target directory already: export
     /// never replaces a file.
+    #[error("{} exists already (export never replaces a file)", path.display())]
     Exists {
         /// The file.
         path: PathBuf,
     },
-}
-
-impl fmt::Display for ExportProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExportProblem::Dimensions { grid, block } => write!(
-                f,
-                "the launch has a {}x{}x{} grid of {}x{}x{} blocks; LLVM records teams and \
-                 threads in one dimension",
-                grid[0], grid[1], grid[2], block[0], block[1], block[2]
-            ),
-            ExportProblem::ArgumentSize { index, size } => write!(
-                f,
-                "argument {index} is {size} bytes; LLVM passes every argument in an 8-byte slot"
-            ),
-            ExportProblem::SharedMemory { bytes } => write!(
-                f,
-                "the launch uses {bytes} bytes of dynamic shared memory, which LLVM legacy's \
-                 format does not record"
-            ),
-            ExportProblem::Missing { role, path } => write!(
-                f,
-                "the capture has no {role} ({} is missing), and the format always has one",
-                path.display()
-            ),
-            ExportProblem::Descriptor(e) => write!(f, "the descriptor cannot be written: {e}"),
-            ExportProblem::GlobalsUnreadable(why) => {
-                write!(f, "the globals file cannot be read: {why}")
-            }
-            ExportProblem::Globals(why) => {
-                write!(
-                    f,
-                    "the globals cannot be written in the format's layout: {why}"
-                )
-            }
-            ExportProblem::KernelName { name } => write!(
-                f,
-                "LLVM legacy names a capture's files after its kernel, and {name:?} is no file \
-                 name"
-            ),
-            ExportProblem::Exists { path } => write!(
-                f,
-                "{} exists already (export never replaces a file)",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl fmt::Display for StoreProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreProblem::Version(v) => v.fmt(f),
-            StoreProblem::Manifest(m) => m.fmt(f),
-            StoreProblem::Chunk(c) => c.fmt(f),
-            StoreProblem::ReadOnly => {
-                f.write_str("the chunk store was opened for reading, not for writing")
-            }
-            StoreProblem::BufferLength { manifest, buffer } => write!(
-                f,
-                "a manifest of {manifest} bytes read into a buffer of {buffer} bytes"
-            ),
-            StoreProblem::Export(e) => write!(f, "cannot be exported exactly: {e}"),
-            StoreProblem::Occupied { tries } => write!(
-                f,
-                "something other than the chunk was at its name each of the {tries} times it \
-                 was moved aside (another process keeps putting it there): the chunk is not \
-                 stored"
-            ),
-            StoreProblem::ReadBackDiffers { raw } => write!(
-                f,
-                "reads back from the store as other bytes than {} holds: that file is kept",
-                raw.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for StoreProblem {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StoreProblem::Manifest(m) => Some(m),
-            StoreProblem::Chunk(c) => Some(c),
-            _ => None,
-        }
-    }
 }
 
 impl Error {

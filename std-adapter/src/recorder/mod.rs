@@ -201,7 +201,7 @@ where
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
         let addr = self.bump.alloc(size, align).map_err(|e| match e {
             AllocError::OutOfSpace { .. } => Error::RegionFull {
-                source: e,
+                error: e,
                 size: match self.config.region_size_var() {
                     Some(v) => format!("REPRISE_RECORD_MEMSIZE={v}"),
                     None => size_text(self.bump.capacity()),
