@@ -152,7 +152,7 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
     let why = match (fault, status.code()) {
         (Some(fault), _) => format!(
             "{fault}; the process running it then {ended}{}",
-            base_hint(descriptor, options)
+            base_hint(descriptor, options, address_in(fault))
         ),
         (None, Some(0..=2)) => format!(
             "the process running this image {ended} before the replay finished: the image's \
@@ -170,7 +170,7 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
                  with no fault reported: a thread outside the fault guard most likely faulted \
                  (one of a runtime the kernel called, such as OpenMP's team, running its code), \
                  where reprise cannot catch it{}",
-                base_hint(descriptor, options)
+                base_hint(descriptor, options, None)
             ),
             None => format!(
                 "the process that loaded and ran this image {ended}: the image is corrupt (its \
@@ -199,10 +199,11 @@ fn read_reports(reader: &mut std::io::PipeReader) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// After a kernel fault: that a derived region base may be the cause, with
-/// the other bases possible and the option that gives one; empty when the
-/// base was recorded or given.
-pub fn base_hint(descriptor: &Path, options: &OpenOptions) -> String {
+/// After a kernel fault (at `fault`, where the fault says): that a derived
+/// region base may be the cause, with the other bases possible that would
+/// hold the faulting address and the option that gives one, or that none
+/// would; empty when the base was recorded or given.
+pub fn base_hint(descriptor: &Path, options: &OpenOptions, fault: Option<u64>) -> String {
     let Ok(record) = read_descriptor(descriptor) else {
         return String::new();
     };
@@ -210,8 +211,74 @@ pub fn base_hint(descriptor: &Path, options: &OpenOptions) -> String {
         Some(ResolvedBase {
             addr: Some(addr),
             origin: origin @ BaseOrigin::Derived { .. },
-        }) => derived_hint(addr, &origin),
+        }) => fault_hint(addr, &origin, &record, descriptor, fault),
         _ => String::new(),
+    }
+}
+
+/// The address a kernel fault's text (`the kernel `k` faulted: invalid
+/// memory access at 0x10 (SIGSEGV...`) says it accessed; `None` for a
+/// fault at an instruction (an arithmetic fault, an illegal instruction).
+fn address_in(fault: &str) -> Option<u64> {
+    let rest = fault.split_once("faulted: ")?.1;
+    if rest.contains(" by the instruction at ") {
+        return None;
+    }
+    let hex = rest.split_once(" at 0x")?.1;
+    let end = hex
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(hex.len());
+    u64::from_str_radix(&hex[..end], 16).ok()
+}
+
+/// The data address a kernel fault `e` accessed, where the executor says
+/// (the host's does; a GPU's driver does not).
+pub fn fault_address(e: &reprise::Error) -> Option<u64> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(reprise::HostError::KernelFault(f)) = s.downcast_ref::<reprise::HostError>() {
+            return (f.place != reprise::FaultPlace::Instruction).then_some(f.addr);
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// [`derived_hint`] after a kernel fault at `fault` (when known) in the
+/// capture `record` at `descriptor`, whose base `base` was derived as
+/// `origin` says: only the other bases possible whose snapshot would hold
+/// the faulting address are named (no other base could avoid the fault),
+/// or it says that none would.
+pub fn fault_hint(
+    base: u64,
+    origin: &BaseOrigin,
+    record: &reprise::core::record::KernelRecord,
+    descriptor: &Path,
+    fault: Option<u64>,
+) -> String {
+    let (Some(addr), Some(others)) = (fault, origin.alternatives()) else {
+        return derived_hint(base, origin);
+    };
+    let Some(holding) = reprise::capture::base::holding(record, descriptor, addr, Some(base))
+    else {
+        return derived_hint(base, origin);
+    };
+    let size = record.memory_size.unwrap_or(0);
+    if holding.total == 0 {
+        format!(
+            "; the region base {base:#x} was derived, not recorded, but none of the {} other \
+             base(s) possible would put {addr:#x} inside the {size}-byte snapshot, so no other \
+             base avoids this fault: the kernel reached memory the capture does not hold (an \
+             address of the recording process, such as its stack?)",
+            others.total
+        )
+    } else {
+        format!(
+            "; the region base {base:#x} was derived, not recorded, and may be wrong: {} of the \
+             {} other base(s) possible would put {addr:#x} inside the {size}-byte snapshot, \
+             {holding}; give one with --region-base ADDR",
+            holding.total, others.total
+        )
     }
 }
 

@@ -176,7 +176,15 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         // A fault with a derived base: the base may be the cause.
         Err(e) if e.kernel_faulted() && derived.is_some() => {
             let hint = derived
-                .map(|b| isolate::derived_hint(capture.region_base().unwrap_or(0), &b))
+                .map(|b| {
+                    isolate::fault_hint(
+                        capture.region_base().unwrap_or(0),
+                        &b,
+                        &capture.record,
+                        &a.file,
+                        isolate::fault_address(&e),
+                    )
+                })
                 .unwrap_or_default();
             return Err(crate::error::CliError::Hinted(Box::new(e), hint));
         }

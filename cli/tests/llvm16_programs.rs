@@ -256,6 +256,56 @@ fn a_kernel_fault_is_the_reason_given_never_a_corrupt_image() {
     assert!(!text(&out).1.contains("corrupt"), "{}", text(&out).1);
 }
 
+/// A kernel that follows a pointer to the recording process's stack (a
+/// mapped struct holds it) faults on replay at that address, under the
+/// derived base and under every other base possible: the fault names no
+/// other base to try, and says that none would hold the address.
+#[test]
+fn a_fault_at_an_address_no_base_holds_names_no_base_to_try() {
+    if need(
+        compiler(),
+        "a_fault_at_an_address_no_base_holds_names_no_base_to_try",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (_, bin, ds) = recorded_in(root.path(), "stack_view");
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    let d = &ds[0];
+    // One thread (the guard catches the fault in the replaying process)
+    // or OpenMP's team (a thread outside the guard may fault first).
+    for threads in ["1", "4"] {
+        let out = output_within(
+            std::process::Command::new(reprise_bin())
+                .args(["replay", "--verify", "--allow-missing-globals", "--image"])
+                .arg(&bin)
+                .arg(d)
+                .env("OMP_NUM_THREADS", threads),
+            std::time::Duration::from_secs(120),
+        );
+        let stderr = text(&out).1;
+        assert_error(
+            &out,
+            &["faulted: invalid memory access at 0x7f", "was derived"],
+        );
+        let at = stderr
+            .split_once("faulted: invalid memory access at ")
+            .and_then(|(_, rest)| rest.split_once(' '))
+            .map(|(a, _)| a)
+            .unwrap();
+        assert!(
+            stderr.contains(&format!(
+                "but none of the 256 other base(s) possible would put {at} inside the \
+                 1052592-byte snapshot, so no other base avoids this fault"
+            )),
+            "{threads} thread(s): {stderr}"
+        );
+        assert!(!stderr.contains("--region-base ADDR"), "{stderr}");
+    }
+}
+
 #[test]
 fn a_bare_descriptor_name_has_the_siblings_of_a_path() {
     if need(

@@ -89,6 +89,29 @@ pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
     derive_among(record, descriptor, &Siblings::of(descriptor))
 }
 
+/// The bases the rule leaves possible for the record without a base in
+/// `descriptor` (its directory's siblings narrowing them) whose snapshot
+/// holds `addr`, `except` left out: where a kernel that faulted at `addr`
+/// would have found memory ([`base::holding`]). `None` when the rule does
+/// not apply to `record`.
+pub fn holding(
+    record: &KernelRecord,
+    descriptor: &Path,
+    addr: u64,
+    except: Option<u64>,
+) -> Option<Candidates> {
+    if !base::derivable(record) {
+        return None;
+    }
+    let siblings = Siblings::of(descriptor);
+    base::holding(
+        record,
+        siblings.except(descriptor.file_name()),
+        addr,
+        except,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,12 +77,17 @@ fn replay(
             if !could_not_start(&e) {
                 report.outcome = Outcome::Failed;
             }
-            let fault = e.kernel_faulted();
+            let fault = e.kernel_faulted().then(|| isolate::fault_address(&e));
             report.message = said(e);
-            if fault && let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin() {
-                report.message.push_str(&isolate::derived_hint(
+            if let Some(at) = fault
+                && let Some(b @ BaseOrigin::Derived { .. }) = capture.base_origin()
+            {
+                report.message.push_str(&isolate::fault_hint(
                     capture.region_base().unwrap_or(0),
                     &b,
+                    &capture.record,
+                    path,
+                    at,
                 ));
             }
             return report;

@@ -320,26 +320,15 @@ where
     if !derivable(record) {
         return Derivation::None;
     }
-    let mut spans = spans(record);
-    if spans.is_empty() {
+    let Some(Narrowed {
+        spans,
+        evidence,
+        agreeing,
+        disagreeing,
+    }) = narrowed(record, siblings)
+    else {
         return Derivation::None;
-    }
-    let mut evidence = values(record);
-    let (mut agreeing, mut disagreeing) = (0, 0);
-    for other in siblings.into_iter().filter(|r| derivable(r)) {
-        let theirs = self::spans(other);
-        if theirs.is_empty() {
-            continue;
-        }
-        let narrowed = intersect(&spans, &theirs);
-        if narrowed.is_empty() {
-            disagreeing += 1;
-        } else {
-            spans = narrowed;
-            agreeing += 1;
-            evidence.extend(values(other));
-        }
-    }
+    };
     let total: u64 = spans
         .iter()
         .filter_map(|s| points(s.lo, s.hi).map(|(_, n)| n))
@@ -396,6 +385,95 @@ where
         ),
         None => Derivation::Ambiguous(candidates(&spans, &starts, None, total)),
     }
+}
+
+/// The bases `record` allows, narrowed by its siblings, and what weighed.
+struct Narrowed {
+    spans: Vec<Span>,
+    /// The argument values of the record and of the siblings that agree.
+    evidence: Vec<u64>,
+    agreeing: usize,
+    disagreeing: usize,
+}
+
+/// The bases `record` allows (none: `None`), narrowed to those each
+/// sibling allows too, a sibling that allows none of them left out.
+fn narrowed<'a, I>(record: &KernelRecord, siblings: I) -> Option<Narrowed>
+where
+    I: IntoIterator<Item = &'a KernelRecord>,
+{
+    let mut spans = spans(record);
+    if spans.is_empty() {
+        return None;
+    }
+    let mut evidence = values(record);
+    let (mut agreeing, mut disagreeing) = (0, 0);
+    for other in siblings.into_iter().filter(|r| derivable(r)) {
+        let theirs = self::spans(other);
+        if theirs.is_empty() {
+            continue;
+        }
+        let narrowed = intersect(&spans, &theirs);
+        if narrowed.is_empty() {
+            disagreeing += 1;
+        } else {
+            spans = narrowed;
+            agreeing += 1;
+            evidence.extend(values(other));
+        }
+    }
+    Some(Narrowed {
+        spans,
+        evidence,
+        agreeing,
+        disagreeing,
+    })
+}
+
+/// Of the bases [`derive()`] leaves possible for `record` with its
+/// `siblings`, those whose snapshot holds `addr` (`addr` in
+/// `[B, B + DeviceMemorySize)`), `except` left out: the bases under which
+/// a kernel's access at `addr` would land in the region. A kernel that
+/// faulted at `addr` under one base could have run under these, and under
+/// no other; none at all says that no base the rule allows avoids the
+/// fault. `None` when the rule does not apply to `record`.
+pub fn holding<'a, I>(
+    record: &KernelRecord,
+    siblings: I,
+    addr: u64,
+    except: Option<u64>,
+) -> Option<Candidates>
+where
+    I: IntoIterator<Item = &'a KernelRecord>,
+{
+    if !derivable(record) {
+        return None;
+    }
+    let size = record.memory_size?;
+    let all = narrowed(record, siblings)?;
+    // `addr` is inside for B in (addr - size, addr].
+    let (lo, hi) = (addr.saturating_sub(size), addr);
+    let inside: Vec<Span> = all
+        .spans
+        .iter()
+        .map(|s| Span {
+            lo: s.lo.max(lo),
+            hi: s.hi.min(hi),
+            ..*s
+        })
+        .filter(|s| s.hi > s.lo && points(s.lo, s.hi).is_some())
+        .collect();
+    let mut total: u64 = inside
+        .iter()
+        .filter_map(|s| points(s.lo, s.hi).map(|(_, n)| n))
+        .fold(0u64, u64::saturating_add);
+    if let Some(b) = except
+        && b % PAGE == CHUNK_HEADER
+        && inside.iter().any(|s| s.lo < b && b <= s.hi)
+    {
+        total -= 1;
+    }
+    Some(candidates(&inside, &[], except, total))
 }
 
 /// The candidates to name: the spans with the most pointers first, in
@@ -583,5 +661,37 @@ mod tests {
             );
             let _ = derive(&r, []);
         }
+    }
+
+    #[test]
+    fn only_bases_whose_snapshot_holds_a_faulting_address_are_named() {
+        // A 4000-byte buffer at B, the first allocation, in a 64 KiB
+        // snapshot: B and the 15 pages below it are possible.
+        let r = record(&[B as i64, 1000], 16 * PAGE);
+        let (b, origin) = base(derive(&r, []));
+        assert_eq!(b, B);
+        assert_eq!(origin.alternatives().unwrap().total, 15);
+        // An address 3 pages below B: B and the 2 bases above it leave it
+        // out; the 13 at it and below hold it.
+        let c = holding(&r, [], B - 3 * PAGE, Some(B)).unwrap();
+        assert_eq!(c.total, 13);
+        assert!(c.named().iter().all(|&x| x <= B - 3 * PAGE), "{c}");
+        assert!(
+            c.named().iter().all(|&x| B - 3 * PAGE - x < 16 * PAGE),
+            "{c}"
+        );
+        // Near the end of the region at B: only B holds it.
+        let end = B + 15 * PAGE + 100;
+        let c = holding(&r, [], end, Some(B)).unwrap();
+        assert_eq!(c.total, 0);
+        let c = holding(&r, [], end, None).unwrap();
+        assert_eq!((c.total, c.named()), (1, &[B][..]));
+        // A stack address, far from every one: none.
+        let c = holding(&r, [], 0x7ffc_1234_5678, Some(B)).unwrap();
+        assert_eq!((c.total, c.named().len()), (0, 0));
+        // Not derived: the rule does not apply.
+        let mut recorded = r.clone();
+        recorded.region_base = Some(B);
+        assert_eq!(holding(&recorded, [], B, None), None);
     }
 }
