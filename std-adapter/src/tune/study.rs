@@ -51,8 +51,23 @@ impl fmt::Display for NotResults {
     }
 }
 
-/// Reads `text`, a results file of the kernel `kernel`.
-pub fn read(text: &str, kernel: &str) -> Result<Previous, NotResults> {
+/// One line of a results file, as a JSON reader parsed it.
+#[derive(Debug)]
+pub enum Line {
+    /// The header.
+    Header(Header),
+    /// A row.
+    Row(Row),
+}
+
+/// Reads `text`, a results file of the kernel `kernel`, `parse` reading
+/// each line (the caller's JSON reader: this library has none; `None` for
+/// a line that is neither a header nor a row).
+pub fn read(
+    text: &str,
+    kernel: &str,
+    parse: impl Fn(&str) -> Option<Line>,
+) -> Result<Previous, NotResults> {
     let mut prev = Previous::default();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut kept = 0usize;
@@ -62,29 +77,22 @@ pub fn read(text: &str, kernel: &str) -> Result<Previous, NotResults> {
             kept += line.len();
             continue;
         }
-        if let Ok(h) = serde_json::from_str::<Header>(body) {
-            if h.kernel != kernel {
+        match parse(body) {
+            Some(Line::Header(h)) if h.kernel != kernel => {
                 return Err(NotResults::OtherKernel(h.kernel, kernel.to_string()));
             }
-            prev.header = Some(h);
-        } else if let Ok(r) = serde_json::from_str::<Row>(body) {
-            prev.rows.push(r);
-        } else if i + 1 == lines.len() && !line.ends_with('\n') {
-            prev.cut_short = Some(kept);
-            return Ok(prev);
-        } else {
-            return Err(NotResults::BadLine(i + 1));
+            Some(Line::Header(h)) => prev.header = Some(h),
+            Some(Line::Row(r)) => prev.rows.push(r),
+            None if i + 1 == lines.len() && !line.ends_with('\n') => {
+                prev.cut_short = Some(kept);
+                return Ok(prev);
+            }
+            None => return Err(NotResults::BadLine(i + 1)),
         }
         kept += line.len();
     }
     prev.unterminated = !text.is_empty() && !text.ends_with('\n');
     Ok(prev)
-}
-
-/// One line of a results file: `value` as JSON (a [`Header`] or a
-/// [`Row`]), without its newline.
-pub fn line<T: Serialize>(value: &T) -> String {
-    serde_json::to_string(value).expect("a header or row serializes")
 }
 
 /// What measuring came to; a worker's last line on stdout, less its rows
@@ -215,22 +223,39 @@ impl Plan {
 mod tests {
     use super::*;
 
+    /// `h:KERNEL` a header, `r` a row.
+    fn parse(l: &str) -> Option<Line> {
+        if let Some(kernel) = l.strip_prefix("h:") {
+            return Some(Line::Header(Header {
+                tune_shard: "0/1".into(),
+                kernel: kernel.into(),
+                capture: "c".into(),
+                configs: 1,
+                device_times: true,
+                stopped: None,
+            }));
+        }
+        let c = LaunchConfig {
+            grid: [1; 3],
+            block: [1; 3],
+            shared_mem: 0,
+        };
+        (l == "r").then(|| Line::Row(Row::failed(c, None)))
+    }
+
     #[test]
     fn a_line_cut_short_is_dropped_and_another_kernel_refused() {
-        let row = r#"{"grid":[4,1,1],"block":[256,1,1],"shared_mem":0,"recorded":true,"status":"verified","detail":null,"times_ns":[5]}"#;
-        let whole = format!("{row}\n{row}");
-        let p = read(&whole, "k").unwrap();
+        let p = read("h:k\nr\nr", "k", parse).unwrap();
         assert_eq!((p.rows.len(), p.cut_short, p.unterminated), (2, None, true));
-        let cut = format!("{row}\n{}", &row[..20]);
-        let p = read(&cut, "k").unwrap();
-        assert_eq!((p.rows.len(), p.cut_short), (1, Some(row.len() + 1)));
+        assert!(p.header.is_some());
+        let p = read("r\nr\nr2", "k", parse).unwrap();
+        assert_eq!((p.rows.len(), p.cut_short), (2, Some(4)));
         assert_eq!(
-            read(&format!("x\n{row}\n"), "k").unwrap_err(),
+            read("x\nr\n", "k", parse).unwrap_err(),
             NotResults::BadLine(1)
         );
-        let header = r#"{"tune_shard":"0/1","kernel":"j","capture":"c","configs":1,"device_times":true,"stopped":null}"#;
         assert!(matches!(
-            read(header, "k"),
+            read("h:j\n", "k", parse),
             Err(NotResults::OtherKernel(..))
         ));
     }

@@ -7,7 +7,13 @@ use super::*;
 /// cut short (a kill while it was written) is dropped from the file.
 pub(super) fn read_results(path: &Path, kernel: &str) -> Result<Previous> {
     let text = crate::side_files::read_text(path, "results file")?;
-    let prev = reprise::tune::study::read(&text, kernel)
+    let parse = |l: &str| {
+        let header = serde_json::from_str(l).map(Line::Header);
+        header
+            .or_else(|_| serde_json::from_str(l).map(Line::Row))
+            .ok()
+    };
+    let prev = reprise::tune::study::read(&text, kernel, parse)
         .map_err(|e| CliError::file(path, e.to_string()))?;
     if let Some(kept) = prev.cut_short {
         note!(
@@ -36,7 +42,7 @@ pub(super) fn append(path: &Path, line: &str) -> Result<()> {
 /// Appends `row` to the results file, if there is one.
 pub(super) fn write_row(path: Option<&Path>, row: &Row) -> Result<()> {
     match path {
-        Some(p) => append(p, &reprise::tune::study::line(row)),
+        Some(p) => append(p, &line(row)),
         None => Ok(()),
     }
 }
@@ -51,5 +57,10 @@ pub(super) fn header_line(a: &TuneArgs, kernel: &str, configs: usize) -> String 
         device_times: true,
         stopped: None,
     };
-    reprise::tune::study::line(&header)
+    line(&header)
+}
+
+/// `value` (a header or a row) as one line of a results file.
+fn line<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("a header or row serializes")
 }
