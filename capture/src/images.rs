@@ -19,6 +19,12 @@ pub fn in_build(kind: BackendKind) -> bool {
     image_info(kind).is_some()
 }
 
+/// Whether any build of reprise runs captures of `kind` on a host: all
+/// but a microcontroller's, which replay on the device that recorded them.
+pub fn some_build_runs(kind: BackendKind) -> bool {
+    !matches!(kind, BackendKind::Mcu)
+}
+
 /// What the executor of `kind` reads from its images without a device
 /// (kernels, globals, GPU targets, what its loader and launch refuse);
 /// `None` when this build lacks that executor.

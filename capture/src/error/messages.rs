@@ -135,7 +135,7 @@ pub(super) fn at(path: &Option<PathBuf>) -> String {
 }
 
 pub(super) fn not_in_build(backend: BackendKind) -> String {
-    if backend == BackendKind::Mcu {
+    if !crate::images::some_build_runs(backend) {
         format!(
             "recorded on a microcontroller (executor {backend}): no build of reprise runs it on \
              this machine; it replays on the device"
