@@ -266,7 +266,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |j| j as usize,
         ),
-        devices: visible_devices(),
+        devices: visible_devices_in(|v| std::env::var(v).ok()),
         options: open_options(a).verify_checksums(false),
         compare: a.compare.clone(),
         scratch: tempfile::Builder::new()
@@ -349,13 +349,9 @@ fn open_options(a: &CheckArgs) -> reprise::OpenOptions {
     o
 }
 
-/// How many GPUs are visible: the longest list of the variables that
-/// choose them (each executor reads its own), 1 when none is set.
-fn visible_devices() -> usize {
-    visible_devices_in(|v| std::env::var(v).ok())
-}
-
-/// [`visible_devices`] in an environment whose variables `var` reads.
+/// How many GPUs are visible in an environment whose variables `var`
+/// reads: the longest list of the variables that choose them (each
+/// executor reads its own), 1 when none is set.
 fn visible_devices_in(var: impl Fn(&str) -> Option<String>) -> usize {
     [
         "CUDA_VISIBLE_DEVICES",
