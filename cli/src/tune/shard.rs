@@ -67,7 +67,7 @@ pub fn read_dir(dir: &Path) -> Result<Merged> {
 }
 
 /// Prints (and writes) the merged ranking of `rows`; the exit status is
-/// the sweep's (0 usable, 1 all differ, 2 none ran or rows are missing).
+/// a sweep's ([`super::report::verdict_exit`]), 2 where rows are missing.
 pub fn report(
     a: &TuneArgs,
     kernel: &str,
@@ -90,12 +90,8 @@ pub fn report(
     }
     Ok(if !incomplete.is_empty() {
         ExitCode::from(2)
-    } else if ranked.iter().any(Row::good) {
-        ExitCode::SUCCESS
-    } else if ranked.iter().any(|r| r.status == "differs") {
-        ExitCode::from(1)
     } else {
-        ExitCode::from(2)
+        super::report::verdict_exit(&a.file, &ranked)
     })
 }
 
