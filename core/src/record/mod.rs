@@ -459,12 +459,18 @@ impl KernelRecord {
     }
 
     /// The allocation argument `i` pointed into, as `(offset, len)` from
-    /// the region's base, when the record says (`ArgAllocations`).
+    /// the region's base, when the record says (`ArgAllocations`) and the
+    /// argument still points into it: an argument changed by hand since
+    /// the recording has no allocation.
     pub fn arg_allocation(&self, i: usize) -> Option<(u64, u64)> {
-        self.arg_allocations
-            .iter()
-            .find(|a| a[0] == i as u64)
-            .map(|a| (a[1], a[2]))
+        let &[_, offset, len] = self.arg_allocations.iter().find(|a| a[0] == i as u64)?;
+        if let Some(base) = self.region_base {
+            let at = self.arg_value(i).wrapping_sub(base);
+            if at < offset || at - offset >= len {
+                return None;
+            }
+        }
+        Some((offset, len))
     }
 
     /// All argument values, as [`KernelRecord::arg_value`].
@@ -630,8 +636,9 @@ fn check_region(
 
 /// `ArgAllocations`, reading or writing: each entry names an argument, in
 /// increasing order, and a nonempty allocation inside the snapshot (when
-/// its length is known) that holds the argument's value (when the region's
-/// base is known).
+/// its length is known). Whether the argument still points into it is
+/// [`KernelRecord::arg_allocation`]'s to judge: a descriptor whose argument
+/// was changed by hand stays readable.
 fn check_arg_allocations(r: &KernelRecord) -> Result<(), RecordError> {
     let bad = RecordError::BadValue("ArgAllocations");
     let mut last = None;
@@ -645,12 +652,6 @@ fn check_arg_allocations(r: &KernelRecord) -> Result<(), RecordError> {
         };
         if r.memory_size.is_some_and(|m| end > m) {
             return Err(bad);
-        }
-        if let Some(base) = r.region_base {
-            let at = r.arg_value(index as usize).wrapping_sub(base);
-            if at < offset || at >= end {
-                return Err(bad);
-            }
         }
     }
     Ok(())

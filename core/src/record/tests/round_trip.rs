@@ -88,13 +88,19 @@ fn argument_allocations_round_trip_and_must_hold_their_arguments() {
     assert_eq!(back.arg_allocation(0), None);
     // LLVM's key sets have no such key.
     assert!(!write(&r, Generation::LlvmCurrent).contains("ArgAllocations"));
-    // An allocation that does not hold its argument, runs past the
-    // snapshot, is empty, names no argument or repeats one: refused both
-    // ways.
+    // An allocation its argument no longer points into (the argument
+    // changed by hand) is read, and is no allocation of that argument.
+    let mut moved = r.clone();
+    moved.arg_allocations = [[1u64, 0x20, 16]].into_iter().collect();
+    let mut buf = [0u8; MAX_JSON_LEN];
+    let n = moved.to_json(Generation::Reprise, &mut buf).unwrap();
+    let back = KernelRecord::from_json(&buf[..n]).unwrap();
+    assert_eq!(back.arg_allocation(1), None);
+    // An allocation that runs past the snapshot, is empty, names no
+    // argument or repeats one: refused both ways.
     let bad = RecordError::BadValue("ArgAllocations");
     for entries in [
-        &[[1u64, 0x20, 16]][..],
-        &[[2, 0x9d00, 0x20000]],
+        &[[2u64, 0x9d00, 0x20000]][..],
         &[[1, 0, 0]],
         &[[3, 0, 16]],
         &[[2, 0x9d00, 16], [1, 0, 16]],
