@@ -72,8 +72,9 @@ pub enum CliError {
     Lacking(String),
     /// Nothing to check was found: in the paths searched, when given.
     NoCaptures(Vec<PathBuf>),
-    /// Any other problem the command found itself: the whole message.
-    Command(String),
+    /// The benchmark's launch loop failed: the driver call, or a kernel
+    /// that did not run every launch.
+    LaunchLoop(reprise_bench::launch_loop::LoopError),
 }
 
 impl CliError {
@@ -116,10 +117,10 @@ impl fmt::Display for CliError {
             CliError::Compile(e) => e.fmt(f),
             CliError::File { path, why } => write!(f, "{}: {why}", path.display()),
             CliError::Io { verb, path, error } => write!(f, "{verb} {}: {error}", path.display()),
-            CliError::Usage(why)
-            | CliError::Program(why)
-            | CliError::Lacking(why)
-            | CliError::Command(why) => f.write_str(why),
+            CliError::LaunchLoop(e) => e.fmt(f),
+            CliError::Usage(why) | CliError::Program(why) | CliError::Lacking(why) => {
+                f.write_str(why)
+            }
             CliError::NoCaptures(paths) if paths.is_empty() => {
                 f.write_str("no captures found to check")
             }

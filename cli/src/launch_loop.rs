@@ -32,7 +32,7 @@ pub struct LaunchLoopArgs {
 /// call that failed (or a kernel that did not run every launch).
 pub fn run(a: LaunchLoopArgs) -> Result<ExitCode> {
     let t = reprise_bench::launch_loop::run(a.launches, a.elements, a.warmup)
-        .map_err(|e| CliError::Command(e.to_string()))?;
+        .map_err(CliError::LaunchLoop)?;
     if a.json {
         out!(
             "{}",

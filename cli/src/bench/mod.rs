@@ -154,10 +154,11 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&parent).map_err(|e| reprise::Error::io(&parent, "create", e))?;
     std::fs::create_dir(&dir).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            CliError::Command(format!(
-                "{}: already exists; bench makes its own scratch directory and would not empty one it did not make",
-                dir.display()
-            ))
+            CliError::file(
+                &dir,
+                "already exists; bench makes its own scratch directory and would not empty one it \
+                 did not make",
+            )
         } else {
             reprise::Error::io(&dir, "create the scratch directory", e).into()
         }
@@ -194,7 +195,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     let largest = cfg.largest_size();
     let need = cfg.memory_needed();
     if let Some(avail) = crate::ui::available_memory().filter(|&avail| need > avail) {
-        return Err(crate::error::CliError::Command(format!(
+        return Err(CliError::Lacking(format!(
             "bench --sizes {} needs about {} of memory; {} is available",
             human_bytes(largest),
             human_bytes(need),
@@ -289,7 +290,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         }
     }
     if let Some(interposer::Outcome::Failed(why)) = &interposer {
-        return Err(CliError::Command(format!(
+        return Err(CliError::Program(format!(
             "measuring the interposer failed: {why}"
         )));
     }
@@ -449,8 +450,7 @@ fn print_table(results: &[SizeResult], alloc: &AllocResult, backend: reprise::Ba
 
 fn plot(path: &Path, results: &[SizeResult]) -> Result<()> {
     use plotters::prelude::*;
-    let err =
-        |e: String| CliError::Command(format!("{}: drawing the plot failed: {e}", path.display()));
+    let err = |e: String| CliError::file(path, format!("drawing the plot failed: {e}"));
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     type Series = (&'static str, RGBColor, fn(&SizeResult) -> f64);
