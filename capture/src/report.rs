@@ -100,61 +100,40 @@ impl Occurrences {
             self.list.len()
         ));
         for (i, o) in self.list.iter().enumerate() {
-            let c = o.config;
+            let ([gx, gy, gz], [bx, by, bz]) = (o.config.grid, o.config.block);
+            let (shared, launches, recorded) = (o.config.shared_mem, o.launches, o.recorded.len());
             let captures: Vec<String> = o.recorded.iter().filter_map(name_of).collect();
             if i > 0 {
                 json.push(',');
             }
+            let quoted_captures: Vec<String> = captures.iter().map(|c| quoted(c)).collect();
             json.push_str(&format!(
-                "{{\"kernel\":{},\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{},\
-                 \"launches\":{},\"recorded\":{},\"captures\":[{}]}}",
+                "{{\"kernel\":{},\"grid\":[{gx},{gy},{gz}],\"block\":[{bx},{by},{bz}],\
+                 \"shared_mem\":{shared},\"launches\":{launches},\"recorded\":{recorded},\
+                 \"captures\":[{}]}}",
                 quoted(&o.kernel),
-                c.grid[0],
-                c.grid[1],
-                c.grid[2],
-                c.block[0],
-                c.block[1],
-                c.block[2],
-                c.shared_mem,
-                o.launches,
-                o.recorded.len(),
-                captures
-                    .iter()
-                    .map(|c| quoted(c))
-                    .collect::<Vec<_>>()
-                    .join(",")
+                quoted_captures.join(",")
             ));
+            let listed = if captures.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", captures.join(" "))
+            };
             text.push_str(&format!(
-                "{:>4}  {}  grid {}x{}x{}  block {}x{}x{}  shared {}  launches {}  recorded {}{}\n",
+                "{:>4}  {}  grid {gx}x{gy}x{gz}  block {bx}x{by}x{bz}  shared {shared}  launches \
+                 {launches}  recorded {recorded}{listed}\n",
                 i + 1,
                 o.kernel,
-                c.grid[0],
-                c.grid[1],
-                c.grid[2],
-                c.block[0],
-                c.block[1],
-                c.block[2],
-                c.shared_mem,
-                o.launches,
-                o.recorded.len(),
-                if captures.is_empty() {
-                    String::new()
-                } else {
-                    format!("  {}", captures.join(" "))
-                }
             ));
         }
         json.push_str("]}\n");
-        write_atomically(
-            &dir.join(format!("{stem}{REPORT_SUFFIX}")),
-            json.as_bytes(),
-            false,
-        )?;
-        write_atomically(
-            &dir.join(format!("{stem}{TEXT_REPORT_SUFFIX}")),
-            text.as_bytes(),
-            false,
-        )?;
+        for (suffix, report) in [(REPORT_SUFFIX, json), (TEXT_REPORT_SUFFIX, text)] {
+            write_atomically(
+                &dir.join(format!("{stem}{suffix}")),
+                report.as_bytes(),
+                false,
+            )?;
+        }
         self.dirty = false;
         Ok(())
     }

@@ -34,7 +34,6 @@
 use std::collections::HashSet;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -223,29 +222,10 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
     }
 
     // 4. Manifests, after the pins.
-    let dir_fd = open_dir_fd(dir)?;
-    for (name, kind) in fs::names(&dir_fd).map_err(io(dir, "list"))? {
-        if !layout::is_manifest_name(&name)
-            || !matches!(kind, FileType::RegularFile | FileType::Unknown)
-        {
-            continue;
-        }
-        // By its bytes: a capture's name need not be UTF-8, and its
-        // manifest names chunks all the same.
-        let name = std::ffi::OsStr::from_bytes(&name);
-        let path = dir.join(name);
-        let file = match fs::open_file(&dir_fd, name) {
-            Ok(f) => f,
-            // Removed (with its capture) since the listing.
-            Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => continue,
-            // A link is no manifest of the store's.
-            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => continue,
-            Err(e) => return Err(Error::io(&path, "open manifest", e)),
-        };
-        let m = Manifest::read_file(file, &path)?;
+    Manifest::each_in(dir, &open_dir_fd(dir)?, |m| {
         report.manifests += 1;
         keep.extend(m.chunks().iter().map(|c| c.hash));
-    }
+    })?;
 
     // 5. The rest, when old.
     for (prefix, kind) in fs::names(chunks_fd).map_err(io(&chunks_path, "list"))? {

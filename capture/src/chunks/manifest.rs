@@ -240,7 +240,7 @@ impl Manifest {
 
     /// Reads the manifest in `file` (at most [`MAX_ENCODED_LEN`] bytes);
     /// errors name `path`.
-    pub(super) fn read_file(file: std::fs::File, path: &Path) -> Result<Self> {
+    fn read_file(file: std::fs::File, path: &Path) -> Result<Self> {
         let bytes = super::fs::read_file_bounded(file, MAX_ENCODED_LEN).map_err(|e| match e {
             super::fs::Bounded::Io(e) => Error::io(path, "read manifest", e),
             super::fs::Bounded::TooLarge(len) => Error::store(
@@ -252,6 +252,42 @@ impl Manifest {
             ),
         })?;
         Self::decode(&bytes).map_err(|e| Error::store(path, StoreProblem::Manifest(e)))
+    }
+
+    /// Reads every manifest of the capture directory `dir` (open as
+    /// `dir_fd`) into `f`. Names are taken as bytes: a capture's name need
+    /// not be UTF-8, and its manifest names chunks all the same. A manifest
+    /// removed since the listing, or a link (no manifest of the store's),
+    /// is passed over.
+    pub(super) fn each_in(
+        dir: &Path,
+        dir_fd: &std::os::fd::OwnedFd,
+        mut f: impl FnMut(Manifest),
+    ) -> Result<()> {
+        use rustix::fs::FileType;
+        use std::os::unix::ffi::OsStrExt as _;
+        for (name, kind) in super::fs::names(dir_fd).map_err(|e| Error::io(dir, "list", e))? {
+            if !super::layout::is_manifest_name(&name)
+                || !matches!(kind, FileType::RegularFile | FileType::Unknown)
+            {
+                continue;
+            }
+            let name = std::ffi::OsStr::from_bytes(&name);
+            let path = dir.join(name);
+            let file = match super::fs::open_file(dir_fd, name) {
+                Ok(f) => f,
+                Err(e)
+                    if [rustix::io::Errno::NOENT, rustix::io::Errno::LOOP]
+                        .map(|e| Some(e.raw_os_error()))
+                        .contains(&e.raw_os_error()) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(Error::io(&path, "open manifest", e)),
+            };
+            f(Self::read_file(file, &path)?);
+        }
+        Ok(())
     }
 }
 

@@ -205,11 +205,29 @@ impl ChunkStore {
         let chunks_fd = sub(layout::CHUNKS_DIR)?;
         let tmp_fd = sub(layout::TMP_DIR)?;
         let version = write::version(&root, &root_fd, &tmp_fd, options, version)?;
-        Ok(ChunkStore {
+        Ok(Self::new(
+            dir,
+            root,
+            chunks_fd,
+            Some(tmp_fd),
+            version,
+            options,
+        ))
+    }
+
+    fn new(
+        dir: &Path,
+        root: PathBuf,
+        chunks_fd: OwnedFd,
+        tmp_fd: Option<OwnedFd>,
+        version: StoreVersion,
+        options: StoreOptions,
+    ) -> Self {
+        ChunkStore {
             dir: dir.to_path_buf(),
             root,
             chunks_fd,
-            tmp_fd: Some(tmp_fd),
+            tmp_fd,
             chunk_size: version.chunk_size,
             version: version.version,
             prefixes: (0..256).map(|_| OnceLock::new()).collect(),
@@ -219,7 +237,7 @@ impl ChunkStore {
             names: names::Names::default(),
             #[cfg(test)]
             loads: Default::default(),
-        })
+        }
     }
 
     /// The store of the capture directory `dir`, for reading; `None` when
@@ -241,21 +259,9 @@ impl ChunkStore {
         let version = read::version(&root, &root_fd)?;
         let chunks_fd = fs::open_dir(&root_fd, layout::CHUNKS_DIR)
             .map_err(|e| Error::io(root.join(layout::CHUNKS_DIR), "open store directory", e))?;
-        Ok(Some(ChunkStore {
-            dir: dir.to_path_buf(),
-            root,
-            chunks_fd,
-            tmp_fd: None,
-            chunk_size: version.chunk_size,
-            version: version.version,
-            prefixes: (0..256).map(|_| OnceLock::new()).collect(),
-            unnamed: OnceLock::new(),
-            options,
-            verified: Mutex::new(HashSet::new()),
-            names: names::Names::default(),
-            #[cfg(test)]
-            loads: Default::default(),
-        }))
+        Ok(Some(Self::new(
+            dir, root, chunks_fd, None, version, options,
+        )))
     }
 
     /// The capture directory.

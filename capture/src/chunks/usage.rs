@@ -2,11 +2,9 @@
 //! how much of that deduplication and compression each bought.
 
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
 use rustix::fs::FileType;
-use rustix::io::Errno;
 
 use crate::error::{ChunkHash, Error, Result};
 
@@ -80,37 +78,14 @@ pub fn usage(dir: impl AsRef<Path>) -> Result<Usage> {
     let Some(store) = super::ChunkStore::open(dir)? else {
         return Ok(u);
     };
-    let dir_fd = open_dir_fd(dir)?;
     // Each chunk named, with its length.
     let mut named: HashMap<ChunkHash, u32> = HashMap::new();
-    for (name, kind) in fs::names(&dir_fd).map_err(|e| Error::io(dir, "list", e))? {
-        if !layout::is_manifest_name(&name)
-            || !matches!(kind, FileType::RegularFile | FileType::Unknown)
-        {
-            continue;
-        }
-        // By its bytes: a capture's name need not be UTF-8.
-        let name = std::ffi::OsStr::from_bytes(&name);
-        let path = dir.join(name);
-        let file = match fs::open_file(&dir_fd, name) {
-            Ok(f) => f,
-            Err(e)
-                if [Errno::NOENT, Errno::LOOP]
-                    .map(|e| Some(e.raw_os_error()))
-                    .contains(&e.raw_os_error()) =>
-            {
-                continue;
-            }
-            Err(e) => return Err(Error::io(&path, "open manifest", e)),
-        };
-        let m = Manifest::read_file(file, &path)?;
+    Manifest::each_in(dir, &open_dir_fd(dir)?, |m| {
         u.manifests += 1;
         u.manifest_bytes += m.encoded_len() as u64;
         u.raw_bytes += m.len();
-        for c in m.chunks() {
-            named.insert(c.hash, c.len);
-        }
-    }
+        named.extend(m.chunks().iter().map(|c| (c.hash, c.len)));
+    })?;
     u.distinct_chunks = named.len() as u64;
     u.distinct_bytes = named.values().map(|&l| u64::from(l)).sum();
     let mut stored: HashMap<ChunkHash, u64> = HashMap::new();
