@@ -193,6 +193,16 @@ impl Drop for LazyProgress {
     }
 }
 
+/// For `#[command(mut_args(..))]`: the options whose ids `keep` does not
+/// name leave the short help (`-h`) for the long one (`--help`), so that
+/// `-h` fits a screen.
+pub fn short_help(keep: &'static [&'static str]) -> impl FnMut(clap::Arg) -> clap::Arg {
+    move |a| {
+        let hide = !keep.contains(&a.get_id().as_str());
+        a.hide_short_help(hide)
+    }
+}
+
 /// Refuses an output file that cannot be written, before any work is done:
 /// a name that does not end in `.ext` (when `ext` is given: what is written
 /// is that format), or a directory that does not exist.

@@ -66,64 +66,84 @@ use summary::Summary;
 /// not run (refused, failed or timed out), or on an error (bad options,
 /// nothing found).
 #[derive(Args, Debug)]
+#[command(mut_args(crate::ui::short_help(&[
+    "paths", "jobs", "shard", "timeout", "repetitions", "results", "resume", "junit", "json",
+    "baseline", "slower", "merge", "slurm",
+])))]
 pub struct CheckArgs {
     /// Directories to search for captures (recursively), and capture
     /// descriptors (`NAME.json`).
     #[arg(value_name = "DIR|FILE", required_unless_present_any = ["merge", "worker_serve"])]
     pub paths: Vec<PathBuf>,
     /// How many host captures to replay at once [default: the number of
-    /// cores]. GPU captures run one per visible device whatever this says.
+    /// cores].
+    ///
+    /// GPU captures run one per visible device whatever this says.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub jobs: Option<u32>,
-    /// Check only shard K of N (K from 0 to N-1, as SLURM_ARRAY_TASK_ID):
-    /// the captures whose name (the descriptor's path relative to the DIR
-    /// it was found in) hashes to K modulo N. The N shards of a corpus
-    /// cover each capture exactly once, wherever and in whatever order
-    /// they run.
+    /// Check only shard K of N (K from 0 to N-1, as SLURM_ARRAY_TASK_ID).
+    ///
+    /// Shard K holds the captures whose name (the descriptor's path
+    /// relative to the DIR it was found in) hashes to K modulo N. The N
+    /// shards of a corpus cover each capture exactly once, wherever and in
+    /// whatever order they run.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
-    /// Kill a capture's worker (its whole process group) after S seconds,
-    /// and count it as timed out; 0 for no limit.
+    /// Count a capture as timed out after S seconds; 0 for no limit.
+    ///
+    /// Its worker (the whole process group) is killed then.
     #[arg(long, value_name = "S", default_value = "600", value_parser = seconds)]
     pub timeout: Duration,
-    /// Timed replays per capture; the median is the capture's time, and
-    /// their spread the noise --baseline reports.
+    /// Timed replays per capture.
+    ///
+    /// The median is the capture's time, and their spread the noise
+    /// --baseline reports.
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repetitions: u32,
-    /// The results file (JSON lines) [default: `reprise-check.jsonl` in the
-    /// current directory, `reprise-check-K-of-N.jsonl` with --shard]. It
-    /// is emptied first, unless --resume.
+    /// The results file (JSON lines) [default: reprise-check.jsonl].
+    ///
+    /// The default is in the current directory, and with --shard
+    /// `reprise-check-K-of-N.jsonl`. The file is emptied first, unless
+    /// --resume.
     #[arg(long, value_name = "F.jsonl")]
     pub results: Option<PathBuf>,
-    /// Keep the results file and check only the captures it has no result
-    /// for (after a run was killed, say); the summary covers them all.
-    /// Give the same DIRs and FILEs: captures are matched by path. With
-    /// --slurm: waits for the job submitted before if it is still queued,
-    /// then resubmits only the shards whose results are incomplete.
+    /// Check only the captures the results file has no result for.
+    ///
+    /// After a run was killed, say; the summary covers them all. Give the
+    /// same DIRs and FILEs: captures are matched by path. With --slurm:
+    /// waits for the job submitted before if it is still queued, then
+    /// resubmits only the shards whose results are incomplete.
     #[arg(long)]
     pub resume: bool,
-    /// Also write a JUnit XML report to F.xml: one testcase per capture
-    /// (classname its directory, name its stem); a difference (or a
-    /// slow-down past --slower) is a failure, a capture that failed or
-    /// timed out an error, a refused one skipped.
+    /// Also write a JUnit XML report to F.xml.
+    ///
+    /// One testcase per capture (classname its directory, name its stem);
+    /// a difference (or a slow-down past --slower) is a failure, a capture
+    /// that failed or timed out an error, a refused one skipped.
     #[arg(long, value_name = "F.xml")]
     pub junit: Option<PathBuf>,
-    /// Print the summary as one JSON object instead of the table: the
-    /// counts, the slowest, the baseline comparison and every result.
+    /// Print the summary as one JSON object instead of the table.
+    ///
+    /// It holds the counts, the slowest, the baseline comparison and every
+    /// result.
     #[arg(long)]
     pub json: bool,
-    /// Compare each capture's median time with an earlier result: a
-    /// results file (.jsonl) or a --json summary. Captures are matched by
-    /// path, else by name; kernel times with kernel times.
+    /// Compare each capture's median time with an earlier run's.
+    ///
+    /// F is a results file (.jsonl) or a --json summary. Captures are
+    /// matched by path, else by name; kernel times with kernel times.
     #[arg(long, value_name = "F")]
     pub baseline: Option<PathBuf>,
-    /// With --baseline: flag captures more than X times slower than their
-    /// baseline (1.2: 20% slower), with the noise (the spread of the
-    /// repetitions, now and then) where it is known.
+    /// With --baseline: flag captures more than X times slower (1.2: 20%).
+    ///
+    /// Each is flagged with the noise (the spread of the repetitions, now
+    /// and then) where it is known.
     #[arg(long, value_name = "X", default_value_t = 1.2, value_parser = factor)]
     pub slower: f64,
-    /// Run nothing: read every results file (*.jsonl) in DIR (the shards'
-    /// files) and give the one summary, JUnit report and JSON of them all.
+    /// Run nothing: summarize every results file (*.jsonl) in DIR.
+    ///
+    /// The shards' files give the one summary, JUnit report and JSON of
+    /// them all.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["paths", "shard", "resume", "results"])]
     pub merge: Option<PathBuf>,
     /// Take each capture's device image from PATH (as `replay --image`).

@@ -49,17 +49,24 @@ use crate::open_args::OpenArgs;
 /// output differs, 2 when none ran (each refused or failed, the recorded
 /// one included) or the sweep stopped on an error, 130 when interrupted.
 #[derive(Args, Debug)]
+#[command(mut_args(crate::ui::short_help(&[
+    "file", "num_teams", "num_threads", "shared_mem", "repetitions", "json", "csv", "plot",
+    "backend", "opt_level", "max_registers", "sampler", "trials", "time_budget", "resume",
+    "workers", "shard", "merge", "slurm",
+])))]
 pub struct TuneArgs {
     /// The capture's descriptor.
     pub file: PathBuf,
-    /// Team counts (grid) to try [default: the recorded one].
+    /// Team counts (grid) to try: `a,b,c`, `a..b` (doubling: 32..1024),
+    /// `a..b:step`, 3-D items `64x4` [default: the recorded one].
     #[arg(long, value_name = "LIST", value_parser = lists::dim_list)]
     pub num_teams: Option<lists::DimList>,
-    /// Threads per team (block) to try [default: the recorded one].
+    /// Threads per team (block) to try, a LIST as --num-teams [default:
+    /// the recorded one].
     #[arg(long, value_name = "LIST", value_parser = lists::dim_list)]
     pub num_threads: Option<lists::DimList>,
-    /// Dynamic shared memory sizes in bytes (K/M suffixes) to try
-    /// [default: the recorded one].
+    /// Dynamic shared memory sizes (bytes, K/M suffixes) to try: `a,b`,
+    /// `a..b`, `a..b:step` [default: the recorded one].
     #[arg(long, value_name = "LIST", value_parser = lists::value_list)]
     pub shared_mem: Option<lists::ValueList>,
     /// Timed runs per configuration.
@@ -78,8 +85,10 @@ pub struct TuneArgs {
     /// Print one JSON object instead of the table (times in seconds).
     #[arg(long)]
     pub json: bool,
-    /// Also draw the median time of each configuration, with min/max bars,
-    /// as SVG to FILE.svg.
+    /// Also plot each configuration's median time as SVG to FILE.svg.
+    ///
+    /// Bars go from the shortest to the longest time; the recorded
+    /// configuration is drawn in its own colour.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// The executor to use.
@@ -98,10 +107,11 @@ pub struct TuneArgs {
     pub open: OpenArgs,
     #[command(flatten)]
     pub compare: CompareArgs,
-    /// Sweep only shard K of N of the configurations (K from 0 to N-1, as
-    /// SLURM_ARRAY_TASK_ID; the recorded one counts as one of them), and
-    /// write its rows to --rows; `--merge` joins the shards' rows into the
-    /// one ranking of the whole sweep.
+    /// Sweep only shard K of N of the configurations, its rows to --rows.
+    ///
+    /// K runs from 0 to N-1, as SLURM_ARRAY_TASK_ID; the recorded
+    /// configuration counts as one of them. `--merge` joins the shards'
+    /// rows into the one ranking of the whole sweep.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::jobs::shard::Shard>,
     /// With --shard, the rows file [default: reprise-tune-K-of-N.jsonl];
@@ -111,8 +121,10 @@ pub struct TuneArgs {
     /// reprise-tune.slurm].
     #[arg(long, value_name = "F.jsonl")]
     pub rows: Option<std::path::PathBuf>,
-    /// Sweep nothing: merge the shards' rows files (*.jsonl) in DIR into
-    /// one ranking (give the same lists, for the order of ties).
+    /// Sweep nothing: merge the shards' rows files (*.jsonl) in DIR.
+    ///
+    /// The rows become one ranking; give the same lists as the shards
+    /// were given, for the order of ties.
     #[arg(long, value_name = "DIR", conflicts_with = "shard")]
     pub merge: Option<std::path::PathBuf>,
     #[command(flatten)]

@@ -17,9 +17,11 @@ use crate::ui::human_time;
 /// Options of a sweep from IR.
 #[derive(Args, Debug, Default)]
 pub struct IrSweepArgs {
-    /// Compile the capture's LLVM IR (`STEM.bc`) at each of these
-    /// optimisation levels (`O0,O2,O3`), replay, verify and time each
-    /// image, and rank them; the compile time is a column of its own.
+    /// Compile the capture's LLVM IR at each of these levels (`O0,O2,O3`)
+    /// and rank the images.
+    ///
+    /// The IR is `STEM.bc`; each image is replayed, verified and timed,
+    /// and the compile time is a column of its own.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_level)]
     pub opt_level: Vec<u8>,
     /// An argument for LLVM's code generator for every compile of the

@@ -22,13 +22,14 @@ use crate::error::{CliError, Result};
 /// Running the shards as a Slurm job array.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SlurmArgs {
-    /// Run the shards as the tasks of one Slurm job array (sbatch
-    /// --array=0-(N-1)): task K runs `--shard K/N` into its own results
-    /// file, and their files are merged here once the job has ended. The
-    /// job's directory (the sbatch script, the shards' files, the tasks'
-    /// logs) lies beside the results file: NAME.slurm/ for NAME.jsonl.
-    /// The tasks run this executable from this directory, so both must be
-    /// where the cluster's nodes see them.
+    /// Run the shards as the tasks of one Slurm job array, and merge them.
+    ///
+    /// `sbatch --array=0-(N-1)`: task K runs `--shard K/N` into its own
+    /// results file, and their files are merged here once the job has
+    /// ended. The job's directory (the sbatch script, the shards' files,
+    /// the tasks' logs) lies beside the results file: NAME.slurm/ for
+    /// NAME.jsonl. The tasks run this executable from this directory, so
+    /// both must be where the cluster's nodes see them.
     #[arg(long, help_heading = "Slurm", conflicts_with_all = ["merge", "shard"])]
     pub slurm: bool,
     /// The partition to run in [default: the cluster's].

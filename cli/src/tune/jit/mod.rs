@@ -21,9 +21,11 @@ use crate::error::{CliError, Result};
 /// PTX JIT options (CUDA executor, PTX images only).
 #[derive(Args, Debug, Default, Clone)]
 pub struct JitArgs {
-    /// PTX JIT: the most registers a thread may use
-    /// (CU_JIT_MAX_REGISTERS); on tune a LIST, each value a dimension of
-    /// the sweep.
+    /// PTX JIT: the most registers a thread may use; on tune a LIST
+    /// (`32,64`, `32..128`).
+    ///
+    /// CU_JIT_MAX_REGISTERS; on tune each value is a setting of the
+    /// sweep.
     #[arg(long, value_name = "N|LIST", value_parser = lists::value_list)]
     pub max_registers: Option<lists::ValueList>,
     /// PTX JIT: the optimisation level, 0 to 4 (CU_JIT_OPTIMIZATION_LEVEL;

@@ -25,13 +25,15 @@ pub enum Workers {
 /// The search options of `reprise tune`.
 #[derive(Args, Debug, Default)]
 pub struct SearchArgs {
-    /// How candidates are chosen from the product of the lists: `grid`
-    /// (every one, in order) or `random` (--trials of them, drawn without
-    /// replacement with --seed).
+    /// How candidates are drawn from the product of the lists.
+    ///
+    /// `grid`: every one, in order; `random`: --trials of them, drawn
+    /// without replacement with --seed.
     #[arg(long, value_enum, default_value_t = Sampler::Grid)]
     pub sampler: Sampler,
-    /// How many candidates to measure [default: the whole product]; more
-    /// than the product holds is capped, with a note. The recorded
+    /// How many candidates to measure [default: the whole product].
+    ///
+    /// More than the product holds is capped, with a note. The recorded
     /// configuration is measured besides.
     #[arg(long, value_name = "N", value_parser = trials)]
     pub trials: Option<u64>,
@@ -39,17 +41,22 @@ pub struct SearchArgs {
     /// order.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// Stop drawing candidates once this much time is spent (`30s`, `5m`,
-    /// `1h`, `500ms`) and report what was measured.
+    /// Stop drawing candidates after this long (`30s`, `5m`, `1h`).
+    ///
+    /// Also `500ms`, or a bare number of seconds; what was measured by
+    /// then is reported.
     #[arg(long, value_name = "D", value_parser = budget)]
     pub time_budget: Option<Duration>,
-    /// Continue the study whose results file (JSON lines, as --rows) is
-    /// RESULTS: configurations it holds are not measured again, new rows
-    /// are appended to it, and the table ranks them all.
+    /// Continue the study whose results file is RESULTS.
+    ///
+    /// RESULTS is JSON lines, as --rows writes: configurations it holds
+    /// are not measured again, new rows are appended to it, and the table
+    /// ranks them all.
     #[arg(long, value_name = "RESULTS", conflicts_with = "merge")]
     pub resume: Option<PathBuf>,
-    /// Measure this many configurations at once, one per device (`auto`:
-    /// one per visible device); capped at the device count.
+    /// Measure this many configurations at once, one per device.
+    ///
+    /// `auto`: one per visible device; capped at the device count.
     #[arg(long, value_name = "N|auto", value_parser = workers)]
     pub workers: Option<Workers>,
     /// (Internal) measure the share of a worker this plan gives.
