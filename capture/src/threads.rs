@@ -41,6 +41,25 @@ where
     }
 }
 
+/// `f` of each of `items`, each on a thread of its own (on the calling
+/// thread for a lone item, or where no thread can be made), in order.
+pub(crate) fn run_all<I: Send, T: Send>(
+    items: Vec<I>,
+    f: impl Fn(I) -> T + Sync,
+) -> Vec<std::thread::Result<T>> {
+    if items.len() <= 1 {
+        return items.into_iter().map(|i| Ok(f(i))).collect();
+    }
+    std::thread::scope(|s| {
+        let f = &f;
+        let tasks: Vec<_> = items
+            .into_iter()
+            .map(|i| spawn_or_run(s, move || f(i)))
+            .collect();
+        tasks.into_iter().map(Task::join).collect()
+    })
+}
+
 /// `f` on a new thread of scope `s`; `None` when none can be made (for
 /// work that must not run on the calling thread: one that waits for what
 /// the calling thread does next).

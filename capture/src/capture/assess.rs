@@ -27,7 +27,7 @@ use reprise_core::record::{Generation, KernelRecord};
 use super::base::{BaseOrigin, ResolvedBase};
 use super::files::{checksum, checksum_mismatch, entry_checksum_mismatch, file_checksum};
 use super::offload::ImageOrigin;
-use super::open::{FileState, GLOBALS_LIMIT, IMAGE_LIMIT, not_regular, open_regular};
+use super::open::{FileState, GLOBALS_LIMIT, IMAGE_LIMIT, not_found, not_regular, open_regular};
 use super::stored::{self, read_data};
 use super::{CapturePaths, OpenOptions};
 use crate::chunks::manifest_path;
@@ -469,11 +469,7 @@ fn missing_image(record: &KernelRecord, paths: &CapturePaths) -> Error {
             path: paths.image.clone(),
         }
     } else {
-        Error::io(
-            &paths.image,
-            "read",
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
+        not_found(&paths.image, "read")
     }
 }
 

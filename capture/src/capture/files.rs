@@ -20,7 +20,7 @@ use reprise_core::record::{Checksummer, KernelRecord};
 
 use crate::error::{CaptureProblem, Error, Result};
 
-use super::open::{DESCRIPTOR_LIMIT, open_regular, read_bounded};
+use super::open::{DESCRIPTOR_LIMIT, not_found, open_regular, read_bounded};
 
 /// Reads a descriptor, refusing what is not a regular file and files larger
 /// than [`DESCRIPTOR_LIMIT`], and one of a capture's other files, by name,
@@ -29,13 +29,8 @@ pub fn read_descriptor(path: &Path) -> Result<Box<KernelRecord>> {
     if let Some(e) = not_a_descriptor(path) {
         return Err(e);
     }
-    let text = read_bounded(path, "descriptor", DESCRIPTOR_LIMIT)?.ok_or_else(|| {
-        Error::io(
-            path,
-            "open",
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
-    })?;
+    let text = read_bounded(path, "descriptor", DESCRIPTOR_LIMIT)?
+        .ok_or_else(|| not_found(path, "open"))?;
     KernelRecord::from_json(&text)
         .map(Box::new)
         .map_err(|source| Error::Descriptor {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::image::{self, ImageKind};
 
-use super::open::{IMAGE_LIMIT, read_bounded};
+use super::open::{IMAGE_LIMIT, not_found, read_bounded};
 use super::paths::{CapturePaths, stem_of};
 use crate::error::{Error, Result};
 
@@ -37,10 +37,9 @@ pub fn read_ir(
     if let (Some(want), None) = (want, given) {
         let path = ir_path(&paths.descriptor);
         let Some(bytes) = read_bounded(&path, "LLVM IR", IMAGE_LIMIT)? else {
-            return Err(Error::io(
+            return Err(not_found(
                 &path,
                 "read (the descriptor records its checksum)",
-                std::io::Error::from(std::io::ErrorKind::NotFound),
             ));
         };
         let got = super::files::checksum(&bytes);
@@ -61,11 +60,7 @@ pub fn read_ir(
         }
         let Some(bytes) = read_bounded(path, "LLVM IR", IMAGE_LIMIT)? else {
             if given.is_some() {
-                return Err(Error::io(
-                    path,
-                    "read",
-                    std::io::Error::from(std::io::ErrorKind::NotFound),
-                ));
+                return Err(not_found(path, "read"));
             }
             continue;
         };

@@ -23,6 +23,7 @@ use reprise_core::image::{EM_AMDGPU, EM_CUDA, ImageKind, sniff};
 use reprise_core::offload::{self, ImageFormat};
 use reprise_core::record::BackendKind;
 
+use super::open::not_found;
 use super::read_bounded;
 use crate::error::{CaptureProblem, Error, Result};
 
@@ -197,14 +198,7 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 /// `.llvm.offloading` section, or of an offload container file. An error
 /// when it holds none (a plain device image, say).
 pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
-    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
-        Error::io(
-            path,
-            "open",
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
-    })?;
-    let bytes = Arc::new(bytes);
+    let bytes = application(path)?;
     let images = contained(&bytes, path)?.ok_or_else(|| {
         Error::capture(
             path,
@@ -221,6 +215,13 @@ pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
         ));
     }
     Ok(images)
+}
+
+/// The bytes of the application binary (or offload container) `path`.
+fn application(path: &Path) -> Result<Arc<Vec<u8>>> {
+    read_bounded(path, "application binary", APPLICATION_LIMIT)?
+        .map(Arc::new)
+        .ok_or_else(|| not_found(path, "open"))
 }
 
 /// The entries of `bytes` when it is an offload container or an ELF file
@@ -261,14 +262,7 @@ pub fn image_for(
     kernel: &str,
     backend: Option<BackendKind>,
 ) -> Result<(Vec<u8>, ImageOrigin)> {
-    let bytes = read_bounded(path, "application binary", APPLICATION_LIMIT)?.ok_or_else(|| {
-        Error::io(
-            path,
-            "open",
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
-    })?;
-    let bytes = Arc::new(bytes);
+    let bytes = application(path)?;
     let Some(images) = contained(&bytes, path)? else {
         // Nothing borrows the bytes any more: no copy.
         let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());

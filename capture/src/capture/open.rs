@@ -97,6 +97,11 @@ pub(crate) fn not_regular(path: &Path, kind: &'static str) -> Error {
     Error::capture(path, CaptureProblem::NotRegular { kind })
 }
 
+/// The error for nothing at `path`, met while `action` ("read", say).
+pub(crate) fn not_found(path: &Path, action: &'static str) -> Error {
+    Error::io(path, action, std::io::ErrorKind::NotFound.into())
+}
+
 /// Opens `path` for reading without blocking, and checks on the open file
 /// that it is a regular file; its length comes with it. `Ok(None)` when
 /// there is nothing at `path`.

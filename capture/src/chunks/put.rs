@@ -309,29 +309,13 @@ impl ChunkStore {
             // No flusher (none asked, or no thread to be had): the workers
             // link their own.
             let to_flush = (!flushers.is_empty()).then_some(to_flush);
-            let results: Vec<Result<Vec<(usize, ChunkRef)>>> = if threads == 1 {
-                vec![work(to_flush.clone())]
-            } else {
-                let handles: Vec<_> = (0..threads)
-                    .map(|_| {
-                        let to = to_flush.clone();
-                        crate::threads::spawn_or_run(s, || work(to))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or(Err(Error::Internal("a chunk store worker panicked")))
-                    })
-                    .collect()
-            };
+            let results = crate::threads::run_all(vec![to_flush.clone(); threads], work);
             // The queue closes: the flushers end once it is empty (and are
             // joined when the scope ends, should this return early).
             drop(to_flush);
             let mut chunks: Vec<Option<ChunkRef>> = vec![None; n];
             for r in results {
-                for (g, c) in r? {
+                for (g, c) in r.unwrap_or(Err(Error::Internal("a chunk store worker panicked")))? {
                     chunks[g] = Some(c);
                 }
             }

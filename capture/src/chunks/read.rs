@@ -182,25 +182,11 @@ impl ChunkStore {
             scratch.keep();
             Ok(())
         };
-        if threads == 1 {
-            return work(slots.pop().unwrap_or_default());
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = slots
-                .into_iter()
-                .map(|mine| crate::threads::spawn_or_run(s, || work(mine)))
-                .collect();
-            let mut first = Ok(());
-            for h in handles {
-                let r = h
-                    .join()
-                    .unwrap_or(Err(Error::Internal("a chunk store reader panicked")));
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })
+        crate::threads::run_all(slots, work)
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Internal("a chunk store reader panicked"))))
+            .find(Result::is_err)
+            .unwrap_or(Ok(()))
     }
 
     /// Calls `f` with each chunk of `m` in order, decompressed and checked
@@ -275,19 +261,11 @@ impl ChunkStore {
             }
             problems
         };
-        let mut problems: Vec<ChunkProblem> = if threads == 1 {
-            work()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|_| crate::threads::spawn_or_run(s, work))
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        };
+        let mut problems: Vec<ChunkProblem> =
+            crate::threads::run_all(vec![(); threads], |()| work())
+                .into_iter()
+                .flat_map(|r| r.unwrap_or_default())
+                .collect();
         problems.sort_by_key(|p| p.index);
         problems
     }

@@ -137,17 +137,14 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     let dst = CapturePaths::new(&dir.join(format!("{stem}.json")), to);
 
     // What a format always has, first: it is what the capture lacks most.
-    if image.is_none() && to != from {
-        return Err(refuse(ExportProblem::Missing {
-            role: "device image",
-            path: src.image.clone(),
-        }));
-    }
-    if globals.is_none() && to != from {
-        return Err(refuse(ExportProblem::Missing {
-            role: "globals file",
-            path: src.globals.clone(),
-        }));
+    for (missing, role, path) in [
+        (image.is_none(), "device image", &src.image),
+        (globals.is_none(), "globals file", &src.globals),
+    ] {
+        if missing && to != from {
+            let path = path.clone();
+            return Err(refuse(ExportProblem::Missing { role, path }));
+        }
     }
     let json = if to == from {
         read_bounded(descriptor, "descriptor", DESCRIPTOR_LIMIT)?
@@ -159,14 +156,7 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
         Some(g) if from.globals_layout() != to.globals_layout() => {
             Some(convert_globals(&g, from.globals_layout(), to.globals_layout()).map_err(refuse)?)
         }
-        Some(g) => Some(g),
-        None if to != from => {
-            return Err(refuse(ExportProblem::Missing {
-                role: "globals file",
-                path: src.globals.clone(),
-            }));
-        }
-        None => None,
+        g => g,
     };
 
     // Everything to write, the descriptor last.

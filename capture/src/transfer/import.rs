@@ -204,21 +204,15 @@ fn read_back(
     want: u128,
 ) -> Result<()> {
     let placed = Manifest::read(mpath)?;
-    if placed != *manifest {
-        return Err(Error::store(
-            mpath,
-            StoreProblem::ReadBackDiffers {
-                raw: raw.to_path_buf(),
-            },
-        ));
-    }
     let mut hasher = twox_hash::XxHash3_128::new();
     let mut len = 0u64;
-    store.for_each_chunk(&placed, |bytes| {
-        hasher.write(bytes);
-        len += bytes.len() as u64;
-    })?;
-    if len != placed.len() || hasher.finish_128() != want {
+    if placed == *manifest {
+        store.for_each_chunk(&placed, |bytes| {
+            hasher.write(bytes);
+            len += bytes.len() as u64;
+        })?;
+    }
+    if placed != *manifest || len != placed.len() || hasher.finish_128() != want {
         return Err(Error::store(
             mpath,
             StoreProblem::ReadBackDiffers {

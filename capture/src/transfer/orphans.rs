@@ -108,25 +108,22 @@ pub fn remove_orphans(dir: &Path, grace: Duration) -> Result<OrphanReport> {
         report.left_for_writers = (manifests.len() + temps.len()) as u64;
         return Ok(report);
     }
-    for m in manifests {
-        // Its descriptor may have come since the listing.
-        let Some(descriptor) = m.file_name().and_then(|n| descriptor_of(dir, n)) else {
-            continue;
-        };
-        if std::fs::symlink_metadata(descriptor).is_ok() {
-            continue;
-        }
-        match std::fs::remove_file(&m) {
-            Ok(()) => report.manifests.push(m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&m, "remove", e)),
-        }
-    }
-    for t in temps {
-        match std::fs::remove_file(&t) {
-            Ok(()) => report.temp_files.push(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&t, "remove", e)),
+    for (files, removed) in [
+        (manifests, &mut report.manifests),
+        (temps, &mut report.temp_files),
+    ] {
+        for f in files {
+            // A manifest's descriptor may have come since the listing (a
+            // temporary file has none).
+            let descriptor = f.file_name().and_then(|n| descriptor_of(dir, n));
+            if descriptor.is_some_and(|d| std::fs::symlink_metadata(d).is_ok()) {
+                continue;
+            }
+            match std::fs::remove_file(&f) {
+                Ok(()) => removed.push(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&f, "remove", e)),
+            }
         }
     }
     Ok(report)
