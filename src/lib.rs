@@ -128,12 +128,9 @@ pub use reprise_samples::DEMO_IMAGE;
 /// Starts building a replay of `capture`; `.await` it to run.
 pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
     ReplayBuilder {
-        capture,
-        backend: None,
-        device_id: None,
-        cuda: CudaSpec::default(),
+        on: OnCapture::new(capture),
         options: ReplayOptions::default(),
-        progress: None,
+        progress: Box::new(|_| {}),
     }
 }
 
@@ -147,32 +144,84 @@ pub fn replay(capture: &Capture) -> ReplayBuilder<'_> {
 /// [`core::schedule`]). A dropped replay saves no output and returns no
 /// outcome; the capture's files are only ever read.
 pub struct ReplayBuilder<'a> {
+    on: OnCapture<'a>,
+    options: ReplayOptions,
+    progress: Box<dyn FnMut(u32) + Send + 'a>,
+}
+
+/// A capture and the executor asked for to work on it, what replaying and
+/// tuning have in common.
+struct OnCapture<'a> {
     capture: &'a Capture,
     backend: Option<BackendKind>,
     device_id: Option<i32>,
     cuda: CudaSpec,
-    options: ReplayOptions,
-    progress: Option<Box<dyn FnMut(u32) + Send + 'a>>,
 }
 
+impl<'a> OnCapture<'a> {
+    fn new(capture: &'a Capture) -> Self {
+        OnCapture {
+            capture,
+            backend: None,
+            device_id: None,
+            cuda: CudaSpec::default(),
+        }
+    }
+}
+
+/// Opens the executor `work` needs and does it on it, with errors that name
+/// the capture (a boxed future rather than an `async fn`, whose `Send` the
+/// compiler cannot prove for every `'a`).
+fn on_capture<'a, W: Work<'a>>(work: W) -> Working<'a, W::Output> {
+    let on = work.on_capture();
+    let descriptor = on.capture.paths.descriptor.clone();
+    let spec = resolve_backend(on.capture, on.backend).map(|backend| {
+        ExecutorSpec::new(backend)
+            .device(on.device_id.unwrap_or(on.capture.record.device_id))
+            .cuda(on.cuda.clone())
+    });
+    let job = OnExecutor(work, std::marker::PhantomData);
+    match spec.and_then(|spec| executors::with_executor(spec, job)) {
+        Ok(work) => Box::pin(async move { work.await.map_err(|e| e.in_file(&descriptor)) }),
+        Err(e) => Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
+    }
+}
+
+/// The builder methods that choose the executor, the same for a replay and
+/// a sweep.
+macro_rules! executor_choice {
+    ($builder:ident) => {
+        impl<'a> $builder<'a> {
+            /// Runs on this executor instead of the one the image calls for.
+            pub fn backend(mut self, backend: BackendKind) -> Self {
+                self.on.backend = Some(backend);
+                self
+            }
+            /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
+            pub fn device_id(mut self, id: i32) -> Self {
+                self.on.device_id = Some(id);
+                self
+            }
+            /// The CUDA executor's options (device-side staging, PTX JIT options);
+            /// other executors refuse any but the defaults.
+            #[cfg(feature = "cuda")]
+            pub fn cuda(mut self, options: CudaOptions) -> Self {
+                self.on.cuda = options;
+                self
+            }
+            /// The executor this will run on: an error when the image calls for
+            /// none, or for one this build does not include.
+            pub fn resolved_backend(&self) -> Result<BackendKind> {
+                resolve_backend(self.on.capture, self.on.backend)
+            }
+        }
+    };
+}
+
+executor_choice!(ReplayBuilder);
+executor_choice!(TuneBuilder);
+
 impl<'a> ReplayBuilder<'a> {
-    /// Runs on this executor instead of the one the image calls for.
-    pub fn backend(mut self, backend: BackendKind) -> Self {
-        self.backend = Some(backend);
-        self
-    }
-    /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
-    pub fn device_id(mut self, id: i32) -> Self {
-        self.device_id = Some(id);
-        self
-    }
-    /// The CUDA executor's options (device-side staging, PTX JIT options);
-    /// other executors refuse any but the defaults.
-    #[cfg(feature = "cuda")]
-    pub fn cuda(mut self, options: CudaOptions) -> Self {
-        self.cuda = options;
-        self
-    }
     /// Teams (grid x) instead of the recorded number.
     pub fn num_teams(mut self, n: u32) -> Self {
         self.options.num_teams = Some(n);
@@ -205,7 +254,7 @@ impl<'a> ReplayBuilder<'a> {
     }
     /// Calls `f` with the index of each finished repetition.
     pub fn on_repetition(mut self, f: impl FnMut(u32) + Send + 'a) -> Self {
-        self.progress = Some(Box::new(f));
+        self.progress = Box::new(f);
         self
     }
     /// All options at once.
@@ -213,54 +262,25 @@ impl<'a> ReplayBuilder<'a> {
         self.options = options;
         self
     }
-
-    /// The executor this replay will use: an error when the image calls for
-    /// none, or for one this build does not include.
-    pub fn resolved_backend(&self) -> Result<BackendKind> {
-        resolve_backend(self.capture, self.backend)
-    }
 }
 
-/// Work on the executor a capture runs on, what replaying and tuning have
-/// in common: which executor, on which device, and errors that name the
-/// capture.
-trait OnCapture<'a>: Sized + Send + 'a {
+/// Work on whatever executor a capture runs on: replaying or tuning.
+trait Work<'a>: Sized + Send + 'a {
     /// What the work gives.
     type Output: Send + 'a;
-    /// The capture.
-    fn capture(&self) -> &'a Capture;
-    /// The executor asked for, if any, the device and the CUDA options.
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec);
+    /// The capture and the executor asked for.
+    fn on_capture(&self) -> &OnCapture<'a>;
     /// The work, on `exec`.
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Self::Output>;
-}
-
-/// Opens the executor `work` needs and does it (a boxed future rather than
-/// an `async fn`, whose `Send` the compiler cannot prove for every `'a`).
-fn on_capture<'a, W: OnCapture<'a>>(work: W) -> Working<'a, W::Output> {
-    let capture = work.capture();
-    let descriptor = capture.paths.descriptor.clone();
-    let (backend, device, cuda) = work.asked();
-    let backend = match resolve_backend(capture, backend) {
-        Ok(b) => b,
-        Err(e) => return Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
-    };
-    let spec = ExecutorSpec::new(backend)
-        .device(device.unwrap_or(capture.record.device_id))
-        .cuda(cuda);
-    match executors::with_executor(spec, OnExecutor(work, std::marker::PhantomData)) {
-        Ok(work) => Box::pin(async move { work.await.map_err(|e| e.in_file(&descriptor)) }),
-        Err(e) => Box::pin(std::future::ready(Err(e.in_file(&descriptor)))),
-    }
 }
 
 /// A boxed future of work on an executor.
 type Working<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
-/// An [`OnCapture`] on whatever executor [`executors::with_executor`] opens.
+/// A [`Work`] on whatever executor [`executors::with_executor`] opens.
 struct OnExecutor<'a, W>(W, std::marker::PhantomData<&'a ()>);
 
-impl<'a, W: OnCapture<'a>> ExecutorJob for OnExecutor<'a, W> {
+impl<'a, W: Work<'a>> ExecutorJob for OnExecutor<'a, W> {
     type Output = Working<'a, W::Output>;
 
     fn run<E: AnyExecutor>(self, executors: Executors<E>) -> Result<Self::Output> {
@@ -289,31 +309,21 @@ fn resolve_backend(capture: &Capture, backend: Option<BackendKind>) -> Result<Ba
     })
 }
 
-impl<'a> OnCapture<'a> for ReplayBuilder<'a> {
+impl<'a> Work<'a> for ReplayBuilder<'a> {
     type Output = Outcome;
 
-    fn capture(&self) -> &'a Capture {
-        self.capture
-    }
-
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec) {
-        (self.backend, self.device_id, self.cuda.clone())
+    fn on_capture(&self) -> &OnCapture<'a> {
+        &self.on
     }
 
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, Outcome> {
         let ReplayBuilder {
-            capture,
+            on,
             options,
             mut progress,
-            ..
         } = self;
         Box::pin(async move {
-            let mut nothing = |_| {};
-            let progress: &mut (dyn FnMut(u32) + Send) = match &mut progress {
-                Some(p) => p.as_mut(),
-                None => &mut nothing,
-            };
-            reprise_std::replay_on(&exec, capture, &options, progress).await
+            reprise_std::replay_on(&exec, on.capture, &options, &mut *progress).await
         })
     }
 }
@@ -348,12 +358,9 @@ impl<'a> IntoFuture for ReplayBuilder<'a> {
 /// ```
 pub fn tune(capture: &Capture) -> TuneBuilder<'_> {
     TuneBuilder {
-        capture,
-        backend: None,
-        device_id: None,
-        cuda: CudaSpec::default(),
+        on: OnCapture::new(capture),
         options: tune::TuneOptions::default(),
-        progress: None,
+        progress: Box::new(|_, _, _| true),
     }
 }
 
@@ -365,32 +372,12 @@ type TuneProgress<'a> = Box<dyn FnMut(usize, usize, &tune::Measured) -> bool + S
 
 /// A sweep being configured. Awaiting it runs the sweep.
 pub struct TuneBuilder<'a> {
-    capture: &'a Capture,
-    backend: Option<BackendKind>,
-    device_id: Option<i32>,
-    cuda: CudaSpec,
+    on: OnCapture<'a>,
     options: tune::TuneOptions,
-    progress: Option<TuneProgress<'a>>,
+    progress: TuneProgress<'a>,
 }
 
 impl<'a> TuneBuilder<'a> {
-    /// Runs on this executor instead of the one the image calls for.
-    pub fn backend(mut self, backend: BackendKind) -> Self {
-        self.backend = Some(backend);
-        self
-    }
-    /// Device ordinal (GPU executors); default: the recorded `DeviceId`.
-    pub fn device_id(mut self, id: i32) -> Self {
-        self.device_id = Some(id);
-        self
-    }
-    /// The CUDA executor's options (device-side staging, PTX JIT options);
-    /// other executors refuse any but the defaults.
-    #[cfg(feature = "cuda")]
-    pub fn cuda(mut self, options: CudaOptions) -> Self {
-        self.cuda = options;
-        self
-    }
     /// The configurations to measure (the recorded one is measured too).
     pub fn configs(mut self, configs: impl IntoIterator<Item = LaunchConfig>) -> Self {
         self.options.configs = configs.into_iter().collect();
@@ -407,42 +394,25 @@ impl<'a> TuneBuilder<'a> {
         mut self,
         f: impl FnMut(usize, usize, &tune::Measured) -> bool + Send + 'a,
     ) -> Self {
-        self.progress = Some(Box::new(f));
+        self.progress = Box::new(f);
         self
-    }
-    /// The executor this sweep will use.
-    pub fn resolved_backend(&self) -> Result<BackendKind> {
-        resolve_backend(self.capture, self.backend)
     }
 }
 
-impl<'a> OnCapture<'a> for TuneBuilder<'a> {
+impl<'a> Work<'a> for TuneBuilder<'a> {
     type Output = tune::TuneReport;
 
-    fn capture(&self) -> &'a Capture {
-        self.capture
-    }
-
-    fn asked(&self) -> (Option<BackendKind>, Option<i32>, CudaSpec) {
-        (self.backend, self.device_id, self.cuda.clone())
+    fn on_capture(&self) -> &OnCapture<'a> {
+        &self.on
     }
 
     fn on<E: AnyExecutor>(self, exec: E) -> Working<'a, tune::TuneReport> {
         let TuneBuilder {
-            capture,
+            on,
             options,
             mut progress,
-            ..
         } = self;
-        Box::pin(async move {
-            let mut all = |_: usize, _: usize, _: &tune::Measured| true;
-            let progress: &mut (dyn FnMut(usize, usize, &tune::Measured) -> bool + Send) =
-                match &mut progress {
-                    Some(p) => p.as_mut(),
-                    None => &mut all,
-                };
-            tune::tune_on(&exec, capture, &options, progress).await
-        })
+        Box::pin(async move { tune::tune_on(&exec, on.capture, &options, &mut *progress).await })
     }
 }
 
