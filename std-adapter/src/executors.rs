@@ -109,11 +109,9 @@ impl ExecutorSpec {
     }
 
     /// The same on device `ordinal`.
-    pub fn device(self, ordinal: i32) -> Self {
-        ExecutorSpec {
-            device: ordinal,
-            ..self
-        }
+    pub fn device(mut self, ordinal: i32) -> Self {
+        self.device = ordinal;
+        self
     }
 
     /// The same with device-side staging of downloads of at least
@@ -124,11 +122,9 @@ impl ExecutorSpec {
     }
 
     /// The same with the CUDA executor's `options`.
-    pub fn cuda(self, options: CudaOptions) -> Self {
-        ExecutorSpec {
-            cuda: options,
-            ..self
-        }
+    pub fn cuda(mut self, options: CudaOptions) -> Self {
+        self.cuda = options;
+        self
     }
 }
 

@@ -66,6 +66,10 @@ impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn outcomes(&self) -> MutexGuard<'_, Outcomes> {
+        self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A thread that runs capture-writing jobs in submission order.
@@ -128,17 +132,13 @@ fn run(shared: Arc<Shared>) {
         };
         match msg {
             Msg::Job(job, bytes) => {
-                let r = job();
-                {
-                    let mut o = shared.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-                    match r {
-                        Ok(p) => o.written.push(p),
-                        Err(e) => {
-                            // The next flush returns it (a writer dropped
-                            // unflushed logs it as an error).
-                            log::debug!("writing a capture failed: {e}");
-                            o.errors.push(e);
-                        }
+                match job() {
+                    Ok(p) => shared.outcomes().written.push(p),
+                    Err(e) => {
+                        // The next flush returns it (a writer dropped
+                        // unflushed logs it as an error).
+                        log::debug!("writing a capture failed: {e}");
+                        shared.outcomes().errors.push(e);
                     }
                 }
                 let mut q = shared.queue();
@@ -177,11 +177,6 @@ impl BackgroundWriter {
             limit,
             thread: Some(thread),
         })
-    }
-
-    /// Its queue's bounds.
-    pub fn limit(&self) -> QueueLimit {
-        self.limit
     }
 
     fn push(&self, mut q: MutexGuard<'_, Queue>, msg: Msg) -> Result<()> {
@@ -232,11 +227,7 @@ impl BackgroundWriter {
         let (done_tx, done_rx) = sync_channel(1);
         self.push(self.shared.queue(), Msg::Flush(done_tx))?;
         done_rx.recv().map_err(|_| Error::WriterStopped)?;
-        let mut o = self
-            .shared
-            .outcomes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut o = self.shared.outcomes();
         if !o.errors.is_empty() {
             let first = o.errors.remove(0);
             o.errors.clear();
@@ -269,12 +260,7 @@ impl BackgroundWriter {
 impl Drop for BackgroundWriter {
     fn drop(&mut self) {
         self.stop();
-        let o = self
-            .shared
-            .outcomes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for e in &o.errors {
+        for e in &self.shared.outcomes().errors {
             log::error!("capture not written: {e}");
         }
     }

@@ -225,21 +225,11 @@ pub enum CompileError {
 impl CompileError {
     /// The error, naming `ir` as the IR being compiled where it names
     /// none (a limit hit while asking the toolchain its version).
-    pub fn compiling(self, ir: &Path) -> Self {
-        match self {
-            CompileError::LimitHit {
-                tool,
-                limit,
-                ir: None,
-                detail,
-            } => CompileError::LimitHit {
-                tool,
-                limit,
-                ir: Some(ir.to_path_buf()),
-                detail,
-            },
-            e => e,
+    pub fn compiling(mut self, path: &Path) -> Self {
+        if let CompileError::LimitHit { ir: ir @ None, .. } = &mut self {
+            *ir = Some(path.to_path_buf());
         }
+        self
     }
 
     fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
@@ -424,17 +414,10 @@ pub fn compile_cached_in(
     });
     drop(work);
     let bytes = bytes?;
-    let path = match cached_path {
-        Some(p) => {
-            cache::write_atomically(&p, &bytes)?;
-            p
-        }
-        None => {
-            let p = std::env::temp_dir().join(format!("reprise-ir-{key}.{}", target.extension()));
-            cache::write_atomically(&p, &bytes)?;
-            p
-        }
-    };
+    let path = cached_path.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("reprise-ir-{key}.{}", target.extension()))
+    });
+    cache::write_atomically(&path, &bytes)?;
     Ok(Compiled {
         path,
         bytes,
@@ -496,73 +479,51 @@ fn build(
         .and_then(|mut f| std::io::Write::write_all(&mut f, ir))
         .map_err(|e| CompileError::io(&input, "write", e))?;
     let opt = format!("-O{}", options.opt_level);
-    let mllvm: Vec<&str> = options
-        .llvm_args
-        .iter()
-        .flat_map(|a| ["-mllvm", a.as_str()])
-        .collect();
     let out = work.join(format!("image.{}", target.extension()));
+    // clang with `args` for the target, then the optimisation level, LLVM's
+    // options, the IR, the output `to` and `after` (libraries to link).
+    let clang = |args: &[&str], to: &Path, after: &[String]| {
+        let mut c = Command::new(&tc.clang);
+        c.args(args).arg(&opt);
+        for a in &options.llvm_args {
+            c.arg("-mllvm").arg(a);
+        }
+        c.arg(&input).arg("-o").arg(to).args(after);
+        sandbox::run(&tc.clang, c, b).map(|_| (out.clone(), tc.clang.clone()))
+    };
     match target {
         Target::Host => {
-            let mut c = Command::new(&tc.clang);
-            c.args([
-                "-shared",
-                "-fPIC",
-                "-Wno-unused-command-line-argument",
-                &opt,
-            ])
-            .args(&mllvm)
-            .arg(&input)
-            .arg("-o")
-            .arg(&out);
             // OpenMP IR calls the OpenMP runtime (`__kmpc_*`): the
             // toolchain's own libomp, else the system's `libomp.so.5`.
-            let calls_omp = ir.windows(7).any(|w| w == b"__kmpc_");
-            match &tc.omp_lib {
-                Some(lib) => {
-                    c.arg(format!("-L{}", lib.display()))
-                        .arg("-lomp")
-                        .arg(format!("-Wl,-rpath,{}", lib.display()));
-                }
-                None if calls_omp => {
-                    c.arg("-l:libomp.so.5");
-                }
-                None => {}
-            }
-            sandbox::run(&tc.clang, c, b)?;
-            Ok((out, tc.clang.clone()))
+            let omp = match &tc.omp_lib {
+                Some(lib) => vec![
+                    format!("-L{}", lib.display()),
+                    "-lomp".into(),
+                    format!("-Wl,-rpath,{}", lib.display()),
+                ],
+                None if ir.windows(7).any(|w| w == b"__kmpc_") => vec!["-l:libomp.so.5".into()],
+                None => Vec::new(),
+            };
+            let host = ["-shared", "-fPIC", "-Wno-unused-command-line-argument"];
+            clang(&host, &out, &omp)
         }
-        Target::Nvptx { sm } => {
-            let cpu = format!("sm_{sm}");
-            match &tc.llc {
-                Some(llc) => {
-                    let mut c = Command::new(llc);
-                    c.args(["-march=nvptx64", &format!("-mcpu={cpu}"), &opt])
-                        .args(&options.llvm_args)
-                        .arg(&input)
-                        .arg("-o")
-                        .arg(&out);
-                    sandbox::run(llc, c, b)?;
-                    Ok((out, llc.clone()))
-                }
-                None => {
-                    let mut c = Command::new(&tc.clang);
-                    c.args([
-                        "--target=nvptx64-nvidia-cuda",
-                        &format!("-march={cpu}"),
-                        "-nogpulib",
-                        "-S",
-                    ])
-                    .arg(&opt)
-                    .args(&mllvm)
+        Target::Nvptx { sm } => match &tc.llc {
+            Some(llc) => {
+                let mut c = Command::new(llc);
+                c.args(["-march=nvptx64", &format!("-mcpu=sm_{sm}"), &opt])
+                    .args(&options.llvm_args)
                     .arg(&input)
                     .arg("-o")
                     .arg(&out);
-                    sandbox::run(&tc.clang, c, b)?;
-                    Ok((out, tc.clang.clone()))
-                }
+                sandbox::run(llc, c, b)?;
+                Ok((out, llc.clone()))
             }
-        }
+            None => {
+                let march = format!("-march=sm_{sm}");
+                let args = ["--target=nvptx64-nvidia-cuda", &march, "-nogpulib", "-S"];
+                clang(&args, &out, &[])
+            }
+        },
         Target::Amdgcn { gfx } => {
             let lld = tc.lld.as_ref().ok_or_else(|| CompileError::NoToolchain {
                 looked: format!(
@@ -571,20 +532,13 @@ fn build(
                 ),
             })?;
             let obj = work.join("image.o");
-            let mut c = Command::new(&tc.clang);
             // The IR is whole: no device library is linked into it again.
-            c.args([
-                "--target=amdgcn-amd-amdhsa",
-                &format!("-mcpu={gfx}"),
-                "-nogpulib",
-                "-c",
-            ])
-            .arg(&opt)
-            .args(&mllvm)
-            .arg(&input)
-            .arg("-o")
-            .arg(&obj);
-            sandbox::run(&tc.clang, c, b)?;
+            let mcpu = format!("-mcpu={gfx}");
+            clang(
+                &["--target=amdgcn-amd-amdhsa", &mcpu, "-nogpulib", "-c"],
+                &obj,
+                &[],
+            )?;
             let mut l = Command::new(lld);
             l.arg("-shared").arg(&obj).arg("-o").arg(&out);
             sandbox::run(lld, l, b)?;

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::store::write_atomically;
 
 pub use crate::capture::Streamed;
+pub(crate) use geometry::outside;
 pub use geometry::{launch_config, launch_config_for};
 pub use session::{RestoreWay, Run, Session};
 pub use verify::{
@@ -92,16 +93,7 @@ where
     {
         return Err(e);
     }
-    let ranges = if options.verify {
-        resolve_ranges(
-            &options.compare,
-            record,
-            capture.region_base()?,
-            capture.snapshot_len(),
-        )?
-    } else {
-        Vec::new()
-    };
+    let ranges = compared_ranges(capture, &options.compare, options.verify)?;
     let repetitions = options.repetitions.max(1);
     let mut session = Session::new(exec, capture, repetitions).await?;
     let want_output = options.verify || options.save_output;
@@ -125,18 +117,8 @@ where
     };
     if let Some(out) = session.output() {
         if options.verify {
-            // Checked above: the recorded output exists.
-            let recorded = capture
-                .output
-                .as_ref()
-                .ok_or(Error::Internal("the recorded output went missing"))?;
-            outcome.verification = Some(verify(
-                out,
-                recorded,
-                capture.expected_output_checksum(),
-                options.compare.tolerance,
-                ranges,
-            )?);
+            let tolerance = options.compare.tolerance;
+            outcome.verification = Some(verify_output(capture, out, tolerance, ranges)?);
         }
         if options.save_output {
             write_atomically(&capture.paths.replay_output, out, false)?;
@@ -144,4 +126,39 @@ where
         }
     }
     Ok(outcome)
+}
+
+/// The ranges `spec` compares of `capture`'s region when `verifying`, none
+/// otherwise (see [`resolve_ranges`]).
+pub(crate) fn compared_ranges(
+    capture: &Capture,
+    spec: &CompareSpec,
+    verifying: bool,
+) -> Result<Vec<(u64, u64)>> {
+    if !verifying {
+        return Ok(Vec::new());
+    }
+    let base = capture.region_base()?;
+    resolve_ranges(spec, &capture.record, base, capture.snapshot_len())
+}
+
+/// Compares a run's output `out` with `capture`'s recorded output (which
+/// the caller checked is there) over `ranges`.
+pub(crate) fn verify_output(
+    capture: &Capture,
+    out: &[u8],
+    tolerance: reprise_core::compare::Tolerance,
+    ranges: Vec<(u64, u64)>,
+) -> Result<Verification> {
+    let recorded = capture
+        .output
+        .as_ref()
+        .ok_or(Error::Internal("the recorded output went missing"))?;
+    verify(
+        out,
+        recorded,
+        capture.expected_output_checksum(),
+        tolerance,
+        ranges,
+    )
 }

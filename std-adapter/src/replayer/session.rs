@@ -111,20 +111,17 @@ impl<'c, E: Executor> Session<'c, E> {
         log::info!("region placed at {base:#x}: {len} bytes of snapshot");
         // The pristine copy, then the queue: dropped in the other order, so
         // that nothing in flight outlives the memory it copies into.
-        let pristine = if runs > 1 && exec.copies_on_device() && len > 0 {
-            match exec.reserve(RegionRequest::new(None, len as u64)) {
-                Ok(p) => Some(p),
-                Err(e) => {
+        let pristine = (runs > 1 && exec.copies_on_device() && len > 0)
+            .then(|| exec.reserve(RegionRequest::new(None, len as u64)))
+            .and_then(|p| {
+                p.inspect_err(|e| {
                     log::info!(
                         "no room for a second copy of the {len}-byte snapshot on the device \
                          ({e}); each repetition uploads it"
-                    );
-                    None
-                }
-            }
-        } else {
-            None
-        };
+                    )
+                })
+                .ok()
+            });
         let mut queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
@@ -231,16 +228,6 @@ impl<'c, E: Executor> Session<'c, E> {
         } else {
             RestoreWay::Upload
         }
-    }
-
-    /// The snapshot's length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the snapshot is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Restores the region and globals, launches with `config`, copies the

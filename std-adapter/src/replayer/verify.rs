@@ -171,18 +171,23 @@ pub fn arg_spans(
                 }
             }
         };
-        if let Some(t) = spec.tolerance.dtype {
-            let size = t.size() as u64;
-            if !span.len.is_multiple_of(size) {
-                return Err(bad(format!(
-                    "{} bytes is no whole number of {t} elements ({size} bytes each)",
-                    span.len
-                )));
-            }
-        }
+        whole_elements(spec, Setting::CompareArg, i.to_string(), span.len)?;
         out.push(span);
     }
     Ok(out)
+}
+
+/// An error naming `setting`'s `value` when `n` bytes are no whole number of
+/// the elements `spec` compares.
+fn whole_elements(spec: &CompareSpec, setting: Setting, value: String, n: u64) -> Result<()> {
+    match spec.tolerance.dtype.map(|t| (t, t.size() as u64)) {
+        Some((t, size)) if !n.is_multiple_of(size) => Err(Error::BadOption {
+            setting,
+            value,
+            problem: format!("{n} bytes is no whole number of {t} elements ({size} bytes each)"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The result of comparing a replay's output with the recorded output.
@@ -246,15 +251,6 @@ pub fn resolve_ranges(
     len: u64,
 ) -> Result<Vec<(u64, u64)>> {
     let ranges = &spec.ranges;
-    let element = spec.tolerance.dtype.map(|t| (t, t.size() as u64));
-    let whole = |setting: Setting, value: String, n: u64| match element {
-        Some((t, size)) if !n.is_multiple_of(size) => Err(Error::BadOption {
-            setting,
-            value,
-            problem: format!("{n} bytes is no whole number of {t} elements ({size} bytes each)"),
-        }),
-        _ => Ok(()),
-    };
     if ranges.is_empty() {
         return Ok(vec![(0, len)]);
     }
@@ -268,7 +264,7 @@ pub fn resolve_ranges(
                     problem: format!("must be a nonempty range inside the {len}-byte snapshot"),
                 });
             }
-            whole(Setting::CompareRange, format!("{offset}:{n}"), n)?;
+            whole_elements(spec, Setting::CompareRange, format!("{offset}:{n}"), n)?;
             out.push((offset, n));
         }
     }

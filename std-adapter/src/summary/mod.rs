@@ -61,47 +61,40 @@ impl Skipped {
         Skipped::Refused,
     ];
 
+    /// Its word in summary lines, and what it means after a count, in the
+    /// order of [`Skipped::ALL`].
+    const WORDS: [(&'static str, &'static str); 12] = [
+        ("capture", "during stream capture"),
+        ("graph", "graph launches"),
+        ("cooperative", "cooperative"),
+        ("cluster", "with clusters"),
+        ("attributes", "with other launch attributes"),
+        ("extra", "with packed parameters (extra)"),
+        (
+            "unknown",
+            "of kernels whose image or parameter sizes were unknown",
+        ),
+        ("too-large", "too large for a capture"),
+        ("other-device", "on another device"),
+        ("busy", "while another thread's launch was being recorded"),
+        ("failed", "whose recording failed"),
+        ("refused", "refused by the driver"),
+    ];
+
     /// The word for it in summary lines.
     pub fn key(self) -> &'static str {
-        match self {
-            Skipped::Capture => "capture",
-            Skipped::Graph => "graph",
-            Skipped::Cooperative => "cooperative",
-            Skipped::Cluster => "cluster",
-            Skipped::Attributes => "attributes",
-            Skipped::Extra => "extra",
-            Skipped::Unknown => "unknown",
-            Skipped::TooLarge => "too-large",
-            Skipped::OtherDevice => "other-device",
-            Skipped::Busy => "busy",
-            Skipped::Failed => "failed",
-            Skipped::Refused => "refused",
-        }
+        Skipped::WORDS[self.index()].0
     }
 
     /// What it means, after a count ("2 during stream capture").
     pub fn text(self) -> &'static str {
-        match self {
-            Skipped::Capture => "during stream capture",
-            Skipped::Graph => "graph launches",
-            Skipped::Cooperative => "cooperative",
-            Skipped::Cluster => "with clusters",
-            Skipped::Attributes => "with other launch attributes",
-            Skipped::Extra => "with packed parameters (extra)",
-            Skipped::Unknown => "of kernels whose image or parameter sizes were unknown",
-            Skipped::TooLarge => "too large for a capture",
-            Skipped::OtherDevice => "on another device",
-            Skipped::Busy => "while another thread's launch was being recorded",
-            Skipped::Failed => "whose recording failed",
-            Skipped::Refused => "refused by the driver",
-        }
+        Skipped::WORDS[self.index()].1
     }
 
+    /// Its place in [`Skipped::ALL`]: the variants are declared in that
+    /// order.
     fn index(self) -> usize {
-        Skipped::ALL
-            .iter()
-            .position(|&k| k == self)
-            .expect("ALL has every reason")
+        self as usize
     }
 }
 

@@ -16,7 +16,10 @@ use reprise_core::exec::{ErrorKind, Executor, LaunchConfig};
 
 use crate::capture::Capture;
 use crate::error::{Error, Result};
-use crate::replayer::{CompareSpec, ReplayOptions, Session, Verification, launch_config, verify};
+use crate::replayer::{
+    CompareSpec, ReplayOptions, Session, Verification, compared_ranges, launch_config, outside,
+    verify_output,
+};
 
 /// What to sweep, and how to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,14 +203,19 @@ impl Measured {
     }
     /// The median time (the lower middle one for an even count).
     pub fn median(&self) -> Option<Duration> {
-        let mut t = self.times.clone();
-        t.sort_unstable();
-        t.get(t.len().saturating_sub(1) / 2).copied()
+        median(&self.times)
     }
     /// The longest time.
     pub fn max(&self) -> Option<Duration> {
         self.times.iter().max().copied()
     }
+}
+
+/// The median of `times`, the lower middle one for an even count.
+pub(crate) fn median<T: Ord + Copy>(times: &[T]) -> Option<T> {
+    let mut t = times.to_vec();
+    t.sort_unstable();
+    t.get(t.len().saturating_sub(1) / 2).copied()
 }
 
 /// What a sweep measured.
@@ -290,16 +298,7 @@ pub async fn tune_on<E: Executor>(
         });
     }
     let verifying = options.verify && capture.output.is_some();
-    let ranges = if verifying {
-        crate::replayer::resolve_ranges(
-            &options.compare,
-            record,
-            capture.region_base()?,
-            capture.snapshot_len(),
-        )?
-    } else {
-        Vec::new()
-    };
+    let ranges = compared_ranges(capture, &options.compare, verifying)?;
     let runs = 1 + options.warmup + options.repetitions.max(1);
     let mut session =
         Session::new(exec, capture, runs.saturating_mul(configs.len() as u32)).await?;
@@ -365,17 +364,7 @@ async fn measure<E: Executor>(
         let out = session
             .output()
             .ok_or(Error::Internal("the verified run copied nothing back"))?;
-        let recorded = capture
-            .output
-            .as_ref()
-            .ok_or(Error::Internal("the recorded output went missing"))?;
-        let v = verify(
-            out,
-            recorded,
-            capture.expected_output_checksum(),
-            options.compare.tolerance,
-            ranges.to_vec(),
-        )?;
+        let v = verify_output(capture, out, options.compare.tolerance, ranges.to_vec())?;
         m.status = if v.is_match() {
             Status::Verified
         } else {
@@ -394,19 +383,19 @@ async fn measure<E: Executor>(
     Ok(device)
 }
 
-/// Why `config` lies outside the capture's recorded limits, if it does
-/// (limits with a lower bound of 0 are no limits, as in LLVM's replay
-/// tool).
+/// Why `config` lies outside the capture's recorded limits, if it does.
 fn outside_limits(capture: &Capture, config: &LaunchConfig) -> Option<Refusal> {
     let r = &capture.record;
-    let check = |count, value: u32, limits: Option<[u32; 2]>| {
-        let [lo, hi] = limits?;
-        (lo > 0 && (value < lo || value > hi)).then_some(Refusal::OutsideLimits {
-            count,
-            value,
-            limits: [lo, hi],
+    let teams = (LimitedCount::Teams, config.grid[0], r.teams_limits);
+    let threads = (LimitedCount::Threads, config.block[0], r.threads_limits);
+    [teams, threads]
+        .into_iter()
+        .find_map(|(count, value, limits)| {
+            let limits = outside(value, limits)?;
+            Some(Refusal::OutsideLimits {
+                count,
+                value,
+                limits,
+            })
         })
-    };
-    check(LimitedCount::Teams, config.grid[0], r.teams_limits)
-        .or_else(|| check(LimitedCount::Threads, config.block[0], r.threads_limits))
 }

@@ -114,26 +114,17 @@ impl Row {
     /// The median (the lower middle one for an even count, as
     /// [`Measured::median`]).
     pub fn median(&self) -> Option<Duration> {
-        let mut t = self.times_ns.clone();
-        t.sort_unstable();
-        t.get(t.len().saturating_sub(1) / 2)
-            .map(|&ns| Duration::from_nanos(ns))
+        super::median(&self.times_ns).map(Duration::from_nanos)
     }
 
     /// The shortest time.
     pub fn min(&self) -> Option<Duration> {
-        self.times_ns
-            .iter()
-            .min()
-            .map(|&ns| Duration::from_nanos(ns))
+        Some(Duration::from_nanos(*self.times_ns.iter().min()?))
     }
 
     /// The longest time.
     pub fn max(&self) -> Option<Duration> {
-        self.times_ns
-            .iter()
-            .max()
-            .map(|&ns| Duration::from_nanos(ns))
+        Some(Duration::from_nanos(*self.times_ns.iter().max()?))
     }
 
     /// Whether it is ranked: usable and timed.

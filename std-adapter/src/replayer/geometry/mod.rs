@@ -30,15 +30,12 @@ pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<L
                 problem: "must be at least 1".into(),
             });
         }
-        if let Some([lo, hi]) = limits
-            && lo > 0
-            && (v < lo || v > hi)
-        {
+        if let Some(limits) = outside(v, limits) {
             return Err(Error::OutsideLimits {
                 path: None,
                 setting,
                 value: v,
-                limits: [lo, hi],
+                limits,
             });
         }
         Ok(())
@@ -56,6 +53,12 @@ pub fn launch_config(record: &KernelRecord, options: &ReplayOptions) -> Result<L
         block,
         shared_mem: record.shared_mem,
     })
+}
+
+/// The recorded `limits` that `value` lies outside of, if it does: limits
+/// whose lower bound is 0 are no limits, as in LLVM's replay tool.
+pub(crate) fn outside(value: u32, limits: Option<[u32; 2]>) -> Option<[u32; 2]> {
+    limits.filter(|&[lo, hi]| lo > 0 && (value < lo || value > hi))
 }
 
 /// The geometry for an executor whose launches take none (the host's):
