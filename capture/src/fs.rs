@@ -252,3 +252,10 @@ pub(crate) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd
     )
     .map_err(|e| crate::error::Error::io(dir, "open directory", e.into()))
 }
+
+/// The directory `path` is in (`.` for a bare file name).
+pub(crate) fn dir_of(path: &std::path::Path) -> &std::path::Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+}

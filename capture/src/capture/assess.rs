@@ -28,7 +28,7 @@ use super::base::{BaseOrigin, ResolvedBase};
 use super::files::{checksum, checksum_mismatch, entry_checksum_mismatch, file_checksum};
 use super::offload::ImageOrigin;
 use super::open::{FileState, GLOBALS_LIMIT, IMAGE_LIMIT, not_found, not_regular, open_regular};
-use super::stored::{self, read_data};
+use super::stored::{self, Stores, read_data_in};
 use super::{CapturePaths, OpenOptions};
 use crate::chunks::manifest_path;
 use crate::error::{CaptureProblem, ChecksumMapProblem, Error, Setting};
@@ -180,9 +180,19 @@ pub fn assess(
     base: Option<ResolvedBase>,
     hashing: Hashing,
 ) -> Assessment {
-    // One store per directory for the whole assessment: a chunk read once
-    // is not decompressed again to be checked.
-    let _shared = stored::SharedStores::enter();
+    assess_in(&Stores::default(), record, paths, options, base, hashing)
+}
+
+/// [`assess`], every manifest's chunks read through `stores`: a chunk read
+/// once is not decompressed again to be checked.
+pub(crate) fn assess_in(
+    stores: &Stores,
+    record: &KernelRecord,
+    paths: &CapturePaths,
+    options: &OpenOptions,
+    base: Option<ResolvedBase>,
+    hashing: Hashing,
+) -> Assessment {
     let base_addr = base.and_then(|b| b.addr);
     let mut a = Assessment {
         files: Vec::new(),
@@ -298,6 +308,17 @@ pub fn assess(
         h => h,
     };
 
+    // A data file that is there, read (bounded); `None` when it cannot be
+    // (which is a problem).
+    let read = |a: &mut Assessment, path: &Path, role: &str, limit: u64| {
+        match read_data_in(stores, path, role, limit) {
+            Ok(Some(bytes)) => return Some(bytes),
+            Ok(None) => problem(a, Error::capture(path, CaptureProblem::Vanished)),
+            Err(e) => problem(a, e),
+        }
+        None
+    };
+
     // The image: the capture's own, or one the options name.
     if let Some(path) = &options.image {
         a.files.push(FileReport {
@@ -323,18 +344,11 @@ pub fn assess(
             None => {}
             Some(FileState::Missing) => problem(&mut a, missing_image(record, paths)),
             Some(FileState::Regular(_) | FileState::Chunked { .. }) => {
-                match read_data(&paths.image, "device image", IMAGE_LIMIT) {
-                    Ok(Some(bytes)) => {
-                        let kind = image::sniff(&bytes);
-                        a.image_kind = Some(kind);
-                        a.image = Some(bytes);
-                        check_backend(&mut a, record, paths, kind);
-                    }
-                    Ok(None) => problem(
-                        &mut a,
-                        Error::capture(&paths.image, CaptureProblem::Vanished),
-                    ),
-                    Err(e) => problem(&mut a, e),
+                if let Some(bytes) = read(&mut a, &paths.image, "device image", IMAGE_LIMIT) {
+                    let kind = image::sniff(&bytes);
+                    a.image_kind = Some(kind);
+                    a.image = Some(bytes);
+                    check_backend(&mut a, record, paths, kind);
                 }
             }
             Some(other) => special(&mut a, &paths.image, other),
@@ -357,25 +371,18 @@ pub fn assess(
             });
         }
         Some(FileState::Regular(_) | FileState::Chunked { .. }) => {
-            match read_data(&paths.globals, "globals file", GLOBALS_LIMIT) {
-                Ok(Some(bytes)) => {
-                    let layout = record.generation.globals_layout();
-                    match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
-                        Ok(_) => a.globals = Some(bytes),
-                        Err(source) => problem(
-                            &mut a,
-                            Error::Globals {
-                                path: paths.globals.clone(),
-                                source,
-                            },
-                        ),
-                    }
+            if let Some(bytes) = read(&mut a, &paths.globals, "globals file", GLOBALS_LIMIT) {
+                let layout = record.generation.globals_layout();
+                match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
+                    Ok(_) => a.globals = Some(bytes),
+                    Err(source) => problem(
+                        &mut a,
+                        Error::Globals {
+                            path: paths.globals.clone(),
+                            source,
+                        },
+                    ),
                 }
-                Ok(None) => problem(
-                    &mut a,
-                    Error::capture(&paths.globals, CaptureProblem::Vanished),
-                ),
-                Err(e) => problem(&mut a, e),
             }
         }
         Some(other) => special(&mut a, &paths.globals, other),
@@ -383,7 +390,7 @@ pub fn assess(
 
     // The chunks the manifests name: every one there (and, hashing every
     // file, whole).
-    check_chunks(&mut a, record, hashing == Hashing::All);
+    check_chunks(&mut a, stores, record, hashing == Hashing::All);
 
     // A replay's saved output: only shown.
     if FileState::of(&paths.replay_output).exists() {

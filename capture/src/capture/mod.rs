@@ -243,7 +243,7 @@ impl Capture {
         let path = path.as_ref();
         // One chunk store for every file of a store capture (its globals
         // and image read, its snapshots opened), not one each.
-        let _shared = stored::SharedStores::enter();
+        let stores = stored::Stores::default();
         let record = read_descriptor(path)?;
         let base = resolve_base(&record, path, &options);
         let paths = CapturePaths::new(path, record.generation);
@@ -252,7 +252,7 @@ impl Capture {
         } else {
             Hashing::None
         };
-        let mut a = assess(&record, &paths, &options, base, hashing);
+        let mut a = assess::assess_in(&stores, &record, &paths, &options, base, hashing);
         if let Some(e) = a.take_replay_blocker(&options) {
             return Err(e);
         }
@@ -272,9 +272,9 @@ impl Capture {
         }
         // Opened again, checked again on the open file: what was assessed
         // may have changed since.
-        let input = SnapshotFile::open(&paths.input)?
+        let input = SnapshotFile::open_in(&stores, &paths.input)?
             .ok_or_else(|| Error::capture(&paths.input, CaptureProblem::MissingSnapshot))?;
-        let output = SnapshotFile::open(&paths.output)?;
+        let output = SnapshotFile::open_in(&stores, &paths.output)?;
         for (file, assessed) in [
             (Some(&input), a.state("input")),
             (output.as_ref(), a.state("output")),

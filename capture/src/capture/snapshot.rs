@@ -59,6 +59,11 @@ impl SnapshotFile {
     /// manifest standing for it (`path` with `.chunks` added) and the
     /// directory's chunk store; `Ok(None)` when there is neither.
     pub fn open(path: &Path) -> Result<Option<Self>> {
+        Self::open_in(&stored::Stores::default(), path)
+    }
+
+    /// [`SnapshotFile::open`], a manifest's store taken from `stores`.
+    pub(crate) fn open_in(stores: &stored::Stores, path: &Path) -> Result<Option<Self>> {
         if let Some((file, len)) = open_regular(path)? {
             return Ok(Some(SnapshotFile {
                 path: path.to_path_buf(),
@@ -70,7 +75,7 @@ impl SnapshotFile {
         let Some((mpath, manifest)) = stored::manifest_for(path)? else {
             return Ok(None);
         };
-        let store = stored::store_for(&mpath)?;
+        let store = stores.store_for(&mpath)?;
         Ok(Some(SnapshotFile {
             path: mpath,
             len: manifest.len(),

@@ -45,85 +45,34 @@ pub fn manifest_for(raw: &Path) -> Result<Option<(PathBuf, Manifest)>> {
     Ok(Some((path, m)))
 }
 
-/// How many [`SharedStores`] live on a thread, and the stores they share,
-/// by capture directory.
-type Shared = Option<(usize, Vec<(PathBuf, Arc<ChunkStore>)>)>;
+/// The chunk stores one piece of work (an assessment, a capture opened)
+/// reads through, one per capture directory, so that what one read found
+/// whole (a capture's globals and image, read; its snapshots, hashed) a
+/// later check of the same chunks does not decompress again
+/// ([`ChunkStore::check`]). Work that is done with them drops them, so a
+/// chunk damaged later is found by the next.
+#[derive(Debug, Default)]
+pub(crate) struct Stores(std::cell::RefCell<Vec<(PathBuf, Arc<ChunkStore>)>>);
 
-thread_local! {
-    /// The stores opened while a [`SharedStores`] lives on this thread.
-    static SHARED: std::cell::RefCell<Shared> = const { std::cell::RefCell::new(None) };
-}
-
-/// While it lives, every [`store_for`] on this thread gives one store per
-/// directory, so that what one read found whole (a capture's globals and
-/// image, read; its snapshots, hashed) a later check of the same chunks
-/// does not decompress again ([`ChunkStore::check`]). An assessment holds
-/// one; what it shares goes when the last one is dropped, so a chunk
-/// damaged later is found by the next assessment.
-pub(crate) struct SharedStores(());
-
-impl SharedStores {
-    /// Starts sharing (or joins the sharing in progress).
-    pub(crate) fn enter() -> Self {
-        SHARED.with(|s| {
-            let mut s = s.borrow_mut();
-            match &mut *s {
-                Some((depth, _)) => *depth += 1,
-                None => *s = Some((1, Vec::new())),
-            }
-        });
-        SharedStores(())
-    }
-}
-
-impl Drop for SharedStores {
-    fn drop(&mut self) {
-        SHARED.with(|s| {
-            let mut s = s.borrow_mut();
-            if let Some((depth, _)) = &mut *s {
-                *depth -= 1;
-                if *depth == 0 {
-                    *s = None;
-                }
-            }
-        });
-    }
-}
-
-/// The chunk store of the directory of the capture file `manifest`; an
-/// error naming the manifest when there is none.
-pub fn store_for(manifest: &Path) -> Result<Arc<ChunkStore>> {
-    let dir = manifest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let shared = SHARED.with(|s| {
-        s.borrow().as_ref().and_then(|(_, stores)| {
-            stores
-                .iter()
-                .find(|(d, _)| d == dir)
-                .map(|(_, st)| st.clone())
-        })
-    });
-    if let Some(store) = shared {
-        return Ok(store);
-    }
-    match ChunkStore::open(dir).map_err(|e| capture_error(manifest, e))? {
-        Some(s) => {
-            let store = Arc::new(s);
-            SHARED.with(|s| {
-                if let Some((_, stores)) = &mut *s.borrow_mut() {
-                    stores.push((dir.to_path_buf(), store.clone()));
-                }
-            });
-            Ok(store)
+impl Stores {
+    /// The chunk store of the directory of the capture file `manifest`;
+    /// an error naming the manifest when there is none.
+    pub(crate) fn store_for(&self, manifest: &Path) -> Result<Arc<ChunkStore>> {
+        let dir = crate::fs::dir_of(manifest);
+        if let Some((_, store)) = self.0.borrow().iter().find(|(d, _)| d == dir) {
+            return Ok(store.clone());
         }
-        None => Err(Error::capture(
-            manifest,
-            CaptureProblem::NoStore {
-                store: dir.join(chunks::layout::STORE_DIR),
-            },
-        )),
+        let Some(store) = ChunkStore::open(dir).map_err(|e| capture_error(manifest, e))? else {
+            return Err(Error::capture(
+                manifest,
+                CaptureProblem::NoStore {
+                    store: dir.join(chunks::layout::STORE_DIR),
+                },
+            ));
+        };
+        let store = Arc::new(store);
+        self.0.borrow_mut().push((dir.to_path_buf(), store.clone()));
+        Ok(store)
     }
 }
 
@@ -146,6 +95,16 @@ pub fn capture_error(manifest: &Path, e: Error) -> Error {
 /// larger length, is an error naming the bound before anything is
 /// allocated. `Ok(None)` when neither is there.
 pub fn read_data(raw: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+    read_data_in(&Stores::default(), raw, role, limit)
+}
+
+/// [`read_data`], a manifest's chunks read through `stores`.
+pub(crate) fn read_data_in(
+    stores: &Stores,
+    raw: &Path,
+    role: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>> {
     let Some((path, m)) = manifest_for(raw)? else {
         return read_bounded(raw, role, limit);
     };
@@ -159,7 +118,7 @@ pub fn read_data(raw: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8>>> 
             },
         ));
     }
-    let store = store_for(&path)?;
+    let store = stores.store_for(&path)?;
     let mut bytes = Vec::new();
     bytes
         .try_reserve_exact(m.len() as usize)
@@ -198,6 +157,7 @@ pub enum Storage {
 pub fn storage(paths: &CapturePaths) -> Storage {
     let mut seen = std::collections::HashSet::new();
     let (mut any, mut stored_bytes, mut raw_bytes) = (false, 0, 0);
+    let stores = Stores::default();
     let mut store: Option<Arc<ChunkStore>> = None;
     let mut version = chunks::layout::FORMAT_VERSION;
     for raw in [&paths.input, &paths.output, &paths.globals, &paths.image] {
@@ -210,7 +170,7 @@ pub fn storage(paths: &CapturePaths) -> Storage {
         any = true;
         raw_bytes += m.len();
         if store.is_none() {
-            store = store_for(&path).ok();
+            store = stores.store_for(&path).ok();
         }
         for c in m.chunks() {
             if seen.insert(c.hash) {

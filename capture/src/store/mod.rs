@@ -464,11 +464,12 @@ pub struct Staged {
 /// Writes `bytes` for `path` as [`write_atomically`] does, short of the
 /// rename ([`Staged::place`]).
 pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    stage_at(crate::fs::open_dir_fd(dir)?, path, bytes, fsync)
+    stage_at(
+        crate::fs::open_dir_fd(crate::fs::dir_of(path))?,
+        path,
+        bytes,
+        fsync,
+    )
 }
 
 /// [`stage`] of the file named as `path`'s last part, in the directory

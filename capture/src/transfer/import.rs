@@ -276,10 +276,7 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
     // 2. The manifest, renamed into place.
     let mpath = chunks::manifest_path(raw);
     crate::store::write_atomically(&mpath, &manifest.encode(), fsync)?;
-    let parent = raw
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = crate::fs::dir_of(raw);
     if fsync {
         sync_dir(&crate::fs::open_dir_fd(parent)?, parent)?;
     }

@@ -130,10 +130,15 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
 /// streamed, each checked as it is decompressed, into the checksum the
 /// descriptor records for it (its status set here, not in [`hash`]); only
 /// when a chunk fails are the others checked on their own, to name every
-/// one that does. The store is the assessment's own
-/// ([`stored::SharedStores`]), so the chunks the globals and the image were
-/// read from are not decompressed again either.
-pub(super) fn check_chunks(a: &mut Assessment, record: &KernelRecord, whole: bool) {
+/// one that does. The store is the assessment's own (from `stores`), so
+/// the chunks the globals and the image were read from are not
+/// decompressed again either.
+pub(super) fn check_chunks(
+    a: &mut Assessment,
+    stores: &Stores,
+    record: &KernelRecord,
+    whole: bool,
+) {
     let mut store: Option<std::sync::Arc<crate::chunks::ChunkStore>> = None;
     let mut found = Vec::new();
     let mut mismatches = Vec::new();
@@ -146,7 +151,7 @@ pub(super) fn check_chunks(a: &mut Assessment, record: &KernelRecord, whole: boo
             continue;
         };
         if store.is_none() {
-            match stored::store_for(&f.path) {
+            match stores.store_for(&f.path) {
                 Ok(s) => store = Some(s),
                 Err(e) => {
                     found.push(e);

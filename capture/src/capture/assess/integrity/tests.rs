@@ -61,8 +61,9 @@ fn describing_a_store_capture_decompresses_each_chunk_once() {
     std::fs::write(&descriptor, &json[..n]).unwrap();
     drop(chunks);
     // What `inspect` and `list` do (`list::describe`, checksums on).
-    let describe = || {
-        super::super::assess(
+    let describe = |stores: &stored::Stores| {
+        super::super::assess_in(
+            stores,
             &record,
             &paths,
             &crate::capture::OpenOptions::new(),
@@ -70,13 +71,15 @@ fn describing_a_store_capture_decompresses_each_chunk_once() {
             super::super::Hashing::All,
         )
     };
-    let shared = stored::SharedStores::enter();
-    let d = describe();
+    let shared = stored::Stores::default();
+    let d = describe(&shared);
     for role in ["input", "output"] {
         let f = d.files.iter().find(|f| f.role == role).unwrap();
         assert_eq!(f.checksum, ChecksumStatus::Verified, "{role}");
     }
-    let s = stored::store_for(&crate::chunks::manifest_path(&paths.input)).unwrap();
+    let s = shared
+        .store_for(&crate::chunks::manifest_path(&paths.input))
+        .unwrap();
     // Each file's bytes once: the input's 3 chunks and the output's 3
     // (hashed into their checksums: the 2 they share are read for
     // each), the globals' and the image's; none again to be checked.
@@ -93,7 +96,7 @@ fn describing_a_store_capture_decompresses_each_chunk_once() {
     bytes[mid] ^= 0x5a;
     std::fs::remove_file(&victim).unwrap();
     std::fs::write(&victim, bytes).unwrap();
-    let d = describe();
+    let d = describe(&stored::Stores::default());
     let hash = m.chunks()[2].hash.to_string();
     assert!(
         d.findings
