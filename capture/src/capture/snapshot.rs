@@ -435,15 +435,14 @@ impl SnapshotSource for SnapshotFile {
         let theirs_whole = match &other.source {
             Bytes::File(_) => None,
             Bytes::Chunked { .. } => {
-                let n = usize::try_from(other.len).map_err(|_| Error::TooLarge {
-                    what: "a buffer for a chunked output",
-                    bytes: other.len,
-                })?;
                 let mut v = Vec::new();
-                v.try_reserve_exact(n).map_err(|_| Error::TooLarge {
-                    what: "a buffer for a chunked output",
-                    bytes: other.len,
-                })?;
+                usize::try_from(other.len)
+                    .ok()
+                    .and_then(|n| v.try_reserve_exact(n).ok())
+                    .ok_or(Error::TooLarge {
+                        what: "a buffer for a chunked output",
+                        bytes: other.len,
+                    })?;
                 other.for_each_chunk(chunk, |c| v.extend_from_slice(c))?;
                 Some(v)
             }

@@ -123,19 +123,14 @@ pub fn live_pins(dir: impl AsRef<Path>) -> Result<usize> {
 
 fn open_tmp(dir: &Path) -> Result<Option<OwnedFd>> {
     let root = dir.join(layout::STORE_DIR);
-    let root_fd = match fs::open_dir(open_dir_fd(dir)?, layout::STORE_DIR) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
-        Err(e) => return Err(Error::io(&root, "open store directory", e)),
-    };
-    match fs::open_dir(&root_fd, layout::TMP_DIR) {
+    let open = |at: &OwnedFd, name: &str, path: &Path| match fs::open_dir(at, name) {
         Ok(fd) => Ok(Some(fd)),
         Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => Ok(None),
-        Err(e) => Err(Error::io(
-            root.join(layout::TMP_DIR),
-            "open store directory",
-            e,
-        )),
+        Err(e) => Err(Error::io(path, "open store directory", e)),
+    };
+    match open(&open_dir_fd(dir)?, layout::STORE_DIR, &root)? {
+        Some(root_fd) => open(&root_fd, layout::TMP_DIR, &root.join(layout::TMP_DIR)),
+        None => Ok(None),
     }
 }
 

@@ -143,35 +143,23 @@ impl ChunkStore {
     /// are hashed), then linked, and the directory linked into flushed. A
     /// chunk that another put under the same pin is storing is waited for.
     pub fn put_pinned(&self, pin: &Pin<'_>, bytes: &[u8]) -> Result<Manifest> {
-        self.put_pinned_with(pin, bytes, |_| Ok(()))
-            .map(|(m, ())| m)
-    }
-
-    /// [`ChunkStore::put_pinned`], running `prepare` on the manifest once
-    /// every chunk is named, while the new chunks (and then the
-    /// directories they were linked into) are flushed, and giving back what
-    /// it made: a caller writes the manifest's file (and flushes it) there,
-    /// and renames it into place when this returns, where written after
-    /// the put it would wait for a flush of its own. `prepare` runs again,
-    /// and its first result is dropped, in the one case where the manifest
-    /// changes after it ran (a chunk named from memory for another chunk's
-    /// bytes: two chunks of one xxh3-128).
-    pub fn put_pinned_with<T: Send>(
-        &self,
-        pin: &Pin<'_>,
-        bytes: &[u8],
-        prepare: impl Fn(&Manifest) -> Result<T> + Sync,
-    ) -> Result<(Manifest, T)> {
-        let (mut puts, ()) = self.put_all(pin, &[bytes], |_, m| prepare(m), || ())?;
+        let (mut puts, ()) = self.put_all(pin, &[bytes], |_, _| Ok(()), || ())?;
         puts.pop()
+            .map(|(m, ())| m)
             .ok_or(Error::Internal("a put of one file gave no manifest"))
     }
 
-    /// [`ChunkStore::put_pinned_with`] for several files at once (a
-    /// capture's output, input, globals and image): one manifest for each
-    /// of `parts`, in order, each with what `prepare` made of it (given
-    /// the part's index; the parts' `prepare`s run in parallel when
-    /// flushing).
+    /// [`ChunkStore::put_pinned`] for several files at once (a capture's
+    /// output, input, globals and image): one manifest for each of `parts`,
+    /// in order, each with what `prepare` made of it (given the part's
+    /// index). `prepare` runs once every chunk is named, while the new
+    /// chunks (and then the directories they were linked into) are flushed,
+    /// the parts' in parallel: a caller writes a manifest's file (and
+    /// flushes it) there, and renames it into place when this returns,
+    /// where written after the put it would wait for a flush of its own.
+    /// It runs again, and its first result is dropped, in the one case
+    /// where the manifest changes after it ran (a chunk named from memory
+    /// for another chunk's bytes: two chunks of one xxh3-128).
     ///
     /// The parts share one pool of workers, which takes their chunks in
     /// order: put first the part whose chunks are likeliest new (a
