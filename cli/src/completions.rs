@@ -55,23 +55,59 @@ pub struct ManArgs {
 }
 
 pub fn man(a: ManArgs) -> Result<ExitCode> {
-    let cmd = crate::Cli::command();
+    let mut cmd = crate::Cli::command().disable_help_subcommand(true);
+    cmd.build();
     match a.dir {
-        None => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(cmd)
-                .render(&mut out)
-                .map_err(|e| reprise::Error::io("the manual page", "render", e))?;
-            print(&out);
-        }
+        None => print(&page(&cmd)?),
         Some(dir) => {
             std::fs::create_dir_all(&dir).map_err(|e| reprise::Error::io(&dir, "create", e))?;
-            clap_mangen::generate_to(cmd, &dir)
-                .map_err(|e| reprise::Error::io(&dir, "write manual pages into", e))?;
+            write_pages(&cmd, &dir)?;
             out!("manual pages written to {}", dir.display());
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the page of `cmd` and of each of its visible subcommands into
+/// `dir`, named as `clap_mangen` names them (`reprise-list.1`).
+fn write_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub, dir)?;
+    }
+    let path = dir.join(clap_mangen::Man::new(cmd.clone()).get_filename());
+    std::fs::write(&path, page(cmd)?).map_err(|e| reprise::Error::io(&path, "write", e))?;
+    Ok(())
+}
+
+/// The manual page of `cmd` (roff), its synopsis naming each option's
+/// value (`--image PATH`), which `clap_mangen` leaves out.
+fn page(cmd: &clap::Command) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .map_err(|e| reprise::Error::io("the manual page", "render", e))?;
+    let text = String::from_utf8_lossy(&out);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if let Some(i) = lines.iter().position(|l| l == ".SH SYNOPSIS")
+        && let Some(synopsis) = lines.get_mut(i + 1)
+    {
+        for arg in cmd
+            .get_arguments()
+            .filter(|a| a.get_action().takes_values())
+        {
+            let Some(long) = arg.get_long() else { continue };
+            let value = arg.get_value_names().map_or_else(
+                || arg.get_id().as_str().to_uppercase(),
+                |names| names.join(" "),
+            );
+            let flag = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+            let value = format!("{flag} \\fI{}\\fR", value.replace('-', "\\-"));
+            for end in ["]", ">"] {
+                *synopsis = synopsis.replace(&format!("{flag}{end}"), &format!("{value}{end}"));
+            }
+        }
+    }
+    Ok((lines.join("\n") + "\n").into_bytes())
 }
 
 /// Writes `bytes` to stdout, ending quietly when stdout closes.

@@ -246,15 +246,22 @@ fn demo<E: AnyExecutor>(
             );
             let me = crate::ui::invocation();
             let on_path = me == "reprise";
-            // A runtime chosen by its variable (REPRISE_HSA_LIBRARY naming
-            // the simulated one, say) is part of the replay that works;
-            // `inspect` loads no runtime.
-            let mut runs = me.clone();
-            if let Some(var) = reprise::executors::capabilities(backend).library_var
-                && let Some(lib) = std::env::var_os(var)
-            {
-                runs = format!("{var}={} {me}", lib.to_string_lossy());
+            // The environment that found the runtime (REPRISE_HSA_LIBRARY
+            // naming the simulated one; for a driver the loader finds, as
+            // CUDA's, LD_LIBRARY_PATH) is part of the replay that works,
+            // in a new shell too; `inspect` loads no runtime.
+            let caps = reprise::executors::capabilities(backend);
+            let vars = caps
+                .library_var
+                .into_iter()
+                .chain(caps.device_memory.then_some("LD_LIBRARY_PATH"));
+            let mut runs = String::new();
+            for var in vars {
+                if let Some(value) = std::env::var_os(var) {
+                    runs += &format!("{var}={} ", shell_word(&value.to_string_lossy()));
+                }
             }
+            runs += &me;
             out!();
             out!(
                 "replay it yourself:  {runs} replay --verify {}",
@@ -276,5 +283,16 @@ fn demo<E: AnyExecutor>(
             status.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}")),
             stderr.trim_end()
         ))),
+    }
+}
+
+/// `s` as one word of a POSIX shell: as it is when it holds nothing the
+/// shell reads specially, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-:,+=@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.into()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }

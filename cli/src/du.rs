@@ -1,13 +1,15 @@
 //! `reprise du`: what a capture directory's store takes on disk, against
 //! the raw files it stands for.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
 
-use crate::error::Result;
+use reprise::list::{Entry, scan_with};
+
+use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;
 
 /// Say what the captures of a directory take on disk.
@@ -22,8 +24,8 @@ use crate::ui::human_bytes;
 /// names but the store lacks are counted too. Nothing is written.
 #[derive(Args, Debug)]
 pub struct DuArgs {
-    /// The capture directory.
-    #[arg(default_value = ".")]
+    /// The capture directory (by default where `record` writes).
+    #[arg(env = crate::capture_dir::VAR, default_value = crate::capture_dir::DEFAULT)]
     pub dir: PathBuf,
     /// Print one JSON object (sizes in bytes).
     #[arg(long)]
@@ -31,6 +33,7 @@ pub struct DuArgs {
 }
 
 pub fn run(a: DuArgs) -> Result<ExitCode> {
+    crate::capture_dir::existing(&a.dir)?;
     let u = reprise::transfer::usage(&a.dir)?;
     if a.json {
         out!(
@@ -53,8 +56,7 @@ pub fn run(a: DuArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if u.manifests == 0 && u.chunk_files == 0 {
-        out!("{}: no stored captures (raw files only)", a.dir.display());
-        return Ok(ExitCode::SUCCESS);
+        return without_store(&a.dir);
     }
     out!("{}", a.dir.display());
     out!(
@@ -87,6 +89,49 @@ pub fn run(a: DuArgs) -> Result<ExitCode> {
             "warning: {} chunks named by manifests are missing: `reprise list {}` names the broken captures",
             u.missing_chunks,
             a.dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a directory without a store holds: nothing, captures in raw files,
+/// or captures whose store was left behind (exit 1: they cannot be read).
+fn without_store(dir: &Path) -> Result<ExitCode> {
+    let options = reprise::OpenOptions::new().verify_checksums(false);
+    let (mut raw, mut stranded) = (0, None);
+    for e in scan_with(dir, &options)? {
+        let findings = match &e {
+            Entry::Capture(d) => d.findings.iter().map(|f| &f.error).collect(),
+            Entry::Broken { error, .. } => vec![error],
+            _ => continue,
+        };
+        match findings.into_iter().find(|e| {
+            matches!(
+                e.capture_problem(),
+                Some(reprise::CaptureProblem::NoStore { .. })
+            )
+        }) {
+            Some(e) => {
+                stranded = Some((
+                    stranded.map_or(0, |(n, _)| n) + 1,
+                    e.named(FLAGS).to_string(),
+                ))
+            }
+            None => raw += usize::from(matches!(e, Entry::Capture(_))),
+        }
+    }
+    if let Some((n, why)) = stranded {
+        out!("{}: {n} capture(s) whose store is not here", dir.display());
+        note!("{why}");
+        return Ok(ExitCode::from(1));
+    }
+    if raw == 0 {
+        out!("{}: no captures", dir.display());
+        note!("{}", crate::capture_dir::nothing_here(dir));
+    } else {
+        out!(
+            "{}: {raw} capture(s), all in raw files: no store to measure",
+            dir.display()
         );
     }
     Ok(ExitCode::SUCCESS)

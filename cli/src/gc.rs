@@ -25,8 +25,8 @@ use crate::ui::human_bytes;
 /// names). Exit 0 on success, 2 on an error.
 #[derive(Args, Debug)]
 pub struct GcArgs {
-    /// The capture directory.
-    #[arg(default_value = ".")]
+    /// The capture directory (by default where `record` writes).
+    #[arg(env = crate::capture_dir::VAR, default_value = crate::capture_dir::DEFAULT)]
     pub dir: PathBuf,
     /// Remove only unused chunks last written more than this many seconds
     /// ago (what absorbs clocks that differ, as on network file systems).
@@ -42,6 +42,7 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
         grace: std::time::Duration::from_secs(a.grace),
         ..Default::default()
     };
+    crate::capture_dir::existing(&a.dir)?;
     let (o, r) = reprise::transfer::gc(&a.dir, &options)?;
     if a.json {
         out!(
@@ -60,6 +61,11 @@ pub fn run(a: GcArgs) -> Result<ExitCode> {
                 "orphans_left_for_writers": o.left_for_writers,
             })
         );
+    } else if r.manifests + r.kept + r.removed + r.pins + r.temp_removed == 0
+        && o.manifests.is_empty()
+        && o.temp_files.is_empty()
+    {
+        out!("{}: no store here, nothing to remove", a.dir.display());
     } else {
         out!(
             "{}: kept {} chunks ({} manifests, {} writers in progress); removed {} ({}) and {} temporary files",

@@ -329,7 +329,12 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "  {:<14} {:<10} {}  {}",
             f.role,
             state_text(&f.state),
-            checksum_text(f.checksum),
+            // The descriptor is where the others' checksums are.
+            if f.role == "descriptor" && f.checksum == ChecksumStatus::NotRecorded {
+                "holds the checksums".into()
+            } else {
+                checksum_text(f.checksum)
+            },
             f.path.display()
         );
     }

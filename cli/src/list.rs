@@ -27,8 +27,8 @@ use crate::ui::human_bytes;
 /// 0 otherwise.
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// The directory to scan.
-    #[arg(default_value = ".")]
+    /// The directory to scan (by default where `record` writes).
+    #[arg(env = crate::capture_dir::VAR, default_value = crate::capture_dir::DEFAULT)]
     pub dir: PathBuf,
     /// Skip hashing the files (faster for large captures).
     #[arg(long)]
@@ -57,6 +57,7 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
     if let Some(image) = &a.image {
         options = options.image(image);
     }
+    crate::capture_dir::existing(&a.dir)?;
     let entries = scan_with(&a.dir, &options)?;
     let counts = report_counts(&a.dir);
     let (mut captures, mut orphans, mut broken, mut incomplete, mut other) = (0, 0, 0, 0, 0);
@@ -89,16 +90,28 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                 let problems = d.problems_named(FLAGS);
                 // A chunk the store cannot give back (or a manifest that
                 // cannot be read) breaks the capture: nothing rewrites it.
-                let chunk_problems: Vec<String> = d
+                let mut chunk_problems: Vec<String> = d
                     .findings
                     .iter()
                     .filter(|f| f.incomplete && is_store_damage(&f.error))
                     .map(|f| f.error.named(FLAGS).to_string())
                     .collect();
+                // A missing store is one problem, however many files it
+                // holds: said once.
+                let mut label = "BROKEN  ";
+                if let Some(f) = d.findings.iter().find(|f| {
+                    matches!(
+                        f.error.capture_problem(),
+                        Some(reprise::CaptureProblem::NoStore { .. })
+                    )
+                }) {
+                    chunk_problems = vec![f.error.named(FLAGS).to_string()];
+                    label = "NO STORE";
+                }
                 if !chunk_problems.is_empty() {
                     broken += 1;
                     out!(
-                        "BROKEN   {}: {}",
+                        "{label} {}: {}",
                         d.paths.descriptor.display(),
                         chunk_problems.join("; ")
                     );
@@ -161,6 +174,9 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
         "{captures} capture(s) ({incomplete} incomplete), {broken} unreadable, {orphans} orphaned file(s) in {}{skipped}",
         a.dir.display()
     );
+    if captures + broken + orphans == 0 {
+        note!("{}", crate::capture_dir::nothing_here(&a.dir));
+    }
     // Like a failed verification: the listing worked and found problems.
     Ok(if broken + incomplete > 0 {
         ExitCode::from(1)

@@ -6,6 +6,7 @@ mod ui;
 
 mod backend;
 mod bench;
+mod capture_dir;
 mod check;
 mod compare_args;
 mod completions;
@@ -101,6 +102,14 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            // `reprise record ./app`: the program goes after `--`.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument
+                && std::env::args().nth(1).as_deref() == Some("record")
+            {
+                note!(
+                    "hint: put the program after `--`: reprise record [OPTIONS] -- ./app ARGS..."
+                );
+            }
             // --help and --version are successes; usage errors exit 2.
             return if e.use_stderr() {
                 ExitCode::from(2)
@@ -132,6 +141,19 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             ui::print_error(&e);
+            if let error::CliError::Reprise(e) = &e
+                && matches!(
+                    e.executor_kind(),
+                    Some(reprise::ErrorKind::DeviceMissing | reprise::ErrorKind::NoDevice)
+                )
+            {
+                note!(
+                    "hint: without a GPU, the simulated CUDA driver and HSA runtime run the GPU \
+                     executors on the CPU: in reprise's sources, `eval \"$(scripts/simulators.sh)\"` \
+                     builds them and sets LD_LIBRARY_PATH and REPRISE_HSA_LIBRARY \
+                     (docs/simulators.md)"
+                );
+            }
             ExitCode::from(2)
         }
     }

@@ -76,6 +76,9 @@ pub struct ReplayArgs {
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
+    if a.file.is_dir() {
+        return Err(not_a_descriptor(&a.file));
+    }
     let mut options = a
         .open
         .options(a.backend.kind())
@@ -270,4 +273,37 @@ pub fn origin_text(o: &reprise::offload::ImageOrigin) -> String {
             )
         }
     }
+}
+
+/// The error for a directory given where one capture's descriptor goes:
+/// which descriptors it holds, and the command that takes a directory.
+fn not_a_descriptor(dir: &std::path::Path) -> crate::error::CliError {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    names.sort();
+    let shown: Vec<String> = names
+        .iter()
+        .take(3)
+        .map(|p| p.display().to_string())
+        .collect();
+    let more = names.len().saturating_sub(shown.len());
+    let which = match (shown.is_empty(), more) {
+        (true, _) => " (it holds none)".to_string(),
+        (false, 0) => format!(", e.g. {}", shown.join(", ")),
+        (false, n) => format!(", e.g. {} ({n} more)", shown.join(", ")),
+    };
+    crate::error::CliError::file(
+        dir,
+        format!(
+            "is a directory: replay takes one capture's descriptor (NAME.json){which}; \
+             `reprise check {0}` replays and verifies every capture in it, \
+             `reprise list {0}` lists them",
+            dir.display()
+        ),
+    )
 }

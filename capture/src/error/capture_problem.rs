@@ -403,8 +403,8 @@ pub enum CaptureProblem {
     /// The capture's files are manifests, but its directory has no chunk
     /// store.
     #[error(
-        "is a chunk manifest, but the capture's directory has no chunk store ({} is missing): \
-         the capture is broken",
+        "is kept in a chunk store, and {} is missing: copy the whole directory, including \
+         .reprise-store, or export with --format raw",
         store.display()
     )]
     NoStore {

@@ -1,0 +1,48 @@
+//! The capture directory that `record`, `list`, `du` and `gc` share by
+//! default, and what they say when nothing is there.
+
+use std::path::Path;
+
+use crate::error::{CliError, Result};
+
+/// Where `record` writes captures, and where the others look, unless told.
+pub const DEFAULT: &str = "reprise-captures";
+
+/// The variable that names another default directory.
+pub const VAR: &str = "REPRISE_RECORD_DIR";
+
+/// Where `record` puts captures, for a message: the directory, and how it
+/// was chosen.
+fn where_record_writes() -> String {
+    match std::env::var_os(VAR) {
+        Some(v) => format!("{} (as {VAR} says)", Path::new(&v).display()),
+        None => format!("{DEFAULT}/ (or where {VAR} says)"),
+    }
+}
+
+/// The hint after a listing of `dir` that found nothing.
+pub fn nothing_here(dir: &Path) -> String {
+    format!(
+        "no captures in {}: `reprise record -- ./app` writes them to {}; \
+         `reprise demo` writes one to reprise-demo/",
+        dir.display(),
+        where_record_writes()
+    )
+}
+
+/// `dir` as a command's directory: an error saying where captures are
+/// when it does not exist.
+pub fn existing(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        return Ok(());
+    }
+    Err(CliError::file(
+        dir,
+        format!(
+            "no such directory; captures are looked for in {}, where \
+             `reprise record -- ./app` writes them; name another directory \
+             as the command's argument",
+            where_record_writes()
+        ),
+    ))
+}
