@@ -86,7 +86,7 @@ impl Occurrences {
         if !self.dirty {
             return Ok(());
         }
-        let names = self.names.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let names = crate::threads::lock(&self.names).clone();
         let name_of = |seq: &u64| names.get(seq).cloned();
         let mut json = String::from("{\"reprise_record_report\":1,\"kernels\":[");
         let mut text = String::new();

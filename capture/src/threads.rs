@@ -6,6 +6,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{Builder, Scope, ScopedJoinHandle};
 
+/// The lock of `m`, whether or not a thread panicked holding it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Work given to [`spawn_or_run`]: on a thread of its own, or already done.
 pub(crate) enum Task<'scope, T> {
     /// Running on a scoped thread.

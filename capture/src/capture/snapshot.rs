@@ -162,7 +162,7 @@ impl SnapshotFile {
         let Some(granularity) = exec.map_granularity() else {
             return Ok(None);
         };
-        let kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let kept = crate::threads::lock(&self.mapped).take();
         let mappable = kept.unwrap_or_else(|| store.mappable(manifest, granularity));
         if mappable.is_empty() {
             return Ok(None);
@@ -387,7 +387,7 @@ impl SnapshotSource for SnapshotFile {
             return Ok(None);
         };
         let gaps = mappable.gaps(manifest);
-        *self.mapped.lock().unwrap_or_else(|e| e.into_inner()) = Some(mappable);
+        *crate::threads::lock(&self.mapped) = Some(mappable);
         Ok(Some((region, gaps)))
     }
 

@@ -97,7 +97,7 @@ impl Mappable {
 /// takes a fifth of a millisecond).
 fn zeros_hash(len: u32) -> ChunkHash {
     static KNOWN: std::sync::Mutex<Vec<(u32, ChunkHash)>> = std::sync::Mutex::new(Vec::new());
-    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut known = crate::threads::lock(&KNOWN);
     if let Some(&(_, h)) = known.iter().find(|(l, _)| *l == len) {
         return h;
     }

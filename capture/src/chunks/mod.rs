@@ -119,7 +119,7 @@ impl Default for StoreOptions {
 }
 
 /// The machine's cores, at most 4: asked once (the system's answer reads
-/// cgroup files, a tenth of a millisecond that every store opened paid).
+/// cgroup files).
 fn default_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {

@@ -3,11 +3,10 @@
 //! alone) is named from a fast hash of its bytes instead of blake3 again.
 //!
 //! The key is a chunk's xxh3-128 and length, the value its blake3 name, as
-//! computed from the same bytes when the entry was made. xxh3 reads
-//! ~6 times faster than blake3 a core (measured by `reprise bench
-//! --store`, "throughput"; its vector loop is chosen at run time), and a recording whose snapshots are mostly
-//! stored spends most of its writer's time naming chunks it has named
-//! before.
+//! computed from the same bytes when the entry was made. xxh3 is much
+//! faster than blake3 (`reprise bench --store` measures both), and a
+//! recording whose snapshots are mostly stored spends most of its writer's
+//! time naming chunks it has named before.
 //!
 //! What is trusted, and what is not:
 //! - A chunk **file** is only ever written under a name computed by blake3
@@ -48,17 +47,13 @@ pub(super) struct Names(Mutex<HashMap<Quick, ChunkHash>>);
 impl Names {
     /// The name given before to a chunk of key `quick`, if any.
     pub(super) fn get(&self, quick: &Quick) -> Option<ChunkHash> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(quick)
-            .copied()
+        crate::threads::lock(&self.0).get(quick).copied()
     }
 
     /// Remembers that the chunk of key `quick` is named `hash` (computed
     /// by blake3 from its bytes).
     pub(super) fn insert(&self, quick: Quick, hash: ChunkHash) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = crate::threads::lock(&self.0);
         if map.len() >= MAX_NAMES && !map.contains_key(&quick) {
             map.clear();
         }
@@ -68,7 +63,7 @@ impl Names {
     /// How many names it holds, for the tests.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+        crate::threads::lock(&self.0).len()
     }
 }
 

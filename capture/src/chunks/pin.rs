@@ -111,13 +111,13 @@ impl Pin<'_> {
     /// it for the first time's sake: see the module's documentation).
     pub(super) fn add(&self, hash: &ChunkHash) -> Result<Added> {
         {
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = crate::threads::lock(&self.seen);
             if seen.contains_key(hash) {
                 return Ok(Added::Seen);
             }
             seen.insert(*hash, false);
         }
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = crate::threads::lock(&self.file);
         file.write_all(&hash.0).map(|()| Added::New).map_err(|e| {
             self.unsee(hash);
             Error::io(
@@ -134,22 +134,14 @@ impl Pin<'_> {
     /// Forgets `hash`, whose storing failed: it is made sure of again the
     /// next time.
     pub(super) fn unsee(&self, hash: &ChunkHash) {
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(hash);
+        crate::threads::lock(&self.seen).remove(hash);
         self.settled.notify_all();
     }
 
     /// Marks `hash` (added by the caller) as settled: stored, and as
     /// durable as the store was asked to make it.
     pub(super) fn settle(&self, hash: &ChunkHash) {
-        if let Some(s) = self
-            .seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(hash)
-        {
+        if let Some(s) = crate::threads::lock(&self.seen).get_mut(hash) {
             *s = true;
         }
         self.settled.notify_all();
@@ -161,7 +153,7 @@ impl Pin<'_> {
     /// added before it waits for others', so no two puts wait for each
     /// other.
     pub(super) fn wait_settled(&self, hash: &ChunkHash) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = crate::threads::lock(&self.seen);
         loop {
             match seen.get(hash) {
                 Some(true) => return true,

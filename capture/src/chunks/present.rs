@@ -170,7 +170,7 @@ impl ChunkStore {
     /// Opened `O_NOFOLLOW | O_NONBLOCK`: a link is no chunk, and a FIFO or
     /// a device opens without waiting and is refused by its `fstat`. A
     /// touch that another user's chunk refuses (`EPERM`, `EACCES`,
-    /// `EROFS`) still leaves it stored, as before.
+    /// `EROFS`) still leaves it stored.
     pub(super) fn look_at(
         &self,
         dir: &OwnedFd,

@@ -4,17 +4,17 @@
 //!
 //! With [`super::StoreOptions::fsync`], a new chunk's file is handed to a
 //! flusher as soon as it is written, and the worker goes on to the next
-//! chunk: the flush (milliseconds a chunk, the longest wait of a capture
-//! whose chunks are mostly stored) overlaps the hashing still to do,
-//! instead of waiting until every chunk is hashed. The flushers
-//! link each chunk to its name once it is flushed, and flush the directory
-//! linked into at once, before taking the next; a put returns the
-//! manifests that name them only once every flusher is done.
+//! chunk: the flush (the longest wait of a capture whose chunks are mostly
+//! stored) overlaps the hashing still to do. The flushers link each chunk
+//! to its name once it is flushed, and flush the directory linked into at
+//! once, before taking the next; a put returns the manifests that name
+//! them only once every flusher is done.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::error::{ChunkHash, Error, Result, StoreProblem};
+use crate::threads::lock;
 
 use super::manifest::{ChunkRef, Manifest};
 use super::names::Quick;
@@ -60,11 +60,6 @@ impl Drop for Unsettled<'_, '_> {
             self.pin.unsee(h);
         }
     }
-}
-
-/// The lock of `m`, whether or not a thread panicked holding it.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The parts of one put, numbered as one list of chunks: part `k`'s

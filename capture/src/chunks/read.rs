@@ -78,9 +78,8 @@ impl Scratch {
         })
     }
 
-    /// This thread's scratch, made once (a zstd context is ~100 KiB to
-    /// set up, which every small read, a capture's globals and image,
-    /// paid), or a new one when it is in use.
+    /// This thread's scratch, made once (a zstd context is costly to set
+    /// up for a small read), or a new one when it is in use.
     fn take() -> Result<Self> {
         match KEPT.with(|k| k.take()) {
             Some(s) => Ok(s),
@@ -213,13 +212,7 @@ impl ChunkStore {
     /// whole, by a check or by a read through this store, is not read
     /// again.
     pub fn check(&self, m: &Manifest) -> Vec<ChunkProblem> {
-        let todo = self.distinct(m, |h| {
-            !self
-                .verified
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(h)
-        });
+        let todo = self.distinct(m, |h| !crate::threads::lock(&self.verified).contains(h));
         let threads = self.threads_for(todo.len());
         let next = AtomicUsize::new(0);
         let work = || {
@@ -247,10 +240,7 @@ impl ChunkStore {
                 buf.resize(c.len as usize, 0);
                 match self.load(&c, &mut buf, 0, &mut scratch, Verify::EachChunk) {
                     Ok(()) => {
-                        self.verified
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(c.hash);
+                        crate::threads::lock(&self.verified).insert(c.hash);
                     }
                     Err(fault) => problems.push(ChunkProblem {
                         index: index as u32,
@@ -487,10 +477,7 @@ impl ChunkStore {
         // Read whole: a later [`ChunkStore::check`] of this store need not
         // decompress it again (a capture's globals and image are read, then
         // checked; its snapshots hashed, then checked).
-        self.verified
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(c.hash);
+        crate::threads::lock(&self.verified).insert(c.hash);
         Ok(())
     }
 }

@@ -221,11 +221,7 @@ impl ChunkStore {
     ///
     /// Each link flushes its own directory, at once: a put's first new
     /// chunk (a capture's output) is then durable while the workers still
-    /// hash the others, where one flush of each directory after the last
-    /// link began only once every chunk was named. Two chunks of one put
-    /// rarely share a directory (256 of them; 16 new chunks share one in
-    /// one put of two), and a directory flushed again has only its newest
-    /// link to write.
+    /// hash the others.
     pub(super) fn link_one(&self, mut w: Written<'_>) -> Result<()> {
         let failed = |e| Error::io(self.chunk_file(&w.hash), "write chunk", e);
         if self.options.fsync
@@ -234,7 +230,7 @@ impl ChunkStore {
             f.sync_all().map_err(failed)?;
         }
         #[cfg(test)]
-        if *FAIL_LINK.lock().unwrap_or_else(|e| e.into_inner()) == Some(w.hash) {
+        if *crate::threads::lock(&FAIL_LINK) == Some(w.hash) {
             return Err(failed(std::io::Error::other(
                 "a link failed, as the test asked",
             )));
@@ -249,9 +245,7 @@ impl ChunkStore {
         let mut look = Look::default();
         for _ in 0..TRIES {
             #[cfg(test)]
-            let plant = PLANT_BEFORE_LINK
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let plant = crate::threads::lock(&PLANT_BEFORE_LINK)
                 .iter()
                 .find(|(h, _)| *h == w.hash)
                 .map(|(_, plant)| *plant);
@@ -354,9 +348,8 @@ impl ChunkStore {
         }
         scratch.out.clear();
         // Pieces of the chunk first: when none of them shrinks by an
-        // eighth, the chunk is kept raw without compressing it whole (on
-        // full-mantissa floats, zstd's ~0.6 GiB/s a core is most of a new
-        // chunk's cost).
+        // eighth, the chunk is kept raw without compressing it whole
+        // (compressing is most of a new chunk's cost).
         let compress =
             super::sample::worth_compressing(&mut scratch.compressor, data, &mut scratch.out)
                 .map_err(|e| Error::io(path(), "compress chunk", e))?;
@@ -371,8 +364,8 @@ impl ChunkStore {
                 .map_err(|e| Error::io(path(), "compress chunk", e))?;
         }
         // Bytes that hardly compress are kept raw: their replay is then a
-        // copy (or, from a plain file, a mapping), not zstd's ~1 GiB/s a
-        // core. A frame as long as the chunk would read as a plain file:
+        // copy (or, from a plain file, a mapping), not a decompression. A
+        // frame as long as the chunk would read as a plain file:
         // it never is one (see `layout::KEEP_COMPRESSED_BELOW`), and is
         // kept raw if it were.
         let saved = data.len().saturating_sub(scratch.out.len());

@@ -201,7 +201,7 @@ impl DiskBudget {
     /// The bytes of the chunk files `manifest` names that this recording
     /// has not charged yet and that were made since it began.
     pub fn new_chunk_bytes(&self, store: &ChunkStore, manifest: &Manifest) -> u64 {
-        let mut charged = self.charged.lock().unwrap_or_else(|e| e.into_inner());
+        let mut charged = crate::threads::lock(&self.charged);
         let mut bytes = 0;
         for c in manifest.chunks() {
             if !charged.insert(c.hash.0) {

@@ -330,7 +330,7 @@ impl CaptureStore {
             self.sync_dir()
         })();
         if let Err(e) = result {
-            let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let mut images = crate::threads::lock(&self.images);
             images.retain(|_, p| p != &paths.image);
             for p in written {
                 if let Some(name) = p.file_name() {
@@ -376,7 +376,7 @@ impl CaptureStore {
     /// Writes the image, or links an earlier capture's; returns the bytes
     /// written (none for a link).
     fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<u64> {
-        let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+        let mut images = crate::threads::lock(&self.images);
         if let (Some(existing), Some(name)) = (
             images.get(&sum).and_then(|p| p.file_name()),
             path.file_name(),
