@@ -14,8 +14,10 @@ use crate::backend::BackendArg;
 use crate::error::{CliError, Result};
 use crate::ui::{human_bytes, human_time};
 
-/// Record a kernel launch and replay it: the whole round trip in one
-/// command, on the host CPU (the default, `--backend host`), an NVIDIA GPU
+/// Record a built-in kernel's launch and replay it: the round trip in one
+/// command.
+///
+/// On the host CPU (the default, `--backend host`), an NVIDIA GPU
 /// (`--backend cuda`) or an AMD GPU (`--backend amdgpu`).
 ///
 /// Builds in a sample kernel (on the host, a stencil over a float array

@@ -15,9 +15,11 @@ use serde_json::json;
 use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;
 
-/// Show what a capture holds: kernel, format, executor, launch geometry,
-/// arguments (marking those that point into the recorded region), region,
-/// globals, files, sizes and checksum status. Never executes the image.
+/// Show what a capture holds, without running it.
+///
+/// Kernel, format, executor, launch geometry, arguments (marking those
+/// that point into the recorded region), region, globals, files, sizes and
+/// checksum status. Never executes the image.
 ///
 /// Exits 1 when it finds a problem (a file missing, a size or checksum that
 /// does not match), 0 when the capture is complete.

@@ -10,9 +10,11 @@ use reprise::list::{Entry, report_counts, scan_with};
 use crate::error::{FLAGS, Result};
 use crate::ui::human_bytes;
 
-/// List every capture in a directory, one line each: kernel, format,
-/// executor, geometry, snapshot size and descriptor. Files of incomplete
-/// captures (an interrupted recording or write) are listed as ORPHAN.
+/// List the captures of a directory, one line each.
+///
+/// Each line gives kernel, format, executor, geometry, snapshot size and
+/// descriptor. Files of incomplete captures (an interrupted recording or
+/// write) are listed as ORPHAN.
 ///
 /// Every capture's checksums are checked (each file is read once). Where a
 /// recorder's report is in the directory (`REPRISE_RECORD_DEDUP`,
