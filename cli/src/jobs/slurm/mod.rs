@@ -210,40 +210,58 @@ pub fn incomplete_lines(
 /// (`shard-K-of-N.jsonl`) are removed, through the directory opened once
 /// without following a link.
 pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
+    use std::io::ErrorKind::{AlreadyExists, NotFound};
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     refuse_link(dir)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| reprise::Error::io(dir, "create the job directory", e))?;
-    let d = at::open_dir(dir).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP | libc::ENOTDIR) => linked(dir),
-        _ => reprise::Error::io(dir, "open the job directory", e).into(),
-    })?;
+    let d = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::ENOTDIR) => linked(dir),
+            _ => reprise::Error::io(dir, "open the job directory", e).into(),
+        })?;
+    // Every name is reached through the descriptor: `/proc/self/fd/N` is
+    // the directory opened, so a link put in its place since is never
+    // followed, and the last component of a name never is.
+    let within = PathBuf::from(format!("/proc/self/fd/{}", d.as_raw_fd()));
     if fresh {
         let rd =
-            std::fs::read_dir(dir).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
+            std::fs::read_dir(&within).map_err(|e| reprise::Error::io(dir, "list directory", e))?;
         for name in rd
             .flatten()
             .map(|e| e.file_name())
             .filter(|n| is_shard_file(n))
         {
-            let p = dir.join(&name);
-            match at::kind(&d, &name) {
-                Ok(Some(libc::S_IFREG)) => {
-                    at::unlink(&d, &name).map_err(|e| reprise::Error::io(&p, "remove", e))?
+            let (p, at) = (dir.join(&name), within.join(&name));
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.is_file() => match std::fs::remove_file(&at) {
+                    Err(e) if e.kind() != NotFound => {
+                        return Err(reprise::Error::io(&p, "remove", e).into());
+                    }
+                    _ => {}
+                },
+                Err(e) if e.kind() != NotFound => {
+                    return Err(reprise::Error::io(&p, "stat", e).into());
                 }
-                Ok(_) => {}
-                Err(e) => return Err(reprise::Error::io(&p, "stat", e).into()),
+                _ => {}
             }
         }
     }
     let logs = dir.join("logs");
-    at::mkdir(&d, "logs").map_err(|e| reprise::Error::io(&logs, "create", e))?;
-    match at::kind(&d, "logs") {
-        Ok(Some(libc::S_IFDIR)) => Ok(()),
-        Ok(_) => Err(CliError::file(
-            &logs,
-            "not a directory (a symbolic link, or a file): the tasks' logs cannot go there",
-        )),
-        Err(e) => Err(reprise::Error::io(&logs, "stat", e).into()),
+    match std::fs::create_dir(within.join("logs")) {
+        Err(e) if e.kind() != AlreadyExists => Err(reprise::Error::io(&logs, "create", e).into()),
+        _ => match std::fs::symlink_metadata(within.join("logs")) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(CliError::file(
+                &logs,
+                "not a directory (a symbolic link, or a file): the tasks' logs cannot go there",
+            )),
+            Err(e) => Err(reprise::Error::io(&logs, "stat", e).into()),
+        },
     }
 }
 
@@ -274,77 +292,6 @@ fn is_shard_file(name: &std::ffi::OsStr) -> bool {
         .and_then(|n| n.strip_prefix("shard-")?.strip_suffix(".jsonl"))
         .and_then(|n| n.split_once("-of-"))
         .is_some_and(|(k, n)| number(k) && number(n))
-}
-
-/// Calls relative to an open directory, never following a link in the
-/// name's last component.
-mod at {
-    use std::ffi::{CString, OsStr};
-    use std::fs::File;
-    use std::io;
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::ffi::OsStrExt as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    use std::path::Path;
-
-    /// `dir`, opened as a directory; a symbolic link fails (`ELOOP`).
-    pub fn open_dir(dir: &Path) -> io::Result<File> {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(dir)
-    }
-
-    fn c_name(name: &OsStr) -> io::Result<CString> {
-        CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
-    }
-
-    /// `Ok` where a call returned `r` 0, or failed as `ignored`.
-    fn done(r: libc::c_int, ignored: io::ErrorKind) -> io::Result<()> {
-        match r {
-            0 => Ok(()),
-            _ => match io::Error::last_os_error() {
-                e if e.kind() == ignored => Ok(()),
-                e => Err(e),
-            },
-        }
-    }
-
-    /// The type bits (`S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...) of `name` in
-    /// `dir`, not following a link; `None` when there is none.
-    pub fn kind(dir: &File, name: impl AsRef<OsStr>) -> io::Result<Option<libc::mode_t>> {
-        let name = c_name(name.as_ref())?;
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: a valid descriptor, a NUL-terminated name and a buffer
-        // of the size fstatat writes.
-        let r = unsafe {
-            libc::fstatat(
-                dir.as_raw_fd(),
-                name.as_ptr(),
-                st.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        done(r, io::ErrorKind::NotFound)?;
-        // SAFETY: fstatat succeeded (`r` is 0), so it filled the buffer.
-        Ok((r == 0).then(|| unsafe { st.assume_init() }.st_mode & libc::S_IFMT))
-    }
-
-    /// Removes the file `name` in `dir` (a link itself, not its target).
-    pub fn unlink(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
-        let name = c_name(name.as_ref())?;
-        // SAFETY: a valid descriptor and a NUL-terminated name.
-        let r = unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
-        done(r, io::ErrorKind::NotFound)
-    }
-
-    /// Makes the directory `name` in `dir`, unless something is there.
-    pub fn mkdir(dir: &File, name: impl AsRef<OsStr>) -> io::Result<()> {
-        let name = c_name(name.as_ref())?;
-        // SAFETY: a valid descriptor and a NUL-terminated name.
-        let r = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) };
-        done(r, io::ErrorKind::AlreadyExists)
-    }
 }
 
 /// What an array task runs: this executable, `subcommand`, and this
