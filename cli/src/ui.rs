@@ -45,6 +45,7 @@ macro_rules! note {
     }};
 }
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -58,19 +59,8 @@ use crate::error::CliError;
 /// a metadata name, a path) can draw on the terminal, forge a line, or set
 /// its title. Everything reprise prints passes through here once:
 /// [`out!`], `note!` and [`print_error`].
-pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+pub fn shown(text: &str) -> Cow<'_, str> {
+    escaped(text, unsafe_char, |c, out| out.extend(c.escape_default()))
 }
 
 /// Whether `c` must not reach a terminal as it is.
@@ -80,19 +70,31 @@ fn unsafe_char(c: char) -> bool {
 
 /// [`shown`] for text whose line breaks are its own: they stay, and every
 /// other unsafe character becomes a JSON escape (`\u009b`).
-pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c != '\n' && unsafe_char(c)) {
-        return std::borrow::Cow::Borrowed(text);
+pub fn shown_text(text: &str) -> Cow<'_, str> {
+    let unsafe_here = |c| c != '\n' && unsafe_char(c);
+    escaped(text, unsafe_here, |c, out| {
+        out.push_str(&format!("\\u{:04x}", c as u32))
+    })
+}
+
+/// `text` with each character `unsafe_here` picks written by `escape`.
+fn escaped(
+    text: &str,
+    unsafe_here: impl Fn(char) -> bool,
+    escape: impl Fn(char, &mut String),
+) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_here) {
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c != '\n' && unsafe_char(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+        if unsafe_here(c) {
+            escape(c, &mut out);
         } else {
             out.push(c);
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 /// Prints an error and its causes to stderr, settings named by their flags.
@@ -158,12 +160,13 @@ impl LazyProgress {
         }
     }
 
-    /// Says what the current step is.
-    pub fn set_message(&mut self, what: String) {
+    /// Marks `done` steps complete, the last of them `what`.
+    pub fn step(&mut self, done: u64, what: String) {
+        self.what = format!("{done} of {}: {what}", self.total);
         if let Some(b) = &self.bar {
-            b.set_message(what.clone());
+            b.set_message(self.what.clone());
         }
-        self.what = what;
+        self.set(done);
     }
 
     /// Marks `done` steps complete.

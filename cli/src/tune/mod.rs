@@ -147,17 +147,20 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
             crate::ui::check_output_file(p, ext)?;
         }
     }
-    if let Some(code) = slurm::before(&a)? {
-        return Ok(code);
-    }
     if !a.ir.opt_level.is_empty() && !sampled(&a) {
         return opt_levels::run(&a);
     }
     let capture = Capture::open_with(&a.file, open_options(&a))?;
     let recorded = recorded_config(&capture);
     let backend = tuner(&a, &capture).resolved_backend()?;
+    if a.merge.is_some() || a.slurm.slurm {
+        return slurm::run(&a, &capture, recorded, backend);
+    }
     if a.jit.given() {
-        jit::check(&a.file, backend, None)?;
+        // From IR, the image the options load is the compiled one, checked
+        // as it is made.
+        let recorded_image = a.ir.opt_level.is_empty().then_some(&capture);
+        jit::check(&a.file, backend, recorded_image)?;
     }
     // A search over --opt-level on an executor without a launch geometry
     // (the host's) searches the levels alone.
@@ -216,10 +219,11 @@ pub(crate) fn tune_options(a: &TuneArgs, configs: Vec<LaunchConfig>) -> TuneOpti
 /// Whether a sweep over `--opt-level` runs as the search ([`sampler`])
 /// rather than as [`opt_levels`]' own sweep: any search option, a compile
 /// dimension it crosses with the levels (JIT options), or what that sweep
-/// does not do (shards, their merge, a Slurm job).
+/// does not do (shards, their merge, a Slurm job, the CSV, JSON and plot).
 fn sampled(a: &TuneArgs) -> bool {
     let spread = a.shard.is_some() || a.merge.is_some() || a.slurm.slurm;
-    a.search.active(a) || a.jit.given() || (!a.ir.opt_level.is_empty() && spread)
+    let written = a.csv.is_some() || a.plot.is_some() || a.json;
+    a.search.active(a) || a.jit.given() || spread || written
 }
 
 /// The search space of the team counts, thread counts and shared memory

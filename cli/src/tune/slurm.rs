@@ -5,36 +5,34 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use reprise::{Capture, LaunchConfig};
+use reprise::{BackendKind, Capture, LaunchConfig};
 
 use super::TuneArgs;
+use super::sampler::{candidates, compiles, key, study};
 use super::shard::{self, Row};
 use crate::error::{CliError, Result};
 use crate::jobs::slurm::{self as cs, JobRecord, prepare, script};
 
-/// Handles `--merge` and `--slurm`; `None` for a sweep run here.
-pub fn before(a: &TuneArgs) -> Result<Option<ExitCode>> {
-    if a.merge.is_none() && !a.slurm.slurm {
-        return Ok(None);
-    }
-    let capture = Capture::open_with(&a.file, super::open_options(a))?;
-    let rec = &capture.record;
-    let recorded = super::recorded_config(&capture);
-    let backend = super::tuner(a, &capture).resolved_backend()?;
+/// `--merge` and `--slurm`, for `capture` (recorded with `recorded`) on
+/// `backend`.
+pub fn run(
+    a: &TuneArgs,
+    capture: &Capture,
+    recorded: LaunchConfig,
+    backend: BackendKind,
+) -> Result<ExitCode> {
     let geometry = reprise::executors::capabilities(backend).launch_geometry;
-    let compiles = super::sampler::compiles(a);
-    let candidates = super::sampler::candidates(a, recorded, geometry)?.1;
-    let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
-    let keys: Vec<String> = super::sampler::study(&candidates, recorded, geometry)
-        .iter()
-        .map(|c| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref()))
-        .collect();
-    let order = shard::full_list(&geometries, recorded);
-    let kernel = rec.name.to_string();
+    let (_, candidates, order) = candidates(a, recorded, geometry)?;
+    let kernel = capture.record.name.to_string();
     if let Some(dir) = &a.merge {
-        return shard::merge(a, dir, &kernel, &order).map(Some);
+        return shard::merge(a, dir, &kernel, &order);
     }
-    submit(a, &kernel, &order, &keys).map(Some)
+    let compiles = compiles(a);
+    let keys: Vec<String> = study(&candidates, recorded, geometry)
+        .iter()
+        .map(|c| key(&compiles, c))
+        .collect();
+    submit(a, &kernel, &order, &keys)
 }
 
 /// Submits the sweep's shards, waits, merges; `keys` are the rows the

@@ -12,8 +12,8 @@ pub(super) struct Here<'p> {
     pub(super) write_recorded: Vec<usize>,
     /// When to stop drawing candidates.
     pub(super) deadline: Option<Instant>,
-    /// Whether to show a progress bar.
-    pub(super) progress: bool,
+    /// The progress bar, if one is shown.
+    pub(super) bar: Option<crate::ui::LazyProgress>,
 }
 
 /// Measures `todo` (and the recorded configuration with each compile
@@ -26,9 +26,8 @@ pub(super) fn measure_here(
     backend: BackendKind,
     compiles: &[Compile],
     todo: Vec<Candidate>,
-    how: &Here<'_>,
+    how: &mut Here<'_>,
 ) -> Result<Outcome> {
-    let total = todo.len() + how.write_recorded.len();
     let mut groups: Vec<usize> = Vec::new();
     for c in todo
         .iter()
@@ -39,9 +38,6 @@ pub(super) fn measure_here(
             groups.push(c);
         }
     }
-    let mut bar = how
-        .progress
-        .then(|| crate::ui::LazyProgress::new(total as u64, "tuning"));
     let mut out = Outcome::default();
     for g in groups {
         if out.stopped() {
@@ -52,51 +48,42 @@ pub(super) fn measure_here(
             .filter(|c| c.compile == g)
             .map(|c| c.config)
             .collect();
-        let group = Group {
-            compile: &compiles[g],
-            write_recorded: how.write_recorded.contains(&g),
-            total,
-        };
         let o = measure_group(
-            a, capture, backend, configs, &group, how, &mut bar, &out.rows,
+            a,
+            capture,
+            backend,
+            configs,
+            (compiles, g),
+            how,
+            out.rows.len(),
         )?;
         out.join(o);
     }
     Ok(out)
 }
 
-/// One compile setting's share of [`measure_here`].
-pub(super) struct Group<'c> {
-    /// The setting.
-    pub(super) compile: &'c Compile,
-    /// Whether the recorded configuration's row is written with it.
-    pub(super) write_recorded: bool,
-    /// How many rows the whole measuring writes (for the progress bar).
-    pub(super) total: usize,
-}
-
 /// The registers and spill bytes (stores, loads) of a JIT load.
 pub(super) type Loaded = (Option<u32>, Option<(u64, u64)>);
 
-/// Measures `configs` (and the recorded configuration) with one compile
-/// setting: its module is loaded, or its image compiled, once.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn measure_group(
+/// Measures `configs` (and the recorded configuration) with the compile
+/// setting `compiles[g]`, `before` rows after the first: its module is
+/// loaded, or its image compiled, once.
+fn measure_group(
     a: &TuneArgs,
     capture: &Capture,
     backend: BackendKind,
     configs: Vec<LaunchConfig>,
-    group: &Group<'_>,
-    how: &Here<'_>,
-    bar: &mut Option<crate::ui::LazyProgress>,
-    before: &[Row],
+    (compiles, g): (&[Compile], usize),
+    how: &mut Here<'_>,
+    before: usize,
 ) -> Result<Outcome> {
-    let total = group.total;
+    let (compile, recorded_row) = (&compiles[g], how.write_recorded.contains(&g));
+    let (results, deadline, bar) = (how.results, how.deadline, &mut how.bar);
     let compiled_capture;
-    let capture = match group.compile.level {
+    let capture = match compile.level {
         Some(level) => {
             compiled_capture = crate::tune::opt_levels::open_at(a, level)?.0;
-            if group.compile.jit.is_some() {
+            if compile.jit.is_some() {
                 // The JIT options load the image compiled from IR: PTX.
                 crate::tune::jit::check(&a.file, backend, Some(&compiled_capture))?;
             }
@@ -108,12 +95,12 @@ pub(super) fn measure_group(
         // A kernel without a launch geometry (the host's): one replay of
         // the recorded configuration with this compile setting.
         let mut row = crate::tune::opt_levels::replay_row(a, capture);
-        group.compile.stamp(&mut row);
-        write_row(how.results, &row)?;
+        compile.stamp(&mut row);
+        write_row(results, &row)?;
         if let Some(bar) = bar {
-            bar.set(before.len() as u64 + 1);
+            bar.set(before as u64 + 1);
         }
-        let spent = how.deadline.is_some_and(|d| Instant::now() >= d);
+        let spent = deadline.is_some_and(|d| Instant::now() >= d);
         return Ok(Outcome {
             rows: vec![row],
             device_times: false,
@@ -121,7 +108,6 @@ pub(super) fn measure_group(
             ..Outcome::default()
         });
     }
-    let jitted = group.compile.jit.is_some();
     // What the JIT makes of the kernel, reported by the executor the sweep
     // opens with this setting.
     let compiled = reprise::cuda_jit::CompiledKernels::new();
@@ -130,7 +116,7 @@ pub(super) fn measure_group(
     // first configuration is measured (the module is loaded by then).
     let mut loaded: Option<Loaded> = None;
     let mut builder = crate::tune::tuner(a, capture);
-    if let Some(jit) = &group.compile.jit {
+    if let Some(jit) = &compile.jit {
         builder = builder.cuda(
             reprise::CudaOptions::new()
                 .jit(jit.clone())
@@ -146,10 +132,10 @@ pub(super) fn measure_group(
         let builder = builder
             .options(crate::tune::tune_options(a, configs))
             .on_config(move |_, _, m: &Measured| {
-                if !m.recorded || group.write_recorded {
+                if !m.recorded || recorded_row {
                     let mut row = Row::of(m);
-                    group.compile.stamp(&mut row);
-                    if jitted {
+                    compile.stamp(&mut row);
+                    if compile.jit.is_some() {
                         let (registers, spills) = *loaded.get_or_insert_with(|| {
                             compiled
                                 .take()
@@ -161,20 +147,15 @@ pub(super) fn measure_group(
                         row.registers = registers;
                         row.spills = spills;
                     }
-                    if let Err(e) = write_row(how.results, &row) {
+                    if let Err(e) = write_row(results, &row) {
                         write_error.get_or_insert(e);
                     }
                     rows.push(row);
                     if let Some(bar) = bar {
-                        let n = before.len() + rows.len();
-                        bar.set_message(format!(
-                            "{n} of {total}: {}",
-                            report::config_text(&m.config)
-                        ));
-                        bar.set(n as u64);
+                        bar.step((before + rows.len()) as u64, report::config_text(&m.config));
                     }
                 }
-                if how.deadline.is_some_and(|d| Instant::now() >= d) {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     *spent = true;
                 }
                 write_error.is_none() && !*spent && !crate::tune::INTERRUPTED.load(Ordering::SeqCst)
@@ -208,11 +189,11 @@ pub(super) fn measure_group(
                     crate::tune::recorded_config(capture),
                     Some(failure.to_string()),
                 );
-                group.compile.stamp(&mut row);
-                write_row(how.results, &row)?;
+                compile.stamp(&mut row);
+                write_row(results, &row)?;
                 out.rows.push(row);
             }
-            _ if out.rows.is_empty() && before.is_empty() => return Err(e.into()),
+            _ if out.rows.is_empty() && before == 0 => return Err(e.into()),
             _ => out.lost = Some(CliError::from(e).to_string()),
         },
     }

@@ -44,7 +44,7 @@ use measure::{Here, measure_here};
 pub use reprise::tune::space::{Candidate, Dimension, Setting, Space, draw, study};
 use reprise::tune::study::{Line, Outcome, Plan, Previous};
 use results::{append, header_line, read_results, write_row};
-pub use run::{candidates, run};
+pub use run::{candidates, key, run};
 use serde::Serialize;
 pub use space::{Compile, compiles, space};
 use workers::{measure_in_workers, serve_plan};

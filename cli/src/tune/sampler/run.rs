@@ -3,13 +3,21 @@
 
 use super::*;
 
-/// The candidates the search measures, in the order drawn (the recorded
-/// configuration aside), and how many points the product holds.
+/// What tells candidate `c` apart in rows and shards: its geometry and
+/// compile setting ([`shard::compiled_key`]).
+pub fn key(compiles: &[Compile], c: &Candidate) -> String {
+    shard::compiled_key(&c.config, compiles[c.compile].label().as_deref())
+}
+
+/// How many points the product holds, the candidates the search
+/// measures (in the order drawn, the recorded configuration aside), and
+/// the whole sweep's geometries, the recorded one first (the order of ties
+/// in the table).
 pub fn candidates(
     a: &TuneArgs,
     recorded: LaunchConfig,
     geometry: bool,
-) -> Result<(u64, Vec<Candidate>)> {
+) -> Result<(u64, Vec<Candidate>, Vec<LaunchConfig>)> {
     let search = &a.search;
     if a.slurm.slurm && search.resume.is_some() {
         return Err(CliError::Usage(
@@ -42,7 +50,9 @@ pub fn candidates(
         .into_iter()
         .map(|i| space.point(i, recorded))
         .collect();
-    Ok((size, candidates))
+    let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
+    let order = shard::full_list(&geometries, recorded);
+    Ok((size, candidates, order))
 }
 
 /// Runs the search `a` asks for over `capture` on `backend`.
@@ -54,12 +64,6 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start = Instant::now();
     let search = &a.search;
-    if a.jit.given() {
-        // From IR, the image the options load is the compiled one, checked
-        // as it is made.
-        let recorded_image = a.ir.opt_level.is_empty().then_some(capture);
-        crate::tune::jit::check(&a.file, backend, recorded_image)?;
-    }
     let geometry = reprise::executors::capabilities(backend).launch_geometry;
     let compiles = compiles(a);
     if let Some(plan) = &search.worker_plan {
@@ -67,11 +71,8 @@ pub fn run(
     }
     let rec = &capture.record;
     let kernel = rec.name.to_string();
-    let (size, candidates) = candidates(a, recorded, geometry)?;
-    let geometries: Vec<LaunchConfig> = candidates.iter().map(|c| c.config).collect();
-    let order = shard::full_list(&geometries, recorded);
-    let key_of =
-        |c: &Candidate| shard::compiled_key(&c.config, compiles[c.compile].label().as_deref());
+    let (size, candidates, order) = candidates(a, recorded, geometry)?;
+    let key_of = |c: &Candidate| key(&compiles, c);
     let study = study(&candidates, recorded, geometry);
     // A shard holds the (geometry, compile setting) pairs its keys hash
     // to; without compile settings the key is the geometry's, as a sweep's.
@@ -205,35 +206,42 @@ pub fn run(
     let deadline = search.time_budget.map(|b| start + b);
     let total = todo.len() + write_recorded.len();
     let measured = todo.len();
-    let mut temporary = None;
+    let temporary;
     let outcome = if total == 0 {
         Outcome::default()
     } else if workers == 1 {
-        let here = Here {
+        let mut here = Here {
             results: results.as_deref(),
             write_recorded,
             deadline,
-            progress: true,
+            bar: Some(crate::ui::LazyProgress::new(total as u64, "tuning")),
         };
-        measure_here(a, capture, backend, &compiles, todo, &here)?
+        measure_here(a, capture, backend, &compiles, todo, &mut here)?
     } else {
         let path = match &results {
-            Some(p) => p.clone(),
+            Some(p) => p.as_path(),
             None => {
-                // The workers' rows meet in a file of this run's own.
-                let p =
-                    std::env::temp_dir().join(format!("reprise-tune-{}.jsonl", std::process::id()));
-                let _ = std::fs::remove_file(&p);
-                append(&p, &header_line(a, &kernel, held.len()))?;
-                temporary = Some(p.clone());
-                p
+                // The workers' rows meet in a file of this run's own,
+                // removed when it is dropped.
+                temporary = tempfile::Builder::new()
+                    .prefix("reprise-tune-")
+                    .suffix(".jsonl")
+                    .tempfile()
+                    .map_err(|e| reprise::Error::io(std::env::temp_dir(), "create a file in", e))?
+                    .into_temp_path();
+                append(&temporary, &header_line(a, &kernel, held.len()))?;
+                &temporary
             }
         };
-        let o = measure_in_workers(todo, &path, write_recorded, deadline, workers, old.len());
-        if let Some(p) = &temporary {
-            let _ = std::fs::remove_file(p);
-        }
-        o?
+        measure_in_workers(
+            todo,
+            &kernel,
+            path,
+            write_recorded,
+            deadline,
+            workers,
+            old.len(),
+        )?
     };
     let Outcome {
         rows: new,

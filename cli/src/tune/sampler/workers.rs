@@ -24,13 +24,13 @@ pub(super) fn serve_plan(
     }
     let configs = p.candidates();
     let _ = ctrlc::set_handler(|| crate::tune::INTERRUPTED.store(true, Ordering::SeqCst));
-    let here = Here {
+    let mut here = Here {
         results: Some(&p.results),
         write_recorded: p.write_recorded.clone(),
         deadline: p.deadline(start),
-        progress: false,
+        bar: None,
     };
-    let end = measure_here(a, capture, backend, compiles, configs, &here)?;
+    let end = measure_here(a, capture, backend, compiles, configs, &mut here)?;
     out_text!(
         "{}",
         serde_json::to_string(&end).expect("an end serializes")
@@ -40,9 +40,10 @@ pub(super) fn serve_plan(
 
 /// Measures `todo` in `workers` processes of this executable, worker W on
 /// device W, one configuration at a time each; they append their rows to
-/// `results`, whose rows after the first `old` are returned.
+/// `results` (of `kernel`), whose rows after the first `old` are returned.
 pub(super) fn measure_in_workers(
     todo: Vec<Candidate>,
+    kernel: &str,
     results: &Path,
     write_recorded: Vec<usize>,
     deadline: Option<Instant>,
@@ -121,15 +122,7 @@ pub(super) fn measure_in_workers(
     for p in plans {
         let _ = std::fs::remove_file(p);
     }
-    let kernel = crate::side_files::read_text(results, "results file")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| serde_json::from_str::<Header>(l).ok())
-        })
-        .map(|h| h.kernel)
-        .unwrap_or_default();
-    let all = read_results(results, &kernel)?.rows;
+    let all = read_results(results, kernel)?.rows;
     out.rows = all.into_iter().skip(old).collect();
     Ok(out)
 }
