@@ -80,15 +80,6 @@ pub fn derive_among(record: &KernelRecord, descriptor: &Path, siblings: &Sibling
     base::derive(record, siblings.except(descriptor.file_name()))
 }
 
-/// [`derive_among`] with the siblings of `descriptor`, read now (not when
-/// the rule does not apply to `record`).
-pub fn derive(record: &KernelRecord, descriptor: &Path) -> Derivation {
-    if !base::derivable(record) {
-        return Derivation::None;
-    }
-    derive_among(record, descriptor, &Siblings::of(descriptor))
-}
-
 /// The bases the rule leaves possible for the record without a base in
 /// `descriptor` (its directory's siblings narrowing them) whose snapshot
 /// holds `addr`, `except` left out: where a kernel that faulted at `addr`

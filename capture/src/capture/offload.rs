@@ -42,13 +42,6 @@ pub struct ImageBytes {
     range: Range<usize>,
 }
 
-impl ImageBytes {
-    /// Where the image is in the file.
-    pub fn offset(&self) -> usize {
-        self.range.start
-    }
-}
-
 impl Deref for ImageBytes {
     type Target = [u8];
 

@@ -22,7 +22,7 @@ use super::stored;
 /// Ranges of a snapshot, `(offset, len)` from the region's base, that a
 /// region reserved with some of the snapshot mapped
 /// ([`SnapshotSource::reserve_mapped`]) still needs filled.
-pub type Gaps = Vec<(u64, u64)>;
+pub use crate::chunks::Gaps;
 
 /// Where an open snapshot's bytes are: the one place the two formats part.
 #[derive(Debug)]

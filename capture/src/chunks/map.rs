@@ -93,8 +93,8 @@ impl Mappable {
     }
 }
 
-/// The name of a chunk of `len` zero bytes (remembered: hashing a MiB
-/// takes a fifth of a millisecond).
+/// The name of a chunk of `len` zero bytes (remembered, not hashed again
+/// for each chunk).
 fn zeros_hash(len: u32) -> ChunkHash {
     static KNOWN: std::sync::Mutex<Vec<(u32, ChunkHash)>> = std::sync::Mutex::new(Vec::new());
     let mut known = crate::threads::lock(&KNOWN);
