@@ -236,6 +236,12 @@ pub trait DeviceRegion {
     /// rounded up by the device's granularity; the address space reserved
     /// may be larger).
     fn capacity(&self) -> u64;
+    /// Bytes of address space reserved from the base: how far
+    /// [`Executor::grow_region`] can make it usable. By default, the
+    /// usable bytes (a region that does not grow).
+    fn reserved(&self) -> u64 {
+        self.capacity()
+    }
 }
 
 /// A device global as an image defines it.
@@ -458,6 +464,24 @@ pub trait Executor: ErrorType {
     /// Reserves a region, at exactly `request.base` when given (an address
     /// that is not available is an error naming it).
     fn reserve(&self, request: RegionRequest) -> Result<Self::Region, Self::Error>;
+
+    /// Bytes of memory the device has, where the executor can tell: how
+    /// much address space a fresh recording reserves by default (memory is
+    /// put behind it as allocations reach it). `None` (the default): the
+    /// recorder's configured size.
+    fn memory_size(&self) -> Option<u64> {
+        None
+    }
+
+    /// Makes the first `backed` bytes of `region` usable (at most its
+    /// [`DeviceRegion::reserved`] bytes), putting memory behind what is not
+    /// yet; `region.capacity()` is then at least `backed`. The default does
+    /// nothing: a region whose reserved bytes are all usable already.
+    /// Safe to call from several threads at once on one region.
+    fn grow_region(&self, region: &Self::Region, backed: u64) -> Result<(), Self::Error> {
+        let _ = (region, backed);
+        Ok(())
+    }
 
     /// Loads a device image (its bytes as they were recorded).
     fn load_image(&self, image: &[u8]) -> Result<Self::Image, Self::Error>;

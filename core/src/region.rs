@@ -1,21 +1,29 @@
-//! The recording region and its lock-free bump allocator.
+//! The recording region and its allocator.
 //!
 //! A recording reserves one device range `[base, base + capacity)` up front.
 //! Every allocation the recorded application makes is carved from it by a bump
 //! pointer, so the bytes the kernel can reach are exactly the used prefix
 //! `[base, base + used)`; that prefix is what a snapshot copies.
 //!
+//! Freed blocks are handed out again, as the driver would: a program that
+//! allocates and frees a temporary every iteration keeps a bounded
+//! footprint. A block freed at the top of the used prefix gives its bytes
+//! back to the bump pointer (the prefix shrinks); one freed below stays a
+//! hole in the prefix (snapshots hold it, the store deduplicates it) until
+//! a later allocation that fits takes it.
+//!
 //! Compared with LLVM's allocator this one honours requested alignments above
-//! 16 bytes, is safe to call from many threads at once without a lock, defines
-//! zero-size allocations, and reports how much was asked and how much was left
-//! when it runs out.
+//! 16 bytes, is safe to call from many threads at once (the bump path takes
+//! no lock; reusing a freed block takes a short one), defines zero-size
+//! allocations, reuses freed memory, and reports how much was asked and how
+//! much was left when it runs out.
 
 use core::fmt;
 use core::sync::atomic::Ordering;
 
 // 64-bit atomics: native where the target has them (the lock-free fast
 // path), emulated on 32-bit microcontrollers that lack them.
-use portable_atomic::AtomicU64;
+use portable_atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 /// Every allocation is rounded up to a multiple of this many bytes and aligned
 /// to at least this boundary (LLVM's `ALIGN`).
@@ -65,6 +73,15 @@ pub enum AllocError {
         /// The alignment asked for.
         align: u64,
     },
+    /// A block given back with [`BumpRegion::free`] is not one the region
+    /// handed out: it lies outside the used prefix, is not aligned as every
+    /// allocation is, or overlaps a block freed already (freed twice).
+    NotAllocated {
+        /// The block's address.
+        addr: u64,
+        /// Its size.
+        size: u64,
+    },
 }
 
 impl fmt::Display for AllocError {
@@ -82,15 +99,137 @@ impl fmt::Display for AllocError {
             AllocError::BadAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two")
             }
+            AllocError::NotAllocated { addr, size } => write!(
+                f,
+                "{size} bytes at {addr:#x} are not an allocation of the recording region \
+                 (or were freed already)"
+            ),
         }
     }
 }
 
 impl core::error::Error for AllocError {}
 
-/// A device address range with a lock-free bump allocator over it.
+/// How many freed blocks a region remembers for reuse. Adjacent freed
+/// blocks are merged into one; when every slot is taken, the smallest
+/// block is forgotten (its bytes stay part of the used prefix, as before
+/// reuse existed).
+pub const FREE_SLOTS: usize = 32;
+
+/// The freed blocks a region may hand out again: a short spin lock over
+/// fixed slots, so that the core needs neither `alloc` nor `unsafe`. The
+/// slots are atomics only so that they can be written through `&self`;
+/// they are read and written with the lock held.
+#[derive(Debug)]
+struct FreeList {
+    lock: AtomicBool,
+    /// Slots in use: read without the lock, so that the bump path skips
+    /// the list when it is empty.
+    count: AtomicUsize,
+    /// Bytes in the freed blocks.
+    bytes: AtomicU64,
+    /// Each slot's block as (offset from the base, length); length 0: empty.
+    start: [AtomicU64; FREE_SLOTS],
+    len: [AtomicU64; FREE_SLOTS],
+}
+
+/// The free list, locked; unlocked when dropped.
+struct Locked<'a>(&'a FreeList);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.0.lock.store(false, Ordering::Release);
+    }
+}
+
+impl FreeList {
+    const fn new() -> Self {
+        FreeList {
+            lock: AtomicBool::new(false),
+            count: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+            start: [const { AtomicU64::new(0) }; FREE_SLOTS],
+            len: [const { AtomicU64::new(0) }; FREE_SLOTS],
+        }
+    }
+
+    fn lock(&self) -> Locked<'_> {
+        while self
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        Locked(self)
+    }
+}
+
+impl Locked<'_> {
+    fn get(&self, i: usize) -> (u64, u64) {
+        (
+            self.0.start[i].load(Ordering::Relaxed),
+            self.0.len[i].load(Ordering::Relaxed),
+        )
+    }
+
+    fn blocks(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
+        (0..FREE_SLOTS)
+            .map(|i| (i, self.get(i)))
+            .filter(|&(_, (_, len))| len != 0)
+            .map(|(i, (start, len))| (i, start, len))
+    }
+
+    /// Replaces slot `i`'s block with `[start, start + len)` (len 0: none).
+    fn set(&self, i: usize, start: u64, len: u64) {
+        let (_, old) = self.get(i);
+        self.0.start[i].store(start, Ordering::Relaxed);
+        self.0.len[i].store(len, Ordering::Relaxed);
+        match (old != 0, len != 0) {
+            (false, true) => {
+                self.0.count.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.0.count.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        let bytes = self.0.bytes.load(Ordering::Relaxed);
+        self.0.bytes.store(bytes - old + len, Ordering::Relaxed);
+    }
+
+    /// Remembers `[start, start + len)`: in an empty slot, else in place of
+    /// the smallest block when that is smaller (the other is forgotten).
+    fn insert(&self, start: u64, len: u64) {
+        let mut smallest: Option<(usize, u64)> = None;
+        for i in 0..FREE_SLOTS {
+            let (_, l) = self.get(i);
+            if l == 0 {
+                self.set(i, start, len);
+                return;
+            }
+            if smallest.is_none_or(|(_, s)| l < s) {
+                smallest = Some((i, l));
+            }
+        }
+        if let Some((i, l)) = smallest
+            && l < len
+        {
+            self.set(i, start, len);
+        }
+    }
+
+    fn clear(&self) {
+        for i in 0..FREE_SLOTS {
+            self.set(i, 0, 0);
+        }
+    }
+}
+
+/// A device address range with an allocator over it: a lock-free bump
+/// pointer, and the blocks freed with [`BumpRegion::free`] handed out again.
 ///
-/// Allocations are never freed. `used()` is the length of the snapshot.
+/// `used()` is the length of the snapshot.
 ///
 /// ```
 /// use reprise_core::region::BumpRegion;
@@ -100,6 +239,11 @@ impl core::error::Error for AllocError {}
 /// assert_eq!(a, 0x1000);
 /// assert_eq!(b % 64, 0);
 /// assert_eq!(region.used(), b - 0x1000 + 16);
+/// // A freed block is handed out again; one at the top shrinks `used()`.
+/// region.free(a, 10).unwrap();
+/// assert_eq!(region.alloc(16, 16).unwrap(), a);
+/// region.free(b, 1).unwrap();
+/// assert_eq!(region.used(), b - 0x1000);
 /// ```
 #[derive(Debug)]
 pub struct BumpRegion {
@@ -107,6 +251,7 @@ pub struct BumpRegion {
     capacity: u64,
     /// Offset of the first free byte from `base`.
     next: AtomicU64,
+    freed: FreeList,
 }
 
 impl BumpRegion {
@@ -120,6 +265,7 @@ impl BumpRegion {
             base,
             capacity,
             next: AtomicU64::new(0),
+            freed: FreeList::new(),
         }
     }
 
@@ -133,7 +279,8 @@ impl BumpRegion {
         self.capacity
     }
 
-    /// Bytes used so far: the snapshot covers `[base, base + used)`.
+    /// Bytes used so far: the snapshot covers `[base, base + used)`, freed
+    /// blocks below the top included.
     pub fn used(&self) -> u64 {
         self.next.load(Ordering::Acquire)
     }
@@ -143,8 +290,15 @@ impl BumpRegion {
         self.capacity - self.used()
     }
 
+    /// Bytes of the used prefix in freed blocks that later allocations may
+    /// take again.
+    pub fn freed(&self) -> u64 {
+        self.freed.bytes.load(Ordering::Acquire)
+    }
+
     /// Allocates `size` bytes aligned to `max(align, 16)` and returns the
-    /// device address.
+    /// device address: a freed block that fits (the smallest), else fresh
+    /// bytes from the bump pointer.
     ///
     /// The size is rounded up to a multiple of 16 bytes. `align` must be a
     /// power of two (0 is taken as 1).
@@ -154,14 +308,50 @@ impl BumpRegion {
     /// or the end of the region, and must not be dereferenced. It never
     /// changes `used()`.
     ///
-    /// Safe to call from any number of threads: the fast path is one
-    /// compare-and-swap on the bump offset, with no lock.
+    /// Safe to call from any number of threads: with no freed block to
+    /// reuse, the path is one compare-and-swap on the bump offset, with no
+    /// lock; reuse takes the free list's short lock.
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64, AllocError> {
         let align = if align == 0 { 1 } else { align };
         if !align.is_power_of_two() {
             return Err(AllocError::BadAlignment { align });
         }
         let align = if align < MIN_ALIGN { MIN_ALIGN } else { align };
+        if size != 0
+            && self.freed.count.load(Ordering::Acquire) != 0
+            && let Some(at) = align_up(size, MIN_ALIGN).and_then(|r| self.reuse(r, align))
+        {
+            return Ok(at);
+        }
+        self.bump(size, align)
+    }
+
+    /// Takes `rounded` bytes aligned to `align` from the smallest freed
+    /// block that holds them; what is left of the block stays free.
+    fn reuse(&self, rounded: u64, align: u64) -> Option<u64> {
+        let list = self.freed.lock();
+        let fits = |start: u64, len: u64| {
+            let at = align_up(self.base + start, align)? - self.base;
+            (at.checked_add(rounded)? <= start + len).then_some(at)
+        };
+        let (i, start, len, at) = list
+            .blocks()
+            .filter_map(|(i, start, len)| Some((i, start, len, fits(start, len)?)))
+            .min_by_key(|&(_, _, len, _)| len)?;
+        let (head, tail) = (at - start, start + len - (at + rounded));
+        if head > 0 {
+            list.set(i, start, head);
+            if tail > 0 {
+                list.insert(at + rounded, tail);
+            }
+        } else {
+            list.set(i, at + rounded, tail);
+        }
+        Some(self.base + at)
+    }
+
+    /// The bump path: fresh bytes past the used prefix.
+    fn bump(&self, size: u64, align: u64) -> Result<u64, AllocError> {
         let mut cur = self.next.load(Ordering::Relaxed);
         loop {
             let out_of_space = AllocError::OutOfSpace {
@@ -189,8 +379,60 @@ impl BumpRegion {
         }
     }
 
+    /// Gives back the `size`-byte block at `addr` that [`BumpRegion::alloc`]
+    /// (or a [`LocalBump`]) handed out, for later allocations to take again.
+    /// The caller promises that nothing uses it any more (on a GPU: no work
+    /// still queued reads or writes it), as with the driver's own free.
+    ///
+    /// A block that ends the used prefix shrinks it (with the freed blocks
+    /// below it that it then ends); others are merged with freed neighbours
+    /// and kept for reuse. Freeing size 0 does nothing. A block that cannot
+    /// be one the region handed out (outside the used prefix, not aligned
+    /// to 16 bytes, overlapping a freed block) is
+    /// [`AllocError::NotAllocated`], and nothing changes.
+    ///
+    /// Takes the free list's short lock.
+    pub fn free(&self, addr: u64, size: u64) -> Result<(), AllocError> {
+        if size == 0 {
+            return Ok(());
+        }
+        let refused = AllocError::NotAllocated { addr, size };
+        let mut start = addr.checked_sub(self.base).ok_or(refused)?;
+        let rounded = align_up(size, MIN_ALIGN).ok_or(refused)?;
+        let mut end = start.checked_add(rounded).ok_or(refused)?;
+        if !addr.is_multiple_of(MIN_ALIGN) || end > self.used() {
+            return Err(refused);
+        }
+        let list = self.freed.lock();
+        if list.blocks().any(|(_, s, l)| start < s + l && s < end) {
+            return Err(refused);
+        }
+        // Merged with the freed blocks it touches.
+        for (i, s, l) in list.blocks() {
+            if s + l == start {
+                start = s;
+                list.set(i, 0, 0);
+            } else if s == end {
+                end = s + l;
+                list.set(i, 0, 0);
+            }
+        }
+        // At the top: the prefix shrinks, as long as a freed block ends it.
+        // (A concurrent bump allocation makes the exchange fail; the block
+        // is then kept for reuse.)
+        if self
+            .next
+            .compare_exchange(end, start, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            list.insert(start, end - start);
+        }
+        Ok(())
+    }
+
     /// Marks the first `used` bytes as allocated, as when a replay restores a
-    /// recorded snapshot of that length. Fails if it does not fit.
+    /// recorded snapshot of that length, and forgets every freed block.
+    /// Fails if it does not fit.
     pub fn set_used(&self, used: u64) -> Result<(), AllocError> {
         if used > self.capacity {
             return Err(AllocError::OutOfSpace {
@@ -199,6 +441,8 @@ impl BumpRegion {
                 available: self.capacity,
             });
         }
+        let list = self.freed.lock();
+        list.clear();
         self.next.store(used, Ordering::Release);
         Ok(())
     }
@@ -427,5 +671,171 @@ mod tests {
             assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
         }
         assert!(v.iter().all(|&(a, s)| a + s <= r.used()));
+    }
+
+    #[test]
+    fn a_freed_block_is_handed_out_again() {
+        let r = BumpRegion::new(0x10_0000, 1 << 20);
+        let a = r.alloc(100, 16).unwrap();
+        let b = r.alloc(100, 16).unwrap();
+        assert_eq!(r.used(), 224);
+        r.free(a, 100).unwrap();
+        assert_eq!(r.used(), 224, "a hole below the top stays in the prefix");
+        assert_eq!(r.freed(), 112);
+        // A smaller one takes the hole's start; the rest stays free.
+        assert_eq!(r.alloc(40, 16).unwrap(), a);
+        assert_eq!(r.freed(), 64);
+        assert_eq!(r.alloc(64, 16).unwrap(), a + 48);
+        assert_eq!(r.freed(), 0);
+        assert_eq!(r.used(), 224, "nothing came from the bump pointer");
+        // Larger than every hole: from the bump pointer.
+        r.free(a, 40).unwrap();
+        assert_eq!(r.alloc(64, 16).unwrap(), b + 112);
+    }
+
+    #[test]
+    fn reuse_honours_alignment_and_takes_the_smallest_block_that_fits() {
+        let r = BumpRegion::new(0, 1 << 20);
+        let big = r.alloc(4096, 16).unwrap();
+        let _keep = r.alloc(16, 16).unwrap();
+        let small = r.alloc(512, 16).unwrap();
+        let _keep2 = r.alloc(16, 16).unwrap();
+        r.free(big, 4096).unwrap();
+        r.free(small, 512).unwrap();
+        assert_eq!(r.alloc(300, 16).unwrap(), small, "best fit");
+        // 256-aligned inside the big block: the head before it stays free.
+        let x = r.alloc(100, 256).unwrap();
+        assert_eq!(x % 256, 0);
+        assert!(x >= big && x + 100 <= big + 4096);
+        let before = r.used();
+        let y = r.alloc(16, 16).unwrap();
+        assert!(y < before, "the head or tail of the big block served it");
+    }
+
+    #[test]
+    fn freeing_the_top_shrinks_the_prefix_and_neighbours_merge() {
+        let r = BumpRegion::new(0x1000, 1 << 16);
+        let a = r.alloc(256, 16).unwrap();
+        let b = r.alloc(256, 16).unwrap();
+        let c = r.alloc(256, 16).unwrap();
+        r.free(b, 256).unwrap();
+        r.free(a, 256).unwrap();
+        assert_eq!(r.freed(), 512, "a and b merged");
+        assert_eq!(r.alloc(512, 16).unwrap(), a, "one block of both");
+        r.free(a, 512).unwrap();
+        r.free(c, 256).unwrap();
+        assert_eq!(
+            (r.used(), r.freed()),
+            (0, 0),
+            "c ended the prefix, then a+b did"
+        );
+        // An allocate/free loop stays where it began.
+        for _ in 0..10_000 {
+            let t = r.alloc(2 << 10, 256).unwrap();
+            let u = r.alloc(100, 16).unwrap();
+            r.free(t, 2 << 10).unwrap();
+            r.free(u, 100).unwrap();
+        }
+        assert_eq!(r.used(), 0);
+    }
+
+    #[test]
+    fn frees_that_cannot_be_allocations_are_refused() {
+        let r = BumpRegion::new(0x1000, 1 << 16);
+        let a = r.alloc(64, 16).unwrap();
+        let _b = r.alloc(64, 16).unwrap();
+        let nope = |addr, size| AllocError::NotAllocated { addr, size };
+        assert_eq!(r.free(0x10, 16), Err(nope(0x10, 16)), "below the base");
+        assert_eq!(r.free(a + 8, 16), Err(nope(a + 8, 16)), "misaligned");
+        assert_eq!(r.free(a, 4096), Err(nope(a, 4096)), "past the prefix");
+        assert_eq!(r.free(a, u64::MAX), Err(nope(a, u64::MAX)));
+        r.free(a, 64).unwrap();
+        assert_eq!(r.free(a, 64), Err(nope(a, 64)), "freed twice");
+        assert_eq!(
+            r.free(a + 32, 16),
+            Err(nope(a + 32, 16)),
+            "inside a freed block"
+        );
+        assert_eq!(r.free(a, 0), Ok(()), "size 0 does nothing");
+        assert_eq!(r.freed(), 64);
+        extern crate std;
+        use std::string::ToString;
+        assert!(nope(a, 64).to_string().contains("not an allocation"));
+    }
+
+    #[test]
+    fn exhaustion_under_the_cap_and_room_made_by_freeing() {
+        let r = BumpRegion::new(0, 1024);
+        let a = r.alloc(512, 16).unwrap();
+        let b = r.alloc(512, 16).unwrap();
+        assert!(matches!(
+            r.alloc(16, 16),
+            Err(AllocError::OutOfSpace { available: 0, .. })
+        ));
+        r.free(a, 512).unwrap();
+        assert!(
+            matches!(r.alloc(600, 16), Err(AllocError::OutOfSpace { .. })),
+            "the hole is too small and nothing is left at the end"
+        );
+        assert_eq!(r.alloc(500, 16).unwrap(), a);
+        r.free(b, 512).unwrap();
+        assert_eq!(r.available(), 512);
+        assert_eq!(r.alloc(512, 16).unwrap(), b);
+    }
+
+    #[test]
+    fn a_full_free_list_forgets_the_smallest_block() {
+        let r = BumpRegion::new(0, 1 << 20);
+        // Holes of growing sizes with live blocks between them.
+        let mut holes = [0u64; FREE_SLOTS + 1];
+        for (i, h) in holes.iter_mut().enumerate() {
+            *h = r.alloc(16 * (i as u64 + 1), 16).unwrap();
+            r.alloc(16, 16).unwrap();
+        }
+        for (i, &h) in holes.iter().enumerate() {
+            r.free(h, 16 * (i as u64 + 1)).unwrap();
+        }
+        let kept: u64 = (2..=FREE_SLOTS as u64 + 1).map(|n| 16 * n).sum();
+        assert_eq!(r.freed(), kept, "the 16-byte hole was forgotten");
+        assert_ne!(r.alloc(16, 16).unwrap(), holes[0]);
+        r.set_used(0).unwrap();
+        assert_eq!(r.freed(), 0, "a restored prefix has no freed blocks");
+    }
+
+    #[test]
+    fn threads_allocating_and_freeing_never_share_a_byte() {
+        extern crate std;
+        use std::vec::Vec;
+        let r = BumpRegion::new(0, 1 << 24);
+        let held = std::sync::Mutex::new(Vec::<(u64, u64)>::new());
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (r, held) = (&r, &held);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    for i in 0..3000u64 {
+                        let size = 16 + (i * 37 + t * 11) % 700;
+                        let at = r.alloc(size, 1 << (i % 9)).unwrap();
+                        mine.push((at, size));
+                        if i % 3 != 0 {
+                            let (a, n) = mine.swap_remove((i as usize * 7) % mine.len());
+                            r.free(a, n).unwrap();
+                        }
+                    }
+                    held.lock().unwrap().extend(mine);
+                });
+            }
+        });
+        let mut v = held.into_inner().unwrap();
+        v.sort();
+        for w in v.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
+        }
+        let live: u64 = v.iter().map(|&(_, n)| n.div_ceil(16) * 16).sum();
+        assert!(
+            r.used() < live * 4,
+            "freed memory was reused: {} used for {live} live",
+            r.used()
+        );
     }
 }
