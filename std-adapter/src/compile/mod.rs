@@ -359,17 +359,13 @@ pub fn compile_cached_in(
         });
     }
     check_version(path, &info, toolchain)?;
-    let target_text = target.to_string();
-    let level = [options.opt_level];
-    let args = options.llvm_args.join("\u{1f}");
-    let clang = toolchain.clang.to_string_lossy();
     let key = cache::key(&[
         blake3::hash(ir).as_bytes(),
-        target_text.as_bytes(),
-        &level,
-        args.as_bytes(),
+        target.to_string().as_bytes(),
+        &[options.opt_level],
+        options.llvm_args.join("\u{1f}").as_bytes(),
         toolchain.version_text().as_bytes(),
-        clang.as_bytes(),
+        toolchain.clang.to_string_lossy().as_bytes(),
     ]);
     let cached_path = dir
         .as_ref()

@@ -92,6 +92,7 @@ impl<'c, E: Executor> Session<'c, E> {
     pub async fn new(exec: &'c E, capture: &'c Capture, runs: u32) -> Result<Self> {
         let record = &capture.record;
         let name = record.name.as_str();
+        let image_path = capture.image_path().display();
         let base = capture.region_base()?;
         let len = usize::try_from(capture.snapshot_len()).map_err(|_| {
             Error::capture(
@@ -102,10 +103,9 @@ impl<'c, E: Executor> Session<'c, E> {
             )
         })?;
         log::info!(
-            "replaying {name} of {}: snapshot {}, image {}",
+            "replaying {name} of {}: snapshot {}, image {image_path}",
             capture.paths.descriptor.display(),
             capture.input.path.display(),
-            capture.image_path().display()
         );
         let (region, fresh, gaps) = reserve_region(exec, capture, base, len)?;
         log::info!("region placed at {base:#x}: {len} bytes of snapshot");
@@ -164,19 +164,13 @@ impl<'c, E: Executor> Session<'c, E> {
             }
             (input, None, fresh)
         };
-        let image = exec.load_image(&capture.image).map_err(|e| {
-            Error::executor(format!("loading {}", capture.image_path().display()), e)
-        })?;
-        log::info!("image loaded: {}", capture.image_path().display());
-        let kernel = exec.kernel(&image, name).map_err(|e| {
-            Error::executor(
-                format!(
-                    "finding kernel {name} in {}",
-                    capture.image_path().display()
-                ),
-                e,
-            )
-        })?;
+        let image = exec
+            .load_image(&capture.image)
+            .map_err(|e| Error::executor(format!("loading {image_path}"), e))?;
+        log::info!("image loaded: {image_path}");
+        let kernel = exec
+            .kernel(&image, name)
+            .map_err(|e| Error::executor(format!("finding kernel {name} in {image_path}"), e))?;
         let (global_segs, globals) = stage_globals(exec, capture, &image)?;
         let mut buffers = Buffers {
             input,

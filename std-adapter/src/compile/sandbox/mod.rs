@@ -113,6 +113,10 @@ impl Bounds<'_> {
 /// Runs `c` (the tool `tool`) within `b`; what it wrote to its standard
 /// output (the first 64 KiB) when it succeeded.
 pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, CompileError> {
+    let failed = |message: String| CompileError::Tool {
+        tool: tool.to_path_buf(),
+        message,
+    };
     let parent = rustix::process::getpid();
     let memory = b.limits.memory;
     // One byte past the limit: a file the tool wrote whole is at most the
@@ -148,12 +152,7 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
         Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
             return Err(b.hit(tool, Limit::Memory(memory), Some(e.to_string())));
         }
-        Err(e) => {
-            return Err(CompileError::Tool {
-                tool: tool.to_path_buf(),
-                message: format!("could not run it: {e}"),
-            });
-        }
+        Err(e) => return Err(failed(format!("could not run it: {e}"))),
     };
     let pid = Pid::from_child(&child);
     let mut pipes = [
@@ -191,10 +190,9 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
         );
     }
     drop(pipes);
-    let status = child.wait().map_err(|e| CompileError::Tool {
-        tool: tool.to_path_buf(),
-        message: format!("could not wait for it: {e}"),
-    })?;
+    let status = child
+        .wait()
+        .map_err(|e| failed(format!("could not wait for it: {e}")))?;
     if timed_out {
         return Err(b.hit(tool, Limit::Time(b.limits.time), None));
     }
@@ -229,9 +227,9 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
     if let Some(line) = line_with(MEMORY) {
         return Err(b.hit(tool, Limit::Memory(memory), Some(line)));
     }
-    let tail: Vec<&str> = said.lines().rev().take(20).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
-    let mut message = format!("failed ({status}):\n{}", tail.join("\n"));
+    let lines: Vec<&str> = said.lines().collect();
+    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+    let mut message = format!("failed ({status}):\n{tail}");
     if status.signal().is_some() {
         // An allocation past `RLIMIT_AS` need not say so: a tool may fault
         // or abort instead.
@@ -242,10 +240,7 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
             Limit::Memory(memory).option()
         ));
     }
-    Err(CompileError::Tool {
-        tool: tool.to_path_buf(),
-        message,
-    })
+    Err(failed(message))
 }
 
 /// Whether a file in `dir` (or a directory below it, a few levels deep)
@@ -335,18 +330,16 @@ fn ended(pid: Pid) -> bool {
 /// the last [`KEPT`] of the other; a pipe at its end (or failing) is
 /// closed.
 fn pump(pipes: &mut [Option<File>; 2], stdout: &mut Vec<u8>, stderr: &mut Vec<u8>, wait: Duration) {
-    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
-    let mut which: Vec<usize> = Vec::with_capacity(2);
-    for (i, p) in pipes.iter().enumerate() {
-        if let Some(f) = p {
-            fds.push(libc::pollfd {
-                fd: f.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            which.push(i);
-        }
-    }
+    let which: Vec<usize> = (0..pipes.len()).filter(|&i| pipes[i].is_some()).collect();
+    let mut fds: Vec<libc::pollfd> = pipes
+        .iter()
+        .flatten()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     if fds.is_empty() {
         std::thread::sleep(wait);
         return;
