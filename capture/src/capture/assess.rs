@@ -25,7 +25,7 @@ use reprise_core::image::{self, ImageKind};
 use reprise_core::record::{Generation, KernelRecord};
 
 use super::base::{BaseOrigin, ResolvedBase};
-use super::files::{checksum, checksum_mismatch, entry_checksum_mismatch, file_checksum};
+use super::files::{checksum, checksum_mismatch, file_checksum};
 use super::offload::ImageOrigin;
 use super::open::{FileState, GLOBALS_LIMIT, IMAGE_LIMIT, not_found, not_regular, open_regular};
 use super::stored::{self, Stores, read_data_in};
@@ -122,6 +122,17 @@ pub struct Assessment {
 }
 
 impl Assessment {
+    /// Adds `errors` as findings that leave the capture incomplete and stop
+    /// what `blocks` says.
+    fn add(&mut self, errors: impl IntoIterator<Item = Error>, blocks: Blocks) {
+        self.findings
+            .extend(errors.into_iter().map(|error| Finding {
+                error,
+                incomplete: true,
+                blocks,
+            }));
+    }
+
     /// The state of the file with `role`.
     pub fn state(&self, role: &str) -> FileState {
         self.files
@@ -202,13 +213,7 @@ pub(crate) fn assess_in(
         image_origin: None,
         findings: Vec::new(),
     };
-    let problem = |a: &mut Assessment, error: Error| {
-        a.findings.push(Finding {
-            error,
-            incomplete: true,
-            blocks: Blocks::Replay,
-        })
-    };
+    let problem = |a: &mut Assessment, error: Error| a.add([error], Blocks::Replay);
     let sums = record.checksums;
     let state_of = |a: &mut Assessment, role: &'static str, path: &Path| {
         let state = FileState::of(path);
@@ -256,11 +261,7 @@ pub(crate) fn assess_in(
                     state: FileState::Unreadable(e.to_string()),
                     checksum: ChecksumStatus::NotRecorded,
                 });
-                a.findings.push(Finding {
-                    error: e,
-                    incomplete: true,
-                    blocks: Blocks::Replay,
-                });
+                a.add([e], Blocks::Replay);
                 return None;
             }
         };
@@ -558,18 +559,12 @@ fn check_backend(a: &mut Assessment, record: &KernelRecord, paths: &CapturePaths
     if let (Some(named), Ok(detected)) = (record.backend, kind.backend())
         && named != detected
     {
-        a.findings.push(Finding {
-            error: Error::capture(
-                &paths.descriptor,
-                CaptureProblem::BackendMismatch {
-                    named,
-                    image: paths.image.clone(),
-                    kind,
-                    runs_on: detected,
-                },
-            ),
-            incomplete: true,
-            blocks: Blocks::Replay,
-        });
+        let problem = CaptureProblem::BackendMismatch {
+            named,
+            image: paths.image.clone(),
+            kind,
+            runs_on: detected,
+        };
+        a.add([Error::capture(&paths.descriptor, problem)], Blocks::Replay);
     }
 }

@@ -129,28 +129,5 @@ pub fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
     )
 }
 
-/// The error for an image taken from entry `index` of the offload binary
-/// in the file at `path` (an application binary or a container, given for
-/// the capture's own image) where the descriptor's image checksum is
-/// `want`: neither the entry (`entry`) nor the whole file (`file`) hashes
-/// to it, and the message says which was hashed to what.
-pub(crate) fn entry_checksum_mismatch(
-    path: &Path,
-    index: usize,
-    want: u64,
-    entry: u64,
-    file: Option<u64>,
-) -> Error {
-    Error::capture(
-        path,
-        CaptureProblem::EntryChecksumMismatch {
-            recorded: want,
-            index,
-            entry,
-            file,
-        },
-    )
-}
-
 /// The checksum of bytes (what the writer records: the core's rule).
 pub use reprise_core::record::checksum;

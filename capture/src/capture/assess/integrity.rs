@@ -18,23 +18,15 @@ pub(super) fn check_checksum_map(
         return;
     }
     let sums = record.checksums;
-    let problem = if let Some(name) = sums.unknown {
-        Some(ChecksumMapProblem::UnknownEntry(name))
-    } else if sums.is_empty() {
-        Some(ChecksumMapProblem::Missing)
-    } else {
-        None
-    };
-    if let Some(problem) = problem {
-        a.findings.push(Finding {
-            error: Error::ChecksumMap {
-                path: paths.descriptor.clone(),
-                problem,
-            },
-            incomplete: true,
-            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
-        });
-    }
+    let problem = sums
+        .unknown
+        .map(ChecksumMapProblem::UnknownEntry)
+        .or(sums.is_empty().then_some(ChecksumMapProblem::Missing));
+    let error = problem.map(|problem| Error::ChecksumMap {
+        path: paths.descriptor.clone(),
+        problem,
+    });
+    a.add(error, Blocks::ReplayUnless(Setting::VerifyChecksums));
 }
 
 /// Checks the checksums `hashing` asks for, recording each file's status.
@@ -89,34 +81,32 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
             f.checksum = ChecksumStatus::Verified;
             continue;
         }
-        if f.role == "image"
-            && let Some(index) = entry
-        {
-            let file = whole_file_checksum(&f.path);
-            if file == Some(want) {
-                f.checksum = ChecksumStatus::Verified;
-                continue;
+        let (error, actual) = match entry.filter(|_| f.role == "image") {
+            Some(index) => {
+                let file = whole_file_checksum(&f.path);
+                if file == Some(want) {
+                    f.checksum = ChecksumStatus::Verified;
+                    continue;
+                }
+                // Neither the entry nor the whole file hashes to the image's
+                // checksum: the message says which was hashed to what.
+                let problem = CaptureProblem::EntryChecksumMismatch {
+                    recorded: want,
+                    index,
+                    entry: got,
+                    file,
+                };
+                (Error::capture(&f.path, problem), file.unwrap_or(got))
             }
-            mismatches.push(entry_checksum_mismatch(&f.path, index, want, got, file));
-            f.checksum = ChecksumStatus::Mismatch {
-                recorded: want,
-                actual: file.unwrap_or(got),
-            };
-            continue;
-        }
-        mismatches.push(checksum_mismatch(&f.path, want, got));
+            None => (checksum_mismatch(&f.path, want, got), got),
+        };
+        mismatches.push(error);
         f.checksum = ChecksumStatus::Mismatch {
             recorded: want,
-            actual: got,
+            actual,
         };
     }
-    for error in mismatches {
-        a.findings.push(Finding {
-            error,
-            incomplete: true,
-            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
-        });
-    }
+    a.add(mismatches, Blocks::ReplayUnless(Setting::VerifyChecksums));
 }
 
 /// Checks the chunks every manifest among `a`'s files names: that each is
@@ -199,20 +189,8 @@ pub(super) fn check_chunks(
             }
         }
     }
-    for error in found {
-        a.findings.push(Finding {
-            error,
-            incomplete: true,
-            blocks: Blocks::Replay,
-        });
-    }
-    for error in mismatches {
-        a.findings.push(Finding {
-            error,
-            incomplete: true,
-            blocks: Blocks::ReplayUnless(Setting::VerifyChecksums),
-        });
-    }
+    a.add(found, Blocks::Replay);
+    a.add(mismatches, Blocks::ReplayUnless(Setting::VerifyChecksums));
 }
 
 /// The checksum of the regular file at `path`, streamed; `None` when it
