@@ -97,24 +97,21 @@ where
     let repetitions = options.repetitions.max(1);
     let mut session = Session::new(exec, capture, repetitions).await?;
     let want_output = options.verify || options.save_output;
-    let mut times = Vec::new();
-    let mut kernel_times = Vec::new();
-    for rep in 0..repetitions {
-        let run = session
-            .run(config, want_output && rep + 1 == repetitions)
-            .await?;
-        times.push(run.time);
-        kernel_times.push(run.kernel_time);
-        on_repetition(rep);
-    }
     let mut outcome = Outcome {
         verification: None,
-        times,
-        kernel_times,
+        times: Vec::new(),
+        kernel_times: Vec::new(),
         output_path: None,
         config,
         restore: session.restore_way(),
     };
+    for rep in 0..repetitions {
+        let last = rep + 1 == repetitions;
+        let run = session.run(config, want_output && last).await?;
+        outcome.times.push(run.time);
+        outcome.kernel_times.push(run.kernel_time);
+        on_repetition(rep);
+    }
     if let Some(out) = session.output() {
         if options.verify {
             let tolerance = options.compare.tolerance;
