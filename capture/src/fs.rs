@@ -17,7 +17,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps};
 use rustix::io::Errno;
 
 /// Opens the directory `name` in `at`, refusing a link there.
-pub(super) fn open_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd> {
+pub(super) fn open_dir(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
         at,
         name,
@@ -150,15 +150,10 @@ pub(super) fn remove_all(dir: impl AsFd, name: &OsStr, depth: u32) -> io::Result
     if depth == 0 {
         return Err(io::Error::other("nested too deep to remove"));
     }
-    let inner = match rustix::fs::openat(
-        &dir,
-        name,
-        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
+    let inner = match open_dir(&dir, name) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(e.into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
     };
     for (entry, _) in names(&inner)? {
         remove_all(&inner, OsStr::from_bytes(&entry), depth - 1)?;
@@ -169,21 +164,17 @@ pub(super) fn remove_all(dir: impl AsFd, name: &OsStr, depth: u32) -> io::Result
     }
 }
 
-/// Now, as a time to set a file's times to.
-fn now() -> Timestamps {
+/// Sets the open file `file`'s modification time to now.
+pub(super) fn touch_open(file: impl AsFd) -> io::Result<()> {
     let now = rustix::fs::Timespec {
         tv_sec: 0,
         tv_nsec: rustix::fs::UTIME_NOW,
     };
-    Timestamps {
+    let times = Timestamps {
         last_access: now,
         last_modification: now,
-    }
-}
-
-/// Sets the open file `file`'s modification time to now.
-pub(super) fn touch_open(file: impl AsFd) -> io::Result<()> {
-    Ok(rustix::fs::futimens(file, &now())?)
+    };
+    Ok(rustix::fs::futimens(file, &times)?)
 }
 
 /// A file's modification time, as a length of time since the epoch

@@ -161,10 +161,7 @@ impl DiskBudget {
     /// Stops recording for good, for `why` (said once, as a warning).
     pub fn stop(&self, why: String) {
         if self.stopped.set(why).is_ok() {
-            log::warn!(
-                "recording stopped: {}",
-                self.stopped.get().map_or("", |s| s)
-            );
+            log::warn!("recording stopped: {}", self.stopped().unwrap_or_default());
         }
     }
 

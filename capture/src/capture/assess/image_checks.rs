@@ -78,25 +78,19 @@ pub(super) fn problems(
             .flatten()
             .flatten()
         {
-            let Some(found) = defined.iter().find(|d| d.name == g.name) else {
-                out.extend(super::global_problem(
-                    globals_path,
-                    image_path,
-                    g.name,
-                    g.bytes.len(),
-                    None,
-                ));
-                continue;
+            // A global the image lists without a size is not checked.
+            let size = match defined.iter().find(|d| d.name == g.name) {
+                None => None,
+                Some(found) if found.size.is_some() => found.size,
+                Some(_) => continue,
             };
-            if found.size.is_some() {
-                out.extend(super::global_problem(
-                    globals_path,
-                    image_path,
-                    g.name,
-                    g.bytes.len(),
-                    found.size,
-                ));
-            }
+            out.extend(super::global_problem(
+                globals_path,
+                image_path,
+                g.name,
+                g.bytes.len(),
+                size,
+            ));
         }
     }
     out.extend(arguments.into_iter().map(|p| {
