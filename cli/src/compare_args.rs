@@ -265,10 +265,7 @@ fn tolerance(s: &str) -> Result<f64, String> {
 
 /// `OFFSET:LEN`, each decimal or 0x-hexadecimal.
 fn byte_range(s: &str) -> Result<(u64, u64), String> {
-    let number = |t: &str| match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => t.parse().ok(),
-    };
+    use crate::open_args::number;
     let (o, l) = s
         .split_once(':')
         .ok_or_else(|| format!("{s:?} is not OFFSET:LEN (0x1000:4096, say)"))?;

@@ -33,7 +33,6 @@ use crate::error::{CliError, Result};
 /// reports on: it replays in its own process.
 pub const CHILD: &str = "REPRISE_REPLAY_CHILD";
 
-/// The most bytes of reports read from a child.
 const REPORTS_MAX: usize = 64 << 10;
 
 /// Whether this process should hand the replay of `descriptor` to a child:

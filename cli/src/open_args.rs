@@ -38,13 +38,17 @@ impl OpenArgs {
     }
 }
 
+/// A number, decimal or hexadecimal with `0x`.
+pub fn number(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
 /// An address: `0x1f00` or `7936`, not 0.
 fn parse_address(s: &str) -> std::result::Result<u64, String> {
-    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => s.parse(),
-    }
-    .map_err(|_| format!("{s:?} is not an address (0x7f0000000010, say)"))?;
+    let v = number(s).ok_or_else(|| format!("{s:?} is not an address (0x7f0000000010, say)"))?;
     if v == 0 {
         return Err("the region cannot be at address 0".into());
     }

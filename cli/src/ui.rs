@@ -113,6 +113,12 @@ pub fn print_error(e: &CliError) {
     }
 }
 
+/// Prints `v` as pretty JSON, whose strings serde_json escaped.
+pub fn print_json(v: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(v).expect("JSON values serialize");
+    out_text!("{text}");
+}
+
 /// Formats a byte count for people (1.5 MiB).
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

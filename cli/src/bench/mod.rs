@@ -230,10 +230,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
                 "quick": a.quick,
                 "store": store::to_json(&results),
             });
-            out_text!(
-                "{}",
-                serde_json::to_string_pretty(&v).expect("JSON values serialize")
-            );
+            crate::ui::print_json(&v);
         } else {
             store::print(&results, backend);
         }
@@ -269,17 +266,8 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         plot(p, &results)?;
     }
     if a.json {
-        out_text!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(
-                &results,
-                &alloc,
-                interposer.as_ref(),
-                &a,
-                backend
-            ))
-            .expect("JSON values serialize")
-        );
+        let v = to_json(&results, &alloc, interposer.as_ref(), &a, backend);
+        crate::ui::print_json(&v);
     } else {
         print_table(&results, &alloc, backend);
         if let Some(o) = &interposer {

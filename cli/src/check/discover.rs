@@ -101,7 +101,6 @@ fn keep(out: &mut BTreeMap<PathBuf, Found>, found: Found) {
     out.insert(key, Found { refused, ..found });
 }
 
-/// Whether `path` is a symbolic link.
 fn is_link(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }

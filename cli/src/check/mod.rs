@@ -350,8 +350,7 @@ fn finish(
         crate::side_files::write(p, &xml)?;
     }
     if a.json {
-        let text = serde_json::to_string_pretty(&s.json()).expect("JSON values serialize");
-        out_text!("{text}");
+        crate::ui::print_json(&s.json());
     } else {
         for line in s.lines() {
             out!("{line}");
@@ -360,7 +359,6 @@ fn finish(
     Ok(ExitCode::from(s.exit_code()))
 }
 
-/// How to open the captures, from the options given.
 fn open_options(a: &CheckArgs) -> reprise::OpenOptions {
     let mut o = reprise::OpenOptions::new().allow_missing_globals(a.allow_missing_globals);
     if let Some(image) = &a.image {

@@ -79,7 +79,6 @@ const PER_WORKER: usize = 64;
 /// without end); the rest of it is skipped.
 const LONGEST_LINE: usize = 1 << 20;
 
-/// A running worker.
 struct Served {
     child: Child,
     pid: libc::pid_t,
@@ -150,7 +149,6 @@ struct Slot<'a> {
 }
 
 impl Slot<'_> {
-    /// Checks `found` in this slot's worker.
     fn check(&mut self, found: &Found) -> CaptureResult {
         let mut result = CaptureResult::of(found, Status::Failed, String::new());
         let started = Instant::now();
@@ -374,7 +372,6 @@ fn how_ended(status: Option<ExitStatus>, result: &mut CaptureResult) -> String {
     }
 }
 
-/// Starts a worker.
 fn start(w: &Workers, device: Option<i32>) -> Result<Served, String> {
     let mut cmd = Command::new(&w.exe);
     cmd.arg("check").arg("--worker-serve");

@@ -52,11 +52,11 @@ pub struct LimitArgs {
     pub compile_timeout: Duration,
     /// The address space each tool of a compile from IR may use (K/M/G
     /// suffixes).
-    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_memory)]
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = |s: &str| size("--compile-memory", s))]
     pub compile_memory: u64,
     /// The largest file a tool of a compile from IR may write, and the
     /// largest compiled image read back (K/M/G suffixes).
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_output)]
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = |s: &str| size("--compile-output", s))]
     pub compile_output: u64,
 }
 
@@ -91,16 +91,9 @@ fn parse_seconds(s: &str) -> std::result::Result<Duration, String> {
     }
 }
 
-fn parse_memory(s: &str) -> std::result::Result<u64, String> {
-    nonzero(reprise::config::parse_size("--compile-memory", s))
-}
-
-fn parse_output(s: &str) -> std::result::Result<u64, String> {
-    nonzero(reprise::config::parse_size("--compile-output", s))
-}
-
-fn nonzero(n: reprise::Result<u64>) -> std::result::Result<u64, String> {
-    match n.map_err(|e| e.to_string())? {
+/// A size the option `option` gives, more than 0.
+fn size(option: &'static str, s: &str) -> std::result::Result<u64, String> {
+    match reprise::config::parse_size(option, s).map_err(|e| e.to_string())? {
         0 => Err("a compile limit of 0 bytes leaves nothing to compile with".into()),
         n => Ok(n),
     }
@@ -158,10 +151,10 @@ pub fn prepare(
                 ),
             )
         })?;
-    let target = target_for(
-        backend,
-        device.or(Some(record.device_id).filter(|&d| d >= 0)),
-    )?;
+    // The registry asks the device for its target.
+    let device = device.or(Some(record.device_id).filter(|&d| d >= 0));
+    let spec = reprise::executors::ExecutorSpec::new(backend).device(device.unwrap_or(0));
+    let target = reprise::executors::compile_target(spec)?;
     let limits = a.limits.limits();
     let toolchain = Toolchain::find_within(a.llvm.as_deref(), &limits)
         .map_err(|e| err(e.compiling(&ir_path)))?;
@@ -203,13 +196,6 @@ pub fn prepare(
         }
     }
     Ok(compiled)
-}
-
-/// The compile target of executor `backend`'s device `device` (the
-/// registry asks the device).
-fn target_for(backend: BackendKind, device: Option<i32>) -> Result<Target> {
-    let spec = reprise::executors::ExecutorSpec::new(backend).device(device.unwrap_or(0));
-    Ok(reprise::executors::compile_target(spec)?)
 }
 
 #[cfg(test)]

@@ -44,7 +44,6 @@ fn parse_level(s: &str) -> std::result::Result<u8, String> {
         .ok_or_else(|| format!("{s:?} is not O0, O1, O2 or O3"))
 }
 
-/// One level's result.
 struct Row {
     level: u8,
     compile: Option<Duration>,

@@ -16,8 +16,7 @@ use crate::ui::human_time;
 
 /// `grid 128x1x1, block 256x1x1` (and the shared memory when there is any).
 pub fn config_text(c: &LaunchConfig) -> String {
-    let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
-    let mut t = format!("grid {}, block {}", d(c.grid), d(c.block));
+    let mut t = format!("grid {}, block {}", dims(c.grid), dims(c.block));
     if c.shared_mem > 0 {
         t.push_str(&format!(", {} B shared", c.shared_mem));
     }
@@ -45,8 +44,18 @@ fn ranks(rows: &[Row]) -> impl Iterator<Item = (Option<usize>, &Row)> {
         .map(|(i, r)| (r.ranked().then_some(i + 1), r))
 }
 
+/// `128x1x1`.
+fn dims(v: [u32; 3]) -> String {
+    format!("{}x{}x{}", v[0], v[1], v[2])
+}
+
+/// `v` as `shown` shows it, `-` for none.
+fn dash<T>(v: Option<T>, shown: impl FnOnce(T) -> String) -> String {
+    v.map_or_else(|| "-".into(), shown)
+}
+
 fn time(d: Option<Duration>) -> String {
-    d.map_or_else(|| "-".into(), human_time)
+    dash(d, human_time)
 }
 
 /// The table of `rows` (in table order), the recorded and the fastest
@@ -80,21 +89,12 @@ pub fn table(rows: &[Row], device_times: bool, stopped: Option<&str>) -> Vec<Str
         "speed-up"
     )];
     for (rank, r) in ranks(rows) {
-        let rank = rank.map_or_else(|| "-".into(), |i| i.to_string());
-        let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
-        let cfg = format!(
-            "{}{} x {}",
-            if r.recorded { "*" } else { " " },
-            d(r.grid),
-            d(r.block)
-        );
-        let speedup = r
-            .speedup(rows)
-            .map_or_else(|| "-".into(), |s| format!("{s:.2}x"));
-        let regs = r.registers.map_or_else(|| "-".into(), |n| n.to_string());
-        let spill = r
-            .spills
-            .map_or_else(|| "-".into(), |(s, l)| format!("{s}/{l}"));
+        let rank = dash(rank, |i| i.to_string());
+        let mark = if r.recorded { "*" } else { " " };
+        let cfg = format!("{mark}{} x {}", dims(r.grid), dims(r.block));
+        let speedup = dash(r.speedup(rows), |s| format!("{s:.2}x"));
+        let regs = dash(r.registers, |n| n.to_string());
+        let spill = dash(r.spills, |(s, l)| format!("{s}/{l}"));
         lines.push(format!(
             "{rank:>4}  {cfg:<28} {:>8}  {}{:>10} {:>10} {:>10}  {speedup:>8}  {}",
             r.shared_mem,
@@ -187,12 +187,6 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
-/// Writes the CSV to `path` (whole or not at all).
-pub fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
-    reprise::store::write_atomically(path, csv(rows).as_bytes(), false)?;
-    Ok(())
-}
-
 /// What the JSON says of the sweep besides its rows.
 pub struct Sweep<'a> {
     /// The kernel.
@@ -266,7 +260,8 @@ pub fn show(
     }
     let say = say && !a.json;
     if let Some(path) = &a.csv {
-        write_csv(path, rows)?;
+        // Whole or not at all.
+        reprise::store::write_atomically(path, csv(rows).as_bytes(), false)?;
         if say {
             out!("wrote {}", path.display());
         }

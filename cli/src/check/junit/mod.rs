@@ -78,7 +78,6 @@ pub fn document(s: &Summary<'_>) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// One capture's testcase.
 fn testcase(
     w: &mut Writer<Vec<u8>>,
     r: &CaptureResult,

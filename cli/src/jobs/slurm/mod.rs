@@ -160,7 +160,6 @@ pub fn earlier_job(record: Option<&JobRecord>, resume: bool, dir: &Path) -> Resu
     queue::wait(&last.job_id, POLL, |_| {})
 }
 
-/// How often the queue is asked.
 const POLL: Duration = Duration::from_millis(500);
 
 /// Names the tasks of `tasks` whose work is incomplete, with how each
@@ -265,7 +264,6 @@ pub fn prepare(dir: &Path, fresh: bool) -> Result<()> {
     }
 }
 
-/// Refuses a job directory that is a symbolic link.
 fn refuse_link(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => Err(linked(dir)),

@@ -81,11 +81,13 @@ pub fn run(
         .filter(|c| a.shard.is_none_or(|s| s.holds(&key_of(c))))
         .collect();
     // The results file: the one resumed, else --rows, else the shard's.
+    let shard_file =
+        |s: Shard| PathBuf::from(format!("reprise-tune-{}-of-{}.jsonl", s.index, s.count));
     let results = search
         .resume
         .clone()
         .or_else(|| a.rows.clone())
-        .or_else(|| a.shard.map(|s| shard::rows_path(a, s)));
+        .or_else(|| a.shard.map(shard_file));
     if let (Some(r), Some(rows)) = (&search.resume, &a.rows)
         && r != rows
     {

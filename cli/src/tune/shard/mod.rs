@@ -11,7 +11,7 @@
 //! merge computes the speed-ups over that row.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use reprise::LaunchConfig;
@@ -22,13 +22,6 @@ use super::TuneArgs;
 use super::report::Sweep;
 use crate::error::{CliError, Result};
 use crate::jobs::shard::Shard;
-
-/// The rows file of a shard: `--rows`, else `reprise-tune-K-of-N.jsonl`.
-pub fn rows_path(a: &TuneArgs, s: Shard) -> PathBuf {
-    a.rows
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("reprise-tune-{}-of-{}.jsonl", s.index, s.count)))
-}
 
 /// What a directory of rows files holds.
 #[derive(Debug, Default)]
