@@ -159,6 +159,14 @@ impl Executor for CudaExecutor {
         CudaRegion::reserve(&self.dev, request.base, request.capacity, request.backed)
     }
 
+    fn memory_size(&self) -> Option<u64> {
+        crate::memory::total_memory(&self.dev)
+    }
+
+    fn grow_region(&self, region: &CudaRegion, backed: u64) -> Result<(), CudaError> {
+        region.grow(backed)
+    }
+
     fn load_image(&self, image: &[u8]) -> Result<CudaImage, CudaError> {
         CudaImage::load(&self.dev, image, &self.options)
     }

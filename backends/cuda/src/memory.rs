@@ -1,7 +1,8 @@
 //! Device regions (exact-address reservations through the virtual memory
 //! API) and page-locked host buffers.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use reprise_core::exec::DeviceRegion;
@@ -17,7 +18,9 @@ pub const SUGGESTED_BASE: u64 = 0x1539_4000_0000;
 /// Alignment of a fresh region's base when the suggested address is taken.
 pub const FRESH_ALIGN: u64 = 1 << 31;
 
-/// A reserved, mapped, read/write device address range.
+/// A reserved, read/write device address range, with device memory behind
+/// its first [`DeviceRegion::capacity`] bytes, which [`CudaRegion::grow`]
+/// extends up to everything reserved.
 ///
 /// The driver takes the requested base as a hint and places reservations
 /// inside its own address pools; an address it will not give is reported as
@@ -36,12 +39,20 @@ pub struct CudaRegion {
     base: u64,
     /// Address space reserved.
     size: u64,
-    /// Bytes from the base with device memory behind them.
-    backed: u64,
-    /// The address space, mapped; `None` once dropped.
+    /// The allocation granularity of its device memory.
+    gran: u64,
+    /// Bytes from the base with device memory behind them (written with
+    /// `mapped` held, read without it).
+    backed: AtomicU64,
+    mapped: Mutex<Mapped>,
+}
+
+/// The address space and the device memory mapped into it, in address
+/// order; `range` is `None` once dropped.
+#[derive(Debug)]
+struct Mapped {
     range: Option<Reservation>,
-    /// The device memory behind it; `None` once dropped.
-    memory: Option<Physical>,
+    memory: Vec<Physical>,
 }
 
 impl DeviceRegion for CudaRegion {
@@ -50,7 +61,10 @@ impl DeviceRegion for CudaRegion {
     }
     /// The usable bytes: those with device memory behind them.
     fn capacity(&self) -> u64 {
-        self.backed
+        self.backed.load(Ordering::Acquire)
+    }
+    fn reserved(&self) -> u64 {
+        self.size
     }
 }
 
@@ -59,6 +73,76 @@ impl CudaRegion {
     pub fn reserved(&self) -> u64 {
         self.size
     }
+
+    /// Puts device memory behind the first `want` bytes (rounded up to the
+    /// granularity), mapping one more allocation after what is backed;
+    /// nothing where they are backed already. More than is reserved is
+    /// the driver's `CUDA_ERROR_INVALID_VALUE`; a device without room for
+    /// it, `CUDA_ERROR_OUT_OF_MEMORY`; either way nothing changes. Several
+    /// threads may grow one region at once (one maps, the others find it
+    /// done).
+    pub fn grow(&self, want: u64) -> Result<(), CudaError> {
+        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        let backed = self.backed.load(Ordering::Acquire);
+        if want <= backed {
+            return Ok(());
+        }
+        let refused = |code| CudaError::Driver(DriverError::from_code("cuMemMap", code as u32));
+        let Some(range) = mapped.range.as_mut() else {
+            return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        };
+        if want > self.size {
+            return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        // Cannot overflow: at most `size`, itself a multiple of `gran`.
+        let target = want.next_multiple_of(self.gran).min(self.size);
+        let len = (target - backed) as usize;
+        let dev = &self.dev;
+        dev.bind()?;
+        let memory = Physical::create(&dev.lib, len, &pinned(dev))?;
+        let access = read_write(dev);
+        if let Err(f) = range.map_more(len, &memory) {
+            let _ = memory.release();
+            return Err(f.into());
+        }
+        if let Err(f) = range.set_access_from(backed as usize, &access) {
+            let _ = range.unmap_last();
+            let _ = memory.release();
+            return Err(f.into());
+        }
+        mapped.memory.push(memory);
+        self.backed.store(target, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Pinned device memory of `dev`, as a region maps it.
+fn pinned(dev: &Device) -> sys::CUmemAllocationProp {
+    sys::CUmemAllocationProp {
+        type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+        requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+        location: location(dev),
+        win32HandleMetaData: std::ptr::null_mut(),
+        allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
+            compressionType: 0,
+            gpuDirectRDMACapable: 0,
+            usage: 0,
+            reserved: [0; 4],
+        },
+    }
+}
+
+/// Read and write access for `dev`.
+fn read_write(dev: &Device) -> sys::CUmemAccessDesc {
+    sys::CUmemAccessDesc {
+        location: location(dev),
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    }
+}
+
+/// Bytes of memory `dev` has (`cuDeviceTotalMem`), where the driver says.
+pub(crate) fn total_memory(dev: &Device) -> Option<u64> {
+    raw::device_total_mem(&dev.lib, dev.device)
 }
 
 fn location(dev: &Device) -> sys::CUmemLocation {
@@ -167,18 +251,7 @@ impl CudaRegion {
         }
         dev.bind()?;
         let lib = &dev.lib;
-        let prop = sys::CUmemAllocationProp {
-            type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-            location: location(dev),
-            win32HandleMetaData: std::ptr::null_mut(),
-            allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
-                compressionType: 0,
-                gpuDirectRDMACapable: 0,
-                usage: 0,
-                reserved: [0; 4],
-            },
-        };
+        let prop = pinned(dev);
         let gran = raw::mem_get_allocation_granularity(
             lib,
             &prop,
@@ -222,10 +295,7 @@ impl CudaRegion {
                 return Err(f.into());
             }
         };
-        let access = sys::CUmemAccessDesc {
-            location: location(dev),
-            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
+        let access = read_write(dev);
         // The whole allocation at the start of the range (`backed <= size`).
         if let Err(f) = range
             .map(backed as usize, &memory)
@@ -238,9 +308,12 @@ impl CudaRegion {
             dev: dev.clone(),
             base: range.base(),
             size,
-            backed,
-            range: Some(range),
-            memory: Some(memory),
+            gran,
+            backed: AtomicU64::new(backed),
+            mapped: Mutex::new(Mapped {
+                range: Some(range),
+                memory: vec![memory],
+            }),
         })
     }
 }
@@ -261,11 +334,12 @@ impl Drop for CudaRegion {
         // `cleanup`), so nothing touches the range any more.
         let lib = self.dev.lib;
         self.dev.cleanup(|| raw::ctx_synchronize(&lib));
-        let (Some(mut range), memory) = (self.range.take(), self.memory.take()) else {
+        let mapped = self.mapped.get_mut().unwrap_or_else(|e| e.into_inner());
+        let Some(mut range) = mapped.range.take() else {
             return;
         };
         self.dev.cleanup(|| range.unmap());
-        if let Some(memory) = memory {
+        for memory in mapped.memory.drain(..) {
             self.dev.cleanup(|| memory.release());
         }
         self.dev.cleanup(|| range.free());

@@ -233,6 +233,24 @@ impl Executor for HostExecutor {
     type Buffer = HostBuffer;
     type Queue = HostQueue;
 
+    /// The machine's physical memory: a recording reserves that much
+    /// address space (`MAP_NORESERVE`, so pages are had as they are
+    /// touched).
+    fn memory_size(&self) -> Option<u64> {
+        // SAFETY: sysconf has no preconditions.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        u64::try_from(pages)
+            .ok()
+            .zip(u64::try_from(page).ok())
+            .and_then(|(n, p)| n.checked_mul(p))
+            .filter(|&bytes| bytes > 0)
+    }
+
     fn reserve(&self, request: RegionRequest) -> Result<HostRegion, HostError> {
         let page = page_size();
         let len = request

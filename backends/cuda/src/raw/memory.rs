@@ -41,6 +41,26 @@ pub(crate) fn mem_get_allocation_granularity(
     Ok(gran)
 }
 
+/// `cuDeviceTotalMem_v2`: bytes of memory `device` has, or `None` where
+/// the driver lacks the call or fails it.
+pub(crate) fn device_total_mem(_: &Library, device: sys::CUdevice) -> Option<u64> {
+    // SAFETY: the library is loaded (a `Library` is held); looking a symbol
+    // up does not call it.
+    let present = unsafe {
+        sys::culib()
+            .get::<unsafe extern "C" fn()>(b"cuDeviceTotalMem_v2")
+            .is_ok()
+    };
+    if !present {
+        return None;
+    }
+    let mut bytes = 0usize;
+    // SAFETY: the symbol is present (above); a device is an ordinal the
+    // driver checks; `bytes` is a live out-parameter.
+    let rc = unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, device) };
+    (rc == sys::CUresult::CUDA_SUCCESS && bytes > 0).then_some(bytes as u64)
+}
+
 /// `cuMemAddressReserve`: reserves `size` bytes of address space at `addr`
 /// (a hint; 0 for any) aligned to `align` (0 for the default) in the
 /// current context; returns where the driver put them, to be freed once
@@ -349,6 +369,9 @@ pub(crate) struct Reservation {
     size: usize,
     /// Bytes mapped from the base (0: none).
     mapped: usize,
+    /// The length of each mapping, in address order from the base: each is
+    /// unmapped on its own (`cuMemUnmap` takes whole mappings).
+    mappings: Vec<usize>,
 }
 
 impl Reservation {
@@ -366,6 +389,7 @@ impl Reservation {
             base: mem_address_reserve(lib, size, align, addr)?,
             size,
             mapped: 0,
+            mappings: Vec::new(),
         })
     }
 
@@ -378,16 +402,60 @@ impl Reservation {
     /// failure where something is mapped already or `len` is more than
     /// was reserved (and the driver's where `memory` is smaller).
     pub(crate) fn map(&mut self, len: usize, memory: &Physical) -> Result<(), Failure> {
-        if self.mapped > 0 || len > self.size {
+        if self.mapped > 0 {
             return Err(refused("cuMemMap", sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
+        self.map_more(len, memory)
+    }
+
+    /// Maps the first `len` bytes of `memory` right after what is mapped
+    /// (`cuMemMap`), growing the mapped bytes; a failure where `len` is 0
+    /// or runs past the reservation (and the driver's where `memory` is
+    /// smaller).
+    pub(crate) fn map_more(&mut self, len: usize, memory: &Physical) -> Result<(), Failure> {
+        if len == 0 || len > self.size - self.mapped {
+            return Err(refused("cuMemMap", sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        let at = self.base + self.mapped as u64;
         // SAFETY: the library has the VMM symbols (a reservation was made);
-        // `[base, base + len)` lies in this reservation, where nothing is
-        // mapped; `memory` is live (borrowed), and the driver checks its
-        // size.
-        unsafe { mem_map(self.base, len, memory.0) }?;
-        self.mapped = len;
+        // `[at, at + len)` lies in this reservation past what is mapped, so
+        // nothing is mapped there; `memory` is live (borrowed), and the
+        // driver checks its size.
+        unsafe { mem_map(at, len, memory.0) }?;
+        self.mapped += len;
+        self.mappings.push(len);
         Ok(())
+    }
+
+    /// Gives `access` to the mapped bytes from offset `from` on
+    /// (`cuMemSetAccess`): those the last [`Reservation::map_more`] mapped.
+    pub(crate) fn set_access_from(
+        &self,
+        from: usize,
+        access: &sys::CUmemAccessDesc,
+    ) -> Result<(), Failure> {
+        if from >= self.mapped {
+            return Err(refused(
+                "cuMemSetAccess",
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+            ));
+        }
+        // SAFETY: the library has the VMM symbols (a reservation was made);
+        // `[base + from, base + mapped)` is mapped and not empty (above).
+        unsafe { mem_set_access(self.base + from as u64, self.mapped - from, access) }
+    }
+
+    /// Unmaps the last mapping (`cuMemUnmap`), if any: undoes a
+    /// [`Reservation::map_more`] whose memory cannot be used.
+    pub(crate) fn unmap_last(&mut self) -> Result<(), Failure> {
+        let Some(len) = self.mappings.pop() else {
+            return Ok(());
+        };
+        self.mapped -= len;
+        // SAFETY: the library has the VMM symbols (a reservation was made);
+        // `[base + mapped, + len)` is the last mapping `map_more` made, no
+        // longer counted as mapped.
+        unsafe { mem_unmap(self.base + self.mapped as u64, len) }
     }
 
     /// Gives `access` to the mapped bytes (`cuMemSetAccess`).
@@ -401,14 +469,18 @@ impl Reservation {
     /// Unmaps what is mapped (`cuMemUnmap`), if anything; device work still
     /// using it faults, so its owner waits for that work first.
     pub(crate) fn unmap(&mut self) -> Result<(), Failure> {
-        let mapped = std::mem::take(&mut self.mapped);
-        if mapped == 0 {
-            return Ok(());
+        self.mapped = 0;
+        let mut at = self.base;
+        let mut out = Ok(());
+        for len in std::mem::take(&mut self.mappings) {
+            // SAFETY: the library has the VMM symbols (a reservation was
+            // made); `[at, at + len)` is one mapping `map_more` made, in
+            // address order, no longer counted as mapped.
+            let r = unsafe { mem_unmap(at, len) };
+            out = out.and(r);
+            at += len as u64;
         }
-        // SAFETY: the library has the VMM symbols (a reservation was made);
-        // `[base, base + mapped)` was mapped by `map`, and is no longer
-        // counted as mapped.
-        unsafe { mem_unmap(self.base, mapped) }
+        out
     }
 
     /// Frees the address space (`cuMemAddressFree`), unmapping what is
