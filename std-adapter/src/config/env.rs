@@ -119,6 +119,7 @@ impl RecordConfig {
                 ));
             }
             c.memsize_var = MemsizeOrigin(Some((c.region_size, v)));
+            c.region_chosen = true;
         }
         if let Some(v) = get("REPRISE_RECORD_FILTER") {
             c.filter = (!v.is_empty()).then_some(v);

@@ -5,7 +5,7 @@
 //! | `REPRISE_RECORD` | record launches (`1`/`0`, `true`/`false`, `on`/`off`) | off |
 //! | `REPRISE_RECORD_DIR` | directory for captures | `.` |
 //! | `REPRISE_RECORD_OUTPUT` | also save the post-kernel snapshot | on |
-//! | `REPRISE_RECORD_MEMSIZE` | recording region size (`64M`, `2G`, bytes) | `1G` |
+//! | `REPRISE_RECORD_MEMSIZE` | the recording region's address space (`64M`, `2G`, bytes), a cap it never grows past; memory is put behind it as allocations reach it | the device's memory size (`1G` where the executor cannot tell) |
 //! | `REPRISE_RECORD_FILTER` | record only kernels whose name matches this glob (`*`, `?`) | all |
 //! | `REPRISE_RECORD_SKIP` | skip the first N matching launches | 0 |
 //! | `REPRISE_RECORD_MAX` | record at most M launches (failed launches do not count) | unlimited |

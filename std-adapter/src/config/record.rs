@@ -8,7 +8,9 @@ use reprise_core::schedule::Mode;
 use super::parse::glob_match;
 use super::{CaptureFormat, DEFAULT_QUEUE_BYTES, WriterKind};
 
-/// Default size of the recording region: 1 GiB.
+/// Size of the recording region where none was chosen and the executor
+/// cannot tell its device's memory size: 1 GiB. (Where it can, a region is
+/// as large as the device's memory; see [`RecordConfig::region_capacity`].)
 pub const DEFAULT_REGION_SIZE: u64 = 1 << 30;
 
 /// How launches are recorded.
@@ -20,7 +22,13 @@ pub struct RecordConfig {
     pub dir: PathBuf,
     /// Save the post-kernel snapshot.
     pub save_output: bool,
-    /// Bytes reserved for the recording region.
+    /// Bytes of address space the recording region reserves, when chosen
+    /// (with [`RecordConfig::region_size`], `REPRISE_RECORD_MEMSIZE`, or
+    /// any value other than [`DEFAULT_REGION_SIZE`]): a cap the region
+    /// never grows past. Left at the default, a region is as large as the
+    /// device's memory where the executor can tell it. Either way memory
+    /// is put behind the region as allocations reach it. See
+    /// [`RecordConfig::region_capacity`].
     pub region_size: u64,
     /// Glob over kernel names; `None` records every kernel.
     pub filter: Option<String>,
@@ -84,6 +92,9 @@ pub struct RecordConfig {
     /// The `REPRISE_RECORD_MEMSIZE` value `region_size` was read from, so
     /// that a region that cannot be reserved is reported against it.
     pub(super) memsize_var: MemsizeOrigin,
+    /// Whether `region_size` was chosen (the builder, the environment)
+    /// rather than left at its default.
+    pub(super) region_chosen: bool,
 }
 
 /// Where `region_size` came from: `Some((size, value))` when it was parsed
@@ -119,6 +130,7 @@ impl Default for RecordConfig {
             max_disk: None,
             device_hashing: false,
             memsize_var: MemsizeOrigin::default(),
+            region_chosen: false,
         }
     }
 }
@@ -140,11 +152,13 @@ impl RecordConfig {
         self
     }
     /// Sets the region size in bytes (more than 0: [`Recorder::new`]
-    /// refuses an empty region).
+    /// refuses an empty region): the address space reserved, which the
+    /// region never grows past, whatever the device's memory size.
     ///
     /// [`Recorder::new`]: crate::Recorder::new
     pub fn region_size(mut self, bytes: u64) -> Self {
         self.region_size = bytes;
+        self.region_chosen = true;
         self
     }
     /// Records only kernels whose names match `glob`.
@@ -231,6 +245,33 @@ impl RecordConfig {
         }
     }
 
+    /// Whether the region size was chosen (see [`RecordConfig::region_size`])
+    /// rather than left at its default.
+    pub fn region_size_chosen(&self) -> bool {
+        self.region_chosen || self.region_size != DEFAULT_REGION_SIZE
+    }
+
+    /// Bytes of address space a fresh recording reserves on a device with
+    /// `device_memory` bytes of memory (`None`: the executor cannot tell):
+    /// the chosen region size, else the device's memory size, else
+    /// [`DEFAULT_REGION_SIZE`]. Memory is put behind the region as
+    /// allocations reach it, so a large reservation costs address space
+    /// only.
+    ///
+    /// ```
+    /// use reprise_std::RecordConfig;
+    /// let c = RecordConfig::default();
+    /// assert_eq!(c.region_capacity(Some(80 << 30)), 80 << 30);
+    /// assert_eq!(c.region_capacity(None), 1 << 30);
+    /// assert_eq!(c.region_size(4 << 30).region_capacity(Some(80 << 30)), 4 << 30);
+    /// ```
+    pub fn region_capacity(&self, device_memory: Option<u64>) -> u64 {
+        match device_memory {
+            Some(m) if m > 0 && !self.region_size_chosen() => m,
+            _ => self.region_size,
+        }
+    }
+
     /// Whether kernel `name` passes the name filter.
     pub fn matches(&self, name: &str) -> bool {
         self.filter.as_deref().is_none_or(|p| glob_match(p, name))
@@ -258,5 +299,24 @@ mod tests {
             })
             .collect();
         assert_eq!(picks, [false, true, true, false, false]);
+    }
+
+    #[test]
+    fn a_chosen_region_size_caps_and_the_default_follows_the_device() {
+        let c = RecordConfig::default();
+        assert!(!c.region_size_chosen());
+        assert_eq!(c.region_capacity(Some(24 << 30)), 24 << 30);
+        assert_eq!(c.region_capacity(Some(0)), DEFAULT_REGION_SIZE);
+        assert_eq!(c.region_capacity(None), DEFAULT_REGION_SIZE);
+        // Chosen, also when it equals the default.
+        let one = c.clone().region_size(DEFAULT_REGION_SIZE);
+        assert!(one.region_size_chosen());
+        assert_eq!(one.region_capacity(Some(80 << 30)), 1 << 30);
+        assert_ne!(one, c);
+        let set = RecordConfig {
+            region_size: 64 << 20,
+            ..RecordConfig::default()
+        };
+        assert_eq!(set.region_capacity(Some(80 << 30)), 64 << 20);
     }
 }

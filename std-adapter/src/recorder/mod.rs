@@ -28,7 +28,7 @@ use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::Upload;
 
 use crate::background::{BackgroundWriter, QueueLimit};
-use crate::config::{DEFAULT_REGION_SIZE, RecordConfig, WriterKind};
+use crate::config::{RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
 use crate::pool::{self, BufferPool};
 use crate::store::{CaptureStore, CaptureWriter, DiskBudget, TEMP_PREFIX};
@@ -41,6 +41,10 @@ mod hashing;
 mod launch;
 mod reachable;
 pub use reprise_capture::report;
+
+/// Bytes a fresh recording's region has memory behind from the start; it
+/// grows from there as allocations reach past it.
+pub const FIRST_BACKED: u64 = 64 << 20;
 
 pub use args::Args;
 pub use handles::{ImageId, Kernel, LaunchReport};
@@ -80,8 +84,9 @@ pub struct Recorder<E: Executor> {
     /// Device-side hashing, when on (after the queue and the writer: their
     /// work may still use its kernel and device copies).
     hashing: Option<hashing::DeviceHashing<E>>,
-    // Kept alive for the recorder's lifetime: the bump allocator hands out its addresses.
-    _region: E::Region,
+    // Kept alive for the recorder's lifetime: the bump allocator hands out
+    // its addresses; grown as allocations reach past its usable bytes.
+    region: E::Region,
 }
 
 impl<E> Recorder<E>
@@ -89,8 +94,10 @@ where
     E: Executor,
     E::Buffer: Send + 'static,
 {
-    /// A recorder on `exec` (its device `device_id`), reserving
-    /// a region of `config.region_size` bytes.
+    /// A recorder on `exec` (its device `device_id`), reserving a region
+    /// of [`RecordConfig::region_capacity`] bytes of address space (the
+    /// device's memory size unless a size was chosen), with memory put
+    /// behind it as allocations reach it.
     ///
     /// With recording on, the capture directory is created when missing and
     /// checked to be writable (a file is created in it and removed), so that
@@ -106,7 +113,9 @@ where
             return Err(Error::Config {
                 var: "RecordConfig::region_size",
                 value: "0".into(),
-                problem: "the recording region cannot be empty (the default is 1 GiB)".into(),
+                problem: "the recording region cannot be empty (by default it is as large as \
+                          the device's memory)"
+                    .into(),
             });
         }
         let store = if config.enabled {
@@ -117,9 +126,10 @@ where
         } else {
             None
         };
+        let capacity = config.region_capacity(exec.memory_size());
         let region = exec
-            .reserve(RegionRequest::new(None, config.region_size))
-            .map_err(|e| Error::executor(reserve_context(&config), e))?;
+            .reserve(RegionRequest::new(None, capacity).backed(capacity.min(FIRST_BACKED)))
+            .map_err(|e| Error::executor(reserve_context(&config, capacity), e))?;
         let queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
@@ -148,24 +158,25 @@ where
             log::info!(
                 "recording region at {:#x} ({} bytes), captures in {}",
                 region.base(),
-                region.capacity(),
+                region.reserved(),
                 config.dir.display()
             );
         } else {
             log::info!(
                 "recording region at {:#x} ({} bytes), recording off",
                 region.base(),
-                region.capacity()
+                region.reserved()
             );
         }
         Ok(Recorder {
             id,
-            bump: BumpRegion::new(region.base(), region.capacity()),
+            bump: BumpRegion::new(region.base(), region.reserved()),
             pool: Arc::new(BufferPool::new(8)),
             pending: Vec::new(),
             images: Vec::new(),
             globals: Mutex::new(Vec::new()),
-            allocations: reachable::Allocations::new(config.enabled, config.reachable),
+            // Kept whether recording or not: `free` finds each block's size.
+            allocations: reachable::Allocations::new(true, config.enabled && config.reachable),
             store,
             writer,
             written: Vec::new(),
@@ -177,7 +188,7 @@ where
             device_id,
             queue,
             hashing,
-            _region: region,
+            region,
         })
     }
 
@@ -197,7 +208,10 @@ where
     }
 
     /// Allocates `size` bytes in the recording region (see
-    /// [`BumpRegion::alloc`]).
+    /// [`BumpRegion::alloc`]): a block freed with [`Recorder::free`] that
+    /// fits, else fresh bytes, with device memory put behind them when
+    /// they reach past what the region has (a failure to do so is the
+    /// executor's error, and nothing is allocated).
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
         let addr = self.bump.alloc(size, align).map_err(|e| match e {
             AllocError::OutOfSpace { .. } => Error::RegionFull {
@@ -209,8 +223,58 @@ where
             },
             _ => Error::Alloc(e),
         })?;
+        // Rounded as the allocator rounds; cannot overflow, the block fits.
+        let end = addr - self.bump.base() + size.next_multiple_of(16);
+        if end > self.region.capacity() {
+            self.grow(end).inspect_err(|_| {
+                let _ = self.bump.free(addr, size);
+            })?;
+        }
         self.allocations.add(addr, size);
         Ok(addr)
+    }
+
+    /// Puts device memory behind the region's first `end` bytes:
+    /// geometrically (twice what it has, at least [`FIRST_BACKED`]), so
+    /// that many small allocations grow it a few times; just `end` where
+    /// the device has no room for more.
+    fn grow(&self, end: u64) -> Result<()> {
+        let reserved = self.region.reserved();
+        let doubled = self
+            .region
+            .capacity()
+            .saturating_mul(2)
+            .max(FIRST_BACKED)
+            .max(end)
+            .min(reserved);
+        if self.exec.grow_region(&self.region, doubled).is_ok() && self.region.capacity() >= end {
+            return Ok(());
+        }
+        self.exec
+            .grow_region(&self.region, end)
+            .map_err(|e| Error::executor(format!("growing the recording region to {end} bytes"), e))
+    }
+
+    /// Gives back the block at `addr` that [`Recorder::alloc`] returned:
+    /// later allocations may take it again, so that a program allocating
+    /// and freeing a temporary every iteration keeps a bounded footprint
+    /// (see [`BumpRegion::free`]). Freed blocks below the used prefix's end
+    /// stay in the snapshots (the store keeps their bytes once).
+    ///
+    /// The recorder's queue runs in order, so work queued before the free
+    /// is done with the block before work queued after it reuses it; the
+    /// caller promises that nothing else (another queue of the executor,
+    /// a download not awaited) still uses it, as with the driver's free.
+    /// An address that is not an allocation of this recorder (or was freed
+    /// already) is [`Error::Alloc`], and nothing changes.
+    pub fn free(&self, addr: u64) -> Result<()> {
+        let Some(size) = self.allocations.remove(addr) else {
+            return Err(Error::Alloc(AllocError::NotAllocated { addr, size: 0 }));
+        };
+        self.bump.free(addr, size).map_err(|e| {
+            self.allocations.add(addr, size);
+            Error::Alloc(e)
+        })
     }
 
     /// Checks that a copy of `len` bytes at `addr` lies within the region or
@@ -220,8 +284,9 @@ where
             return Ok(());
         }
         let base = self.bump.base();
-        // `BumpRegion` keeps `base + capacity` within 64 bits.
-        let region_end = base + self.bump.capacity();
+        // Copies reach the bytes with memory behind them; `BumpRegion`
+        // keeps `base + capacity` within 64 bits.
+        let region_end = base + self.region.capacity().min(self.bump.capacity());
         let refused = Error::CopyOutOfRange {
             copy,
             addr,
@@ -519,14 +584,14 @@ fn check_writable(dir: &Path, recorder: u64) -> Result<()> {
     }
 }
 
-/// What the recorder was doing when the region could not be reserved: the
-/// size, and where it came from.
-fn reserve_context(config: &RecordConfig) -> String {
-    let size = config.region_size;
+/// What the recorder was doing when the region of `size` bytes could not
+/// be reserved: the size, and where it came from.
+fn reserve_context(config: &RecordConfig, size: u64) -> String {
     let origin = match config.region_size_var() {
         Some(v) => format!("size from REPRISE_RECORD_MEMSIZE={v}; lower it"),
-        None if size == DEFAULT_REGION_SIZE => {
-            "the default size; lower it with RecordConfig::region_size or REPRISE_RECORD_MEMSIZE"
+        None if !config.region_size_chosen() => {
+            "the default size (the device's memory, or 1 GiB where unknown); lower it with \
+             RecordConfig::region_size or REPRISE_RECORD_MEMSIZE"
                 .into()
         }
         None => "size from RecordConfig::region_size; lower it".into(),

@@ -50,6 +50,14 @@ impl Allocations {
         }
     }
 
+    /// The block at `addr` was freed: its size, if it was an allocation.
+    pub(super) fn remove(&self, addr: u64) -> Option<u64> {
+        if !self.on {
+            return None;
+        }
+        self.lock().remove(&addr)
+    }
+
     /// The allocations so far, sorted by address (`None` when not
     /// recording reachable-only).
     pub(super) fn sorted(&self) -> Option<Vec<(u64, u64)>> {
