@@ -77,8 +77,9 @@ pub struct RecordArgs {
     /// (LLVM's).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Bytes of the recording region (K/M/G suffixes), which serves the
-    /// program's allocations.
+    /// Address space of the recording region, which serves the program's
+    /// allocations (K/M/G suffixes): a cap it never grows past. Default:
+    /// the device's memory size (memory is mapped as allocations reach it).
     #[arg(long, value_name = "SIZE", value_parser = region_size)]
     pub region_size: Option<u64>,
     /// How the data files are written: raw (a plain file each) or store

@@ -126,6 +126,10 @@ impl Executor for Interposed {
     type Buffer = Vec<u8>;
     type Queue = InterposedQueue;
 
+    fn memory_size(&self) -> Option<u64> {
+        crate::state::device_memory()
+    }
+
     fn reserve(&self, request: RegionRequest) -> Result<Region, DriverError> {
         if self
             .region_reserved

@@ -259,11 +259,11 @@ impl Heap {
         Some(f.addr)
     }
 
-    /// `cuMemFree` of region memory: `true` when the program held `addr`
-    /// (the block is not handed out again), `false` when it is not an
-    /// allocation of the region.
-    pub fn free(&mut self, addr: u64) -> bool {
-        self.live.remove(&addr).is_some()
+    /// `cuMemFree` of region memory: the block's size when the program
+    /// held `addr` (the recorder's allocator may hand it out again), `None`
+    /// when it is not an allocation of the region.
+    pub fn free(&mut self, addr: u64) -> Option<u64> {
+        self.live.remove(&addr)
     }
 
     /// `cuMemFreeAsync` of region memory on `stream`: the block may serve a

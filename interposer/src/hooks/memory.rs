@@ -207,24 +207,27 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
     })
 }
 
-/// `cuMemFree_v2`: a region block is not handed out again (the region is
-/// a bump allocator); the rest goes to the driver.
+/// `cuMemFree_v2`: a region block goes back to the recorder's allocator,
+/// which hands it out again (see [`state::freed`]); the rest goes to the
+/// driver.
 ///
 /// # Safety
 /// As the driver's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemFree_v2(dptr: DevPtr) -> CuResult {
-    {
+    let held = {
         let mut heap = heap();
-        if heap.in_region(dptr) {
-            // Freeing what the region never handed out is the program's
-            // error, as the driver would say.
-            return if heap.free(dptr) {
-                SUCCESS
-            } else {
-                ERROR_INVALID_VALUE
-            };
+        heap.in_region(dptr).then(|| heap.free(dptr))
+    };
+    match held {
+        Some(Some(size)) => {
+            state::freed(dptr, size);
+            return SUCCESS;
         }
+        // Freeing what the region never handed out is the program's
+        // error, as the driver would say.
+        Some(None) => return ERROR_INVALID_VALUE,
+        None => {}
     }
     let rc = forward!(MemFree, "cuMemFree_v2", dptr);
     if rc == SUCCESS {
@@ -251,7 +254,7 @@ fn free_async(
         let capturing = state::capturing(meant);
         let mut heap = heap();
         let freed = if capturing {
-            heap.free(dptr)
+            heap.free(dptr).is_some()
         } else {
             heap.free_async(dptr, state::stream_key(stream, per_thread))
         };

@@ -98,8 +98,33 @@ fn enabled_config() -> Option<RecordConfig> {
 /// (else the first call with a context current does).
 pub fn initialized() {
     if let Some(c) = enabled_config() {
-        let _ = heap().reserve(c.region_size, SUGGESTED_BASE);
+        let _ = heap().reserve(c.region_capacity(device_memory()), SUGGESTED_BASE);
     }
+}
+
+/// The most memory any device has, where the driver says: the region's
+/// address space by default (memory is mapped as allocations reach it).
+pub fn device_memory() -> Option<u64> {
+    type DeviceGetCount = unsafe extern "C" fn(*mut std::ffi::c_int) -> CuResult;
+    type DeviceTotalMem = unsafe extern "C" fn(*mut usize, std::ffi::c_int) -> CuResult;
+    let count = crate::driver_fn!(DeviceGetCount, "cuDeviceGetCount")?;
+    let get = crate::driver_fn!(DeviceGet, "cuDeviceGet")?;
+    let total = crate::driver_fn!(DeviceTotalMem, "cuDeviceTotalMem_v2")?;
+    let mut n = 0;
+    // SAFETY: a valid out-pointer.
+    if unsafe { count(&mut n) } != SUCCESS {
+        return None;
+    }
+    (0..n)
+        .filter_map(|ordinal| {
+            let (mut device, mut bytes) = (0, 0usize);
+            // SAFETY: valid out-pointers; an ordinal below the count.
+            let ok = unsafe { get(&mut device, ordinal) } == SUCCESS
+                && unsafe { total(&mut bytes, device) } == SUCCESS;
+            ok.then_some(bytes as u64)
+        })
+        .max()
+        .filter(|&bytes| bytes > 0)
 }
 
 /// After the program made a context current: the recorder (and the region)
@@ -218,6 +243,39 @@ pub fn alloc(size: u64, stream: Option<(Handle, usize)>) -> Option<u64> {
     }
     heap.hold(addr, size);
     Some(addr)
+}
+
+/// The program freed the region block at `addr` of `size` bytes
+/// (`cuMemFree`): later allocations may take it again once the work
+/// queued before the free is done. The driver's `cuMemFree` waits for that
+/// work too, so the context is synchronized here first. Not while a stream
+/// captures (a synchronize would break the capture), nor when recording
+/// is off or the synchronize fails: the block is then never handed out
+/// again.
+pub fn freed(addr: u64, size: u64) {
+    type CtxSynchronize = unsafe extern "C" fn() -> CuResult;
+    let Ok(mut phase) = enter() else {
+        return;
+    };
+    let Phase::Recording(s) = &mut *phase else {
+        return;
+    };
+    if capturing(std::ptr::null_mut()) {
+        return;
+    }
+    let Some(sync) = crate::driver_fn!(CtxSynchronize, "cuCtxSynchronize") else {
+        return;
+    };
+    // SAFETY: no arguments; the program's context is current (it freed
+    // memory of it).
+    if unsafe { sync() } != SUCCESS {
+        return;
+    }
+    // A block the recorder no longer lists (its list of live allocations
+    // was replaced since) is still the region's to take back.
+    if s.rec.free(addr).is_err() {
+        let _ = s.rec.region().free(addr, size);
+    }
 }
 
 /// What stream-ordered reuse knows a stream by: its handle, except that
