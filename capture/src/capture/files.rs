@@ -129,5 +129,15 @@ pub fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
     )
 }
 
+/// `Ok` when `got`, the checksum of `path`'s bytes, is the `want` the
+/// descriptor records; else the mismatch.
+pub(crate) fn expect_checksum(path: &Path, want: u64, got: u64) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(checksum_mismatch(path, want, got))
+    }
+}
+
 /// The checksum of bytes (what the writer records: the core's rule).
 pub use reprise_core::record::checksum;

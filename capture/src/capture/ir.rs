@@ -42,10 +42,7 @@ pub fn read_ir(
                 "read (the descriptor records its checksum)",
             ));
         };
-        let got = super::files::checksum(&bytes);
-        if got != want {
-            return Err(super::files::checksum_mismatch(&path, want, got));
-        }
+        super::files::expect_checksum(&path, want, super::files::checksum(&bytes))?;
     }
     let candidates: Vec<PathBuf> = match given {
         Some(p) => vec![p.to_path_buf()],

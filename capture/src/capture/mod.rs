@@ -55,6 +55,7 @@ pub use assess::{
     Assessment, Blocks, ChecksumStatus, FileReport, Finding, Hashing, assess, global_problem,
     output_problem,
 };
+pub(crate) use files::expect_checksum;
 pub use files::{checksum, checksum_mismatch, file_checksum, head, read_descriptor};
 pub use ir::{ir_path, read_ir};
 pub use open::{
@@ -332,22 +333,15 @@ impl Capture {
     /// memory); `Ok(false)` when the descriptor has neither.
     fn verify_small_files(&self) -> Result<bool> {
         let sums = self.record.checksums;
+        let compiled = self.image_origin.as_ref().is_some_and(|o| o.compiled);
         let mut any = false;
         if let (Some(want), Some(g)) = (sums.globals, &self.globals) {
             any = true;
-            let got = checksum(g);
-            if got != want {
-                return Err(checksum_mismatch(&self.paths.globals, want, got));
-            }
+            files::expect_checksum(&self.paths.globals, want, checksum(g))?;
         }
-        if let Some(want) = sums.image
-            && !self.image_origin.as_ref().is_some_and(|o| o.compiled)
-        {
+        if let Some(want) = sums.image.filter(|_| !compiled) {
             any = true;
-            let got = checksum(&self.image);
-            if got != want {
-                return Err(checksum_mismatch(&self.paths.image, want, got));
-            }
+            files::expect_checksum(&self.paths.image, want, checksum(&self.image))?;
         }
         Ok(any)
     }
@@ -359,14 +353,8 @@ impl Capture {
     pub fn check_input(&self, bytes: &[u8]) -> Result<()> {
         match self.record.checksums.input {
             Some(want) if self.verify_snapshots => {
-                let got = checksum(bytes);
-                if got != want {
-                    if let Some(e) = self.input.damaged_chunk() {
-                        return Err(e);
-                    }
-                    return Err(checksum_mismatch(&self.input.path, want, got));
-                }
-                Ok(())
+                files::expect_checksum(&self.input.path, want, checksum(bytes))
+                    .map_err(|e| self.input.damaged_chunk().unwrap_or(e))
             }
             _ => Ok(()),
         }
@@ -411,17 +399,11 @@ impl Capture {
         let mut any = self.verify_small_files()?;
         if let Some(want) = sums.input {
             any = true;
-            let got = self.input.checksum()?;
-            if got != want {
-                return Err(checksum_mismatch(&self.input.path, want, got));
-            }
+            files::expect_checksum(&self.input.path, want, self.input.checksum()?)?;
         }
         if let (Some(want), Some(out)) = (sums.output, &self.output) {
             any = true;
-            let got = out.checksum()?;
-            if got != want {
-                return Err(checksum_mismatch(&out.path, want, got));
-            }
+            files::expect_checksum(&out.path, want, out.checksum()?)?;
         }
         Ok(any)
     }

@@ -106,19 +106,11 @@ impl DeviceImage {
             (ImageKind::Ptx, _) | (_, ImageFormat::Ptx) => "ptx",
             (ImageKind::Fatbin, _) => "fatbin",
             (ImageKind::Bitcode, _) => "bc",
-            (
-                ImageKind::Elf {
-                    machine: EM_CUDA, ..
-                },
-                _,
-            ) => "cubin",
-            (
-                ImageKind::Elf {
-                    machine: EM_AMDGPU, ..
-                },
-                _,
-            ) => "hsaco",
-            (ImageKind::Elf { .. }, _) => "so",
+            (ImageKind::Elf { machine, .. }, _) => match machine {
+                EM_CUDA => "cubin",
+                EM_AMDGPU => "hsaco",
+                _ => "so",
+            },
             _ => "bin",
         };
         let mut name = format!("{app}.{}", self.triple);

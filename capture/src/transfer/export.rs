@@ -23,8 +23,7 @@ use reprise_core::record::{Checksummer, Generation, KernelRecord, MAX_JSON_LEN};
 
 use crate::capture::{
     CapturePaths, DESCRIPTOR_LIMIT, GLOBALS_LIMIT, IMAGE_LIMIT, SnapshotFile, SnapshotSource,
-    checksum, checksum_mismatch, length_problems, read_bounded, read_data, read_descriptor,
-    stem_of,
+    checksum, expect_checksum, length_problems, read_bounded, read_data, read_descriptor, stem_of,
 };
 use crate::error::{CaptureProblem, Error, ExportProblem, Result, StoreProblem};
 
@@ -112,10 +111,7 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
         (&image, sums.image, &src.image),
     ] {
         if let (Some(b), Some(want)) = (bytes, want) {
-            let got = checksum(b);
-            if got != want {
-                return Err(checksum_mismatch(path, want, got));
-            }
+            expect_checksum(path, want, checksum(b))?;
         }
     }
 
@@ -242,13 +238,10 @@ fn write_source(file: &mut File, path: &Path, source: &Source) -> Result<()> {
                 return Err(Error::io(path, "write", e));
             }
             out.flush().map_err(|e| Error::io(path, "write", e))?;
-            if let Some(want) = want {
-                let got = h.finish();
-                if got != *want {
-                    return Err(checksum_mismatch(&s.path, *want, got));
-                }
+            match want {
+                Some(want) => expect_checksum(&s.path, *want, h.finish()),
+                None => Ok(()),
             }
-            Ok(())
         }
     }
 }
