@@ -123,19 +123,16 @@ impl Summary {
 
     /// The summary line (with its newline).
     pub fn line(&self) -> String {
-        let mut s = format!("recorded {} marked {}", self.recorded, self.marked);
-        for k in Skipped::ALL {
-            s.push_str(&format!(" {} {}", k.key(), self.skipped(k)));
-        }
-        s.push('\n');
-        s
+        self.line_with(&[])
     }
 
     /// [`Summary::line`] naming the captures the process wrote
     /// (descriptors' file names) with `wrote` words.
     pub fn line_with(&self, written: &[std::path::PathBuf]) -> String {
-        let mut s = self.line();
-        s.pop();
+        let mut s = format!("recorded {} marked {}", self.recorded, self.marked);
+        for k in Skipped::ALL {
+            s.push_str(&format!(" {} {}", k.key(), self.skipped(k)));
+        }
         for name in written.iter().filter_map(|p| p.file_name()) {
             s.push_str(" wrote ");
             for b in name.as_encoded_bytes() {

@@ -66,13 +66,10 @@ pub struct Dimension {
 impl Dimension {
     /// The dimension `flag` gives, its `values` each kept once.
     pub fn new(flag: &'static str, values: impl IntoIterator<Item = Setting>) -> Dimension {
-        let mut v: Vec<Setting> = Vec::new();
-        for s in values {
-            if !v.contains(&s) {
-                v.push(s);
-            }
+        Dimension {
+            flag,
+            values: distinct(values),
         }
-        Dimension { flag, values: v }
     }
 }
 
@@ -161,18 +158,11 @@ fn known(recorded: LaunchConfig) -> bool {
 /// records it, or the executor takes no `geometry`), then the other
 /// candidates, each once.
 pub fn study(candidates: &[Candidate], recorded: LaunchConfig, geometry: bool) -> Vec<Candidate> {
-    let mut out: Vec<Candidate> = Vec::new();
-    if !geometry || known(recorded) {
-        for c in candidates {
-            let r = Candidate {
-                compile: c.compile,
-                config: recorded,
-            };
-            if !out.contains(&r) {
-                out.push(r);
-            }
-        }
-    }
+    let measured = !geometry || known(recorded);
+    let mut out = distinct(candidates.iter().filter(|_| measured).map(|c| Candidate {
+        compile: c.compile,
+        config: recorded,
+    }));
     out.extend(candidates.iter().copied().filter(|c| c.config != recorded));
     out
 }
@@ -180,10 +170,16 @@ pub fn study(candidates: &[Candidate], recorded: LaunchConfig, geometry: bool) -
 /// A whole sweep's geometries: the recorded one first (where the capture
 /// records it), then the others of `configs`, each once.
 pub fn full_list(configs: &[LaunchConfig], recorded: LaunchConfig) -> Vec<LaunchConfig> {
-    let mut out: Vec<LaunchConfig> = known(recorded).then_some(recorded).into_iter().collect();
-    for &c in configs {
-        if !out.contains(&c) {
-            out.push(c);
+    let recorded = known(recorded).then_some(recorded);
+    distinct(recorded.into_iter().chain(configs.iter().copied()))
+}
+
+/// `items`, each kept once, in the order first met.
+fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
         }
     }
     out
