@@ -3,6 +3,7 @@
 #include "capture.h"
 #include "core.h"
 #include "errors.h"
+#include "host_memory.h"
 #include "memory.h"
 #include "ranges.h"
 #include "stream.h"

@@ -49,8 +49,8 @@
  *    the default streams (stream 0 and CU_STREAM_LEGACY are the legacy
  *    default stream, which waits for earlier work on every blocking stream
  *    and makes later work on them wait for it; CU_STREAM_PER_THREAD, and 0
- *    in a _ptsz/_ptds call, the per-thread one; one simulated stream serves
- *    both), the _ptsz/_ptds variants, cuLaunchKernelEx, synchronous copies,
+ *    in a _ptsz/_ptds call, the calling thread's per-thread one), the
+ *    _ptsz/_ptds variants, cuLaunchKernelEx, synchronous copies,
  *    cuMemAllocAsync/cuMemFreeAsync (allocated at the call, freed when the
  *    stream reaches the free), cuMemAllocPitch_v2 (elements of 4, 8 or 16
  *    bytes; the pitch is the width rounded up to 512), cuMemAllocManaged
@@ -68,6 +68,14 @@
  *    12's libraries (cuLibraryLoadData, cuLibraryLoadFromFile and friends
  *    over the same module machinery; a CUkernel may be passed where a
  *    CUfunction is expected, as the driver allows);
+ *  - what real applications call besides, each as NVIDIA's driver API
+ *    reference documents it (the section cited where it is defined):
+ *    page-locked host memory that kernels reach at its host address
+ *    (host_memory.c), memory pools and cuMemPrefetchAsync (pools.c), 2D
+ *    copies and 8-bit memsets (copy2d.c), the stack of current contexts
+ *    and cuCtxGetDevice (contexts.c), cuEventSynchronize and cuEventQuery
+ *    (waits.c), cuStreamCreateWithPriority; each thread has a per-thread
+ *    default stream of its own;
  *  - cooperative launches (cuLaunchCooperativeKernel[_ptsz], and
  *    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE): run as any
  *    launch, but CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE unless every block
@@ -109,8 +117,11 @@
  *    (CUDA_ERROR_INVALID_HANDLE).
  *
  * Knobs (environment, read by cuInit):
- *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1; 0 makes cuInit
- *                               fail with CUDA_ERROR_NO_DEVICE)
+ *   REPRISE_SIM_CUDA_DEVICES=N  devices reported (default 1, at most 8; 0
+ *                               makes cuInit fail with
+ *                               CUDA_ERROR_NO_DEVICE): each has a primary
+ *                               context of its own, which cuCtxGetDevice
+ *                               names, over the one simulated memory
  *   REPRISE_SIM_CUDA_HINTS=ignore  place every reservation where the
  *                               simulator likes, ignoring address hints
  *   REPRISE_SIM_CUDA_HINTS=pool  place reservations in one address pool at
@@ -208,7 +219,15 @@ unsigned g_launch_return_delay_us;
 unsigned g_static_shared;
 
 struct sim_ctx g_ctx = {PTHREAD_MUTEX_INITIALIZER,
-                        PTHREAD_COND_INITIALIZER, 0, CUDA_SUCCESS, 0};
+                        PTHREAD_COND_INITIALIZER, 0, CUDA_SUCCESS, 0, 0};
+/* The primary contexts of devices 1 and up: handles of their own, each
+ * with its own retain count (CUDA Driver API, Primary Context Management:
+ * "there is exactly one primary context per device"). */
+static struct sim_ctx g_primaries[MAX_DEVICES - 1];
+
+CUcontext primary_ctx(CUdevice dev) {
+  return dev == 0 ? &g_ctx : &g_primaries[dev - 1];
+}
 __thread CUcontext t_current;
 
 CUresult sticky(void) {
@@ -231,6 +250,8 @@ static struct created_ctx *g_created;
 
 int ctx_live(CUcontext ctx) {
   if (ctx == &g_ctx)
+    return 1;
+  if (ctx >= g_primaries && ctx < g_primaries + (g_devices - 1))
     return 1;
   if (!ctx)
     return 0;
@@ -264,6 +285,10 @@ static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 static void read_env(void) {
   const char *d = getenv("REPRISE_SIM_CUDA_DEVICES");
   g_devices = d ? atoi(d) : 1;
+  if (g_devices > MAX_DEVICES)
+    g_devices = MAX_DEVICES;
+  for (int i = 0; i < MAX_DEVICES - 1; i++)
+    g_primaries[i].device = i + 1;
   const char *h = getenv("REPRISE_SIM_CUDA_HINTS");
   g_ignore_hints = h && strcmp(h, "ignore") == 0;
   g_pool = h && strcmp(h, "pool") == 0;
@@ -434,6 +459,10 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
   case ATTR_RESERVED_SHARED_PER_BLOCK:
     *value = RESERVED_SHARED;
     break;
+  case ATTR_CAN_MAP_HOST_MEMORY:
+  case ATTR_UNIFIED_ADDRESSING:
+  case ATTR_HOST_POINTER_FOR_REGISTERED:
+  case ATTR_MEMORY_POOLS:
   case ATTR_MANAGED_MEMORY:
   case ATTR_CONCURRENT_MANAGED_ACCESS:
   case ATTR_COOPERATIVE_LAUNCH:
@@ -445,7 +474,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-/* Every device shares the one simulated context. */
+/* Each device has a primary context of its own (see g_primaries). */
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
   INJECT();
   if (!g_initialized)
@@ -454,10 +483,11 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
     return CUDA_ERROR_INVALID_VALUE;
   if (dev < 0 || dev >= g_devices)
     return CUDA_ERROR_INVALID_DEVICE;
+  CUcontext c = primary_ctx(dev);
   pthread_mutex_lock(&g_ctx.lock);
-  g_ctx.retains++;
+  c->retains++;
   pthread_mutex_unlock(&g_ctx.lock);
-  *ctx = &g_ctx;
+  *ctx = c;
   return CUDA_SUCCESS;
 }
 
@@ -465,9 +495,10 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   INJECT();
   if (dev < 0 || dev >= g_devices)
     return CUDA_ERROR_INVALID_DEVICE;
+  CUcontext c = primary_ctx(dev);
   pthread_mutex_lock(&g_ctx.lock);
-  CUresult r = g_ctx.retains > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-  if (g_ctx.retains > 0 && --g_ctx.retains == 0)
+  CUresult r = c->retains > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (c->retains > 0 && --c->retains == 0 && dev == 0)
     g_ctx.sticky = CUDA_SUCCESS; /* the last release resets the device */
   pthread_mutex_unlock(&g_ctx.lock);
   return r;
@@ -508,6 +539,7 @@ static CUresult ctx_create(CUcontext *out, unsigned flags, CUdevice dev) {
   struct created_ctx *c = calloc(1, sizeof *c);
   if (!c)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  c->ctx.device = dev;
   pthread_mutex_lock(&g_ctx.lock);
   c->next = g_created;
   g_created = c;

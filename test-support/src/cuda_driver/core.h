@@ -34,9 +34,18 @@ struct sim_ctx {
   int retains;
   CUresult sticky; /* a fault spoils the context, as on a device */
   int busy;        /* operations queued on any stream, not yet finished */
+  CUdevice device; /* the device it belongs to (cuCtxGetDevice) */
 };
 
+/* The most devices REPRISE_SIM_CUDA_DEVICES may ask for. */
+#define MAX_DEVICES 8
+
+/* Device 0's primary context; g_ctx.lock guards every context's retain
+ * count, and its sticky error and busy count are the whole simulator's
+ * (the devices share one memory and one set of streams). */
 extern struct sim_ctx g_ctx;
+/* Device `dev`'s primary context (a valid ordinal). */
+CUcontext primary_ctx(CUdevice dev);
 /* Whether `ctx` is a context calls may use: the primary one, or one
  * cuCtxCreate made and cuCtxDestroy has not destroyed. */
 int ctx_live(CUcontext ctx);

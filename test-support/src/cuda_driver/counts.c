@@ -1,6 +1,7 @@
 /* What is live, for tests: reprise_sim_counts asks each file that keeps
  * a kind of object how many it holds. */
 #include "event.h"
+#include "host_memory.h"
 #include "memory.h"
 #include "module.h"
 #include "ranges.h"
@@ -22,7 +23,7 @@ EXPORT void reprise_sim_counts(int out[9]) {
   int streams = 0;
   pthread_mutex_lock(&g_streams_lock);
   for (struct sim_stream *st = g_streams; st; st = st->next)
-    streams += st != g_default; /* the default stream is the driver's */
+    streams += !st->implicit; /* the default streams are the driver's */
   pthread_mutex_unlock(&g_streams_lock);
   out[5] = streams;
   out[6] = __atomic_load_n(&g_nevents, __ATOMIC_RELAXED);

@@ -1,8 +1,8 @@
 /*
  * Device memory (in the address ranges ranges.c tracks): virtual memory
  * management (cuMemAddressReserve, cuMemCreate, cuMemMap,
- * cuMemSetAccess), the cuMemAlloc family, page-locked host memory,
- * stream-ordered allocation, and what cuMemGetAddressRange and
+ * cuMemSetAccess), the cuMemAlloc family, stream-ordered allocation,
+ * and what cuMemGetAddressRange and
  * cuMemGetInfo report.
  */
 #include "capture.h"
@@ -267,10 +267,6 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* cuMemHostAlloc'd ranges. */
-static struct range g_host[MAX_RANGES];
-int g_nhost;
-
 /* cuMemAlloc'd ranges (also in g_access while allocated). */
 static struct range g_allocs[MAX_RANGES];
 int g_nallocs;
@@ -338,6 +334,11 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *out, size_t *pitch,
   return r;
 }
 
+/* cuMemAllocManaged's ranges (also in g_allocs). */
+static struct range g_managed[MAX_RANGES];
+static int g_nmanaged;
+static CUresult free_device(const char *call, CUdeviceptr ptr, int freeing);
+
 /* Managed memory: the simulator's device memory is host memory already, so
  * the host reads and writes it directly, as on a device with concurrent
  * managed access; freed by cuMemFree. */
@@ -351,7 +352,24 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *out, size_t size,
     return r;
   if (flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST)
     return CUDA_ERROR_INVALID_VALUE;
-  return alloc_device(out, size);
+  r = alloc_device(out, size);
+  if (!r) {
+    pthread_mutex_lock(&g_mem);
+    int ok = add_range(g_managed, &g_nmanaged, *out, size);
+    pthread_mutex_unlock(&g_mem);
+    if (!ok) {
+      free_device("cuMemAllocManaged", *out, 0);
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  return r;
+}
+
+int managed_range(uintptr_t base, size_t size) {
+  pthread_mutex_lock(&g_mem);
+  int managed = inside(g_managed, g_nmanaged, base, size);
+  pthread_mutex_unlock(&g_mem);
+  return managed;
 }
 
 /* The size of the allocation at `ptr` (0 when there is none, or when
@@ -378,6 +396,7 @@ static CUresult free_device(const char *call, CUdeviceptr ptr, int freeing) {
     remove_range(g_allocs, &g_nallocs, ptr, size);
     remove_range(g_access, &g_naccess, ptr, size);
     remove_range(g_freeing, &g_nfreeing, ptr, size);
+    remove_range(g_managed, &g_nmanaged, ptr, size);
   }
   pthread_mutex_unlock(&g_mem);
   if (!size)
@@ -397,58 +416,6 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   return free_device("cuMemFree", ptr, 0);
 }
 
-EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags) {
-  INJECT();
-  (void)flags;
-  CUresult r = usable();
-  if (!r)
-    r = unsafe_call();
-  if (r)
-    return r;
-  if (!pp || size == 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  void *p = NULL;
-  if (posix_memalign(&p, 4096, size) != 0)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  pthread_mutex_lock(&g_mem);
-  int ok = add_range(g_host, &g_nhost, (uintptr_t)p, size);
-  pthread_mutex_unlock(&g_mem);
-  if (!ok) {
-    free(p);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  *pp = p;
-  return CUDA_SUCCESS;
-}
-
-int host_pinned(uintptr_t base, size_t size) {
-  pthread_mutex_lock(&g_mem);
-  int pinned = inside(g_host, g_nhost, base, size);
-  pthread_mutex_unlock(&g_mem);
-  return pinned;
-}
-
-EXPORT CUresult cuMemFreeHost(void *p) {
-  INJECT();
-  CUresult r = unsafe_call();
-  if (r)
-    return r;
-  size_t size = 0;
-  pthread_mutex_lock(&g_mem);
-  for (int i = 0; i < g_nhost; i++)
-    if (g_host[i].base == (uintptr_t)p)
-      size = g_host[i].size;
-  pthread_mutex_unlock(&g_mem);
-  if (!size)
-    return CUDA_ERROR_INVALID_VALUE;
-  check_unused("cuMemFreeHost", (uintptr_t)p, size, 1);
-  pthread_mutex_lock(&g_mem);
-  remove_range(g_host, &g_nhost, (uintptr_t)p, size);
-  pthread_mutex_unlock(&g_mem);
-  free(p);
-  return CUDA_SUCCESS;
-}
-
 /* A cuMemFreeAsync the stream reached: the stream's worker calls it. */
 static void free_reached(CUdeviceptr ptr) {
   free_device("cuMemFreeAsync", ptr, 1);
@@ -459,8 +426,8 @@ static void free_reached(CUdeviceptr ptr) {
  * reaches the free. Not on the legacy stream while it would depend on a
  * capture (which that invalidates); in a capture (a graph's allocation
  * node) not simulated. */
-static CUresult mem_alloc_async(CUdeviceptr *out, size_t size, CUstream h,
-                                int per_thread) {
+CUresult mem_alloc_async(CUdeviceptr *out, size_t size, CUstream h,
+                         int per_thread) {
   CUresult r = usable();
   if (r)
     return r;

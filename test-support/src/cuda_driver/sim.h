@@ -12,21 +12,24 @@
  * list, so that no two files depend on each other:
  *
  *  - errors.c: fault injection, error names and strings;
- *  - core.c: the knobs, cuInit, devices and the context;
+ *  - core.c: the knobs, cuInit, devices and their contexts;
+ *  - contexts.c: the stack of current contexts, cuCtxGetDevice;
  *  - ranges.c: the address ranges kernels and copies may touch;
  *  - capture.c: stream capture, and the checks that keep work out of a
  *    capture's way;
  *  - kernels.c: the fixture kernels and the interpreter that runs them;
  *  - stream.c: streams and their workers, the default streams, stream
  *    callbacks and host functions, synchronisation;
- *  - event.c: events;
+ *  - event.c: events; waits.c: waiting for them from the host;
  *  - memory.c: virtual memory management, the cuMemAlloc family,
- *    page-locked host memory, stream-ordered allocation;
+ *    stream-ordered allocation;
+ *  - host_memory.c: page-locked host memory, allocated or registered;
+ *  - pools.c: memory pools, cuMemPrefetchAsync;
  *  - graph.c: graphs and graph executables;
  *  - module.c: images, modules and their functions;
  *  - library.c: CUDA 12's libraries and their kernels, and the attributes
  *    of functions (a CUkernel passed as one too);
- *  - copy.c: copies;
+ *  - copy.c: copies; copy2d.c: 2D copies and 8-bit memsets;
  *  - launch.c: kernel launches, cooperative ones and cuLaunchKernelEx;
  *  - procs.c: cuGetProcAddress;
  *  - counts.c: what is live, for tests (reprise_sim_counts).
@@ -136,6 +139,8 @@ enum {
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
@@ -157,6 +162,10 @@ enum {
 #define ATTR_MULTIPROCESSOR_COUNT 16
 #define ATTR_MAX_THREADS_PER_SM 39
 #define ATTR_MAX_SHARED_PER_SM 81
+#define ATTR_CAN_MAP_HOST_MEMORY 19
+#define ATTR_UNIFIED_ADDRESSING 41
+#define ATTR_HOST_POINTER_FOR_REGISTERED 91
+#define ATTR_MEMORY_POOLS 115
 #define ATTR_MANAGED_MEMORY 83
 #define ATTR_CONCURRENT_MANAGED_ACCESS 89
 #define ATTR_COOPERATIVE_LAUNCH 95
@@ -331,6 +340,7 @@ struct sim_stream {
   int pending; /* queued or running */
   int stop;
   unsigned flags; /* cuStreamCreate's (CU_STREAM_NON_BLOCKING) */
+  int implicit;   /* a default stream (legacy or per-thread): the driver's */
   pthread_t worker;
   struct sim_stream *next; /* in g_streams */
 };

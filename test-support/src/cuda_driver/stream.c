@@ -236,33 +236,72 @@ static CUstream new_stream(unsigned flags) {
   return s;
 }
 
-/* The default stream (legacy and per-thread alike), made at first use. */
+/* The legacy default stream, made at first use. */
 static pthread_mutex_t g_default_lock = PTHREAD_MUTEX_INITIALIZER;
 CUstream g_default;
 
 static CUstream default_stream(void) {
   pthread_mutex_lock(&g_default_lock);
-  if (!g_default)
-    __atomic_store_n(&g_default, new_stream(0), __ATOMIC_RELEASE);
+  if (!g_default) {
+    CUstream s = new_stream(0);
+    if (s)
+      s->implicit = 1;
+    __atomic_store_n(&g_default, s, __ATOMIC_RELEASE);
+  }
   CUstream s = g_default;
   pthread_mutex_unlock(&g_default_lock);
   return s;
 }
 
-static int is_default_handle(CUstream h) {
-  return !h || h == STREAM_LEGACY || h == STREAM_PER_THREAD ||
-         h == __atomic_load_n(&g_default, __ATOMIC_ACQUIRE);
+/* Each thread's per-thread default stream, made at its first use and
+ * destroyed when the thread exits (after the work queued on it): a
+ * blocking stream of its own, which synchronises with the legacy default
+ * stream as any blocking stream does (CUDA Driver API, "Stream
+ * synchronization behavior": "The per-thread default stream is not a
+ * non-blocking stream and will synchronize with the legacy default stream
+ * if both are used in a program", and each host thread has its own). */
+static __thread CUstream t_per_thread;
+static pthread_key_t g_per_thread_key;
+static pthread_once_t g_per_thread_once = PTHREAD_ONCE_INIT;
+
+static void destroy_stream(CUstream s);
+
+static void per_thread_exit(void *s) { destroy_stream(s); }
+
+static void per_thread_key(void) {
+  pthread_key_create(&g_per_thread_key, per_thread_exit);
 }
 
-/* The stream a handle names: 0 the legacy default stream (the per-thread
- * one in a _ptsz/_ptds call), CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
- * those whatever the call; *legacy tells whether the legacy stream's
- * synchronisation with the blocking streams applies. NULL when the
- * default stream cannot be made. */
+static CUstream per_thread_stream(void) {
+  if (!t_per_thread) {
+    pthread_once(&g_per_thread_once, per_thread_key);
+    CUstream s = new_stream(0);
+    if (!s)
+      return NULL;
+    s->implicit = 1;
+    pthread_setspecific(g_per_thread_key, s);
+    t_per_thread = s;
+  }
+  return t_per_thread;
+}
+
+static int is_default_handle(CUstream h) {
+  return !h || h == STREAM_LEGACY || h == STREAM_PER_THREAD ||
+         h == __atomic_load_n(&g_default, __ATOMIC_ACQUIRE) ||
+         h == t_per_thread;
+}
+
+/* The stream a handle names: 0 the legacy default stream (the calling
+ * thread's per-thread one in a _ptsz/_ptds call), CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD those whatever the call; *legacy tells whether the
+ * legacy stream's synchronisation with the blocking streams applies. NULL
+ * when the default stream cannot be made. */
 CUstream stream_of(CUstream h, int per_thread, int *legacy) {
   if (legacy)
     *legacy = h == STREAM_LEGACY || (!h && !per_thread);
-  if (!h || h == STREAM_LEGACY || h == STREAM_PER_THREAD)
+  if (h == STREAM_PER_THREAD || (!h && per_thread))
+    return per_thread_stream();
+  if (!h || h == STREAM_LEGACY)
     return default_stream();
   return h;
 }
@@ -363,6 +402,46 @@ EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
+/* The stream priorities cuStreamCreateWithPriority takes, as an sm_90
+ * reports them: 0 the least, -5 the greatest (lower is higher). */
+#define PRIORITY_LEAST 0
+#define PRIORITY_GREATEST (-5)
+
+/* CUDA Driver API, Stream Management, cuStreamCreateWithPriority: as
+ * cuStreamCreate, with a priority that "follows a convention where lower
+ * numbers imply greater priorities" and that is clamped to the range
+ * cuCtxGetStreamPriorityRange reports. The simulator runs every stream's
+ * work as it comes, so the priority changes nothing else. */
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *out, unsigned flags,
+                                           int priority) {
+  INJECT();
+  (void)priority;
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (!out || (flags & ~(unsigned)STREAM_NON_BLOCKING))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = new_stream(flags);
+  if (!s)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+/* CUDA Driver API, Context Management, cuCtxGetStreamPriorityRange: either
+ * pointer may be NULL. */
+EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  INJECT();
+  CUresult r = usable();
+  if (r)
+    return r;
+  if (least)
+    *least = PRIORITY_LEAST;
+  if (greatest)
+    *greatest = PRIORITY_GREATEST;
+  return CUDA_SUCCESS;
+}
+
 void wait_idle(CUstream s) {
   pthread_mutex_lock(&s->lock);
   while (s->pending > 0)
@@ -385,6 +464,13 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
       break;
     }
   pthread_mutex_unlock(&g_graph_lock);
+  destroy_stream(s);
+  return CUDA_SUCCESS;
+}
+
+/* Stops the stream's worker once it has run what is queued, and frees
+ * the stream. */
+static void destroy_stream(CUstream s) {
   pthread_mutex_lock(&s->lock);
   s->stop = 1; /* the worker finishes what is queued first */
   pthread_cond_signal(&s->work);
@@ -398,7 +484,6 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
     }
   pthread_mutex_unlock(&g_streams_lock);
   free(s);
-  return CUDA_SUCCESS;
 }
 
 static CUresult stream_query(CUstream h, int per_thread) {
