@@ -320,17 +320,10 @@ fn restore(
 /// The hashes a pin holds while its writer lives; `None` for a dead
 /// writer's pin (its lock free) or one gone.
 fn read_pin(tmp_fd: &OwnedFd, name: &str) -> std::io::Result<Option<Vec<ChunkHash>>> {
-    let mut file = match fs::open_file(tmp_fd, name) {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
-        Err(e) => return Err(e),
+    // Nobody holds it: its writer is gone.
+    let Some((mut file, true)) = leftovers::opened_locked(tmp_fd, name)? else {
+        return Ok(None);
     };
-    match rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared) {
-        // Nobody holds it: its writer is gone.
-        Ok(()) => return Ok(None),
-        Err(Errno::WOULDBLOCK) => {}
-        Err(e) => return Err(e.into()),
-    }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     // A hash being appended as this reads is cut off: its chunk is

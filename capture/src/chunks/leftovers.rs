@@ -71,14 +71,22 @@ pub struct Leftover {
 /// is gone. Taking a shared lock and dropping it at once costs a writer
 /// nothing (its lock is exclusive and held: the attempt fails).
 pub(super) fn locked(dir: &OwnedFd, name: &str) -> std::io::Result<Option<bool>> {
+    Ok(opened_locked(dir, name)?.map(|(_, locked)| locked))
+}
+
+/// [`locked`], with the file it opened.
+pub(super) fn opened_locked(
+    dir: &OwnedFd,
+    name: &str,
+) -> std::io::Result<Option<(std::fs::File, bool)>> {
     let file = match fs::open_file(dir, name) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => return Ok(None),
         Err(e) => return Err(e),
     };
     match rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared) {
-        Ok(()) => Ok(Some(false)),
-        Err(Errno::WOULDBLOCK) => Ok(Some(true)),
+        Ok(()) => Ok(Some((file, false))),
+        Err(Errno::WOULDBLOCK) => Ok(Some((file, true))),
         Err(e) => Err(e.into()),
     }
 }

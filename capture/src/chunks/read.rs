@@ -223,11 +223,7 @@ impl ChunkStore {
                 Err(_) => {
                     return todo
                         .iter()
-                        .map(|&(index, c)| ChunkProblem {
-                            index: index as u32,
-                            hash: c.hash,
-                            fault: ChunkFault::Undecompressible,
-                        })
+                        .map(|&(index, c)| problem(index, &c, ChunkFault::Undecompressible))
                         .collect();
                 }
             };
@@ -242,11 +238,7 @@ impl ChunkStore {
                     Ok(()) => {
                         crate::threads::lock(&self.verified).insert(c.hash);
                     }
-                    Err(fault) => problems.push(ChunkProblem {
-                        index: index as u32,
-                        hash: c.hash,
-                        fault,
-                    }),
+                    Err(fault) => problems.push(problem(index, &c, fault)),
                 }
             }
             problems
@@ -303,11 +295,7 @@ impl ChunkStore {
                 }
                 Err(e) => ChunkFault::Unreadable { kind: e.kind() },
             };
-            problems.push(ChunkProblem {
-                index: index as u32,
-                hash: c.hash,
-                fault,
-            });
+            problems.push(problem(index, &c, fault));
         }
         problems
     }
@@ -349,11 +337,7 @@ impl ChunkStore {
     pub(super) fn chunk_error(&self, index: usize, c: &ChunkRef, fault: ChunkFault) -> Error {
         Error::store(
             self.chunk_file(&c.hash),
-            StoreProblem::Chunk(ChunkProblem {
-                index: index as u32,
-                hash: c.hash,
-                fault,
-            }),
+            StoreProblem::Chunk(problem(index, c, fault)),
         )
     }
 
@@ -479,6 +463,15 @@ impl ChunkStore {
         // checked; its snapshots hashed, then checked).
         crate::threads::lock(&self.verified).insert(c.hash);
         Ok(())
+    }
+}
+
+/// The problem of chunk `c`, at `index` in its manifest.
+fn problem(index: usize, c: &ChunkRef, fault: ChunkFault) -> ChunkProblem {
+    ChunkProblem {
+        index: index as u32,
+        hash: c.hash,
+        fault,
     }
 }
 

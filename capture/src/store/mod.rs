@@ -249,16 +249,16 @@ impl CaptureStore {
         let result = (|| {
             match self.format {
                 CaptureFormat::Raw => {
-                    self.write_file(&paths.input, data.input)?;
-                    written.push(paths.input.clone());
-                    if let Some(out) = data.output {
-                        self.write_file(&paths.output, out)?;
-                        written.push(paths.output.clone());
+                    for (path, bytes) in [
+                        (&paths.input, Some(data.input)),
+                        (&paths.output, data.output),
+                        (&paths.globals, Some(data.globals)),
+                    ] {
+                        let Some(bytes) = bytes else { continue };
+                        self.write_file(path, bytes)?;
+                        written.push(path.clone());
+                        *counted += bytes.len() as u64;
                     }
-                    self.write_file(&paths.globals, data.globals)?;
-                    written.push(paths.globals.clone());
-                    *counted += (data.input.len() + data.output.map_or(0, <[u8]>::len)) as u64
-                        + data.globals.len() as u64;
                     *counted += self.write_image(&paths.image, data.image, image_sum)?;
                     written.push(paths.image.clone());
                 }
