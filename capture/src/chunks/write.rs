@@ -312,6 +312,8 @@ impl ChunkStore {
         // Known or not, a stored chunk is touched: that keeps it from a gc
         // that began before this put and listed no manifest naming it.
         let mut named = matches!(given, Name::Computed(_));
+        // The bytes' own name, when the name given is not it.
+        let misnamed = |named: bool| (!named).then(|| ChunkHash::of(data)).filter(|r| r != hash);
         let mut tries = 0;
         loop {
             match self
@@ -324,13 +326,10 @@ impl ChunkStore {
                 Found::Wrong => {
                     // Not these bytes: damaged, or the chunk of another
                     // name's bytes, which is no business of this one.
-                    if !named {
-                        let real = ChunkHash::of(data);
-                        if real != *hash {
-                            return Ok(Ensured::Misnamed(real));
-                        }
-                        named = true;
+                    if let Some(real) = misnamed(named) {
+                        return Ok(Ensured::Misnamed(real));
                     }
+                    named = true;
                     self.displace(prefix_fd, name, tmp_fd, hash)?;
                     break;
                 }
@@ -340,11 +339,8 @@ impl ChunkStore {
                 return Err(self.occupied(hash));
             }
         }
-        if !named {
-            let real = ChunkHash::of(data);
-            if real != *hash {
-                return Ok(Ensured::Misnamed(real));
-            }
+        if let Some(real) = misnamed(named) {
+            return Ok(Ensured::Misnamed(real));
         }
         scratch.out.clear();
         // Pieces of the chunk first: when none of them shrinks by an
@@ -389,12 +385,8 @@ impl ChunkStore {
         let works = *self
             .unnamed
             .get_or_init(|| unnamed_links(tmp_fd, pin_id).unwrap_or(false));
-        let unnamed = if works {
-            unnamed_file(tmp_fd).map_err(create)?
-        } else {
-            None
-        };
-        let (tmp_name, file) = match unnamed {
+        let unnamed = works.then(|| unnamed_file(tmp_fd)).transpose();
+        let (tmp_name, file) = match unnamed.map_err(create)?.flatten() {
             Some(f) => (None, f),
             None => {
                 let (name, f) =
