@@ -283,13 +283,7 @@ pub async fn tune_on<E: Executor>(
     // A geometry the capture leaves unknown is no baseline.
     let recorded = launch_config(record, &ReplayOptions::default()).ok();
     let mut configs: Vec<LaunchConfig> = recorded.into_iter().collect();
-    configs.extend(
-        options
-            .configs
-            .iter()
-            .copied()
-            .filter(|c| Some(*c) != recorded),
-    );
+    configs.extend(options.configs.iter().filter(|&&c| Some(c) != recorded));
     if configs.is_empty() {
         return Err(Error::BadOption {
             setting: crate::error::Setting::NumTeams,
