@@ -391,7 +391,9 @@ impl BumpRegion {
     /// to 16 bytes, overlapping a freed block) is
     /// [`AllocError::NotAllocated`], and nothing changes.
     ///
-    /// Takes the free list's short lock.
+    /// Takes the free list's short lock (a spin lock): on a single core,
+    /// an interrupt handler must not free, nor allocate while freed blocks
+    /// exist, when the code it interrupts may be doing either.
     pub fn free(&self, addr: u64, size: u64) -> Result<(), AllocError> {
         if size == 0 {
             return Ok(());

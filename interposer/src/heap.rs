@@ -371,6 +371,17 @@ mod tests {
     }
 
     #[test]
+    fn a_freed_block_is_the_programs_no_more_and_says_its_size() {
+        let mut h = Heap::default();
+        h.hold(0x1000, 2 << 20);
+        assert_eq!(h.allocation(0x1000 + 5), Some((0x1000, 2 << 20)));
+        assert_eq!(h.free(0x1000), Some(2 << 20));
+        assert_eq!(h.allocation(0x1000 + 5), None);
+        assert_eq!(h.free(0x1000), None, "freed twice");
+        assert_eq!(h.live().count(), 0);
+    }
+
+    #[test]
     fn outside_memory_and_globals_are_found_by_any_address_in_them() {
         let mut h = Heap::default();
         h.outside(0x10_0000, 4096, Outside::Managed);
