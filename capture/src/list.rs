@@ -17,6 +17,7 @@ use crate::capture::{
     ResolvedBase, assess, head, read_descriptor, resolve_base_among,
 };
 pub use crate::capture::{ChecksumStatus, FileReport};
+use crate::chunks::layout::MANIFEST_SUFFIX;
 use crate::error::{Error, Names, Result, Setting, UnknownGeometry};
 use crate::store::TEMP_PREFIX;
 
@@ -72,13 +73,8 @@ impl Description {
 
     /// What makes the capture incomplete or inconsistent, so that a replay
     /// refuses it (or refuses to verify it): files missing, not regular,
-    /// of the wrong length or checksum. Settings named as the library
-    /// names them; [`Description::problems_named`] names them otherwise.
-    pub fn problems(&self) -> Vec<String> {
-        self.problems_named(Names::LIBRARY)
-    }
-
-    /// [`Description::problems`], with settings named as `names` says.
+    /// of the wrong length or checksum. Settings named as `names` says
+    /// ([`Names::LIBRARY`]: as the library names them).
     pub fn problems_named(&self, names: Names) -> Vec<String> {
         self.findings
             .iter()
@@ -91,14 +87,8 @@ impl Description {
     /// replay needs a setting for (a missing globals file that the
     /// descriptor never vouched for, in LLVM captures from before LLVM saved
     /// globals; a team or thread count LLVM did not record), and a capture
-    /// recorded without output, which cannot be verified. Settings are named
-    /// as the library names them; [`Description::notes_named`] names them
-    /// otherwise.
-    pub fn notes(&self) -> Vec<String> {
-        self.notes_named(Names::LIBRARY)
-    }
-
-    /// [`Description::notes`], with settings named as `names` says.
+    /// recorded without output, which cannot be verified. Settings named
+    /// as `names` says.
     pub fn notes_named(&self, names: Names) -> Vec<String> {
         let mut out = Vec::new();
         // A host kernel is given no geometry: the host replays it as it is.
@@ -237,15 +227,10 @@ fn mentions_descriptor_keys(path: &Path) -> bool {
 /// `record_input`), and a manifest's standing for one
 /// (`k.record_input.chunks` -> `k`, `record_input.chunks`).
 pub(crate) fn split_data_name(name: &str) -> Option<(&str, String)> {
-    match name.strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX) {
+    match name.strip_suffix(MANIFEST_SUFFIX) {
         Some(raw) if !name.starts_with('.') => split_known(raw)
             .filter(|(_, ext)| *ext != "json")
-            .map(|(stem, ext)| {
-                (
-                    stem,
-                    format!("{ext}{}", crate::chunks::layout::MANIFEST_SUFFIX),
-                )
-            }),
+            .map(|(stem, ext)| (stem, format!("{ext}{MANIFEST_SUFFIX}"))),
         Some(_) => None,
         None => split_known(name).map(|(stem, ext)| (stem, ext.to_string())),
     }
@@ -323,15 +308,9 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
                         // A manifest beside the raw file it stands for: an
                         // import was interrupted between the two (the raw
                         // file is read; `import` again finishes it).
-                        let beside_raw = ext
-                            .strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX)
-                            .is_some_and(|_| {
-                                p.to_str()
-                                    .and_then(|s| {
-                                        s.strip_suffix(crate::chunks::layout::MANIFEST_SUFFIX)
-                                    })
-                                    .is_some_and(|raw| mine.contains(&&PathBuf::from(raw)))
-                            });
+                        let raw = p.to_str().and_then(|s| s.strip_suffix(MANIFEST_SUFFIX));
+                        let beside_raw = ext.ends_with(MANIFEST_SUFFIX)
+                            && raw.is_some_and(|raw| mine.contains(&&PathBuf::from(raw)));
                         if ext != "json" && ext != "bc" && !beside_raw && !mine.contains(&p) {
                             out.push(Entry::Orphan {
                                 path: p.clone(),
@@ -353,7 +332,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
                 for (ext, p) in files {
                     out.push(Entry::Orphan {
                         path: p,
-                        why: if ext.ends_with(crate::chunks::layout::MANIFEST_SUFFIX) {
+                        why: if ext.ends_with(MANIFEST_SUFFIX) {
                             "manifest without a descriptor (an interrupted recording; gc \
                              removes it)"
                         } else {
