@@ -7,6 +7,8 @@ mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use clap::Args;
 use reprise::executors::{ExecutorSpec, with_executor};
@@ -116,15 +118,15 @@ fn ms(s: f64) -> String {
 
 /// Set by the interrupt handler, which then removes the scratch directory
 /// and ends the process.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Removes `dir` until it stays gone: the measuring thread and its
 /// recorder's writer run on after an interrupt, and may make the directory
 /// again (a capture's directory) while it is being removed. At most ~3 s.
-fn remove_until_gone(dir: &std::path::Path) {
+fn remove_until_gone(dir: &Path) {
     for _ in 0..60 {
         let _ = std::fs::remove_dir_all(dir);
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
         if !dir.exists() {
             return;
         }
@@ -134,10 +136,12 @@ fn remove_until_gone(dir: &std::path::Path) {
 /// After an interrupt, on the measuring thread: its measurement failed
 /// because the interrupt handler removed its files. The handler ends the
 /// process (status 130); should it not within a few seconds, this does.
-fn exit_interrupted(dir: &std::path::Path) -> ! {
-    std::thread::sleep(std::time::Duration::from_secs(5));
-    remove_until_gone(dir);
-    std::process::exit(130);
+fn exit_if_interrupted(dir: &Path) {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_secs(5));
+        remove_until_gone(dir);
+        std::process::exit(130);
+    }
 }
 
 /// Runs the benchmark and prints its tables (or JSON).
@@ -167,7 +171,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
     // run (Ctrl-C, SIGTERM) removes them too.
     let scratch = dir.clone();
     if let Err(e) = ctrlc::set_handler(move || {
-        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        INTERRUPTED.store(true, Ordering::SeqCst);
         remove_until_gone(&scratch);
         // Not eprintln!: stderr may be a pipe that closed with the
         // terminal, and a panic here would leave the process running.
@@ -219,9 +223,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
                 progress: &mut progress,
             },
         );
-        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            exit_interrupted(&dir);
-        }
+        exit_if_interrupted(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         let results = results?;
         if a.json {
@@ -243,9 +245,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
             progress: &mut progress,
         },
     );
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-        exit_interrupted(&dir);
-    }
+    exit_if_interrupted(&dir);
     // The interposer's rows after the tables', while the scratch
     // directory is there for the captures they write.
     let interposer = (reprise::executors::capabilities(backend).interposed && results.is_ok())

@@ -38,10 +38,8 @@ fn replay(
     let mut capture = match Capture::open_with(path, options) {
         Ok(c) => c,
         Err(e) => {
-            return Report {
-                message: said(e),
-                ..report
-            };
+            report.message = said(e);
+            return report;
         }
     };
     report.kernel = Some(capture.record.name.to_string());
@@ -65,10 +63,8 @@ fn replay(
         }
         Ok(b) => report.backend = Some(b.to_string()),
         Err(e) => {
-            return Report {
-                message: said(e),
-                ..report
-            };
+            report.message = said(e);
+            return report;
         }
     }
     let outcome = match reprise::block_on(builder.into_future()) {

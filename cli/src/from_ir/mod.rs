@@ -99,7 +99,7 @@ fn size(option: &'static str, s: &str) -> std::result::Result<u64, String> {
     }
 }
 
-fn parse_level(s: &str) -> std::result::Result<u8, String> {
+pub(crate) fn parse_level(s: &str) -> std::result::Result<u8, String> {
     CompileOptions::parse_opt_level(s).ok_or_else(|| format!("{s:?} is not O0, O1, O2 or O3"))
 }
 

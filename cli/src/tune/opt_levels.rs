@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use reprise::Capture;
+use reprise::tune::rows::Row;
 
 use crate::error::{CliError, Result};
 use crate::from_ir::IrArgs;
@@ -22,7 +23,7 @@ pub struct IrSweepArgs {
     ///
     /// The IR is `STEM.bc`; each image is replayed, verified and timed,
     /// and the compile time is a column of its own.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_level)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::from_ir::parse_level)]
     pub opt_level: Vec<u8>,
     /// An argument for LLVM's code generator for every compile of the
     /// sweep (`-mllvm ARG`); repeatable.
@@ -37,20 +38,6 @@ pub struct IrSweepArgs {
     /// The limits of each compile (see `replay --compile-timeout`).
     #[command(flatten)]
     pub limits: crate::from_ir::LimitArgs,
-}
-
-fn parse_level(s: &str) -> std::result::Result<u8, String> {
-    reprise::compile::CompileOptions::parse_opt_level(s)
-        .ok_or_else(|| format!("{s:?} is not O0, O1, O2 or O3"))
-}
-
-struct Row {
-    level: u8,
-    compile: Option<Duration>,
-    median: Option<Duration>,
-    min: Option<Duration>,
-    verdict: String,
-    ok: bool,
 }
 
 /// The capture `a.file` with its image compiled from IR at `level`, and
@@ -76,8 +63,8 @@ pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<(Capture, Option<Durati
 /// `--repetitions` times after `--warmup`), for a kernel that takes no
 /// launch geometry (the host's) and for the sweep from IR; the kernel's
 /// own times where the executor has them.
-pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> super::report::Row {
-    let mut row = super::report::Row::failed(super::recorded_config(capture), None);
+pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> Row {
+    let mut row = Row::failed(super::recorded_config(capture), None);
     let mut builder = reprise::replay(capture)
         .verify(capture.output.is_some())
         .compare(a.compare.spec())
@@ -115,32 +102,20 @@ pub fn run(a: &super::TuneArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for &level in &a.ir.opt_level {
         let (capture, compile) = open_at(a, level)?;
-        let r = replay_row(a, &capture);
-        let mut timed: Vec<Duration> = r
+        rows.push((level, compile, replay_row(a, &capture)));
+    }
+    // The median (the upper middle one for an even count) and the
+    // shortest of a level's kernel times.
+    let times = |r: &Row| {
+        let mut t: Vec<Duration> = r
             .times_ns
             .iter()
             .map(|&t| Duration::from_nanos(t))
             .collect();
-        timed.sort();
-        let (verdict, ok) = match r.status.as_str() {
-            "unverified" => ("not verified (no recorded output)".to_string(), true),
-            "verified" => ("verified".to_string(), true),
-            "differs" => ("OUTPUT DIFFERS".to_string(), false),
-            _ => (
-                format!("failed: {}", r.detail.as_deref().unwrap_or("")),
-                false,
-            ),
-        };
-        rows.push(Row {
-            level,
-            compile,
-            median: timed.get(timed.len() / 2).copied(),
-            min: timed.first().copied(),
-            verdict,
-            ok,
-        });
-    }
-    rows.sort_by_key(|r| (!r.ok, r.median.unwrap_or(Duration::MAX)));
+        t.sort();
+        (t.get(t.len() / 2).copied(), t.first().copied())
+    };
+    rows.sort_by_key(|(.., r)| (!r.good(), times(r).0.unwrap_or(Duration::MAX)));
     out!(
         "tuning {} from IR: {} optimisation levels, {} timed runs each after {} warm-up(s)",
         a.file.display(),
@@ -157,20 +132,26 @@ pub fn run(a: &super::TuneArgs) -> Result<ExitCode> {
         "kernel min"
     );
     let t = |d: Option<Duration>| d.map_or("-".to_string(), human_time);
-    for (i, r) in rows.iter().enumerate() {
+    for (i, (level, compile, r)) in rows.iter().enumerate() {
+        let verdict = match r.status.as_str() {
+            "unverified" => "not verified (no recorded output)".to_string(),
+            "verified" => "verified".to_string(),
+            "differs" => "OUTPUT DIFFERS".to_string(),
+            _ => format!("failed: {}", r.detail.as_deref().unwrap_or("")),
+        };
+        let (median, min) = times(r);
         out!(
-            "{:<4} {:>5} {:>12} {:>12} {:>12}  {}",
+            "{:<4} {:>5} {:>12} {:>12} {:>12}  {verdict}",
             i + 1,
-            format!("O{}", r.level),
-            r.compile.map_or("cached".to_string(), human_time),
-            t(r.median),
-            t(r.min),
-            r.verdict
+            format!("O{level}"),
+            compile.map_or("cached".to_string(), human_time),
+            t(median),
+            t(min),
         );
     }
-    Ok(if rows.iter().any(|r| r.ok) {
+    Ok(if rows.iter().any(|(.., r)| r.good()) {
         ExitCode::SUCCESS
-    } else if rows.iter().any(|r| r.median.is_some()) {
+    } else if rows.iter().any(|(.., r)| !r.times_ns.is_empty()) {
         ExitCode::from(1)
     } else {
         ExitCode::from(2)

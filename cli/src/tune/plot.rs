@@ -50,10 +50,7 @@ pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
     {
         let root = SVGBackend::with_string(&mut svg, (width, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let caption = format!(
-            "{}: median kernel time per configuration (bars: min to max)",
-            kernel
-        );
+        let caption = format!("{kernel}: median kernel time per configuration (bars: min to max)");
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 18))
             .margin(15)
@@ -81,31 +78,20 @@ pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
             .map_err(|e| err(e.to_string()))?;
         // The recorded configuration red, usable ones blue, those whose output
         // differs grey (timed, but no candidates).
-        let grey = RGBColor(150, 150, 150);
         let kind = |m: &Row| match (m.status.as_str(), m.recorded) {
             ("differs", _) => 2,
             (_, true) => 0,
             _ => 1,
         };
-        let colour = |m: &Row| match kind(m) {
-            0 => RED,
-            1 => BLUE,
-            _ => grey,
-        };
-        for (name, which) in [
-            ("recorded", 0),
-            ("output verified (or not checked)", 1),
-            ("output differs", 2),
+        for (name, which, c) in [
+            ("recorded", 0, RED),
+            ("output verified (or not checked)", 1, BLUE),
+            ("output differs", 2, RGBColor(150, 150, 150)),
         ] {
             let pick = |m: &Row| kind(m) == which;
             if !shown.iter().any(|m| pick(m)) {
                 continue;
             }
-            let c = match which {
-                0 => RED,
-                1 => BLUE,
-                _ => grey,
-            };
             chart
                 .draw_series(
                     shown
@@ -118,7 +104,7 @@ pub fn draw(path: &Path, kernel: &str, rows: &[Row]) -> Result<()> {
                                 m.median().unwrap_or_default().as_secs_f64() * scale,
                                 m.max().unwrap_or_default().as_secs_f64() * scale,
                             );
-                            ErrorBar::new_vertical(i as f64, lo, mid, hi, colour(m).filled(), 10)
+                            ErrorBar::new_vertical(i as f64, lo, mid, hi, c.filled(), 10)
                         }),
                 )
                 .map_err(|e| err(e.to_string()))?

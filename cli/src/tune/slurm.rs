@@ -11,6 +11,7 @@ use super::TuneArgs;
 use super::sampler::{candidates, compiles, key, study};
 use super::shard::{self, Row};
 use crate::error::{CliError, Result};
+use crate::jobs::shard::of as shard_of;
 use crate::jobs::slurm::{self as cs, JobRecord, prepare, script};
 
 /// `--merge` and `--slurm`, for `capture` (recorded with `recorded`) on
@@ -46,10 +47,7 @@ fn submit(a: &TuneArgs, kernel: &str, order: &[LaunchConfig], keys: &[String]) -
         .max(1);
     let mut expected: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
     for k in keys {
-        expected
-            .entry(crate::jobs::shard::of(k, n))
-            .or_default()
-            .push(k);
+        expected.entry(shard_of(k, n)).or_default().push(k);
     }
     let command = cs::task_command(
         "tune",
