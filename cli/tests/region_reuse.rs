@@ -4,7 +4,8 @@
 //! its three-thousandth; a program allocating more than 1 GiB is recorded
 //! without `--region-size`; and a library recorder's `free` hands memory
 //! out again, on the host and on the (simulated) GPU, whose region maps
-//! memory as allocations reach it.
+//! memory as allocations reach it; a device-sized region the system will
+//! not reserve falls back to 1 GiB.
 
 mod common;
 
@@ -201,4 +202,83 @@ fn a_cuda_recorder_maps_memory_as_allocations_reach_it() {
     assert_eq!(back, pattern, "memory 1.3 GiB into the region");
     rec.free(bufs[1]).unwrap();
     assert_eq!(rec.alloc(100 << 20, 256).unwrap(), bufs[1]);
+}
+
+/// A host executor on a system that gives no more than 4 GiB of address
+/// space to one reservation (strict overcommit, an address-space limit)
+/// and reports a much larger memory.
+struct Strict(HostExecutor);
+
+impl reprise::core::exec::ErrorType for Strict {
+    type Error = reprise_host::HostError;
+}
+
+impl reprise::core::Executor for Strict {
+    const KIND: reprise::BackendKind = HostExecutor::KIND;
+    const CAPABILITIES: reprise::core::exec::Capabilities = HostExecutor::CAPABILITIES;
+    type Region = reprise_host::HostRegion;
+    type Image = reprise_host::HostImage;
+    type Kernel = reprise_host::HostKernel;
+    type Buffer = reprise_host::HostBuffer;
+    type Queue = reprise_host::HostQueue;
+
+    fn memory_size(&self) -> Option<u64> {
+        Some(1 << 40)
+    }
+    fn reserve(
+        &self,
+        request: reprise::core::exec::RegionRequest,
+    ) -> Result<Self::Region, Self::Error> {
+        if request.capacity > 4 << 30 {
+            return Err(reprise_host::HostError::TooLarge {
+                what: reprise_host::TooLarge::Region(request.capacity),
+            });
+        }
+        self.0.reserve(request)
+    }
+    fn load_image(&self, image: &[u8]) -> Result<Self::Image, Self::Error> {
+        self.0.load_image(image)
+    }
+    fn kernel(&self, image: &Self::Image, name: &str) -> Result<Self::Kernel, Self::Error> {
+        self.0.kernel(image, name)
+    }
+    fn global<'n>(
+        &self,
+        image: &Self::Image,
+        name: &'n str,
+    ) -> Result<Option<reprise::core::exec::GlobalInfo<'n>>, Self::Error> {
+        self.0.global(image, name)
+    }
+    fn for_each_global(
+        &self,
+        image: &Self::Image,
+        f: &mut dyn FnMut(reprise::core::exec::GlobalInfo<'_>),
+    ) -> Result<(), Self::Error> {
+        self.0.for_each_global(image, f)
+    }
+    fn buffer(&self, len: usize) -> Result<Self::Buffer, Self::Error> {
+        self.0.buffer(len)
+    }
+    fn queue(&self) -> Result<Self::Queue, Self::Error> {
+        self.0.queue()
+    }
+}
+
+/// A default region as large as the device that the system will not
+/// reserve falls back to 1 GiB; a chosen size that cannot be reserved is
+/// an error naming it.
+#[test]
+fn a_device_sized_region_the_system_refuses_falls_back_to_one_gib() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = host_config(dir.path()).enabled(false);
+    let rec = Recorder::new(Strict(HostExecutor::new().unwrap()), 0, config.clone()).unwrap();
+    assert_eq!(rec.region().capacity(), 1 << 30);
+    let err = Recorder::new(
+        Strict(HostExecutor::new().unwrap()),
+        0,
+        config.region_size(8 << 30),
+    )
+    .err()
+    .expect("8 GiB is refused");
+    assert!(err.to_string().contains("8 GiB"), "{err}");
 }

@@ -127,9 +127,23 @@ where
             None
         };
         let capacity = config.region_capacity(exec.memory_size());
-        let region = exec
-            .reserve(RegionRequest::new(None, capacity).backed(capacity.min(FIRST_BACKED)))
-            .map_err(|e| Error::executor(reserve_context(&config, capacity), e))?;
+        let request = |size: u64| RegionRequest::new(None, size).backed(size.min(FIRST_BACKED));
+        let region = match exec.reserve(request(capacity)) {
+            Ok(region) => region,
+            // A default as large as the device is address space a system
+            // may not give (strict overcommit, a limit on address space):
+            // the size a region had before it followed the device.
+            Err(e) if !config.region_size_chosen() && capacity > config.region_size => {
+                log::info!(
+                    "no recording region of {} ({e}); reserving {}",
+                    size_text(capacity),
+                    size_text(config.region_size)
+                );
+                exec.reserve(request(config.region_size))
+                    .map_err(|e| Error::executor(reserve_context(&config, config.region_size), e))?
+            }
+            Err(e) => return Err(Error::executor(reserve_context(&config, capacity), e)),
+        };
         let queue = exec
             .queue()
             .map_err(|e| Error::executor("creating a queue", e))?;
