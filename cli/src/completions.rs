@@ -75,8 +75,7 @@ fn write_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
         write_pages(sub, dir)?;
     }
     let path = dir.join(clap_mangen::Man::new(cmd.clone()).get_filename());
-    std::fs::write(&path, page(cmd)?).map_err(|e| reprise::Error::io(&path, "write", e))?;
-    Ok(())
+    crate::side_files::write(&path, &page(cmd)?)
 }
 
 /// The manual page of `cmd` (roff), its synopsis naming each option's
