@@ -103,7 +103,7 @@ pub struct FileReport {
 }
 
 /// Everything [`assess`] found.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Assessment {
     /// Each file: the descriptor, the snapshots, the globals, the image, a
     /// replay's saved output (the optional ones only when there).
@@ -122,6 +122,17 @@ pub struct Assessment {
 }
 
 impl Assessment {
+    /// Adds the file of `role` at `path`, in `state`, its checksum not
+    /// (yet) looked at.
+    fn found(&mut self, role: &'static str, path: PathBuf, state: FileState) {
+        self.files.push(FileReport {
+            role,
+            path,
+            state,
+            checksum: ChecksumStatus::NotRecorded,
+        });
+    }
+
     /// Adds `errors` as findings that leave the capture incomplete and stop
     /// what `blocks` says.
     fn add(&mut self, errors: impl IntoIterator<Item = Error>, blocks: Blocks) {
@@ -205,37 +216,23 @@ pub(crate) fn assess_in(
     hashing: Hashing,
 ) -> Assessment {
     let base_addr = base.and_then(|b| b.addr);
-    let mut a = Assessment {
-        files: Vec::new(),
-        image_kind: None,
-        image: None,
-        globals: None,
-        image_origin: None,
-        findings: Vec::new(),
-    };
+    let mut a = Assessment::default();
     let problem = |a: &mut Assessment, error: Error| a.add([error], Blocks::Replay);
     let sums = record.checksums;
     let state_of = |a: &mut Assessment, role: &'static str, path: &Path| {
         let state = FileState::of(path);
-        a.files.push(FileReport {
-            role,
-            path: path.to_path_buf(),
-            state: state.clone(),
-            checksum: ChecksumStatus::NotRecorded,
-        });
+        a.found(role, path.to_path_buf(), state.clone());
         state
     };
     let special = |a: &mut Assessment, path: &Path, state: &FileState| match state {
         FileState::Special(kind) => problem(a, not_regular(path, kind)),
-        FileState::Unreadable(reason) => problem(
-            a,
-            Error::capture(
-                path,
-                CaptureProblem::Unreadable {
-                    reason: reason.clone(),
-                },
-            ),
-        ),
+        FileState::Unreadable(reason) => {
+            let reason = reason.clone();
+            problem(
+                a,
+                Error::capture(path, CaptureProblem::Unreadable { reason }),
+            )
+        }
         _ => {}
     };
 
@@ -255,23 +252,17 @@ pub(crate) fn assess_in(
             ),
             Ok(None) => (raw.to_path_buf(), raw_state),
             Err(e) => {
-                a.files.push(FileReport {
+                a.found(
                     role,
-                    path: manifest_path(raw),
-                    state: FileState::Unreadable(e.to_string()),
-                    checksum: ChecksumStatus::NotRecorded,
-                });
+                    manifest_path(raw),
+                    FileState::Unreadable(e.to_string()),
+                );
                 a.add([e], Blocks::Replay);
                 return None;
             }
         };
         if listed_missing || state.exists() {
-            a.files.push(FileReport {
-                role,
-                path,
-                state: state.clone(),
-                checksum: ChecksumStatus::NotRecorded,
-            });
+            a.found(role, path, state.clone());
         }
         Some(state)
     };
@@ -322,12 +313,7 @@ pub(crate) fn assess_in(
 
     // The image: the capture's own, or one the options name.
     if let Some(path) = &options.image {
-        a.files.push(FileReport {
-            role: "image",
-            path: path.clone(),
-            state: FileState::of(path),
-            checksum: ChecksumStatus::NotRecorded,
-        });
+        a.found("image", path.clone(), FileState::of(path));
         match super::offload::image_for(path, &record.name, record.backend.or(options.backend)) {
             Ok((bytes, mut origin)) => {
                 origin.compiled = options.image_compiled;

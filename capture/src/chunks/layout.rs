@@ -284,34 +284,25 @@ impl StoreVersion {
         for line in lines.filter(|l| !l.trim().is_empty()) {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             let slot = match key {
-                "hash" => &mut hash,
-                "compression" => &mut compression,
-                "chunk-size" => &mut chunk_size,
-                _ => {
-                    return Err(VersionProblem::UnknownLine {
-                        line: line.to_string(),
-                    });
-                }
+                "hash" => Some(&mut hash),
+                "compression" => Some(&mut compression),
+                "chunk-size" => Some(&mut chunk_size),
+                _ => None,
             };
-            if slot.replace(value).is_some() {
-                return Err(VersionProblem::UnknownLine {
-                    line: line.to_string(),
-                });
+            // A key this version does not know, or one given twice.
+            if slot.is_none_or(|slot| slot.replace(value).is_some()) {
+                let line = line.to_string();
+                return Err(VersionProblem::UnknownLine { line });
             }
         }
         for (key, value, want) in [
             ("hash", hash, HASH),
             ("compression", compression, COMPRESSION),
         ] {
-            match value {
-                None => return Err(VersionProblem::MissingKey { key }),
-                Some(v) if v != want => {
-                    return Err(VersionProblem::Unsupported {
-                        key,
-                        found: v.to_string(),
-                    });
-                }
-                Some(_) => {}
+            let found = value.ok_or(VersionProblem::MissingKey { key })?;
+            if found != want {
+                let found = found.to_string();
+                return Err(VersionProblem::Unsupported { key, found });
             }
         }
         let found = chunk_size.ok_or(VersionProblem::MissingKey { key: "chunk-size" })?;
