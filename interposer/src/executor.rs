@@ -127,7 +127,7 @@ impl Executor for Interposed {
     type Queue = InterposedQueue;
 
     fn memory_size(&self) -> Option<u64> {
-        crate::state::device_memory()
+        crate::heap::device_memory()
     }
 
     fn reserve(&self, request: RegionRequest) -> Result<Region, DriverError> {

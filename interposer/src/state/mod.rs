@@ -18,7 +18,7 @@ use reprise_core::exec::{Executor, LaunchConfig};
 use reprise_std::{Args, ImageId, Kernel, RecordConfig, Recorder, WriterKind};
 
 use crate::executor::{Interposed, Raw, SUGGESTED_BASE};
-use crate::heap::{ALIGN, Outside, heap};
+use crate::heap::{ALIGN, Outside, device_memory, heap};
 use crate::image_len::image;
 use crate::real::*;
 use crate::say::say;
@@ -100,31 +100,6 @@ pub fn initialized() {
     if let Some(c) = enabled_config() {
         let _ = heap().reserve(c.region_capacity(device_memory()), SUGGESTED_BASE);
     }
-}
-
-/// The most memory any device has, where the driver says: the region's
-/// address space by default (memory is mapped as allocations reach it).
-pub fn device_memory() -> Option<u64> {
-    type DeviceGetCount = unsafe extern "C" fn(*mut std::ffi::c_int) -> CuResult;
-    type DeviceTotalMem = unsafe extern "C" fn(*mut usize, std::ffi::c_int) -> CuResult;
-    let count = crate::driver_fn!(DeviceGetCount, "cuDeviceGetCount")?;
-    let get = crate::driver_fn!(DeviceGet, "cuDeviceGet")?;
-    let total = crate::driver_fn!(DeviceTotalMem, "cuDeviceTotalMem_v2")?;
-    let mut n = 0;
-    // SAFETY: a valid out-pointer.
-    if unsafe { count(&mut n) } != SUCCESS {
-        return None;
-    }
-    (0..n)
-        .filter_map(|ordinal| {
-            let (mut device, mut bytes) = (0, 0usize);
-            // SAFETY: valid out-pointers; an ordinal below the count.
-            let ok = unsafe { get(&mut device, ordinal) } == SUCCESS
-                && unsafe { total(&mut bytes, device) } == SUCCESS;
-            ok.then_some(bytes as u64)
-        })
-        .max()
-        .filter(|&bytes| bytes > 0)
 }
 
 /// After the program made a context current: the recorder (and the region)
