@@ -249,9 +249,7 @@ fn split_known(name: &str) -> Option<(&str, &str)> {
 
 /// The launch counts the record reports in `dir` give, by descriptor file
 /// name: (launches of its kernel and geometry, how many were recorded).
-pub fn report_counts(dir: &Path) -> std::collections::HashMap<String, (u64, u64)> {
-    crate::report::counts_in(dir)
-}
+pub use crate::report::counts_in as report_counts;
 
 /// Lists every capture in `dir` (sorted by name), and every file that
 /// belongs to no whole capture: data files whose descriptor is missing (an

@@ -228,14 +228,9 @@ impl Manifest {
     /// without waiting on a FIFO planted there, a regular file of at most
     /// [`MAX_ENCODED_LEN`] bytes): errors name the file.
     pub fn read(path: &Path) -> Result<Self> {
-        use rustix::fs::{Mode, OFlags};
-        let fd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::io(path, "open manifest", e.into()))?;
-        Self::read_file(std::fs::File::from(fd), path)
+        let file = super::fs::open_file(rustix::fs::CWD, path)
+            .map_err(|e| Error::io(path, "open manifest", e))?;
+        Self::read_file(file, path)
     }
 
     /// Reads the manifest in `file` (at most [`MAX_ENCODED_LEN`] bytes);

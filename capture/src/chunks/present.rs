@@ -178,23 +178,18 @@ impl ChunkStore {
         want: Want<'_>,
         look: &mut Look,
     ) -> std::io::Result<Found> {
-        use rustix::fs::{Mode, OFlags};
-        let fd = match rustix::fs::openat(
-            dir,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(Found::Missing),
-            // A link, a socket, a device without a driver, what this user
-            // may not read: no chunk any reader could read.
-            Err(Errno::LOOP | Errno::NXIO | Errno::NODEV | Errno::ACCESS | Errno::PERM) => {
-                return Ok(Found::Wrong);
-            }
-            Err(e) => return Err(e.into()),
+        let file = match fs::open_file(dir, name) {
+            Ok(f) => f,
+            Err(e) => match Errno::from_io_error(&e) {
+                Some(Errno::NOENT) => return Ok(Found::Missing),
+                // A link, a socket, a device without a driver, what this
+                // user may not read: no chunk any reader could read.
+                Some(Errno::LOOP | Errno::NXIO | Errno::NODEV | Errno::ACCESS | Errno::PERM) => {
+                    return Ok(Found::Wrong);
+                }
+                _ => return Err(e),
+            },
         };
-        let file = std::fs::File::from(fd);
         let st = rustix::fs::fstat(&file)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             return Ok(Found::Wrong);

@@ -156,17 +156,15 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     };
 
     // Everything to write, the descriptor last.
-    let mut files: Vec<(PathBuf, Source)> =
-        vec![(dst.input.clone(), Source::Snapshot(input, sums.input))];
-    if let Some(o) = output {
-        files.push((dst.output.clone(), Source::Snapshot(o, sums.output)));
-    }
-    if let Some(g) = globals {
-        files.push((dst.globals.clone(), Source::Bytes(g)));
-    }
-    if let Some(i) = image {
-        files.push((dst.image.clone(), Source::Bytes(i)));
-    }
+    let mut files: Vec<(PathBuf, Source)> = [
+        Some((dst.input.clone(), Source::Snapshot(input, sums.input))),
+        output.map(|o| (dst.output.clone(), Source::Snapshot(o, sums.output))),
+        globals.map(|g| (dst.globals.clone(), Source::Bytes(g))),
+        image.map(|i| (dst.image.clone(), Source::Bytes(i))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     // LLVM current's bitcode of a JIT-compiled image, kept raw.
     let bc = PathBuf::from(format!("{}.bc", stem_of(descriptor).display()));
     if to == from

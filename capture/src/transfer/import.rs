@@ -227,14 +227,7 @@ fn read_back(
 /// documentation): what was moved and the file's [`Inode`]; `None` when
 /// the file changed while it was read, and was left.
 fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Moved, Inode)>> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(
-        raw,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(raw, "open", e.into()))?;
-    let file = std::fs::File::from(fd);
+    let file = crate::fs::open_file(rustix::fs::CWD, raw).map_err(|e| Error::io(raw, "open", e))?;
     let meta = file.metadata().map_err(|e| Error::io(raw, "stat", e))?;
     if !meta.is_file() {
         return Err(Error::capture(raw, CaptureProblem::Changed));
