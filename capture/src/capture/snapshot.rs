@@ -31,9 +31,7 @@ enum Bytes {
     File(File),
     /// Chunks of the directory's store, as a manifest names them.
     Chunked {
-        /// The manifest.
         manifest: Manifest,
-        /// The store holding its chunks.
         store: Arc<ChunkStore>,
     },
 }
@@ -44,7 +42,6 @@ enum Bytes {
 pub struct SnapshotFile {
     /// Its path (the manifest's, for a chunked snapshot).
     pub path: PathBuf,
-    /// Where its bytes are.
     source: Bytes,
     /// Its length in bytes (the length a manifest stands for).
     pub len: u64,

@@ -53,7 +53,6 @@ pub struct Mappable {
     /// parts are mapped (a part's bytes; all of a chunk of zeros).
     pub(super) mapped: Vec<u64>,
     parts: Vec<MapPart>,
-    /// Whether any chunk is zeros.
     zeros: bool,
 }
 

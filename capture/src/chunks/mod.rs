@@ -295,7 +295,6 @@ impl ChunkStore {
         self.root.join(layout::chunk_path(hash))
     }
 
-    /// How many threads to use for `n` chunks.
     fn threads_for(&self, n: usize) -> usize {
         self.options.threads.clamp(1, n.max(1))
     }

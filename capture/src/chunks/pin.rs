@@ -120,14 +120,8 @@ impl Pin<'_> {
         let mut file = crate::threads::lock(&self.file);
         file.write_all(&hash.0).map(|()| Added::New).map_err(|e| {
             self.unsee(hash);
-            Error::io(
-                self.store
-                    .root
-                    .join(super::layout::TMP_DIR)
-                    .join(&self.name),
-                "write pin",
-                e,
-            )
+            let path = self.store.root.join(super::layout::TMP_DIR);
+            Error::io(path.join(&self.name), "write pin", e)
         })
     }
 

@@ -112,7 +112,6 @@ pub(super) enum Found {
     /// The chunk: a regular file holding its bytes, touched, and still at
     /// its name after the touch.
     Whole,
-    /// Nothing.
     Missing,
     /// Something that is not the chunk.
     Wrong,

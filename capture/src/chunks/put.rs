@@ -87,7 +87,6 @@ impl<'b> Parts<'b> {
         }
     }
 
-    /// How many chunks in all.
     fn total(&self) -> usize {
         self.starts.last().copied().unwrap_or(0)
     }
@@ -107,7 +106,6 @@ impl<'b> Parts<'b> {
         &bytes[at..(at + self.chunk_size).min(bytes.len())]
     }
 
-    /// The chunk numbers of part `k`.
     fn range(&self, k: usize) -> std::ops::Range<usize> {
         self.starts[k]..self.starts[k + 1]
     }

@@ -118,7 +118,6 @@ pub(super) struct Written<'s> {
     tmp_name: Option<String>,
     file: Option<std::fs::File>,
     hash: ChunkHash,
-    /// The chunk's length.
     len: usize,
 }
 

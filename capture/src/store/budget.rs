@@ -78,7 +78,6 @@ pub struct DiskBudget {
     /// When the recording began: chunk files older than this were there
     /// before and cost it nothing.
     start: SystemTime,
-    /// Bytes the recording wrote.
     used: AtomicU64,
     /// Bytes reserved for captures not yet written.
     reserved: AtomicU64,

@@ -62,7 +62,6 @@ pub struct CaptureStore {
     /// The directory, open: every file is written relative to it.
     dir_fd: rustix::fd::OwnedFd,
     fsync: bool,
-    /// How the data files are written.
     format: CaptureFormat,
     /// The directory's chunk store, opened at the first capture written in
     /// [`CaptureFormat::Store`].
@@ -70,7 +69,6 @@ pub struct CaptureStore {
     /// Images already written by this store, by checksum: later captures of
     /// the same image hard-link to them instead of writing it again.
     images: Mutex<HashMap<u64, PathBuf>>,
-    /// The recording's disk budget, when it has one.
     budget: Option<DiskBudget>,
 }
 
