@@ -204,6 +204,30 @@ fn a_cuda_recorder_maps_memory_as_allocations_reach_it() {
     assert_eq!(rec.alloc(100 << 20, 256).unwrap(), bufs[1]);
 }
 
+/// A region larger than the device (chosen): an allocation the device
+/// has no memory for is the executor's error, naming the growth, and
+/// takes nothing from the region; smaller ones go on working.
+#[test]
+fn an_allocation_the_device_cannot_back_takes_nothing() {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = host_config(dir.path()).enabled(false).region_size(1 << 40);
+    let rec = Recorder::new(gpu, 0, config).unwrap();
+    let small = rec.alloc(4096, 256).unwrap();
+    let used = rec.region().used();
+    let err = rec
+        .alloc(900 << 30, 256)
+        .expect_err("more than the device has");
+    assert!(
+        err.to_string().contains("growing the recording region"),
+        "{err}"
+    );
+    assert_eq!(rec.region().used(), used, "nothing was taken");
+    assert_eq!(rec.alloc(4096, 256).unwrap(), small + 4096);
+}
+
 /// A host executor on a system that gives no more than 4 GiB of address
 /// space to one reservation (strict overcommit, an address-space limit)
 /// and reports a much larger memory.
