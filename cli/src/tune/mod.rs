@@ -235,27 +235,22 @@ pub(crate) fn geometry_space(
     recorded: LaunchConfig,
     mut dims: Vec<Dimension>,
 ) -> Result<Space> {
-    let unknown = |d: [u32; 3], given: bool, flag: &str, dim: &str| {
-        if !given && d[0] == 0 {
+    for (d, list, flag, dim) in [
+        (recorded.grid, &a.num_teams, "--num-teams", "team count"),
+        (
+            recorded.block,
+            &a.num_threads,
+            "--num-threads",
+            "thread count",
+        ),
+    ] {
+        if list.is_none() && d[0] == 0 {
             return Err(CliError::Usage(format!(
                 "the capture records no {dim} (LLVM recorded none), so the search needs \
                  {flag} LIST"
             )));
         }
-        Ok(())
-    };
-    unknown(
-        recorded.grid,
-        a.num_teams.is_some(),
-        "--num-teams",
-        "team count",
-    )?;
-    unknown(
-        recorded.block,
-        a.num_threads.is_some(),
-        "--num-threads",
-        "thread count",
-    )?;
+    }
     let list = |l: &Option<lists::DimList>, v| l.as_ref().map_or_else(|| vec![v], |l| l.0.clone());
     let teams = list(&a.num_teams, recorded.grid).into_iter();
     let threads = list(&a.num_threads, recorded.block).into_iter();

@@ -48,15 +48,8 @@ pub(super) fn measure_here(
             .filter(|c| c.compile == g)
             .map(|c| c.config)
             .collect();
-        let o = measure_group(
-            a,
-            capture,
-            backend,
-            configs,
-            (compiles, g),
-            how,
-            out.rows.len(),
-        )?;
+        let before = out.rows.len();
+        let o = measure_group(a, capture, backend, configs, (compiles, g), how, before)?;
         out.join(o);
     }
     Ok(out)

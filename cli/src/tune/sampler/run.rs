@@ -235,15 +235,8 @@ pub fn run(
                 &temporary
             }
         };
-        measure_in_workers(
-            todo,
-            &kernel,
-            path,
-            write_recorded,
-            deadline,
-            workers,
-            old.len(),
-        )?
+        let had = old.len();
+        measure_in_workers(todo, &kernel, path, write_recorded, deadline, workers, had)?
     };
     let Outcome {
         rows: new,
