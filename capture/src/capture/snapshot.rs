@@ -190,41 +190,12 @@ impl SnapshotFile {
             return None;
         };
         let p = store.check(manifest).into_iter().next()?;
-        Some(stored::capture_error(
-            &self.path,
-            Error::store(
-                store.chunk_file(&p.hash),
-                crate::error::StoreProblem::Chunk(p),
-            ),
-        ))
+        Some(Error::capture(&self.path, CaptureProblem::of_chunk(p)))
     }
 
-    /// How a chunked snapshot is cut: its chunk size in bytes and its
-    /// number of chunks; `None` for a raw file. Chunk `i` holds the bytes
-    /// from `i * chunk size`, and every chunk but the last is full.
-    fn chunking(&self) -> Option<(usize, usize)> {
-        match &self.source {
-            Bytes::File(_) => None,
-            Bytes::Chunked { manifest, .. } => {
-                Some((manifest.chunk_size() as usize, manifest.chunks().len()))
-            }
-        }
-    }
-
-    /// How many threads a read of a chunked snapshot decompresses on (the
-    /// store's [`crate::chunks::StoreOptions::threads`]); 1 for a raw
-    /// file.
-    fn read_threads(&self) -> usize {
-        match &self.source {
-            Bytes::File(_) => 1,
-            Bytes::Chunked { store, .. } => store.options().threads.max(1),
-        }
-    }
-
-    /// Decompresses chunks `chunks` (indices, as [`SnapshotFile::chunking`]
-    /// counts them) of a chunked snapshot into `out`, which must be exactly
-    /// their bytes long: in parallel on up to
-    /// [`SnapshotFile::read_threads`] threads, each chunk bounded and its
+    /// Decompresses chunks `chunks` (indices in its manifest) of a chunked
+    /// snapshot into `out`, which must be exactly their bytes long: in
+    /// parallel on up to the store's threads, each chunk bounded and its
     /// hash checked, as [`SnapshotSource::read_into`] reads a whole one. A
     /// chunk that is missing or damaged is the error, naming the manifest
     /// and the chunk's place in it. This is how a GPU replay streams a
@@ -248,23 +219,17 @@ impl SnapshotFile {
         let part = Manifest::new(len, manifest.chunk_size(), refs.to_vec())
             .and_then(|p| p.with_version(manifest.version()))
             .map_err(|_| Error::Internal("a run of a manifest's chunks is no manifest"))?;
-        store.read_into(&part, out).map_err(|e| {
-            // Name the chunk by its place in the whole manifest.
-            let e = match e {
-                Error::Store {
-                    path,
-                    problem: crate::error::StoreProblem::Chunk(mut c),
-                } => {
-                    c.index = c.index.saturating_add(chunks.start as u32);
-                    Error::Store {
-                        path,
-                        problem: crate::error::StoreProblem::Chunk(c),
-                    }
+        store
+            .read_into(&part, out)
+            .map_err(|e| match e.store_problem() {
+                // Named by its place in the whole manifest.
+                Some(crate::error::StoreProblem::Chunk(c)) => {
+                    let index = c.index.saturating_add(chunks.start as u32);
+                    let c = crate::error::ChunkProblem { index, ..*c };
+                    Error::capture(&self.path, CaptureProblem::of_chunk(c))
                 }
-                e => e,
-            };
-            stored::capture_error(&self.path, e)
-        })
+                _ => stored::capture_error(&self.path, e),
+            })
     }
 }
 
@@ -525,13 +490,20 @@ async fn stream_chunks<E: Executor>(
     device: u64,
     len: usize,
 ) -> Result<(Streamed, Vec<E::Buffer>, u64)> {
-    let (chunk, count) = file
-        .chunking()
-        .ok_or(Error::Internal("streaming a raw snapshot"))?;
+    let Bytes::Chunked { manifest, store } = &file.source else {
+        return Err(Error::Internal("streaming a raw snapshot"));
+    };
+    // Chunk `i` holds the bytes from `i * chunk`; every chunk but the last
+    // is full.
+    let (chunk, count) = (manifest.chunk_size() as usize, manifest.chunks().len());
     if len as u64 != file.len || chunk == 0 {
         return Err(Error::Internal("streaming part of a snapshot"));
     }
-    let per_batch = file.read_threads().clamp(1, MAX_BATCH).min(count.max(1));
+    let per_batch = store
+        .options()
+        .threads
+        .clamp(1, MAX_BATCH)
+        .min(count.max(1));
     let buffer_len = (per_batch * chunk).min(len).max(1);
     let batches = count.div_ceil(per_batch);
     let mut free = Vec::with_capacity(RING);
