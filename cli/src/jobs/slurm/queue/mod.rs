@@ -76,20 +76,14 @@ pub fn submit(script: &Path, tasks: &[u64], options: &[String], cwd: &Path) -> R
     }
     // `--parsable`: `JOBID` or `JOBID;CLUSTER`.
     let out = String::from_utf8_lossy(&o.stdout);
-    let id = out
-        .trim()
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let id = out.trim().split(';').next().unwrap_or("").trim();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
         return Err(CliError::Program(format!(
             "sbatch printed no job id (expected a number from --parsable): {:?}",
             out.trim()
         )));
     }
-    Ok(id)
+    Ok(id.to_string())
 }
 
 /// The tasks of job `job` still in the queue: (task, state) for each,
