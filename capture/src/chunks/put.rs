@@ -332,15 +332,10 @@ impl ChunkStore {
                         .get_or_insert(Error::Internal("a chunk store flusher panicked"));
                 }
             }
-            let flushed = match lock(&flush_failed).take() {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+            let flushed = lock(&flush_failed).take().map_or(Ok(()), Err);
             // Every task joined before a failure is returned (what the
             // others made is dropped).
-            let mut puts = Vec::with_capacity(parts.parts.len());
-            let mut failed = None;
-            let prepared = preparing
+            let puts: Vec<Result<_>> = preparing
                 .into_iter()
                 .map(|t| {
                     t.join()
@@ -349,20 +344,11 @@ impl ChunkStore {
                 .chain(inline.into_iter().map(|(k, m)| {
                     let t = prepare(k, &m);
                     Ok((m, t))
-                }));
-            for p in prepared {
-                match p.and_then(|(m, t)| Ok((m, t?))) {
-                    Ok(put) => puts.push(put),
-                    Err(e) => {
-                        failed.get_or_insert(e);
-                    }
-                }
-            }
+                }))
+                .map(|p| p.and_then(|(m, t)| Ok((m, t?))))
+                .collect();
             flushed?;
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            Ok((chunks, puts, also))
+            Ok((chunks, puts.into_iter().collect::<Result<Vec<_>>>()?, also))
         })?;
         mine.settle();
         // Seen under this pin: settled by now, or by the put at it (which
