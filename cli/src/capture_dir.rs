@@ -30,10 +30,13 @@ pub fn nothing_here(dir: &Path) -> String {
     )
 }
 
-/// `dir` as a command's directory: an error saying where captures are
-/// when it does not exist.
+/// `dir` as a command's directory: when it is the default and does not
+/// exist, an error saying where captures are looked for and how they get
+/// there (a directory given that does not exist is the command's ordinary
+/// "no such file").
 pub fn existing(dir: &Path) -> Result<()> {
-    if dir.exists() {
+    let default = std::env::var_os(VAR).unwrap_or_else(|| DEFAULT.into());
+    if dir.exists() || dir != Path::new(&default) {
         return Ok(());
     }
     Err(CliError::file(

@@ -126,11 +126,11 @@ fn without_store(dir: &Path) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     if raw == 0 {
-        out!("{}: no captures", dir.display());
+        out!("{}: no stored captures, and no raw ones", dir.display());
         note!("{}", crate::capture_dir::nothing_here(dir));
     } else {
         out!(
-            "{}: {raw} capture(s), all in raw files: no store to measure",
+            "{}: no stored captures: {raw} capture(s), all in raw files",
             dir.display()
         );
     }

@@ -70,7 +70,9 @@ fn list_du_and_gc_look_where_record_writes() {
     let out = run_in(cwd, &["du"], Some("elsewhere"));
     assert_exit(&out, 0);
     assert!(
-        text(&out).0.contains("elsewhere: no captures"),
+        text(&out)
+            .0
+            .contains("elsewhere: no stored captures, and no raw ones"),
         "{}",
         text(&out).0
     );
