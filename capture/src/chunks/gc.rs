@@ -130,14 +130,10 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
         .map_err(|e| Error::io(&lock_path, "lock", e.into()))?;
 
     // 1. What a dead gc was removing goes back.
-    let tmp_names = fs::names(&tmp_fd).map_err(io(&tmp_path, "list"))?;
-    for (name, _) in &tmp_names {
-        let Some(name) = std::str::from_utf8(name).ok() else {
-            continue;
-        };
-        if let Some(hash) = doomed_hash(name) {
-            restore(chunks_fd, &tmp_fd, name, &hash)
-                .map_err(io(&tmp_path.join(name), "restore"))?;
+    for name in leftovers::text_names(&tmp_fd, &tmp_path)? {
+        if let Some(hash) = doomed_hash(&name) {
+            restore(chunks_fd, &tmp_fd, &name, &hash)
+                .map_err(io(&tmp_path.join(&name), "restore"))?;
             report.restored += 1;
         }
     }
@@ -162,11 +158,7 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
     // 3. Pins, then the temporary files of writers that are gone.
     let mut keep: HashSet<ChunkHash> = HashSet::new();
     let mut live: HashSet<String> = HashSet::new();
-    let tmp_names: Vec<String> = fs::names(&tmp_fd)
-        .map_err(io(&tmp_path, "list"))?
-        .into_iter()
-        .filter_map(|(n, _)| String::from_utf8(n).ok())
-        .collect();
+    let tmp_names = leftovers::text_names(&tmp_fd, &tmp_path)?;
     for name in tmp_names.iter().filter(|n| n.starts_with(tmp::PIN)) {
         let path = tmp_path.join(name);
         match read_pin(&tmp_fd, name).map_err(io(&path, "read pin"))? {

@@ -91,6 +91,16 @@ pub(super) fn opened_locked(
     }
 }
 
+/// The names in the store's directory `fd` (`path`, for messages) that
+/// are text, as every name the store itself makes is.
+pub(super) fn text_names(fd: &OwnedFd, path: &Path) -> Result<Vec<String>> {
+    let names = fs::names(fd).map_err(|e| Error::io(path, "list", e))?;
+    Ok(names
+        .into_iter()
+        .filter_map(|(n, _)| String::from_utf8(n).ok())
+        .collect())
+}
+
 /// The pin a chunk being written is named after: `ID` of
 /// `chunk.ID.RANDOM`; `None` for a name of another kind (or as older
 /// writers named them, `chunk.RANDOM`).
@@ -103,10 +113,7 @@ pub(super) fn chunk_write_pin(name: &str) -> Option<&str> {
 /// The live pins of the store of `dir`, by id, read from its `tmp/`.
 pub(super) fn live_pin_ids(tmp_fd: &OwnedFd, tmp_path: &Path) -> Result<Vec<String>> {
     let mut live = Vec::new();
-    for (name, _) in fs::names(tmp_fd).map_err(|e| Error::io(tmp_path, "list", e))? {
-        let Ok(name) = String::from_utf8(name) else {
-            continue;
-        };
+    for name in text_names(tmp_fd, tmp_path)? {
         if let Some(id) = name.strip_prefix(tmp::PIN)
             && locked(tmp_fd, &name).map_err(|e| Error::io(tmp_path.join(&name), "lock", e))?
                 == Some(true)
@@ -163,11 +170,7 @@ pub fn store_leftovers(dir: impl AsRef<Path>) -> Result<Vec<Leftover>> {
         Err(_) => false,
     };
     let mut out = Vec::new();
-    let mut names: Vec<String> = fs::names(&tmp_fd)
-        .map_err(|e| Error::io(&tmp_path, "list", e))?
-        .into_iter()
-        .filter_map(|(n, _)| String::from_utf8(n).ok())
-        .collect();
+    let mut names = text_names(&tmp_fd, &tmp_path)?;
     names.sort();
     for name in names {
         let lock_of = |name: &str| {
