@@ -25,7 +25,7 @@
 //! The whole design (which faults are caught and why, where the state
 //! lives, why the jump is sound, and the limitations) is the book's
 //! chapter "Failure behaviour", section "How the host executor catches a
-//! kernel fault" (`docs/failures.md`).
+//! kernel fault" (`notes/failures.md`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
