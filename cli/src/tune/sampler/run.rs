@@ -69,14 +69,12 @@ pub fn run(
     if let Some(plan) = &search.worker_plan {
         return serve_plan(a, capture, backend, &compiles, plan, start);
     }
-    let rec = &capture.record;
-    let kernel = rec.name.to_string();
+    let kernel = capture.record.name.to_string();
     let (size, candidates, order) = candidates(a, recorded, geometry)?;
     let key_of = |c: &Candidate| key(&compiles, c);
-    let study = study(&candidates, recorded, geometry);
     // A shard holds the (geometry, compile setting) pairs its keys hash
     // to; without compile settings the key is the geometry's, as a sweep's.
-    let held: Vec<Candidate> = study
+    let held: Vec<Candidate> = study(&candidates, recorded, geometry)
         .into_iter()
         .filter(|c| a.shard.is_none_or(|s| s.holds(&key_of(c))))
         .collect();
@@ -146,15 +144,14 @@ pub fn run(
         .collect();
 
     // The driver is asked only when workers are.
-    let devices = if search.workers.is_some() {
-        reprise::executors::device_count(backend)
-    } else {
-        1
-    };
-    let asked = match search.workers {
-        None => 1,
-        Some(Workers::Auto) => devices,
-        Some(Workers::Count(n)) => n,
+    let devices = || reprise::executors::device_count(backend);
+    let (asked, devices) = match search.workers {
+        None => (1, 1),
+        Some(Workers::Auto) => {
+            let d = devices();
+            (d, d)
+        }
+        Some(Workers::Count(n)) => (n, devices()),
     };
     let workers = asked.min(devices).min(todo.len().max(1)).max(1);
     if !a.json {
@@ -163,10 +160,8 @@ pub fn run(
             Sampler::Random => format!("random sample (seed {})", search.seed),
         };
         out!(
-            "tuning {} ({} executor): {how} of {} of the {size} configurations, {} timed runs \
-             each after {} warm-up{}",
-            rec.name,
-            backend,
+            "tuning {kernel} ({backend} executor): {how} of {} of the {size} configurations, {} \
+             timed runs each after {} warm-up{}",
             candidates.len(),
             a.repetitions,
             a.warmup,
