@@ -478,63 +478,55 @@ pub(crate) fn length_problems(
     input: u64,
     output: Option<u64>,
 ) -> Vec<Error> {
-    let mut found = Vec::new();
-    let mut problem = |error| found.push(error);
-    if let Some(size) = record.memory_size
-        && size != input
-    {
-        problem(Error::capture(
-            &paths.input,
-            CaptureProblem::SnapshotSize {
-                found: input,
-                expected: size,
-            },
-        ));
-    }
-    if let Some(size) = record.region_size
-        && input > size
-    {
-        problem(Error::capture(
-            &paths.descriptor,
-            CaptureProblem::SnapshotLargerThanRegion {
-                snapshot: paths.input.clone(),
-                len: input,
-                region: size,
-            },
-        ));
-    }
-    if let Some(out) = output
-        && out != input
-    {
-        problem(Error::capture(
-            &paths.output,
-            CaptureProblem::OutputSize {
-                output: out,
-                input_path: paths.input.clone(),
-                input,
-            },
-        ));
-    }
-    if let Some(base) = base
-        && base.checked_add(input).is_none()
-    {
-        problem(Error::capture(
-            &paths.descriptor,
-            CaptureProblem::RegionWraps { base, len: input },
-        ));
-    }
-    // Every executor reserves the region from its page: one in the first
-    // page would map address 0, where a null pointer points.
-    if let Some(base) = base
-        && base != 0
-        && base < 4096
-    {
-        problem(Error::capture(
-            &paths.descriptor,
-            CaptureProblem::RegionInFirstPage { base },
-        ));
-    }
-    found
+    let descriptor = &paths.descriptor;
+    let input_path = || paths.input.clone();
+    [
+        record
+            .memory_size
+            .filter(|&size| size != input)
+            .map(|expected| {
+                let found = input;
+                (
+                    &paths.input,
+                    CaptureProblem::SnapshotSize { found, expected },
+                )
+            }),
+        record
+            .region_size
+            .filter(|&size| input > size)
+            .map(|region| {
+                let (snapshot, len) = (input_path(), input);
+                (
+                    descriptor,
+                    CaptureProblem::SnapshotLargerThanRegion {
+                        snapshot,
+                        len,
+                        region,
+                    },
+                )
+            }),
+        output.filter(|&out| out != input).map(|output| {
+            let input_path = input_path();
+            (
+                &paths.output,
+                CaptureProblem::OutputSize {
+                    output,
+                    input_path,
+                    input,
+                },
+            )
+        }),
+        base.filter(|base| base.checked_add(input).is_none())
+            .map(|base| (descriptor, CaptureProblem::RegionWraps { base, len: input })),
+        // Every executor reserves the region from its page: one in the
+        // first page would map address 0, where a null pointer points.
+        base.filter(|&base| base != 0 && base < 4096)
+            .map(|base| (descriptor, CaptureProblem::RegionInFirstPage { base })),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|(path, problem)| Error::capture(path, problem))
+    .collect()
 }
 
 /// The recorder writes the backend it recorded on and the image it loaded
