@@ -61,8 +61,8 @@ const INTERPOSER_VARIABLE: &str = "REPRISE_INTERPOSER";
 /// exited 0 and a capture failed so.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Where the captures go.
-    #[arg(long, default_value = "reprise-captures")]
+    /// Where the captures go (`list`, `du` and `gc` look there too).
+    #[arg(long, env = crate::capture_dir::VAR, default_value = crate::capture_dir::DEFAULT)]
     pub dir: PathBuf,
     /// Record only kernels whose name matches GLOB (`*` and `?`).
     #[arg(long, value_name = "GLOB")]
@@ -396,6 +396,14 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
             ))
             .unwrap_or_default()
     );
+    // No summary: no process of the program started recording.
+    if text.trim().is_empty() && new.is_empty() {
+        note!(
+            "reprise record: the program never used the CUDA driver as reprise sees it (no \
+             driver call with a context): it does not use CUDA, or it cannot load the \
+             interposer (linked statically, or set-user-ID)"
+        );
+    }
     if counts.marked > 0 {
         note!(
             "reprise record: {} recorded with a mark (arguments outside the recording region or \

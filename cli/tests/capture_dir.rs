@@ -228,3 +228,27 @@ fn the_manual_synopsis_names_each_value() {
         "{synopsis}"
     );
 }
+
+#[test]
+fn a_program_that_never_uses_cuda_is_told_apart_from_one_that_launched_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let out = run_in(home.path(), &["record", "--", "true"], None);
+    assert_exit(&out, 0);
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains("0 launches recorded in reprise-captures"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the program never used the CUDA driver"),
+        "{stderr}"
+    );
+    // REPRISE_RECORD_DIR is record's default too.
+    let out = run_in(home.path(), &["record", "--", "true"], Some("there"));
+    assert_exit(&out, 0);
+    assert!(
+        text(&out).1.contains("recorded in there"),
+        "{}",
+        text(&out).1
+    );
+}
