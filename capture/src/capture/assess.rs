@@ -243,13 +243,10 @@ pub(crate) fn assess_in(
     let data_state = |a: &mut Assessment, role: &'static str, raw: &Path, listed_missing: bool| {
         let raw_state = FileState::of(raw);
         let (path, state) = match stored::manifest_for(raw) {
-            Ok(Some((path, m))) => (
-                path,
-                FileState::Chunked {
-                    len: m.len(),
-                    chunks: m.chunks().len() as u64,
-                },
-            ),
+            Ok(Some((path, m))) => {
+                let (len, chunks) = (m.len(), m.chunks().len() as u64);
+                (path, FileState::Chunked { len, chunks })
+            }
             Ok(None) => (raw.to_path_buf(), raw_state),
             Err(e) => {
                 a.found(
@@ -292,9 +289,7 @@ pub(crate) fn assess_in(
         None => Vec::new(),
     };
     let lengths_hold = wrong.is_empty();
-    for e in wrong {
-        problem(&mut a, e);
-    }
+    a.add(wrong, Blocks::Replay);
     let hashing = match hashing {
         Hashing::All if !lengths_hold => Hashing::SmallFiles,
         h => h,
@@ -312,16 +307,19 @@ pub(crate) fn assess_in(
     };
 
     // The image: the capture's own, or one the options name.
+    let take_image = |a: &mut Assessment, bytes: Vec<u8>| {
+        let kind = image::sniff(&bytes);
+        a.image_kind = Some(kind);
+        a.image = Some(bytes);
+        check_backend(a, record, paths, kind);
+    };
     if let Some(path) = &options.image {
         a.found("image", path.clone(), FileState::of(path));
         match super::offload::image_for(path, &record.name, record.backend.or(options.backend)) {
             Ok((bytes, mut origin)) => {
                 origin.compiled = options.image_compiled;
-                let kind = image::sniff(&bytes);
-                a.image_kind = Some(kind);
-                a.image = Some(bytes);
                 a.image_origin = Some(origin);
-                check_backend(&mut a, record, paths, kind);
+                take_image(&mut a, bytes);
             }
             Err(e) => problem(&mut a, e),
         }
@@ -332,10 +330,7 @@ pub(crate) fn assess_in(
             Some(FileState::Missing) => problem(&mut a, missing_image(record, paths)),
             Some(FileState::Regular(_) | FileState::Chunked { .. }) => {
                 if let Some(bytes) = read(&mut a, &paths.image, "device image", IMAGE_LIMIT) {
-                    let kind = image::sniff(&bytes);
-                    a.image_kind = Some(kind);
-                    a.image = Some(bytes);
-                    check_backend(&mut a, record, paths, kind);
+                    take_image(&mut a, bytes);
                 }
             }
             Some(other) => special(&mut a, &paths.image, other),
@@ -362,13 +357,10 @@ pub(crate) fn assess_in(
                 let layout = record.generation.globals_layout();
                 match globals::decode(layout, &bytes).and_then(|d| d.validate()) {
                     Ok(_) => a.globals = Some(bytes),
-                    Err(source) => problem(
-                        &mut a,
-                        Error::Globals {
-                            path: paths.globals.clone(),
-                            source,
-                        },
-                    ),
+                    Err(source) => {
+                        let path = paths.globals.clone();
+                        problem(&mut a, Error::Globals { path, source })
+                    }
                 }
             }
         }
@@ -398,9 +390,10 @@ pub(crate) fn assess_in(
             },
         );
     }
-    for e in super::launch_env::check(record, paths, base) {
-        problem(&mut a, e);
-    }
+    a.add(
+        super::launch_env::check(record, paths, base),
+        Blocks::Replay,
+    );
     if let (Some(image), Some(kind)) = (&a.image, a.image_kind) {
         let image_path = a.image_origin.as_ref().map_or(&paths.image, |o| &o.path);
         let globals = a.globals.as_deref().map(|g| {
@@ -410,15 +403,10 @@ pub(crate) fn assess_in(
                 paths.globals.as_path(),
             )
         });
-        for e in image_checks::problems(
-            record,
-            &paths.descriptor,
-            (image, kind, image_path),
-            options.backend,
-            globals,
-        ) {
-            problem(&mut a, e);
-        }
+        let image = (image.as_slice(), kind, image_path.as_path());
+        let found =
+            image_checks::problems(record, &paths.descriptor, image, options.backend, globals);
+        a.add(found, Blocks::Replay);
     }
     check_checksum_map(&mut a, record, paths, options);
     if hashing != Hashing::None {
