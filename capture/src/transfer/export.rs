@@ -92,14 +92,8 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     let output = SnapshotFile::open(&src.output)?;
     // Lengths first: a manifest that lies about its length is not
     // streamed for it.
-    let base = record.region_base;
-    let lengths = length_problems(
-        &record,
-        base,
-        &src,
-        input.len,
-        output.as_ref().map(|o| o.len),
-    );
+    let output_len = output.as_ref().map(|o| o.len);
+    let lengths = length_problems(&record, record.region_base, &src, input.len, output_len);
     if let Some(e) = lengths.into_iter().next() {
         return Err(e);
     }
@@ -119,9 +113,8 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
         // LLVM's legacy replay tool opens `NAME.memory` for kernel NAME.
         let name = record.name.as_str();
         if crate::store::safe_file_name(name) != name || name.is_empty() {
-            return Err(refuse(ExportProblem::KernelName {
-                name: name.to_string(),
-            }));
+            let name = name.to_string();
+            return Err(refuse(ExportProblem::KernelName { name }));
         }
         name.to_string()
     } else {
@@ -166,9 +159,8 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     .flatten()
     .collect();
     // LLVM current's bitcode of a JIT-compiled image, kept raw.
-    let bc = PathBuf::from(format!("{}.bc", stem_of(descriptor).display()));
     if to == from
-        && let Some(b) = read_bounded(&bc, "bitcode", IMAGE_LIMIT)?
+        && let Some(b) = read_bounded(&crate::capture::ir_path(descriptor), "bitcode", IMAGE_LIMIT)?
     {
         files.push((dir.join(format!("{stem}.bc")), Source::Bytes(b)));
     }
