@@ -71,7 +71,6 @@ pub fn to_json(r: &StoreResults) -> serde_json::Value {
 
 /// Prints the tables.
 pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
-    let p = &r.program;
     out!(
         "capture store against raw files on the {backend} executor (same run; the region holds a float field)"
     );
@@ -80,29 +79,22 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     );
     out!("| recording | captures | raw | stored | raw / stored |");
     out!("| :--- | ---: | ---: | ---: | ---: |");
-    out!(
-        "| {PROGRAM_LAUNCHES}-launch program (x, y 16 MiB, 32 MiB untouched) | {} | {} | {} | {:.2} |",
-        p.captures,
-        human_bytes(p.raw),
-        human_bytes(p.stored),
-        p.ratio()
-    );
-    let p = &r.program_reachable;
-    out!(
-        "| the same, --reachable (the untouched buffer not held) | {} | {} | {} | {:.2} |",
-        p.captures,
-        human_bytes(p.raw),
-        human_bytes(p.stored),
-        p.ratio()
-    );
-    for s in &r.sizes {
+    let program = format!("{PROGRAM_LAUNCHES}-launch program (x, y 16 MiB, 32 MiB untouched)");
+    let reachable = "the same, --reachable (the untouched buffer not held)".to_string();
+    let sizes = r
+        .sizes
+        .iter()
+        .map(|s| (format!("bench kernel, {} region", human(s.size)), &s.disk));
+    for (name, d) in [(program, &r.program), (reachable, &r.program_reachable)]
+        .into_iter()
+        .chain(sizes)
+    {
         out!(
-            "| bench kernel, {} region | {} | {} | {} | {:.2} |",
-            human(s.size),
-            s.disk.captures,
-            human_bytes(s.disk.raw),
-            human_bytes(s.disk.stored),
-            s.disk.ratio()
+            "| {name} | {} | {} | {} | {:.2} |",
+            d.captures,
+            human_bytes(d.raw),
+            human_bytes(d.stored),
+            d.ratio()
         );
     }
     out_text!(
@@ -154,25 +146,13 @@ pub fn print(r: &StoreResults, backend: reprise::BackendKind) {
     out!("| operation | rate | vs memcpy |");
     out!("| :--- | ---: | ---: |");
     out!("| memcpy | {} | 1.00 |", gb_s(t.memcpy));
-    out!(
-        "| xxh3-64 (checksums, verified on replay) | {} | {:.2} |",
-        gb_s(t.checksum),
-        t.checksum / t.memcpy
-    );
-    out!(
-        "| blake3 (naming chunks) | {} | {:.2} |",
-        gb_s(t.blake3),
-        t.blake3 / t.memcpy
-    );
-    out!(
-        "| zstd level 1 (to {:.1}%) | {} | {:.2} |",
-        t.zstd_ratio * 100.0,
-        gb_s(t.zstd),
-        t.zstd / t.memcpy
-    );
-    out!(
-        "| zstd decompression | {} | {:.2} |",
-        gb_s(t.unzstd),
-        t.unzstd / t.memcpy
-    );
+    let zstd = format!("zstd level 1 (to {:.1}%)", t.zstd_ratio * 100.0);
+    for (name, rate) in [
+        ("xxh3-64 (checksums, verified on replay)", t.checksum),
+        ("blake3 (naming chunks)", t.blake3),
+        (zstd.as_str(), t.zstd),
+        ("zstd decompression", t.unzstd),
+    ] {
+        out!("| {name} | {} | {:.2} |", gb_s(rate), rate / t.memcpy);
+    }
 }
