@@ -72,7 +72,13 @@ pub const KNOWN_EXTENSIONS: &[&str] = &[
     "globals",
     "image",
     "bc",
+    "extra_input",
+    "extra_output",
 ];
+
+/// The extensions of the files holding a reprise capture's
+/// `ExtraRanges` bytes: before the kernel, and after it as recorded.
+pub const EXTRA_EXTENSIONS: [&str; 2] = ["extra_input", "extra_output"];
 
 /// The checksum of a capture file's bytes: xxh3-64, what the descriptor's
 /// `Checksums` records.

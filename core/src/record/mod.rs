@@ -66,6 +66,7 @@ use heapless::{String, Vec};
 pub mod base;
 mod de;
 mod error;
+mod extra;
 mod files;
 #[cfg(test)]
 mod marks_tests;
@@ -75,7 +76,8 @@ mod ser;
 mod tests;
 
 pub use error::{ArgSizeProblem, RecordError};
-pub use files::{Checksummer, FileNames, KNOWN_EXTENSIONS, checksum};
+pub use extra::{ExtraRange, MAX_EXTRA_RANGES, MemoryClass, extra_len};
+pub use files::{Checksummer, EXTRA_EXTENSIONS, FileNames, KNOWN_EXTENSIONS, checksum};
 
 /// Most arguments a record can hold.
 pub const MAX_ARGS: usize = 128;
@@ -223,6 +225,11 @@ pub struct Checksums {
     /// The LLVM IR the image was compiled from (`STEM.bc`, key `ir`):
     /// reprise's own key, written when the Recorder was given the IR.
     pub ir: Option<u64>,
+    /// `STEM.extra_input`: the bytes of [`KernelRecord::extra_ranges`]
+    /// before the kernel (key `extra_input`).
+    pub extra_input: Option<u64>,
+    /// `STEM.extra_output`: their bytes after it (key `extra_output`).
+    pub extra_output: Option<u64>,
     /// The first entry of the descriptor's `Checksums` map that names no
     /// file of a capture (`"3input"`, say): a mangled map, whose checksum
     /// for some file is then missing. Never written.
@@ -358,6 +365,12 @@ pub struct KernelRecord {
     /// reprise's recorded before the key was written: nothing says where
     /// an allocation ends then.
     pub arg_allocations: Vec<[u64; 3], MAX_ARGS>,
+    /// `ExtraRanges` (reprise): memory beyond the region the kernel could
+    /// reach (managed, page-locked or registered host memory), each range
+    /// at its own address, whose bytes the capture holds in
+    /// `STEM.extra_input` and `STEM.extra_output` (see [`ExtraRange`]).
+    /// Empty for every capture without such memory, and LLVM's.
+    pub extra_ranges: Vec<ExtraRange, MAX_EXTRA_RANGES>,
 }
 
 impl KernelRecord {
@@ -394,6 +407,7 @@ impl KernelRecord {
             args_in_globals: Vec::new(),
             reachable: None,
             arg_allocations: Vec::new(),
+            extra_ranges: Vec::new(),
         })
     }
 

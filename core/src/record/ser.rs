@@ -55,6 +55,8 @@ impl Serialize for Checksums {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         for (k, v) in [
+            ("extra_input", self.extra_input),
+            ("extra_output", self.extra_output),
             ("globals", self.globals),
             ("image", self.image),
             ("input", self.input),
@@ -111,6 +113,9 @@ impl Serialize for JsonView<'_> {
             && let Some(size) = r.memory_size
         {
             m.serialize_entry("DeviceMemorySize", &size)?;
+        }
+        if reprise && !r.extra_ranges.is_empty() {
+            m.serialize_entry("ExtraRanges", r.extra_ranges.as_slice())?;
         }
         if reprise {
             m.serialize_entry("Grid", &r.grid)?;

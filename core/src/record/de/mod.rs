@@ -15,7 +15,10 @@ use super::{
     BackendKind, Checksums, EntryName, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA,
     MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
 };
-use capped::{CappedStr, CappedVec, HexBytes, hex_u64};
+pub(super) use capped::CappedStr;
+use capped::{CappedVec, HexBytes, hex_u64};
+
+use super::extra::{self, MAX_EXTRA_RANGES, RawExtra};
 
 /// Whether a value of `key` in `json` is a number, or an array of them,
 /// with a fraction or an exponent: the integer parser stops at its `.` or
@@ -123,6 +126,8 @@ struct RawChecksums {
     globals: Option<u64>,
     image: Option<u64>,
     ir: Option<u64>,
+    extra_input: Option<u64>,
+    extra_output: Option<u64>,
     unknown: Option<EntryName>,
     bad: bool,
 }
@@ -144,6 +149,8 @@ impl<'de> Deserialize<'de> for RawChecksums {
                         "globals" => &mut out.globals,
                         "image" => &mut out.image,
                         "ir" => &mut out.ir,
+                        "extra_input" => &mut out.extra_input,
+                        "extra_output" => &mut out.extra_output,
                         other => {
                             out.unknown.get_or_insert(EntryName::new(other));
                             map.next_value::<IgnoredAny>()?;
@@ -195,6 +202,7 @@ struct Raw {
     args_in_globals: Option<CappedVec<u64, MAX_ARGS>>,
     reachable: Option<CappedVec<CappedVec<u64, 2>, MAX_REACHABLE_RANGES>>,
     arg_allocations: Option<CappedVec<CappedVec<u64, 3>, MAX_ARGS>>,
+    extra_ranges: Option<CappedVec<RawExtra, MAX_EXTRA_RANGES>>,
     /// Whether the top-level value was an object.
     in_object: bool,
     /// How many descriptor keys it held.
@@ -244,6 +252,7 @@ const KEYS: &[&str] = &[
     "ArgsInGlobals",
     "Reachable",
     "ArgAllocations",
+    "ExtraRanges",
 ];
 
 impl<'de> Visitor<'de> for RawSeed<'_> {
@@ -296,6 +305,7 @@ impl<'de> Visitor<'de> for RawSeed<'_> {
                 "ArgsInGlobals" => r.args_in_globals = Some(map.next_value()?),
                 "Reachable" => r.reachable = Some(map.next_value()?),
                 "ArgAllocations" => r.arg_allocations = Some(map.next_value()?),
+                "ExtraRanges" => r.extra_ranges = Some(map.next_value()?),
                 _ => r.checksums = Some(map.next_value()?),
             }
         }
@@ -527,6 +537,8 @@ impl Raw {
                 globals: c.globals,
                 image: c.image,
                 ir: c.ir,
+                extra_input: c.extra_input,
+                extra_output: c.extra_output,
                 unknown: c.unknown,
             },
         };
@@ -571,6 +583,10 @@ impl Raw {
                 out
             }
         };
+        let extra_ranges = match &self.extra_ranges {
+            None => heapless::Vec::new(),
+            Some(c) => extra::check(&c.v, c.len)?,
+        };
         let record = KernelRecord {
             generation,
             name: name.s,
@@ -599,6 +615,7 @@ impl Raw {
             args_in_globals: arg_indices(self.args_in_globals, "ArgsInGlobals", num_args)?,
             reachable,
             arg_allocations,
+            extra_ranges,
         };
         super::check_arg_allocations(&record)?;
         Ok(record)
