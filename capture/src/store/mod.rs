@@ -323,7 +323,9 @@ impl CaptureStore {
                 }
             }
 
-            *counted += self.write_descriptor(record, &descriptor)?;
+            let json = descriptor_json(record, &descriptor)?;
+            self.write_file(&descriptor, &json)?;
+            *counted += json.len() as u64;
             written.push(descriptor.clone());
             self.sync_dir()
         })();
@@ -338,13 +340,6 @@ impl CaptureStore {
             return Err(e);
         }
         Ok(descriptor)
-    }
-
-    /// Writes `record` as the descriptor at `path`; returns its length.
-    fn write_descriptor(&self, record: &KernelRecord, path: &Path) -> Result<u64> {
-        let json = descriptor_json(record, path)?;
-        self.write_file(path, &json)?;
-        Ok(json.len() as u64)
     }
 
     /// Makes the renames into the directory durable (with `fsync`).
