@@ -282,6 +282,15 @@ pub(crate) fn assess_in(
         }
     }
     let output = output.unwrap_or(FileState::Missing);
+    // Memory beyond the region, where the capture holds some.
+    if !record.extra_ranges.is_empty() {
+        let (extra_input, extra_output) = crate::store::extra_paths(&paths.descriptor);
+        if let Some(FileState::Missing) = data_state(&mut a, "extra input", &extra_input, true) {
+            let missing = CaptureProblem::MissingSnapshot;
+            problem(&mut a, Error::capture(&extra_input, missing));
+        }
+        data_state(&mut a, "extra output", &extra_output, false);
+    }
     // Lengths first: a snapshot whose length (a manifest's, say) lies
     // about the descriptor's is not read, decompressed or hashed for it.
     let wrong = match input.as_ref().and_then(FileState::regular_len) {

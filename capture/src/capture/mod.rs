@@ -30,6 +30,7 @@
 
 mod assess;
 pub mod base;
+mod extra;
 mod files;
 pub mod ir;
 mod launch_env;

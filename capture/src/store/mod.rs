@@ -28,6 +28,7 @@ use std::sync::{Mutex, OnceLock};
 use reprise_core::record::{Generation, KernelRecord, MAX_JSON_LEN};
 
 mod budget;
+mod extra;
 mod writer;
 
 /// The blake3 hash a snapshot's chunk goes by (what a device's hashing
@@ -37,6 +38,7 @@ pub use crate::chunks::ChunkHash;
 /// in the store format.
 pub use crate::chunks::layout::{DEFAULT_CHUNK_SIZE, DEFAULT_LEVEL};
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
+pub use extra::{ExtraParts, extra_paths, peek_launch_seq, stage_extra, unstage_extra};
 pub use writer::{CaptureWriter, KnownChunks};
 
 use crate::CaptureFormat;
@@ -225,6 +227,11 @@ impl CaptureStore {
     ) -> Result<PathBuf> {
         let descriptor = self.fresh_descriptor(record);
         let paths = CapturePaths::new(&descriptor, Generation::Reprise);
+        // Memory beyond the region, when the recorder staged some.
+        let extra = extra::take_staged(record);
+        let (extra_input, extra_output) = extra_paths(&descriptor);
+        let extra_in = extra.as_ref().map(|e| &e.input[..]);
+        let extra_out = extra.as_ref().and_then(|e| e.output.as_deref());
 
         record.generation = Generation::Reprise;
         record
@@ -251,6 +258,8 @@ impl CaptureStore {
                         (&paths.input, Some(data.input)),
                         (&paths.output, data.output),
                         (&paths.globals, Some(data.globals)),
+                        (&extra_input, extra_in),
+                        (&extra_output, extra_out),
                     ] {
                         let Some(bytes) = bytes else { continue };
                         self.write_file(path, bytes)?;
@@ -274,6 +283,8 @@ impl CaptureStore {
                         (&paths.input, Some(data.input)),
                         (&paths.globals, Some(data.globals)),
                         (&paths.image, Some(data.image)),
+                        (&extra_input, extra_in),
+                        (&extra_output, extra_out),
                     ]
                     .into_iter()
                     .filter_map(|(raw, bytes)| Some((raw, bytes?)))
