@@ -43,22 +43,19 @@ pub struct Occurrences {
 
 impl Occurrences {
     fn find(&mut self, kernel: &str, config: &LaunchConfig) -> &mut Occurrence {
-        let at = match self
+        let at = self
             .list
             .iter()
-            .position(|o| o.kernel == kernel && o.config == *config)
-        {
-            Some(at) => at,
-            None => {
-                self.list.push(Occurrence {
-                    kernel: kernel.to_string(),
-                    config: *config,
-                    launches: 0,
-                    recorded: Vec::new(),
-                });
-                self.list.len() - 1
-            }
-        };
+            .position(|o| o.kernel == kernel && o.config == *config);
+        let at = at.unwrap_or_else(|| {
+            self.list.push(Occurrence {
+                kernel: kernel.to_string(),
+                config: *config,
+                launches: 0,
+                recorded: Vec::new(),
+            });
+            self.list.len() - 1
+        });
         &mut self.list[at]
     }
 

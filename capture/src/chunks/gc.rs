@@ -221,12 +221,13 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
 
     // 5. The rest, when old.
     for (prefix, kind) in fs::names(chunks_fd).map_err(io(&chunks_path, "list"))? {
-        let Some(prefix) = std::str::from_utf8(&prefix).ok().filter(|p| is_prefix(p)) else {
+        let is_dir = matches!(kind, FileType::Directory | FileType::Unknown);
+        let Some(prefix) = std::str::from_utf8(&prefix)
+            .ok()
+            .filter(|p| is_dir && is_prefix(p))
+        else {
             continue;
         };
-        if !matches!(kind, FileType::Directory | FileType::Unknown) {
-            continue;
-        }
         let prefix_path = chunks_path.join(prefix);
         let prefix_fd = match fs::open_dir(chunks_fd, prefix) {
             Ok(fd) => fd,
