@@ -233,10 +233,8 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
             Ok(fd) => fd,
             Err(_) => continue, // not a directory of the store's
         };
-        for (name, _) in fs::names(&prefix_fd).map_err(io(&prefix_path, "list"))? {
-            let Some(name) = std::str::from_utf8(&name).ok() else {
-                continue;
-            };
+        for name in leftovers::text_names(&prefix_fd, &prefix_path)? {
+            let name = name.as_str();
             let Some(hash) = ChunkHash::from_hex(name).filter(|_| name.starts_with(prefix)) else {
                 continue; // no chunk: left alone
             };

@@ -10,6 +10,7 @@ use crate::error::{ChunkHash, Error, Result};
 
 use super::fs::{self, open_dir_fd};
 use super::layout::{self, is_prefix};
+use super::leftovers::text_names;
 use super::manifest::Manifest;
 
 /// The sizes of a capture directory's store ([`usage`]).
@@ -60,11 +61,6 @@ impl Usage {
     }
 }
 
-/// The names in the directory `fd`; errors name `path`.
-fn list(fd: &std::os::fd::OwnedFd, path: &Path) -> Result<Vec<(Vec<u8>, FileType)>> {
-    fs::names(fd).map_err(|e| Error::io(path, "list", e))
-}
-
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 1.0 } else { a as f64 / b as f64 }
 }
@@ -90,28 +86,24 @@ pub fn usage(dir: impl AsRef<Path>) -> Result<Usage> {
     u.distinct_bytes = named.values().map(|&l| u64::from(l)).sum();
     let mut stored: HashMap<ChunkHash, u64> = HashMap::new();
     let chunks_path = store.root().join(layout::CHUNKS_DIR);
-    for (prefix, _) in list(&store.chunks_fd, &chunks_path)? {
-        let Some(prefix) = std::str::from_utf8(&prefix).ok().filter(|p| is_prefix(p)) else {
+    for prefix in text_names(&store.chunks_fd, &chunks_path)? {
+        if !is_prefix(&prefix) {
+            continue;
+        }
+        let Ok(prefix_fd) = fs::open_dir(&store.chunks_fd, prefix.as_str()) else {
             continue;
         };
-        let Ok(prefix_fd) = fs::open_dir(&store.chunks_fd, prefix) else {
-            continue;
-        };
-        let prefix_path = chunks_path.join(prefix);
-        for (name, _) in list(&prefix_fd, &prefix_path)? {
-            let Some(hash) = std::str::from_utf8(&name)
-                .ok()
-                .and_then(ChunkHash::from_hex)
-            else {
+        let prefix_path = chunks_path.join(&prefix);
+        for name in text_names(&prefix_fd, &prefix_path)? {
+            let Some(hash) = ChunkHash::from_hex(&name) else {
                 continue;
             };
-            let name = std::str::from_utf8(&name).unwrap_or_default();
-            match fs::stat(&prefix_fd, name) {
+            match fs::stat(&prefix_fd, &name) {
                 Ok(Some((FileType::RegularFile, len, _))) => {
                     stored.insert(hash, len);
                 }
                 Ok(_) => {}
-                Err(e) => return Err(Error::io(prefix_path.join(name), "stat", e)),
+                Err(e) => return Err(Error::io(prefix_path.join(&name), "stat", e)),
             }
         }
     }
