@@ -137,7 +137,8 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
             }
         }
     }
-    if options.dry_run {
+    // Nothing to move, or only to say what would be.
+    if options.dry_run || todo.is_empty() {
         for raw in todo {
             let bytes = std::fs::symlink_metadata(&raw).map_or(0, |m| m.len());
             report.raw_bytes += bytes;
@@ -147,9 +148,6 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
                 bytes,
             });
         }
-        return Ok(report);
-    }
-    if todo.is_empty() {
         return Ok(report);
     }
     let store = ChunkStore::create(
