@@ -229,9 +229,9 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
             continue;
         };
         let prefix_path = chunks_path.join(prefix);
-        let prefix_fd = match fs::open_dir(chunks_fd, prefix) {
-            Ok(fd) => fd,
-            Err(_) => continue, // not a directory of the store's
+        // Not a directory of the store's: left alone.
+        let Ok(prefix_fd) = fs::open_dir(chunks_fd, prefix) else {
+            continue;
         };
         for name in leftovers::text_names(&prefix_fd, &prefix_path)? {
             let name = name.as_str();

@@ -81,10 +81,7 @@ impl Scratch {
     /// This thread's scratch, made once (a zstd context is costly to set
     /// up for a small read), or a new one when it is in use.
     fn take() -> Result<Self> {
-        match KEPT.with(|k| k.take()) {
-            Some(s) => Ok(s),
-            None => Self::new(),
-        }
+        KEPT.with(|k| k.take()).map_or_else(Self::new, Ok)
     }
 
     /// Gives it back for this thread's next read.
@@ -281,10 +278,10 @@ impl ChunkStore {
             let fault = match self.prefix_dir(c.hash.0[0], false) {
                 Ok(dir) => match fs::stat(dir, name) {
                     Ok(Some((FileType::RegularFile, len, _))) => {
-                        match self.implausible(&c, len).filter(|_| lengths) {
-                            Some(fault) => fault,
-                            None => continue,
-                        }
+                        let Some(fault) = self.implausible(&c, len).filter(|_| lengths) else {
+                            continue;
+                        };
+                        fault
                     }
                     Ok(Some(_)) => ChunkFault::NotRegular,
                     Ok(None) => ChunkFault::Missing,
