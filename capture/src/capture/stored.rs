@@ -156,34 +156,25 @@ pub enum Storage {
 /// when any of them is a manifest.
 pub fn storage(paths: &CapturePaths) -> Storage {
     let mut seen = std::collections::HashSet::new();
-    let (mut any, mut stored_bytes, mut raw_bytes) = (false, 0, 0);
+    let (mut version, mut stored_bytes, mut raw_bytes) = (None, 0, 0);
     let stores = Stores::default();
-    let mut store: Option<Arc<ChunkStore>> = None;
-    let mut version = chunks::layout::FORMAT_VERSION;
     for raw in [&paths.input, &paths.output, &paths.globals, &paths.image] {
         let Ok(Some((path, m))) = manifest_for(raw) else {
             continue;
         };
-        if !any {
-            version = m.version();
-        }
-        any = true;
+        version.get_or_insert(m.version());
         raw_bytes += m.len();
-        if store.is_none() {
-            store = stores.store_for(&path).ok();
-        }
-        for c in m.chunks() {
-            if seen.insert(c.hash) {
-                stored_bytes += store
-                    .as_ref()
-                    .and_then(|s| std::fs::symlink_metadata(s.chunk_file(&c.hash)).ok())
-                    .map_or(0, |md| md.len());
-            }
+        let store = stores.store_for(&path).ok();
+        for c in m.chunks().iter().filter(|c| seen.insert(c.hash)) {
+            stored_bytes += store
+                .as_ref()
+                .and_then(|s| std::fs::symlink_metadata(s.chunk_file(&c.hash)).ok())
+                .map_or(0, |md| md.len());
         }
     }
-    if !any {
+    let Some(version) = version else {
         return Storage::Raw;
-    }
+    };
     Storage::Store {
         version,
         chunks: seen.len() as u64,
