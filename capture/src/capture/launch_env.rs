@@ -45,24 +45,21 @@ pub fn check(
     paths: &CapturePaths,
     base: Option<ResolvedBase>,
 ) -> Vec<Error> {
+    if record.generation != Generation::LlvmLegacy {
+        return Vec::new();
+    }
     let region = base
         .and_then(|b| b.addr)
         .map(|addr| (addr, record.region_size.or(record.memory_size).unwrap_or(0)));
-    let mut found = Vec::new();
-    if record.generation != Generation::LlvmLegacy {
-        return found;
-    }
-    if let Some(e) = lost_arguments(record, region, paths) {
-        found.push(e);
-    } else if base.map(|b| b.origin) == Some(BaseOrigin::Recorded)
-        && record.name.starts_with(OPENMP_KERNEL_PREFIX)
-    {
-        // Only LLVM 18 and later record BumpAllocVAStart (LLVM 16's first
-        // argument is the program's), and only OpenMP target kernels take
-        // the environment (reprise writes this format for any kernel).
-        found.extend(unreachable_environment(record, region, paths));
-    }
-    found
+    // Only LLVM 18 and later record BumpAllocVAStart (LLVM 16's first
+    // argument is the program's), and only OpenMP target kernels take the
+    // environment (reprise writes this format for any kernel).
+    let environment = base.map(|b| b.origin) == Some(BaseOrigin::Recorded)
+        && record.name.starts_with(OPENMP_KERNEL_PREFIX);
+    lost_arguments(record, region, paths)
+        .or_else(|| environment.then(|| unreachable_environment(record, region, paths))?)
+        .into_iter()
+        .collect()
 }
 
 /// Whether `v` lies inside `(base, len)`, with `extra` bytes after it.
