@@ -284,7 +284,7 @@ pub(crate) fn assess_in(
     let output = output.unwrap_or(FileState::Missing);
     // Memory beyond the region, where the capture holds some.
     if !record.extra_ranges.is_empty() {
-        let (extra_input, extra_output) = crate::store::extra_paths(&paths.descriptor);
+        let (extra_input, extra_output) = super::extra_paths(&paths.descriptor);
         if let Some(FileState::Missing) = data_state(&mut a, "extra input", &extra_input, true) {
             let missing = CaptureProblem::MissingSnapshot;
             problem(&mut a, Error::capture(&extra_input, missing));

@@ -3,13 +3,46 @@
 //! `STEM.extra_input` and `STEM.extra_output`, raw or in the store, each
 //! checked against its length and checksum.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use reprise_core::record::extra_len;
+use reprise_core::record::{EXTRA_EXTENSIONS, ExtraRange, extra_len};
 
 use super::{Capture, SnapshotFile, SnapshotSource, checksum_mismatch};
 use crate::error::{CaptureProblem, Error, Result};
-use crate::store::{ExtraParts, extra_paths};
+
+/// What a recorder took of memory beyond the region for one launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraParts {
+    /// The ranges, in the order their bytes follow one another.
+    pub ranges: Vec<ExtraRange>,
+    /// Their bytes before the kernel.
+    pub input: Vec<u8>,
+    /// Their bytes after it, when the recording saves the output.
+    pub output: Option<Vec<u8>>,
+}
+
+impl ExtraParts {
+    /// Whether the bytes are as long as the ranges.
+    pub(crate) fn whole(&self) -> bool {
+        let len = extra_len(&self.ranges);
+        self.input.len() as u64 == len
+            && self.output.as_ref().is_none_or(|o| o.len() as u64 == len)
+            && !self.ranges.is_empty()
+    }
+}
+
+/// The files of a capture's extra ranges, before and after the kernel,
+/// beside its descriptor.
+pub fn extra_paths(descriptor: &Path) -> (PathBuf, PathBuf) {
+    let stem = super::stem_of(descriptor);
+    let with = |ext: &str| {
+        let mut s = stem.clone().into_os_string();
+        s.push(".");
+        s.push(ext);
+        PathBuf::from(s)
+    };
+    (with(EXTRA_EXTENSIONS[0]), with(EXTRA_EXTENSIONS[1]))
+}
 
 /// Pieces the extra files are read in.
 const PIECE: usize = 1 << 20;

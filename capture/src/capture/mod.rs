@@ -49,6 +49,7 @@ use reprise_core::record::{BackendKind, KernelRecord};
 
 use crate::error::{CaptureProblem, Error, Result};
 pub use base::{BaseOrigin, ResolvedBase};
+pub use extra::{ExtraParts, extra_paths};
 use offload::ImageOrigin;
 
 pub(crate) use assess::length_problems;

@@ -38,7 +38,10 @@ pub use crate::chunks::ChunkHash;
 /// in the store format.
 pub use crate::chunks::layout::{DEFAULT_CHUNK_SIZE, DEFAULT_LEVEL};
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
-pub use extra::{ExtraParts, extra_paths, peek_launch_seq, stage_extra, unstage_extra};
+/// What a recorder took of memory beyond the region, and where a
+/// capture keeps it.
+pub use crate::capture::{ExtraParts, extra_paths};
+pub use extra::{peek_launch_seq, stage_extra, unstage_extra};
 pub use writer::{CaptureWriter, KnownChunks};
 
 use crate::CaptureFormat;
