@@ -1,5 +1,6 @@
 //! Device regions (exact-address reservations through the virtual memory
-//! API) and page-locked host buffers.
+//! API, or, where the driver will not reserve the address, host memory
+//! mapped for the device there) and page-locked host buffers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +10,7 @@ use reprise_core::exec::DeviceRegion;
 
 use crate::device::Device;
 use crate::error::{CudaError, DriverError};
-use crate::raw::{self, HostMemory, Library, Physical, Reservation};
+use crate::raw::{self, HostMapping, HostMemory, Library, Physical, Reservation};
 
 /// Where a fresh recording's region goes when the caller does not say (if
 /// the driver honours it): the address LLVM's recorder suggests for CUDA.
@@ -30,12 +31,18 @@ pub const FRESH_ALIGN: u64 = 1 << 31;
 /// re-offered only while its pool is still in use, so a fresh recording's
 /// region usually lands at the bottom of the first pool (`0x380000000` there).
 ///
+/// Where the driver will not reserve an exact address, the region is
+/// page-locked host memory mapped there for the device instead
+/// ([`CudaRegion::on_host`]): kernels read and write it over the bus.
+///
 /// Dropping it synchronizes the context (so no kernel still touches it), then
 /// unmaps, releases and frees the range; errors are kept for the next
 /// synchronize of any queue of the executor.
 #[derive(Debug)]
 pub struct CudaRegion {
     dev: Arc<Device>,
+    /// Host memory standing for the region (it does not grow).
+    host: Option<HostMapping>,
     base: u64,
     /// Address space reserved.
     size: u64,
@@ -72,6 +79,12 @@ impl CudaRegion {
     /// The address space reserved (at least [`DeviceRegion::capacity`]).
     pub fn reserved(&self) -> u64 {
         self.size
+    }
+
+    /// Whether it is page-locked host memory mapped for the device rather
+    /// than device memory.
+    pub fn on_host(&self) -> bool {
+        self.host.is_some()
     }
 
     /// Puts device memory behind the first `want` bytes (rounded up to the
@@ -234,6 +247,13 @@ impl CudaRegion {
     /// allocation granularity) at exactly `base`, or for `None` at
     /// [`SUGGESTED_BASE`] or else anywhere aligned to [`FRESH_ALIGN`], and
     /// maps device memory behind its first `backed` bytes (rounded up).
+    ///
+    /// An exact request that asks for nothing backed (`backed` 0: memory
+    /// beyond a recording's region, which a replay puts back at its
+    /// address and fills itself) takes a second route where the driver
+    /// will not reserve the address: page-locked host memory mapped for
+    /// the device there ([`CudaRegion::on_host`]). A region asked for
+    /// memory stays device memory or fails, as a recording's region must.
     pub(crate) fn reserve(
         dev: &Arc<Device>,
         base: Option<u64>,
@@ -249,6 +269,7 @@ impl CudaRegion {
                 ordinal: dev.ordinal,
             });
         }
+        let bare = backed == 0;
         dev.bind()?;
         let lib = &dev.lib;
         let prop = pinned(dev);
@@ -275,7 +296,11 @@ impl CudaRegion {
             .min(size);
 
         let mut range = match base {
-            Some(want) => reserve_exact(lib, size, gran, want)?,
+            Some(want) => match reserve_exact(lib, size, gran, want) {
+                Ok(range) => range,
+                Err(vmm) if bare => return Self::place_on_host(dev, want, capacity, vmm),
+                Err(vmm) => return Err(vmm),
+            },
             None => match address_reserve(lib, size, 0, SUGGESTED_BASE) {
                 Ok(got) if got.base() == SUGGESTED_BASE => got,
                 other => {
@@ -304,8 +329,15 @@ impl CudaRegion {
             undo(range, Some(memory));
             return Err(f.into());
         }
+        if let Some(want) = base {
+            log::info!(
+                "{want:#x}: {size} bytes of device memory at the address (cuMemAddressReserve, \
+                 cuMemCreate, cuMemMap)"
+            );
+        }
         Ok(CudaRegion {
             dev: dev.clone(),
+            host: None,
             base: range.base(),
             size,
             gran,
@@ -313,6 +345,64 @@ impl CudaRegion {
             mapped: Mutex::new(Mapped {
                 range: Some(range),
                 memory: vec![memory],
+            }),
+        })
+    }
+}
+
+impl CudaRegion {
+    /// The second route to an exact address, after the driver's virtual
+    /// memory management would not reserve it (`vmm`, its error): host
+    /// memory at `want`, page-locked and mapped for the device, where the
+    /// device uses the host pointer of registered memory
+    /// (`CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM`; CUDA
+    /// Driver API, Device Management, cuDeviceGetAttribute). Fails with
+    /// [`CudaError::NoPlacement`], saying what each route found.
+    fn place_on_host(
+        dev: &Arc<Device>,
+        want: u64,
+        capacity: u64,
+        vmm: CudaError,
+    ) -> Result<Self, CudaError> {
+        const PAGE: u64 = 4096;
+        let len = capacity.max(1).next_multiple_of(PAGE);
+        let refuse = |host: String| CudaError::NoPlacement {
+            requested: want,
+            size: len,
+            routes: format!(
+                "device memory (cuMemAddressReserve at the address): {vmm}; page-locked host \
+                 memory mapped for the device (mmap, cuMemHostRegister): {host}"
+            ),
+        };
+        let same_pointer = dev.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+        )?;
+        if same_pointer != 1 {
+            return Err(refuse(
+                "the device does not use the host pointer of registered memory".into(),
+            ));
+        }
+        if !want.is_multiple_of(PAGE) {
+            return Err(refuse(format!("{want:#x} is not page-aligned")));
+        }
+        dev.bind()?;
+        let host =
+            HostMapping::place(&dev.lib, want, len as usize).map_err(|e| refuse(e.to_string()))?;
+        log::warn!(
+            "{want:#x}: {len} bytes placed as page-locked host memory mapped for the device \
+             (the driver would not reserve device memory there: {vmm}); the kernel reads it \
+             over the bus, so its timings differ from the recording's"
+        );
+        Ok(CudaRegion {
+            dev: dev.clone(),
+            host: Some(host),
+            base: want,
+            size: len,
+            gran: PAGE,
+            backed: AtomicU64::new(len),
+            mapped: Mutex::new(Mapped {
+                range: None,
+                memory: Vec::new(),
             }),
         })
     }
@@ -334,6 +424,9 @@ impl Drop for CudaRegion {
         // `cleanup`), so nothing touches the range any more.
         let lib = self.dev.lib;
         self.dev.cleanup(|| raw::ctx_synchronize(&lib));
+        if let Some(host) = self.host.take() {
+            self.dev.cleanup(|| host.release());
+        }
         let mapped = self.mapped.get_mut().unwrap_or_else(|e| e.into_inner());
         let Some(mut range) = mapped.range.take() else {
             return;

@@ -96,6 +96,18 @@ pub enum CudaError {
         /// The driver's error.
         source: DriverError,
     },
+    /// No route places memory at the address asked for: the driver's
+    /// virtual memory management would not reserve it there, and host
+    /// memory mapped for the device could not be put there either.
+    #[error("{requested:#x} ({size} bytes): {routes}")]
+    NoPlacement {
+        /// The address asked for.
+        requested: u64,
+        /// Bytes asked for.
+        size: u64,
+        /// What each route said, in the order they were tried.
+        routes: String,
+    },
     /// The image is not PTX, a cubin or a fat binary.
     #[error(
         "the CUDA executor cannot load this image ({0}); it takes PTX, cubins and fat binaries"
@@ -313,7 +325,8 @@ impl ExecError for CudaError {
             }
             CudaError::NoVirtualMemory { .. }
             | CudaError::AddressMismatch { .. }
-            | CudaError::AddressUnavailable { .. } => ErrorKind::AddressUnavailable,
+            | CudaError::AddressUnavailable { .. }
+            | CudaError::NoPlacement { .. } => ErrorKind::AddressUnavailable,
             CudaError::UnsupportedImage(_)
             | CudaError::JitOptionsNeedPtx(_)
             | CudaError::JitFailed { .. }

@@ -76,6 +76,9 @@ pub(crate) struct Library {
     pub stream_callback: bool,
     /// Every function in [`STAGING`].
     pub staging: bool,
+    /// Every function of the host route
+    /// ([`HOST_MAP`](super::host_map::HOST_MAP)).
+    pub host_map: bool,
     /// Made by [`library`] alone.
     _loaded: (),
 }
@@ -114,6 +117,7 @@ pub(crate) fn library() -> Result<Library, CudaError> {
             vmm: VMM.iter().all(|s| has_symbol(s)),
             stream_callback,
             staging: STAGING.iter().all(|s| has_symbol(s)),
+            host_map: super::host_map::HOST_MAP.iter().all(|s| has_symbol(s)),
             _loaded: (),
         })
     })

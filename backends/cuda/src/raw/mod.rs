@@ -25,12 +25,14 @@
 //! - [`device`]: the driver, devices and their primary contexts;
 //! - [`memory`]: virtual memory, device and page-locked host allocations,
 //!   and copies;
+//! - [`host_map`]: host memory at an exact address, mapped for the device;
 //! - [`module`]: modules and their functions;
 //! - [`stream`]: streams, events, launches and host callbacks.
 
 pub mod abi;
 mod device;
 mod failure;
+mod host_map;
 mod library;
 mod memory;
 mod module;
@@ -38,6 +40,7 @@ mod stream;
 
 pub(crate) use device::*;
 pub(crate) use failure::{Failure, check};
+pub(crate) use host_map::HostMapping;
 pub(crate) use library::{Library, library};
 pub(crate) use memory::*;
 pub(crate) use module::*;
