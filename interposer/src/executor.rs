@@ -17,10 +17,12 @@ use reprise_core::record::BackendKind;
 use crate::real::*;
 
 mod error;
+mod extra;
 mod own;
 
 pub use error::{CallOn, DriverError};
 use error::{check, driver};
+pub use extra::ExtraJob;
 
 /// Handles are the driver's; the interposer only passes them back to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -53,6 +55,8 @@ pub struct Interposed {
     /// it first, and every later reservation is a device copy for device
     /// hashing ([`own::DeviceCopy`]).
     region_reserved: std::sync::atomic::AtomicBool,
+    /// Memory beyond the region the launch being recorded may reach.
+    pub(crate) extra: Arc<Mutex<ExtraJob>>,
 }
 
 impl Interposed {
@@ -64,6 +68,7 @@ impl Interposed {
             launched: Arc::default(),
             refused: Arc::default(),
             region_reserved: std::sync::atomic::AtomicBool::new(false),
+            extra: Arc::default(),
         }
     }
 }
@@ -291,6 +296,7 @@ impl Executor for Interposed {
             launched: self.launched.clone(),
             refused: self.refused.clone(),
             ledger: VecLedger::new(),
+            extra: self.extra.clone(),
         })
     }
 }
@@ -310,6 +316,7 @@ pub struct InterposedQueue {
     refused: Arc<std::sync::atomic::AtomicI32>,
     /// Tickets, and the buffers of copies until a synchronize covered them.
     ledger: VecLedger<Vec<u8>>,
+    extra: Arc<Mutex<ExtraJob>>,
 }
 
 impl Drop for InterposedQueue {
@@ -329,6 +336,11 @@ impl ErrorType for InterposedQueue {
 impl InterposedQueue {
     fn stream(&self) -> Handle {
         self.stream.lock().unwrap_or_else(|e| e.into_inner()).ptr()
+    }
+
+    /// The extra ranges of the launch being recorded.
+    fn extra(&self) -> std::sync::MutexGuard<'_, ExtraJob> {
+        self.extra.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Keeps `buffer` until a synchronize covers the copies just queued.
@@ -387,6 +399,8 @@ impl Queue for InterposedQueue {
     ) -> Result<Ticket, DriverError> {
         let r = driver()?;
         check_segments(segments, &buffer)?;
+        // The recorder reads the region: the launch is recorded.
+        self.extra().recording();
         let stream = self.stream();
         let base = buffer.as_mut_ptr();
         let result = segments.iter().filter(|s| s.len > 0).try_for_each(|s| {
@@ -416,6 +430,9 @@ impl Queue for InterposedQueue {
             .map(|v| v.as_mut_ptr() as *mut c_void)
             .collect();
         let c = &launch.config;
+        if !kernel.2 {
+            self.extra().before(self.stream())?;
+        }
         // SAFETY: the program's function; `params` points at one value per
         // parameter, alive for the call (the driver copies them at launch).
         let rc = unsafe {
@@ -437,9 +454,11 @@ impl Queue for InterposedQueue {
         // of whether the program's kernel ran or would be refused.
         match (kernel.2, rc) {
             (true, _) => {}
-            (false, SUCCESS) => self
-                .launched
-                .store(true, std::sync::atomic::Ordering::Relaxed),
+            (false, SUCCESS) => {
+                self.launched
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                self.extra().after(self.stream())?;
+            }
             (false, _) => self.refused.store(rc, std::sync::atomic::Ordering::Relaxed),
         }
         check("cuLaunchKernel", rc)
@@ -461,6 +480,7 @@ impl Queue for InterposedQueue {
         if let Err(e) = check("cuStreamSynchronize", rc) {
             return Poll::Ready(Err(e));
         }
+        self.extra().synchronized();
         self.ledger.complete(self.ledger.last());
         Poll::Ready(Ok(()))
     }
@@ -471,6 +491,8 @@ impl Queue for InterposedQueue {
 
     fn copy_on_device(&mut self, dst: u64, src: u64, len: usize) -> Result<bool, DriverError> {
         let r = driver()?;
+        // Device hashing copies the region: the launch is recorded.
+        self.extra().recording();
         // SAFETY: both ranges are device memory of the region.
         check("cuMemcpyDtoDAsync", unsafe {
             (r.cuMemcpyDtoDAsync_v2)(dst, src, len, self.stream())

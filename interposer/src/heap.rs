@@ -1,9 +1,10 @@
 //! The program's device memory as the interposer sees it: the recording
 //! region (reserved once, mapped as the allocations in it grow), the
 //! allocations the program holds there, blocks freed in stream order that
-//! the same stream may take again, and memory the driver placed elsewhere
-//! (managed, host memory, allocations once the region was full), which a
-//! capture cannot hold.
+//! the same stream may take again, and memory the driver placed elsewhere:
+//! managed, page-locked and registered host memory, which a recorded
+//! launch holds as extra ranges, and allocations once the region was full,
+//! which a capture cannot hold.
 //!
 //! The region outlives recording: once the interposer has served an
 //! allocation from it, the program may use that memory until it exits,
@@ -31,6 +32,8 @@ pub enum Outside {
     /// Page-locked host memory (`cuMemHostAlloc`, `cuMemAllocHost`), which
     /// kernels reach through unified addressing.
     Host,
+    /// Host memory the program page-locked (`cuMemHostRegister`).
+    Registered,
     /// A `cuMemAlloc` the region had no room for, or made while the
     /// interposer was not serving from the region.
     Driver,
@@ -352,10 +355,16 @@ impl Heap {
         self.outside.remove(&addr);
     }
 
-    /// What `addr` points into outside the region, if the interposer saw
-    /// the driver place it.
-    pub fn outside_kind(&self, addr: u64) -> Option<Outside> {
-        containing(&self.outside, addr, |&(s, _)| s).map(|(_, (_, k))| k)
+    /// The range outside the region containing `addr`, as (start, size,
+    /// kind), if the interposer saw the driver place it.
+    pub fn outside_range(&self, addr: u64) -> Option<(u64, u64, Outside)> {
+        containing(&self.outside, addr, |&(s, _)| s).map(|(a, (s, k))| (a, s, k))
+    }
+
+    /// Every range outside the region the program holds, as (start, size,
+    /// kind), in address order.
+    pub fn outside_ranges(&self) -> impl Iterator<Item = (u64, u64, Outside)> + '_ {
+        self.outside.iter().map(|(&a, &(s, k))| (a, s, k))
     }
 
     /// A device global lives at `[addr, addr + size)`.
@@ -411,10 +420,13 @@ mod tests {
         let mut h = Heap::default();
         h.outside(0x10_0000, 4096, Outside::Managed);
         h.global(0x20_0000, 8);
-        assert_eq!(h.outside_kind(0x10_0fff), Some(Outside::Managed));
-        assert_eq!(h.outside_kind(0x10_1000), None);
+        assert_eq!(
+            h.outside_range(0x10_0fff),
+            Some((0x10_0000, 4096, Outside::Managed))
+        );
+        assert_eq!(h.outside_range(0x10_1000), None);
         assert!(h.in_global(0x20_0007) && !h.in_global(0x20_0008));
         h.forget_outside(0x10_0000);
-        assert_eq!(h.outside_kind(0x10_0000), None);
+        assert_eq!(h.outside_range(0x10_0000), None);
     }
 }

@@ -1,10 +1,12 @@
-//! Allocations: `cuMemAlloc`, `cuMemAllocPitch` and `cuMemAllocAsync` are
-//! served from the recording region while it has room (256-byte aligned,
-//! as the driver's); `cuMemGetAddressRange` and `cuMemGetInfo` answer for
-//! region memory as they would for the driver's. Managed and host memory,
-//! and allocations the region has no room for, are the driver's, and are
-//! kept track of: a launch that points into them is recorded with a mark
-//! (`ArgsOutside`).
+//! Allocations: `cuMemAlloc`, `cuMemAllocPitch`, `cuMemAllocAsync` and
+//! `cuMemAllocFromPoolAsync` are served from the recording region while it
+//! has room (256-byte aligned, as the driver's); `cuMemGetAddressRange` and
+//! `cuMemGetInfo` answer for region memory as they would for the driver's.
+//! Managed, page-locked and registered host memory are the driver's, and
+//! are kept track of: a recorded launch holds their bytes (see
+//! [`crate::state::launch`]). Allocations the region has no room for are
+//! the driver's too: a launch that points into them is recorded with a
+//! mark (`ArgsOutside`).
 
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -160,8 +162,53 @@ pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
     )
 }
 
-/// `cuMemAllocFromPoolAsync`: the pool's (it chooses its addresses), kept
-/// track of.
+/// `cuMemAllocFromPoolAsync[_ptsz]`: as `cuMemAllocAsync`, from the
+/// region (a block freed earlier on the same stream first); the pool's
+/// when the region cannot serve it (then kept track of). The program's
+/// pool is checked first, so that a pool it destroyed is its error, as
+/// the driver would say.
+fn alloc_from_pool(
+    dptr: *mut DevPtr,
+    size: usize,
+    pool: Handle,
+    stream: Handle,
+    per_thread: bool,
+    real: Option<MemAllocFromPoolAsync>,
+) -> CuResult {
+    type MemPoolTrimTo = unsafe extern "C" fn(Handle, usize) -> CuResult;
+    // Trimming to keep everything releases nothing, and fails on a pool
+    // that is not there (CUDA Driver API, Stream Ordered Memory Allocator,
+    // cuMemPoolTrimTo: "releases memory back to the OS until the pool
+    // contains fewer than minBytesToKeep reserved bytes").
+    let live = crate::driver_fn!(MemPoolTrimTo, "cuMemPoolTrimTo")
+        // SAFETY: the program's pool; no memory is touched.
+        .is_some_and(|trim| unsafe { trim(pool, usize::MAX) } == SUCCESS);
+    if !live {
+        return match real {
+            // SAFETY: the program's call, forwarded unchanged.
+            Some(f) => unsafe { f(dptr, size, pool, stream) },
+            None => ERROR_NOT_FOUND,
+        };
+    }
+    let meant = stream_meant(stream, per_thread);
+    if !dptr.is_null()
+        && let Some(addr) = state::alloc(
+            size as u64,
+            Some((meant, state::stream_key(stream, per_thread))),
+        )
+    {
+        // SAFETY: the caller's out-pointer, checked non-null.
+        unsafe { *dptr = addr };
+        return SUCCESS;
+    }
+    driver_alloc(dptr, size as u64, Outside::Driver, || match real {
+        // SAFETY: the program's call, forwarded unchanged.
+        Some(f) => unsafe { f(dptr, size, pool, stream) },
+        None => ERROR_NOT_FOUND,
+    })
+}
+
+/// `cuMemAllocFromPoolAsync`.
 ///
 /// # Safety
 /// As the driver's.
@@ -172,19 +219,18 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
     pool: Handle,
     stream: Handle,
 ) -> CuResult {
-    driver_alloc(dptr, size as u64, Outside::Driver, || {
-        forward!(
-            MemAllocFromPoolAsync,
-            "cuMemAllocFromPoolAsync",
-            dptr,
-            size,
-            pool,
-            stream
-        )
-    })
+    alloc_from_pool(
+        dptr,
+        size,
+        pool,
+        stream,
+        false,
+        crate::driver_fn!(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"),
+    )
 }
 
-/// `cuMemAllocFromPoolAsync_ptsz`.
+/// `cuMemAllocFromPoolAsync_ptsz` (stream 0 is the thread's default
+/// stream).
 ///
 /// # Safety
 /// As the driver's.
@@ -195,16 +241,14 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
     pool: Handle,
     stream: Handle,
 ) -> CuResult {
-    driver_alloc(dptr, size as u64, Outside::Driver, || {
-        forward!(
-            MemAllocFromPoolAsync,
-            "cuMemAllocFromPoolAsync_ptsz",
-            dptr,
-            size,
-            pool,
-            stream
-        )
-    })
+    alloc_from_pool(
+        dptr,
+        size,
+        pool,
+        stream,
+        true,
+        crate::driver_fn!(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync_ptsz"),
+    )
 }
 
 /// `cuMemFree_v2`: a region block goes back to the recorder's allocator,
@@ -323,7 +367,7 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
 ) -> CuResult {
     let rc = forward!(MemHostRegister, "cuMemHostRegister_v2", p, size, flags);
     if rc == SUCCESS {
-        state::placed_outside(p as u64, size as u64, Outside::Host);
+        state::placed_outside(p as u64, size as u64, Outside::Registered);
     }
     rc
 }

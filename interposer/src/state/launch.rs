@@ -185,8 +185,8 @@ unsafe fn launch_known(
         if let Ok(word) = <[u8; 8]>::try_from(bytes) {
             let v = u64::from_le_bytes(word);
             if !heap.in_region(v) {
-                if heap.outside_kind(v).is_some() {
-                    outside.push(i);
+                if let Some(range) = heap.outside_range(v) {
+                    outside.push((i, range));
                 } else if heap.in_global(v) {
                     in_globals.push(i);
                 }
@@ -197,9 +197,12 @@ unsafe fn launch_known(
     // Reachable-only recording closes over what the program holds now,
     // not over blocks it freed.
     s.rec.set_live_allocations(heap.live());
+    let extra = extra_ranges(&heap, outside.iter().map(|&(_, r)| r));
     drop(heap);
+    // Arguments into memory the capture holds are replayed as recorded.
+    outside.retain(|&(_, (addr, _, _))| !extra.iter().any(|e| e.addr == addr));
     let marked = !outside.is_empty() || !in_globals.is_empty();
-    for i in outside {
+    for (i, _) in outside {
         args = args.mark_outside(i);
     }
     for i in in_globals {
@@ -214,7 +217,10 @@ unsafe fn launch_known(
         block: launch.block,
         shared_mem: launch.shared,
     };
+    let save_output = s.rec.config().save_output;
+    lock(&exec.extra).plan(extra, save_output);
     let result = reprise_core::block_on(s.rec.launch(kernel, config, &args));
+    lock(&s.rec.executor().extra).done(result.as_ref().ok().and_then(|r| r.seq));
     result
         .map(|r| Ran {
             recorded: r.recorded,
@@ -232,6 +238,55 @@ unsafe fn launch_known(
                 NotRecorded::Before(e)
             }
         })
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Most bytes of memory beyond the region that no argument points into a
+/// capture takes as well (a pointer stored in memory may lead there).
+const UNREACHED_EXTRA_BYTES: u64 = 64 << 20;
+
+/// The ranges beyond the region a recorded launch holds: the managed,
+/// page-locked and registered host memory its arguments point into
+/// (`reached`), and, while they stay under [`UNREACHED_EXTRA_BYTES`] in
+/// all, the rest of that memory the program holds, which the kernel may
+/// reach through pointers stored in memory; in address order, at most
+/// [`MAX_EXTRA_RANGES`](reprise_core::record::MAX_EXTRA_RANGES).
+fn extra_ranges(
+    heap: &crate::heap::Heap,
+    reached: impl Iterator<Item = (u64, u64, Outside)>,
+) -> Vec<reprise_core::record::ExtraRange> {
+    use reprise_core::record::{ExtraRange, MAX_EXTRA_RANGES, MemoryClass};
+    let class = |kind| match kind {
+        Outside::Managed => Some(MemoryClass::Managed),
+        Outside::Host => Some(MemoryClass::Host),
+        Outside::Registered => Some(MemoryClass::Registered),
+        Outside::Driver => None,
+    };
+    let mut out: Vec<ExtraRange> = Vec::new();
+    let mut unreached = 0u64;
+    let ranges = reached
+        .map(|r| (r, true))
+        .chain(heap.outside_ranges().map(|r| (r, false)));
+    for ((addr, size, kind), by_argument) in ranges {
+        let Some(class) = class(kind) else {
+            continue;
+        };
+        if out.len() == MAX_EXTRA_RANGES || out.iter().any(|e| e.addr == addr) {
+            continue;
+        }
+        if !by_argument {
+            if unreached.saturating_add(size) > UNREACHED_EXTRA_BYTES {
+                continue;
+            }
+            unreached += size;
+        }
+        out.push(ExtraRange { class, addr, size });
+    }
+    out.sort_by_key(|e| e.addr);
+    out
 }
 
 /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
