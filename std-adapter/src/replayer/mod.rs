@@ -3,6 +3,7 @@
 //! and compare or save the output ([`replay_on`]); the set-up made once and
 //! run many times ([`Session`], which [`crate::tune`] sweeps with).
 
+mod extra;
 mod geometry;
 mod session;
 mod verify;
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::store::write_atomically;
 
 pub use crate::capture::Streamed;
+pub use extra::ExtraOutput;
 pub(crate) use geometry::outside;
 pub use geometry::{launch_config, launch_config_for};
 pub use session::{RestoreWay, Run, Session};
@@ -115,7 +117,13 @@ where
     if let Some(out) = session.output() {
         if options.verify {
             let tolerance = options.compare.tolerance;
-            outcome.verification = Some(verify_output(capture, out, tolerance, ranges)?);
+            let mut v = verify_output(capture, out, tolerance, ranges)?;
+            if let Some(x) = session.extra_output()
+                && let Some(recorded) = x.recorded
+            {
+                add_extra(&mut v, x.replayed, recorded, x.ranges);
+            }
+            outcome.verification = Some(v);
         }
         if options.save_output {
             write_atomically(&capture.paths.replay_output, out, false)?;
@@ -137,6 +145,37 @@ pub(crate) fn compared_ranges(
     }
     let base = capture.region_base()?;
     resolve_ranges(spec, &capture.record, base, capture.snapshot_len())
+}
+
+/// Adds the comparison of the extra ranges' bytes after the run
+/// (`replayed`) with the recorded ones to `v`, byte for byte: each range
+/// that differs is named in the log, and its differing bytes count as
+/// mismatches.
+fn add_extra(
+    v: &mut Verification,
+    replayed: &[u8],
+    recorded: &[u8],
+    ranges: &[reprise_core::record::ExtraRange],
+) {
+    let mut at = 0usize;
+    for r in ranges {
+        let len = r.size as usize;
+        let (mine, theirs) = (&replayed[at..at + len], &recorded[at..at + len]);
+        let differ = mine.iter().zip(theirs).filter(|(a, b)| a != b).count() as u64;
+        if differ > 0 {
+            log::warn!(
+                "{} at {:#x}: {differ} of {len} bytes differ from the recording's",
+                r.class.describe(),
+                r.addr
+            );
+        }
+        v.comparison.mismatches += differ;
+        v.comparison.bytes += len as u64;
+        if v.comparison.dtype.is_none() {
+            v.comparison.elements += len as u64;
+        }
+        at += len;
+    }
 }
 
 /// Compares a run's output `out` with `capture`'s recorded output (which

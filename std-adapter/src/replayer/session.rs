@@ -30,6 +30,7 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
+use super::extra::{ExtraOutput, Extras};
 use crate::capture::{Capture, Gaps, SnapshotSource, Streamed, checksum_mismatch, global_problem};
 use crate::error::{CaptureProblem, Error, Result};
 use crate::layout::globals_segments;
@@ -67,6 +68,8 @@ pub struct Session<'c, E: Executor> {
     image: E::Image,
     pristine: Option<E::Region>,
     _region: E::Region,
+    /// Memory beyond the region, at its addresses.
+    extras: Option<Extras<E>>,
     global_segs: Vec<Segment>,
     buffers: Option<Buffers<E::Buffer>>,
     values: Vec<u64>,
@@ -109,6 +112,7 @@ impl<'c, E: Executor> Session<'c, E> {
         );
         let (region, fresh, gaps) = reserve_region(exec, capture, base, len)?;
         log::info!("region placed at {base:#x}: {len} bytes of snapshot");
+        let extras = Extras::place(exec, capture)?;
         // The pristine copy, then the queue: dropped in the other order, so
         // that nothing in flight outlives the memory it copies into.
         let pristine = (runs > 1 && exec.copies_on_device() && len > 0)
@@ -197,6 +201,7 @@ impl<'c, E: Executor> Session<'c, E> {
             image,
             pristine,
             _region: region,
+            extras,
             global_segs,
             buffers: Some(buffers),
             values: record.arg_values().to_vec(),
@@ -273,6 +278,12 @@ impl<'c, E: Executor> Session<'c, E> {
                 }
             }
         }
+        if let Some(x) = &mut self.extras
+            && let Err(e) = x.restore(&mut self.queue, self.exec).await
+        {
+            self.buffers = Some(buffers);
+            return Err(e);
+        }
         let start = Instant::now();
         // Whatever happens now, the region no longer holds the snapshot.
         self.fresh = false;
@@ -294,6 +305,9 @@ impl<'c, E: Executor> Session<'c, E> {
             config.block
         );
         self.buffers = Some(buffers);
+        if output && let Some(x) = &mut self.extras {
+            x.read_back(&mut self.queue, self.exec).await?;
+        }
         self.has_output = output;
         Ok(Run {
             time,
@@ -336,6 +350,15 @@ impl<'c, E: Executor> Session<'c, E> {
         check_input_sum(self.capture, sum)?;
         self.fresh = true;
         Ok(())
+    }
+
+    /// The bytes of the capture's extra ranges after the last run, when it
+    /// copied them back, with the recorded ones and the ranges.
+    pub fn extra_output(&self) -> Option<ExtraOutput<'_>> {
+        if !self.has_output {
+            return None;
+        }
+        self.extras.as_ref()?.outputs()
     }
 
     /// The region's bytes after the last run, when it copied them back.
@@ -454,7 +477,7 @@ async fn fill_gaps<E: Executor>(
 
 /// Synchronizes `queue` after the one copy enqueued on it (`what`), and
 /// takes its buffer back.
-async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
+pub(super) async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
     let mut back = None;
     settle(queue, |_, b| back = Some(b))
         .await

@@ -1,0 +1,192 @@
+//! Memory beyond the region that a capture holds (managed, page-locked
+//! and registered host memory, each range at its own address): placed at
+//! its recorded addresses before the image is loaded, filled before every
+//! run, and read back after the run whose output is kept, so that
+//! verification covers it too.
+//!
+//! A range is placed through the executor's exact-address reservation,
+//! asking for nothing backed up front: the executor tries the routes it
+//! has (CUDA: device memory reserved at the address, else page-locked host
+//! memory mapped for the device there; it says which ran) and the replay
+//! backs the whole range itself. Where no route places a range, the replay
+//! is refused naming its class and address, before anything runs: a
+//! kernel that would read it elsewhere is never launched.
+
+use reprise_core::exec::{Executor, Queue, RegionRequest, Segment};
+use reprise_core::record::ExtraRange;
+
+use super::session::settle_one;
+use crate::capture::Capture;
+use crate::error::{Error, Result};
+use crate::store::ExtraParts;
+
+/// The bytes of a capture's extra ranges after a run.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtraOutput<'a> {
+    /// As the run left them, the ranges' bytes one after the other.
+    pub replayed: &'a [u8],
+    /// As the recording left them, when it kept them.
+    pub recorded: Option<&'a [u8]>,
+    /// The ranges, in the order of their bytes.
+    pub ranges: &'a [ExtraRange],
+}
+
+/// Placements are made in whole pages.
+const PAGE: u64 = 4096;
+
+/// The extra ranges of a session: where they were placed, and their bytes.
+pub(super) struct Extras<E: Executor> {
+    /// The recorded bytes (input, and output when recorded).
+    parts: ExtraParts,
+    /// One copy per range, from (into) the bytes in order.
+    segs: Vec<Segment>,
+    /// The input bytes staged in a buffer of the executor's (`None` while
+    /// a restore holds it).
+    input: Option<E::Buffer>,
+    /// The bytes after the last run that read them back.
+    output: Option<Vec<u8>>,
+    // Dropped last: the copies above go into these.
+    _placed: Vec<E::Region>,
+}
+
+/// The page-rounded spans `ranges` need, each with the first range in it
+/// (by address), overlapping or touching spans merged.
+fn spans(ranges: &[ExtraRange]) -> Vec<(u64, u64, ExtraRange)> {
+    let mut sorted: Vec<ExtraRange> = ranges.to_vec();
+    sorted.sort_by_key(|r| r.addr);
+    let mut out: Vec<(u64, u64, ExtraRange)> = Vec::new();
+    for r in sorted {
+        let start = r.addr - r.addr % PAGE;
+        let end = r.end().saturating_add(PAGE - 1) / PAGE * PAGE;
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end, r)),
+        }
+    }
+    out
+}
+
+impl<E: Executor> Extras<E> {
+    /// Places `capture`'s extra ranges at their addresses on `exec` and
+    /// stages their input bytes; `None` when the capture has none.
+    pub(super) fn place(exec: &E, capture: &Capture) -> Result<Option<Self>> {
+        let Some(parts) = capture.extra_parts()? else {
+            return Ok(None);
+        };
+        let mut placed = Vec::new();
+        for (start, end, first) in spans(&parts.ranges) {
+            let refused = |e| {
+                Error::executor(
+                    format!(
+                        "{} at {:#x}: no route places it at its address on this machine",
+                        first.class.describe(),
+                        first.addr
+                    ),
+                    e,
+                )
+            };
+            let len = end - start;
+            let region = exec
+                .reserve(RegionRequest::new(Some(start), len).backed(0))
+                .map_err(refused)?;
+            exec.grow_region(&region, len).map_err(refused)?;
+            log::info!(
+                "{} at {:#x}: placed at its address ({len} bytes from {start:#x})",
+                first.class.describe(),
+                first.addr
+            );
+            placed.push(region);
+        }
+        let mut segs = Vec::with_capacity(parts.ranges.len());
+        let mut at = 0usize;
+        for r in &parts.ranges {
+            let len = r.size as usize;
+            segs.push(Segment {
+                device: r.addr,
+                host_offset: at,
+                len,
+            });
+            at += len;
+        }
+        let mut input = exec
+            .buffer(at)
+            .map_err(|e| Error::executor("allocating a buffer for memory beyond the region", e))?;
+        input.as_mut()[..at].copy_from_slice(&parts.input);
+        Ok(Some(Extras {
+            parts,
+            segs,
+            input: Some(input),
+            output: None,
+            _placed: placed,
+        }))
+    }
+
+    /// Puts the recorded bytes back into every range (before a run), and
+    /// waits for the copies.
+    pub(super) async fn restore(&mut self, queue: &mut E::Queue, exec: &E) -> Result<()> {
+        const WHAT: &str = "copying memory beyond the region to its addresses";
+        let input = match self.input.take() {
+            Some(b) => b,
+            // A failed restore lost it.
+            None => {
+                let mut b = exec
+                    .buffer(self.parts.input.len())
+                    .map_err(|e| Error::executor(WHAT, e))?;
+                b.as_mut()[..self.parts.input.len()].copy_from_slice(&self.parts.input);
+                b
+            }
+        };
+        queue
+            .upload(input, &self.segs)
+            .map_err(|e| Error::executor(WHAT, e))?;
+        self.input = Some(settle_one(queue, WHAT).await?);
+        Ok(())
+    }
+
+    /// Reads every range back (after a run whose output is kept).
+    pub(super) async fn read_back(&mut self, queue: &mut E::Queue, exec: &E) -> Result<()> {
+        const WHAT: &str = "copying memory beyond the region back";
+        let len = self.parts.input.len();
+        let buffer = exec.buffer(len).map_err(|e| Error::executor(WHAT, e))?;
+        queue
+            .download(buffer, &self.segs)
+            .map_err(|e| Error::executor(WHAT, e))?;
+        let back = settle_one(queue, WHAT).await?;
+        self.output = Some(back.as_ref()[..len].to_vec());
+        Ok(())
+    }
+
+    /// The ranges' bytes after the last run that read them back, with the
+    /// recorded ones (when the capture holds them).
+    pub(super) fn outputs(&self) -> Option<ExtraOutput<'_>> {
+        Some(ExtraOutput {
+            replayed: self.output.as_deref()?,
+            recorded: self.parts.output.as_deref(),
+            ranges: &self.parts.ranges,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reprise_core::record::MemoryClass;
+
+    use super::*;
+
+    #[test]
+    fn ranges_become_whole_pages_and_neighbours_share_one() {
+        let r = |addr, size| ExtraRange {
+            class: MemoryClass::Host,
+            addr,
+            size,
+        };
+        let got = spans(&[
+            r(0x3000, 10),
+            r(0x1010, 0x10),
+            r(0x1100, 0x1000),
+            r(0x9000, 0x1000),
+        ]);
+        let got: Vec<_> = got.iter().map(|&(s, e, f)| (s, e, f.addr)).collect();
+        assert_eq!(got, [(0x1000, 0x4000, 0x1010), (0x9000, 0xa000, 0x9000)]);
+    }
+}
