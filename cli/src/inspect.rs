@@ -187,6 +187,10 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
                     "ranges": rs.as_slice(), "held_bytes": reprise::core::record::reachable::held(rs),
                 })),
             },
+            "extra_ranges": r.extra_ranges.iter().map(|e| json!({
+                "class": e.class.as_str(), "address": e.addr, "bytes": e.size,
+                "what": e.class.describe(),
+            })).collect::<Vec<_>>(),
             "image_origin": d.image_origin.as_ref().map(origin_text),
             "ir": ir_of(&d).map(|(path, bytes, info)| match info {
                 Ok(i) => json!({
@@ -303,11 +307,41 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     if let Some(b @ reprise::capture::BaseOrigin::Derived { .. }) = d.base_origin() {
         out!("          base {b}");
     }
+    if !r.extra_ranges.is_empty() {
+        out!(
+            "beyond    {} range(s) outside the region, held before the kernel{}",
+            r.extra_ranges.len(),
+            if r.checksums.extra_output.is_some() {
+                " and after it"
+            } else {
+                ""
+            }
+        );
+        for e in &r.extra_ranges {
+            out!(
+                "  {:#x}..{:#x} {} ({}), {}",
+                e.addr,
+                e.end(),
+                e.class,
+                e.class.describe(),
+                human_bytes(e.size)
+            );
+        }
+        out!(
+            "          a replay puts each at its address: device memory where the driver \
+             reserves it there, else page-locked host memory mapped for the device (read over \
+             the bus: timings differ); where neither can, it refuses the capture"
+        );
+    }
     out!("arguments {}", args.len());
     for (i, v, size, _, off) in &args {
-        let note = match off {
-            Some(off) => format!("  -> region + {off:#x}"),
-            None => String::new(),
+        let beyond = (*size == 8)
+            .then(|| r.extra_ranges.iter().find(|e| *v >= e.addr && *v < e.end()))
+            .flatten();
+        let note = match (off, beyond) {
+            (Some(off), _) => format!("  -> region + {off:#x}"),
+            (None, Some(e)) => format!("  -> {} {:#x} + {:#x}", e.class, e.addr, *v - e.addr),
+            (None, None) => String::new(),
         };
         if *size == 8 {
             out!("  [{i:>3}] {v:#018x} ({}){note}", *v as i64);
