@@ -62,6 +62,3 @@ pub(super) fn take_staged(record: &mut KernelRecord) -> Option<ExtraParts> {
     record.checksums.extra_output = parts.output.as_deref().map(checksum);
     Some(parts)
 }
-
-#[cfg(test)]
-mod tests;
