@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use reprise_core::record::{EXTRA_EXTENSIONS, ExtraRange, extra_len};
 
-use super::{Capture, SnapshotFile, SnapshotSource, checksum_mismatch};
+use super::{Capture, SnapshotFile, SnapshotSource};
 use crate::error::{CaptureProblem, Error, Result};
 
 /// What a recorder took of memory beyond the region for one launch.
@@ -66,10 +66,7 @@ fn read_checked(path: &Path, len: u64, sum: Option<u64>) -> Result<Option<Vec<u8
     let mut bytes = Vec::with_capacity(len as usize);
     file.for_each_chunk(PIECE, |piece| bytes.extend_from_slice(piece))?;
     if let Some(want) = sum {
-        let got = crate::capture::checksum(&bytes);
-        if got != want {
-            return Err(checksum_mismatch(&file.path, want, got));
-        }
+        super::expect_checksum(&file.path, want, crate::capture::checksum(&bytes))?;
     }
     Ok(Some(bytes))
 }
