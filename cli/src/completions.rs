@@ -23,23 +23,38 @@ pub struct CompletionsArgs {
 }
 
 pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
-    // Shell generators offer hidden subcommands too (clap #1335): the
-    // command is rebuilt without the internal ones.
-    let full = crate::Cli::command();
-    let mut cmd = full
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set())
-        .cloned()
-        .fold(
-            clap::Command::new("reprise")
-                .args(full.get_arguments().cloned())
-                .disable_help_subcommand(full.is_disable_help_subcommand_set()),
-            clap::Command::subcommand,
-        );
+    let mut cmd = visible(&crate::Cli::command());
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "reprise", &mut out);
     print(&out);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cmd` rebuilt without its hidden subcommands and options, which shell
+/// generators offer otherwise (clap #1335): internal flags are no user's
+/// to complete.
+fn visible(cmd: &clap::Command) -> clap::Command {
+    let mut out = clap::Command::new(cmd.get_name().to_string())
+        .args(
+            cmd.get_arguments()
+                .filter(|a| !a.is_hide_set())
+                // What an option needs or excludes may name a hidden one;
+                // a completion has no use for either.
+                .map(|a| {
+                    a.clone()
+                        .required_unless_present(clap::builder::Resettable::Reset)
+                        .conflicts_with(clap::builder::Resettable::Reset)
+                        .requires(clap::builder::Resettable::Reset)
+                }),
+        )
+        .disable_help_subcommand(cmd.is_disable_help_subcommand_set());
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    cmd.get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(visible)
+        .fold(out, clap::Command::subcommand)
 }
 
 /// Print the manual page (roff), or write one per command to a directory.

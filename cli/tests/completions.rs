@@ -49,3 +49,17 @@ fn manual_pages_render_and_are_written_per_command() {
         "the tune page documents its options"
     );
 }
+
+#[test]
+fn completions_offer_no_internal_flag() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = reprise(&["completions", shell]);
+        assert_exit(&out, 0);
+        let script = text(&out).0;
+        for hidden in ["worker-serve", "worker-plan", "worker-device"] {
+            assert!(!script.contains(hidden), "{shell} offers --{hidden}");
+        }
+        // The visible option beside them still is.
+        assert!(script.contains("workers"), "{shell} lacks --workers");
+    }
+}
