@@ -124,13 +124,26 @@ impl CompareArgs {
 
     /// The lines that say what `c` found: a summary (`PASS`/`FAIL` after
     /// `what`), then the first differences, with their addresses when the
-    /// region's `base` is known.
+    /// region's `base` is known, the expected side called "recorded" and
+    /// the other "replayed".
     pub fn report(
         &self,
         what: &str,
         c: &Comparison,
         ranges: &[(u64, u64)],
         base: Option<u64>,
+    ) -> Vec<String> {
+        self.report_sides(what, c, ranges, base, ["recorded", "replayed"])
+    }
+
+    /// [`CompareArgs::report`], naming the two sides `sides`.
+    pub fn report_sides(
+        &self,
+        what: &str,
+        c: &Comparison,
+        ranges: &[(u64, u64)],
+        base: Option<u64>,
+        [expected, actual]: [&str; 2],
     ) -> Vec<String> {
         let at = |offset: u64| match base {
             Some(b) => format!("offset {offset:#x} (address {:#x})", b + offset),
@@ -191,12 +204,12 @@ impl CompareArgs {
             let at = at(m.offset);
             lines.push(match t.dtype {
                 None => format!(
-                    "  {at}: recorded {:#04x}, replayed {:#04x}",
+                    "  {at}: {expected} {:#04x}, {actual} {:#04x}",
                     m.expected.as_f64() as u8,
                     m.actual.as_f64() as u8
                 ),
                 Some(dtype) => format!(
-                    "  [{}] {at}: recorded {}, replayed {}",
+                    "  [{}] {at}: {expected} {}, {actual} {}",
                     m.index,
                     value_text(m.expected, dtype),
                     value_text(m.actual, dtype)

@@ -15,8 +15,9 @@ use crate::error::{CliError, Result};
 ///
 /// Each of A and B is an output file (a capture's `.record_output`,
 /// `.original.output`, or a replay's saved `.replay_output`), or a
-/// capture's descriptor, which stands for its recorded output. A is the
-/// reference ("recorded"), B is compared with it ("replayed"). With
+/// capture's descriptor, which stands for its recorded output: two
+/// recordings, two replays, or one of each. Differences are listed by
+/// side, A and B; a tolerance is relative to A. With
 /// `--dtype` and a tolerance, last-bit differences of floating-point
 /// results can be told from real ones.
 ///
@@ -82,13 +83,17 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
         }
     };
     let c = reprise::compare_files(&expected, &actual, spec.tolerance, &ranges)?;
-    out!("comparing {} with {}", actual.display(), expected.display());
+    out!("A: {}", expected.display());
+    out!("B: {}", actual.display());
     if let Some(r) = &record {
         for line in a.compare.arg_lines(r, r.region_base.unwrap_or(0), len) {
             out!("{line}");
         }
     }
-    for line in a.compare.report("diff", &c, &ranges, base) {
+    for line in a
+        .compare
+        .report_sides("diff", &c, &ranges, base, ["A", "B"])
+    {
         out!("{line}");
     }
     Ok(if c.is_match() {

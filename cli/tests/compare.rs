@@ -263,3 +263,23 @@ fn a_typed_range_must_be_whole_elements() {
     assert_exit(&out, 0);
     assert!(text(&out).0.contains("3 f32 elements"), "{}", text(&out).0);
 }
+
+/// Two outputs of which neither need be a replay: the sides are A and B,
+/// named by their files, never "recorded" and "replayed".
+#[test]
+fn diff_names_its_sides_a_and_b() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("one.out"), dir.path().join("two.out"));
+    std::fs::write(&a, [0u8, 0, 0, 0]).unwrap();
+    std::fs::write(&b, [0u8, 7, 0, 0]).unwrap();
+    let out = reprise(&["diff", s(&a), s(&b)]);
+    assert_exit(&out, 1);
+    let stdout = text(&out).0;
+    assert!(stdout.contains(&format!("A: {}", a.display())), "{stdout}");
+    assert!(stdout.contains(&format!("B: {}", b.display())), "{stdout}");
+    assert!(stdout.contains("offset 0x1: A 0x00, B 0x07"), "{stdout}");
+    assert!(
+        !stdout.contains("recorded") && !stdout.contains("replayed"),
+        "{stdout}"
+    );
+}
