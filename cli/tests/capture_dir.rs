@@ -252,3 +252,16 @@ fn a_program_that_never_uses_cuda_is_told_apart_from_one_that_launched_nothing()
         text(&out).1
     );
 }
+
+#[test]
+fn check_says_each_file_it_wrote() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = home.path();
+    assert_exit(&run_in(cwd, &["demo", "--dir", "d"], None), 0);
+    let out = run_in(cwd, &["check", "d", "--junit", "report.xml"], None);
+    assert_exit(&out, 0);
+    let stdout = text(&out).0;
+    assert!(stdout.contains("results: reprise-check.jsonl"), "{stdout}");
+    assert!(stdout.contains("junit: report.xml"), "{stdout}");
+    assert!(cwd.join("report.xml").is_file() && cwd.join("reprise-check.jsonl").is_file());
+}

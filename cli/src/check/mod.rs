@@ -355,6 +355,9 @@ fn finish(
         for line in s.lines() {
             out!("{line}");
         }
+        if let Some(p) = &a.junit {
+            out!("junit: {}", p.display());
+        }
     }
     Ok(ExitCode::from(s.exit_code()))
 }
