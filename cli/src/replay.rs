@@ -26,6 +26,10 @@ use crate::ui::{LazyProgress, human_bytes, human_time};
 /// that an image that crashes while it is loaded (a corrupted capture) is an
 /// error naming it, not the end of reprise.
 #[derive(Args, Debug)]
+#[command(mut_args(crate::ui::short_help(&[
+    "file", "verify", "num_teams", "num_threads", "repetitions", "backend", "image", "from_ir",
+    "dtype", "rtol", "arg",
+])))]
 pub struct ReplayArgs {
     /// The capture's descriptor (`NAME.json`); its other files are found
     /// beside it.

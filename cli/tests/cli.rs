@@ -238,3 +238,27 @@ fn replaying_on_cuda_without_a_driver_is_a_clean_error_naming_the_file() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_error(&out, &["CUDA driver not found", s(&f.descriptor)]);
 }
+
+/// Each command's short help (`-h`) fits a screen; the rest is in `--help`.
+#[test]
+fn every_short_help_fits_a_screen() {
+    let out = reprise(&["--help"]);
+    let commands: Vec<String> = text(&out)
+        .0
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 15, "{commands:?}");
+    for c in &commands {
+        let short = reprise(&[c, "-h"]);
+        assert_exit(&short, 0);
+        let lines = text(&short).0.lines().count();
+        assert!(lines <= 45, "reprise {c} -h is {lines} lines");
+        let long = reprise(&[c, "--help"]);
+        assert!(text(&long).0.lines().count() >= lines, "{c}");
+    }
+}

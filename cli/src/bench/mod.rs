@@ -19,8 +19,9 @@ use crate::backend::BackendArg;
 use crate::error::{CliError, Result};
 use crate::ui::human_bytes;
 
-/// Measure what recording costs the launching thread, per region size
-/// (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
+/// Measure what recording and replaying cost, against plain launches.
+///
+/// Per region size (64 KiB, 1 MiB, 16 MiB, 256 MiB): a plain launch; recording with the
 /// sync schedule and inline writes (LLVM's way); the async schedule with
 /// inline writes; the async schedule with the background writer (reprise's
 /// way); the copy bound (snapshot bytes / memcpy bandwidth, measured in
@@ -36,8 +37,8 @@ use crate::ui::human_bytes;
 /// synchronized through `libcuda.so.1` in child processes, plain; with the
 /// interposer preloaded and recording on but no kernel selected (what a
 /// launch it does not record costs); and with every timed launch recorded,
-/// into raw files (and the size of one capture) and into the store; without `--quick` the three alternate
-/// over three rounds. The ratios are of the medians. The interposer is the
+/// into raw files (and the size of one capture) and into the store;
+/// without `--quick` the three alternate over three rounds. The ratios are of the medians. The interposer is the
 /// one built into this executable (as for `reprise record`; written to the
 /// cache directory on first use), or `REPRISE_INTERPOSER=PATH`; the rows
 /// are skipped, saying why, when it cannot be written out.
