@@ -34,13 +34,7 @@ impl ExtraParts {
 /// The files of a capture's extra ranges, before and after the kernel,
 /// beside its descriptor.
 pub fn extra_paths(descriptor: &Path) -> (PathBuf, PathBuf) {
-    let stem = super::stem_of(descriptor);
-    let with = |ext: &str| {
-        let mut s = stem.clone().into_os_string();
-        s.push(".");
-        s.push(ext);
-        PathBuf::from(s)
-    };
+    let with = |ext| super::paths::sibling(descriptor, ext);
     (with(EXTRA_EXTENSIONS[0]), with(EXTRA_EXTENSIONS[1]))
 }
 

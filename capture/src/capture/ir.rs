@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use reprise_core::image::{self, ImageKind};
 
 use super::open::{IMAGE_LIMIT, not_found, read_bounded};
-use super::paths::{CapturePaths, stem_of};
+use super::paths::{CapturePaths, sibling};
 use crate::error::{Error, Result};
 
 /// The extension of a capture's IR file.
@@ -17,10 +17,7 @@ pub const IR_EXTENSION: &str = "bc";
 
 /// `STEM.bc` for the descriptor `STEM.json`.
 pub fn ir_path(descriptor: &Path) -> PathBuf {
-    let mut s = stem_of(descriptor).into_os_string();
-    s.push(".");
-    s.push(IR_EXTENSION);
-    PathBuf::from(s)
+    sibling(descriptor, IR_EXTENSION)
 }
 
 /// The LLVM bitcode of the capture at `paths`: the file `given` when named

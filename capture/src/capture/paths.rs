@@ -29,14 +29,8 @@ pub use reprise_core::record::KNOWN_EXTENSIONS;
 impl CapturePaths {
     /// The sibling files of `descriptor` for a capture of `generation`.
     pub fn new(descriptor: &Path, generation: Generation) -> Self {
-        let stem = stem_of(descriptor);
         let names = generation.file_names();
-        let with = |ext: &str| {
-            let mut s = stem.clone().into_os_string();
-            s.push(".");
-            s.push(ext);
-            PathBuf::from(s)
-        };
+        let with = |ext| sibling(descriptor, ext);
         CapturePaths {
             descriptor: descriptor.to_path_buf(),
             input: with(names.input),
@@ -46,6 +40,14 @@ impl CapturePaths {
             image: with(names.image),
         }
     }
+}
+
+/// `dir/STEM.EXT` for the descriptor `dir/STEM.json`.
+pub(crate) fn sibling(descriptor: &Path, ext: &str) -> PathBuf {
+    let mut s = stem_of(descriptor).into_os_string();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
 }
 
 /// `dir/STEM.json` -> `dir/STEM`, byte for byte (a name need not be
