@@ -1,16 +1,14 @@
 /*
  * The calling thread's stack of current contexts (cuCtxPushCurrent,
  * cuCtxPopCurrent) and the device of the current context
- * (cuCtxGetDevice). The top of the stack is core.c's t_current, which
- * cuCtxSetCurrent replaces.
+ * (cuCtxGetDevice). The stack is core.c's; its top, t_current,
+ * cuCtxSetCurrent replaces (CUDA Driver API, Context Management,
+ * cuCtxSetCurrent: with NULL, "equivalent to popping the top of the
+ * calling CPU thread's CUDA context stack"); cuCtxDestroy of the current
+ * context pops it too.
  */
 #include "core.h"
 #include "errors.h"
-
-/* The contexts below the top, oldest first. */
-#define CTX_STACK 64
-static __thread CUcontext t_below[CTX_STACK];
-static __thread int t_depth;
 
 /* CUDA Driver API, Context Management, cuCtxPushCurrent: `ctx` becomes
  * current, the context current before it waits below it. */
@@ -22,11 +20,7 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
     return CUDA_ERROR_INVALID_VALUE;
   if (!ctx_live(ctx))
     return CUDA_ERROR_INVALID_CONTEXT;
-  if (t_depth == CTX_STACK)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  t_below[t_depth++] = t_current;
-  t_current = ctx;
-  return CUDA_SUCCESS;
+  return ctx_push(ctx) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* CUDA Driver API, Context Management, cuCtxPopCurrent: the current
@@ -41,7 +35,7 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
     return CUDA_ERROR_INVALID_CONTEXT;
   if (pctx)
     *pctx = t_current;
-  t_current = t_depth ? t_below[--t_depth] : NULL;
+  ctx_pop();
   return CUDA_SUCCESS;
 }
 

@@ -229,6 +229,21 @@ CUcontext primary_ctx(CUdevice dev) {
   return dev == 0 ? &g_ctx : &g_primaries[dev - 1];
 }
 __thread CUcontext t_current;
+/* The contexts below t_current on the calling thread's stack, oldest
+ * first (contexts.c pushes and pops). */
+#define CTX_STACK 64
+static __thread CUcontext t_below[CTX_STACK];
+static __thread int t_depth;
+
+int ctx_push(CUcontext ctx) {
+  if (t_depth == CTX_STACK)
+    return 0;
+  t_below[t_depth++] = t_current;
+  t_current = ctx;
+  return 1;
+}
+
+void ctx_pop(void) { t_current = t_depth ? t_below[--t_depth] : NULL; }
 
 CUresult sticky(void) {
   pthread_mutex_lock(&g_ctx.lock);
@@ -520,7 +535,10 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
     return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx && !ctx_live(ctx))
     return CUDA_ERROR_INVALID_CONTEXT;
-  t_current = ctx;
+  if (ctx)
+    t_current = ctx;
+  else if (t_current)
+    ctx_pop();
   return CUDA_SUCCESS;
 }
 
@@ -591,7 +609,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (!c)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (t_current == ctx)
-    t_current = NULL;
+    ctx_pop();
   free(c);
   return CUDA_SUCCESS;
 }

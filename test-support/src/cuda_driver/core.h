@@ -50,6 +50,11 @@ CUcontext primary_ctx(CUdevice dev);
  * cuCtxCreate made and cuCtxDestroy has not destroyed. */
 int ctx_live(CUcontext ctx);
 extern __thread CUcontext t_current;
+/* The calling thread's stack of current contexts, t_current its top:
+ * pushes `ctx` (0 when the stack is full), or pops the top (the one below
+ * it, or none, is current again). */
+int ctx_push(CUcontext ctx);
+void ctx_pop(void);
 CUresult sticky(void);
 /* Checks a call may use the context: initialised, current, not faulted. */
 CUresult usable(void);
