@@ -9,9 +9,9 @@
 
 /* Simulator only: what is live, for tests that check every step of a
  * failed operation was undone: address reservations, cuMemMap mappings,
- * physical allocations, cuMemAlloc allocations, page-locked host
- * allocations, streams, events, modules, and the MiB of physical
- * allocations. */
+ * physical allocations, cuMemAlloc allocations, page-locked host ranges
+ * (allocated or registered), streams (not the default ones), events,
+ * modules, and the MiB of physical allocations. */
 EXPORT void reprise_sim_counts(int out[9]) {
   pthread_mutex_lock(&g_mem);
   out[0] = g_nreserved;

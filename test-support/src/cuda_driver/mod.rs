@@ -371,9 +371,9 @@ pub fn fail_times(call: &str, code: u32, skip: u32, times: u32) -> bool {
 }
 
 /// What the simulator has live: `[reservations, mappings, physical
-/// allocations, device allocations, page-locked host allocations, streams,
-/// events, modules, MiB of physical allocations]` (`None` unless [`load`]
-/// loaded it).
+/// allocations, device allocations, page-locked host ranges (allocated or
+/// registered), streams (not the default ones), events, modules, MiB of
+/// physical allocations]` (`None` unless [`load`] loaded it).
 pub fn counts() -> Option<[i32; 9]> {
     let Some(Ok(lib)) = LOADED.get() else {
         return None;
