@@ -116,6 +116,22 @@ fn a_directory_copied_without_its_store_is_named_once_with_the_fix() {
         text(&out).0
     );
     assert!(text(&out).1.contains(fix), "{}", text(&out).1);
+    // inspect says the problem once, and what it could not check.
+    let descriptor = std::fs::read_dir(cwd.join("copied"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let out = run_in(cwd, &["inspect", s(&descriptor)], None);
+    assert_exit(&out, 1);
+    let stdout = text(&out).0;
+    assert_eq!(stdout.matches(fix).count(), 1, "{stdout}");
+    let input = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("input"))
+        .unwrap();
+    assert!(input.contains("checksum not checked"), "{stdout}");
+    assert!(!stdout.contains("no checksum recorded"), "{stdout}");
     // The original is fine, and `cp -r` of the whole directory travels.
     assert_exit(&run_in(cwd, &["list", "orig"], None), 0);
     let status = Command::new("cp")

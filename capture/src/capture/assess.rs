@@ -136,12 +136,19 @@ impl Assessment {
     /// Adds `errors` as findings that leave the capture incomplete and stop
     /// what `blocks` says.
     fn add(&mut self, errors: impl IntoIterator<Item = Error>, blocks: Blocks) {
-        self.findings
-            .extend(errors.into_iter().map(|error| Finding {
+        // A missing store is one problem however many files it held.
+        let no_store =
+            |e: &Error| matches!(e.capture_problem(), Some(CaptureProblem::NoStore { .. }));
+        for error in errors {
+            if no_store(&error) && self.findings.iter().any(|f| no_store(&f.error)) {
+                continue;
+            }
+            self.findings.push(Finding {
                 error,
                 incomplete: true,
                 blocks,
-            }));
+            });
+        }
     }
 
     /// The state of the file with `role`.

@@ -133,6 +133,11 @@ pub(super) fn check_chunks(
     let mut found = Vec::new();
     let mut mismatches = Vec::new();
     let sums = record.checksums;
+    let recorded = |role: &str| match role {
+        "input" => sums.input,
+        "output" => sums.output,
+        _ => None,
+    };
     for f in &mut a.files {
         if !matches!(f.state, FileState::Chunked { .. }) {
             continue;
@@ -150,11 +155,7 @@ pub(super) fn check_chunks(
             }
         }
         let Some(s) = &store else { break };
-        let want = match f.role {
-            "input" => sums.input,
-            "output" => sums.output,
-            _ => None,
-        };
+        let want = recorded(f.role);
         if whole && let Some(want) = want {
             f.checksum = ChecksumStatus::NotChecked;
             let mut h = reprise_core::record::Checksummer::new();
@@ -186,6 +187,15 @@ pub(super) fn check_chunks(
             });
             if !known {
                 found.push(error);
+            }
+        }
+    }
+    // Without its store, a snapshot's recorded checksum could not be
+    // checked: said so, not "none recorded".
+    if store.is_none() {
+        for f in &mut a.files {
+            if matches!(f.state, FileState::Chunked { .. }) && recorded(f.role).is_some() {
+                f.checksum = ChecksumStatus::NotChecked;
             }
         }
     }
