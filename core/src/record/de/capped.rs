@@ -11,9 +11,9 @@ use serde::{Deserialize, Deserializer};
 
 /// A JSON string kept up to `N` bytes, with its true length.
 #[derive(Default)]
-pub(in crate::record) struct CappedStr<const N: usize> {
-    pub(in crate::record) s: String<N>,
-    pub(in crate::record) len: usize,
+pub(super) struct CappedStr<const N: usize> {
+    pub(super) s: String<N>,
+    pub(super) len: usize,
 }
 
 impl<'de, const N: usize> Deserialize<'de> for CappedStr<N> {

@@ -9,16 +9,17 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 mod capped;
+mod extra;
 
 use super::reachable::{self, MAX_REACHABLE_RANGES, Ranges};
 use super::{
     BackendKind, Checksums, EntryName, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA,
     MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
 };
-pub(super) use capped::CappedStr;
-use capped::{CappedVec, HexBytes, hex_u64};
+use capped::{CappedStr, CappedVec, HexBytes, hex_u64};
+use extra::RawExtra;
 
-use super::extra::{self, MAX_EXTRA_RANGES, RawExtra};
+use super::extra::MAX_EXTRA_RANGES;
 
 /// Whether a value of `key` in `json` is a number, or an array of them,
 /// with a fraction or an exponent: the integer parser stops at its `.` or
