@@ -22,17 +22,10 @@ use cudarc::driver::sys;
 use super::failure::{Failure, result};
 use super::library::Library;
 
-/// What the host route needs beyond the required functions.
-pub(super) const HOST_MAP: &[&str] = &[
-    "cuMemHostRegister_v2",
-    "cuMemHostUnregister",
-    "cuMemHostGetDevicePointer_v2",
-];
-
 /// Why host memory could not be placed at an address.
 #[derive(Debug)]
 pub(crate) enum HostMapError {
-    /// The library lacks [`HOST_MAP`]'s functions.
+    /// The library lacks a function the route needs.
     Unsupported,
     /// `mmap` would not put memory there (EEXIST: something is there).
     Mmap(std::io::Error),

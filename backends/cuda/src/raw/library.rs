@@ -53,6 +53,14 @@ pub(super) const VMM: &[&str] = &[
     "cuMemSetAccess",
 ];
 
+/// What placing host memory at an address for the device needs
+/// ([`HostMapping`](super::HostMapping)).
+pub(super) const HOST_MAP: &[&str] = &[
+    "cuMemHostRegister_v2",
+    "cuMemHostUnregister",
+    "cuMemHostGetDevicePointer_v2",
+];
+
 /// What device-side staging needs (see `CudaExecutor::with_device_staging`).
 pub(super) const STAGING: &[&str] = &[
     "cuMemAlloc_v2",
@@ -76,8 +84,7 @@ pub(crate) struct Library {
     pub stream_callback: bool,
     /// Every function in [`STAGING`].
     pub staging: bool,
-    /// Every function of the host route
-    /// ([`HOST_MAP`](super::host_map::HOST_MAP)).
+    /// Every function in [`HOST_MAP`].
     pub host_map: bool,
     /// Made by [`library`] alone.
     _loaded: (),
@@ -117,7 +124,7 @@ pub(crate) fn library() -> Result<Library, CudaError> {
             vmm: VMM.iter().all(|s| has_symbol(s)),
             stream_callback,
             staging: STAGING.iter().all(|s| has_symbol(s)),
-            host_map: super::host_map::HOST_MAP.iter().all(|s| has_symbol(s)),
+            host_map: HOST_MAP.iter().all(|s| has_symbol(s)),
             _loaded: (),
         })
     })
