@@ -12,10 +12,9 @@
 //! is refused naming its class and address, before anything runs: a
 //! kernel that would read it elsewhere is never launched.
 
-use reprise_core::exec::{Executor, Queue, RegionRequest, Segment};
+use reprise_core::exec::{Executor, Queue, RegionRequest, Segment, settle};
 use reprise_core::record::ExtraRange;
 
-use super::session::settle_one;
 use crate::capture::Capture;
 use crate::error::{Error, Result};
 use crate::store::ExtraParts;
@@ -29,6 +28,16 @@ pub struct ExtraOutput<'a> {
     pub recorded: Option<&'a [u8]>,
     /// The ranges, in the order of their bytes.
     pub ranges: &'a [ExtraRange],
+}
+
+/// Waits for what `queue` holds (the one copy just queued), and gives back
+/// the buffer that copy used.
+async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
+    let mut back = None;
+    settle(queue, |_, b| back = Some(b))
+        .await
+        .map_err(|e| Error::executor(what, e))?;
+    back.ok_or(Error::Internal("a copy's buffer did not come back"))
 }
 
 /// Placements are made in whole pages.

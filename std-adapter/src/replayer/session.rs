@@ -477,7 +477,7 @@ async fn fill_gaps<E: Executor>(
 
 /// Synchronizes `queue` after the one copy enqueued on it (`what`), and
 /// takes its buffer back.
-pub(super) async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
+async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
     let mut back = None;
     settle(queue, |_, b| back = Some(b))
         .await
