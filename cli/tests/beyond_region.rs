@@ -164,3 +164,36 @@ fn a_range_no_route_places_is_refused_by_class() {
     assert_error(&out, &[&want]);
     assert!(!text(&out).1.contains("fault"), "{}", text(&out).1);
 }
+
+/// Verification covers memory beyond the region: one team of 256 threads
+/// leaves most of y, which is managed memory, as it was, and the replay
+/// fails there, naming its addresses, while the region itself matches.
+#[test]
+fn a_difference_in_managed_memory_fails_verification() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = record_mode(dir.path(), "managed", &[]).remove(0);
+    let y = inspect(&c)["extra_ranges"][0]["address"].as_u64().unwrap();
+    let (k, v) = sim_env();
+    let out = reprise_env(
+        &["replay", "--verify", "--num-teams", "1", s(&c)],
+        &[(k, v.to_str().unwrap())],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("verification: FAIL"), "{stdout}");
+    // y[256] is the first value one team leaves alone.
+    let first = stdout
+        .split("first difference at ")
+        .nth(1)
+        .and_then(|t| t.split("(address 0x").nth(1))
+        .and_then(|t| u64::from_str_radix(t.split(')').next()?, 16).ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!((y + 256 * 4..y + 257 * 4).contains(&first), "{stdout}");
+    assert!(
+        stderr.contains(&format!("managed memory at {y:#x}:")),
+        "{stderr}"
+    );
+}

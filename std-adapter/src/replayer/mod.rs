@@ -118,10 +118,14 @@ where
         if options.verify {
             let tolerance = options.compare.tolerance;
             let mut v = verify_output(capture, out, tolerance, ranges)?;
-            if let Some(x) = session.extra_output()
+            // The whole output is compared unless parts of the region
+            // were chosen: then the memory beyond it too.
+            if options.compare.ranges.is_empty()
+                && let Some(x) = session.extra_output()
                 && let Some(recorded) = x.recorded
             {
-                add_extra(&mut v, x.replayed, recorded, x.ranges);
+                let base = capture.region_base()?;
+                add_extra(&mut v, base, x.replayed, recorded, x.ranges);
             }
             outcome.verification = Some(v);
         }
@@ -148,33 +152,52 @@ pub(crate) fn compared_ranges(
 }
 
 /// Adds the comparison of the extra ranges' bytes after the run
-/// (`replayed`) with the recorded ones to `v`, byte for byte: each range
-/// that differs is named in the log, and its differing bytes count as
-/// mismatches.
+/// (`replayed`) with the recorded ones to `v`, under `v`'s tolerance: each
+/// range that differs is named in the log, and its differences count as
+/// the region's do (listed by their offset from the region's `base` where
+/// they lie above it).
 fn add_extra(
     v: &mut Verification,
+    base: u64,
     replayed: &[u8],
     recorded: &[u8],
     ranges: &[reprise_core::record::ExtraRange],
 ) {
+    use reprise_core::compare::Comparer;
     let mut at = 0usize;
     for r in ranges {
         let len = r.size as usize;
-        let (mine, theirs) = (&replayed[at..at + len], &recorded[at..at + len]);
-        let differ = mine.iter().zip(theirs).filter(|(a, b)| a != b).count() as u64;
-        if differ > 0 {
+        let mut c = Comparer::new(v.tolerance);
+        let above = r.addr.checked_sub(base);
+        c.range(above.unwrap_or(0));
+        c.feed(&recorded[at..at + len], &replayed[at..at + len]);
+        let got = c.finish();
+        at += len;
+        if !got.is_match() {
             log::warn!(
-                "{} at {:#x}: {differ} of {len} bytes differ from the recording's",
+                "{} at {:#x}: {} of {} {} differ from the recording's",
                 r.class.describe(),
-                r.addr
+                r.addr,
+                got.mismatches,
+                got.elements,
+                if got.dtype.is_some() {
+                    "elements"
+                } else {
+                    "bytes"
+                }
             );
         }
-        v.comparison.mismatches += differ;
-        v.comparison.bytes += len as u64;
-        if v.comparison.dtype.is_none() {
-            v.comparison.elements += len as u64;
+        let all = &mut v.comparison;
+        all.mismatches += got.mismatches;
+        all.elements += got.elements;
+        all.bytes += got.bytes;
+        all.max_abs = all.max_abs.max(got.max_abs);
+        all.max_rel = all.max_rel.max(got.max_rel);
+        if above.is_some() {
+            for m in got.first {
+                let _ = all.first.push(m);
+            }
         }
-        at += len;
     }
 }
 
