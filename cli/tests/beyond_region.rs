@@ -75,6 +75,14 @@ fn holds_and_verifies(mode: &str, class: &str) {
         );
         let text_out = text(&reprise(&["inspect", s(&c)])).0;
         assert!(text_out.contains(&format!("-> {class} ")), "{text_out}");
+        for role in ["extra input", "extra output"] {
+            assert!(
+                text_out
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(role) && l.contains("checksum ok")),
+                "{text_out}"
+            );
+        }
         let out = replay(&c, &[]);
         let (stdout, stderr) = text(&out);
         assert_eq!(

@@ -51,11 +51,14 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
     for f in &mut a.files {
         let (want, small) = match f.role {
             // Hashed where its chunks were checked ([`check_chunks`]).
-            "input" | "output" if matches!(f.state, FileState::Chunked { .. }) => {
-                let want = if f.role == "input" {
-                    sums.input
-                } else {
-                    sums.output
+            "input" | "output" | "extra input" | "extra output"
+                if matches!(f.state, FileState::Chunked { .. }) =>
+            {
+                let want = match f.role {
+                    "input" => sums.input,
+                    "output" => sums.output,
+                    "extra input" => sums.extra_input,
+                    _ => sums.extra_output,
                 };
                 if want.is_some() && hashing != Hashing::All {
                     f.checksum = ChecksumStatus::NotChecked;
@@ -64,6 +67,8 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
             }
             "input" => (sums.input, None),
             "output" => (sums.output, None),
+            "extra input" => (sums.extra_input, None),
+            "extra output" => (sums.extra_output, None),
             "globals" => (sums.globals, Some(globals)),
             "image" => (sums.image.filter(|_| !compiled), Some(image)),
             _ => continue,
@@ -136,6 +141,8 @@ pub(super) fn check_chunks(
     let recorded = |role: &str| match role {
         "input" => sums.input,
         "output" => sums.output,
+        "extra input" => sums.extra_input,
+        "extra output" => sums.extra_output,
         _ => None,
     };
     for f in &mut a.files {
