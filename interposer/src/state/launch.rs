@@ -327,3 +327,37 @@ fn refuses(launch: &Launch, device: i32) -> bool {
     };
     over(DEVICE_MAX_BLOCK_DIM_X, &launch.block) || over(DEVICE_MAX_GRID_DIM_X, &launch.grid)
 }
+
+#[cfg(test)]
+mod tests {
+    use reprise_core::record::MemoryClass;
+
+    use super::*;
+    use crate::heap::Heap;
+
+    #[test]
+    fn reached_ranges_always_others_while_they_stay_small() {
+        let mut h = Heap::default();
+        h.outside(0x10_0000, 4096, Outside::Managed);
+        h.outside(0x20_0000, 8192, Outside::Host);
+        h.outside(0x30_0000, UNREACHED_EXTRA_BYTES, Outside::Registered);
+        h.outside(0x90_0000_0000, 1 << 20, Outside::Driver);
+        // An argument into the large registered range: it is held, and the
+        // small ones besides; device memory the driver placed never is.
+        let reached = [(0x30_0000, UNREACHED_EXTRA_BYTES, Outside::Registered)];
+        let got = extra_ranges(&h, reached.into_iter());
+        let got: Vec<_> = got.iter().map(|e| (e.addr, e.class)).collect();
+        assert_eq!(
+            got,
+            [
+                (0x10_0000, MemoryClass::Managed),
+                (0x20_0000, MemoryClass::Host),
+                (0x30_0000, MemoryClass::Registered)
+            ]
+        );
+        // Unreached, the large one is left out.
+        let got = extra_ranges(&h, std::iter::empty());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|e| e.size < UNREACHED_EXTRA_BYTES));
+    }
+}
