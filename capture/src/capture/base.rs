@@ -2,9 +2,15 @@
 //! writes no `BumpAllocVAStart`. The rule, and the types that say what it
 //! found, are the core's ([`reprise_core::record::base`], re-exported
 //! here); this module reads what the rule weighs: the sibling descriptors
-//! of a capture's directory ([`Siblings`], once per directory).
+//! of a capture's directory ([`Siblings`], once per directory), and, where
+//! they leave several bases, a few aligned blocks of the capture's input
+//! snapshot and of its siblings' recorded outputs: a later kernel of the
+//! same process finds in memory what an earlier one left there, so a
+//! capture whose input holds a sibling's output at the same offsets shares
+//! its base ([`Evidence::SiblingOutput`]).
 
-use std::path::Path;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use reprise_core::record::KernelRecord;
 use reprise_core::record::base;
@@ -12,10 +18,19 @@ pub use reprise_core::record::base::{
     BaseOrigin, Candidates, Derivation, Evidence, NAMED, ResolvedBase,
 };
 
+use super::open::open_regular;
+use super::paths::CapturePaths;
 use super::read_descriptor;
 
 /// Siblings looked at, at most.
 const MAX_SIBLINGS: usize = 256;
+/// Siblings whose recorded output is compared with a capture's input, at
+/// most.
+const MAX_COMPARED: usize = 32;
+/// The blocks compared of each pair of snapshots, at most, and their size:
+/// 64 KiB read from each file whatever their sizes.
+const BLOCKS: u64 = 16;
+const BLOCK: u64 = 4096;
 
 #[cfg(test)]
 thread_local! {
@@ -28,6 +43,8 @@ thread_local! {
 /// them; at most 256, in name order.
 #[derive(Debug, Default)]
 pub struct Siblings {
+    /// Their directory.
+    dir: PathBuf,
     records: Vec<(std::ffi::OsString, Box<KernelRecord>)>,
 }
 
@@ -58,14 +75,17 @@ impl Siblings {
             .filter_map(|p| Some((p.file_name()?.to_owned(), read_descriptor(p).ok()?)))
             .filter(|(_, r)| base::derivable(r))
             .collect();
-        Siblings { records }
+        Siblings {
+            dir: dir.to_path_buf(),
+            records,
+        }
     }
 
     /// The siblings of the descriptor named `own` in the same directory.
     fn except<'a>(
         &'a self,
         own: Option<&'a std::ffi::OsStr>,
-    ) -> impl Iterator<Item = &'a KernelRecord> {
+    ) -> impl Iterator<Item = &'a KernelRecord> + Clone {
         self.records
             .iter()
             .filter(move |(name, _)| Some(name.as_os_str()) != own)
@@ -77,7 +97,108 @@ impl Siblings {
 /// core's rule ([`base::derive()`]) with the `siblings` of its directory,
 /// the descriptor itself left out.
 pub fn derive_among(record: &KernelRecord, descriptor: &Path, siblings: &Siblings) -> Derivation {
-    base::derive(record, siblings.except(descriptor.file_name()))
+    let own = descriptor.file_name();
+    let derived = base::derive(record, siblings.except(own));
+    let guessed = match derived {
+        Derivation::Ambiguous(_) => true,
+        Derivation::Base(_, origin) => origin.alternatives().is_some(),
+        Derivation::None => false,
+    };
+    if !guessed {
+        return derived;
+    }
+    by_content(record, descriptor, siblings)
+        .and_then(|b| base::by_sibling_output(record, siblings.except(own), b))
+        .unwrap_or(derived)
+}
+
+/// The base of the siblings whose recorded output `record`'s input
+/// snapshot holds at the same offsets, each sibling's derived by the rule
+/// without content; `None` when none does, or those that do disagree.
+fn by_content(record: &KernelRecord, descriptor: &Path, siblings: &Siblings) -> Option<u64> {
+    let own = descriptor.file_name();
+    let input = CapturePaths::new(descriptor, record.generation).input;
+    let (input, input_len) = open_regular(&input).ok()??;
+    let mut found: Option<u64> = None;
+    let mut compared = 0;
+    for (name, sibling) in &siblings.records {
+        if Some(name.as_os_str()) == own {
+            continue;
+        }
+        // Cheap first: a sibling whose output could not be this capture's
+        // memory (longer than its snapshot) is passed over unread.
+        let Some(their_len) = sibling.memory_size.filter(|&n| n > 0 && n <= input_len) else {
+            continue;
+        };
+        if compared == MAX_COMPARED {
+            break;
+        }
+        let path = siblings.dir.join(name);
+        let output = CapturePaths::new(&path, sibling.generation).output;
+        let Ok(Some((output, len))) = open_regular(&output) else {
+            continue;
+        };
+        if len != their_len {
+            continue;
+        }
+        compared += 1;
+        if !holds_at_same_offsets(&input, &output, len) {
+            continue;
+        }
+        let Derivation::Base(b, _) = base::derive(sibling, siblings.except(Some(name.as_os_str())))
+        else {
+            continue;
+        };
+        match found {
+            Some(f) if f != b => return None,
+            _ => found = Some(b),
+        }
+    }
+    found
+}
+
+/// Whether `input` holds the first `len` bytes of `output` at the same
+/// offsets, as far as [`BLOCKS`] aligned blocks spread over them tell (the
+/// first among them); blocks of zeros alone tell nothing (fresh memory of
+/// any process).
+fn holds_at_same_offsets(input: &std::fs::File, output: &std::fs::File, len: u64) -> bool {
+    let mut a = vec![0u8; BLOCK as usize];
+    let mut b = vec![0u8; BLOCK as usize];
+    let mut telling = false;
+    let mut last = None;
+    for i in 0..BLOCKS {
+        let at = (len / BLOCKS * i) / BLOCK * BLOCK;
+        if last == Some(at) || at >= len {
+            continue;
+        }
+        last = Some(at);
+        let n = (len - at).min(BLOCK) as usize;
+        if input.read_exact_at(&mut a[..n], at).is_err()
+            || output.read_exact_at(&mut b[..n], at).is_err()
+        {
+            return false;
+        }
+        if a[..n] != b[..n] {
+            return false;
+        }
+        telling |= a[..n].iter().any(|&x| x != 0);
+    }
+    telling
+}
+
+/// The bases the rule leaves possible for the record without a base in
+/// `descriptor` (its directory's siblings narrowing them), most likely
+/// first (`first`, when possible, before all), at most `limit`, and how
+/// many are possible in all ([`base::ordered`]): the bases a replay that
+/// tries them tries, in order.
+pub fn ordered(
+    record: &KernelRecord,
+    descriptor: &Path,
+    first: Option<u64>,
+    limit: usize,
+) -> (Vec<u64>, u64) {
+    let siblings = Siblings::of(descriptor);
+    base::ordered(record, siblings.except(descriptor.file_name()), first, limit)
 }
 
 /// The bases the rule leaves possible for the record without a base in

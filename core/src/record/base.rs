@@ -111,6 +111,14 @@ pub enum Evidence {
         /// The other bases possible.
         others: Candidates,
     },
+    /// A sibling capture's recorded output lies in this capture's input
+    /// snapshot at the same offsets: the memory a later kernel of the same
+    /// process found, so the sibling's base, which this capture allows, is
+    /// this one's too.
+    SiblingOutput {
+        /// The other bases this capture alone leaves possible.
+        others: Candidates,
+    },
 }
 
 /// Where a capture's region base came from.
@@ -155,7 +163,7 @@ impl BaseOrigin {
     pub fn alternatives(&self) -> Option<&Candidates> {
         match self {
             BaseOrigin::Derived {
-                evidence: Evidence::FirstAllocation { others },
+                evidence: Evidence::FirstAllocation { others } | Evidence::SiblingOutput { others },
                 ..
             } => Some(others),
             BaseOrigin::Ambiguous { candidates } => Some(candidates),
@@ -194,6 +202,14 @@ impl fmt::Display for BaseOrigin {
                 "of the page + 0x10 addresses that put the pointer arguments inside the \
                  snapshot, the one where an argument's buffer starts (LLVM allocates its \
                  first buffer at the base); {} other(s) are possible, and a replay that \
+                 faults or differs names them",
+                others.total
+            )?,
+            Evidence::SiblingOutput { others } => write!(
+                f,
+                "the base of a sibling capture whose recorded output this capture's input \
+                 snapshot holds at the same offsets (a later kernel of the same process); {} \
+                 other(s) put the pointer arguments inside the snapshot, and a replay that \
                  faults or differs names them",
                 others.total
             )?,
@@ -329,23 +345,9 @@ where
     else {
         return Derivation::None;
     };
-    let total: u64 = spans
-        .iter()
-        .filter_map(|s| points(s.lo, s.hi).map(|(_, n)| n))
-        .fold(0u64, u64::saturating_add);
+    let total = count(&spans);
     // Where an allocation starts, with the span's members.
-    let mut starts: Vec<(u64, usize)> = evidence
-        .iter()
-        .filter(|&&v| v % PAGE == CHUNK_HEADER)
-        .filter_map(|&v| {
-            spans
-                .iter()
-                .find(|s| s.lo < v && v <= s.hi)
-                .map(|s| (v, s.members))
-        })
-        .collect();
-    starts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-    starts.dedup();
+    let starts = starts(&spans, &evidence);
     // The bases that hold the most arguments: any other takes one of the
     // pointers these hold for a scalar.
     let most = spans.iter().map(|s| s.members).max().unwrap_or(0);
@@ -385,6 +387,105 @@ where
         ),
         None => Derivation::Ambiguous(candidates(&spans, &starts, None, total)),
     }
+}
+
+/// Whether `b` is one of the bases [`derive()`] leaves possible for
+/// `record` with its `siblings`.
+pub fn allows<'a, I>(record: &KernelRecord, siblings: I, b: u64) -> bool
+where
+    I: IntoIterator<Item = &'a KernelRecord>,
+{
+    derivable(record)
+        && b % PAGE == CHUNK_HEADER
+        && narrowed(record, siblings).is_some_and(|n| n.spans.iter().any(|s| s.lo < b && b <= s.hi))
+}
+
+/// `record`'s base settled as `b`, the base of a sibling whose recorded
+/// output `record`'s input snapshot holds ([`Evidence::SiblingOutput`]);
+/// `None` when `b` is not one of the bases `record` allows with its
+/// `siblings` (then the content matched by chance, or the sibling's base
+/// is wrong, and it is no evidence).
+pub fn by_sibling_output<'a, I>(record: &KernelRecord, siblings: I, b: u64) -> Option<Derivation>
+where
+    I: IntoIterator<Item = &'a KernelRecord> + Clone,
+{
+    if !allows(record, siblings.clone(), b) {
+        return None;
+    }
+    let n = narrowed(record, siblings)?;
+    let total = count(&n.spans);
+    let starts = starts(&n.spans, &n.evidence);
+    Some(Derivation::Base(
+        b,
+        BaseOrigin::Derived {
+            evidence: Evidence::SiblingOutput {
+                others: candidates(&n.spans, &starts, Some(b), total.saturating_sub(1)),
+            },
+            agreeing: n.agreeing,
+            disagreeing: n.disagreeing,
+        },
+    ))
+}
+
+/// The bases [`derive()`] leaves possible for `record` with its
+/// `siblings`, most likely first (`first`, when possible, before all), at
+/// most `limit` of them, and how many there are in all: the bases a
+/// replay that tries them tries, in order.
+pub fn ordered<'a, I>(
+    record: &KernelRecord,
+    siblings: I,
+    first: Option<u64>,
+    limit: usize,
+) -> (Vec<u64>, u64)
+where
+    I: IntoIterator<Item = &'a KernelRecord>,
+{
+    let Some(n) = narrowed(record, siblings).filter(|_| derivable(record)) else {
+        return (Vec::new(), 0);
+    };
+    let total = count(&n.spans);
+    let starts = starts(&n.spans, &n.evidence);
+    let first = first
+        .filter(|&b| b % PAGE == CHUNK_HEADER && n.spans.iter().any(|s| s.lo < b && b <= s.hi));
+    let mut out: Vec<u64> = Vec::new();
+    for b in first
+        .into_iter()
+        .chain(in_order(&n.spans, &starts, limit as u64))
+    {
+        if out.len() >= limit {
+            break;
+        }
+        if !out.contains(&b) {
+            out.push(b);
+        }
+    }
+    (out, total)
+}
+
+/// How many bases the spans hold.
+fn count(spans: &[Span]) -> u64 {
+    spans
+        .iter()
+        .filter_map(|s| points(s.lo, s.hi).map(|(_, n)| n))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Where an allocation starts inside `spans`, with the span's members,
+/// the most members first.
+fn starts(spans: &[Span], evidence: &[u64]) -> Vec<(u64, usize)> {
+    let mut starts: Vec<(u64, usize)> = evidence
+        .iter()
+        .filter(|&&v| v % PAGE == CHUNK_HEADER)
+        .filter_map(|&v| {
+            spans
+                .iter()
+                .find(|s| s.lo < v && v <= s.hi)
+                .map(|s| (v, s.members))
+        })
+        .collect();
+    starts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    starts.dedup();
+    starts
 }
 
 /// The bases `record` allows, narrowed by its siblings, and what weighed.
@@ -490,18 +591,7 @@ fn candidates(
         len: 0,
         total,
     };
-    let mut by_members: Vec<&Span> = spans.iter().collect();
-    by_members.sort_by(|a, b| b.members.cmp(&a.members).then(b.hi.cmp(&a.hi)));
-    let ordered = by_members.iter().flat_map(|s| {
-        let (first, n) = points(s.lo, s.hi).unwrap_or((0, 0));
-        let last = first + (n.saturating_sub(1)) * PAGE;
-        let inside = starts
-            .iter()
-            .map(|t| t.0)
-            .filter(move |&b| s.lo < b && b <= s.hi);
-        inside.chain((0..n.min(NAMED as u64)).map(move |i| last - i * PAGE))
-    });
-    for b in ordered {
+    for b in in_order(spans, starts, NAMED as u64) {
         if c.len == NAMED {
             break;
         }
@@ -511,6 +601,27 @@ fn candidates(
         }
     }
     c
+}
+
+/// The bases of `spans` in order of likelihood: the spans with the most
+/// pointers first, in each its allocation starts, then its bases nearest
+/// its pointers (at most `per_span` of each span's; repeats left in).
+fn in_order<'s>(
+    spans: &'s [Span],
+    starts: &'s [(u64, usize)],
+    per_span: u64,
+) -> impl Iterator<Item = u64> + 's {
+    let mut by_members: Vec<&Span> = spans.iter().collect();
+    by_members.sort_by(|a, b| b.members.cmp(&a.members).then(b.hi.cmp(&a.hi)));
+    by_members.into_iter().flat_map(move |s| {
+        let (first, n) = points(s.lo, s.hi).unwrap_or((0, 0));
+        let last = first + (n.saturating_sub(1)) * PAGE;
+        let inside = starts
+            .iter()
+            .map(|t| t.0)
+            .filter(move |&b| s.lo < b && b <= s.hi);
+        inside.chain((0..n.min(per_span)).map(move |i| last - i * PAGE))
+    })
 }
 
 /// Writes `named` addresses, comma-separated, and how many more of `total`
@@ -634,6 +745,42 @@ mod tests {
             matches!(o, BaseOrigin::Derived { disagreeing: 1, .. }),
             "{o}"
         );
+    }
+
+    #[test]
+    fn a_sibling_output_settles_a_base_the_capture_allows_and_no_other() {
+        let r = record(&[1000, (B + 16_000) as i64, (B + 20_000) as i64, 2], 24_000);
+        let Derivation::Ambiguous(c) = derive(&r, []) else {
+            panic!()
+        };
+        assert!(allows(&r, [], B));
+        let (b, o) = base(by_sibling_output(&r, [], B).unwrap());
+        assert_eq!(b, B);
+        let others = o.alternatives().unwrap();
+        assert_eq!(others.total, c.total - 1);
+        assert!(!others.named().contains(&B), "{o}");
+        assert!(alloc::format!("{o}").contains("recorded output"), "{o}");
+        // Not a base the capture allows, or not a page + 0x10: no evidence.
+        assert_eq!(by_sibling_output(&r, [], B + 64 * PAGE), None);
+        assert_eq!(by_sibling_output(&r, [], B + 1), None);
+    }
+
+    #[test]
+    fn bases_are_ordered_to_try_the_chosen_first_within_a_limit() {
+        let r = record(&[1000, (B + 16_000) as i64, (B + 20_000) as i64, 2], 24_000);
+        let (all, total) = ordered(&r, [], None, 64);
+        assert_eq!(all.len() as u64, total);
+        assert!(all.contains(&B));
+        let (two, t) = ordered(&r, [], Some(B), 2);
+        assert_eq!((two[0], two.len(), t), (B, 2, total));
+        // A first base the capture does not allow is not tried.
+        let (v, _) = ordered(&r, [], Some(0x1010), 64);
+        assert!(!v.contains(&0x1010));
+        let recorded = KernelRecord {
+            region_base: Some(B),
+            ..r.clone()
+        };
+        assert_eq!(ordered(&recorded, [], None, 8), (Vec::new(), 0));
     }
 
     #[test]
