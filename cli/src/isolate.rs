@@ -24,6 +24,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use reprise::OpenOptions;
+use reprise::capture::offload::ImageOrigin;
 use reprise::capture::{BaseOrigin, ResolvedBase};
 use reprise::capture::{CapturePaths, head, read_descriptor, resolve_base};
 
@@ -44,14 +45,11 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
     if std::env::var_os(CHILD).is_some() {
         return false;
     }
-    let image = match &options.image {
-        // From an application binary: the entry for the capture's kernel.
-        Some(path) => read_descriptor(descriptor).ok().and_then(|record| {
-            reprise::offload::image_for(path, &record.name, record.backend)
-                .ok()
-                .map(|(bytes, _)| bytes)
-        }),
-        None => image_path(descriptor).and_then(|image| head(&image, 4096)),
+    let image = if options.images.is_empty() {
+        image_path(descriptor).and_then(|image| head(&image, 4096))
+    } else {
+        // From application binaries: the entry for the capture's kernel.
+        given_image(descriptor, options).map(|(bytes, _)| bytes)
     };
     // The executor the replay chooses (a capture it refuses runs nothing,
     // and is refused in this process).
@@ -60,6 +58,12 @@ pub fn wanted(descriptor: &Path, options: &OpenOptions) -> bool {
         reprise::executors::choose(kind, options.backend)
             .is_ok_and(|b| reprise::executors::capabilities(b).in_process)
     })
+}
+
+/// The image `options` give the capture `descriptor`, where one is chosen.
+fn given_image(descriptor: &Path, options: &OpenOptions) -> Option<(Vec<u8>, ImageOrigin)> {
+    let record = read_descriptor(descriptor).ok()?;
+    options.given_image(&record, descriptor)?.ok()
 }
 
 fn image_path(descriptor: &Path) -> Option<std::path::PathBuf> {
@@ -116,11 +120,12 @@ pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitC
         .and_then(|mut c| c.wait())
         .map_err(|e| reprise::Error::io(&exe, "run", e))?;
     let reports = read_reports(&mut reader);
-    let image = options
-        .image
-        .clone()
-        .or_else(|| image_path(descriptor))
-        .unwrap_or_else(|| descriptor.to_path_buf());
+    let image = match options.images.as_slice() {
+        [] => image_path(descriptor),
+        [one] => Some(one.clone()),
+        _ => given_image(descriptor, options).map(|(_, origin)| origin.path),
+    }
+    .unwrap_or_else(|| descriptor.to_path_buf());
     let done = reports.lines().any(|l| l == "done");
     use std::os::unix::process::ExitStatusExt;
     let ended = match (status.code(), status.signal()) {

@@ -39,8 +39,12 @@ pub struct ListArgs {
     /// does): LLVM 16's captures have none of their own, their images are
     /// in the application binary. A capture whose kernel PATH lacks is
     /// incomplete.
+    ///
+    /// Give it once per binary (the application and each plugin it
+    /// `dlopen`s): each capture's image is taken from the one that holds
+    /// its kernel, and a capture whose kernel none holds is incomplete.
     #[arg(long, value_name = "PATH")]
-    pub image: Option<PathBuf>,
+    pub image: Vec<PathBuf>,
 }
 
 /// Whether `e` says a capture's chunks or manifests are damaged or gone.
@@ -55,10 +59,10 @@ fn is_store_damage(e: &reprise::Error) -> bool {
 }
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
-    let mut options = reprise::OpenOptions::new().verify_checksums(!a.no_checksums);
-    if let Some(image) = &a.image {
-        options = options.image(image);
-    }
+    let options = reprise::OpenOptions {
+        images: a.image.clone(),
+        ..reprise::OpenOptions::new().verify_checksums(!a.no_checksums)
+    };
     crate::capture_dir::existing(&a.dir)?;
     let entries = scan_with(&a.dir, &options)?;
     let counts = report_counts(&a.dir);

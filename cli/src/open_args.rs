@@ -1,6 +1,7 @@
-//! The options `replay` and `inspect` share for opening a capture: its
-//! image from elsewhere (an LLVM 16 capture's is in the application
-//! binary), its region base when the descriptor records none.
+//! The options `replay`, `inspect` and `tune` share for opening a capture:
+//! its image from elsewhere (an LLVM 16 capture's is in the application
+//! binary, or in a plugin it `dlopen`s), its region base when the
+//! descriptor records none.
 
 use std::path::PathBuf;
 
@@ -16,8 +17,12 @@ pub struct OpenArgs {
     /// application binary built by an LLVM offloading compiler, from whose
     /// `.llvm.offloading` section the entry that defines the capture's
     /// kernel is taken (`reprise extract` lists them).
+    ///
+    /// Give it once per binary (the application and each plugin it
+    /// `dlopen`s): the capture's image is taken from the one that holds
+    /// its kernel.
     #[arg(long, value_name = "PATH")]
-    pub image: Option<PathBuf>,
+    pub image: Vec<PathBuf>,
     /// The region's base address (hexadecimal with 0x, or decimal), for a
     /// descriptor that records none (LLVM 16's) when the derived one is
     /// wrong; overrides a recorded one too.
@@ -30,7 +35,7 @@ impl OpenArgs {
     /// `--backend` says).
     pub fn options(&self, backend: Option<BackendKind>) -> OpenOptions {
         OpenOptions {
-            image: self.image.clone(),
+            images: self.image.clone(),
             region_base: self.region_base,
             backend,
             ..OpenOptions::new()

@@ -329,11 +329,18 @@ pub(crate) fn assess_in(
         a.image = Some(bytes);
         check_backend(a, record, paths, kind);
     };
-    if let Some(path) = &options.image {
-        a.found("image", path.clone(), FileState::of(path));
-        match super::offload::image_for(path, &record.name, record.backend.or(options.backend)) {
-            Ok((bytes, mut origin)) => {
-                origin.compiled = options.image_compiled;
+    if let Some(given) = options.given_image(record, &paths.descriptor) {
+        // Of several files, the image's is the one chosen; each file given
+        // when none was (or there is only one).
+        let files: Vec<&PathBuf> = match (&given, options.images.as_slice()) {
+            (Ok((_, origin)), [_, _, ..]) => vec![&origin.path],
+            _ => options.images.iter().collect(),
+        };
+        for path in files {
+            a.found("image", path.clone(), FileState::of(path));
+        }
+        match given {
+            Ok((bytes, origin)) => {
                 a.image_origin = Some(origin);
                 take_image(&mut a, bytes);
             }

@@ -79,14 +79,18 @@ pub struct OpenOptions {
     /// Verify checksums the descriptor carries (reads every file once).
     /// Default: on.
     pub verify_checksums: bool,
-    /// The image to use instead of the capture's own `STEM.image` (which
-    /// LLVM 16 never writes): a device image, or an application binary (or
-    /// LLVM offload container) from whose `.llvm.offloading` entries the one
-    /// that defines the capture's kernel is taken (see [`crate::offload`]).
-    pub image: Option<PathBuf>,
-    /// Whether [`OpenOptions::image`] was compiled from the capture's IR
-    /// (`replay --from-ir`): the descriptor's image checksum is of the
-    /// recorded image, not of this one, and is not checked against it.
+    /// The images to use instead of the capture's own `STEM.image` (which
+    /// LLVM 16 never writes), none by default: each a device image, or an
+    /// application binary (or LLVM offload container) from whose
+    /// `.llvm.offloading` entries the one that defines the capture's kernel
+    /// is taken (see [`crate::offload`]). With several (an application and
+    /// the plugins it `dlopen`s), each capture takes its image from the
+    /// file that holds its kernel ([`OpenOptions::given_image`]).
+    pub images: Vec<PathBuf>,
+    /// Whether the image of [`OpenOptions::images`] (then one) was
+    /// compiled from the capture's IR (`replay --from-ir`): the
+    /// descriptor's image checksum is of the recorded image, not of this
+    /// one, and is not checked against it.
     pub image_compiled: bool,
     /// The region base to use instead of the recorded (or derived) one.
     pub region_base: Option<u64>,
@@ -108,7 +112,7 @@ impl OpenOptions {
         OpenOptions {
             allow_missing_globals: false,
             verify_checksums: true,
-            image: None,
+            images: Vec::new(),
             image_compiled: false,
             region_base: None,
             backend: None,
@@ -127,19 +131,37 @@ impl OpenOptions {
         self
     }
 
-    /// The same with the image taken from `path` (see
-    /// [`OpenOptions::image`]).
+    /// The same with `path` among the files images are taken from (see
+    /// [`OpenOptions::images`]): once for one, again for each more.
     pub fn image(mut self, path: impl Into<PathBuf>) -> Self {
-        self.image = Some(path.into());
+        self.images.push(path.into());
         self
     }
 
     /// The same with the image `path` compiled from the capture's IR (see
-    /// [`OpenOptions::image_compiled`]).
+    /// [`OpenOptions::image_compiled`]), in place of any other.
     pub fn compiled_image(mut self, path: impl Into<PathBuf>) -> Self {
-        self.image = Some(path.into());
+        self.images = vec![path.into()];
         self.image_compiled = true;
         self
+    }
+
+    /// The image these options give the capture `record` describes (whose
+    /// descriptor is `descriptor`), and where it came from: the one choice
+    /// among [`OpenOptions::images`] ([`offload::image_among`]), for
+    /// [`OpenOptions::backend`] when the descriptor names no executor.
+    /// `None` when they name no image: the capture's own is used.
+    pub fn given_image(
+        &self,
+        record: &KernelRecord,
+        descriptor: &Path,
+    ) -> Option<Result<(Vec<u8>, ImageOrigin)>> {
+        let backend = record.backend.or(self.backend);
+        let chosen = offload::image_among(&self.images, descriptor, &record.name, backend)?;
+        Some(chosen.map(|(bytes, mut origin)| {
+            origin.compiled = self.image_compiled;
+            (bytes, origin)
+        }))
     }
 
     /// The same with the region at `base`.
@@ -181,7 +203,7 @@ pub struct Capture {
     /// snapshots can be large, so they are hashed once, where they are used.
     pub verify_snapshots: bool,
     /// Where the image came from, when not from the capture's own file
-    /// ([`OpenOptions::image`]).
+    /// ([`OpenOptions::images`]).
     pub image_origin: Option<ImageOrigin>,
     /// The region base a replay uses and where it came from (the record
     /// keeps what was recorded).
@@ -312,8 +334,8 @@ impl Capture {
         })
     }
 
-    /// The file the image was read from: the capture's own, or the one
-    /// [`OpenOptions::image`] named.
+    /// The file the image was read from: the capture's own, or the one of
+    /// [`OpenOptions::images`] chosen.
     pub fn image_path(&self) -> &Path {
         self.image_origin
             .as_ref()

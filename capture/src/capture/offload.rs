@@ -248,7 +248,150 @@ pub fn image_for(
     backend: Option<BackendKind>,
 ) -> Result<(Vec<u8>, ImageOrigin)> {
     let bytes = application(path)?;
-    let Some(images) = contained(&bytes, path)? else {
+    let images = contained(&bytes, path)?;
+    pick(path, bytes, images, kernel, backend)
+}
+
+/// The image for a capture of `kernel` (descriptor `descriptor`, for
+/// `backend` when known) among the files `paths`, each as [`image_for`]
+/// reads it: with one file, exactly [`image_for`]; with several, the file
+/// whose offload entries (or, for a plain device image, whose own kernels)
+/// hold the kernel (an application binary and the plugins it `dlopen`s,
+/// say). A kernel that no file holds is an error naming what each holds,
+/// and one that several hold differently is an error naming them. `None`
+/// when `paths` is empty: the capture's own image is used.
+pub fn image_among(
+    paths: &[PathBuf],
+    descriptor: &Path,
+    kernel: &str,
+    backend: Option<BackendKind>,
+) -> Option<Result<(Vec<u8>, ImageOrigin)>> {
+    match paths {
+        [] => None,
+        [one] => Some(image_for(one, kernel, backend)),
+        several => Some(among(several, descriptor, kernel, backend)),
+    }
+}
+
+/// One file [`among`] read: what it holds and whether it holds the kernel.
+struct Candidate<'p> {
+    path: &'p Path,
+    bytes: Arc<Vec<u8>>,
+    images: Option<Vec<DeviceImage>>,
+    /// The bytes of each image of it that defines the kernel.
+    holding: Vec<ImageBytes>,
+}
+
+/// How many of a file's kernels a refusal names before counting the rest.
+const KERNELS_NAMED: usize = 8;
+
+fn among(
+    paths: &[PathBuf],
+    descriptor: &Path,
+    kernel: &str,
+    backend: Option<BackendKind>,
+) -> Result<(Vec<u8>, ImageOrigin)> {
+    let runs = |kind: ImageKind| backend.is_none_or(|b| kind.backend() == Ok(b));
+    let mut read = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes = application(path)?;
+        let images = contained(&bytes, path)?;
+        let holding = match &images {
+            Some(images) => images
+                .iter()
+                .filter(|i| i.kernels.iter().any(|k| k == kernel) && runs(i.kind))
+                .map(|i| i.bytes.clone())
+                .collect(),
+            None if runs(sniff(&bytes)) && kernels_of(&bytes).iter().any(|k| k == kernel) => {
+                vec![ImageBytes {
+                    range: 0..bytes.len(),
+                    file: Arc::clone(&bytes),
+                }]
+            }
+            None => Vec::new(),
+        };
+        read.push(Candidate {
+            path,
+            bytes,
+            images,
+            holding,
+        });
+    }
+    let holders: Vec<usize> = (0..read.len())
+        .filter(|&i| !read[i].holding.is_empty())
+        .collect();
+    // Files that hold the very same image (a plugin given twice, or
+    // linked into the application too) are one choice.
+    let same = |a: &Candidate, b: &Candidate| {
+        a.holding.len() == 1 && b.holding.len() == 1 && a.holding[0] == b.holding[0]
+    };
+    match holders.as_slice() {
+        [] => Err(Error::capture(
+            descriptor,
+            CaptureProblem::InNoImage {
+                kernel: kernel.to_string(),
+                backend,
+                held: read.iter().map(held_by).collect::<Vec<_>>().join("; "),
+            },
+        )),
+        [first, rest @ ..] if rest.iter().all(|&i| same(&read[*first], &read[i])) => {
+            let Candidate {
+                path,
+                bytes,
+                images,
+                holding,
+            } = read.swap_remove(*first);
+            // Nothing else borrows the chosen file's bytes: no copy.
+            drop((holding, read));
+            pick(path, bytes, images, kernel, backend)
+        }
+        several => Err(Error::capture(
+            descriptor,
+            CaptureProblem::InSeveralImages {
+                kernel: kernel.to_string(),
+                files: several
+                    .iter()
+                    .map(|&i| read[i].path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+        )),
+    }
+}
+
+/// What a file [`among`] read holds, for people: `PATH holds K1, K2`.
+fn held_by(c: &Candidate) -> String {
+    let mut kernels: Vec<String> = match &c.images {
+        Some(images) => images
+            .iter()
+            .flat_map(|i| i.kernels.iter().cloned())
+            .collect(),
+        None => kernels_of(&c.bytes),
+    };
+    kernels.sort_unstable();
+    kernels.dedup();
+    let path = c.path.display();
+    match kernels.len() {
+        0 => format!("{path} holds no kernel reprise can find"),
+        n if n > KERNELS_NAMED => format!(
+            "{path} holds {} and {} more",
+            kernels[..KERNELS_NAMED].join(", "),
+            n - KERNELS_NAMED
+        ),
+        _ => format!("{path} holds {}", kernels.join(", ")),
+    }
+}
+
+/// The image of `path` (its bytes, and its entries when it has any) for a
+/// capture of `kernel`, as [`image_for`] chooses it.
+fn pick(
+    path: &Path,
+    bytes: Arc<Vec<u8>>,
+    images: Option<Vec<DeviceImage>>,
+    kernel: &str,
+    backend: Option<BackendKind>,
+) -> Result<(Vec<u8>, ImageOrigin)> {
+    let Some(images) = images else {
         // Nothing borrows the bytes any more: no copy.
         let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
         return Ok((

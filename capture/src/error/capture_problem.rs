@@ -372,6 +372,33 @@ pub enum CaptureProblem {
         /// What the file holds, for people.
         held: String,
     },
+    /// Several images were given and none holds the capture's kernel (for
+    /// the executor asked for, if one was); the path is the descriptor's.
+    #[error(
+        "kernel {kernel} is in none of the images{}: {held}",
+        backend.map(|b| format!(" for the {b} executor")).unwrap_or_default()
+    )]
+    InNoImage {
+        /// The kernel.
+        kernel: String,
+        /// The executor asked for.
+        backend: Option<BackendKind>,
+        /// What each image holds, for people (`app holds A, B; plugin.so
+        /// holds C`).
+        held: String,
+    },
+    /// Several images were given and more than one holds the capture's
+    /// kernel, in images that differ; the path is the descriptor's.
+    #[error(
+        "kernel {kernel} is in more than one of the images, and they differ ({files}): give \
+         only the one the capture was recorded from"
+    )]
+    InSeveralImages {
+        /// The kernel.
+        kernel: String,
+        /// The files that hold it, for people.
+        files: String,
+    },
 
     // The chunk store (a capture of the store format; the path is the
     // manifest's).

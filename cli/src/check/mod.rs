@@ -147,8 +147,12 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["paths", "shard", "resume", "results"])]
     pub merge: Option<PathBuf>,
     /// Take each capture's device image from PATH (as `replay --image`).
+    ///
+    /// Give it once per binary (the application and each plugin it
+    /// `dlopen`s): each capture's image is taken from the one that holds
+    /// its kernel.
     #[arg(long, value_name = "PATH")]
-    pub image: Option<PathBuf>,
+    pub image: Vec<PathBuf>,
     /// Replay captures that have no globals file (as `replay
     /// --allow-missing-globals`).
     #[arg(long)]
@@ -363,11 +367,10 @@ fn finish(
 }
 
 fn open_options(a: &CheckArgs) -> reprise::OpenOptions {
-    let mut o = reprise::OpenOptions::new().allow_missing_globals(a.allow_missing_globals);
-    if let Some(image) = &a.image {
-        o = o.image(image);
+    reprise::OpenOptions {
+        images: a.image.clone(),
+        ..reprise::OpenOptions::new().allow_missing_globals(a.allow_missing_globals)
     }
-    o
 }
 
 /// How many GPUs are visible in an environment whose variables `var`
