@@ -318,3 +318,298 @@ pub(crate) fn signal_name(sig: i32) -> String {
     };
     format!("{name} (signal {sig})")
 }
+
+/// Set in the environment of a replay that runs under one of a capture's
+/// possible region bases ([`try_bases`]): it gives its verdict as it is
+/// (exit 1 on a difference), and tries no bases itself.
+pub const TRIAL: &str = "REPRISE_BASE_TRIAL";
+
+/// How many of a capture's possible region bases a replay that verifies
+/// may try, when the base was not recorded and the rule left several.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct BaseTryArgs {
+    /// When the capture records no region base and several are possible
+    /// (LLVM 16's), replay under at most N of them, each in a child
+    /// process, most likely first, and use the one that verifies; 0 tries
+    /// none (the capture is refused, naming them).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_base_tries: u32,
+    /// Try bases only for a capture whose snapshot is at most SIZE (K/M/G
+    /// suffixes): each try restores all of it.
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = try_bytes)]
+    pub max_base_try_bytes: u64,
+}
+
+fn try_bytes(s: &str) -> std::result::Result<u64, String> {
+    reprise::config::parse_size("--max-base-try-bytes", s).map_err(|e| e.to_string())
+}
+
+/// The bases a verifying replay of `descriptor` tries, in order, and how
+/// many are possible in all, when its base is not recorded nor given and
+/// the rule did not settle it alone; `None` when there is nothing to try
+/// (a note says why when the budget is what leaves them untried).
+pub struct Trials {
+    /// The bases to try, most likely first (a derived base first).
+    pub bases: Vec<u64>,
+    /// How many bases are possible in all.
+    pub total: u64,
+    /// The base the rule chose, when it chose one (tried first, as a plain
+    /// replay would run it).
+    pub derived: Option<u64>,
+    /// The snapshot's length.
+    pub size: u64,
+}
+
+/// The [`Trials`] for `descriptor`, within `budget`.
+pub fn trials(descriptor: &Path, options: &OpenOptions, budget: BaseTryArgs) -> Option<Trials> {
+    if options.region_base.is_some()
+        || std::env::var_os(TRIAL).is_some()
+        || std::env::var_os(CHILD).is_some()
+    {
+        return None;
+    }
+    let record = read_descriptor(descriptor).ok()?;
+    let resolved = resolve_base(&record, descriptor, options)?;
+    let alternatives = resolved.origin.alternatives()?;
+    let size = record.memory_size.unwrap_or(0);
+    let why = if budget.max_base_tries == 0 {
+        Some("--max-base-tries 0".to_string())
+    } else if size > budget.max_base_try_bytes {
+        Some(format!(
+            "the snapshot's {size} bytes exceed --max-base-try-bytes {}",
+            budget.max_base_try_bytes
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        if resolved.addr.is_some() {
+            // The rule's base is used, and a difference names the others.
+            return None;
+        }
+        note!(
+            "note: {}: the region base is not recorded and {} others are possible; none is \
+             tried ({why})",
+            descriptor.display(),
+            alternatives.total
+        );
+        return None;
+    }
+    let (bases, total) = reprise::capture::base::ordered(
+        &record,
+        descriptor,
+        resolved.addr,
+        budget.max_base_tries as usize,
+    );
+    (!bases.is_empty()).then_some(Trials {
+        bases,
+        total,
+        derived: resolved.addr,
+        size,
+    })
+}
+
+/// What one try gave.
+enum Tried {
+    Verifies(std::process::Output),
+    Differs(std::process::Output),
+    /// The kernel faulted: the recorded launch did not, so this is not the
+    /// base (or the capture does not hold what the kernel reads).
+    Faulted,
+    /// It did not finish with a verdict: the first line of what it said.
+    Failed(String),
+}
+
+/// Replays this very command once under each base of `t`, each in a child
+/// process (the derived base, when there is one, as a plain replay): the
+/// bases under which the output verifies pass, and the first of them is
+/// reported with its replay's output; the output differing under every
+/// base possible is a difference (exit 1); anything else is a refusal
+/// naming what was tried.
+pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
+    let exe = std::env::current_exe()
+        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let mut results: Vec<(u64, Tried)> = Vec::new();
+    // A fault at an address: the kernel reaches it under any base, and
+    // only bases whose snapshot holds it can avoid the fault.
+    let mut faulted_at: Option<u64> = None;
+    let mut first_fault: Option<Vec<u8>> = None;
+    for &b in &t.bases {
+        if let Some(addr) = faulted_at
+            && !(b <= addr && addr - b < t.size)
+        {
+            continue;
+        }
+        let mut cmd = Command::new(&exe);
+        cmd.args(std::env::args_os().skip(1)).env(TRIAL, "1");
+        if Some(b) != t.derived {
+            cmd.arg(format!("--region-base={b:#x}"));
+        }
+        let out = cmd
+            .output()
+            .map_err(|e| reprise::Error::io(&exe, "run", e))?;
+        let tried = match out.status.code() {
+            Some(0) => Tried::Verifies(out),
+            Some(1) => Tried::Differs(out),
+            _ => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                let line = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty() && !l.starts_with("warning"))
+                    .unwrap_or("ended without a verdict")
+                    .trim_start_matches("error: ")
+                    .to_string();
+                if faulted_at.is_none() {
+                    faulted_at = err.lines().find_map(address_in);
+                }
+                if results.is_empty() && Some(b) == t.derived && faulted_at.is_some() {
+                    // The rule's base faulted: its message (naming the bases
+                    // that could hold the address) is the first word.
+                    first_fault = Some(out.stderr.clone());
+                }
+                if err.contains(" faulted") {
+                    Tried::Faulted
+                } else {
+                    Tried::Failed(line)
+                }
+            }
+        };
+        // The rule's own base verifying settles it: no other is tried.
+        let settled = Some(b) == t.derived && matches!(tried, Tried::Verifies(_));
+        results.push((b, tried));
+        if settled {
+            break;
+        }
+    }
+    let addrs = |f: fn(&Tried) -> bool| -> Vec<u64> {
+        results
+            .iter()
+            .filter(|(_, r)| f(r))
+            .map(|(b, _)| *b)
+            .collect()
+    };
+    let verifying = addrs(|r| matches!(r, Tried::Verifies(_)));
+    let list = |v: &[u64]| {
+        let mut s = String::new();
+        let _ = reprise::core::record::base::write_addresses(&mut s, v, v.len() as u64);
+        s
+    };
+    let tried = results.len();
+    if let Some((b, Tried::Verifies(out))) = results
+        .iter()
+        .find(|(_, r)| matches!(r, Tried::Verifies(_)))
+    {
+        pass_on(out);
+        if Some(*b) == t.derived && tried == 1 {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let others = if verifying.len() > 1 {
+            format!(
+                "; it verifies under {} of them: {}",
+                verifying.len(),
+                list(&verifying)
+            )
+        } else {
+            String::new()
+        };
+        out!(
+            "region base {b:#x}: derived by trying {tried} of the {} bases possible: the \
+             output verifies under it{others}",
+            t.total
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Only the rule's base ran, and no other could avoid its fault: its
+    // refusal is the answer.
+    if tried == 1
+        && let Some(stderr) = &first_fault
+    {
+        let _ = std::io::stderr().write_all(stderr);
+        return Ok(ExitCode::from(2));
+    }
+    let differing = addrs(|r| matches!(r, Tried::Differs(_)));
+    let faulted = addrs(|r| matches!(r, Tried::Faulted));
+    // Every base possible ran: those under which the kernel faulted are
+    // not the recording's (it did not fault), so the recording's is one of
+    // those under which the output differs.
+    if !differing.is_empty() && differing.len() + faulted.len() == tried && tried as u64 >= t.total
+    {
+        let also = if faulted.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (under the other {} the kernel faults: {})",
+                faulted.len(),
+                list(&faulted)
+            )
+        };
+        // The replay shown is the one nearest to verifying: under the
+        // recording's base, a kernel that computes something else differs
+        // least.
+        let nearest = results
+            .iter()
+            .filter_map(|(_, r)| match r {
+                Tried::Differs(out) => Some(out),
+                _ => None,
+            })
+            .min_by_key(|out| bytes_differing(out));
+        if let Some(out) = nearest {
+            pass_on(out);
+        }
+        out!(
+            "FAIL: the capture records no region base, and of the {tried} bases possible, all \
+             tried, none verifies: the output differs under {} of them, {}{also}",
+            differing.len(),
+            list(&differing)
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let mut what = Vec::new();
+    if !differing.is_empty() {
+        what.push(format!("the output differs under {}", list(&differing)));
+    }
+    if !faulted.is_empty() {
+        what.push(format!("the kernel faults under {}", list(&faulted)));
+    }
+    for (b, r) in &results {
+        if let Tried::Failed(why) = r {
+            what.push(format!("under {b:#x}: {why}"));
+        }
+    }
+    let left = t.total.saturating_sub(tried as u64);
+    Err(CliError::file(
+        descriptor,
+        format!(
+            "the region base is not recorded, and {} are possible; {tried} tried ({}){}: give \
+             the base with --region-base ADDR",
+            t.total,
+            what.join("; "),
+            if left > 0 {
+                format!(", {left} not tried (--max-base-tries, --max-base-try-bytes say how many)")
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// How many bytes a replay that differs said differ (`FAIL: N of M bytes
+/// differ`), `u64::MAX` where it did not say.
+fn bytes_differing(out: &std::process::Output) -> u64 {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let rest = l.split_once("FAIL: ")?.1;
+            rest.split_once(" of ")?.0.trim().parse().ok()
+        })
+        .unwrap_or(u64::MAX)
+}
+
+/// A try's output, as the replay's own.
+fn pass_on(out: &std::process::Output) {
+    let _ = std::io::stderr().write_all(&out.stderr);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        out_text!("{line}");
+    }
+}

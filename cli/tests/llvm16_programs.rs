@@ -170,7 +170,7 @@ fn a_kernel_launched_several_times_is_refused_or_named_never_failed() {
     // several bases remain: refused, naming them.
     let (dir, bin, mut ds) = recorded_in(root.path(), "repeat");
     let d = ds.remove(0);
-    let out = replay(&d, &bin, &[]);
+    let out = replay(&d, &bin, &["--max-base-tries", "0"]);
     assert_error(&out, &["nothing to tell them apart", "--region-base ADDR"]);
     let refusal = text(&out).1;
     let out = reprise(&["inspect", "--image", s(&bin), s(&d)]);
@@ -194,7 +194,7 @@ fn a_kernel_launched_several_times_is_refused_or_named_never_failed() {
     // (exit 2, not 1), naming the others, one of which verifies.
     let (_, bin, mut ds) = recorded_in(root.path(), "repeat_pages");
     let d = ds.remove(0);
-    let out = replay(&d, &bin, &[]);
+    let out = replay(&d, &bin, &["--max-base-tries", "0"]);
     assert_error(
         &out,
         &["the output differs", "may be wrong", "--region-base ADDR"],
