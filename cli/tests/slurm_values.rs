@@ -24,37 +24,6 @@ use reprise::RecordConfig;
 
 const SAXPY: &[u8] = include_bytes!("../../backends/cuda/fixtures/saxpy.ptx");
 
-/// Whether a Slurm cluster with a node that takes work answers; says why
-/// not.
-fn slurm() -> bool {
-    let required = std::env::var_os("REPRISE_REQUIRE_SLURM").is_some_and(|v| v == "1");
-    let why = match Command::new("sinfo").args(["-h", "-o", "%T"]).output() {
-        Err(e) => format!("sinfo could not run ({e})"),
-        Ok(o) if !o.status.success() => format!(
-            "sinfo failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        // Idle, or running others' jobs: a node that takes work.
-        Ok(o)
-            if String::from_utf8_lossy(&o.stdout)
-                .split_whitespace()
-                .any(|s| ["idle", "mixed", "allocated", "completing"].contains(&s)) =>
-        {
-            return true;
-        }
-        Ok(o) => format!(
-            "no node up (sinfo: {:?})",
-            String::from_utf8_lossy(&o.stdout).trim()
-        ),
-    };
-    assert!(!required, "REPRISE_REQUIRE_SLURM=1, but {why}");
-    crate::common::skip(
-        &format!("no Slurm cluster here: {why} (scripts/slurm-up.sh starts one)"),
-        None,
-    );
-    false
-}
-
 fn config(dir: &Path) -> RecordConfig {
     std::fs::create_dir_all(dir).unwrap();
     RecordConfig::default()

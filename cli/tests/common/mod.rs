@@ -553,3 +553,38 @@ pub fn set_check_mode(descriptor: &Path, mode: i64) {
         std::fs::write(descriptor, rec.to_json_string(rec.generation).unwrap()).unwrap();
     }
 }
+
+/// Whether a Slurm cluster with a node that takes work answers; says why
+/// not (a failure under `REPRISE_REQUIRE_SLURM=1`, CI's setting, else a
+/// skip), naming the script that starts one.
+pub fn slurm() -> bool {
+    let required = std::env::var_os("REPRISE_REQUIRE_SLURM").is_some_and(|v| v == "1");
+    let why = match Command::new("sinfo").args(["-h", "-o", "%T"]).output() {
+        Err(e) => format!("sinfo could not run ({e})"),
+        Ok(o) if !o.status.success() => format!(
+            "sinfo failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        // Idle, or running others' jobs: a node that takes work.
+        Ok(o)
+            if String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .any(|s| ["idle", "mixed", "allocated", "completing"].contains(&s)) =>
+        {
+            return true;
+        }
+        Ok(o) => format!(
+            "no node up (sinfo: {:?})",
+            String::from_utf8_lossy(&o.stdout).trim()
+        ),
+    };
+    assert!(
+        !required,
+        "REPRISE_REQUIRE_SLURM=1, but {why} (scripts/slurm-up.sh starts one)"
+    );
+    skip(
+        &format!("no Slurm cluster here: {why} (scripts/slurm-up.sh starts one)"),
+        None,
+    );
+    false
+}
