@@ -663,3 +663,38 @@ fn the_toolchain_on_path_is_found_by_its_versioned_name() {
     );
     assert!(stdout.contains("verification: PASS"), "{stdout}");
 }
+
+/// Every option of a sweep over optimisation levels acts: `--csv` writes
+/// the levels' rows (it was accepted and ignored).
+#[test]
+fn a_sweep_over_opt_levels_writes_the_csv_it_is_given() {
+    let Some(m) = made("from_ir::tune_opt_levels_csv") else {
+        return;
+    };
+    let csv = m.descriptor.with_extension("levels.csv");
+    let out = run(
+        &m,
+        &[
+            "tune",
+            "--opt-level",
+            "O0,O2",
+            "--repetitions",
+            "1",
+            "--llvm",
+            LLVM16,
+            "--csv",
+            s(&csv),
+            s(&m.descriptor),
+        ],
+    );
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&csv).unwrap_or_else(|e| panic!("{}: {e}", csv.display()));
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for level in ["O0", "O2"] {
+        assert!(
+            rows.iter().any(|r| r.contains(level)),
+            "no row for {level}:\n{text}"
+        );
+    }
+}
