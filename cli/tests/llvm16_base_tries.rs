@@ -95,6 +95,24 @@ fn an_ambiguous_base_is_settled_by_trying_and_a_wrong_output_fails() {
         // A budget that leaves bases untried: refused, naming those tried.
         let out = replay(&d, &bin, &["--max-base-tries", "1"]);
         assert_error(&out, &["1 tried", "not tried", "--region-base ADDR"]);
+        // check's verdicts are the same.
+        let check = |extra: &[&str]| {
+            let results = root.path().join(format!("{program}.jsonl"));
+            let mut args = vec!["check", "--allow-missing-globals", "--image", s(&bin)];
+            args.extend_from_slice(&["--results", s(&results)]);
+            args.extend_from_slice(extra);
+            args.push(s(&d));
+            let out = reprise(&args);
+            let line = std::fs::read_to_string(&results).unwrap_or_default();
+            std::fs::remove_file(&results).ok();
+            (out, line)
+        };
+        let (out, line) = check(&[]);
+        assert_exit(&out, 0);
+        assert!(line.contains("\"passed\""), "{line}");
+        let (out, line) = check(&["--max-base-tries", "1"]);
+        assert_exit(&out, 2);
+        assert!(line.contains("1 tried"), "{line}");
 
         // The recorded output changed (as a global the application changed
         // would): it differs under every base possible, all of them tried.
@@ -110,5 +128,8 @@ fn an_ambiguous_base_is_settled_by_trying_and_a_wrong_output_fails() {
         let stdout = text(&out).0;
         assert!(stdout.contains("all tried, none verifies"), "{stdout}");
         assert!(stdout.contains("verification: FAIL: 1 of"), "{stdout}");
+        let (out, line) = check(&[]);
+        assert_exit(&out, 1);
+        assert!(line.contains("all tried, none verifies"), "{line}");
     }
 }

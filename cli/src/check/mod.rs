@@ -163,6 +163,8 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub compare: CompareArgs,
     #[command(flatten)]
+    pub base_tries: crate::isolate::BaseTryArgs,
+    #[command(flatten)]
     pub slurm: crate::jobs::slurm::SlurmArgs,
     /// A worker that replays the captures named on its stdin (one JSON
     /// string a line), answering each (run by the suite).
@@ -258,7 +260,9 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     for f in selected {
         if let Some(r) = earlier.results.remove(&f.path.display().to_string()) {
             all.push(r);
-        } else if let Some(why) = &f.refused {
+        } else if let Some(why) = &f.refused
+            && !verdict::triable(&f.path, &open_options(a), a.base_tries, &a.compare)
+        {
             let r = CaptureResult::of(&f, Status::Refused, why.to_string());
             note!("REFUSED {}: {why}", r.path);
             file.append(&r)?;
@@ -293,6 +297,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         devices: visible_devices_in(|v| std::env::var(v).ok()),
         options: open_options(a).verify_checksums(false),
         compare: a.compare.clone(),
+        base_tries: a.base_tries,
         scratch: tempfile::Builder::new()
             .prefix("reprise-check.")
             .tempdir()

@@ -62,6 +62,9 @@ pub struct Workers {
     pub options: reprise::OpenOptions,
     /// How the suite compares.
     pub compare: CompareArgs,
+    /// How many region bases the suite tries, where a capture's is not
+    /// settled.
+    pub base_tries: crate::isolate::BaseTryArgs,
     /// The suite's private directory (mode 0700, removed when dropped),
     /// where each worker writes the output of the capture it replayed.
     pub scratch: tempfile::TempDir,
@@ -247,6 +250,18 @@ impl Slot<'_> {
                         Outcome::Refused => (Status::Refused, r.message),
                         Outcome::Failed => (Status::Failed, r.message),
                     };
+                    // A region base left unsettled: the bases possible tried.
+                    (result.status, result.message) = verdict::by_trying(
+                        &found.path,
+                        &verdict::Trying {
+                            exe: &self.w.exe,
+                            options: &self.w.options,
+                            budget: self.w.base_tries,
+                            timeout: self.w.timeout,
+                        },
+                        &self.w.compare,
+                        (result.status, std::mem::take(&mut result.message)),
+                    );
                     result.exit_code = Some(result.status.exit_code());
                 }
                 Err(NoResult::None) => {

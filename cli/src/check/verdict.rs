@@ -103,3 +103,148 @@ fn read_output(path: &Path, len: u64) -> Result<Vec<u8>, String> {
     }
     Ok(bytes)
 }
+
+/// What the suite needs to try a capture's possible region bases.
+pub struct Trying<'a> {
+    /// This executable.
+    pub exe: &'a Path,
+    /// How the suite opens captures (their images, missing globals).
+    pub options: &'a reprise::OpenOptions,
+    /// The budget.
+    pub budget: isolate::BaseTryArgs,
+    /// How long the tries of one capture may take in all.
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// The verdict on a capture whose region base the rule did not settle
+/// alone (LLVM 16's), after `verdict` (refused, differing or failed under
+/// no base or the rule's): the one `reprise replay --verify` gives by
+/// trying the bases possible, each in a child process of its own (passed
+/// under one, differs under every one, or refused naming what was tried);
+/// `verdict` as it was when there is nothing to try, the comparison is not
+/// byte for byte, or the tries gave no verdict.
+pub fn by_trying(
+    descriptor: &Path,
+    t: &Trying,
+    compare: &CompareArgs,
+    verdict: (Status, String),
+) -> (Status, String) {
+    if !matches!(
+        verdict.0,
+        Status::Refused | Status::Differs | Status::Failed
+    ) || compare.given()
+        || isolate::trials(descriptor, t.options, t.budget).is_none()
+    {
+        return verdict;
+    }
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = std::process::Command::new(t.exe);
+    cmd.arg("replay").arg("--verify");
+    for image in &t.options.images {
+        cmd.arg("--image").arg(image);
+    }
+    if t.options.allow_missing_globals {
+        cmd.arg("--allow-missing-globals");
+    }
+    if !t.options.verify_checksums {
+        cmd.arg("--no-checksums");
+    }
+    cmd.arg(format!("--max-base-tries={}", t.budget.max_base_tries))
+        .arg(format!(
+            "--max-base-try-bytes={}",
+            t.budget.max_base_try_bytes
+        ))
+        .arg(descriptor)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // A group of its own: a timeout ends its tries too.
+        .process_group(0);
+    let Ok(child) = cmd.spawn() else {
+        return verdict;
+    };
+    let Some(out) = wait_within(child, t.timeout) else {
+        let (status, message) = verdict;
+        return (
+            status,
+            format!("{message}\ntrying the other region bases possible took too long"),
+        );
+    };
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let said = |text: &str, what: &[&str]| {
+        text.lines()
+            .filter(|l| what.iter().any(|w| l.starts_with(w)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match out.status.code() {
+        Some(0) => (
+            Status::Passed,
+            said(&stdout, &["verification", "region base"]),
+        ),
+        Some(1) => (Status::Differs, said(&stdout, &["verification", "FAIL"])),
+        Some(2) => (
+            Status::Refused,
+            stderr
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("error: "))
+                .map(|l| l.trim_start_matches("error: ").to_string())
+                .unwrap_or(verdict.1),
+        ),
+        _ => verdict,
+    }
+}
+
+/// Whether a capture refused for its region base (several possible) goes
+/// to a worker all the same, for [`by_trying`] to try them.
+pub fn triable(
+    descriptor: &Path,
+    options: &reprise::OpenOptions,
+    budget: isolate::BaseTryArgs,
+    compare: &CompareArgs,
+) -> bool {
+    !compare.given() && isolate::trials(descriptor, options, budget).is_some()
+}
+
+/// `child`'s output once it has ended, or `None` (its group killed) when
+/// it runs past `timeout`.
+fn wait_within(
+    mut child: std::process::Child,
+    timeout: Option<std::time::Duration>,
+) -> Option<std::process::Output> {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    // Read on threads, so that a full pipe never stops the child.
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(p) = p {
+                let _ = p.take(1 << 20).read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = pipe(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = pipe(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if timeout.is_some_and(|t| start.elapsed() > t) => {
+                crate::jobs::process::kill_group(child.id() as libc::pid_t);
+                let _ = child.wait();
+                return None;
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(_) => return None,
+        }
+    };
+    Some(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
