@@ -37,6 +37,13 @@
 //!    differs says that the base may be wrong and names the others.
 //! 5. Otherwise nothing tells the bases apart: the capture is refused as
 //!    [`BaseOrigin::Ambiguous`], with the candidates, for `--region-base`.
+//!
+//! Where several remain, what the snapshots hold can tell more: a capture
+//! whose input holds a sibling's recorded output at the same offsets was
+//! recorded after it by the same process, and shares its base
+//! ([`by_sibling_output`], [`Evidence::SiblingOutput`]; the std adapter
+//! reads the bytes). A replay can try the bases still possible, in the
+//! order [`ordered`] gives.
 
 //!
 //! Everything here is arithmetic on records: [`derive()`] takes the record
