@@ -430,16 +430,8 @@ pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
     let exe = std::env::current_exe()
         .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
     let mut results: Vec<(u64, Tried)> = Vec::new();
-    // A fault at an address: the kernel reaches it under any base, and
-    // only bases whose snapshot holds it can avoid the fault.
-    let mut faulted_at: Option<u64> = None;
     let mut first_fault: Option<Vec<u8>> = None;
     for &b in &t.bases {
-        if let Some(addr) = faulted_at
-            && !(b <= addr && addr - b < t.size)
-        {
-            continue;
-        }
         let mut cmd = Command::new(&exe);
         cmd.args(std::env::args_os().skip(1)).env(TRIAL, "1");
         if Some(b) != t.derived {
@@ -460,12 +452,18 @@ pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
                     .unwrap_or("ended without a verdict")
                     .trim_start_matches("error: ")
                     .to_string();
-                if faulted_at.is_none() {
-                    faulted_at = err.lines().find_map(address_in);
-                }
-                if results.is_empty() && Some(b) == t.derived && faulted_at.is_some() {
-                    // The rule's base faulted: its message (naming the bases
-                    // that could hold the address) is the first word.
+                // The rule's base faulted at an address no other base's
+                // snapshot holds: the kernel reaches it under any base (an
+                // address of the recording process, such as its stack),
+                // and its message, which says so, is the answer.
+                if results.is_empty()
+                    && Some(b) == t.derived
+                    && let Some(addr) = err.lines().find_map(address_in)
+                    && !t
+                        .bases
+                        .iter()
+                        .any(|&o| o != b && o <= addr && addr - o < t.size)
+                {
                     first_fault = Some(out.stderr.clone());
                 }
                 if err.contains(" faulted") {
@@ -476,7 +474,8 @@ pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
             }
         };
         // The rule's own base verifying settles it: no other is tried.
-        let settled = Some(b) == t.derived && matches!(tried, Tried::Verifies(_));
+        let settled =
+            (Some(b) == t.derived && matches!(tried, Tried::Verifies(_))) || first_fault.is_some();
         results.push((b, tried));
         if settled {
             break;
