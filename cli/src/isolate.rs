@@ -500,6 +500,28 @@ pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
         .find(|(_, r)| matches!(r, Tried::Verifies(_)))
     {
         pass_on(out);
+        // Each try saved its output where the replay saves it: the one
+        // left must be the verifying base's.
+        let last = results.last().map(|(l, _)| *l);
+        if saves_output() && last != Some(*b) {
+            let mut cmd = Command::new(&exe);
+            cmd.args(std::env::args_os().skip(1)).env(TRIAL, "1");
+            if Some(*b) != t.derived {
+                cmd.arg(format!("--region-base={b:#x}"));
+            }
+            let again = cmd
+                .output()
+                .map_err(|e| reprise::Error::io(&exe, "run", e))?;
+            if !again.status.success() {
+                return Err(CliError::file(
+                    descriptor,
+                    format!(
+                        "the output verified under the region base {b:#x}, but saving it \
+                         again under that base did not"
+                    ),
+                ));
+            }
+        }
         if Some(*b) == t.derived && tried == 1 {
             return Ok(ExitCode::SUCCESS);
         }
@@ -603,6 +625,14 @@ fn bytes_differing(out: &std::process::Output) -> u64 {
             rest.split_once(" of ")?.0.trim().parse().ok()
         })
         .unwrap_or(u64::MAX)
+}
+
+/// Whether this command saves the replay's output (`--save-output`).
+fn saves_output() -> bool {
+    std::env::args_os().any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == "--save-output" || a == "--save-output=true")
+    })
 }
 
 /// A try's output, as the replay's own.

@@ -52,6 +52,15 @@ fn the_base_under_which_the_output_verifies_is_found_and_named() {
         "{stdout}"
     );
     assert!(stdout.contains("verification: PASS"), "{stdout}");
+    // The output saved is the verifying base's, whichever base ran last.
+    let out = replay(&d, &["--save-output"]);
+    assert_exit(&out, 0);
+    let saved = std::fs::read(d.with_extension("replay.output")).unwrap();
+    let recorded = std::fs::read(d.with_extension("original.output")).unwrap();
+    assert!(
+        saved == recorded,
+        "the saved output is not the recorded one"
+    );
     // Untried (the snapshot over the byte budget): the rule's guess
     // differs, and that is no FAIL.
     let out = replay(&d, &["--max-base-try-bytes", "1K"]);
