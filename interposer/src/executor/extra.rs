@@ -47,19 +47,12 @@ impl ExtraJob {
     /// Plans `ranges` for the next launch (none: nothing is copied);
     /// `save_output`: the recording keeps the output.
     pub fn plan(&mut self, ranges: Vec<ExtraRange>, save_output: bool) {
-        let len = extra_len(&ranges) as usize;
         self.step = if ranges.is_empty() {
             Step::Idle
         } else {
             Step::Planned
         };
         self.ranges = ranges;
-        self.input = vec![0; len];
-        self.output = if save_output {
-            vec![0; len]
-        } else {
-            Vec::new()
-        };
         self.save_output = save_output;
         self.staged = None;
     }
@@ -72,12 +65,27 @@ impl ExtraJob {
         {
             unstage_extra(staged);
         }
-        *self = ExtraJob::default();
+        let job = std::mem::take(self);
+        if matches!(job.step, Step::Recording | Step::Queued) {
+            // A recording that failed on its way: copies may still be
+            // queued into the buffers, which are left to the process
+            // rather than freed under them.
+            std::mem::forget(job.input);
+            std::mem::forget(job.output);
+        }
     }
 
-    /// The recorder reads the region: this launch is recorded.
+    /// The recorder reads the region: this launch is recorded, and its
+    /// buffers are made (a launch that is not recorded makes none).
     pub(super) fn recording(&mut self) {
         if self.step == Step::Planned {
+            let len = extra_len(&self.ranges) as usize;
+            self.input = vec![0; len];
+            self.output = if self.save_output {
+                vec![0; len]
+            } else {
+                Vec::new()
+            };
             self.step = Step::Recording;
         }
     }
