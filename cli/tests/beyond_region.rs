@@ -205,3 +205,35 @@ fn a_difference_in_managed_memory_fails_verification() {
         "{stderr}"
     );
 }
+
+/// Where the driver reserves the recorded address (here a 2 MiB-aligned
+/// one the capture is moved to, with the argument that points there),
+/// the range is device memory at that address: the first route, said at
+/// `info`, and the capture verifies.
+#[test]
+fn a_range_the_driver_reserves_is_device_memory() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = record_mode(dir.path(), "managed", &[]).remove(0);
+    let mut d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&c).unwrap()).unwrap();
+    let old = d["ExtraRanges"][0]["Addr"].as_u64().unwrap();
+    assert_eq!(d["ArgPtrs"][2].as_u64(), Some(old), "{d}");
+    let moved: u64 = 0x2000_0000_0000;
+    d["ExtraRanges"][0]["Addr"] = moved.into();
+    d["ArgPtrs"][2] = moved.into();
+    std::fs::write(&c, serde_json::to_vec(&d).unwrap()).unwrap();
+    let out = replay(&c, &[("RUST_LOG", "reprise_cuda=info")]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("verification: PASS"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "{moved:#x}: 2097152 bytes of device memory at the address"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("page-locked host memory"), "{stderr}");
+}
