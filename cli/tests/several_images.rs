@@ -313,3 +313,30 @@ fn one_image_in_two_files_is_one_choice_two_that_differ_are_refused() {
     );
     assert!(stdout.contains(&want), "{stdout}");
 }
+
+#[test]
+fn a_binary_rewritten_in_place_is_looked_into_again() {
+    // The entries of a binary are kept for the captures that follow, under
+    // the file's identity: the same path written anew is another file.
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    let kernels = |path: &Path| -> Vec<String> {
+        reprise::offload::images_in(path)
+            .unwrap()
+            .iter()
+            .flat_map(|i| i.kernels.iter().cloned())
+            .collect()
+    };
+    std::fs::copy(fixtures().join("saxpy/saxpy"), &app).unwrap();
+    let first = kernels(&app);
+    assert_eq!(first, ["__omp_offloading_fe00_65c005_main_l17"]);
+    assert_eq!(kernels(&app), first, "looked into again, the same");
+    std::fs::copy(fixtures().join("two/two"), &app).unwrap();
+    assert_eq!(
+        kernels(&app),
+        [
+            "__omp_offloading_fe00_65c008_main_l17",
+            "__omp_offloading_fe00_65c008_main_l20"
+        ]
+    );
+}

@@ -24,7 +24,6 @@ use reprise_core::offload::{self, ImageFormat};
 use reprise_core::record::BackendKind;
 
 use super::open::not_found;
-use super::read_bounded;
 use crate::error::{CaptureProblem, Error, Result};
 
 /// Largest application binary read for its device images: 4 GiB.
@@ -183,8 +182,8 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 /// `.llvm.offloading` section, or of an offload container file. An error
 /// when it holds none (a plain device image, say).
 pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
-    let bytes = application(path)?;
-    let images = contained(&bytes, path)?.ok_or_else(|| {
+    let (bytes, images) = looked_into(path)?;
+    let images = images.ok_or_else(|| {
         Error::capture(
             path,
             CaptureProblem::NoDeviceImages {
@@ -202,11 +201,127 @@ pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
     Ok(images)
 }
 
-/// The bytes of the application binary (or offload container) `path`.
-fn application(path: &Path) -> Result<Arc<Vec<u8>>> {
-    read_bounded(path, "application binary", APPLICATION_LIMIT)?
-        .map(Arc::new)
-        .ok_or_else(|| not_found(path, "open"))
+/// The application binary (or offload container) `path`, looked into: its
+/// entries when it is an offload container or an ELF file with a
+/// `.llvm.offloading` section (`None` when it is neither), and its bytes,
+/// which are the whole file only when it has no entries (the file is then
+/// the image).
+///
+/// `list` and `check` look for every capture's image in the same files,
+/// and an application binary can be GiBs around entries of KiBs: the
+/// entries of a file this process has looked into are kept (their bytes
+/// alone, up to [`SEEN_BYTES`] in all) under the file's identity (device,
+/// inode, length, modification and change times) and not read again.
+fn looked_into(path: &Path) -> Result<LookedInto> {
+    let (file, _) = super::open_regular(path)?.ok_or_else(|| not_found(path, "open"))?;
+    let id = identity(&file);
+    if let Some(images) = id.and_then(seen) {
+        return Ok((Arc::default(), Some(images)));
+    }
+    let bytes = match crate::fs::read_file_bounded(file, APPLICATION_LIMIT) {
+        Ok(bytes) => Arc::new(bytes),
+        Err(crate::fs::Bounded::Io(e)) => return Err(Error::io(path, "read", e)),
+        Err(crate::fs::Bounded::TooLarge(len)) => {
+            return Err(Error::capture(
+                path,
+                CaptureProblem::TooLarge {
+                    role: "application binary".into(),
+                    len,
+                    limit: APPLICATION_LIMIT,
+                },
+            ));
+        }
+    };
+    let Some(images) = contained(&bytes, path)? else {
+        return Ok((bytes, None));
+    };
+    let images = compact(images);
+    if let Some(id) = id {
+        keep(id, &images);
+    }
+    Ok((Arc::default(), Some(images)))
+}
+
+/// A file's bytes and its entries ([`looked_into`]).
+type LookedInto = (Arc<Vec<u8>>, Option<Vec<DeviceImage>>);
+
+/// Most bytes of entries kept for files looked into ([`looked_into`]).
+const SEEN_BYTES: usize = 256 << 20;
+
+/// A file's identity: device, inode, length, modification and change
+/// times (to the nanosecond).
+type Identity = [i64; 7];
+
+fn identity(file: &std::fs::File) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    Some([
+        m.dev() as i64,
+        m.ino() as i64,
+        m.len() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ])
+}
+
+/// The entries of the files looked into, newest last.
+static SEEN: std::sync::Mutex<Vec<(Identity, Vec<DeviceImage>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The entries kept for the file `id`, if they are.
+fn seen(id: Identity) -> Option<Vec<DeviceImage>> {
+    let seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    seen.iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, images)| images.clone())
+}
+
+/// Keeps the entries of the file `id`, the oldest kept given up to stay
+/// within [`SEEN_BYTES`].
+fn keep(id: Identity, images: &[DeviceImage]) {
+    let size = |images: &[DeviceImage]| images.first().map_or(0, |i| i.bytes.file.len());
+    if size(images) > SEEN_BYTES {
+        return;
+    }
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    seen.retain(|(i, _)| *i != id);
+    seen.push((id, images.to_vec()));
+    while seen.iter().map(|(_, i)| size(i)).sum::<usize>() > SEEN_BYTES {
+        seen.remove(0);
+    }
+}
+
+/// The same entries, their bytes copied out of the file into a buffer of
+/// their own that holds nothing else, so that the file's bytes can go.
+fn compact(images: Vec<DeviceImage>) -> Vec<DeviceImage> {
+    let Some(start) = images.iter().map(|i| i.bytes.range.start).min() else {
+        return images;
+    };
+    let end = images
+        .iter()
+        .map(|i| i.bytes.range.end)
+        .max()
+        .unwrap_or(start);
+    let file = Arc::new(
+        images[0]
+            .bytes
+            .file
+            .get(start..end)
+            .unwrap_or_default()
+            .to_vec(),
+    );
+    images
+        .into_iter()
+        .map(|i| DeviceImage {
+            bytes: ImageBytes {
+                file: Arc::clone(&file),
+                range: i.bytes.range.start - start..i.bytes.range.end - start,
+            },
+            ..i
+        })
+        .collect()
 }
 
 /// The entries of `bytes` when it is an offload container or an ELF file
@@ -247,8 +362,7 @@ pub fn image_for(
     kernel: &str,
     backend: Option<BackendKind>,
 ) -> Result<(Vec<u8>, ImageOrigin)> {
-    let bytes = application(path)?;
-    let images = contained(&bytes, path)?;
+    let (bytes, images) = looked_into(path)?;
     pick(path, bytes, images, kernel, backend)
 }
 
@@ -294,8 +408,7 @@ fn among(
     let runs = |kind: ImageKind| backend.is_none_or(|b| kind.backend() == Ok(b));
     let mut read = Vec::with_capacity(paths.len());
     for path in paths {
-        let bytes = application(path)?;
-        let images = contained(&bytes, path)?;
+        let (bytes, images) = looked_into(path)?;
         let holding = match &images {
             Some(images) => images
                 .iter()
