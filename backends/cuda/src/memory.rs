@@ -187,7 +187,10 @@ fn address_free(range: Reservation) {
 }
 
 /// Reserves `[want, want + size)` exactly. The driver takes the address as
-/// a hint inside its own pools, so three tries: the plain hint; the hint
+/// a hint (CUDA Driver API, Virtual Memory Management, cuMemAddressReserve:
+/// "when it is non-zero then the driver treats it as a hint about where to
+/// place the reservation"), in practice inside its own pools, so three
+/// tries: the plain hint; the hint
 /// with the alignment the recording asked for (the largest power of two
 /// dividing `want`, up to [`FRESH_ALIGN`]), also when the plain hint failed
 /// outright; and, when the driver offers a lower address, a filler
