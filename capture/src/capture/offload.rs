@@ -433,11 +433,9 @@ fn among(
     let holders: Vec<usize> = (0..read.len())
         .filter(|&i| !read[i].holding.is_empty())
         .collect();
-    // Files that hold the very same image (a plugin given twice, or
-    // linked into the application too) are one choice.
-    let same = |a: &Candidate, b: &Candidate| {
-        a.holding.len() == 1 && b.holding.len() == 1 && a.holding[0] == b.holding[0]
-    };
+    // Files that hold the very same images of the kernel (a plugin given
+    // twice, or an entry extracted beside its binary) are one choice.
+    let same = |a: &Candidate, b: &Candidate| a.holding == b.holding;
     match holders.as_slice() {
         [] => Err(Error::capture(
             descriptor,
