@@ -129,6 +129,20 @@ pub fn arg_spans(
             return Err(bad(format!("the kernel has {} arguments", values.len())));
         };
         let Some(start) = inside(v) else {
+            // Memory beyond the region the capture holds: compared with
+            // the whole output, not by argument.
+            if let Some(e) = record
+                .extra_ranges
+                .iter()
+                .find(|e| v >= e.addr && v < e.end())
+            {
+                return Err(bad(format!(
+                    "argument {i} is {v:#x}, in {} at {:#x} beyond the region: --arg compares \
+                     the region's memory; without it, verification covers that range too",
+                    e.class.describe(),
+                    e.addr
+                )));
+            }
             return Err(bad(format!(
                 "argument {i} is {v:#x}, which points nowhere into the region ({base:#x}, \
                  {len} bytes)"
