@@ -237,3 +237,33 @@ fn a_range_the_driver_reserves_is_device_memory() {
     );
     assert!(!stderr.contains("page-locked host memory"), "{stderr}");
 }
+
+/// `export` keeps a capture's memory beyond the region in reprise's own
+/// format (the export replays and verifies) and refuses LLVM's, which
+/// have no place for it, naming the class.
+#[test]
+fn export_keeps_memory_beyond_the_region_or_refuses() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = record_mode(dir.path(), "hostalloc", &[]).remove(0);
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = reprise(&["export", "--dir", s(out_dir.path()), s(&c)]);
+    assert_exit(&out, 0);
+    let exported = descriptors(out_dir.path()).remove(0);
+    let out = replay(&exported, &[]);
+    assert_exit(&out, 0);
+    assert!(text(&out).0.contains("verification: PASS"));
+    let llvm = tempfile::tempdir().unwrap();
+    let out = reprise(&[
+        "export",
+        "--format",
+        "llvm-current",
+        "--dir",
+        s(llvm.path()),
+        s(&c),
+    ]);
+    assert_error(&out, &["page-locked host memory at", "LLVM's formats"]);
+    assert!(descriptors(llvm.path()).is_empty());
+}

@@ -415,6 +415,20 @@ pub enum ExportProblem {
         /// Its size in bytes.
         size: u32,
     },
+    /// Memory beyond the region (managed or host memory the kernel
+    /// reached), which LLVM's formats have no place for.
+    #[error(
+        "the capture holds {count} range(s) of memory beyond the region ({class} at \
+         {addr:#x}, ...), which LLVM's formats have no place for"
+    )]
+    BeyondRegion {
+        /// How many ranges.
+        count: usize,
+        /// The first range's class, as people call it.
+        class: &'static str,
+        /// Its address.
+        addr: u64,
+    },
     /// Dynamic shared memory, which LLVM legacy does not record.
     #[error(
         "the launch uses {bytes} bytes of dynamic shared memory, which LLVM legacy's format \

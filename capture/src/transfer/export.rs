@@ -158,6 +158,18 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     .into_iter()
     .flatten()
     .collect();
+    // Memory beyond the region (reprise's own format alone holds it, see
+    // `convert_descriptor`), streamed as the snapshots are.
+    if to == from && !record.extra_ranges.is_empty() {
+        let (from_in, from_out) = crate::capture::extra_paths(descriptor);
+        let (to_in, to_out) = crate::capture::extra_paths(&dst.descriptor);
+        let extra_in = SnapshotFile::open(&from_in)?
+            .ok_or_else(|| Error::capture(&from_in, CaptureProblem::MissingSnapshot))?;
+        files.push((to_in, Source::Snapshot(extra_in, sums.extra_input)));
+        if let Some(o) = SnapshotFile::open(&from_out)? {
+            files.push((to_out, Source::Snapshot(o, sums.extra_output)));
+        }
+    }
     // LLVM current's bitcode of a JIT-compiled image, kept raw.
     if to == from
         && let Some(b) = read_bounded(&crate::capture::ir_path(descriptor), "bitcode", IMAGE_LIMIT)?
@@ -243,6 +255,13 @@ fn convert_descriptor(
     to: Generation,
     input_len: u64,
 ) -> std::result::Result<Vec<u8>, ExportProblem> {
+    if let Some(e) = record.extra_ranges.first() {
+        return Err(ExportProblem::BeyondRegion {
+            count: record.extra_ranges.len(),
+            class: e.class.describe(),
+            addr: e.addr,
+        });
+    }
     if record.grid[1..] != [1, 1] || record.block[1..] != [1, 1] {
         return Err(ExportProblem::Dimensions {
             grid: record.grid,
