@@ -217,6 +217,9 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
         c.block[2],
         c.shared_mem
     );
+    for line in &outcome.beyond_region {
+        out!("beyond the region: {line}");
+    }
     for (i, (t, k)) in outcome.times.iter().zip(&outcome.kernel_times).enumerate() {
         match k {
             Some(k) => out!(

@@ -148,6 +148,11 @@ fn host_memory_the_driver_will_not_reserve_is_mapped_from_the_host() {
         stderr.contains("page-locked host memory mapped for the device"),
         "{stderr}"
     );
+    // The replay's own output says which route ran.
+    assert!(
+        stdout.contains("placed at their address as page-locked host memory"),
+        "{stdout}"
+    );
 }
 
 /// A range whose address is taken on the replaying machine (here: moved
@@ -236,6 +241,12 @@ fn a_range_the_driver_reserves_is_device_memory() {
         "{stderr}"
     );
     assert!(!stderr.contains("page-locked host memory"), "{stderr}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with(&format!(
+            "beyond the region: managed memory at {moved:#x}: "
+        )) && l.ends_with("placed at their address as device memory")),
+        "{stdout}"
+    );
 }
 
 /// `export` keeps a capture's memory beyond the region in reprise's own

@@ -242,6 +242,13 @@ pub trait DeviceRegion {
     fn reserved(&self) -> u64 {
         self.capacity()
     }
+    /// Whether the region is host memory the device reaches over the bus,
+    /// placed so because the device would not put its own memory at the
+    /// address asked for (a kernel's timings over it differ). By default,
+    /// device memory.
+    fn on_host(&self) -> bool {
+        false
+    }
 }
 
 /// A device global as an image defines it.

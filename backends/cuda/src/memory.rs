@@ -73,6 +73,9 @@ impl DeviceRegion for CudaRegion {
     fn reserved(&self) -> u64 {
         self.size
     }
+    fn on_host(&self) -> bool {
+        self.host.is_some()
+    }
 }
 
 impl CudaRegion {

@@ -12,7 +12,7 @@
 //! is refused naming its class and address, before anything runs: a
 //! kernel that would read it elsewhere is never launched.
 
-use reprise_core::exec::{Executor, Queue, RegionRequest, Segment, settle};
+use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment, settle};
 use reprise_core::record::ExtraRange;
 
 use crate::capture::Capture;
@@ -54,6 +54,8 @@ pub(super) struct Extras<E: Executor> {
     input: Option<E::Buffer>,
     /// The bytes after the last run that read them back.
     output: Option<Vec<u8>>,
+    /// Where each span was placed, for people.
+    placements: Vec<String>,
     // Dropped last: the copies above go into these.
     _placed: Vec<E::Region>,
 }
@@ -83,6 +85,7 @@ impl<E: Executor> Extras<E> {
             return Ok(None);
         };
         let mut placed = Vec::new();
+        let mut placements = Vec::new();
         for (start, end, first) in spans(&parts.ranges) {
             let refused = |e| {
                 Error::executor(
@@ -99,11 +102,16 @@ impl<E: Executor> Extras<E> {
                 .reserve(RegionRequest::new(Some(start), len).backed(0))
                 .map_err(refused)?;
             exec.grow_region(&region, len).map_err(refused)?;
-            log::info!(
-                "{} at {:#x}: placed at its address ({len} bytes from {start:#x})",
+            placements.push(format!(
+                "{} at {:#x}: {len} bytes from {start:#x} placed at their address as {}",
                 first.class.describe(),
-                first.addr
-            );
+                first.addr,
+                if region.on_host() {
+                    "page-locked host memory the device reads over the bus (timings differ)"
+                } else {
+                    "device memory"
+                }
+            ));
             placed.push(region);
         }
         let mut segs = Vec::with_capacity(parts.ranges.len());
@@ -126,6 +134,7 @@ impl<E: Executor> Extras<E> {
             segs,
             input: Some(input),
             output: None,
+            placements,
             _placed: placed,
         }))
     }
@@ -163,6 +172,11 @@ impl<E: Executor> Extras<E> {
         let back = settle_one(queue, WHAT).await?;
         self.output = Some(back.as_ref()[..len].to_vec());
         Ok(())
+    }
+
+    /// Where each span of the ranges was placed, one line each.
+    pub(super) fn placements(&self) -> &[String] {
+        &self.placements
     }
 
     /// The ranges' bytes after the last run that read them back, with the

@@ -74,6 +74,8 @@ pub struct Outcome {
     pub config: LaunchConfig,
     /// How repetitions after the first restored the region.
     pub restore: RestoreWay,
+    /// Where memory beyond the region was placed, one line per span.
+    pub beyond_region: Vec<String>,
 }
 
 /// Replays `capture` on `exec`. `on_repetition` is called after each
@@ -106,6 +108,7 @@ where
         output_path: None,
         config,
         restore: session.restore_way(),
+        beyond_region: session.extra_placements().to_vec(),
     };
     for rep in 0..repetitions {
         let last = rep + 1 == repetitions;

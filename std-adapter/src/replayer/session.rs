@@ -352,6 +352,12 @@ impl<'c, E: Executor> Session<'c, E> {
         Ok(())
     }
 
+    /// Where the capture's memory beyond the region was placed (which
+    /// route ran), one line per span; empty when it has none.
+    pub fn extra_placements(&self) -> &[String] {
+        self.extras.as_ref().map_or(&[], |x| x.placements())
+    }
+
     /// The bytes of the capture's extra ranges after the last run, when it
     /// copied them back, with the recorded ones and the ranges.
     pub fn extra_output(&self) -> Option<ExtraOutput<'_>> {
