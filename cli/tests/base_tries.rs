@@ -95,3 +95,27 @@ fn a_difference_under_every_base_is_a_fail_and_a_short_budget_a_refusal() {
         ],
     );
 }
+
+/// `check`'s verdict on the capture is the one the tries give: passed,
+/// then, with the recorded output changed, differs under every base.
+#[test]
+fn checks_verdict_is_the_tries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, output) = capture(dir.path());
+    let results = dir.path().join("results.jsonl");
+    let check = || {
+        let out = reprise(&["check", "--results", s(&results), s(&d)]);
+        let line = std::fs::read_to_string(&results).unwrap_or_default();
+        std::fs::remove_file(&results).ok();
+        (out, line)
+    };
+    let (out, line) = check();
+    assert_exit(&out, 0);
+    assert!(line.contains("derived by trying"), "{line}");
+    let mut bytes = std::fs::read(&output).unwrap();
+    bytes[PAD + 4096 + 40] ^= 0xff;
+    std::fs::write(&output, bytes).unwrap();
+    let (out, line) = check();
+    assert_exit(&out, 1);
+    assert!(line.contains("all tried, none verifies"), "{line}");
+}
