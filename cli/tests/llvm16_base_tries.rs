@@ -92,6 +92,11 @@ fn an_ambiguous_base_is_settled_by_trying_and_a_wrong_output_fails() {
             "{program}: {b}"
         );
 
+        // tune settles no base: refused, naming the option that gives it.
+        if program == "repeat" {
+            let out = reprise(&["tune", "--allow-missing-globals", "--image", s(&bin), s(&d)]);
+            assert_error(&out, &["--region-base ADDR"]);
+        }
         // A budget that leaves bases untried: refused, naming those tried.
         let out = replay(&d, &bin, &["--max-base-tries", "1"]);
         assert_error(&out, &["1 tried", "not tried", "--region-base ADDR"]);
