@@ -198,7 +198,12 @@ pub fn ordered(
     limit: usize,
 ) -> (Vec<u64>, u64) {
     let siblings = Siblings::of(descriptor);
-    base::ordered(record, siblings.except(descriptor.file_name()), first, limit)
+    base::ordered(
+        record,
+        siblings.except(descriptor.file_name()),
+        first,
+        limit,
+    )
 }
 
 /// The bases the rule leaves possible for the record without a base in
