@@ -48,6 +48,11 @@ CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned flags,
 CUresult cuStreamQuery_ptsz(CUstream stream);
 CUresult cuStreamSynchronize_ptsz(CUstream stream);
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data);
+typedef void (*CUstreamCallback)(CUstream stream, CUresult status, void *data);
+CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback fn, void *data,
+                             unsigned flags);
+CUresult cuStreamAddCallback_ptsz(CUstream stream, CUstreamCallback fn,
+                                  void *data, unsigned flags);
 CUresult cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, void *data);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                               CUstream stream);
@@ -154,6 +159,13 @@ static float x[N], y0[N];
 static struct gate held = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
                            0};
 static pthread_barrier_t blocked, finished;
+
+/* A stream callback: counts its calls. */
+static void count_call(CUstream stream, CUresult status, void *data) {
+  (void)stream;
+  if (status == CUDA_SUCCESS)
+    __atomic_add_fetch((int *)data, 1, __ATOMIC_SEQ_CST);
+}
 
 /* Holds its per-thread default stream at a gate until the other thread's
  * work on its own has finished. */
@@ -325,6 +337,15 @@ int main(int argc, char **argv) {
   memcpy(want, y0, sizeof want);
   host_saxpy(A[0], x, want);
   compare("priority stream y", got, want);
+
+  /* Callbacks, on a stream and on this thread's default stream: each
+   * runs once the stream's earlier work is done. */
+  int called = 0;
+  EXPECT(cuStreamAddCallback(s, count_call, &called, 0));
+  EXPECT(cuStreamAddCallback_ptsz(NULL, count_call, &called, 0));
+  EXPECT(cuStreamSynchronize(s));
+  EXPECT(cuStreamSynchronize_ptsz(NULL));
+  expect(called == 2, "both callbacks ran");
 
   /* Pool memory on the per-thread stream. */
   CUmemoryPool pool;

@@ -282,6 +282,91 @@ counted! {
     cuGraphLaunch_ptsz: GraphLaunch, Skipped::Graph, (graph: Handle, stream: Handle);
 }
 
+/// `cuLaunchHostFunc`: a launch behind it on its stream is not recorded
+/// until the stream is idle again (see [`state::behind_host_function`]).
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchHostFunc(
+    stream: Handle,
+    f: *mut c_void,
+    data: *mut c_void,
+) -> CuResult {
+    let rc = super::forward!(LaunchHostFunc, "cuLaunchHostFunc", stream, f, data);
+    if rc == SUCCESS {
+        state::host_function_queued(stream, false);
+    }
+    rc
+}
+
+/// `cuLaunchHostFunc_ptsz`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
+    stream: Handle,
+    f: *mut c_void,
+    data: *mut c_void,
+) -> CuResult {
+    let rc = super::forward!(LaunchHostFunc, "cuLaunchHostFunc_ptsz", stream, f, data);
+    if rc == SUCCESS {
+        state::host_function_queued(stream, true);
+    }
+    rc
+}
+
+/// `cuStreamAddCallback`: as [`cuLaunchHostFunc`].
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamAddCallback(
+    stream: Handle,
+    f: *mut c_void,
+    data: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    let rc = super::forward!(
+        StreamAddCallback,
+        "cuStreamAddCallback",
+        stream,
+        f,
+        data,
+        flags
+    );
+    if rc == SUCCESS {
+        state::host_function_queued(stream, false);
+    }
+    rc
+}
+
+/// `cuStreamAddCallback_ptsz`.
+///
+/// # Safety
+/// As the driver's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
+    stream: Handle,
+    f: *mut c_void,
+    data: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    let rc = super::forward!(
+        StreamAddCallback,
+        "cuStreamAddCallback_ptsz",
+        stream,
+        f,
+        data,
+        flags
+    );
+    if rc == SUCCESS {
+        state::host_function_queued(stream, true);
+    }
+    rc
+}
+
 /// `cuStreamBeginCapture_v2`: no launch is recorded while a capture is
 /// under way.
 ///

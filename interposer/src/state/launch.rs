@@ -50,6 +50,12 @@ struct Ran {
 /// # Safety
 /// `launch.params` holds one pointer per parameter of the function.
 pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
+    // Before the state is taken: a host function may wait for a thread
+    // that needs it.
+    if behind_host_function(launch.stream) {
+        not_recordable(Skipped::HostFunction);
+        return None;
+    }
     let mut phase = match enter() {
         Ok(p) => p,
         Err(Busy::Timeout) => {
@@ -63,6 +69,7 @@ pub unsafe fn launch(launch: &Launch) -> Option<CuResult> {
         summary::skipped(Skipped::Capture);
         return None;
     }
+
     if current_device() != Some(s.device) {
         summary::skipped(Skipped::OtherDevice);
         return None;

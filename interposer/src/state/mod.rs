@@ -268,6 +268,103 @@ pub fn stream_key(stream: Handle, per_thread: bool) -> usize {
     }
 }
 
+/// How long a launch waits for a host function queued before it on its
+/// stream to run, before it goes unrecorded.
+const HOST_FUNCTION_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Streams a host function was queued on, by [`stream_key`], each with an
+/// event recorded after its latest host function.
+fn host_functions() -> MutexGuard<'static, HashMap<usize, usize>> {
+    static QUEUED: OnceLock<Mutex<HashMap<usize, usize>>> = OnceLock::new();
+    QUEUED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The program queued a host function (or callback) on `stream`: an event
+/// recorded after it tells when it has run. Without one (the driver lacks
+/// events, or refuses), launches on `stream` are recorded as before.
+pub fn host_function_queued(stream: Handle, per_thread: bool) {
+    if forked() {
+        return;
+    }
+    let (Some(create), Some(record)) = (
+        optional::<EventCreate>("cuEventCreate"),
+        optional::<EventRecord>(if per_thread {
+            "cuEventRecord_ptsz"
+        } else {
+            "cuEventRecord"
+        }),
+    ) else {
+        return;
+    };
+    let key = stream_key(stream, per_thread);
+    let mut queued = host_functions();
+    let event = match queued.get(&key) {
+        Some(&e) => e as Handle,
+        None => {
+            let mut e: Handle = std::ptr::null_mut();
+            // CU_EVENT_DISABLE_TIMING (2): only its completion is asked.
+            // SAFETY: a valid out-pointer.
+            if unsafe { create(&mut e, 2) } != SUCCESS {
+                return;
+            }
+            queued.insert(key, e as usize);
+            e
+        }
+    };
+    // SAFETY: an event of this context, and the program's stream.
+    if unsafe { record(event, stream) } != SUCCESS {
+        queued.remove(&key);
+        if let Some(destroy) = optional::<EventDestroy>("cuEventDestroy_v2") {
+            // SAFETY: the event made above, used by nothing queued.
+            unsafe { destroy(event) };
+        }
+    }
+}
+
+/// Whether a launch on `stream` sits behind a host function that has not
+/// run within [`HOST_FUNCTION_WAIT`]: the event recorded after it is still
+/// not complete. The recorder's synchronize would wait for it, and a host
+/// function may wait for the launching thread itself (CUDA Driver API,
+/// Execution Control, cuLaunchHostFunc: the function runs once the
+/// stream's earlier work is done, and the stream's later work waits while
+/// it runs). One waiting for another thread (which may take the state
+/// meanwhile: this is called before it) has its time to run.
+pub fn behind_host_function(stream: Handle) -> bool {
+    if forked() {
+        return false;
+    }
+    let key = stream_key(stream, false);
+    let Some(event) = host_functions().get(&key).copied() else {
+        return false;
+    };
+    let Some(query) = optional::<EventQuery>("cuEventQuery") else {
+        return false;
+    };
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(20);
+    // Only the driver's "not ready" says the host function is pending.
+    // SAFETY: the event made by `host_function_queued`.
+    let mut pending = unsafe { query(event as Handle) } == ERROR_NOT_READY;
+    while pending && started.elapsed() < HOST_FUNCTION_WAIT {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(2));
+        // SAFETY: as above.
+        pending = unsafe { query(event as Handle) } == ERROR_NOT_READY;
+    }
+    let mut queued = host_functions();
+    if !pending && queued.get(&key) == Some(&event) {
+        queued.remove(&key);
+        if let Some(destroy) = optional::<EventDestroy>("cuEventDestroy_v2") {
+            // SAFETY: the event is complete; nothing waits on it.
+            unsafe { destroy(event as Handle) };
+        }
+    }
+    pending
+}
+
 /// The driver placed `size` bytes at `addr`, outside the region.
 pub fn placed_outside(addr: u64, size: u64, kind: Outside) {
     heap().outside(addr, size, kind);

@@ -42,11 +42,15 @@ pub enum Skipped {
     /// The driver refused the launch itself (a block past its limit, say):
     /// the program's own error, passed back to it unchanged.
     Refused,
+    /// On a stream whose host function (`cuLaunchHostFunc`,
+    /// `cuStreamAddCallback`) has not run yet: the recorder's synchronize
+    /// would wait for it, and it may be waiting for the launching thread.
+    HostFunction,
 }
 
 impl Skipped {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [Skipped; 12] = [
+    pub const ALL: [Skipped; 13] = [
         Skipped::Capture,
         Skipped::Graph,
         Skipped::Cooperative,
@@ -59,11 +63,12 @@ impl Skipped {
         Skipped::Busy,
         Skipped::Failed,
         Skipped::Refused,
+        Skipped::HostFunction,
     ];
 
     /// Its word in summary lines, and what it means after a count, in the
     /// order of [`Skipped::ALL`].
-    const WORDS: [(&'static str, &'static str); 12] = [
+    const WORDS: [(&'static str, &'static str); 13] = [
         ("capture", "during stream capture"),
         ("graph", "graph launches"),
         ("cooperative", "cooperative"),
@@ -79,6 +84,7 @@ impl Skipped {
         ("busy", "while another thread's launch was being recorded"),
         ("failed", "whose recording failed"),
         ("refused", "refused by the driver"),
+        ("host-function", "behind a host function still to run"),
     ];
 
     /// The word for it in summary lines.

@@ -25,6 +25,8 @@ pub const STREAM_PER_THREAD: usize = 0x2;
 pub const ERROR_INVALID_VALUE: CuResult = 1;
 /// `CUDA_ERROR_NOT_FOUND`.
 pub const ERROR_NOT_FOUND: CuResult = 500;
+/// `CUDA_ERROR_NOT_READY`: queued work has not completed (`cuStreamQuery`).
+pub const ERROR_NOT_READY: CuResult = 600;
 
 /// `CUmemLocation` (cuda.h): a device by ordinal.
 #[repr(C)]
@@ -179,6 +181,21 @@ pub type Init = unsafe extern "C" fn(c_uint) -> CuResult;
 pub type CtxSetCurrent = unsafe extern "C" fn(Handle) -> CuResult;
 /// `cuCtxCreate_v2`.
 pub type CtxCreate = unsafe extern "C" fn(*mut Handle, c_uint, c_int) -> CuResult;
+/// `cuEventCreate`.
+pub type EventCreate = unsafe extern "C" fn(*mut Handle, c_uint) -> CuResult;
+/// `cuEventRecord` (and `_ptsz`): the event, the stream.
+pub type EventRecord = unsafe extern "C" fn(Handle, Handle) -> CuResult;
+/// `cuEventQuery`.
+pub type EventQuery = unsafe extern "C" fn(Handle) -> CuResult;
+/// `cuEventDestroy_v2`.
+pub type EventDestroy = unsafe extern "C" fn(Handle) -> CuResult;
+/// `cuStreamQuery`.
+pub type StreamQuery = unsafe extern "C" fn(Handle) -> CuResult;
+/// `cuLaunchHostFunc`: the stream, the host function, its data.
+pub type LaunchHostFunc = unsafe extern "C" fn(Handle, *mut c_void, *mut c_void) -> CuResult;
+/// `cuStreamAddCallback`: the stream, the callback, its data, flags.
+pub type StreamAddCallback =
+    unsafe extern "C" fn(Handle, *mut c_void, *mut c_void, c_uint) -> CuResult;
 /// `cuStreamIsCapturing`.
 pub type StreamIsCapturing = unsafe extern "C" fn(Handle, *mut c_int) -> CuResult;
 /// `cuStreamBeginCapture_v2`.
