@@ -409,6 +409,36 @@ pub fn trials(descriptor: &Path, options: &OpenOptions, budget: BaseTryArgs) -> 
     })
 }
 
+/// `reprise replay --verify` of `descriptor` as `options` open it, within
+/// `budget`: the child that tries a capture's possible region bases for
+/// commands that do not replay it themselves (`check`, `tune`).
+pub fn trying_command(
+    exe: &Path,
+    descriptor: &Path,
+    options: &OpenOptions,
+    budget: BaseTryArgs,
+) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg("replay").arg("--verify");
+    for image in &options.images {
+        cmd.arg("--image").arg(image);
+    }
+    if options.allow_missing_globals {
+        cmd.arg("--allow-missing-globals");
+    }
+    if !options.verify_checksums {
+        cmd.arg("--no-checksums");
+    }
+    cmd.arg(format!("--max-base-tries={}", budget.max_base_tries))
+        .arg(format!(
+            "--max-base-try-bytes={}",
+            budget.max_base_try_bytes
+        ))
+        .arg(descriptor)
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// What one try gave.
 enum Tried {
     Verifies(std::process::Output),

@@ -92,10 +92,29 @@ fn an_ambiguous_base_is_settled_by_trying_and_a_wrong_output_fails() {
             "{program}: {b}"
         );
 
-        // tune settles no base: refused, naming the option that gives it.
+        // tune settles the base as replay does and tunes under it (the
+        // host executor then refuses a sweep for its own reason); under a
+        // budget that leaves bases untried, nothing is tuned.
         if program == "repeat" {
             let out = reprise(&["tune", "--allow-missing-globals", "--image", s(&bin), s(&d)]);
-            assert_error(&out, &["--region-base ADDR"]);
+            let stderr = text(&out).1;
+            assert!(
+                stderr.contains(&format!(
+                    "tune: region base {b}: the output verifies under it"
+                )),
+                "{stderr}"
+            );
+            assert!(stderr.contains("host executor"), "{stderr}");
+            let out = reprise(&[
+                "tune",
+                "--max-base-tries",
+                "1",
+                "--allow-missing-globals",
+                "--image",
+                s(&bin),
+                s(&d),
+            ]);
+            assert_error(&out, &["nothing is tuned", "--region-base ADDR"]);
         }
         // A budget that leaves bases untried: refused, naming those tried.
         let out = replay(&d, &bin, &["--max-base-tries", "1"]);

@@ -138,25 +138,8 @@ pub fn by_trying(
         return verdict;
     }
     use std::os::unix::process::CommandExt as _;
-    let mut cmd = std::process::Command::new(t.exe);
-    cmd.arg("replay").arg("--verify");
-    for image in &t.options.images {
-        cmd.arg("--image").arg(image);
-    }
-    if t.options.allow_missing_globals {
-        cmd.arg("--allow-missing-globals");
-    }
-    if !t.options.verify_checksums {
-        cmd.arg("--no-checksums");
-    }
-    cmd.arg(format!("--max-base-tries={}", t.budget.max_base_tries))
-        .arg(format!(
-            "--max-base-try-bytes={}",
-            t.budget.max_base_try_bytes
-        ))
-        .arg(descriptor)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
+    let mut cmd = isolate::trying_command(t.exe, descriptor, t.options, t.budget);
+    cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         // A group of its own: a timeout ends its tries too.
         .process_group(0);

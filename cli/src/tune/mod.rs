@@ -135,17 +135,22 @@ pub struct TuneArgs {
     pub search: sampler::SearchArgs,
     #[command(flatten)]
     pub jit: jit::JitArgs,
+    #[command(flatten)]
+    pub base_tries: crate::isolate::BaseTryArgs,
 }
 
 /// Set by Ctrl-C: the sweep stops after the configuration under way.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-pub fn run(a: TuneArgs) -> Result<ExitCode> {
+pub fn run(mut a: TuneArgs) -> Result<ExitCode> {
     // Files are checked before anything is measured.
     for (path, ext) in [(&a.plot, Some("svg")), (&a.csv, None)] {
         if let Some(p) = path {
             crate::ui::check_output_file(p, ext)?;
         }
+    }
+    if a.open.region_base.is_none() {
+        a.open.region_base = settled_base(&a)?;
     }
     if !a.ir.opt_level.is_empty() && !sampled(&a) {
         return opt_levels::run(&a);
@@ -170,6 +175,71 @@ pub fn run(a: TuneArgs) -> Result<ExitCode> {
     // A sweep is the search whose grid sampler takes every configuration
     // in order.
     sampler::run(&a, &capture, recorded, backend)
+}
+
+/// The region base to tune under when the capture records none and several
+/// are possible (LLVM 16's): the one under which a verifying replay, in a
+/// child that tries them as `replay --verify` does, passes. `None` when
+/// the base is not in doubt; an error naming what the tries found when
+/// none verifies, since a sweep under a wrong base measures nothing real.
+fn settled_base(a: &TuneArgs) -> Result<Option<u64>> {
+    let options = open_options(a);
+    let Some(t) = crate::isolate::trials(&a.file, &options, a.base_tries) else {
+        return Ok(None);
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let mut cmd = crate::isolate::trying_command(&exe, &a.file, &options, a.base_tries);
+    if let Some(b) = a.backend.kind() {
+        cmd.arg(format!("--backend={b}"));
+    }
+    if let Some(d) = a.device_id {
+        cmd.arg(format!("--device-id={d}"));
+    }
+    note!(
+        "tune: the region base of {} is not recorded and {} are possible: settling it by \
+         replaying under them",
+        a.file.display(),
+        t.total
+    );
+    let out = cmd
+        .output()
+        .map_err(|e| reprise::Error::io(&exe, "run", e))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        // "region base 0x...: derived by trying ...", or nothing when the
+        // rule's own base verified first.
+        let tried = stdout.lines().find_map(|l| {
+            let rest = l.strip_prefix("region base ")?;
+            crate::open_args::number(rest.split(':').next()?)
+        });
+        let base = tried.or(t.derived);
+        if let Some(b) = base {
+            note!("tune: region base {b:#x}: the output verifies under it");
+        }
+        return Ok(base);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let why = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.contains("FAIL") || l.starts_with("error: "))
+        .map(|l| l.trim_start_matches("error: "))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(CliError::file(
+        &a.file,
+        format!(
+            "the region base is not recorded, and a verifying replay settled none of the {} \
+             possible, so nothing is tuned ({}); pass --region-base ADDR",
+            t.total,
+            if why.is_empty() {
+                "no verdict"
+            } else {
+                why.as_str()
+            }
+        ),
+    ))
 }
 
 /// How the capture `a.file` is opened (`--open` options, globals,
