@@ -57,6 +57,34 @@ pub struct CompareArgs {
 
 impl CompareArgs {
     /// Whether any comparison option was given (they ask for a comparison).
+    /// These options as a command line gives them, for a child that
+    /// compares as this command does.
+    pub fn as_flags(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        if let Some(d) = self.dtype {
+            f.push(format!("--dtype={d}"));
+        }
+        for (name, v) in [("rtol", self.rtol), ("atol", self.atol)] {
+            if let Some(v) = v {
+                f.push(format!("--{name}={v}"));
+            }
+        }
+        if let Some(u) = self.ulps {
+            f.push(format!("--ulps={u}"));
+        }
+        if self.nan_equal {
+            f.push("--nan-equal".into());
+        }
+        f.extend(
+            self.range
+                .iter()
+                .map(|(o, l)| format!("--range={o:#x}:{l}")),
+        );
+        f.extend(self.arg.iter().map(|n| format!("--arg={n}")));
+        f.push(format!("--mismatches={}", self.mismatches));
+        f
+    }
+
     pub fn given(&self) -> bool {
         self.dtype.is_some() || !self.range.is_empty() || !self.arg.is_empty()
     }

@@ -103,19 +103,31 @@ fn checks_verdict_is_the_tries() {
     let dir = tempfile::tempdir().unwrap();
     let (d, output) = capture(dir.path());
     let results = dir.path().join("results.jsonl");
-    let check = || {
-        let out = reprise(&["check", "--results", s(&results), s(&d)]);
+    let check_with = |extra: &[&str]| {
+        let mut args = vec!["check", "--results", s(&results)];
+        args.extend(extra);
+        args.push(s(&d));
+        let out = reprise(&args);
         let line = std::fs::read_to_string(&results).unwrap_or_default();
         std::fs::remove_file(&results).ok();
         (out, line)
     };
+    let check = || check_with(&[]);
     let (out, line) = check();
+    assert_exit(&out, 0);
+    assert!(line.contains("derived by trying"), "{line}");
+    // Compared under a tolerance, the bases are tried all the same.
+    let (out, line) = check_with(&["--dtype", "u8", "--atol", "0"]);
     assert_exit(&out, 0);
     assert!(line.contains("derived by trying"), "{line}");
     let mut bytes = std::fs::read(&output).unwrap();
     bytes[PAD + 4096 + 40] ^= 0xff;
     std::fs::write(&output, bytes).unwrap();
     let (out, line) = check();
+    assert_exit(&out, 1);
+    assert!(line.contains("all tried, none verifies"), "{line}");
+    // Under a tolerance, every base ran and differs too.
+    let (out, line) = check_with(&["--dtype", "u8", "--atol", "0"]);
     assert_exit(&out, 1);
     assert!(line.contains("all tried, none verifies"), "{line}");
 }

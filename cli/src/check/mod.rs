@@ -261,7 +261,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         if let Some(r) = earlier.results.remove(&f.path.display().to_string()) {
             all.push(r);
         } else if let Some(why) = &f.refused
-            && !verdict::triable(&f.path, &open_options(a), a.base_tries, &a.compare)
+            && !verdict::triable(&f.path, &open_options(a), a.base_tries)
         {
             let r = CaptureResult::of(&f, Status::Refused, why.to_string());
             note!("REFUSED {}: {why}", r.path);

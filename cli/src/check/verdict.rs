@@ -132,13 +132,14 @@ pub fn by_trying(
     if !matches!(
         verdict.0,
         Status::Refused | Status::Differs | Status::Failed
-    ) || compare.given()
-        || isolate::trials(descriptor, t.options, t.budget).is_none()
+    ) || isolate::trials(descriptor, t.options, t.budget).is_none()
     {
         return verdict;
     }
     use std::os::unix::process::CommandExt as _;
     let mut cmd = isolate::trying_command(t.exe, descriptor, t.options, t.budget);
+    // Compared as check compares, tolerances included.
+    cmd.args(compare.as_flags());
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         // A group of its own: a timeout ends its tries too.
@@ -188,9 +189,8 @@ pub fn triable(
     descriptor: &Path,
     options: &reprise::OpenOptions,
     budget: isolate::BaseTryArgs,
-    compare: &CompareArgs,
 ) -> bool {
-    !compare.given() && isolate::trials(descriptor, options, budget).is_some()
+    isolate::trials(descriptor, options, budget).is_some()
 }
 
 /// `child`'s output once it has ended, or `None` (its group killed) when
