@@ -282,89 +282,34 @@ counted! {
     cuGraphLaunch_ptsz: GraphLaunch, Skipped::Graph, (graph: Handle, stream: Handle);
 }
 
-/// `cuLaunchHostFunc`: a launch behind it on its stream is not recorded
-/// until the stream is idle again (see [`state::behind_host_function`]).
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchHostFunc(
-    stream: Handle,
-    f: *mut c_void,
-    data: *mut c_void,
-) -> CuResult {
-    let rc = super::forward!(LaunchHostFunc, "cuLaunchHostFunc", stream, f, data);
-    if rc == SUCCESS {
-        state::host_function_queued(stream, false);
-    }
-    rc
+/// Entry points that queue a host function on a stream (`per_thread`: a
+/// `_ptsz` form, whose null stream is the thread's own): forwarded, and
+/// the stream noted, so that a launch behind the function waits for it to
+/// run before it is recorded ([`state::behind_host_function`]).
+macro_rules! host_functions {
+    ($($name:ident: $ty:ty, $per_thread:expr, ($($arg:ident: $argty:ty),*);)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: its stream noted.")]
+        ///
+        /// # Safety
+        /// As the driver's.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(stream: Handle $(, $arg: $argty)*) -> CuResult {
+            let rc = super::forward!($ty, stringify!($name), stream $(, $arg)*);
+            if rc == SUCCESS {
+                state::host_function_queued(stream, $per_thread);
+            }
+            rc
+        }
+    )*};
 }
 
-/// `cuLaunchHostFunc_ptsz`.
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
-    stream: Handle,
-    f: *mut c_void,
-    data: *mut c_void,
-) -> CuResult {
-    let rc = super::forward!(LaunchHostFunc, "cuLaunchHostFunc_ptsz", stream, f, data);
-    if rc == SUCCESS {
-        state::host_function_queued(stream, true);
-    }
-    rc
-}
-
-/// `cuStreamAddCallback`: as [`cuLaunchHostFunc`].
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuStreamAddCallback(
-    stream: Handle,
-    f: *mut c_void,
-    data: *mut c_void,
-    flags: c_uint,
-) -> CuResult {
-    let rc = super::forward!(
-        StreamAddCallback,
-        "cuStreamAddCallback",
-        stream,
-        f,
-        data,
-        flags
-    );
-    if rc == SUCCESS {
-        state::host_function_queued(stream, false);
-    }
-    rc
-}
-
-/// `cuStreamAddCallback_ptsz`.
-///
-/// # Safety
-/// As the driver's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
-    stream: Handle,
-    f: *mut c_void,
-    data: *mut c_void,
-    flags: c_uint,
-) -> CuResult {
-    let rc = super::forward!(
-        StreamAddCallback,
-        "cuStreamAddCallback_ptsz",
-        stream,
-        f,
-        data,
-        flags
-    );
-    if rc == SUCCESS {
-        state::host_function_queued(stream, true);
-    }
-    rc
+host_functions! {
+    cuLaunchHostFunc: LaunchHostFunc, false, (f: *mut c_void, data: *mut c_void);
+    cuLaunchHostFunc_ptsz: LaunchHostFunc, true, (f: *mut c_void, data: *mut c_void);
+    cuStreamAddCallback: StreamAddCallback, false,
+        (f: *mut c_void, data: *mut c_void, flags: c_uint);
+    cuStreamAddCallback_ptsz: StreamAddCallback, true,
+        (f: *mut c_void, data: *mut c_void, flags: c_uint);
 }
 
 /// `cuStreamBeginCapture_v2`: no launch is recorded while a capture is
