@@ -604,7 +604,7 @@ mod tests {
             launching(&make, &kernel, size, Way::AsyncBackground, config, 1)
                 .unwrap()
                 .1
-                .unwrap()
+                .expect("the recorded launches wrote no capture (the disk's free space?)")
         };
         let raw = capture(CaptureFormat::Raw, "raw");
         let stored = capture(CaptureFormat::Store, "stored");

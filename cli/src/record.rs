@@ -96,7 +96,8 @@ pub struct RecordArgs {
     /// Stop recording before the captures take more than SIZE of disk
     /// (K/M/G/T suffixes: 500M, 10G): one line says so, and the program
     /// goes on, unrecorded. With or without it, recording stops while the
-    /// file system still has 5% free (`REPRISE_RECORD_MAX_DISK`).
+    /// file system still has 5% of its size (at most 4 GiB) free
+    /// (`REPRISE_RECORD_MAX_DISK`).
     #[arg(long, value_name = "SIZE", value_parser = disk_size)]
     pub max_disk: Option<u64>,
     /// Hash the snapshots' store chunks on the device and copy to the host

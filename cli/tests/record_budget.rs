@@ -267,7 +267,7 @@ fn a_filling_disk_stops_recording_while_5_percent_is_free() {
         assert_eq!(stdout, want, "{format}: {stderr}");
         let stops = stop_lines(&stderr);
         assert_eq!(stops.len(), 1, "{format}: {stderr}");
-        assert!(stops[0].contains("less than 5% free"), "{format}: {stderr}");
+        assert!(stops[0].contains("5% of its size"), "{format}: {stderr}");
         assert!(!stderr.contains("No space left"), "{format}: {stderr}");
         let (free, total) = free_and_total(&captures);
         assert!(

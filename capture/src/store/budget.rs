@@ -7,7 +7,8 @@
 //! really wrote (the files, and in the store format the chunk files new
 //! since the recording began). A reservation that would take the recording
 //! past its budget, or leave its file system with less than
-//! [`MIN_FREE_PERCENT`] of its size free, is refused: recording stops for
+//! [`MIN_FREE_PERCENT`] of its size free (at most [`MAX_FREE_KEPT`]), is
+//! refused: recording stops for
 //! good ([`DiskBudget::stopped`] says why), before a byte of that capture
 //! is written, so the budget is never passed and no capture is left half
 //! written. The free space is read (`statvfs`) when the budget is made and
@@ -24,8 +25,13 @@ use std::time::SystemTime;
 use crate::chunks::{ChunkStore, Manifest};
 
 /// Recording stops while the file system still has this share of its size
-/// free (percent), budget or not.
+/// free (percent), budget or not, up to [`MAX_FREE_KEPT`].
 pub const MIN_FREE_PERCENT: u64 = 5;
+
+/// The most free space recording keeps: on a large shared file system
+/// (a cluster's scratch, often over 95% full with terabytes free) a share
+/// of its size alone would refuse every capture.
+pub const MAX_FREE_KEPT: u64 = 4 << 30;
 
 /// What a capture may need beyond its data: the descriptor, the manifests,
 /// file system blocks partly used.
@@ -52,6 +58,11 @@ fn human(bytes: u64) -> String {
     format!("{bytes} bytes")
 }
 
+/// The free space recording keeps on a file system of `total` bytes.
+fn kept_free(total: u64) -> u64 {
+    (total / 100 * MIN_FREE_PERCENT).min(MAX_FREE_KEPT)
+}
+
 /// A file system's free bytes (for unprivileged writers) and the floor
 /// recording keeps free; `None` where the file system does not say.
 fn free_space(dir: &Path) -> Option<(u64, u64)> {
@@ -62,12 +73,7 @@ fn free_space(dir: &Path) -> Option<(u64, u64)> {
         s.f_bsize
     };
     let total = s.f_blocks.saturating_mul(unit);
-    (total > 0).then(|| {
-        (
-            s.f_bavail.saturating_mul(unit),
-            total / 100 * MIN_FREE_PERCENT,
-        )
-    })
+    (total > 0).then(|| (s.f_bavail.saturating_mul(unit), kept_free(total)))
 }
 
 /// A recording's disk budget. See the module docs.
@@ -144,9 +150,12 @@ impl DiskBudget {
         } else if free != u64::MAX && free.saturating_sub(reserved) < self.floor {
             format!(
                 "the next capture (up to {}) could leave the file system of {} with less than \
-                 {MIN_FREE_PERCENT}% free ({} free); {} written (set a budget with --max-disk)",
+                 {} free ({MIN_FREE_PERCENT}% of its size, at most {}; {} free); {} written \
+                 (set a budget with --max-disk)",
                 human(bytes),
                 self.dir.display(),
+                human(self.floor),
+                human(MAX_FREE_KEPT),
                 human(free),
                 human(used)
             )

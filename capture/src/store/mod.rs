@@ -40,7 +40,7 @@ pub use crate::chunks::ChunkHash;
 /// The size snapshots are cut at and the zstd level each piece is kept at,
 /// in the store format.
 pub use crate::chunks::layout::{DEFAULT_CHUNK_SIZE, DEFAULT_LEVEL};
-pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MIN_FREE_PERCENT, estimate};
+pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MAX_FREE_KEPT, MIN_FREE_PERCENT, estimate};
 pub use extra::{peek_launch_seq, stage_extra, unstage_extra};
 pub use writer::{CaptureWriter, KnownChunks};
 

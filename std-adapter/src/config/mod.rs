@@ -16,7 +16,7 @@
 //! | `REPRISE_RECORD_DEDUP` | record only the first launch of each (kernel, grid, block, shared memory) and count the rest | off |
 //! | `REPRISE_RECORD_REPORT` | write a record report (`reprise-PID-N.report.txt` and `.report.json`: kernels in recording order with their launch counts) | on with `DEDUP` |
 //! | `REPRISE_RECORD_REACHABLE` | snapshot only the allocations a launch can reach from its arguments (a conservative scan); the rest is poison, and a kernel reaching it shows a difference on replay | off |
-//! | `REPRISE_RECORD_MAX_DISK` | stop recording (one line says why; the program goes on) before the captures written pass this size (`500M`, `10G`); with or without it, recording stops while the file system still has 5% free | none (5% free kept) |
+//! | `REPRISE_RECORD_MAX_DISK` | stop recording (one line says why; the program goes on) before the captures written pass this size (`500M`, `10G`); with or without it, recording stops while the file system still has 5% of its size free (at most 4 GiB) | none (5%, at most 4 GiB, kept free) |
 //! | `REPRISE_RECORD_DEVICE_HASHING` | hash the snapshots' store chunks on the device and copy back only those the host lacks (store format, CUDA executor; see [`RecordConfig::device_hashing`]) | off |
 //! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
 //!

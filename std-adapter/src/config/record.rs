@@ -73,7 +73,7 @@ pub struct RecordConfig {
     /// this; `None`: no limit but the free space. Either way recording
     /// stops while the file system still has
     /// [`MIN_FREE_PERCENT`](crate::store::MIN_FREE_PERCENT) of its size
-    /// free. Stopping is for good, says why once
+    /// free, at most [`MAX_FREE_KEPT`](crate::store::MAX_FREE_KEPT). Stopping is for good, says why once
     /// ([`Recorder::disk_stop`](crate::Recorder::disk_stop)), and leaves
     /// the program's launches as they are: they run unrecorded.
     pub max_disk: Option<u64>,

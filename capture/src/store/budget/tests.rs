@@ -46,7 +46,7 @@ fn the_free_space_kept_stops_recording() {
         "a capture as large as the free space does not"
     );
     assert!(
-        b.stopped().unwrap().contains("5% free"),
+        b.stopped().unwrap().contains("5% of its size"),
         "{:?}",
         b.stopped()
     );
@@ -69,4 +69,13 @@ fn a_refused_try_stops_nothing_and_reserves_nothing() {
 fn estimates_cover_the_files_and_more() {
     assert!(estimate(1 << 20, 1 << 20, 100, 5000) > (2 << 20) + 5100);
     assert_eq!(estimate(u64::MAX, 1, 0, 0), u64::MAX);
+}
+
+#[test]
+fn the_free_space_kept_is_a_share_up_to_a_cap() {
+    assert_eq!(kept_free(16 << 20), (16 << 20) / 100 * MIN_FREE_PERCENT);
+    assert_eq!(kept_free(40 << 30), (40 << 30) / 100 * MIN_FREE_PERCENT);
+    assert_eq!(kept_free(252 << 30), MAX_FREE_KEPT);
+    assert_eq!(kept_free(20 << 50), MAX_FREE_KEPT);
+    assert_eq!(kept_free(0), 0);
 }
