@@ -9,7 +9,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use reprise_core::exec::{Executor, MapFile, Queue, RegionRequest, Segment, settle};
+use reprise_core::exec::{ExecError, Executor, MapFile, Queue, RegionRequest, Segment, settle};
 use reprise_core::record::Checksummer;
 
 use crate::chunks::{ChunkStore, Manifest, Mappable, Verify};
@@ -81,6 +81,17 @@ impl SnapshotFile {
         }))
     }
 
+    /// The error of an executor that failed at `doing` this snapshot, and
+    /// `rest` (`mapping`, ` as the region`).
+    fn failed<X: ExecError + Send + Sync + 'static>(
+        &self,
+        doing: impl std::fmt::Display,
+        rest: &str,
+    ) -> impl FnOnce(X) -> Error {
+        let context = format!("{doing} {}{rest}", self.path.display());
+        move |e| Error::executor(context, e)
+    }
+
     /// Whether its bytes are chunks of the store.
     pub fn is_chunked(&self) -> bool {
         matches!(self.source, Bytes::Chunked { .. })
@@ -109,22 +120,18 @@ impl SnapshotFile {
         if let Some(map) = self.map(len as u64)
             && let Some(b) = exec
                 .buffer_mapped(map)
-                .map_err(|e| Error::executor(format!("mapping {}", self.path.display()), e))?
+                .map_err(self.failed("mapping", ""))?
         {
             return Ok(b);
         }
-        if let Bytes::Chunked { manifest, store } = &self.source
-            && len as u64 == manifest.len()
-            && let Some(b) = self.read_mapped_parts(exec, manifest, store, verify)?
+        if len as u64 == self.len
+            && let Some(b) = self.read_mapped_parts(exec, verify)?
         {
             return Ok(b);
         }
-        let mut buf = exec.buffer(len).map_err(|e| {
-            Error::executor(
-                format!("allocating {len} bytes for {}", self.path.display()),
-                e,
-            )
-        })?;
+        let mut buf = exec
+            .buffer(len)
+            .map_err(self.failed(format!("allocating {len} bytes for"), ""))?;
         let out = &mut buf.as_mut()[..len];
         match &self.source {
             Bytes::File(file) => file
@@ -145,31 +152,34 @@ impl SnapshotFile {
         Ok(buf)
     }
 
-    /// A buffer of `exec`'s holding the chunked snapshot `manifest`
-    /// whole, its plain chunk files mapped
-    /// ([`Executor::buffer_mapped_parts`]) and the rest read around them;
-    /// `Ok(None)` when the executor maps no parts or none can be mapped.
+    /// The plain chunk files of a chunked snapshot that `exec` maps (those
+    /// a region was mapped from first), with its manifest and store; `None`
+    /// for a raw file, an executor that maps no parts, or no such file.
+    fn mappable<E: Executor>(&self, exec: &E) -> Option<(&Manifest, &ChunkStore, Mappable)> {
+        let Bytes::Chunked { manifest, store } = &self.source else {
+            return None;
+        };
+        let granularity = exec.map_granularity()?;
+        let kept = crate::threads::lock(&self.mapped).take();
+        let mappable = kept.unwrap_or_else(|| store.mappable(manifest, granularity));
+        (!mappable.is_empty()).then_some((manifest, &**store, mappable))
+    }
+
+    /// A buffer of `exec`'s holding the whole chunked snapshot, its plain
+    /// chunk files mapped ([`Executor::buffer_mapped_parts`]) and the rest
+    /// read around them; `Ok(None)` when nothing can be mapped so.
     fn read_mapped_parts<E: Executor>(
         &self,
         exec: &E,
-        manifest: &Manifest,
-        store: &ChunkStore,
         verify: Verify,
     ) -> Result<Option<E::Buffer>> {
-        let Some(granularity) = exec.map_granularity() else {
+        let Some((manifest, store, mappable)) = self.mappable(exec) else {
             return Ok(None);
         };
-        let kept = crate::threads::lock(&self.mapped).take();
-        let mappable = kept.unwrap_or_else(|| store.mappable(manifest, granularity));
-        if mappable.is_empty() {
-            return Ok(None);
-        }
         let len = manifest.len() as usize;
         let Some(mut buf) = exec
             .buffer_mapped_parts(len, mappable.parts())
-            .map_err(|e| {
-                Error::executor(format!("mapping the chunks of {}", self.path.display()), e)
-            })?
+            .map_err(self.failed("mapping the chunks of", ""))?
         else {
             return Ok(None);
         };
@@ -324,27 +334,12 @@ impl SnapshotSource for SnapshotFile {
         exec: &E,
         request: RegionRequest,
     ) -> Result<Option<(E::Region, Gaps)>> {
-        let Bytes::Chunked { manifest, store } = &self.source else {
+        let Some((manifest, _, mappable)) = self.mappable(exec) else {
             return Ok(None);
         };
-        let Some(granularity) = exec.map_granularity() else {
-            return Ok(None);
-        };
-        let mappable = store.mappable(manifest, granularity);
-        if mappable.is_empty() {
-            return Ok(None);
-        }
         let Some(region) = exec
             .reserve_mapped_parts(request, mappable.parts())
-            .map_err(|e| {
-                Error::executor(
-                    format!(
-                        "mapping the chunks of {} as the region",
-                        self.path.display()
-                    ),
-                    e,
-                )
-            })?
+            .map_err(self.failed("mapping the chunks of", " as the region"))?
         else {
             return Ok(None);
         };
@@ -508,15 +503,8 @@ async fn stream_chunks<E: Executor>(
     let batches = count.div_ceil(per_batch);
     let mut free = Vec::with_capacity(RING);
     for _ in 0..RING.min(batches.max(1)) {
-        free.push(exec.buffer(buffer_len).map_err(|e| {
-            Error::executor(
-                format!(
-                    "allocating a {buffer_len}-byte staging buffer for {}",
-                    file.path.display()
-                ),
-                e,
-            )
-        })?);
+        let doing = format!("allocating a {buffer_len}-byte staging buffer for");
+        free.push(exec.buffer(buffer_len).map_err(file.failed(doing, ""))?);
     }
     let mut sum = Checksummer::new();
     let mut in_flight = false;
@@ -541,9 +529,8 @@ async fn stream_chunks<E: Executor>(
             host_offset: 0,
             len: end - start,
         }];
-        queue.upload(buf, &seg).map_err(|e| {
-            Error::executor(format!("copying {} to the device", file.path.display()), e)
-        })?;
+        let copying = file.failed("copying", " to the device");
+        queue.upload(buf, &seg).map_err(copying)?;
         in_flight = true;
     }
     if in_flight {
@@ -576,5 +563,5 @@ where
         }
     })
     .await
-    .map_err(|e| Error::executor(format!("copying {} to the device", file.path.display()), e))
+    .map_err(file.failed("copying", " to the device"))
 }
