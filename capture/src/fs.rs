@@ -11,10 +11,13 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::time::Duration;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps};
 use rustix::io::Errno;
+
+use crate::error::{Error, Result};
 
 /// Opens the directory `name` in `at`, refusing a link there.
 pub(super) fn open_dir(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
@@ -49,39 +52,37 @@ pub(super) fn open_file(at: impl AsFd, name: impl rustix::path::Arg) -> io::Resu
     Ok(File::from(fd))
 }
 
-/// What [`read_file_bounded`] refused.
-pub(crate) enum Bounded {
-    /// The file could not be opened or read (or is no regular file).
-    Io(io::Error),
-    /// The file has this many bytes, more than the limit.
-    TooLarge(u64),
-}
-
 /// The contents of `file`, a regular file of at most `limit` bytes: the
 /// one bounded read of the capture crate (a buffer that cannot be had is an
-/// error, not an abort).
-pub(crate) fn read_file_bounded(mut file: File, limit: u64) -> Result<Vec<u8>, Bounded> {
-    let meta = file.metadata().map_err(Bounded::Io)?;
+/// error, not an abort). Errors name `path`: `too_large` makes the one for
+/// a file of that many bytes.
+pub(crate) fn read_file_bounded(
+    mut file: File,
+    limit: u64,
+    path: &Path,
+    action: &'static str,
+    too_large: impl Fn(u64) -> Error,
+) -> Result<Vec<u8>> {
+    let failed = |e| Error::io(path, action, e);
+    let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
-        return Err(Bounded::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
+        let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(failed(e));
     }
     if meta.len() > limit {
-        return Err(Bounded::TooLarge(meta.len()));
+        return Err(too_large(meta.len()));
     }
     let mut out = Vec::new();
     out.try_reserve_exact(meta.len() as usize)
-        .map_err(|_| Bounded::TooLarge(meta.len()))?;
+        .map_err(|_| too_large(meta.len()))?;
     // A file that grew since it was looked at is read to the limit and
     // one byte more, so that it is still refused.
     (&mut file)
         .take(limit + 1)
         .read_to_end(&mut out)
-        .map_err(Bounded::Io)?;
+        .map_err(failed)?;
     if out.len() as u64 > limit {
-        return Err(Bounded::TooLarge(out.len() as u64));
+        return Err(too_large(out.len() as u64));
     }
     Ok(out)
 }
@@ -235,18 +236,18 @@ pub(super) fn sync_dir(dir: impl AsFd) -> io::Result<()> {
 /// The directory at `dir`, open (following a link to it: that is the
 /// caller's choice of directory); an error names it. The one way reprise
 /// opens a directory by path.
-pub(crate) fn open_dir_fd(dir: &std::path::Path) -> crate::error::Result<OwnedFd> {
+pub(crate) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
     rustix::fs::open(
         dir,
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| crate::error::Error::io(dir, "open directory", e.into()))
+    .map_err(|e| Error::io(dir, "open directory", e.into()))
 }
 
 /// The directory `path` is in (`.` for a bare file name).
-pub(crate) fn dir_of(path: &std::path::Path) -> &std::path::Path {
+pub(crate) fn dir_of(path: &Path) -> &Path {
     path.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."))
+        .unwrap_or(Path::new("."))
 }

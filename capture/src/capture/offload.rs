@@ -218,20 +218,8 @@ fn looked_into(path: &Path) -> Result<LookedInto> {
     if let Some(images) = id.and_then(seen) {
         return Ok((Arc::default(), Some(images)));
     }
-    let bytes = match crate::fs::read_file_bounded(file, APPLICATION_LIMIT) {
-        Ok(bytes) => Arc::new(bytes),
-        Err(crate::fs::Bounded::Io(e)) => return Err(Error::io(path, "read", e)),
-        Err(crate::fs::Bounded::TooLarge(len)) => {
-            return Err(Error::capture(
-                path,
-                CaptureProblem::TooLarge {
-                    role: "application binary".into(),
-                    len,
-                    limit: APPLICATION_LIMIT,
-                },
-            ));
-        }
-    };
+    let role = "application binary";
+    let bytes = Arc::new(super::open::read_open(file, path, role, APPLICATION_LIMIT)?);
     let Some(images) = contained(&bytes, path)? else {
         return Ok((bytes, None));
     };

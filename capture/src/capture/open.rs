@@ -11,7 +11,6 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::{CaptureProblem, Error, Result};
-use crate::fs::Bounded;
 
 /// Largest descriptor accepted (any real one is a few KiB).
 pub const DESCRIPTOR_LIMIT: u64 = 1 << 20;
@@ -152,18 +151,15 @@ pub fn read_bounded(path: &Path, role: &str, limit: u64) -> Result<Option<Vec<u8
     let Some((file, _)) = open_regular(path)? else {
         return Ok(None);
     };
+    read_open(file, path, role, limit).map(Some)
+}
+
+/// [`read_bounded`] of `file`, open at `path`.
+pub(crate) fn read_open(file: File, path: &Path, role: &str, limit: u64) -> Result<Vec<u8>> {
     // The one bounded read: a file larger than the bound is refused before
     // a byte is read, and one that grew past it since is still refused.
-    match crate::fs::read_file_bounded(file, limit) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(Bounded::Io(e)) => Err(Error::io(path, "read", e)),
-        Err(Bounded::TooLarge(len)) => Err(Error::capture(
-            path,
-            CaptureProblem::TooLarge {
-                role: role.to_string(),
-                len,
-                limit,
-            },
-        )),
-    }
+    crate::fs::read_file_bounded(file, limit, path, "read", |len| {
+        let role = role.to_string();
+        Error::capture(path, CaptureProblem::TooLarge { role, len, limit })
+    })
 }

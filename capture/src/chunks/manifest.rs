@@ -236,17 +236,16 @@ impl Manifest {
     /// Reads the manifest in `file` (at most [`MAX_ENCODED_LEN`] bytes);
     /// errors name `path`.
     fn read_file(file: std::fs::File, path: &Path) -> Result<Self> {
-        let bytes = super::fs::read_file_bounded(file, MAX_ENCODED_LEN).map_err(|e| match e {
-            super::fs::Bounded::Io(e) => Error::io(path, "read manifest", e),
-            super::fs::Bounded::TooLarge(len) => Error::store(
-                path,
-                StoreProblem::Manifest(ManifestError::TooLarge {
-                    len,
-                    limit: MAX_ENCODED_LEN,
-                }),
-            ),
-        })?;
-        Self::decode(&bytes).map_err(|e| Error::store(path, StoreProblem::Manifest(e)))
+        let bad = |e| Error::store(path, StoreProblem::Manifest(e));
+        let too_large = |len| {
+            bad(ManifestError::TooLarge {
+                len,
+                limit: MAX_ENCODED_LEN,
+            })
+        };
+        let bytes =
+            super::fs::read_file_bounded(file, MAX_ENCODED_LEN, path, "read manifest", too_large)?;
+        Self::decode(&bytes).map_err(bad)
     }
 
     /// Reads every manifest of the capture directory `dir` (open as

@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
-use crate::error::{ChunkFault, ChunkHash, ChunkProblem, Error, Result, StoreProblem};
+use crate::error::{
+    ChunkFault, ChunkHash, ChunkProblem, Error, Result, StoreProblem, VersionProblem,
+};
 
 use super::layout::{self, MAX_VERSION_LEN, StoreVersion};
 use super::manifest::{ChunkRef, Manifest};
@@ -26,27 +28,22 @@ use super::{ChunkStore, fs};
 /// The store's `VERSION`, read and checked.
 pub(super) fn version(root: &Path, root_fd: &OwnedFd) -> Result<StoreVersion> {
     let path = root.join(layout::VERSION_FILE);
+    let bad = |p| Error::store(&path, StoreProblem::Version(p));
     let file = match fs::open_file(root_fd, layout::VERSION_FILE) {
         Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
-            return Err(Error::store(
-                &path,
-                StoreProblem::Version(crate::error::VersionProblem::Missing),
-            ));
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(bad(VersionProblem::Missing));
         }
         Err(e) => return Err(Error::io(&path, "open", e)),
     };
-    let text = fs::read_file_bounded(file, MAX_VERSION_LEN).map_err(|e| match e {
-        fs::Bounded::Io(e) => Error::io(&path, "read", e),
-        fs::Bounded::TooLarge(len) => Error::store(
-            &path,
-            StoreProblem::Version(crate::error::VersionProblem::TooLarge {
-                len,
-                limit: MAX_VERSION_LEN,
-            }),
-        ),
-    })?;
-    StoreVersion::parse(&text).map_err(|p| Error::store(&path, StoreProblem::Version(p)))
+    let too_large = |len| {
+        bad(VersionProblem::TooLarge {
+            len,
+            limit: MAX_VERSION_LEN,
+        })
+    };
+    let text = fs::read_file_bounded(file, MAX_VERSION_LEN, &path, "read", too_large)?;
+    StoreVersion::parse(&text).map_err(bad)
 }
 
 /// How a read checks the chunks it reads.
@@ -275,22 +272,19 @@ impl ChunkStore {
         for (index, c) in self.distinct(m, |_| true) {
             let hex = c.hash.hex();
             let name = std::str::from_utf8(&hex).unwrap_or_default();
-            let fault = match self.prefix_dir(c.hash.0[0], false) {
-                Ok(dir) => match fs::stat(dir, name) {
-                    Ok(Some((FileType::RegularFile, len, _))) => {
-                        let Some(fault) = self.implausible(&c, len).filter(|_| lengths) else {
-                            continue;
-                        };
-                        fault
-                    }
-                    Ok(Some(_)) => ChunkFault::NotRegular,
-                    Ok(None) => ChunkFault::Missing,
-                    Err(e) => ChunkFault::Unreadable { kind: e.kind() },
-                },
-                Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
-                    ChunkFault::Missing
+            let stat = self
+                .prefix_dir(c.hash.0[0], false)
+                .and_then(|d| fs::stat(d, name));
+            let fault = match stat.map_err(unreadable) {
+                Ok(Some((FileType::RegularFile, len, _))) => {
+                    let Some(fault) = self.implausible(&c, len).filter(|_| lengths) else {
+                        continue;
+                    };
+                    fault
                 }
-                Err(e) => ChunkFault::Unreadable { kind: e.kind() },
+                Ok(Some(_)) => ChunkFault::NotRegular,
+                Ok(None) => ChunkFault::Missing,
+                Err(fault) => fault,
             };
             problems.push(problem(index, &c, fault));
         }
@@ -378,12 +372,11 @@ impl ChunkStore {
             return Err(ChunkFault::NotRegular);
         }
         let limit = zstd::zstd_safe::compress_bound(c.len as usize) as u64;
-        if meta.len() > limit {
-            return Err(ChunkFault::TooLarge {
-                len: meta.len(),
-                limit,
-            });
-        }
+        let bounded = |len| match len > limit {
+            true => Err(ChunkFault::TooLarge { len, limit }),
+            false => Ok(()),
+        };
+        bounded(meta.len())?;
         let done = |place: &[u8]| match verify {
             Verify::EachChunk => self.check_loaded(c, place),
             Verify::Whole => Ok(()),
@@ -417,12 +410,7 @@ impl ChunkStore {
             .read_to_end(&mut scratch.compressed)
             .map_err(unreadable)?;
         let src = &scratch.compressed;
-        if src.len() as u64 > limit {
-            return Err(ChunkFault::TooLarge {
-                len: src.len() as u64,
-                limit,
-            });
-        }
+        bounded(src.len() as u64)?;
         match zstd::zstd_safe::get_frame_content_size(src) {
             Ok(Some(n)) if n != u64::from(c.len) => {
                 return Err(ChunkFault::WrongLength {
