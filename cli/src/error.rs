@@ -85,6 +85,15 @@ impl CliError {
             why: why.into(),
         }
     }
+
+    /// A [`CliError::Io`]: `verb`ing `path` failed.
+    pub fn io(verb: &'static str, path: impl Into<PathBuf>, error: std::io::Error) -> CliError {
+        CliError::Io {
+            verb,
+            path: path.into(),
+            error,
+        }
+    }
 }
 
 /// The file `e` found missing, when that is all it says: every command

@@ -187,7 +187,7 @@ fn cache_dir() -> Result<PathBuf> {
 /// same time each rename a whole file and none loads a part of one.
 fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(format!("libreprise_interposer-{hash}.so"));
     if std::fs::read(&path).is_ok_and(|b| b == bytes) {
         return Ok(path);
@@ -200,26 +200,10 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
         ))
     };
     std::fs::create_dir_all(dir).map_err(|e| fail("creating", dir, e))?;
-    let (tmp, mut file) = (0..100u32)
-        .find_map(|n| {
-            let tmp = dir.join(format!(".{hash}.{}.{n}.tmp", std::process::id()));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o755)
-                .open(&tmp)
-            {
-                Ok(f) => Some(Ok((tmp, f))),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
-                Err(e) => Some(Err(fail("creating", &tmp, e))),
-            }
-        })
-        .unwrap_or_else(|| {
-            Err(CliError::Lacking(format!(
-                "no free temporary file name in {}",
-                dir.display()
-            )))
-        })?;
+    let tmp_name = |n| format!(".{hash}.{}.{n}.tmp", std::process::id());
+    let (tmp, mut file) = create_fresh(dir, "temporary file", 0o755, tmp_name, |p, e| {
+        fail("creating", p, e)
+    })?;
     let written = file
         .write_all(bytes)
         .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o755)))
@@ -232,8 +216,8 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The descriptors in `dir`.
-fn descriptors(dir: &Path) -> Vec<PathBuf> {
+/// The descriptors in `dir`, sorted.
+pub(crate) fn descriptors(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -254,30 +238,47 @@ struct SummaryFile(PathBuf);
 
 impl SummaryFile {
     fn new() -> Result<SummaryFile> {
-        let dir = std::env::temp_dir();
-        for n in 0..100u32 {
-            let p = dir.join(format!("reprise-record-{}-{n}.summary", std::process::id()));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-            {
-                Ok(_) => return Ok(SummaryFile(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(CliError::Io {
-                        verb: "creating",
-                        path: p,
-                        error: e,
-                    });
-                }
-            }
-        }
-        Err(CliError::Lacking(format!(
-            "no free summary file name in {}",
-            dir.display()
-        )))
+        let name = |n| format!("reprise-record-{}-{n}.summary", std::process::id());
+        let (path, _) = create_fresh(
+            &std::env::temp_dir(),
+            "summary file",
+            0o666,
+            name,
+            |p, e| CliError::io("creating", p, e),
+        )?;
+        Ok(SummaryFile(path))
     }
+}
+
+/// A file in `dir` of the first name `name(n)` gives that nothing has yet
+/// (`O_EXCL`, so that two processes never share one), made with `mode`;
+/// `fail` says why one could not be made, and `what` names it when every
+/// name is taken.
+fn create_fresh(
+    dir: &Path,
+    what: &str,
+    mode: u32,
+    name: impl Fn(u32) -> String,
+    fail: impl Fn(&Path, std::io::Error) -> CliError,
+) -> Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    for n in 0..100u32 {
+        let path = dir.join(name(n));
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path);
+        match opened {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(fail(&path, e)),
+        }
+    }
+    Err(CliError::Lacking(format!(
+        "no free {what} name in {}",
+        dir.display()
+    )))
 }
 
 impl Drop for SummaryFile {
@@ -291,11 +292,7 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         return Err(CliError::Usage(why));
     }
     let lib = interposer()?;
-    std::fs::create_dir_all(&a.dir).map_err(|error| CliError::Io {
-        verb: "creating",
-        path: a.dir.clone(),
-        error,
-    })?;
+    std::fs::create_dir_all(&a.dir).map_err(|e| CliError::io("creating", &a.dir, e))?;
     let before = descriptors(&a.dir);
     let (program, args) = a.program.split_first().expect("clap requires PROGRAM");
     let mut cmd = std::process::Command::new(program);
@@ -315,47 +312,31 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .env("REPRISE_RECORD", "1")
         .env("REPRISE_RECORD_DIR", &a.dir)
         .env("REPRISE_RECORD_SUMMARY", &summary.0);
-    if let Some(f) = &a.filter {
-        cmd.env("REPRISE_RECORD_FILTER", f);
+    let flag = |on: bool| on.then(|| "1".to_string());
+    let text = |n: Option<u64>| n.map(|n| n.to_string());
+    let mode = a.mode.map(|m| match m {
+        ModeArg::Async => "async",
+        ModeArg::Sync => "sync",
+    });
+    let format = a.format.map(|f| reprise::CaptureFormat::from(f).as_str());
+    for (var, value) in [
+        ("REPRISE_RECORD_FILTER", a.filter.clone()),
+        ("REPRISE_RECORD_SKIP", text(a.skip)),
+        ("REPRISE_RECORD_MAX", text(a.max)),
+        ("REPRISE_RECORD_MODE", mode.map(String::from)),
+        ("REPRISE_RECORD_MEMSIZE", text(a.region_size)),
+        ("REPRISE_RECORD_REACHABLE", flag(a.reachable)),
+        ("REPRISE_RECORD_MAX_DISK", text(a.max_disk)),
+        ("REPRISE_RECORD_DEVICE_HASHING", flag(a.device_hashing)),
+        ("REPRISE_RECORD_FORMAT", format.map(String::from)),
+    ] {
+        if let Some(value) = value {
+            cmd.env(var, value);
+        }
     }
-    if let Some(n) = a.skip {
-        cmd.env("REPRISE_RECORD_SKIP", n.to_string());
-    }
-    if let Some(m) = a.max {
-        cmd.env("REPRISE_RECORD_MAX", m.to_string());
-    }
-    if let Some(m) = a.mode {
-        cmd.env(
-            "REPRISE_RECORD_MODE",
-            match m {
-                ModeArg::Async => "async",
-                ModeArg::Sync => "sync",
-            },
-        );
-    }
-    if let Some(s) = a.region_size {
-        cmd.env("REPRISE_RECORD_MEMSIZE", s.to_string());
-    }
-    if a.reachable {
-        cmd.env("REPRISE_RECORD_REACHABLE", "1");
-    }
-    if let Some(n) = a.max_disk {
-        cmd.env("REPRISE_RECORD_MAX_DISK", n.to_string());
-    }
-    if a.device_hashing {
-        cmd.env("REPRISE_RECORD_DEVICE_HASHING", "1");
-    }
-    if let Some(f) = a.format {
-        cmd.env(
-            "REPRISE_RECORD_FORMAT",
-            reprise::CaptureFormat::from(f).as_str(),
-        );
-    }
-    let status = cmd.status().map_err(|error| CliError::Io {
-        verb: "running",
-        path: program.into(),
-        error,
-    })?;
+    let status = cmd
+        .status()
+        .map_err(|e| CliError::io("running", program, e))?;
     let new: Vec<PathBuf> = descriptors(&a.dir)
         .into_iter()
         .filter(|p| !before.contains(p))
@@ -483,14 +464,7 @@ fn not_whole(new: &[PathBuf]) -> Vec<(PathBuf, String)> {
 /// snapshots after they were hashed (the recorder would refuse both in the
 /// program, after it started).
 fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
-    let from_env = std::env::var("REPRISE_RECORD_DEVICE_HASHING")
-        .ok()
-        .filter(|v| {
-            reprise::RecordConfig::from_vars(|k| {
-                (k == "REPRISE_RECORD_DEVICE_HASHING").then(|| v.clone())
-            })
-            .is_ok_and(|c| c.device_hashing)
-        });
+    let from_env = env_on("REPRISE_RECORD_DEVICE_HASHING", |c| c.device_hashing);
     let asked = match (a.device_hashing, from_env) {
         (true, _) => "--device-hashing".to_string(),
         (false, Some(v)) => format!("REPRISE_RECORD_DEVICE_HASHING={v}"),
@@ -505,13 +479,7 @@ fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
                 == Some(reprise::CaptureFormat::Raw)
         }
     };
-    let reachable = a.reachable
-        || std::env::var("REPRISE_RECORD_REACHABLE").is_ok_and(|v| {
-            reprise::RecordConfig::from_vars(|k| {
-                (k == "REPRISE_RECORD_REACHABLE").then(|| v.clone())
-            })
-            .is_ok_and(|c| c.reachable)
-        });
+    let reachable = a.reachable || env_on("REPRISE_RECORD_REACHABLE", |c| c.reachable).is_some();
     if raw {
         Some(format!(
             "{asked}: device hashing copies only the chunks the store lacks, and the raw \
@@ -525,6 +493,14 @@ fn device_hashing_refusal(a: &RecordArgs) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The value of the variable `var`, when the recorder reads it as turning
+/// on the setting `on` picks.
+fn env_on(var: &str, on: fn(&reprise::RecordConfig) -> bool) -> Option<String> {
+    let v = std::env::var(var).ok()?;
+    let config = reprise::RecordConfig::from_vars(|k| (k == var).then(|| v.clone()));
+    config.is_ok_and(|c| on(&c)).then_some(v)
 }
 
 /// `--region-size`: a size (K/M/G suffixes), not 0; checked before the
