@@ -35,3 +35,12 @@ impl BackendArg {
             .map(|s| BackendArg::from_str(&s, false).expect("one of the possible values"))
     }
 }
+
+/// `builder` with `set` applied to `value`, where one is given (`--backend`,
+/// `--device-id`: else the capture's own).
+pub fn given<B, T>(builder: B, value: Option<T>, set: impl FnOnce(B, T) -> B) -> B {
+    match value {
+        Some(v) => set(builder, v),
+        None => builder,
+    }
+}

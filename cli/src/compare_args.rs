@@ -56,7 +56,6 @@ pub struct CompareArgs {
 }
 
 impl CompareArgs {
-    /// Whether any comparison option was given (they ask for a comparison).
     /// These options as a command line gives them, for a child that
     /// compares as this command does.
     pub fn as_flags(&self) -> Vec<String> {
@@ -85,6 +84,7 @@ impl CompareArgs {
         f
     }
 
+    /// Whether any comparison option was given (they ask for a comparison).
     pub fn given(&self) -> bool {
         self.dtype.is_some() || !self.range.is_empty() || !self.arg.is_empty()
     }

@@ -228,8 +228,7 @@ fn demo<E: AnyExecutor>(
             descriptor.display()
         ),
     );
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let exe = crate::ui::exe()?;
     let child = std::process::Command::new(&exe)
         .arg("replay")
         .arg("--verify")

@@ -217,10 +217,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "problems": problems,
             "notes": notes,
         });
-        out_text!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("JSON values serialize")
-        );
+        crate::ui::print_json(&out);
         return Ok(status(&problems));
     }
 
@@ -388,7 +385,6 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     Ok(status(&problems))
 }
 
-/// 1 when the capture has problems (as a failed verification), else 0.
 /// The capture's LLVM IR (`STEM.bc`, or an image that is bitcode), read
 /// without LLVM: its file, size and what it says (or why it could not be
 /// read); `None` when there is none.
@@ -465,6 +461,7 @@ fn scalar_text(size: u32, v: u64) -> String {
     }
 }
 
+/// 1 when the capture has problems (as a failed verification), else 0.
 fn status(problems: &[String]) -> ExitCode {
     if problems.is_empty() {
         ExitCode::SUCCESS

@@ -101,8 +101,7 @@ pub fn child_done() {
 /// own process, and passes its exit status on once it has finished; a
 /// child that ended before is an error naming the image and why.
 pub fn replay_in_child(descriptor: &Path, options: &OpenOptions) -> Result<ExitCode> {
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let exe = crate::ui::exe()?;
     let (mut reader, writer) =
         std::io::pipe().map_err(|e| reprise::Error::io("a pipe", "create", e))?;
     let fd = writer.as_raw_fd();
@@ -457,19 +456,21 @@ enum Tried {
 /// base possible is a difference (exit 1); anything else is a refusal
 /// naming what was tried.
 pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let exe = crate::ui::exe()?;
     let mut results: Vec<(u64, Tried)> = Vec::new();
     let mut first_fault: Option<Vec<u8>> = None;
-    for &b in &t.bases {
+    // This very command, under the base `b` (the derived one as a plain
+    // replay runs it).
+    let under = |b: u64| {
         let mut cmd = Command::new(&exe);
         cmd.args(std::env::args_os().skip(1)).env(TRIAL, "1");
         if Some(b) != t.derived {
             cmd.arg(format!("--region-base={b:#x}"));
         }
-        let out = cmd
-            .output()
-            .map_err(|e| reprise::Error::io(&exe, "run", e))?;
+        cmd.output().map_err(|e| reprise::Error::io(&exe, "run", e))
+    };
+    for &b in &t.bases {
+        let out = under(b)?;
         let tried = match out.status.code() {
             Some(0) => Tried::Verifies(out),
             Some(1) => Tried::Differs(out),
@@ -533,24 +534,14 @@ pub fn try_bases(descriptor: &Path, t: &Trials) -> Result<ExitCode> {
         // Each try saved its output where the replay saves it: the one
         // left must be the verifying base's.
         let last = results.last().map(|(l, _)| *l);
-        if saves_output() && last != Some(*b) {
-            let mut cmd = Command::new(&exe);
-            cmd.args(std::env::args_os().skip(1)).env(TRIAL, "1");
-            if Some(*b) != t.derived {
-                cmd.arg(format!("--region-base={b:#x}"));
-            }
-            let again = cmd
-                .output()
-                .map_err(|e| reprise::Error::io(&exe, "run", e))?;
-            if !again.status.success() {
-                return Err(CliError::file(
-                    descriptor,
-                    format!(
-                        "the output verified under the region base {b:#x}, but saving it \
-                         again under that base did not"
-                    ),
-                ));
-            }
+        if saves_output() && last != Some(*b) && !under(*b)?.status.success() {
+            return Err(CliError::file(
+                descriptor,
+                format!(
+                    "the output verified under the region base {b:#x}, but saving it \
+                     again under that base did not"
+                ),
+            ));
         }
         if Some(*b) == t.derived && tried == 1 {
             return Ok(ExitCode::SUCCESS);

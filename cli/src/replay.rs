@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use clap::Args;
 use reprise::Capture;
 
-use crate::backend::BackendArg;
+use crate::backend::{BackendArg, given};
 use crate::compare_args::CompareArgs;
 use crate::error::Result;
 use crate::isolate;
@@ -120,23 +120,17 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     let capture = Capture::open_with(&a.file, options)?;
     let rec = &capture.record;
     let verify = a.verify || a.compare.given();
-    let mut builder = reprise::replay(&capture)
-        .verify(verify)
-        .compare(a.compare.spec())
-        .save_output(a.save_output)
-        .repetitions(a.repetitions);
-    if let Some(b) = a.backend.kind() {
-        builder = builder.backend(b);
-    }
-    if let Some(d) = a.device_id {
-        builder = builder.device_id(d);
-    }
-    if let Some(n) = a.num_teams {
-        builder = builder.num_teams(n);
-    }
-    if let Some(n) = a.num_threads {
-        builder = builder.num_threads(n);
-    }
+    let options = reprise::replayer::ReplayOptions {
+        num_teams: a.num_teams,
+        num_threads: a.num_threads,
+        verify,
+        compare: a.compare.spec(),
+        save_output: a.save_output,
+        repetitions: a.repetitions,
+    };
+    let builder = reprise::replay(&capture).options(options);
+    let builder = given(builder, a.backend.kind(), |b, k| b.backend(k));
+    let mut builder = given(builder, a.device_id, |b, d| b.device_id(d));
     let backend = builder.resolved_backend()?;
     if let Some(jit) = jit {
         crate::tune::jit::check(&a.file, backend, Some(&capture))?;
@@ -297,14 +291,7 @@ pub fn origin_text(o: &reprise::offload::ImageOrigin) -> String {
 /// The error for a directory given where one capture's descriptor goes:
 /// which descriptors it holds, and the command that takes a directory.
 fn not_a_descriptor(dir: &std::path::Path) -> crate::error::CliError {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    names.sort();
+    let names = crate::record::descriptors(dir);
     let shown: Vec<String> = names
         .iter()
         .take(3)

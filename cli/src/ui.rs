@@ -9,13 +9,9 @@ macro_rules! out {
     () => {
         out_text!()
     };
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let line = $crate::ui::shown(&format!($($t)*)).into_owned();
-        if writeln!(std::io::stdout(), "{line}").is_err() {
-            std::process::exit(141);
-        }
-    }};
+    ($($t:tt)*) => {
+        out_text!("{}", $crate::ui::shown(&format!($($t)*)))
+    };
 }
 
 /// `out!` for text whose line breaks are its own (pretty JSON, whose
@@ -23,12 +19,9 @@ macro_rules! out {
 /// control character or bidirectional override is written as a JSON
 /// escape (`\u009b`), which keeps JSON valid.
 macro_rules! out_text {
-    () => {{
-        use std::io::Write as _;
-        if writeln!(std::io::stdout()).is_err() {
-            std::process::exit(141);
-        }
-    }};
+    () => {
+        out_text!("")
+    };
     ($($t:tt)*) => {{
         use std::io::Write as _;
         let text = $crate::ui::shown_text(&format!($($t)*)).into_owned();
@@ -240,6 +233,12 @@ pub fn check_output_file(path: &std::path::Path, ext: Option<&str>) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// This executable, which the commands run again in child processes.
+pub fn exe() -> Result<std::path::PathBuf, CliError> {
+    std::env::current_exe()
+        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e).into())
 }
 
 /// How to run this very `reprise` from a shell: `reprise` when that name on

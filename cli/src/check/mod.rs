@@ -261,7 +261,9 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         if let Some(r) = earlier.results.remove(&f.path.display().to_string()) {
             all.push(r);
         } else if let Some(why) = &f.refused
-            && !verdict::triable(&f.path, &open_options(a), a.base_tries)
+            // One refused for its region base goes to a worker all the
+            // same, for the bases possible to be tried.
+            && crate::isolate::trials(&f.path, &open_options(a), a.base_tries).is_none()
         {
             let r = CaptureResult::of(&f, Status::Refused, why.to_string());
             note!("REFUSED {}: {why}", r.path);
@@ -284,8 +286,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         );
     }
     let workers = serve::Workers {
-        exe: std::env::current_exe()
-            .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?,
+        exe: crate::ui::exe()?,
         // This command's arguments after `check`: the workers read the
         // comparison and opening options from them as this process did.
         args: std::env::args_os().skip(2).collect(),

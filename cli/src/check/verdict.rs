@@ -183,16 +183,6 @@ pub fn by_trying(
     }
 }
 
-/// Whether a capture refused for its region base (several possible) goes
-/// to a worker all the same, for [`by_trying`] to try them.
-pub fn triable(
-    descriptor: &Path,
-    options: &reprise::OpenOptions,
-    budget: isolate::BaseTryArgs,
-) -> bool {
-    isolate::trials(descriptor, options, budget).is_some()
-}
-
 /// `child`'s output once it has ended, or `None` (its group killed) when
 /// it runs past `timeout`.
 fn wait_within(

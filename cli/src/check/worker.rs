@@ -45,12 +45,10 @@ fn replay(
     report.kernel = Some(capture.record.name.to_string());
     // The output goes where the suite reads it, never beside the capture.
     capture.paths.replay_output = output.to_path_buf();
-    let mut builder = reprise::replay(&capture)
+    let builder = reprise::replay(&capture)
         .save_output(true)
         .repetitions(repetitions);
-    if let Some(d) = device {
-        builder = builder.device_id(d);
-    }
+    let builder = crate::backend::given(builder, device, |b, d| b.device_id(d));
     match builder.resolved_backend() {
         // A GPU worker serves many captures: one that would run its code in
         // this process must have a process of its own (the suite sends

@@ -19,7 +19,7 @@ use reprise::tune::TuneOptions;
 use reprise::tune::space::{Dimension, Setting, Space};
 use reprise::{Capture, LaunchConfig};
 
-use crate::backend::BackendArg;
+use crate::backend::{BackendArg, given};
 use crate::compare_args::CompareArgs;
 use crate::error::{CliError, Result};
 use crate::open_args::OpenArgs;
@@ -187,8 +187,7 @@ fn settled_base(a: &TuneArgs) -> Result<Option<u64>> {
     let Some(t) = crate::isolate::trials(&a.file, &options, a.base_tries) else {
         return Ok(None);
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let exe = crate::ui::exe()?;
     let mut cmd = crate::isolate::trying_command(&exe, &a.file, &options, a.base_tries);
     if let Some(b) = a.backend.kind() {
         cmd.arg(format!("--backend={b}"));
@@ -263,14 +262,10 @@ pub(crate) fn recorded_config(capture: &Capture) -> LaunchConfig {
 
 /// The tuner of `capture` on the executor and device `a` names.
 pub(crate) fn tuner<'c>(a: &TuneArgs, capture: &'c Capture) -> reprise::TuneBuilder<'c> {
-    let mut builder = reprise::tune(capture);
-    if let Some(b) = a.backend.kind() {
-        builder = builder.backend(b);
-    }
-    if let Some(d) = a.device_id {
-        builder = builder.device_id(d);
-    }
-    builder
+    let builder = given(reprise::tune(capture), a.backend.kind(), |b, k| {
+        b.backend(k)
+    });
+    given(builder, a.device_id, |b, d| b.device_id(d))
 }
 
 /// How each of `configs` is measured: verified, then `--warmup` untimed

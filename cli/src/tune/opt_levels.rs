@@ -11,6 +11,7 @@ use clap::Args;
 use reprise::Capture;
 use reprise::tune::rows::Row;
 
+use crate::backend::given;
 use crate::error::{CliError, Result};
 use crate::from_ir::IrArgs;
 use crate::ui::human_time;
@@ -65,16 +66,12 @@ pub fn open_at(a: &super::TuneArgs, level: u8) -> Result<(Capture, Option<Durati
 /// own times where the executor has them.
 pub fn replay_row(a: &super::TuneArgs, capture: &Capture) -> Row {
     let mut row = Row::failed(super::recorded_config(capture), None);
-    let mut builder = reprise::replay(capture)
+    let builder = reprise::replay(capture)
         .verify(capture.output.is_some())
         .compare(a.compare.spec())
         .repetitions(a.warmup + a.repetitions);
-    if let Some(b) = a.backend.kind() {
-        builder = builder.backend(b);
-    }
-    if let Some(d) = a.device_id {
-        builder = builder.device_id(d);
-    }
+    let builder = given(builder, a.backend.kind(), |b, k| b.backend(k));
+    let builder = given(builder, a.device_id, |b, d| b.device_id(d));
     match reprise::block_on(std::future::IntoFuture::into_future(builder)) {
         Ok(o) => {
             row.times_ns = o

@@ -296,8 +296,7 @@ fn is_shard_file(name: &std::ffi::OsStr) -> bool {
 /// command's arguments less the Slurm options and those in `values`
 /// (which take a value) and `flags`, which only the submission acts on.
 pub fn task_command(subcommand: &str, values: &[&str], flags: &[&str]) -> Result<Vec<String>> {
-    let exe = std::env::current_exe()
-        .map_err(|e| reprise::Error::io("the reprise executable", "locate", e))?;
+    let exe = crate::ui::exe()?;
     let values = [script::SLURM_VALUES, values].concat();
     let flags = [script::SLURM_FLAGS, flags].concat();
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
