@@ -3,8 +3,6 @@
 //! only read the bytes (every malformed input is an error, never a panic):
 //! nothing is loaded or run.
 
-use std::fmt;
-
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
 use reprise_core::image::{self, EM_X86_64, ImageKind};
 
@@ -54,15 +52,24 @@ pub fn shared_object(bytes: &[u8]) -> Result<Symbols, BadImageReason> {
 /// assert!(e.to_string().starts_with("the image is not an ELF shared object"), "{e}");
 /// ```
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadImageReason {
     /// An x86-64 ELF file, but not a shared object (an executable, an
     /// object file).
+    #[error(
+        "the image is an x86-64 ELF file but not a shared object (ELF type {elf_type}, {}; link \
+         it with -shared)",
+        elf_type_name(*elf_type)
+    )]
     NotSharedObject {
         /// Its `e_type`.
         elf_type: u16,
     },
     /// An ELF file for another machine.
+    #[error(
+        "the image is an ELF file for machine {machine} ({kind}), but the host executor runs \
+         x86-64 only"
+    )]
     WrongMachine {
         /// Its `e_machine`.
         machine: u16,
@@ -70,15 +77,22 @@ pub enum BadImageReason {
         kind: ImageKind,
     },
     /// No ELF file at all.
+    #[error("the image is not an ELF shared object (it looks like: {0})")]
     NotElf(ImageKind),
     /// Part of the ELF file cannot be read (a damaged or truncated file).
+    #[error("{} (truncated?): {error}", unreadable_text(*part))]
     Unreadable {
         /// Which part.
         part: ElfPart,
         /// The ELF reader's account of it.
+        #[source]
         error: ElfReadError,
     },
     /// A loadable segment takes bytes past the end of the file.
+    #[error(
+        "the image is truncated: a loadable segment takes bytes {offset}..{} of a {len}-byte file",
+        offset.saturating_add(*size)
+    )]
     Truncated {
         /// Where its bytes start in the file.
         offset: u64,
@@ -89,61 +103,8 @@ pub enum BadImageReason {
     },
     /// A symbol the image exports has a name no C string can hold (a NUL
     /// byte inside it).
+    #[error("the image's symbol {0:?} has a NUL byte in its name")]
     SymbolName(String),
-}
-
-impl fmt::Display for BadImageReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BadImageReason::NotSharedObject { elf_type } => write!(
-                f,
-                "the image is an x86-64 ELF file but not a shared object (ELF type {elf_type}, {}; \
-                 link it with -shared)",
-                elf_type_name(*elf_type)
-            ),
-            BadImageReason::WrongMachine { machine, kind } => write!(
-                f,
-                "the image is an ELF file for machine {machine} ({kind}), but the host executor \
-                 runs x86-64 only"
-            ),
-            BadImageReason::NotElf(kind) => write!(
-                f,
-                "the image is not an ELF shared object (it looks like: {kind})"
-            ),
-            BadImageReason::Unreadable {
-                part: ElfPart::File,
-                error,
-            } => write!(
-                f,
-                "the image is not a readable ELF file (truncated?): {error}"
-            ),
-            BadImageReason::Unreadable {
-                part: ElfPart::ProgramHeaders,
-                error,
-            } => write!(
-                f,
-                "the image's program headers are unreadable (truncated?): {error}"
-            ),
-            BadImageReason::Truncated { offset, size, len } => write!(
-                f,
-                "the image is truncated: a loadable segment takes bytes {offset}..{} of a \
-                 {len}-byte file",
-                offset.saturating_add(*size)
-            ),
-            BadImageReason::SymbolName(name) => {
-                write!(f, "the image's symbol {name:?} has a NUL byte in its name")
-            }
-        }
-    }
-}
-
-impl std::error::Error for BadImageReason {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BadImageReason::Unreadable { error, .. } => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// A part of an ELF file ([`BadImageReason::Unreadable`]).
@@ -158,16 +119,17 @@ pub enum ElfPart {
 
 /// What the ELF reader could not read ([`BadImageReason::Unreadable`]), in
 /// its words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct ElfReadError(object::read::Error);
 
-impl fmt::Display for ElfReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+/// What [`BadImageReason::Unreadable`] says of `part`.
+fn unreadable_text(part: ElfPart) -> &'static str {
+    match part {
+        ElfPart::File => "the image is not a readable ELF file",
+        ElfPart::ProgramHeaders => "the image's program headers are unreadable",
     }
 }
-
-impl std::error::Error for ElfReadError {}
 
 /// `part` of the file cannot be read: `error` says why.
 fn unreadable(part: ElfPart) -> impl Fn(object::read::Error) -> BadImageReason {

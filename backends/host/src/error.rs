@@ -1,7 +1,5 @@
 //! The host executor's errors.
 
-use std::fmt;
-
 use reprise_core::exec::{ErrorKind, ExecError};
 
 use crate::elf::BadImageReason;
@@ -178,7 +176,8 @@ impl ExecError for HostError {
 /// assert_eq!(e.errno(), Some(libc::ENOMEM));
 /// assert!(e.to_string().starts_with("Cannot allocate memory"), "{e}");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.io())]
 pub struct OsError {
     errno: Option<i32>,
     kind: std::io::ErrorKind,
@@ -204,6 +203,16 @@ impl OsError {
     pub fn kind(&self) -> std::io::ErrorKind {
         self.kind
     }
+
+    /// The error as the standard library's, for its message: the operating
+    /// system's (`Cannot allocate memory (os error 12)`), or the kind's for
+    /// an error without an `errno`.
+    fn io(&self) -> std::io::Error {
+        match self.errno {
+            Some(n) => std::io::Error::from_raw_os_error(n),
+            None => self.kind.into(),
+        }
+    }
 }
 
 impl From<&std::io::Error> for OsError {
@@ -215,27 +224,16 @@ impl From<&std::io::Error> for OsError {
     }
 }
 
-impl fmt::Display for OsError {
-    /// The operating system's message (`Cannot allocate memory (os error
-    /// 12)`), or the kind's for an error without an `errno`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.errno {
-            Some(n) => std::io::Error::from_raw_os_error(n).fmt(f),
-            None => self.kind.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for OsError {}
-
 /// What a failed operating system call was doing ([`HostError::Os`]),
 /// where its name alone does not say.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum OsContext {
     /// Nothing more to say.
+    #[error("")]
     None,
     /// Mapping a region at an exact address.
+    #[error(" (at {base:#x}, {len} bytes)")]
     At {
         /// The address.
         base: u64,
@@ -243,72 +241,44 @@ pub enum OsContext {
         len: u64,
     },
     /// Mapping a snapshot file as a buffer.
+    #[error(" (mapping {len} bytes of a snapshot file)")]
     SnapshotFile {
         /// Bytes mapped.
         len: usize,
     },
     /// Writing the image into the memory file the loader opens.
+    #[error("")]
     ImageFile,
     /// Installing the signal handler that reports kernel faults.
+    #[error(" (installing the handler that reports kernel faults)")]
     FaultHandler,
     /// Starting a queue's worker thread.
+    #[error("")]
     Worker,
-}
-
-impl fmt::Display for OsContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OsContext::None | OsContext::ImageFile | OsContext::Worker => Ok(()),
-            OsContext::At { base, len } => write!(f, " (at {base:#x}, {len} bytes)"),
-            OsContext::SnapshotFile { len } => {
-                write!(f, " (mapping {len} bytes of a snapshot file)")
-            }
-            OsContext::FaultHandler => {
-                f.write_str(" (installing the handler that reports kernel faults)")
-            }
-        }
-    }
 }
 
 /// A size no mapping in this address space can have ([`HostError::TooLarge`]).
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TooLarge {
     /// A region of this many bytes (with the room to align it).
+    #[error("region of {0} bytes is too large")]
     Region(u64),
     /// A buffer of this many bytes.
+    #[error("a buffer of {0} bytes is larger than the address space")]
     Buffer(u64),
-}
-
-impl fmt::Display for TooLarge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TooLarge::Region(n) => write!(f, "region of {n} bytes is too large"),
-            TooLarge::Buffer(n) => {
-                write!(f, "a buffer of {n} bytes is larger than the address space")
-            }
-        }
-    }
 }
 
 /// Which step of loading an image failed ([`HostError::Load`]).
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum LoadStep {
     /// Opening it (`dlopen`): a library it needs is missing, a symbol
-    /// undefined, its code unloadable.
+    /// undefined, its code unloadable. Its message is empty: the loader's
+    /// says it all.
+    #[error("")]
     Open,
     /// Asking where it was loaded (`dlinfo`), after it opened.
+    #[error("dlinfo: ")]
     LinkMap,
-}
-
-impl fmt::Display for LoadStep {
-    /// Nothing for [`LoadStep::Open`] (the loader's message says it all),
-    /// `dlinfo: ` for [`LoadStep::LinkMap`].
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadStep::Open => Ok(()),
-            LoadStep::LinkMap => f.write_str("dlinfo: "),
-        }
-    }
 }

@@ -9,7 +9,14 @@ use crate::guard;
 /// have written is not (the contents are undefined). The queue and the
 /// executor stay usable.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the kernel `{kernel}` faulted: {} {} {addr:#x} ({}){}",
+    kind.text(),
+    place.preposition(),
+    signal_text(*signal, *code),
+    place_text(place)
+)]
 pub struct KernelFault {
     /// The kernel's name.
     pub kernel: String,
@@ -121,63 +128,68 @@ fn code_text(signal: i32, code: i32) -> Option<&'static str> {
     })
 }
 
-impl std::fmt::Display for KernelFault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match self.kind {
+impl FaultKind {
+    /// What the fault was, in words.
+    fn text(self) -> &'static str {
+        match self {
             FaultKind::InvalidAccess => "invalid memory access",
             FaultKind::Protection => "protection fault",
             FaultKind::StackOverflow => "stack overflow",
             FaultKind::Bus => "bus error",
             FaultKind::Arithmetic => "arithmetic fault",
             FaultKind::IllegalInstruction => "illegal instruction",
-        };
-        let at = if self.place == FaultPlace::Instruction {
+        }
+    }
+}
+
+impl FaultPlace {
+    /// How the fault's address relates to the fault: the instruction's own,
+    /// or the one it accessed.
+    fn preposition(&self) -> &'static str {
+        if *self == FaultPlace::Instruction {
             "by the instruction at"
         } else {
             "at"
-        };
-        write!(
-            f,
-            "the kernel `{}` faulted: {what} {at} {:#x} ({}",
-            self.kernel,
-            self.addr,
-            signal_name(self.signal)
-        )?;
-        if let Some(t) = code_text(self.signal, self.code) {
-            write!(f, ": {t}")?;
         }
-        f.write_str(")")?;
-        match &self.place {
-            FaultPlace::Region { base, end } => {
-                write!(f, ", inside the region {base:#x}..{end:#x}")
-            }
-            FaultPlace::Global { start, end } => {
-                write!(f, ", inside the image's global at {start:#x}..{end:#x}")
-            }
-            FaultPlace::Outside { regions } => match regions.as_slice() {
-                [] => f.write_str(", and no region is reserved"),
-                [(b, e)] => write!(f, ", outside the region {b:#x}..{e:#x}"),
-                many => {
-                    f.write_str(", outside every region (")?;
-                    for (i, (b, e)) in many.iter().enumerate() {
-                        let sep = if i == 0 { "" } else { ", " };
-                        write!(f, "{sep}{b:#x}..{e:#x}")?;
-                    }
-                    f.write_str(") and global")
-                }
-            },
-            FaultPlace::Stack { low, high } => write!(
-                f,
-                ", past the end of the worker thread's stack {low:#x}..{high:#x} ({} bytes)",
-                high - low
-            ),
-            FaultPlace::Instruction => Ok(()),
-            FaultPlace::MappedFile { path, offset } => write!(
-                f,
-                ", reading the file {path} at offset {offset:#x}: the file changed under the \
-                 replay (it is shorter than when it was mapped)"
-            ),
+    }
+}
+
+/// The signal's name, and what its `si_code` says where that is useful.
+fn signal_text(signal: i32, code: i32) -> String {
+    match code_text(signal, code) {
+        Some(t) => format!("{}: {t}", signal_name(signal)),
+        None => signal_name(signal).to_string(),
+    }
+}
+
+/// Where the fault's address lies, as the message's tail (empty for an
+/// instruction's address).
+fn place_text(place: &FaultPlace) -> String {
+    match place {
+        FaultPlace::Region { base, end } => format!(", inside the region {base:#x}..{end:#x}"),
+        FaultPlace::Global { start, end } => {
+            format!(", inside the image's global at {start:#x}..{end:#x}")
         }
+        FaultPlace::Outside { regions } => match regions.as_slice() {
+            [] => ", and no region is reserved".to_string(),
+            [(b, e)] => format!(", outside the region {b:#x}..{e:#x}"),
+            many => {
+                let list: Vec<String> = many
+                    .iter()
+                    .map(|(b, e)| format!("{b:#x}..{e:#x}"))
+                    .collect();
+                format!(", outside every region ({}) and global", list.join(", "))
+            }
+        },
+        FaultPlace::Stack { low, high } => format!(
+            ", past the end of the worker thread's stack {low:#x}..{high:#x} ({} bytes)",
+            high - low
+        ),
+        FaultPlace::Instruction => String::new(),
+        FaultPlace::MappedFile { path, offset } => format!(
+            ", reading the file {path} at offset {offset:#x}: the file changed under the replay \
+             (it is shorter than when it was mapped)"
+        ),
     }
 }
 

@@ -15,14 +15,16 @@ pub const DEFAULT_NAMES: [&str; 2] = ["libhsa-runtime64.so.1", "libhsa-runtime64
 pub const LIBRARY_VARIABLE: &str = "REPRISE_HSA_LIBRARY";
 
 /// Why the runtime could not be loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     /// No library could be opened: each name tried with the loader's answer.
+    #[error("HSA runtime not found ({})", attempts(.tried))]
     Library {
         /// `(name, reason)` per attempt.
         tried: Vec<(String, String)>,
     },
     /// The library lacks an entry point reprise requires.
+    #[error("HSA runtime not found ({library} lacks {symbol}, which reprise requires)")]
     Symbol {
         /// The library that was opened.
         library: String,
@@ -31,28 +33,14 @@ pub enum LoadError {
     },
 }
 
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::Library { tried } => {
-                f.write_str("HSA runtime not found (")?;
-                for (i, (name, reason)) in tried.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("; ")?;
-                    }
-                    write!(f, "{name}: {reason}")?;
-                }
-                f.write_str(")")
-            }
-            LoadError::Symbol { library, symbol } => write!(
-                f,
-                "HSA runtime not found ({library} lacks {symbol}, which reprise requires)"
-            ),
-        }
-    }
+/// Each attempt as `name: reason`, separated by `; `.
+fn attempts(tried: &[(String, String)]) -> String {
+    tried
+        .iter()
+        .map(|(name, reason)| format!("{name}: {reason}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
-
-impl std::error::Error for LoadError {}
 
 macro_rules! entry_points {
     ($(#[$meta:meta])* $table:ident { $($name:ident: fn($($arg:ty),*) $(-> $ret:ty)?;)* }) => {

@@ -23,35 +23,28 @@ use super::failure::{Failure, result};
 use super::library::Library;
 
 /// Why host memory could not be placed at an address.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum HostMapError {
     /// The library lacks a function the route needs.
+    #[error("the driver lacks cuMemHostRegister or cuMemHostGetDevicePointer")]
     Unsupported,
     /// `mmap` would not put memory there (EEXIST: something is there).
+    #[error("{}", mmap_text(.0))]
     Mmap(std::io::Error),
     /// A driver call failed.
+    #[error("{}", crate::error::DriverError::from(*.0))]
     Driver(Failure),
     /// The device sees the memory at another address.
+    #[error("the device sees it at {0:#x} (cuMemHostGetDevicePointer), not at the host address")]
     Elsewhere(u64),
 }
 
-impl std::fmt::Display for HostMapError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HostMapError::Unsupported => {
-                f.write_str("the driver lacks cuMemHostRegister or cuMemHostGetDevicePointer")
-            }
-            HostMapError::Mmap(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                f.write_str("the address range is taken in this process")
-            }
-            HostMapError::Mmap(e) => write!(f, "mmap failed: {e}"),
-            HostMapError::Driver(e) => write!(f, "{}", crate::error::DriverError::from(*e)),
-            HostMapError::Elsewhere(got) => write!(
-                f,
-                "the device sees it at {got:#x} (cuMemHostGetDevicePointer), not at the host \
-                 address"
-            ),
-        }
+/// What [`HostMapError::Mmap`] says: EEXIST is a range already taken.
+fn mmap_text(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::EEXIST) {
+        "the address range is taken in this process".to_string()
+    } else {
+        format!("mmap failed: {e}")
     }
 }
 
