@@ -1,7 +1,8 @@
-//! std glue for executors: a parking `block_on`.
+//! std glue for executors: a parking `block_on`, and locking that outlives
+//! a panic.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake};
 use std::thread::Thread;
 
@@ -27,4 +28,10 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         }
         std::thread::park();
     }
+}
+
+/// Locks `m`, taking its data as it is when a holder panicked: the crate's
+/// one answer to a poisoned lock.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,5 +1,6 @@
-//! How the globals of an image lie in one host buffer: the copy layout the
-//! recorder downloads them with and the replayer uploads them with.
+//! How copies lie in host buffers: the globals of an image in one buffer
+//! (the layout the recorder downloads them with and the replayer uploads
+//! them with), and a single copy from a buffer's start.
 
 use reprise_core::exec::Segment;
 
@@ -27,4 +28,13 @@ pub fn globals_segments<'a>(
         })?;
     }
     Ok((segs, total))
+}
+
+/// The copy of `len` bytes between `device` and the start of a host buffer.
+pub(crate) fn from_start(device: u64, len: usize) -> Segment {
+    Segment {
+        device,
+        host_offset: 0,
+        len,
+    }
 }

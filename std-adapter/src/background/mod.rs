@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
+use crate::exec::lock;
 
 /// One unit of work: writes a capture and returns its descriptor's path.
 pub type Job = Box<dyn FnOnce() -> Result<PathBuf> + Send + 'static>;
@@ -64,11 +65,11 @@ struct Shared {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.queue)
     }
 
     fn outcomes(&self) -> MutexGuard<'_, Outcomes> {
-        self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.outcomes)
     }
 }
 

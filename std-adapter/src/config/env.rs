@@ -99,16 +99,14 @@ impl RecordConfig {
     /// default holds.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let flag = |k: &'static str| get(k).map(|v| parse_bool(k, &v)).transpose();
+        let number = |k: &'static str, parse: fn(&'static str, &str) -> Result<u64>| {
+            get(k).map(|v| parse(k, &v)).transpose()
+        };
         let mut c = RecordConfig::default();
-        if let Some(v) = get("REPRISE_RECORD") {
-            c.enabled = parse_bool("REPRISE_RECORD", &v)?;
-        }
-        if let Some(v) = get("REPRISE_RECORD_DIR") {
-            c.dir = PathBuf::from(v);
-        }
-        if let Some(v) = get("REPRISE_RECORD_OUTPUT") {
-            c.save_output = parse_bool("REPRISE_RECORD_OUTPUT", &v)?;
-        }
+        c.enabled = flag("REPRISE_RECORD")?.unwrap_or(c.enabled);
+        c.dir = get("REPRISE_RECORD_DIR").map_or(c.dir, PathBuf::from);
+        c.save_output = flag("REPRISE_RECORD_OUTPUT")?.unwrap_or(c.save_output);
         if let Some(v) = get("REPRISE_RECORD_MEMSIZE") {
             c.region_size = parse_size("REPRISE_RECORD_MEMSIZE", &v)?;
             if c.region_size == 0 {
@@ -121,15 +119,9 @@ impl RecordConfig {
             c.memsize_var = MemsizeOrigin(Some((c.region_size, v)));
             c.region_chosen = true;
         }
-        if let Some(v) = get("REPRISE_RECORD_FILTER") {
-            c.filter = (!v.is_empty()).then_some(v);
-        }
-        if let Some(v) = get("REPRISE_RECORD_SKIP") {
-            c.skip = parse_count("REPRISE_RECORD_SKIP", &v)?;
-        }
-        if let Some(v) = get("REPRISE_RECORD_MAX") {
-            c.max = Some(parse_count("REPRISE_RECORD_MAX", &v)?);
-        }
+        c.filter = get("REPRISE_RECORD_FILTER");
+        c.skip = number("REPRISE_RECORD_SKIP", parse_count)?.unwrap_or(c.skip);
+        c.max = number("REPRISE_RECORD_MAX", parse_count)?;
         if let Some(v) = get("REPRISE_RECORD_MODE") {
             c.mode = match v.trim().to_ascii_lowercase().as_str() {
                 "async" => Mode::Async,
@@ -150,28 +142,16 @@ impl RecordConfig {
                 }
             };
         }
-        if let Some(v) = get("REPRISE_RECORD_FSYNC") {
-            c.fsync = parse_bool("REPRISE_RECORD_FSYNC", &v)?;
-        }
+        c.fsync = flag("REPRISE_RECORD_FSYNC")?.unwrap_or(c.fsync);
         if let Some(v) = get("REPRISE_RECORD_FORMAT") {
             c.format = CaptureFormat::parse(&v)
                 .ok_or_else(|| bad("REPRISE_RECORD_FORMAT", &v, "expected raw or store"))?;
         }
-        if let Some(v) = get("REPRISE_RECORD_DEDUP") {
-            c.dedup = parse_bool("REPRISE_RECORD_DEDUP", &v)?;
-        }
-        if let Some(v) = get("REPRISE_RECORD_REPORT") {
-            c.report = Some(parse_bool("REPRISE_RECORD_REPORT", &v)?);
-        }
-        if let Some(v) = get("REPRISE_RECORD_MAX_DISK") {
-            c.max_disk = Some(parse_size("REPRISE_RECORD_MAX_DISK", &v)?);
-        }
-        if let Some(v) = get("REPRISE_RECORD_REACHABLE") {
-            c.reachable = parse_bool("REPRISE_RECORD_REACHABLE", &v)?;
-        }
-        if let Some(v) = get("REPRISE_RECORD_DEVICE_HASHING") {
-            c.device_hashing = parse_bool("REPRISE_RECORD_DEVICE_HASHING", &v)?;
-        }
+        c.dedup = flag("REPRISE_RECORD_DEDUP")?.unwrap_or(c.dedup);
+        c.report = flag("REPRISE_RECORD_REPORT")?;
+        c.max_disk = number("REPRISE_RECORD_MAX_DISK", parse_size)?;
+        c.reachable = flag("REPRISE_RECORD_REACHABLE")?.unwrap_or(c.reachable);
+        c.device_hashing = flag("REPRISE_RECORD_DEVICE_HASHING")?.unwrap_or(c.device_hashing);
         Ok(c)
     }
 }

@@ -30,27 +30,22 @@ pub fn parse_size(var: &'static str, v: &str) -> Result<u64> {
     let t = v.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
+    let malformed = || {
+        bad(
+            var,
+            v,
+            "expected bytes with an optional K, M, G or T suffix",
+        )
+    };
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        _ => {
-            return Err(bad(
-                var,
-                v,
-                "expected bytes with an optional K, M, G or T suffix",
-            ));
-        }
+        _ => return Err(malformed()),
     };
-    let n: u64 = num.parse().map_err(|_| {
-        bad(
-            var,
-            v,
-            "expected bytes with an optional K, M, G or T suffix",
-        )
-    })?;
+    let n: u64 = num.parse().map_err(|_| malformed())?;
     n.checked_mul(1 << shift)
         .ok_or_else(|| bad(var, v, "size does not fit in 64 bits"))
 }

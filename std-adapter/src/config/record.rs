@@ -135,20 +135,58 @@ impl Default for RecordConfig {
     }
 }
 
+/// Builder methods that set a field to the value given (wrapped in `Some`
+/// for the optional ones).
+macro_rules! setters {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty $(=> $wrap:ident)?;)*) => {$(
+        $(#[$doc])*
+        pub fn $field(mut self, value: $ty) -> Self {
+            self.$field = $($wrap)?(value);
+            self
+        }
+    )*};
+}
+
 impl RecordConfig {
-    /// Turns recording on.
-    pub fn enabled(mut self, on: bool) -> Self {
-        self.enabled = on;
-        self
+    setters! {
+        /// Turns recording on.
+        enabled: bool;
+        /// Saves (or not) the post-kernel snapshot.
+        save_output: bool;
+        /// Skips this many matching launches first.
+        skip: u64;
+        /// Records at most this many launches.
+        max: u64 => Some;
+        /// Sets the schedule mode.
+        mode: Mode;
+        /// Sets who writes the files.
+        writer: WriterKind;
+        /// Bounds the bytes of snapshots waiting for the background writer
+        /// (see [`RecordConfig::queue_bytes`](Self::queue_bytes)).
+        queue_bytes: u64;
+        /// Flushes files to disk (or not) before renaming them.
+        fsync: bool;
+        /// Sets how the data files are written (see [`CaptureFormat`]).
+        format: CaptureFormat;
+        /// Records only the first launch of each (kernel, grid, block, shared
+        /// memory), and counts the rest.
+        dedup: bool;
+        /// Snapshots only the memory a launch can reach (see
+        /// [`RecordConfig::reachable`](Self::reachable)).
+        reachable: bool;
+        /// Writes (or not) a record report beside the captures.
+        report: bool => Some;
+        /// Stops recording before the captures could take more than this
+        /// many bytes of disk (see [`RecordConfig::max_disk`](Self::max_disk)).
+        max_disk: u64 => Some;
+        /// Hashes the snapshots on the device and copies back only what
+        /// changed (see [`RecordConfig::device_hashing`](Self::device_hashing)).
+        device_hashing: bool;
     }
+
     /// Sets the capture directory.
     pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.dir = dir.into();
-        self
-    }
-    /// Saves (or not) the post-kernel snapshot.
-    pub fn save_output(mut self, on: bool) -> Self {
-        self.save_output = on;
         self
     }
     /// Sets the region size in bytes (more than 0: [`Recorder::new`]
@@ -164,71 +202,6 @@ impl RecordConfig {
     /// Records only kernels whose names match `glob`.
     pub fn filter(mut self, glob: impl Into<String>) -> Self {
         self.filter = Some(glob.into());
-        self
-    }
-    /// Skips the first `n` matching launches.
-    pub fn skip(mut self, n: u64) -> Self {
-        self.skip = n;
-        self
-    }
-    /// Records at most `m` launches.
-    pub fn max(mut self, m: u64) -> Self {
-        self.max = Some(m);
-        self
-    }
-    /// Sets the schedule mode.
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.mode = mode;
-        self
-    }
-    /// Sets who writes the files.
-    pub fn writer(mut self, writer: WriterKind) -> Self {
-        self.writer = writer;
-        self
-    }
-    /// Bounds the bytes of snapshots waiting for the background writer
-    /// (see [`RecordConfig::queue_bytes`](Self::queue_bytes)).
-    pub fn queue_bytes(mut self, bytes: u64) -> Self {
-        self.queue_bytes = bytes;
-        self
-    }
-    /// Flushes files to disk (or not) before renaming them.
-    pub fn fsync(mut self, on: bool) -> Self {
-        self.fsync = on;
-        self
-    }
-    /// Sets how the data files are written (see [`CaptureFormat`]).
-    pub fn format(mut self, format: CaptureFormat) -> Self {
-        self.format = format;
-        self
-    }
-    /// Records only the first launch of each (kernel, grid, block, shared
-    /// memory), and counts the rest.
-    pub fn dedup(mut self, on: bool) -> Self {
-        self.dedup = on;
-        self
-    }
-    /// Snapshots only the memory a launch can reach (see
-    /// [`RecordConfig::reachable`](Self::reachable)).
-    pub fn reachable(mut self, on: bool) -> Self {
-        self.reachable = on;
-        self
-    }
-    /// Writes (or not) a record report beside the captures.
-    pub fn report(mut self, on: bool) -> Self {
-        self.report = Some(on);
-        self
-    }
-    /// Stops recording before the captures could take more than `bytes`
-    /// of disk (see [`RecordConfig::max_disk`](Self::max_disk)).
-    pub fn max_disk(mut self, bytes: u64) -> Self {
-        self.max_disk = Some(bytes);
-        self
-    }
-    /// Hashes the snapshots on the device and copies back only what
-    /// changed (see [`RecordConfig::device_hashing`](Self::device_hashing)).
-    pub fn device_hashing(mut self, on: bool) -> Self {
-        self.device_hashing = on;
         self
     }
     /// Whether a record report is written.

@@ -7,6 +7,8 @@
 
 use std::sync::Mutex;
 
+use crate::exec::lock;
+
 /// Buffers are made in multiples of this many bytes (above it), so that
 /// snapshots that grow a little between launches still reuse them.
 pub const GRANULE: usize = 1 << 20;
@@ -45,7 +47,7 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
     pub fn get<E>(&self, len: usize, make: impl FnOnce(usize) -> Result<B, E>) -> Result<B, E> {
         let want = rounded_len(len).unwrap_or(len);
         {
-            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            let mut free = lock(&self.free);
             let fit = free
                 .iter()
                 .enumerate()
@@ -65,7 +67,7 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
     /// Returns a buffer for reuse (dropped when the pool is full; the
     /// smallest idle buffer gives way to a larger one).
     pub fn put(&self, buf: B) {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free = lock(&self.free);
         if free.len() < self.keep {
             free.push(buf);
         } else if let Some((i, _)) = free
@@ -80,7 +82,7 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
 
     /// Idle buffers held.
     pub fn idle(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.free).len()
     }
 }
 

@@ -15,6 +15,7 @@ use reprise_core::schedule::Buffers;
 use super::hashing::{Filled, Pending};
 use super::reachable;
 use crate::error::Result;
+use crate::exec::lock;
 use crate::pool::BufferPool;
 use crate::store::{CaptureData, CaptureWriter, estimate};
 
@@ -138,10 +139,7 @@ impl<E: Executor> CaptureJob<E> {
     /// Keeps the capture's file name for the report.
     fn name(&self, path: &std::path::Path) {
         if let Some(n) = path.file_name() {
-            self.names
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(self.seq, n.to_string_lossy().into_owned());
+            lock(&self.names).insert(self.seq, n.to_string_lossy().into_owned());
         }
     }
 

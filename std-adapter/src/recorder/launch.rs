@@ -9,7 +9,7 @@ use reprise_core::schedule::{self, Buffers, RecordPlan};
 use super::capture_job::{CaptureJob, Reach};
 use super::{Args, Kernel, LaunchReport, Recorder, hashing};
 use crate::error::{Error, Handle, Result};
-use crate::layout::globals_segments;
+use crate::layout::{from_start, globals_segments};
 use crate::store::next_launch_seq;
 
 /// A recorded launch's snapshot buffers, and with device hashing what the
@@ -202,11 +202,7 @@ where
                 let plan = RecordPlan {
                     kernel: &kernel.kernel,
                     launch,
-                    snapshot: Segment {
-                        device: self.bump.base(),
-                        host_offset: 0,
-                        len: used,
-                    },
+                    snapshot: from_start(self.bump.base(), used),
                     globals: global_segs,
                     save_output: self.config.save_output,
                     mode: self.config.mode,

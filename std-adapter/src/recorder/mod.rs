@@ -30,6 +30,8 @@ use reprise_core::schedule::Upload;
 use crate::background::{BackgroundWriter, QueueLimit};
 use crate::config::{RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
+use crate::exec::lock;
+use crate::layout::from_start;
 use crate::pool::{self, BufferPool};
 use crate::store::{CaptureStore, CaptureWriter, DiskBudget, TEMP_PREFIX};
 
@@ -81,8 +83,8 @@ pub struct Recorder<E: Executor> {
     occurrences: report::Occurrences,
     // Dropped last: in-flight work in `queue` may still use the region.
     queue: E::Queue,
-    /// Device-side hashing, when on (after the queue and the writer: their
-    /// work may still use its kernel and device copies).
+    /// Device-side hashing, when on; dropped after the queue and the
+    /// writer, whose work may still use its kernel and device copies.
     hashing: Option<hashing::DeviceHashing<E>>,
     // Kept alive for the recorder's lifetime: the bump allocator hands out
     // its addresses; grown as allocations reach past its usable bytes.
@@ -94,16 +96,14 @@ where
     E: Executor,
     E::Buffer: Send + 'static,
 {
-    /// A recorder on `exec` (its device `device_id`), reserving a region
-    /// of [`RecordConfig::region_capacity`] bytes of address space (the
-    /// device's memory size unless a size was chosen), with memory put
-    /// behind it as allocations reach it.
+    /// A recorder on `exec` (its device `device_id`), reserving
+    /// [`RecordConfig::region_capacity`] bytes of address space, with
+    /// memory put behind it as allocations reach it.
     ///
     /// With recording on, the capture directory is created when missing and
-    /// checked to be writable (a file is created in it and removed), so that
-    /// a directory captures cannot go to is an error here, naming it, rather
-    /// than when the first capture is written. With recording off, nothing
-    /// on the file system is touched.
+    /// checked to be writable, so that a directory captures cannot go to is
+    /// an error here, naming it, rather than at the first capture. With
+    /// recording off, nothing on the file system is touched.
     ///
     /// A region size of 0 is an [`Error::Config`]; a region the executor
     /// cannot reserve is an error that gives the size and where it came from.
@@ -168,20 +168,16 @@ where
             }
             _ => None,
         };
-        if config.enabled {
-            log::info!(
-                "recording region at {:#x} ({} bytes), captures in {}",
-                region.base(),
-                region.reserved(),
-                config.dir.display()
-            );
+        let captures = if config.enabled {
+            format!("captures in {}", config.dir.display())
         } else {
-            log::info!(
-                "recording region at {:#x} ({} bytes), recording off",
-                region.base(),
-                region.reserved()
-            );
-        }
+            "recording off".into()
+        };
+        log::info!(
+            "recording region at {:#x} ({} bytes), {captures}",
+            region.base(),
+            region.reserved()
+        );
         Ok(Recorder {
             id,
             bump: BumpRegion::new(region.base(), region.reserved()),
@@ -269,11 +265,8 @@ where
             .map_err(|e| Error::executor(format!("growing the recording region to {end} bytes"), e))
     }
 
-    /// Gives back the block at `addr` that [`Recorder::alloc`] returned:
-    /// later allocations may take it again, so that a program allocating
-    /// and freeing a temporary every iteration keeps a bounded footprint
-    /// (see [`BumpRegion::free`]). Freed blocks below the used prefix's end
-    /// stay in the snapshots (the store keeps their bytes once).
+    /// Gives back the block at `addr` that [`Recorder::alloc`] returned,
+    /// for later allocations to take again (see [`BumpRegion::free`]).
     ///
     /// The recorder's queue runs in order, so work queued before the free
     /// is done with the block before work queued after it reuses it; the
@@ -313,7 +306,7 @@ where
         if addr >= base && end <= region_end {
             return Ok(());
         }
-        let globals = self.globals.lock().unwrap_or_else(|e| e.into_inner());
+        let globals = lock(&self.globals);
         if globals
             .iter()
             .any(|&(g, size)| addr >= g && end <= g.saturating_add(size))
@@ -348,24 +341,15 @@ where
         buf.as_mut()[..data.len()].copy_from_slice(data);
         self.pending.push(Upload {
             buffer: buf,
-            segment: Segment {
-                device: addr,
-                host_offset: 0,
-                len: data.len(),
-            },
+            segment: from_start(addr, data.len()),
         });
         Ok(())
     }
 
     fn flush_uploads(&mut self) -> Result<()> {
         for up in std::mem::take(&mut self.pending) {
-            let segs: &[Segment] = if up.segment.len == 0 {
-                &[]
-            } else {
-                std::slice::from_ref(&up.segment)
-            };
             self.queue
-                .upload(up.buffer, segs)
+                .upload(up.buffer, nonempty(&up.segment))
                 .map_err(|e| Error::executor("queueing a copy to the device", e))?;
         }
         Ok(())
@@ -388,11 +372,9 @@ where
     }
 
     /// With device hashing on ([`RecordConfig::device_hashing`]), the bytes
-    /// of snapshots its writer has filled so far, by where they came from:
-    /// the device (the recording's device-to-host traffic for snapshots),
-    /// the last capture on the host, or the chunk store. `None` when device
-    /// hashing is off. Captures still waiting for the writer are not
-    /// counted yet ([`Recorder::finish`] waits for them).
+    /// of snapshots its writer has filled so far, by source; `None` when it
+    /// is off. Captures still waiting for the writer are not counted yet
+    /// ([`Recorder::finish`] waits for them).
     pub fn device_hashing(&self) -> Option<Traffic> {
         self.hashing.as_ref().map(|h| h.traffic())
     }
@@ -411,19 +393,10 @@ where
         self.check_copy(CopyKind::Download, addr, len)?;
         self.flush_uploads()?;
         let buf = self.staging(len)?;
-        let seg = Segment {
-            device: addr,
-            host_offset: 0,
-            len,
-        };
-        let segs: &[Segment] = if len == 0 {
-            &[]
-        } else {
-            std::slice::from_ref(&seg)
-        };
+        let seg = from_start(addr, len);
         let ticket = self
             .queue
-            .download(buf, segs)
+            .download(buf, nonempty(&seg))
             .map_err(|e| Error::executor("queueing a copy from the device", e))?;
         let mut out = None;
         let pool = &mut self.pool;
@@ -452,10 +425,7 @@ where
                 }
             })
             .map_err(|e| Error::executor("listing the image's globals", e))?;
-        self.globals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(globals.iter().map(|g| (g.1, g.2)));
+        lock(&self.globals).extend(globals.iter().map(|g| (g.1, g.2)));
         self.images.push(LoadedImage {
             image,
             bytes: Arc::new(bytes.to_vec()),
@@ -470,13 +440,11 @@ where
 
     /// Keeps the LLVM bitcode `ir` that the loaded `image` was compiled
     /// from: each capture of its kernels then has it beside its image, as
-    /// `STEM.bc` (the name LLVM's recorder gives a JIT-compiled image's IR),
-    /// which `replay --from-ir` compiles again. Only LLVM bitcode is taken
-    /// (NVVM IR given to `cuLink*` is not: an error says so). The
-    /// descriptor records its checksum (`Checksums` key `ir`); the file is
-    /// written atomically right after the capture, so a capture that lost
-    /// it is still replayed from its image, and only `--from-ir` names the
-    /// missing file.
+    /// `STEM.bc` (LLVM's recorder's name for it), which `replay --from-ir`
+    /// compiles again. Anything but LLVM bitcode (NVVM IR given to
+    /// `cuLink*`, say) is an [`Error::NotBitcode`]. The file is written
+    /// after the capture, so a capture that lost it still replays from
+    /// its image.
     pub fn attach_ir(&mut self, image: ImageId, ir: &[u8]) -> Result<()> {
         let kind = reprise_core::image::sniff(ir);
         if kind != reprise_core::image::ImageKind::Bitcode {
@@ -527,7 +495,7 @@ where
             .map_err(|e| Error::executor(format!("looking up global {name}"), e))?;
         let g = g.map(|g| (g.addr, g.size));
         if let Some(range) = g {
-            let mut globals = self.globals.lock().unwrap_or_else(|e| e.into_inner());
+            let mut globals = lock(&self.globals);
             if !globals.contains(&range) {
                 globals.push(range);
             }
@@ -552,9 +520,9 @@ where
         Ok(written)
     }
 
-    /// Writes the record report (when the configuration asks for one) as
-    /// `reprise-PID-N.report.txt` and `.report.json` in the capture
-    /// directory, `N` this recorder's number in its process.
+    /// Writes the record report, when the configuration asks for one, as
+    /// `reprise-PID-N.report.txt` and `.report.json`, `N` this recorder's
+    /// number in its process.
     fn write_report(&mut self) -> Result<()> {
         if !self.config.writes_report() {
             return Ok(());
@@ -568,8 +536,7 @@ where
 }
 
 /// Checks that files can be created in the capture directory `dir`, by
-/// creating one (under a temporary name, which `reprise list` would report
-/// if it were left behind) and removing it.
+/// creating one under a temporary name and removing it.
 fn check_writable(dir: &Path, recorder: u64) -> Result<()> {
     // A probe left by a crash (PIDs repeat, in containers especially) or
     // made by another process sharing the directory takes its name: try
@@ -614,6 +581,15 @@ fn reserve_context(config: &RecordConfig, size: u64) -> String {
         "reserving a recording region of {} ({origin})",
         size_text(size)
     )
+}
+
+/// `seg` alone, or no copy at all when it has no bytes.
+fn nonempty(seg: &Segment) -> &[Segment] {
+    if seg.len == 0 {
+        &[]
+    } else {
+        std::slice::from_ref(seg)
+    }
 }
 
 /// `bytes` in bytes, and in the largest binary unit that divides it.

@@ -12,6 +12,7 @@ use reprise_core::record::reachable::{self, Ranges};
 
 use super::Recorder;
 use crate::error::{Error, Result};
+use crate::exec::lock;
 
 /// Allocations closer than this are one range of a capture (the padding
 /// between them held too): the interposer aligns every allocation to 256
@@ -46,7 +47,7 @@ impl Allocations {
     /// The recorder handed out `[addr, addr + size)`.
     pub(super) fn add(&self, addr: u64, size: u64) {
         if self.on && size > 0 {
-            self.lock().insert(addr, size);
+            lock(&self.map).insert(addr, size);
         }
     }
 
@@ -55,7 +56,7 @@ impl Allocations {
         if !self.on {
             return None;
         }
-        self.lock().remove(&addr)
+        lock(&self.map).remove(&addr)
     }
 
     /// The allocations so far, sorted by address (`None` when not
@@ -64,18 +65,14 @@ impl Allocations {
         if !self.reachable {
             return None;
         }
-        Some(self.lock().iter().map(|(&a, &n)| (a, n)).collect())
+        Some(lock(&self.map).iter().map(|(&a, &n)| (a, n)).collect())
     }
 
     /// The allocation holding `addr`, as `(address, size)`.
     pub(super) fn containing(&self, addr: u64) -> Option<(u64, u64)> {
-        let map = self.lock();
+        let map = lock(&self.map);
         let (&a, &n) = map.range(..=addr).next_back()?;
         (addr - a < n).then_some((a, n))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -89,7 +86,7 @@ impl<E: Executor> Recorder<E> {
     /// recording reachable-only.
     pub fn set_live_allocations(&self, live: impl IntoIterator<Item = (u64, u64)>) {
         if self.allocations.reachable {
-            let mut map = self.allocations.lock();
+            let mut map = lock(&self.allocations.map);
             map.clear();
             map.extend(live.into_iter().filter(|a| a.1 > 0));
         }

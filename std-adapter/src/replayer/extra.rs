@@ -32,7 +32,7 @@ pub struct ExtraOutput<'a> {
 
 /// Waits for what `queue` holds (the one copy just queued), and gives back
 /// the buffer that copy used.
-async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
+pub(super) async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
     let mut back = None;
     settle(queue, |_, b| back = Some(b))
         .await

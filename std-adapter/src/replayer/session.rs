@@ -30,10 +30,10 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 
-use super::extra::{ExtraOutput, Extras};
+use super::extra::{ExtraOutput, Extras, settle_one};
 use crate::capture::{Capture, Gaps, SnapshotSource, Streamed, checksum_mismatch, global_problem};
 use crate::error::{CaptureProblem, Error, Result};
-use crate::layout::globals_segments;
+use crate::layout::{from_start, globals_segments};
 
 /// Reservations start on a page boundary.
 const PAGE: u64 = 4096;
@@ -182,11 +182,7 @@ impl<'c, E: Executor> Session<'c, E> {
             output: None,
         };
         if let (Some(p), None) = (&pristine, streamed) {
-            let seg = [Segment {
-                device: p.base(),
-                host_offset: 0,
-                len,
-            }];
+            let seg = [from_start(p.base(), len)];
             let input = buffers.input;
             queue
                 .upload(input, &seg)
@@ -256,11 +252,7 @@ impl<'c, E: Executor> Session<'c, E> {
         let plan = ReplayPlan {
             kernel: &self.kernel,
             launch: Launch { config, args },
-            memory: Segment {
-                device: self.base,
-                host_offset: 0,
-                len: self.len,
-            },
+            memory: from_start(self.base, self.len),
             globals: &self.global_segs,
             save_output: output,
             restore,
@@ -479,16 +471,6 @@ async fn fill_gaps<E: Executor>(
         .upload(input, &segs)
         .map_err(|e| Error::executor(what, e))?;
     settle_one(queue, what).await
-}
-
-/// Synchronizes `queue` after the one copy enqueued on it (`what`), and
-/// takes its buffer back.
-async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
-    let mut back = None;
-    settle(queue, |_, b| back = Some(b))
-        .await
-        .map_err(|e| Error::executor(what, e))?;
-    back.ok_or(Error::Internal("the snapshot buffer did not come back"))
 }
 
 /// The recorded globals, each checked against the image's (present, same

@@ -5,11 +5,13 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use reprise_core::exec::{Executor, Queue, Segment, settle};
 
 use crate::error::{Error, Result};
+use crate::exec::lock;
+use crate::layout::from_start;
 use crate::pool::BufferPool;
 use crate::store::{ChunkHash, KnownChunks};
 
@@ -83,10 +85,6 @@ pub(in crate::recorder) type FilledBuffers<E> = (
     Option<<E as Executor>::Buffer>,
     Filled<E>,
 );
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The byte range of chunk `i` of `len` bytes in chunks of `cs`.
 fn range(i: usize, cs: usize, len: usize) -> Range<usize> {
@@ -245,11 +243,7 @@ impl<E: Executor> Reader<E> {
                 String::from_utf8_lossy(&hashes[i].hex()),
                 String::from_utf8_lossy(&ChunkHash::of(&buf.as_ref()[range(i, cs, len)]).hex())
             );
-            let whole = [Segment {
-                device,
-                host_offset: 0,
-                len,
-            }];
+            let whole = [from_start(device, len)];
             buf = self.download(buf, &whole)?;
         }
         Ok(buf)

@@ -34,7 +34,9 @@ use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep
 
 use crate::config::{CaptureFormat, RecordConfig};
 use crate::error::{Error, Result};
+use crate::exec::lock;
 use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
+use crate::layout::from_start;
 use crate::store::{CaptureWriter, ChunkHash};
 
 mod fill;
@@ -186,10 +188,7 @@ impl<E: Executor> DeviceHashing<E> {
 
     /// The bytes the writer filled snapshots with so far, by source.
     pub(super) fn traffic(&self) -> Traffic {
-        self.reader
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .traffic()
+        lock(&self.reader).traffic()
     }
 
     /// The plan of [`record`] for a launch of `kernel` with the snapshots
@@ -230,7 +229,7 @@ impl<E: Executor> DeviceHashing<E> {
             return None;
         }
         let region = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let mut idle = lock(&self.idle);
             let fit = idle
                 .iter()
                 .enumerate()
@@ -283,7 +282,7 @@ impl<E: Executor> DeviceHashing<E> {
     /// After a synchronize: copies of schedules that never completed (their
     /// futures dropped) are idle again.
     pub(super) fn settle(&mut self) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = lock(&self.idle);
         idle.append(&mut self.in_flight);
         idle.truncate(KEEP_IDLE.max(1));
     }
@@ -489,11 +488,7 @@ where
     fn last(&mut self, queue: &mut Q) -> std::result::Result<(), ScheduleError<Q::Error>> {
         let copy = self.plan.copy;
         let n = 32 * copy.chunks;
-        let mut segs = vec![Segment {
-            device: copy.base + copy.layout.input_hashes,
-            host_offset: 0,
-            len: n,
-        }];
+        let mut segs = vec![from_start(copy.base + copy.layout.input_hashes, n)];
         if let Some((_, h)) = copy.layout.output {
             segs.push(Segment {
                 device: copy.base + h,
