@@ -44,6 +44,7 @@ use std::time::Instant;
 mod allocator;
 pub mod interposer;
 pub mod launch_loop;
+pub mod report;
 pub mod store;
 
 pub use allocator::{AllocResult, allocator};
