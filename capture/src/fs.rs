@@ -17,7 +17,7 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps};
 use rustix::io::Errno;
 
-use crate::error::{Error, Result};
+use crate::error::{CaptureProblem, Error, Result};
 
 /// Opens the directory `name` in `at`, refusing a link there.
 pub(super) fn open_dir(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
@@ -243,6 +243,13 @@ pub(crate) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
         Mode::empty(),
     )
     .map_err(|e| Error::io(dir, "open directory", e.into()))
+}
+
+/// The last part of `path`, the name a file is written under; an error
+/// naming `path` when it has none.
+pub(crate) fn file_name(path: &Path) -> Result<&OsStr> {
+    path.file_name()
+        .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))
 }
 
 /// The directory `path` is in (`.` for a bare file name).

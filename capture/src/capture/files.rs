@@ -1,16 +1,7 @@
-//! Opening a capture's files as files from someone else's run deserve:
-//! regular files only, never blocking on a FIFO, never reading more than a
-//! file's role allows. (Snapshots, the large files, are never read whole
-//! here: the executor maps them, or reads them into its own buffers; a
-//! store snapshot's plain chunk files are mapped where the executor maps
-//! parts of a buffer, the other chunks decompressed around them.)
-//!
-//! Every file is opened non-blocking (so a FIFO or a device opens at once
-//! instead of waiting for a writer) and checked with `fstat` on the open
-//! descriptor (so what is checked is what is read, even if the path is
-//! swapped meanwhile). A file larger than its role allows is an error that
-//! names the bound before a byte is read, and an allocation that fails is
-//! an error, not an abort.
+//! A capture's descriptor, and streaming and checksumming its other files,
+//! each opened as [`super::open`] says. Snapshots, the large files, are
+//! never read whole here: the executor maps them, or reads them into its
+//! own buffers.
 
 use std::fs::File;
 use std::io::Read;

@@ -119,14 +119,7 @@ pub(crate) fn read_data_in(
         ));
     }
     let store = stores.store_for(&path)?;
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(m.len() as usize)
-        .map_err(|_| Error::TooLarge {
-            what: "a buffer for a capture file",
-            bytes: m.len(),
-        })?;
-    bytes.resize(m.len() as usize, 0);
+    let mut bytes = Error::filled_buffer(m.len(), 0, "a buffer for a capture file")?;
     store
         .read_into(&m, &mut bytes)
         .map_err(|e| capture_error(&path, e))?;

@@ -47,7 +47,7 @@ pub use writer::{CaptureWriter, KnownChunks};
 use crate::CaptureFormat;
 use crate::capture::{CapturePaths, checksum};
 use crate::chunks::{ChunkStore, StoreOptions, manifest_path};
-use crate::error::{CaptureProblem, Error, Result};
+use crate::error::{Error, Result};
 
 /// Sequence numbers of the matching launches (recorded or not), process-wide.
 static LAUNCH_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -482,9 +482,7 @@ pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
 /// [`stage`] of the file named as `path`'s last part, in the directory
 /// open as `dirfd` (whatever `path`'s directory names now).
 fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))?;
+    let name = crate::fs::file_name(path)?;
     #[cfg(test)]
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
         return Err(Error::io(path, "create", rustix::io::Errno::IO.into()));
@@ -514,10 +512,7 @@ fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) 
 impl Staged {
     /// Renames the file into place (`renameat`, in its directory).
     pub fn place(mut self) -> Result<()> {
-        let name = self
-            .path
-            .file_name()
-            .ok_or_else(|| Error::capture(&self.path, CaptureProblem::NoFileName))?;
+        let name = crate::fs::file_name(&self.path)?;
         rustix::fs::renameat(&self.dirfd, self.tmp.as_str(), &self.dirfd, name)
             .map_err(|e| Error::io(&self.path, "rename into place", e.into()))?;
         self.placed = true;

@@ -189,10 +189,7 @@ pub fn export(descriptor: &Path, format: ExportFormat, dir: &Path) -> Result<Exp
     let mut bytes = 0u64;
     let result = (|| {
         for (path, source) in &files {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .ok_or_else(|| Error::capture(path, CaptureProblem::NoFileName))?;
+            let name = crate::fs::file_name(path)?.to_string_lossy();
             write_new(&dir_fd, dir, &name, |f| write_source(f, path, source))?;
             written.push(path.clone());
             bytes += match source {

@@ -234,13 +234,8 @@ fn import_file(store: &ChunkStore, raw: &Path, fsync: bool) -> Result<Option<(Mo
     // 1. Into the store, in pieces of whole chunks, under one pin.
     let pin = store.pin()?;
     let piece = store.chunk_size() as usize * 16;
-    let mut buf = Vec::new();
-    let want = usize::try_from(len).unwrap_or(usize::MAX).min(piece);
-    buf.try_reserve_exact(want).map_err(|_| Error::TooLarge {
-        what: "a buffer to import a file",
-        bytes: want as u64,
-    })?;
-    buf.resize(want, 0);
+    let want = len.min(piece as u64);
+    let mut buf = Error::filled_buffer(want, 0, "a buffer to import a file")?;
     let mut refs = Vec::new();
     // The bytes put, which the store must give back.
     let mut put = twox_hash::XxHash3_128::new();
