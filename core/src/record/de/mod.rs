@@ -14,7 +14,7 @@ mod extra;
 use super::reachable::{self, MAX_REACHABLE_RANGES, Ranges};
 use super::{
     BackendKind, Checksums, EntryName, FORMAT_VERSION, Generation, KernelRecord, MAX_ARG_DATA,
-    MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check_arg_sizes, check_region,
+    MAX_ARGS, MAX_DEPTH, MAX_NAME_LEN, RecordError, check::check_arg_sizes, check::check_region,
 };
 use capped::{CappedStr, CappedVec, HexBytes, hex_u64};
 use extra::RawExtra;
@@ -618,7 +618,7 @@ impl Raw {
             arg_allocations,
             extra_ranges,
         };
-        super::check_arg_allocations(&record)?;
+        super::check::check_arg_allocations(&record)?;
         Ok(record)
     }
 }
