@@ -228,8 +228,6 @@ pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
             threads: reprise_cuda::chunk_hash::THREADS,
             out_bytes: reprise_cuda::chunk_hash::out_bytes,
         }),
-        // For gfx90a: an agent of another processor refuses to load it,
-        // and the recorder says so.
         #[cfg(feature = "amdgpu")]
         BackendKind::Amdgpu => Some(ChunkHashKernel {
             image: reprise_amdgpu::chunk_hash::CODE_OBJECT,

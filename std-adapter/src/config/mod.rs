@@ -27,10 +27,6 @@
 //! `REPRISE_RECORD_*` variable it finds (a misspelling such as
 //! `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence), and
 //! the interposer prints it on stderr ([`unknown_variables`]).
-//!
-//! The module's rooms: [`RecordConfig`] and its builder (`record`), who
-//! writes and in what format (`kinds`), reading the environment (`env`),
-//! and the parsers for sizes, counts and globs (`parse`).
 
 mod env;
 mod kinds;
@@ -39,6 +35,7 @@ mod record;
 
 pub use env::{VARIABLE_PREFIX, VARIABLES, unknown_variables, unknown_warning};
 pub use kinds::{DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, WriterKind};
+pub(crate) use parse::bad;
 pub use parse::{glob_match, parse_size};
 pub use record::{DEFAULT_REGION_SIZE, RecordConfig};
 pub use reprise_capture::CaptureFormat;

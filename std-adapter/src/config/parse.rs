@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 
-pub(super) fn bad(var: &'static str, value: &str, problem: impl Into<String>) -> Error {
+/// The configuration error of `var` set to `value`.
+pub(crate) fn bad(var: &'static str, value: &str, problem: impl Into<String>) -> Error {
     Error::Config {
         var,
         value: value.to_string(),

@@ -142,17 +142,15 @@ where
             Some(h) => h.take_copy(&self.exec, used, self.config.save_output),
             None => None,
         };
-        let globals_buf = if global_segs.is_empty() {
-            None
-        } else {
-            Some(self.staging(globals_len)?)
-        };
+        let globals_buf = (!global_segs.is_empty())
+            .then(|| self.staging(globals_len))
+            .transpose()?;
         let input_buf = self.staging(used)?;
-        let output_buf = if self.config.save_output {
-            Some(self.staging(used)?)
-        } else {
-            None
-        };
+        let output_buf = self
+            .config
+            .save_output
+            .then(|| self.staging(used))
+            .transpose()?;
         let pool = self.pool.clone();
         let uploads = std::mem::take(&mut self.pending);
         let context = || format!("recording {}", kernel.name);
@@ -221,28 +219,20 @@ where
     /// for its snapshots (one synchronize in `Async` mode) and hands the files
     /// to the writer.
     ///
-    /// Only launches that happened count toward [`RecordConfig::skip`](crate::RecordConfig::skip) and
-    /// [`RecordConfig::max`](crate::RecordConfig::max): a launch that fails to be queued, or fails
-    /// while it is recorded (a kernel that faults, say), counts toward
-    /// neither, and draws no launch sequence number. Every matching launch
-    /// that happened draws one, recorded or not (skipped, past `max`, a
-    /// repeat), so a capture's `LaunchSeq` is which matching launch of its
-    /// process it was: with `skip` 2, the first capture is launch #2. An unrecorded launch is
-    /// not waited for, so a fault it causes is reported by the next
-    /// synchronize, and it has counted toward `skip`.
+    /// Only launches that happened count toward
+    /// [`RecordConfig::skip`](crate::RecordConfig::skip) and
+    /// [`RecordConfig::max`](crate::RecordConfig::max) (see there). Every
+    /// matching launch that happened draws a launch sequence number,
+    /// recorded or not, so a capture's `LaunchSeq` is which matching launch
+    /// of its process it was: with `skip` 2, the first capture is launch #2.
     ///
     /// A kernel found by another recorder is an [`Error::ForeignHandle`].
     ///
-    /// Cancel safety: dropping the future before it completes never leaves
-    /// the device writing into memory that is gone (the buffers of its
-    /// copies belong to the recorder's queue until a synchronize covers
-    /// them, as [`reprise_core::schedule`] describes). Dropped before its
-    /// first poll, it does nothing. Dropped later, what it enqueued (the
-    /// pending uploads, the snapshot copies, the kernel) still runs, but
-    /// the launch is not recorded and counts toward neither `skip` nor
-    /// `max`; the buffers come back to the recorder at its next
-    /// synchronize ([`Recorder::synchronize`], [`Recorder::download`],
-    /// [`Recorder::finish`] or a recorded launch).
+    /// Cancel safety: dropping the future never leaves the device writing
+    /// into memory that is gone (see [`reprise_core::schedule`]). Dropped
+    /// after its first poll, what it enqueued still runs, but the launch is
+    /// not recorded and counts toward neither `skip` nor `max`; the buffers
+    /// come back at the recorder's next synchronize.
     pub async fn launch(
         &mut self,
         kernel: &Kernel<E>,

@@ -28,7 +28,7 @@ use reprise_core::region::{AllocError, BumpRegion};
 use reprise_core::schedule::Upload;
 
 use crate::background::{BackgroundWriter, QueueLimit};
-use crate::config::{RecordConfig, WriterKind};
+use crate::config::{self, RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
 use crate::exec::lock;
 use crate::layout::from_start;
@@ -110,13 +110,12 @@ where
     pub fn new(exec: E, device_id: i32, config: RecordConfig) -> Result<Self> {
         let id = NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed);
         if config.region_size == 0 {
-            return Err(Error::Config {
-                var: "RecordConfig::region_size",
-                value: "0".into(),
-                problem: "the recording region cannot be empty (by default it is as large as \
-                          the device's memory)"
-                    .into(),
-            });
+            return Err(config::bad(
+                "RecordConfig::region_size",
+                "0",
+                "the recording region cannot be empty (by default it is as large as the \
+                 device's memory)",
+            ));
         }
         let store = if config.enabled {
             let store = CaptureStore::with_format(&config.dir, config.fsync, config.format)?;
@@ -185,8 +184,7 @@ where
             pending: Vec::new(),
             images: Vec::new(),
             globals: Mutex::new(Vec::new()),
-            // Kept whether recording or not: `free` finds each block's size.
-            allocations: reachable::Allocations::new(true, config.enabled && config.reachable),
+            allocations: reachable::Allocations::new(config.enabled && config.reachable),
             store,
             writer,
             written: Vec::new(),

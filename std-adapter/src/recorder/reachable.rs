@@ -19,13 +19,12 @@ use crate::exec::lock;
 /// bytes, and a capture keeps few ranges.
 const MERGE_GAP: u64 = 256;
 
-/// Every allocation a recorder made, as `(address, size)`, when recording:
-/// what a reachable-only launch is closed over, and where each pointer
-/// argument's allocation lies (`ArgAllocations`, which `--arg N` compares).
+/// Every allocation a recorder made, as `(address, size)`: what
+/// [`Recorder::free`] finds a block's size in, what a reachable-only launch
+/// is closed over, and where each pointer argument's allocation lies
+/// (`ArgAllocations`, which `--arg N` compares).
 #[derive(Debug, Default)]
 pub(super) struct Allocations {
-    /// Whether allocations are kept (recording is on).
-    on: bool,
     /// Whether recording reachable-only.
     reachable: bool,
     /// By address; a later allocation at the same address (a block handed
@@ -34,28 +33,23 @@ pub(super) struct Allocations {
 }
 
 impl Allocations {
-    /// A list that keeps allocations only when `on`; `reachable`: the
-    /// launches are closed over them.
-    pub(super) fn new(on: bool, reachable: bool) -> Self {
+    /// An empty list; `reachable`: the launches are closed over it.
+    pub(super) fn new(reachable: bool) -> Self {
         Allocations {
-            on,
-            reachable: on && reachable,
+            reachable,
             map: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The recorder handed out `[addr, addr + size)`.
     pub(super) fn add(&self, addr: u64, size: u64) {
-        if self.on && size > 0 {
+        if size > 0 {
             lock(&self.map).insert(addr, size);
         }
     }
 
     /// The block at `addr` was freed: its size, if it was an allocation.
     pub(super) fn remove(&self, addr: u64) -> Option<u64> {
-        if !self.on {
-            return None;
-        }
         lock(&self.map).remove(&addr)
     }
 

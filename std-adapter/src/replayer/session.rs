@@ -5,23 +5,16 @@
 //! repetition costs the kernel and the restore, not the set-up.
 //!
 //! The restore is as cheap as the executor allows: on the host the region
-//! is a mapping of the snapshot file before the first kernel (nothing to
-//! copy), and later restores copy from the mapped file (no read); on a
-//! GPU a session that will run more than once keeps a pristine copy of
-//! the snapshot on the device and restores the region from it with a
-//! device-to-device copy ([`Restore::FromDevice`]), a fraction of an
-//! upload's time; where that second copy cannot be had, it uploads.
+//! is a mapping of the snapshot file (later restores copy from the mapped
+//! file); on a GPU a session that will run more than once restores from a
+//! pristine copy of the snapshot on the device ([`Restore::FromDevice`]),
+//! and uploads where that second copy cannot be had.
 //!
 //! A snapshot that streams is streamed on a GPU
-//! ([`SnapshotSource::stream_into`]): its chunks are decompressed into two
-//! small page-locked staging buffers and copied into the device while the
-//! next ones decompress, into the pristine copy when there is one (every run
-//! then restores from it, the first included) and into the region when a
-//! single run is expected. No host buffer of the snapshot's size is made,
-//! and repetitions restore as from raw files, from the device, without
-//! decompressing again. Only where the session runs more than once and the
-//! device has no room for the pristine copy is the snapshot decompressed
-//! whole into one host buffer, to upload from at each run.
+//! ([`SnapshotSource::stream_into`]) into the pristine copy, or into the
+//! region when a single run is expected: no host buffer of the snapshot's
+//! size is made. Only a session that runs more than once with no room for
+//! the pristine copy decompresses the snapshot whole into a host buffer.
 
 use std::time::{Duration, Instant};
 
@@ -85,13 +78,9 @@ pub struct Session<'c, E: Executor> {
 }
 
 impl<'c, E: Executor> Session<'c, E> {
-    /// Sets `capture` up on `exec`: reserves the region at the recorded
-    /// address, loads the image, finds the kernel, checks the recorded
-    /// globals against the image's, and stages the snapshot (a store
-    /// capture's, on a GPU, streamed into the device: see the module's
-    /// documentation). `runs` says how many runs are expected: more than
-    /// one, on an executor that copies on the device, makes the pristine
-    /// device copy.
+    /// Sets `capture` up on `exec` (see the module's documentation). `runs`
+    /// says how many runs are expected: more than one, on an executor that
+    /// copies on the device, makes the pristine device copy.
     pub async fn new(exec: &'c E, capture: &'c Capture, runs: u32) -> Result<Self> {
         let record = &capture.record;
         let name = record.name.as_str();
@@ -383,9 +372,8 @@ fn check_input_sum(capture: &Capture, got: u64) -> Result<()> {
 /// Reserves the address space the recording reserved, where known (a
 /// driver that places reservations itself then most likely repeats the
 /// recording's address), with memory behind the snapshot only (LLVM records
-/// 64 GiB regions); and just the snapshot when that much address space
-/// cannot be had. Where the executor can map the snapshot file as the
-/// region, it does (`true`: the region holds the snapshot already).
+/// 64 GiB regions); just the snapshot where that much cannot be had. The
+/// snapshot file is mapped as the region where the executor can (`true`).
 ///
 /// A base that is not page-aligned (LLVM 16's region is a `malloc`: a
 /// page and 16 bytes) is reserved from its page, and the snapshot lands at

@@ -4,23 +4,17 @@
 //! nowhere else.
 //!
 //! The launching thread's schedule ([`record`]) is the ordinary one with
-//! each snapshot's download replaced: the application's uploads; a
-//! device-to-device copy of the region into a device copy of its own and
-//! the hashing kernel on that copy; the globals' download; the kernel;
-//! (with the output saved) a second copy and hashing; the hashes' download
-//! (32 bytes a chunk); one synchronize, as before. The writer
-//! ([`fill`]) then fills each snapshot's host buffer from the last capture
-//! it wrote (chunks with the same hash), the chunk store (chunks it has),
-//! and, for the rest only, the device copy, on a queue of its own; the
-//! copy then goes back to a pool for the next launch. The capture is
-//! written from those bytes as any other, so it is the same capture.
+//! each snapshot's download replaced by a device-to-device copy of the
+//! region and the hashing kernel on that copy, and the hashes downloaded
+//! (32 bytes a chunk). The writer ([`fill`]) then fills each snapshot's host
+//! buffer from the last capture it wrote and the chunk store (by hash) and,
+//! for the rest only, the device copy, on a queue of its own; the capture
+//! is written from those bytes as any other, so it is the same capture.
 //!
-//! Where the executor comes from does not matter: what the recorder needs
-//! is the core contract ([`Executor::copies_on_device`], loading an image,
-//! reserving memory) and a hashing kernel for the executor's kind
-//! ([`crate::executors::chunk_hash_kernel`]; CUDA's only, so far). A copy
-//! that cannot be reserved (device memory short) leaves that launch to the
-//! ordinary schedule, with a warning.
+//! The recorder needs the core contract ([`Executor::copies_on_device`])
+//! and a hashing kernel for the executor's kind
+//! ([`crate::executors::chunk_hash_kernel`]). A copy that cannot be
+//! reserved leaves that launch to the ordinary schedule, with a warning.
 //!
 //! [`RecordConfig::device_hashing`]: crate::RecordConfig::device_hashing
 
@@ -32,7 +26,7 @@ use reprise_core::exec::{
 };
 use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep, Upload};
 
-use crate::config::{CaptureFormat, RecordConfig};
+use crate::config::{CaptureFormat, RecordConfig, bad};
 use crate::error::{Error, Result};
 use crate::exec::lock;
 use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
@@ -118,11 +112,8 @@ impl<E: Executor> DeviceHashing<E> {
         if !config.enabled || !config.device_hashing {
             return Ok(None);
         }
-        let refuse = |problem: String| Error::Config {
-            var: "RecordConfig::device_hashing (REPRISE_RECORD_DEVICE_HASHING)",
-            value: "on".into(),
-            problem,
-        };
+        let var = "RecordConfig::device_hashing (REPRISE_RECORD_DEVICE_HASHING)";
+        let refuse = |problem: String| bad(var, "on", problem);
         if config.format != CaptureFormat::Store {
             return Err(refuse(format!(
                 "device hashing copies only the chunks the store lacks; the {} format keeps \
