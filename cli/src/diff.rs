@@ -96,9 +96,5 @@ pub fn run(a: DiffArgs) -> Result<ExitCode> {
     {
         out!("{line}");
     }
-    Ok(if c.is_match() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitCode::from(u8::from(!c.is_match())))
 }

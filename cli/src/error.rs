@@ -70,7 +70,7 @@ pub enum CliError {
     /// The machine lacks what the command needs (memory, a free file name,
     /// a cache directory): what, and what to do.
     Lacking(String),
-    /// Nothing to check was found: in the paths searched, when given.
+    /// Nothing to check was found in the paths searched.
     NoCaptures(Vec<PathBuf>),
     /// The benchmark's launch loop failed: the driver call, or a kernel
     /// that did not run every launch.
@@ -129,9 +129,6 @@ impl fmt::Display for CliError {
             CliError::LaunchLoop(e) => e.fmt(f),
             CliError::Usage(why) | CliError::Program(why) | CliError::Lacking(why) => {
                 f.write_str(why)
-            }
-            CliError::NoCaptures(paths) if paths.is_empty() => {
-                f.write_str("no captures found to check")
             }
             CliError::NoCaptures(paths) => {
                 let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();

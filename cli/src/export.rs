@@ -73,9 +73,5 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed > 0 {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(if failed > 0 { 2 } else { 0 }))
 }

@@ -463,11 +463,7 @@ fn scalar_text(size: u32, v: u64) -> String {
 
 /// 1 when the capture has problems (as a failed verification), else 0.
 fn status(problems: &[String]) -> ExitCode {
-    if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    ExitCode::from(u8::from(!problems.is_empty()))
 }
 
 #[cfg(test)]

@@ -86,13 +86,8 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                 let r = &d.record;
                 let backend = r
                     .backend
-                    .map(|b| b.to_string())
-                    .or_else(|| {
-                        d.image_kind
-                            .and_then(|k| k.backend().ok())
-                            .map(|b| b.to_string())
-                    })
-                    .unwrap_or_else(|| "?".into());
+                    .or_else(|| d.image_kind.and_then(|k| k.backend().ok()))
+                    .map_or_else(|| "?".into(), |b| b.to_string());
                 let problems = d.problems_named(FLAGS);
                 // A chunk the store cannot give back (or a manifest that
                 // cannot be read) breaks the capture: nothing rewrites it.
@@ -184,9 +179,5 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
         note!("{}", crate::capture_dir::nothing_here(&a.dir));
     }
     // Like a failed verification: the listing worked and found problems.
-    Ok(if broken + incomplete > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(u8::from(broken + incomplete > 0)))
 }

@@ -231,11 +231,7 @@ fn suite(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
         None => PathBuf::from("reprise-check.jsonl"),
     });
     check_output_file(&results_path, Some("jsonl"))?;
-    // Found without hashing: the workers' replays check the checksums.
-    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
-    if corpus.captures.is_empty() {
-        return Err(CliError::NoCaptures(a.paths.clone()));
-    }
+    let corpus = corpus(a)?;
     if corpus.orphans > 0 {
         note!(
             "note: {} file(s) belong to no whole capture (interrupted recordings; `reprise list` \
@@ -370,6 +366,16 @@ fn finish(
         }
     }
     Ok(ExitCode::from(s.exit_code()))
+}
+
+/// The captures `a` names, found without hashing (the workers' replays
+/// check the checksums); none is an error.
+fn corpus(a: &CheckArgs) -> Result<discover::Corpus> {
+    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
+    if corpus.captures.is_empty() {
+        return Err(CliError::NoCaptures(a.paths.clone()));
+    }
+    Ok(corpus)
 }
 
 fn open_options(a: &CheckArgs) -> reprise::OpenOptions {

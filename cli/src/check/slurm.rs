@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::discover::{self, Found};
+use super::discover::Found;
 use super::results::{CaptureResult, Read, Status};
-use super::{CheckArgs, finish, open_options};
+use super::{CheckArgs, finish};
 use crate::error::{CliError, Result};
 use crate::jobs::shard;
 use crate::jobs::slurm::{JobRecord, earlier_job, ends, incomplete_lines, paths, prepare};
@@ -19,10 +19,7 @@ pub fn run(a: &CheckArgs, baseline: Option<Read>) -> Result<ExitCode> {
     let started = Instant::now();
     let (results_path, dir, cwd) = paths(a.results.as_deref(), "reprise-check.jsonl", "--results")?;
     crate::ui::check_output_file(&results_path, Some("jsonl"))?;
-    let corpus = discover::find(&a.paths, &open_options(a).verify_checksums(false))?;
-    if corpus.captures.is_empty() {
-        return Err(CliError::NoCaptures(Vec::new()));
-    }
+    let corpus = super::corpus(a)?;
     let record = JobRecord::read(&dir)?;
     earlier_job(record.as_ref(), a.resume, &dir)?;
     let mut record = match record {

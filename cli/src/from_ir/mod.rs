@@ -110,10 +110,6 @@ impl IrArgs {
     }
 }
 
-fn err(e: compile::CompileError) -> CliError {
-    CliError::Compile(e)
-}
-
 /// Compiles the IR of the capture `descriptor` for the executor `forced`
 /// (else the one the module's triple names), on device `device`; the
 /// compiled image (cached), and says what was done unless `quiet`.
@@ -126,20 +122,20 @@ pub fn prepare(
 ) -> Result<Compiled> {
     let record = reprise::capture::read_descriptor(descriptor)?;
     let paths = reprise::CapturePaths::new(descriptor, record.generation);
-    let (ir_path, ir) =
-        reprise::capture::read_ir(&paths, record.checksums.ir, a.bitcode.as_deref())?.ok_or_else(
-            || {
-                CliError::file(
-                    descriptor,
-                    format!(
-                        "the capture has no LLVM IR ({} is missing and its image is not bitcode); \
-             name one with --bitcode FILE",
-                        reprise::capture::ir_path(descriptor).display()
-                    ),
-                )
-            },
-        )?;
-    let info = compile::describe(&ir_path, &ir).map_err(err)?;
+    let no_ir = || {
+        let bc = reprise::capture::ir_path(descriptor);
+        CliError::file(
+            descriptor,
+            format!(
+                "the capture has no LLVM IR ({} is missing and its image is not bitcode); name \
+                 one with --bitcode FILE",
+                bc.display()
+            ),
+        )
+    };
+    let read = reprise::capture::read_ir(&paths, record.checksums.ir, a.bitcode.as_deref())?;
+    let (ir_path, ir) = read.ok_or_else(no_ir)?;
+    let info = compile::describe(&ir_path, &ir).map_err(CliError::Compile)?;
     let backend = forced
         .or_else(|| info.triple.as_deref().and_then(Target::backend_of_triple))
         .ok_or_else(|| {
@@ -157,13 +153,14 @@ pub fn prepare(
     let target = reprise::executors::compile_target(spec)?;
     let limits = a.limits.limits();
     let toolchain = Toolchain::find_within(a.llvm.as_deref(), &limits)
-        .map_err(|e| err(e.compiling(&ir_path)))?;
+        .map_err(|e| CliError::Compile(e.compiling(&ir_path)))?;
     let options = CompileOptions {
         opt_level: a.ir_opt_level,
         llvm_args: a.llvm_args.clone(),
         limits,
     };
-    let compiled = compile::compile(&ir_path, &ir, &target, &options, &toolchain).map_err(err)?;
+    let compiled = compile::compile(&ir_path, &ir, &target, &options, &toolchain)
+        .map_err(CliError::Compile)?;
     if !quiet {
         if compiled.cached {
             out!(

@@ -22,57 +22,50 @@ pub fn value_list(list: &str) -> Result<ValueList, String> {
     values(list).map(ValueList)
 }
 
-/// The items of a comma-separated list, trimmed; an empty one is refused.
-fn items(list: &str) -> impl Iterator<Item = Result<&str, String>> {
-    list.split(',').map(move |item| match item.trim() {
-        "" => Err(format!("{list:?}: an empty item")),
-        item => Ok(item),
-    })
-}
-
-/// The values of a 1-D list (`--shared-mem`): items are numbers (with
-/// K/M suffixes) or ranges.
-pub fn values(list: &str) -> Result<Vec<u32>, String> {
+/// The values of the comma-separated `list`, each item trimmed and giving
+/// its own through `item`; an empty item, or more than [`MAX_CONFIGS`]
+/// values, is refused.
+fn each<T>(list: &str, item: impl Fn(&str) -> Result<Vec<T>, String>) -> Result<Vec<T>, String> {
     let mut out = Vec::new();
-    for item in items(list) {
-        let item = item?;
-        if let Some((a, b)) = item.split_once("..") {
-            out.extend(range(item, a, b)?);
-        } else {
-            out.push(number(item)?);
+    for i in list.split(',') {
+        match i.trim() {
+            "" => return Err(format!("{list:?}: an empty item")),
+            i => out.extend(item(i)?),
         }
         if out.len() > MAX_CONFIGS {
             return Err(format!("{list:?}: more than {MAX_CONFIGS} values"));
         }
     }
     Ok(out)
+}
+
+/// The values of a 1-D list (`--shared-mem`): items are numbers (with
+/// K/M suffixes) or ranges.
+pub fn values(list: &str) -> Result<Vec<u32>, String> {
+    each(list, |item| match item.split_once("..") {
+        Some((a, b)) => range(item, a, b),
+        None => Ok(vec![number(item)?]),
+    })
 }
 
 /// The dimensions of a grid or block list (`--num-teams`,
 /// `--num-threads`): each item a range of x (y = z = 1), or `X`, `XxY` or
 /// `XxYxZ`.
 pub fn dims(list: &str) -> Result<Vec<[u32; 3]>, String> {
-    let mut out = Vec::new();
-    for item in items(list) {
-        let item = item?;
+    each(list, |item| {
         if let Some((a, b)) = item.split_once("..") {
-            out.extend(range(item, a, b)?.into_iter().map(|x| [x, 1, 1]));
-        } else {
-            let parts: Vec<&str> = item.split('x').collect();
-            if parts.len() > 3 {
-                return Err(format!("{item:?}: at most three dimensions (XxYxZ)"));
-            }
-            let mut d = [1u32; 3];
-            for (i, p) in parts.iter().enumerate() {
-                d[i] = number(p)?;
-            }
-            out.push(d);
+            return Ok(range(item, a, b)?.into_iter().map(|x| [x, 1, 1]).collect());
         }
-        if out.len() > MAX_CONFIGS {
-            return Err(format!("{list:?}: more than {MAX_CONFIGS} values"));
+        let parts: Vec<&str> = item.split('x').collect();
+        if parts.len() > 3 {
+            return Err(format!("{item:?}: at most three dimensions (XxYxZ)"));
         }
-    }
-    Ok(out)
+        let mut d = [1u32; 3];
+        for (i, p) in parts.iter().enumerate() {
+            d[i] = number(p)?;
+        }
+        Ok(vec![d])
+    })
 }
 
 /// `a..b` (a, 2a, 4a, ... up to b) or `a..b:step` (a, a + step, ...).

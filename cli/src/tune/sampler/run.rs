@@ -185,12 +185,12 @@ pub fn run(
         if capture.output.is_none() {
             out!("the capture has no recorded output: configurations are timed, not verified");
         }
-    }
-    if workers > 1 && !a.json {
-        out!(
-            "{workers} workers, one configuration at a time on each of devices 0 to {}",
-            workers - 1
-        );
+        if workers > 1 {
+            out!(
+                "{workers} workers, one configuration at a time on each of devices 0 to {}",
+                workers - 1
+            );
+        }
     }
     if asked > devices {
         note!(
@@ -240,21 +240,16 @@ pub fn run(
         interrupted,
         budget_spent,
     } = outcome;
-    let stopped = if let Some(why) = &lost {
-        Some(why.clone())
-    } else if budget_spent {
-        let b = search.time_budget.unwrap_or_default();
-        Some(format!(
+    let spent = budget_spent.then(|| {
+        format!(
             "time budget of {} spent after {} of {measured} new configuration(s): no new \
              candidates were drawn",
-            crate::ui::human_time(b),
+            crate::ui::human_time(search.time_budget.unwrap_or_default()),
             new.iter().filter(|r| !r.recorded).count()
-        ))
-    } else if interrupted {
-        Some("interrupted".to_string())
-    } else {
-        None
-    };
+        )
+    });
+    let stopped = lost.clone().or(spent);
+    let stopped = stopped.or_else(|| interrupted.then(|| "interrupted".to_string()));
     let mut rows = old;
     rows.extend(new);
     let ranked = shard::ranking(&rows, &order);
