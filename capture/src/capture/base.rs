@@ -54,11 +54,7 @@ impl Siblings {
     pub fn of(descriptor: &Path) -> Siblings {
         #[cfg(test)]
         SIBLING_READS.with(|c| c.set(c.get() + 1));
-        let dir = match descriptor.parent() {
-            Some(d) if d.as_os_str().is_empty() => Path::new("."),
-            Some(d) => d,
-            None => return Siblings::default(),
-        };
+        let dir = crate::fs::dir_of(descriptor);
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Siblings::default();
         };

@@ -49,29 +49,17 @@ pub(super) fn hash(a: &mut Assessment, record: &KernelRecord, hashing: Hashing) 
     let compiled = a.image_origin.as_ref().is_some_and(|o| o.compiled);
     let mut mismatches = Vec::new();
     for f in &mut a.files {
-        let (want, small) = match f.role {
+        let (want, small) = match (f.role, snapshot_sum(record, f.role)) {
+            ("globals", _) => (sums.globals, Some(globals)),
+            ("image", _) => (sums.image.filter(|_| !compiled), Some(image)),
             // Hashed where its chunks were checked ([`check_chunks`]).
-            "input" | "output" | "extra input" | "extra output"
-                if matches!(f.state, FileState::Chunked { .. }) =>
-            {
-                let want = match f.role {
-                    "input" => sums.input,
-                    "output" => sums.output,
-                    "extra input" => sums.extra_input,
-                    _ => sums.extra_output,
-                };
-                if want.is_some() && hashing != Hashing::All {
+            (_, Some(_)) if matches!(f.state, FileState::Chunked { .. }) => {
+                if hashing != Hashing::All {
                     f.checksum = ChecksumStatus::NotChecked;
                 }
                 continue;
             }
-            "input" => (sums.input, None),
-            "output" => (sums.output, None),
-            "extra input" => (sums.extra_input, None),
-            "extra output" => (sums.extra_output, None),
-            "globals" => (sums.globals, Some(globals)),
-            "image" => (sums.image.filter(|_| !compiled), Some(image)),
-            _ => continue,
+            (_, want) => (want, None),
         };
         let Some(want) = want else { continue };
         f.checksum = ChecksumStatus::NotChecked;
@@ -137,14 +125,7 @@ pub(super) fn check_chunks(
     let mut store: Option<std::sync::Arc<crate::chunks::ChunkStore>> = None;
     let mut found = Vec::new();
     let mut mismatches = Vec::new();
-    let sums = record.checksums;
-    let recorded = |role: &str| match role {
-        "input" => sums.input,
-        "output" => sums.output,
-        "extra input" => sums.extra_input,
-        "extra output" => sums.extra_output,
-        _ => None,
-    };
+    let recorded = |role| snapshot_sum(record, role);
     for f in &mut a.files {
         if !matches!(f.state, FileState::Chunked { .. }) {
             continue;
@@ -181,19 +162,13 @@ pub(super) fn check_chunks(
             }
         }
         let problems = if whole { s.check(&m) } else { s.glance(&m) };
-        for p in problems {
-            let error = Error::capture(&f.path, CaptureProblem::of_chunk(p));
+        for p in problems.into_iter().map(CaptureProblem::of_chunk) {
             let known = a.findings.iter().any(|k| {
-                matches!(
-                    (&k.error, &error),
-                    (
-                        Error::Capture { path: kp, problem: kq },
-                        Error::Capture { path: ep, problem: eq },
-                    ) if kp == ep && kq == eq
-                )
+                k.error.capture_problem() == Some(&p)
+                    && matches!(&k.error, Error::Capture { path, .. } if *path == f.path)
             });
             if !known {
-                found.push(error);
+                found.push(Error::capture(&f.path, p));
             }
         }
     }
@@ -208,6 +183,19 @@ pub(super) fn check_chunks(
     }
     a.add(found, Blocks::Replay);
     a.add(mismatches, Blocks::ReplayUnless(Setting::VerifyChecksums));
+}
+
+/// The checksum the descriptor records for its snapshot of `role`
+/// (`input`, `extra output`, ...).
+fn snapshot_sum(record: &KernelRecord, role: &str) -> Option<u64> {
+    let sums = record.checksums;
+    match role {
+        "input" => sums.input,
+        "output" => sums.output,
+        "extra input" => sums.extra_input,
+        "extra output" => sums.extra_output,
+        _ => None,
+    }
 }
 
 /// The checksum of the regular file at `path`, streamed; `None` when it
