@@ -43,7 +43,7 @@ pub const HASH: &str = "blake3";
 /// The compression of chunk files.
 pub const COMPRESSION: &str = "zstd";
 
-/// The chunk size of a new store: 2 MiB (measured: `docs/store.md`, "Why 2 MiB").
+/// The chunk size of a new store: 2 MiB (`docs/store.md`, "Why 2 MiB").
 pub const DEFAULT_CHUNK_SIZE: u32 = 2 << 20;
 /// The smallest chunk size a store or manifest may have.
 pub const MIN_CHUNK_SIZE: u32 = 4 << 10;
@@ -58,8 +58,8 @@ pub const DEFAULT_LEVEL: i32 = 1;
 /// in format 2, as a plain file of exactly its bytes (which a replay on
 /// the host maps), and in format 1 as a zstd frame of raw blocks
 /// ([`raw_frame`]), which any zstd decoder reads back at the speed of a
-/// copy. Full mantissa floats compress to ~88% at level 1 and decompress
-/// at ~1 GiB/s a core (measured: `docs/store.md`).
+/// copy: decompressing what hardly compresses costs more than it saves
+/// (`docs/store.md`).
 ///
 /// So a chunk file's length tells what it is: a compressed frame is kept
 /// only when shorter than 7/8 of the chunk (and a frame is never shorter
@@ -75,18 +75,15 @@ pub const SAMPLE_LEN: usize = 16 << 10;
 /// What one of those pieces must save for the chunk to be compressed
 /// whole: half its bytes (1/`SAMPLE_SAVES_BELOW`). A piece this small
 /// compresses better than the chunk would (its own literal table fitted
-/// to 16 KiB): full-mantissa floats save 15-24% in 16 KiB pieces and
-/// 11.5% whole (measured: `docs/store.md`, "Sampling"), so it takes a
-/// piece that compresses far better to say anything of the whole.
+/// to 16 KiB), so it takes a piece that compresses far better to say
+/// anything of the whole (`docs/store.md`, "Sampling").
 pub const SAMPLE_SAVES_BELOW: usize = 2;
 
 /// The length of the piece from the chunk's middle that stands for the
 /// whole: one zstd block (128 KiB, the largest a frame holds), compressed
 /// as a frame of one block. It saves slightly less than the chunk would
-/// (no window of earlier blocks; 9.5-11% against 11.5% on full-mantissa
-/// floats), so a chunk it says no to is kept plain at a cost of at most a
-/// few percent of its size, never of correctness. Sampling a 2 MiB chunk
-/// costs 160 KiB of compression, an eighth of compressing it whole.
+/// (no window of earlier blocks), so a chunk it says no to is kept plain
+/// at a small cost in size, never in correctness.
 pub const BLOCK_SAMPLE_LEN: usize = ZSTD_MAX_BLOCK;
 
 /// The largest block a zstd frame may hold (RFC 8878, 3.1.1.2.3).

@@ -5,22 +5,20 @@
 //! says otherwise); each chunk is named by the blake3 hash of its bytes and
 //! kept as `D/.reprise-store/chunks/XX/HASH`, once however many files hold
 //! it: zstd-compressed, or (format 2) as a plain file of its bytes when it
-//! hardly compresses, which a replay on the host maps ([`Mappable`]). The file itself becomes a [`Manifest`]: its length
-//! and its chunks' names, in order. `docs/store.md` describes the layout,
-//! the format's version and the measurements behind the chunk size and the
-//! compression level; [`layout`] has the names.
+//! hardly compresses, which a replay on the host maps ([`Mappable`]). The
+//! file itself becomes a [`Manifest`]: its length and its chunks' names, in
+//! order. `docs/store.md` describes the layout, the format's version and
+//! why the chunk size and the compression level are what they are;
+//! [`layout`] has the names.
 //!
 //! Several writers, in one process or many (an MPI job's ranks), may write
-//! one store at once: a chunk is compressed into a fresh temporary file and
-//! linked to its name, which never replaces what is there. A regular file
-//! there holding the chunk's bytes is another writer's of the same bytes
-//! (a whole chunk file is never rewritten); anything else at a chunk's
-//! name (a directory, a link, a FIFO, a damaged file) is not taken for
-//! the chunk: it is moved aside and the chunk stored.
-//! Manifests are renamed into place by the caller
-//! (`reprise_capture::store::write_atomically`). [`gc`] removes the chunks no
-//! manifest names while writers write, and [`usage`] says what the store
-//! holds.
+//! one store at once: a chunk is written into a fresh temporary file and
+//! linked to its name, which never replaces what is there, and what is at
+//! a chunk's name counts only when it holds the chunk's bytes. Manifests
+//! are renamed into place by the caller
+//! (`reprise_capture::store::write_atomically`). [`gc`] removes the chunks
+//! no manifest names while writers write, and [`usage`] says what the
+//! store holds.
 //!
 //! ```
 //! use reprise_capture::chunks::{ChunkStore, StoreOptions};

@@ -10,12 +10,9 @@
 //! on disk. The temporary file goes either way.
 //!
 //! Something at a chunk's name is not proof that the chunk is stored: it
-//! is looked at first (the `present` module), and moved aside when it is
-//! not the chunk, which is then written as for a missing one; a link that
-//! finds the name taken looks at what took it the same way (by its hash:
-//! another writer stored the same bytes, or not). A name found taken by
-//! something else [`TRIES`] times is an error naming the chunk: a process
-//! that keeps putting things there does not keep a writer looping.
+//! is looked at first (the `present` module) and moved aside when it is
+//! not the chunk, [`TRIES`] times at most ([`ChunkStore::ensure`],
+//! [`ChunkStore::link_one`]).
 //!
 //! The index of what is stored is the store's directory itself. In memory,
 //! each [`super::Pin`] remembers the chunks it has made sure of, so a chunk
