@@ -12,6 +12,7 @@ use reprise::{BackendKind, Capture, RecordConfig, Recorder};
 
 use crate::backend::BackendArg;
 use crate::error::{CliError, Result};
+use crate::jobs::slurm::script::quoted;
 use crate::ui::{human_bytes, human_time};
 
 /// Record a built-in kernel's launch and replay it: the round trip in one
@@ -259,7 +260,7 @@ fn demo<E: AnyExecutor>(
             let mut runs = String::new();
             for var in vars {
                 if let Some(value) = std::env::var_os(var) {
-                    runs += &format!("{var}={} ", shell_word(&value.to_string_lossy()));
+                    runs += &format!("{var}={} ", quoted(&value.to_string_lossy()));
                 }
             }
             runs += &me;
@@ -284,16 +285,5 @@ fn demo<E: AnyExecutor>(
             status.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}")),
             stderr.trim_end()
         ))),
-    }
-}
-
-/// `s` as one word of a POSIX shell: as it is when it holds nothing the
-/// shell reads specially, else single-quoted.
-fn shell_word(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-:,+=@%".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.into()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }

@@ -382,16 +382,16 @@ pub fn trials(descriptor: &Path, options: &OpenOptions, budget: BaseTryArgs) -> 
         None
     };
     if let Some(why) = why {
-        if resolved.addr.is_some() {
-            // The rule's base is used, and a difference names the others.
-            return None;
+        // With a base of the rule's, that one is used, and a difference
+        // names the others.
+        if resolved.addr.is_none() {
+            note!(
+                "note: {}: the region base is not recorded and {} others are possible; none \
+                 is tried ({why})",
+                descriptor.display(),
+                alternatives.total
+            );
         }
-        note!(
-            "note: {}: the region base is not recorded and {} others are possible; none is \
-             tried ({why})",
-            descriptor.display(),
-            alternatives.total
-        );
         return None;
     }
     let (bases, total) = reprise::capture::base::ordered(

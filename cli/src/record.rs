@@ -397,14 +397,12 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         note!("reprise record: {t}");
     }
     if !failed.is_empty() {
+        let (n, them) = match failed.len() {
+            1 => ("1 capture".to_string(), "it"),
+            n => (format!("{n} captures"), "them"),
+        };
         note!(
-            "reprise record: {} not stored whole, so not recorded (reprise list calls {} BROKEN):",
-            if failed.len() == 1 {
-                "1 capture".to_string()
-            } else {
-                format!("{} captures", failed.len())
-            },
-            if failed.len() == 1 { "it" } else { "them" }
+            "reprise record: {n} not stored whole, so not recorded (reprise list calls {them} BROKEN):"
         );
         for (path, why) in &failed {
             note!("  {}: {why}", path.display());

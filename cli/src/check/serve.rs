@@ -1,31 +1,17 @@
 //! The worker pool. Captures are replayed in child processes (this
-//! executable, `check --worker-serve`: the worker module), so that a kernel
+//! executable, `check --worker-serve`: [`super::worker`]), so that a kernel
 //! that faults, hangs or kills its process is that capture's result and the
-//! suite goes on. A worker reads requests on stdin, one JSON line each (a
-//! capture, and where its output goes: the suite's private directory), and
-//! answers each with its marked report line. The verdict is never the
-//! worker's: the suite compares the output the worker left (the verdict
-//! module).
+//! suite goes on; the verdict is the suite's own ([`super::verdict`]).
 //!
 //! A host capture's code runs in its worker's process, where it can print
 //! anything, results included: each host capture has a worker of its own,
-//! every line of which is that capture's, read until the worker has ended;
-//! a worker that gave no result, more than one, a malformed one, or one
-//! and then did not exit cleanly, has failed that capture and no other.
-//! Host captures run `jobs` at a time. A GPU capture's kernel runs on the
-//! device and cannot write to its worker's output, so a GPU worker, one per
-//! visible device, serves up to [`PER_WORKER`] captures (the start of a
-//! process, its libraries and a device context, is paid once for them) and
-//! refuses any capture that would run in its process.
-//!
-//! A capture is its own result whatever it does: one that hangs past the
-//! timeout has the worker's process group killed, one that kills its
-//! worker is named with how the process ended, and a new worker takes the
-//! next capture. A worker also ends after any capture that failed (a
-//! kernel that faulted may have left the process unsound). A worker runs in
-//! a process group of its own, which is killed when it passes the timeout
-//! (and once it has ended, so that nothing it started lingers), and it dies
-//! with the suite (`PR_SET_PDEATHSIG`).
+//! `jobs` at a time, and every line of it is that capture's. A GPU worker,
+//! one per visible device, serves up to [`PER_WORKER`] captures (a process,
+//! its libraries and a device context are paid for once) and refuses any
+//! that would run in its process. A worker runs in a process group of its
+//! own, killed past the timeout and once it has ended (so that nothing it
+//! started lingers), and dies with the suite (`PR_SET_PDEATHSIG`); a fresh
+//! one follows any capture that failed or killed its worker.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;

@@ -1,11 +1,8 @@
-//! The worker: `reprise check --worker-serve ...`, run by the suite in
-//! child processes. It replays each capture named on its stdin, writes the
-//! replay's output where the request says, and prints what happened as one
-//! marked JSON line on stdout. It gives no verdict: a capture is code, and
-//! whatever runs in this process can print anything, so the suite compares
-//! the output with the recorded one itself (see the `verdict` module). A
-//! kernel that takes the process with it leaves no line, and the suite
-//! says how the process ended instead.
+//! The worker: `reprise check --worker-serve`, run by the suite
+//! ([`super::serve`]). It replays each capture a [`Request`] names, leaves
+//! the output where the request says, and answers with a [`Report`], never
+//! a verdict: whatever runs in this process can print anything, so the
+//! suite compares the output itself ([`super::verdict`]).
 
 use std::future::IntoFuture;
 use std::path::Path;

@@ -96,7 +96,8 @@ pub fn checked_path<'p>(what: &str, path: &'p Path) -> Result<&'p str> {
     checked(what, text)
 }
 
-/// `s` as one word of a POSIX shell: in single quotes.
+/// `s` as one word of a POSIX shell: as it is when it holds nothing the
+/// shell reads specially, else single-quoted.
 pub fn quoted(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
