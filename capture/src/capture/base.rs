@@ -32,12 +32,6 @@ const MAX_COMPARED: usize = 32;
 const BLOCKS: u64 = 16;
 const BLOCK: u64 = 4096;
 
-#[cfg(test)]
-thread_local! {
-    /// How often this thread read a directory's siblings.
-    pub(crate) static SIBLING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 /// The descriptors without a base in one directory (LLVM 16's), each read
 /// once however many captures of the directory derive their base from
 /// them; at most 256, in name order.
@@ -53,7 +47,7 @@ impl Siblings {
     /// bare file name's is `.`), itself left out when derived from.
     pub fn of(descriptor: &Path) -> Siblings {
         #[cfg(test)]
-        SIBLING_READS.with(|c| c.set(c.get() + 1));
+        tests::SIBLING_READS.with(|c| c.set(c.get() + 1));
         let dir = crate::fs::dir_of(descriptor);
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Siblings::default();
@@ -194,12 +188,8 @@ pub fn ordered(
     limit: usize,
 ) -> (Vec<u64>, u64) {
     let siblings = Siblings::of(descriptor);
-    base::ordered(
-        record,
-        siblings.except(descriptor.file_name()),
-        first,
-        limit,
-    )
+    let others = siblings.except(descriptor.file_name());
+    base::ordered(record, others, first, limit)
 }
 
 /// The bases the rule leaves possible for the record without a base in
@@ -217,13 +207,9 @@ pub fn holding(
         return None;
     }
     let siblings = Siblings::of(descriptor);
-    base::holding(
-        record,
-        siblings.except(descriptor.file_name()),
-        addr,
-        except,
-    )
+    let others = siblings.except(descriptor.file_name());
+    base::holding(record, others, addr, except)
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -158,14 +158,11 @@ impl ChunkStore {
                 }
                 let c = &m.chunks()[i];
                 let (skip, file) = have(i);
-                let loaded = match file {
+                let loaded = if skip >= place.len() as u64 {
                     // In place already: only its hash is checked.
-                    _ if skip >= place.len() as u64 => match verify {
-                        Verify::EachChunk => self.check_loaded(c, place),
-                        Verify::Whole => Ok(()),
-                    },
-                    Some(f) => self.load_from(f, c, place, skip as usize, &mut scratch, verify),
-                    None => self.load(c, place, skip as usize, &mut scratch, verify),
+                    self.check_loaded(c, place, verify)
+                } else {
+                    self.load(file, c, place, skip as usize, &mut scratch, verify)
                 };
                 if let Err(fault) = loaded {
                     stop.store(true, Ordering::Relaxed);
@@ -192,7 +189,7 @@ impl ChunkStore {
             vec![0u8; m.chunk_size().min(m.len().try_into().unwrap_or(u32::MAX)) as usize];
         for (i, c) in m.chunks().iter().enumerate() {
             let place = &mut buf[..c.len as usize];
-            self.load(c, place, 0, &mut scratch, Verify::EachChunk)
+            self.load(None, c, place, 0, &mut scratch, Verify::EachChunk)
                 .map_err(|fault| self.chunk_error(i, c, fault))?;
             f(place);
         }
@@ -228,7 +225,7 @@ impl ChunkStore {
                     break;
                 };
                 buf.resize(c.len as usize, 0);
-                match self.load(&c, &mut buf, 0, &mut scratch, Verify::EachChunk) {
+                match self.load(None, &c, &mut buf, 0, &mut scratch, Verify::EachChunk) {
                     Ok(()) => {
                         crate::threads::lock(&self.verified).insert(c.hash);
                     }
@@ -342,31 +339,26 @@ impl ChunkStore {
         fs::open_file(dir, name).map_err(unreadable)
     }
 
-    /// Reads chunk `c` into `place` (its length), all but its first `skip`
-    /// bytes when its file is plain (those are in place already), and
-    /// checks it as `verify` says.
+    /// Reads chunk `c` into `place` (its length) from its file (`file`,
+    /// when it is open), all but its first `skip` bytes when the file is
+    /// plain (those are in place already), and checks it as `verify` says.
     fn load(
         &self,
+        file: Option<&std::fs::File>,
         c: &ChunkRef,
         place: &mut [u8],
         skip: usize,
         scratch: &mut Scratch,
         verify: Verify,
     ) -> Result<(), ChunkFault> {
-        let file = self.open_chunk(c)?;
-        self.load_from(&file, c, place, skip, scratch, verify)
-    }
-
-    /// [`ChunkStore::load`] from the chunk's file, open.
-    fn load_from(
-        &self,
-        mut file: &std::fs::File,
-        c: &ChunkRef,
-        place: &mut [u8],
-        skip: usize,
-        scratch: &mut Scratch,
-        verify: Verify,
-    ) -> Result<(), ChunkFault> {
+        let opened;
+        let mut file = match file {
+            Some(f) => f,
+            None => {
+                opened = self.open_chunk(c)?;
+                &opened
+            }
+        };
         let meta = file.metadata().map_err(unreadable)?;
         if !meta.is_file() {
             return Err(ChunkFault::NotRegular);
@@ -377,10 +369,6 @@ impl ChunkStore {
             false => Ok(()),
         };
         bounded(meta.len())?;
-        let done = |place: &[u8]| match verify {
-            Verify::EachChunk => self.check_loaded(c, place),
-            Verify::Whole => Ok(()),
-        };
         // Format 2: a file as long as the chunk is its bytes (no frame is:
         // see `layout::KEEP_COMPRESSED_BELOW`), read straight into place.
         if self.version >= layout::PLAIN_CHUNKS_SINCE && meta.len() == u64::from(c.len) {
@@ -395,14 +383,14 @@ impl ChunkStore {
                     },
                     _ => unreadable(e),
                 })?;
-            return done(place);
+            return self.check_loaded(c, place, verify);
         }
         // A chunk kept raw in format 1 ([`layout::raw_frame`]) is read
         // straight into its place; its hash is checked below all the same.
         if meta.len() == layout::raw_frame_len(place.len()) as u64
             && layout::read_raw_frame(file, place).unwrap_or(false)
         {
-            return done(place);
+            return self.check_loaded(c, place, verify);
         }
         scratch.compressed.clear();
         (&mut file)
@@ -433,12 +421,16 @@ impl ChunkStore {
                 expected: c.len,
             });
         }
-        done(place)
+        self.check_loaded(c, place, verify)
     }
 
-    /// Checks that `place`, chunk `c` as read, hashes to its name, and
-    /// remembers it as whole.
-    fn check_loaded(&self, c: &ChunkRef, place: &[u8]) -> Result<(), ChunkFault> {
+    /// Checks `place`, chunk `c` as read, as `verify` says: with
+    /// [`Verify::EachChunk`], that it hashes to its name (and remembers it
+    /// as whole).
+    fn check_loaded(&self, c: &ChunkRef, place: &[u8], verify: Verify) -> Result<(), ChunkFault> {
+        if verify == Verify::Whole {
+            return Ok(());
+        }
         let found = ChunkHash::of(place);
         if found != c.hash {
             return Err(ChunkFault::HashMismatch { found });
