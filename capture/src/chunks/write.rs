@@ -73,20 +73,6 @@ pub(super) fn version(
     super::read::version(root, root_fd)
 }
 
-/// A chunk whose link fails, for the tests of a put's flushers.
-#[cfg(test)]
-pub(super) static FAIL_LINK: std::sync::Mutex<Option<ChunkHash>> = std::sync::Mutex::new(None);
-
-/// Plants something at the chunk path it is given (a test's).
-#[cfg(test)]
-pub(super) type Planter = fn(&Path);
-
-/// What to plant at a chunk's name before each try to link it, by chunk,
-/// for the tests of a name found taken at link time.
-#[cfg(test)]
-pub(super) static PLANT_BEFORE_LINK: std::sync::Mutex<Vec<(ChunkHash, Planter)>> =
-    std::sync::Mutex::new(Vec::new());
-
 /// What one worker of a put uses again for each chunk.
 pub(super) struct Scratch {
     compressor: zstd::bulk::Compressor<'static>,
@@ -226,7 +212,7 @@ impl ChunkStore {
             f.sync_all().map_err(failed)?;
         }
         #[cfg(test)]
-        if *crate::threads::lock(&FAIL_LINK) == Some(w.hash) {
+        if *crate::threads::lock(&tests::FAIL_LINK) == Some(w.hash) {
             return Err(failed(std::io::Error::other(
                 "a link failed, as the test asked",
             )));
@@ -241,7 +227,7 @@ impl ChunkStore {
         let mut look = Look::default();
         for _ in 0..TRIES {
             #[cfg(test)]
-            let plant = crate::threads::lock(&PLANT_BEFORE_LINK)
+            let plant = crate::threads::lock(&tests::PLANT_BEFORE_LINK)
                 .iter()
                 .find(|(h, _)| *h == w.hash)
                 .map(|(_, plant)| *plant);
@@ -408,4 +394,4 @@ impl ChunkStore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -17,9 +17,12 @@ fn a_directory_listing_reads_the_siblings_once() {
         )
         .unwrap();
     }
-    crate::capture::base::SIBLING_READS.with(|c| c.set(0));
+    crate::capture::base::tests::SIBLING_READS.with(|c| c.set(0));
     let entries = scan(dir.path(), false).unwrap();
-    assert_eq!(crate::capture::base::SIBLING_READS.with(|c| c.get()), 1);
+    assert_eq!(
+        crate::capture::base::tests::SIBLING_READS.with(|c| c.get()),
+        1
+    );
     let mut derived = 0;
     for e in &entries {
         if let Entry::Capture(d) = e {

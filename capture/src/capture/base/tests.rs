@@ -2,6 +2,11 @@ use super::*;
 use reprise_core::record::Generation;
 use std::path::PathBuf;
 
+thread_local! {
+    /// How often this thread read a directory's siblings.
+    pub(crate) static SIBLING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 fn record(ptrs: &[i64], size: u64) -> KernelRecord {
     let mut r = KernelRecord::new("k").unwrap();
     r.generation = Generation::LlvmLegacy;

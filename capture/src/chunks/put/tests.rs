@@ -2,7 +2,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::super::layout::{TMP_DIR, tmp};
 use super::super::tests::noise;
-use super::super::write::FAIL_LINK;
+use super::super::write::tests::FAIL_LINK;
 use super::super::{ChunkStore, StoreOptions};
 use crate::error::ChunkHash;
 

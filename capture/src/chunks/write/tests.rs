@@ -3,6 +3,18 @@ use super::super::tests::noise;
 use super::super::{ChunkStore, StoreOptions};
 use crate::error::ChunkHash;
 
+/// A chunk whose link fails, for the tests of a put's flushers.
+pub(in super::super) static FAIL_LINK: std::sync::Mutex<Option<ChunkHash>> =
+    std::sync::Mutex::new(None);
+
+/// Plants something at the chunk path it is given (a test's).
+pub(super) type Planter = fn(&std::path::Path);
+
+/// What to plant at a chunk's name before each try to link it, by chunk,
+/// for the tests of a name found taken at link time.
+pub(super) static PLANT_BEFORE_LINK: std::sync::Mutex<Vec<(ChunkHash, Planter)>> =
+    std::sync::Mutex::new(Vec::new());
+
 /// A chunk found missing whose name something takes before the link (a
 /// directory, here) is linked all the same, once what took it is moved
 /// aside; a name taken again before every link fails the put, naming the
@@ -10,7 +22,7 @@ use crate::error::ChunkHash;
 /// `tmp/`. A name taken by the chunk itself (another writer's) is as good.
 #[test]
 fn a_name_taken_at_link_time_is_looked_at_and_taken_back() {
-    use super::super::write::{PLANT_BEFORE_LINK, TRIES};
+    use super::super::write::TRIES;
     fn mkdir(path: &std::path::Path) {
         let _ = std::fs::create_dir(path);
     }
@@ -95,7 +107,6 @@ fn a_name_taken_at_link_time_is_looked_at_and_taken_back() {
 /// that chunk stored: nothing is moved aside.
 #[test]
 fn a_name_taken_at_link_time_by_the_chunk_itself_is_as_good() {
-    use super::super::write::PLANT_BEFORE_LINK;
     static GOOD: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
     fn good(path: &std::path::Path) {
         let _ = std::fs::write(path, &*GOOD.lock().unwrap());
