@@ -247,8 +247,6 @@ fn split_known(name: &str) -> Option<(&str, &str)> {
     })
 }
 
-/// The launch counts the record reports in `dir` give, by descriptor file
-/// name: (launches of its kernel and geometry, how many were recorded).
 pub use crate::report::counts_in as report_counts;
 
 /// Lists every capture in `dir` (sorted by name), and every file that

@@ -130,5 +130,4 @@ pub(crate) fn expect_checksum(path: &Path, want: u64, got: u64) -> Result<()> {
     }
 }
 
-/// The checksum of bytes (what the writer records: the core's rule).
 pub use reprise_core::record::checksum;

@@ -23,7 +23,6 @@ pub struct CapturePaths {
     pub image: PathBuf,
 }
 
-/// Every extension a capture's files may carry (the core's rule).
 pub use reprise_core::record::KNOWN_EXTENSIONS;
 
 impl CapturePaths {

@@ -19,9 +19,6 @@ use super::files::stream;
 use super::open::open_regular;
 use super::stored;
 
-/// Ranges of a snapshot, `(offset, len)` from the region's base, that a
-/// region reserved with some of the snapshot mapped
-/// ([`SnapshotSource::reserve_mapped`]) still needs filled.
 pub use crate::chunks::Gaps;
 
 /// Where an open snapshot's bytes are: the one place the two formats part.

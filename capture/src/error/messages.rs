@@ -173,6 +173,4 @@ pub(super) fn out_of_range(copy: CopyKind, addr: u64, len: usize, [base, end]: [
     }
 }
 
-/// Writes `named` addresses, comma-separated, and how many more of `total`
-/// there are (the core's wording, which its candidates use too).
 pub(crate) use reprise_core::record::base::write_addresses;

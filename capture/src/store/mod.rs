@@ -31,14 +31,8 @@ mod budget;
 mod extra;
 mod writer;
 
-/// What a recorder took of memory beyond the region, and where a
-/// capture keeps it.
 pub use crate::capture::{ExtraParts, extra_paths};
-/// The blake3 hash a snapshot's chunk goes by (what a device's hashing
-/// kernel computes too).
 pub use crate::chunks::ChunkHash;
-/// The size snapshots are cut at and the zstd level each piece is kept at,
-/// in the store format.
 pub use crate::chunks::layout::{DEFAULT_CHUNK_SIZE, DEFAULT_LEVEL};
 pub use budget::{CAPTURE_OVERHEAD, DiskBudget, MAX_FREE_KEPT, MIN_FREE_PERCENT, estimate};
 pub use extra::{peek_launch_seq, stage_extra, unstage_extra};

@@ -21,7 +21,6 @@ pub use export::{ExportFormat, Exported, export};
 pub use import::{ImportOptions, ImportReport, Moved, Skipped, import};
 pub use orphans::{OrphanReport, gc, orphan_manifests, remove_orphans};
 
-/// What `reprise gc` is told, what it did, and what `reprise du` counts.
 pub use crate::chunks::{GcOptions, GcReport, Usage, usage};
 
 use crate::error::{Error, ExportProblem, Result, StoreProblem};
