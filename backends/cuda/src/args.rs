@@ -71,10 +71,7 @@ impl PackedArgs {
 
     /// The packed bytes (slots padded to 8 bytes).
     pub fn bytes(&self) -> &[u8] {
-        let len = self.storage.len() * 8;
-        // SAFETY: `storage` is `len` initialised bytes of `u64`s, which any
-        // byte may alias; the slice borrows `self`.
-        unsafe { std::slice::from_raw_parts(self.storage.as_ptr().cast::<u8>(), len) }
+        crate::raw::word_bytes(&self.storage)
     }
 
     /// One pointer per argument to its bytes: `cuLaunchKernel`'s
@@ -84,11 +81,9 @@ impl PackedArgs {
         let base = self.storage.as_mut_ptr().cast::<u8>();
         self.layout
             .iter()
-            .map(|&(at, _)| {
-                // SAFETY: `add` stays in bounds: every offset is inside
-                // `storage`, whose length covers each padded slot.
-                unsafe { base.add(at) }.cast::<c_void>()
-            })
+            // Every offset is inside `storage`, whose length covers each
+            // padded slot: the pointers point into it.
+            .map(|&(at, _)| base.wrapping_add(at).cast::<c_void>())
             .collect()
     }
 }

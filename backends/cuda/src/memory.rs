@@ -472,6 +472,11 @@ impl CudaBuffer {
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.mem.as_ptr()
     }
+
+    /// The page-locked memory, for copies.
+    pub(crate) fn host(&self) -> &HostMemory {
+        &self.mem
+    }
 }
 
 impl AsRef<[u8]> for CudaBuffer {

@@ -1,6 +1,6 @@
 //! Loaded images (CUDA modules), their kernels and globals.
 
-use std::ffi::{CString, c_void};
+use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
@@ -112,48 +112,23 @@ pub struct CudaImage {
 /// The size of each JIT log buffer.
 const LOG_BYTES: usize = 64 * 1024;
 
-/// Loads PTX at `image` with `jit`, asking for verbose info and error
-/// logs. A failure keeps the logs ([`CudaError::JitFailed`]).
+/// Loads PTX `image` (NUL-terminated) with `jit`, asking for verbose
+/// info and error logs. A failure keeps the logs
+/// ([`CudaError::JitFailed`]).
 fn load_jit(
-    image: *const c_void,
+    lib: &Library,
+    image: &[u8],
     jit: &JitOptions,
 ) -> Result<(ModuleHandle, Option<(JitOptions, JitLog)>), CudaError> {
-    use sys::CUjit_option as O;
-    let mut info = vec![0u8; LOG_BYTES];
-    let mut error = vec![0u8; LOG_BYTES];
-    let mut options = Vec::new();
-    let mut values: Vec<*mut c_void> = Vec::new();
-    for &(o, v) in jit.entries() {
-        options.push(o.code());
-        // An unsigned int travels in the value slot itself.
-        values.push(std::ptr::without_provenance_mut::<c_void>(v as usize));
-    }
-    options.extend([
-        O::CU_JIT_INFO_LOG_BUFFER,
-        O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        O::CU_JIT_ERROR_LOG_BUFFER,
-        O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        O::CU_JIT_LOG_VERBOSE,
-    ]);
-    values.extend([
-        info.as_mut_ptr().cast::<c_void>(),
-        std::ptr::without_provenance_mut::<c_void>(LOG_BYTES),
-        error.as_mut_ptr().cast::<c_void>(),
-        std::ptr::without_provenance_mut::<c_void>(LOG_BYTES),
-        // The flag's value 1 in its slot (not a pointer).
-        std::ptr::without_provenance_mut::<c_void>(1),
-    ]);
-    // SAFETY: the context is bound (the caller's); `image` is NUL-terminated
-    // PTX; both log buffers are live and `LOG_BYTES` long, as their size
-    // options say, and outlive the call.
-    let loaded = unsafe { ModuleHandle::load_ex(image, &mut options, &mut values) };
+    let options: Vec<_> = jit.entries().iter().map(|&(o, v)| (o.code(), v)).collect();
+    let (loaded, logs) = ModuleHandle::load_bytes_jit(lib, image, &options, LOG_BYTES);
     let text = |b: &[u8]| {
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         String::from_utf8_lossy(&b[..end]).into_owned()
     };
     let log = JitLog {
-        info: text(&info),
-        error: text(&error),
+        info: text(&logs.info),
+        error: text(&logs.error),
     };
     match loaded {
         Ok(handle) => Ok((handle, Some((jit.clone(), log)))),
@@ -196,13 +171,11 @@ impl CudaImage {
             && crate::cubin::fatbin_globals_unreadable(image))
         .then(|| unlisted_globals(image));
         dev.bind()?;
-        // SAFETY: the context is bound; `bytes` is a whole cubin or fat
-        // binary, or NUL-terminated PTX, and outlives the call (the driver
-        // copies what it needs).
         let (handle, log) = match jit {
-            Some(jit) => load_jit(bytes.as_ptr().cast::<c_void>(), jit)
-                .map_err(|e| explain_load_error(dev, image, e))?,
-            None => match unsafe { ModuleHandle::load(bytes.as_ptr().cast::<c_void>()) } {
+            Some(jit) => {
+                load_jit(&dev.lib, &bytes, jit).map_err(|e| explain_load_error(dev, image, e))?
+            }
+            None => match ModuleHandle::load_bytes(&dev.lib, &bytes) {
                 Ok(handle) => (handle, None),
                 Err(f) => return Err(explain_load_error(dev, image, DriverError::from(f).into())),
             },
@@ -395,10 +368,6 @@ impl CudaKernel {
         self.params.as_deref()
     }
 
-    pub(crate) fn func(&self) -> sys::CUfunction {
-        self.func.get()
-    }
-
     pub(crate) fn module(&self) -> &Arc<Module> {
         &self.module
     }
@@ -500,8 +469,8 @@ impl CudaKernel {
     }
 
     /// The function, while `self` keeps its module loaded.
-    fn function(&self) -> FunctionRef<'_> {
-        // SAFETY: `func` came from this module's `function` (`kernel`).
-        unsafe { FunctionRef::of(self.module.raw(), self.func) }
+    pub(crate) fn function(&self) -> FunctionRef<'_> {
+        FunctionRef::of(self.module.raw(), self.func)
+            .expect("a kernel's function is one of its module's (`kernel`)")
     }
 }

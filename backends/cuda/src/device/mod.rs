@@ -127,8 +127,9 @@ impl Drop for Device {
         // once this one is released must not get it.
         ContextState::release(state, || {
             // SAFETY: releases the retain taken in `open`; every object that
-            // used the context held an `Arc<Device>` and is gone. Nothing is
-            // left to report an error to.
+            // used the context held an `Arc<Device>` and is gone, which only
+            // this owner knows (the driver's objects do not borrow the
+            // retain). Nothing is left to report an error to.
             let _ = unsafe { ctx.release() };
         });
     }

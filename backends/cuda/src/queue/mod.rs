@@ -27,19 +27,12 @@ use crate::device::Device;
 use crate::error::{CudaError, DriverError};
 use crate::memory::CudaBuffer;
 use crate::module::CudaKernel;
-use crate::raw;
+use crate::raw::Direction;
 use crate::stream::{Event, Stream, stream_and_events};
 
 use callback::{CallbackStatus, Signal};
 use staging::Staging;
 use watchdog::Watchdog;
-
-/// The direction of a copy.
-#[derive(Clone, Copy)]
-enum Direction {
-    HostToDevice,
-    DeviceToHost,
-}
 
 /// A queue of copies and launches on one CUDA stream.
 ///
@@ -192,8 +185,9 @@ impl CudaQueue {
             .modules_in(segments.iter().map(|s| (s.device, s.len)));
         let next = self.ledger.next().0;
         self.modules.extend(touched.into_iter().map(|m| (next, m)));
-        // SAFETY: bound above; the segments lie inside the buffer (checked
-        // above), which the ledger keeps below.
+        // SAFETY: the staging keeps the buffer's address for a later copy,
+        // which no type here can show to stay valid: the segments lie inside
+        // the buffer (checked above), which the ledger keeps below.
         if matches!(dir, Direction::DeviceToHost) && unsafe { self.stage(&buffer, segments) }? {
             let ticket = self.ledger.issue();
             self.ledger.keep(ticket, buffer);
@@ -202,24 +196,13 @@ impl CudaQueue {
         let ticket = self.ledger.issue();
         let mut enqueued = 0;
         let mut result = Ok(ticket);
-        let stream = self.stream.handle();
+        let (host, stream) = (buffer.host(), self.stream.raw());
         for s in segments.iter().filter(|s| s.len > 0) {
-            // SAFETY: `host_offset + len` is inside the buffer (checked above).
-            let host = unsafe { buffer.as_ptr().add(s.host_offset) };
-            let r = match dir {
-                // SAFETY: the context is bound; the host range is inside the
-                // page-locked buffer, which the queue keeps until a
-                // synchronize covered this copy; the device range is the
-                // caller's (an error if unmapped).
-                Direction::HostToDevice => unsafe {
-                    raw::memcpy_htod_async(s.device, host.cast(), s.len, stream)
-                },
-                // SAFETY: as above, and nothing reads the buffer until it is
-                // reclaimed after the synchronize.
-                Direction::DeviceToHost => unsafe {
-                    raw::memcpy_dtoh_async(host.cast(), s.device, s.len, stream)
-                },
-            };
+            // SAFETY: the copy outlives this call, which no type here can
+            // show: the queue keeps the buffer (the ledger, below), and
+            // nothing reads or writes it, until it is reclaimed after a
+            // synchronize covered the copy.
+            let r = unsafe { host.copy(dir, s.host_offset, s.len, s.device, stream) };
             if let Err(f) = r {
                 result = Err(f.into());
                 break;
@@ -248,11 +231,12 @@ impl CudaQueue {
         // The copy is ordered with everything on this queue's stream, so it
         // counts as work a synchronize covers.
         self.ledger.issue();
-        // SAFETY: the context is bound and the stream is live; the library
-        // has the staging symbols (checked by the caller); the device ranges
-        // are the caller's, and the driver fails the copy if one is not
-        // mapped.
-        unsafe { raw::memcpy_dtod_async(dst, src, len, self.stream.handle()) }?;
+        // SAFETY: the ranges are the caller's device addresses, which no
+        // type here can show to outlive the copy: a global among them keeps
+        // its module loaded until a synchronize covers the copy (above), a
+        // region is the caller's to keep; the driver fails the copy if one
+        // is not mapped.
+        unsafe { self.stream.raw().copy_device(dst, src, len) }?;
         Ok(())
     }
 
@@ -369,12 +353,6 @@ impl CudaQueue {
                     (u64::from_ne_bytes(word), 1)
                 }),
         );
-        let mut params = args.pointers();
-        let params_ptr = if params.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            params.as_mut_ptr()
-        };
         self.dev.bind()?;
         // The block against the kernel's own thread limit; dynamic shared
         // memory against the opt-in limit with the kernel's static shared
@@ -386,20 +364,15 @@ impl CudaQueue {
         // names it.
         let seq = self.ledger.next().0;
         self.dev.state.launched(self.id, seq, kernel.shared_name());
-        // SAFETY: the context is bound; `kernel` is a live function of a
-        // loaded module (kept loaded by the queue until the launch
-        // completes); `params` holds one pointer per argument into `args`,
-        // each to a slot at least as large as the parameter, and both live
-        // until this call returns (the driver copies the arguments).
+        // SAFETY: what outlives the call, which no type here can show: the
+        // queue keeps the kernel's module loaded until a synchronize covers
+        // the launch (`self.modules`, below). Where the driver did not tell
+        // the parameter sizes, the recorded argument sizes stand for them
+        // (the recorded launch passed them).
         let r = unsafe {
-            raw::launch_kernel(
-                kernel.func(),
-                c.grid,
-                c.block,
-                c.shared_mem,
-                self.stream.handle(),
-                params_ptr,
-            )
+            self.stream
+                .raw()
+                .launch(kernel.function(), c.grid, c.block, c.shared_mem, &mut args)
         };
         if let Err(f) = r {
             let e = DriverError::from(f);

@@ -137,16 +137,12 @@ impl Staging {
         }
         let mut segs = Vec::with_capacity(segments.len());
         for s in segments.iter().filter(|s| s.len > 0) {
-            // SAFETY: the shadow holds at least the buffer's length and the
-            // segment lies inside the buffer (the caller's contract); the
-            // device range is the caller's (an error if unmapped).
+            // SAFETY: the shadow outlives the copy, which no type here can
+            // show: it is freed only once both streams are idle
+            // (`reserve_shadow`, `Drop`); the device range is the caller's.
             unsafe {
-                raw::memcpy_dtod_async(
-                    self.shadow.ptr() + s.host_offset as u64,
-                    s.device,
-                    s.len,
-                    main.handle(),
-                )
+                self.shadow
+                    .copy_from_device(s.host_offset, s.len, s.device, main.raw())
             }?;
             segs.push((s.host_offset, s.len));
         }
@@ -183,11 +179,12 @@ impl Staging {
             self.stream.wait(&self.staged)?;
         }
         for (offset, len) in segs {
-            // SAFETY: the context is bound by the caller; `host + offset ..
-            // + len` lies in the download's
-            // page-locked buffer, which the queue holds until a synchronize
-            // covered the download (and a synchronize waits for this drain;
-            // `stage`'s contract); the shadow holds the same range.
+            // SAFETY: the buffer outlives the copy, which no type here can
+            // show (the staging keeps only its address): `host + offset ..
+            // + len` lies in the download's page-locked buffer, which the
+            // queue holds until a synchronize covered the download (and a
+            // synchronize waits for this drain; `stage`'s contract); the
+            // shadow holds the same range.
             unsafe {
                 raw::memcpy_dtoh_async(
                     host.add(offset).cast(),

@@ -11,6 +11,17 @@ use cudarc::driver::sys;
 
 use super::failure::{Failure, refused, result};
 use super::library::Library;
+use super::stream::StreamHandle;
+
+/// `Ok` when `offset .. offset + len` lies inside `total` bytes, else the
+/// [`Failure`] of `call` with `CUDA_ERROR_INVALID_VALUE` (what the driver
+/// says of a range outside an allocation).
+fn inside(call: &'static str, offset: usize, len: usize, total: usize) -> Result<(), Failure> {
+    match offset.checked_add(len) {
+        Some(end) if end <= total => Ok(()),
+        _ => Err(refused(call, sys::CUresult::CUDA_ERROR_INVALID_VALUE)),
+    }
+}
 
 /// `Ok` when the library has every function of the group `has` stands
 /// for, else the [`Failure`] of `call` with `CUDA_ERROR_NOT_SUPPORTED`
@@ -233,7 +244,7 @@ unsafe fn mem_free_host(p: *mut c_void) -> Result<(), Failure> {
 /// `host .. host + len` is page-locked memory (from [`mem_host_alloc`])
 /// that stays allocated and unwritten until the copy completes. The device
 /// range may be anything (the driver fails the copy if it is not mapped).
-pub(crate) unsafe fn memcpy_htod_async(
+unsafe fn memcpy_htod_async(
     device: u64,
     host: *const c_void,
     len: usize,
@@ -277,7 +288,7 @@ pub(crate) unsafe fn memcpy_dtoh_async(
 /// context is bound and `stream` is live; the ranges may be anything (the
 /// driver fails the copy if one is not mapped), but a range the caller
 /// allocated stays allocated until the copy completes.
-pub(crate) unsafe fn memcpy_dtod_async(
+pub(super) unsafe fn memcpy_dtod_async(
     dst: u64,
     src: u64,
     len: usize,
@@ -288,6 +299,15 @@ pub(crate) unsafe fn memcpy_dtod_async(
     result("cuMemcpyDtoDAsync", unsafe {
         sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream)
     })
+}
+
+/// Which way a copy between host and device memory goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// An upload.
+    HostToDevice,
+    /// A download.
+    DeviceToHost,
 }
 
 /// Page-locked host memory of fixed length, zeroed when made
@@ -330,6 +350,44 @@ impl HostMemory {
     /// The first byte, for copies.
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// Enqueues a copy between the `len` bytes at `offset` in this memory
+    /// and `device`, as `dir` says, on `stream` (`cuMemcpyHtoDAsync`,
+    /// `cuMemcpyDtoHAsync`); the [`Failure`] is `CUDA_ERROR_INVALID_VALUE`
+    /// when those bytes are not inside it. The device range may be
+    /// anything (the driver fails the copy if it is not mapped). The
+    /// context is to be bound.
+    ///
+    /// # Safety
+    ///
+    /// `self` stays allocated until the copy completes, and those bytes
+    /// meanwhile unwritten (to the device) or neither read nor written
+    /// otherwise (to the host).
+    pub(crate) unsafe fn copy(
+        &self,
+        dir: Direction,
+        offset: usize,
+        len: usize,
+        device: u64,
+        stream: &StreamHandle,
+    ) -> Result<(), Failure> {
+        let call = match dir {
+            Direction::HostToDevice => "cuMemcpyHtoDAsync",
+            Direction::DeviceToHost => "cuMemcpyDtoHAsync",
+        };
+        inside(call, offset, len, self.len)?;
+        let host = self.ptr.as_ptr().wrapping_add(offset).cast::<c_void>();
+        // SAFETY: the library is loaded (a `HostMemory` was allocated) and
+        // the stream is live (`stream`); the range lies in this page-locked
+        // memory (checked above), which outlives the copy and is left to it
+        // (the caller's contract).
+        unsafe {
+            match dir {
+                Direction::HostToDevice => memcpy_htod_async(device, host, len, stream.get()),
+                Direction::DeviceToHost => memcpy_dtoh_async(host, device, len, stream.get()),
+            }
+        }
     }
 
     /// The bytes.
@@ -548,6 +606,31 @@ impl DeviceMemory {
     /// Its length (0: none).
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Enqueues a copy of `len` bytes from `src`, a device address, to
+    /// `offset` in this memory, on `stream` (`cuMemcpyDtoDAsync`); the
+    /// [`Failure`] is `CUDA_ERROR_INVALID_VALUE` when they are not inside
+    /// it. The source range may be anything (the driver fails the copy if
+    /// it is not mapped). The context is to be bound.
+    ///
+    /// # Safety
+    ///
+    /// `self` stays allocated until the copy completes, as does the source
+    /// range where the caller allocated it.
+    pub(crate) unsafe fn copy_from_device(
+        &self,
+        offset: usize,
+        len: usize,
+        src: u64,
+        stream: &StreamHandle,
+    ) -> Result<(), Failure> {
+        inside("cuMemcpyDtoDAsync", offset, len, self.len)?;
+        // SAFETY: the library has the staging symbols (`alloc` made `self`
+        // with them) and the stream is live (`stream`); the destination is
+        // inside this allocation (checked above), and the caller keeps both
+        // ranges until the copy completes (its contract).
+        unsafe { memcpy_dtod_async(self.ptr + offset as u64, src, len, stream.get()) }
     }
 
     /// Frees it (`cuMemFree`), leaving none.

@@ -9,10 +9,10 @@
 //! so nothing here calls a `sys` function before [`library()`] has loaded
 //! the library and checked the symbol is there. A safe function takes the
 //! [`Library`] that proves it (only [`library()`] makes one), or an owner
-//! made with one; an optional symbol is checked before it is called. What
-//! stays `unsafe` is what the types cannot show: that an image is whole,
-//! that a copy's host memory and a launch's module outlive the work
-//! enqueued, that a function handle's module is loaded.
+//! made with one; an optional symbol is checked before it is called, an
+//! image's extent against its slice, a function against its module. What
+//! stays `unsafe` is what the types cannot show: that a copy's memory and a
+//! launch's module outlive the work enqueued.
 //!
 //! A call that fails returns a [`Failure`]: the call and its raw code, which
 //! a caller may match (`CUDA_ERROR_NOT_FOUND`, `CUDA_ERROR_NOT_READY`, ...)

@@ -14,6 +14,8 @@ use cudarc::driver::sys;
 
 use super::failure::{Failure, refused, result};
 use super::library::Library;
+use super::module::FunctionRef;
+use crate::args::PackedArgs;
 
 /// `cuStreamCreate`: a new stream in the current context, with `flags`, to
 /// be destroyed once with [`stream_destroy`] (or kept until the process
@@ -136,7 +138,7 @@ unsafe fn launch_host_func(
 /// points to one pointer per parameter, each to a slot at least as large as
 /// the parameter, all live until this returns. What the kernel does with
 /// device memory is the caller's to answer for.
-pub(crate) unsafe fn launch_kernel(
+unsafe fn launch_kernel(
     func: sys::CUfunction,
     grid: [u32; 3],
     block: [u32; 3],
@@ -161,6 +163,15 @@ pub(crate) unsafe fn launch_kernel(
             std::ptr::null_mut(),
         )
     })
+}
+
+/// The bytes of `words` in memory order: packed kernel arguments
+/// (`kernelParams` slots, 8-byte aligned) as the driver reads them.
+pub(crate) fn word_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: `words` is `size_of_val(words)` initialised bytes, which any
+    // `u8` may view (alignment 1, no invalid values); the slice borrows
+    // `words`.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), size_of_val(words)) }
 }
 
 /// `cuEventCreate`: a new event in the current context, with `flags`, to
@@ -270,6 +281,72 @@ impl StreamHandle {
         // SAFETY: the symbol is present (checked above); the stream and the
         // event are live (`self`, `event`).
         unsafe { stream_wait_event(self.handle, event.handle) }
+    }
+
+    /// Enqueues a launch of `func` with `grid`, `block`, `shared_mem` bytes
+    /// of dynamic shared memory and `args` (`cuLaunchKernel`, which copies
+    /// the arguments before it returns). The context is to be bound.
+    ///
+    /// # Safety
+    ///
+    /// `func`'s module stays loaded until the launch completes; where
+    /// `args` were packed without the kernel's parameter sizes, each slot
+    /// is at least as large as its parameter. What the kernel does with
+    /// device memory is the caller's to answer for.
+    pub(crate) unsafe fn launch(
+        &self,
+        func: FunctionRef<'_>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem: u32,
+        args: &mut PackedArgs,
+    ) -> Result<(), Failure> {
+        let mut params = args.pointers();
+        let params_ptr = if params.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
+        // SAFETY: the library is loaded and the stream live (`self`); the
+        // function's module is loaded now (`func` borrows it) and until the
+        // launch completes (the caller's contract); `params` holds one
+        // pointer per argument into `args`, each to a slot at least as
+        // large as its parameter (`PackedArgs::pack` checks the sizes the
+        // driver told, the caller's contract covers the rest), and both
+        // outlive the call.
+        unsafe {
+            launch_kernel(
+                func.id().get(),
+                grid,
+                block,
+                shared_mem,
+                self.handle,
+                params_ptr,
+            )
+        }
+    }
+
+    /// Enqueues a copy of `len` bytes from `src` to `dst`, both device
+    /// addresses (`cuMemcpyDtoDAsync`; a failure without the
+    /// [`STAGING`](super::library::STAGING) symbols). The ranges may be
+    /// anything (the driver fails the copy if one is not mapped). The
+    /// context is to be bound.
+    ///
+    /// # Safety
+    ///
+    /// A range the caller allocated stays allocated until the copy
+    /// completes.
+    pub(crate) unsafe fn copy_device(&self, dst: u64, src: u64, len: usize) -> Result<(), Failure> {
+        if !self.lib.staging {
+            return Err(refused(
+                "cuMemcpyDtoDAsync",
+                sys::CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            ));
+        }
+        // SAFETY: the symbols are present (checked above) and the stream is
+        // live (`self`); the caller keeps its ranges until the copy
+        // completes (its contract).
+        unsafe { super::memory::memcpy_dtod_async(dst, src, len, self.handle) }
     }
 
     /// Enqueues `f`, called once, on a thread of the driver's, when the
