@@ -116,6 +116,16 @@ impl Default for StoreOptions {
     }
 }
 
+impl StoreOptions {
+    /// The defaults, flushing to disk or not ([`StoreOptions::fsync`]).
+    pub fn flushing(fsync: bool) -> Self {
+        StoreOptions {
+            fsync,
+            ..StoreOptions::default()
+        }
+    }
+}
+
 /// The machine's cores, at most 4: asked once (the system's answer reads
 /// cgroup files).
 fn default_threads() -> usize {

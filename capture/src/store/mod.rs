@@ -175,16 +175,9 @@ impl CaptureStore {
         if let Some(s) = self.chunks.get() {
             return Ok(s);
         }
-        let options = StoreOptions {
-            fsync: self.fsync,
-            ..StoreOptions::default()
-        };
-        let store = ChunkStore::create_at(
-            &self.dir,
-            &self.dir_fd,
-            options,
-            crate::chunks::layout::FORMAT_VERSION,
-        )?;
+        let options = StoreOptions::flushing(self.fsync);
+        let version = crate::chunks::layout::FORMAT_VERSION;
+        let store = ChunkStore::create_at(&self.dir, &self.dir_fd, options, version)?;
         // Another writer thread may have set it meanwhile: either will do.
         let _ = self.chunks.set(store);
         self.chunks

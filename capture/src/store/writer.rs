@@ -70,13 +70,7 @@ impl CaptureWriter for CaptureStore {
         }
         // A second handle on the store the captures go to, for looking
         // chunks up.
-        let store = ChunkStore::create(
-            self.dir(),
-            StoreOptions {
-                fsync: self.fsync,
-                ..StoreOptions::default()
-            },
-        )?;
+        let store = ChunkStore::create(self.dir(), StoreOptions::flushing(self.fsync))?;
         Ok(Some(KnownChunks { store }))
     }
 }

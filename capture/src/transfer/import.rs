@@ -150,13 +150,7 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
         }
         return Ok(report);
     }
-    let store = ChunkStore::create(
-        dir,
-        StoreOptions {
-            fsync: options.fsync,
-            ..StoreOptions::default()
-        },
-    )?;
+    let store = ChunkStore::create(dir, StoreOptions::flushing(options.fsync))?;
     let before = store_bytes(dir)?;
     let dir_fd = crate::fs::open_dir_fd(dir)?;
     // Links of each inode removed, to tell when its last one went.
