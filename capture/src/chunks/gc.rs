@@ -188,8 +188,7 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
         } else if name.starts_with(tmp::NEW_PIN) {
             // Locked as soon as it is made; one that is not, and old, is a
             // dead writer's.
-            mtime < young
-                && leftovers::locked(&tmp_fd, name).map_err(io(&path, "lock"))? == Some(false)
+            mtime < young && leftovers::locked(&tmp_fd, &tmp_path, name)? == Some(false)
         } else if name.starts_with(tmp::VERSION) {
             mtime < young
         } else if name.starts_with(tmp::DISPLACED) {

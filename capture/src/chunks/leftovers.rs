@@ -67,11 +67,13 @@ pub struct Leftover {
     pub kind: LeftoverKind,
 }
 
-/// Whether `name` in `dir` is locked by someone (`flock`): `None` when it
-/// is gone. Taking a shared lock and dropping it at once costs a writer
-/// nothing (its lock is exclusive and held: the attempt fails).
-pub(super) fn locked(dir: &OwnedFd, name: &str) -> std::io::Result<Option<bool>> {
-    Ok(opened_locked(dir, name)?.map(|(_, locked)| locked))
+/// Whether `name` in `dir` (at `path`, for messages) is locked by someone
+/// (`flock`): `None` when it is gone. Taking a shared lock and dropping it
+/// at once costs a writer nothing (its lock is exclusive and held: the
+/// attempt fails).
+pub(super) fn locked(dir: &OwnedFd, path: &Path, name: &str) -> Result<Option<bool>> {
+    let opened = opened_locked(dir, name).map_err(|e| Error::io(path.join(name), "lock", e))?;
+    Ok(opened.map(|(_, locked)| locked))
 }
 
 /// [`locked`], with the file it opened.
@@ -115,8 +117,7 @@ pub(super) fn live_pin_ids(tmp_fd: &OwnedFd, tmp_path: &Path) -> Result<Vec<Stri
     let mut live = Vec::new();
     for name in text_names(tmp_fd, tmp_path)? {
         if let Some(id) = name.strip_prefix(tmp::PIN)
-            && locked(tmp_fd, &name).map_err(|e| Error::io(tmp_path.join(&name), "lock", e))?
-                == Some(true)
+            && locked(tmp_fd, tmp_path, &name)? == Some(true)
         {
             live.push(id.to_string());
         }
@@ -162,20 +163,14 @@ pub fn store_leftovers(dir: impl AsRef<Path>) -> Result<Vec<Leftover>> {
     let tmp_path = root.join(layout::TMP_DIR);
     let live = live_pin_ids(&tmp_fd, &tmp_path)?;
     let gc_running = match fs::open_dir(open_dir_fd(dir)?, layout::STORE_DIR) {
-        Ok(root_fd) => {
-            locked(&root_fd, layout::GC_LOCK)
-                .map_err(|e| Error::io(root.join(layout::GC_LOCK), "lock", e))?
-                == Some(true)
-        }
+        Ok(root_fd) => locked(&root_fd, &root, layout::GC_LOCK)? == Some(true),
         Err(_) => false,
     };
     let mut out = Vec::new();
     let mut names = text_names(&tmp_fd, &tmp_path)?;
     names.sort();
     for name in names {
-        let lock_of = |name: &str| {
-            locked(&tmp_fd, name).map_err(|e| Error::io(tmp_path.join(name), "lock", e))
-        };
+        let lock_of = |name: &str| locked(&tmp_fd, &tmp_path, name);
         let kind = if let Some(id) = name.strip_prefix(tmp::PIN) {
             (!live.iter().any(|l| l == id) && lock_of(&name)? == Some(false))
                 .then_some(LeftoverKind::DeadPin)
