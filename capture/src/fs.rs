@@ -228,9 +228,9 @@ pub(super) fn names(dir: impl AsFd) -> io::Result<Vec<(Vec<u8>, FileType)>> {
     Ok(out)
 }
 
-/// Flushes the directory `dir`'s entries to disk.
-pub(super) fn sync_dir(dir: impl AsFd) -> io::Result<()> {
-    Ok(rustix::fs::fsync(dir)?)
+/// Flushes the directory `dir`'s entries to disk; an error names `path`.
+pub(crate) fn sync_dir(dir: impl AsFd, path: &Path) -> Result<()> {
+    rustix::fs::fsync(dir).map_err(|e| Error::io(path, "sync directory", e.into()))
 }
 
 /// The directory at `dir`, open (following a link to it: that is the

@@ -245,8 +245,7 @@ impl ChunkStore {
             };
             if placed.map_err(failed)? {
                 if self.options.fsync {
-                    fs::sync_dir(prefix_fd)
-                        .map_err(|e| Error::io(self.prefix_path(prefix), "sync directory", e))?;
+                    fs::sync_dir(prefix_fd, &self.prefix_path(prefix))?;
                 }
                 return Ok(());
             }

@@ -346,8 +346,7 @@ impl CaptureStore {
     /// Makes the renames into the directory durable (with `fsync`).
     fn sync_dir(&self) -> Result<()> {
         if self.fsync {
-            rustix::fs::fsync(&self.dir_fd)
-                .map_err(|e| Error::io(&self.dir, "sync directory", e.into()))?;
+            crate::fs::sync_dir(&self.dir_fd, &self.dir)?;
         }
         Ok(())
     }

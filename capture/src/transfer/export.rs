@@ -27,7 +27,8 @@ use crate::capture::{
 };
 use crate::error::{CaptureProblem, Error, ExportProblem, Result, StoreProblem};
 
-use super::{sync_dir, write_new};
+use super::write_new;
+use crate::fs::sync_dir;
 
 /// The format [`export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

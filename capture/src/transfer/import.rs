@@ -33,7 +33,7 @@ use crate::capture::{CapturePaths, read_descriptor};
 use crate::chunks::{self, ChunkStore, Manifest, StoreOptions};
 use crate::error::{CaptureProblem, Error, Result, StoreProblem};
 
-use super::sync_dir;
+use crate::fs::sync_dir;
 
 /// How [`import`] works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,8 +56,3 @@ fn write_new(
     let _ = rustix::fs::unlinkat(dir_fd, tmp.as_str(), AtFlags::empty());
     result
 }
-
-/// Flushes the directory `dir_fd`'s entries (`dir`, for messages).
-fn sync_dir(dir_fd: &OwnedFd, dir: &Path) -> Result<()> {
-    rustix::fs::fsync(dir_fd).map_err(|e| Error::io(dir, "sync directory", e.into()))
-}
