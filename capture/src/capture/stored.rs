@@ -34,11 +34,8 @@ pub fn data_file(raw: &Path) -> PathBuf {
 /// naming the manifest when it cannot be read or is malformed
 /// ([`CaptureProblem::BadManifest`]).
 pub fn manifest_for(raw: &Path) -> Result<Option<(PathBuf, Manifest)>> {
-    if FileState::of(raw).exists() {
-        return Ok(None);
-    }
-    let path = chunks::manifest_path(raw);
-    if !FileState::of(&path).exists() {
+    let path = data_file(raw);
+    if path == raw {
         return Ok(None);
     }
     let m = Manifest::read(&path).map_err(|e| capture_error(&path, e))?;

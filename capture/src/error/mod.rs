@@ -557,15 +557,20 @@ impl Error {
     /// assert_eq!(e.named(flags).to_string(), "--num-teams 0: must be at least 1");
     /// ```
     pub fn named(&self, names: Names) -> impl fmt::Display + '_ {
-        Named(self, names)
+        Named(self, names, Error::fmt_named)
     }
 }
 
-struct Named<'a>(&'a Error, Names);
+/// `T` shown by its `fmt_named`, with settings named as a [`Names`] says.
+struct Named<'a, T>(
+    &'a T,
+    Names,
+    fn(&T, &mut fmt::Formatter<'_>, Names) -> fmt::Result,
+);
 
-impl fmt::Display for Named<'_> {
+impl<T> fmt::Display for Named<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt_named(f, self.1)
+        (self.2)(self.0, f, self.1)
     }
 }
 

@@ -109,16 +109,10 @@ impl UnknownGeometry {
 
     /// The text with settings named as `names` says.
     pub fn named(&self, names: Names) -> impl fmt::Display + '_ {
-        struct Named<'a>(&'a UnknownGeometry, Names);
-        impl fmt::Display for Named<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt_named(f, self.1)
-            }
-        }
-        Named(self, names)
+        super::Named(self, names, UnknownGeometry::fmt_named)
     }
 
-    pub(crate) fn fmt_named(&self, f: &mut fmt::Formatter<'_>, names: Names) -> fmt::Result {
+    fn fmt_named(&self, f: &mut fmt::Formatter<'_>, names: Names) -> fmt::Result {
         let g = self.generation;
         let mut keys = Vec::new();
         let mut clauses = Vec::new();
