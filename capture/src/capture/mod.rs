@@ -353,23 +353,6 @@ impl Capture {
         output_problem(&self.record, &self.paths, &state).map(|f| f.error)
     }
 
-    /// Checks the checksums of the globals and the image (already in
-    /// memory); `Ok(false)` when the descriptor has neither.
-    fn verify_small_files(&self) -> Result<bool> {
-        let sums = self.record.checksums;
-        let compiled = self.image_origin.as_ref().is_some_and(|o| o.compiled);
-        let mut any = false;
-        if let (Some(want), Some(g)) = (sums.globals, &self.globals) {
-            any = true;
-            files::expect_checksum(&self.paths.globals, want, checksum(g))?;
-        }
-        if let Some(want) = sums.image.filter(|_| !compiled) {
-            any = true;
-            files::expect_checksum(&self.paths.image, want, checksum(&self.image))?;
-        }
-        Ok(any)
-    }
-
     /// Checks the input snapshot's bytes, as read, against the descriptor's
     /// checksum (when it has one and checking is on). When they differ and
     /// the snapshot is the store's, the error names the first chunk whose
@@ -420,7 +403,16 @@ impl Capture {
     /// from disk; `Ok(false)` when it carries none.
     pub fn verify_checksums(&self) -> Result<bool> {
         let sums = self.record.checksums;
-        let mut any = self.verify_small_files()?;
+        let compiled = self.image_origin.as_ref().is_some_and(|o| o.compiled);
+        let mut any = false;
+        if let (Some(want), Some(g)) = (sums.globals, &self.globals) {
+            any = true;
+            files::expect_checksum(&self.paths.globals, want, checksum(g))?;
+        }
+        if let Some(want) = sums.image.filter(|_| !compiled) {
+            any = true;
+            files::expect_checksum(&self.paths.image, want, checksum(&self.image))?;
+        }
         if let Some(want) = sums.input {
             any = true;
             files::expect_checksum(&self.input.path, want, self.input.checksum()?)?;

@@ -426,10 +426,7 @@ impl SnapshotSource for SnapshotFile {
             f(at, mine, piece);
             at += n as u64;
         })?;
-        match failed {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
+        failed.map_or(Ok(()), Err)
     }
 }
 

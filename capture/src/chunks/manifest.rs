@@ -258,7 +258,7 @@ impl Manifest {
         dir_fd: &std::os::fd::OwnedFd,
         mut f: impl FnMut(Manifest),
     ) -> Result<()> {
-        use rustix::fs::FileType;
+        use rustix::{fs::FileType, io::Errno};
         use std::os::unix::ffi::OsStrExt as _;
         for (name, kind) in super::fs::names(dir_fd).map_err(|e| Error::io(dir, "list", e))? {
             if !super::layout::is_manifest_name(&name)
@@ -270,11 +270,7 @@ impl Manifest {
             let path = dir.join(name);
             let file = match super::fs::open_file(dir_fd, name) {
                 Ok(f) => f,
-                Err(e)
-                    if [rustix::io::Errno::NOENT, rustix::io::Errno::LOOP]
-                        .map(|e| Some(e.raw_os_error()))
-                        .contains(&e.raw_os_error()) =>
-                {
+                Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::NOENT | Errno::LOOP)) => {
                     continue;
                 }
                 Err(e) => return Err(Error::io(&path, "open manifest", e)),
@@ -285,27 +281,19 @@ impl Manifest {
     }
 }
 
-fn check_version(version: u32) -> Result<(), ManifestError> {
-    if (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
-        Ok(())
-    } else {
-        Err(ManifestError::UnsupportedVersion {
-            found: version,
-            supported: FORMAT_VERSION,
-        })
-    }
+fn check_version(found: u32) -> Result<(), ManifestError> {
+    let supported = FORMAT_VERSION;
+    let refused = ManifestError::UnsupportedVersion { found, supported };
+    (OLDEST_FORMAT_VERSION..=supported)
+        .contains(&found)
+        .then_some(())
+        .ok_or(refused)
 }
 
-fn check_chunk_size(chunk_size: u32) -> Result<(), ManifestError> {
-    if (MIN_CHUNK_SIZE..=MAX_CHUNK_SIZE).contains(&chunk_size) {
-        Ok(())
-    } else {
-        Err(ManifestError::ChunkSize {
-            found: chunk_size,
-            min: MIN_CHUNK_SIZE,
-            max: MAX_CHUNK_SIZE,
-        })
-    }
+fn check_chunk_size(found: u32) -> Result<(), ManifestError> {
+    let (min, max) = (MIN_CHUNK_SIZE, MAX_CHUNK_SIZE);
+    let refused = ManifestError::ChunkSize { found, min, max };
+    (min..=max).contains(&found).then_some(()).ok_or(refused)
 }
 
 /// Whether `count` chunks of these `lens` hold `total` bytes cut at
