@@ -419,13 +419,11 @@ pub(crate) fn assess_in(
     );
     if let (Some(image), Some(kind)) = (&a.image, a.image_kind) {
         let image_path = a.image_origin.as_ref().map_or(&paths.image, |o| &o.path);
-        let globals = a.globals.as_deref().map(|g| {
-            (
-                g,
-                record.generation.globals_layout(),
-                paths.globals.as_path(),
-            )
-        });
+        let layout = record.generation.globals_layout();
+        let globals = a
+            .globals
+            .as_deref()
+            .map(|g| (g, layout, paths.globals.as_path()));
         let image = (image.as_slice(), kind, image_path.as_path());
         let found =
             image_checks::problems(record, &paths.descriptor, image, options.backend, globals);
@@ -489,55 +487,43 @@ pub(crate) fn length_problems(
     input: u64,
     output: Option<u64>,
 ) -> Vec<Error> {
-    let descriptor = &paths.descriptor;
-    let input_path = || paths.input.clone();
-    [
-        record
-            .memory_size
-            .filter(|&size| size != input)
-            .map(|expected| {
-                let found = input;
-                (
-                    &paths.input,
-                    CaptureProblem::SnapshotSize { found, expected },
-                )
-            }),
-        record
-            .region_size
-            .filter(|&size| input > size)
-            .map(|region| {
-                let (snapshot, len) = (input_path(), input);
-                (
-                    descriptor,
-                    CaptureProblem::SnapshotLargerThanRegion {
-                        snapshot,
-                        len,
-                        region,
-                    },
-                )
-            }),
-        output.filter(|&out| out != input).map(|output| {
-            let input_path = input_path();
-            (
-                &paths.output,
-                CaptureProblem::OutputSize {
-                    output,
-                    input_path,
-                    input,
-                },
-            )
-        }),
-        base.filter(|base| base.checked_add(input).is_none())
-            .map(|base| (descriptor, CaptureProblem::RegionWraps { base, len: input })),
-        // Every executor reserves the region from its page: one in the
-        // first page would map address 0, where a null pointer points.
-        base.filter(|&base| base != 0 && base < 4096)
-            .map(|base| (descriptor, CaptureProblem::RegionInFirstPage { base })),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|(path, problem)| Error::capture(path, problem))
-    .collect()
+    let (descriptor, len) = (&paths.descriptor, input);
+    let mut problems = Vec::new();
+    let mut refuse = |path: &Path, problem| problems.push(Error::capture(path, problem));
+    if let Some(expected) = record.memory_size.filter(|&size| size != len) {
+        let found = len;
+        refuse(
+            &paths.input,
+            CaptureProblem::SnapshotSize { found, expected },
+        );
+    }
+    if let Some(region) = record.region_size.filter(|&size| len > size) {
+        let snapshot = paths.input.clone();
+        let problem = CaptureProblem::SnapshotLargerThanRegion {
+            snapshot,
+            len,
+            region,
+        };
+        refuse(descriptor, problem);
+    }
+    if let Some(output) = output.filter(|&out| out != len) {
+        let input_path = paths.input.clone();
+        let problem = CaptureProblem::OutputSize {
+            output,
+            input_path,
+            input,
+        };
+        refuse(&paths.output, problem);
+    }
+    if let Some(base) = base.filter(|base| base.checked_add(len).is_none()) {
+        refuse(descriptor, CaptureProblem::RegionWraps { base, len });
+    }
+    // Every executor reserves the region from its page: one in the
+    // first page would map address 0, where a null pointer points.
+    if let Some(base) = base.filter(|&base| base != 0 && base < 4096) {
+        refuse(descriptor, CaptureProblem::RegionInFirstPage { base });
+    }
+    problems
 }
 
 /// The recorder writes the backend it recorded on and the image it loaded
