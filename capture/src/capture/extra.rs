@@ -49,12 +49,10 @@ fn read_checked(path: &Path, len: u64, sum: Option<u64>) -> Result<Option<Vec<u8
         return Ok(None);
     };
     if file.len != len {
+        let (found, expected) = (file.len, len);
         return Err(Error::capture(
             &file.path,
-            CaptureProblem::SnapshotSize {
-                found: file.len,
-                expected: len,
-            },
+            CaptureProblem::SnapshotSize { found, expected },
         ));
     }
     let mut bytes = Vec::with_capacity(len as usize);

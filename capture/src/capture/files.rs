@@ -108,16 +108,10 @@ pub fn file_checksum(file: &File, path: &Path) -> Result<u64> {
     Ok(h.finish())
 }
 
-/// The error for a file whose checksum is `got` where the descriptor says
-/// `want`.
-pub fn checksum_mismatch(path: &Path, want: u64, got: u64) -> Error {
-    Error::capture(
-        path,
-        CaptureProblem::ChecksumMismatch {
-            recorded: want,
-            actual: got,
-        },
-    )
+/// The error for a file whose checksum is `actual` where the descriptor
+/// says `recorded`.
+pub fn checksum_mismatch(path: &Path, recorded: u64, actual: u64) -> Error {
+    Error::capture(path, CaptureProblem::ChecksumMismatch { recorded, actual })
 }
 
 /// `Ok` when `got`, the checksum of `path`'s bytes, is the `want` the

@@ -183,20 +183,13 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 /// when it holds none (a plain device image, say).
 pub fn images_in(path: &Path) -> Result<Vec<DeviceImage>> {
     let (bytes, images) = looked_into(path)?;
+    let section = SECTION;
     let images = images.ok_or_else(|| {
-        Error::capture(
-            path,
-            CaptureProblem::NoDeviceImages {
-                kind: sniff(&bytes),
-                section: SECTION,
-            },
-        )
+        let kind = sniff(&bytes);
+        Error::capture(path, CaptureProblem::NoDeviceImages { kind, section })
     })?;
     if images.is_empty() {
-        return Err(Error::capture(
-            path,
-            CaptureProblem::NoEntries { section: SECTION },
-        ));
+        return Err(Error::capture(path, CaptureProblem::NoEntries { section }));
     }
     Ok(images)
 }

@@ -159,7 +159,13 @@ pub(crate) fn read_open(file: File, path: &Path, role: &str, limit: u64) -> Resu
     // The one bounded read: a file larger than the bound is refused before
     // a byte is read, and one that grew past it since is still refused.
     crate::fs::read_file_bounded(file, limit, path, "read", |len| {
-        let role = role.to_string();
-        Error::capture(path, CaptureProblem::TooLarge { role, len, limit })
+        too_large(path, role, len, limit)
     })
+}
+
+/// The error for the file of `role` at `path`, of `len` bytes, more than
+/// `limit`.
+pub(crate) fn too_large(path: &Path, role: &str, len: u64, limit: u64) -> Error {
+    let role = role.to_string();
+    Error::capture(path, CaptureProblem::TooLarge { role, len, limit })
 }

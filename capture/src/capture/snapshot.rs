@@ -106,12 +106,10 @@ impl SnapshotFile {
     ) -> Result<E::Buffer> {
         use std::os::unix::fs::FileExt;
         if len as u64 > self.len {
+            let (asked, len) = (len, self.len);
             return Err(Error::capture(
                 &self.path,
-                CaptureProblem::ReadPastEnd {
-                    asked: len,
-                    len: self.len,
-                },
+                CaptureProblem::ReadPastEnd { asked, len },
             ));
         }
         if let Some(map) = self.map(len as u64)

@@ -16,7 +16,7 @@ use crate::chunks::{self, ChunkStore, Manifest};
 use crate::error::{CaptureProblem, Error, Result, StoreProblem};
 
 use super::CapturePaths;
-use super::open::{FileState, read_bounded};
+use super::open::{FileState, read_bounded, too_large};
 
 /// The path a capture's data file is at: `raw` itself, or the manifest
 /// standing for it where `raw` is missing and the manifest is there.
@@ -60,12 +60,8 @@ impl Stores {
             return Ok(store.clone());
         }
         let Some(store) = ChunkStore::open(dir).map_err(|e| capture_error(manifest, e))? else {
-            return Err(Error::capture(
-                manifest,
-                CaptureProblem::NoStore {
-                    store: dir.join(chunks::layout::STORE_DIR),
-                },
-            ));
+            let store = dir.join(chunks::layout::STORE_DIR);
+            return Err(Error::capture(manifest, CaptureProblem::NoStore { store }));
         };
         let store = Arc::new(store);
         self.0.borrow_mut().push((dir.to_path_buf(), store.clone()));
@@ -106,14 +102,7 @@ pub(crate) fn read_data_in(
         return read_bounded(raw, role, limit);
     };
     if m.len() > limit {
-        return Err(Error::capture(
-            &path,
-            CaptureProblem::TooLarge {
-                role: role.to_string(),
-                len: m.len(),
-                limit,
-            },
-        ));
+        return Err(too_large(&path, role, m.len(), limit));
     }
     let store = stores.store_for(&path)?;
     let mut bytes = Error::filled_buffer(m.len(), 0, "a buffer for a capture file")?;

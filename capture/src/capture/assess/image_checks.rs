@@ -63,14 +63,10 @@ pub(super) fn problems(
         .launch_problems(image, record.name.as_str(), &arg_sizes)
         .into_iter()
         .partition(|p| p.site == ProblemSite::Arguments);
+    let refuses = |message| at(CaptureProblem::ExecutorRefuses { backend, message });
     let mut out: Vec<Error> = image_problems
         .into_iter()
-        .map(|p| {
-            at(CaptureProblem::ExecutorRefuses {
-                backend,
-                message: p.message,
-            })
-        })
+        .map(|p| refuses(p.message))
         .collect();
     if let (Some((bytes, layout, globals_path)), Some(defined)) = (globals, info.globals(image)) {
         for g in globals::decode(layout, bytes)
@@ -94,12 +90,10 @@ pub(super) fn problems(
         }
     }
     out.extend(arguments.into_iter().map(|p| {
+        let message = p.message;
         Error::capture(
             descriptor,
-            CaptureProblem::ArgumentsRefused {
-                backend,
-                message: p.message,
-            },
+            CaptureProblem::ArgumentsRefused { backend, message },
         )
     }));
     out
