@@ -130,27 +130,24 @@ impl ExecutorSpec {
 
 /// Opens executors of the kind a [`with_executor`] call chose.
 #[derive(Debug, Clone)]
-pub struct Executors<E> {
-    spec: ExecutorSpec,
-    open: fn(&ExecutorSpec) -> Result<E>,
-}
+pub struct Executors<E>(ExecutorSpec, fn(&ExecutorSpec) -> Result<E>);
 
 impl<E> Executors<E> {
     /// What [`Executors::open`] opens.
     pub fn spec(&self) -> ExecutorSpec {
-        self.spec.clone()
+        self.0.clone()
     }
 
     /// A new executor as the spec says.
     pub fn open(&self) -> Result<E> {
-        (self.open)(&self.spec)
+        (self.1)(&self.0)
     }
 
     /// A new executor of the same kind on another device or with other
     /// options (`spec.kind` is ignored: the kind was chosen already).
     pub fn open_with(&self, spec: ExecutorSpec) -> Result<E> {
-        (self.open)(&ExecutorSpec {
-            kind: self.spec.kind,
+        (self.1)(&ExecutorSpec {
+            kind: self.0.kind,
             ..spec
         })
     }
@@ -274,20 +271,11 @@ pub fn device_count(kind: BackendKind) -> usize {
 pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Output> {
     match spec.kind {
         #[cfg(feature = "host")]
-        BackendKind::Host => job.run(Executors {
-            spec,
-            open: open_host,
-        }),
+        BackendKind::Host => job.run(Executors(spec, open_host)),
         #[cfg(feature = "cuda")]
-        BackendKind::Cuda => job.run(Executors {
-            spec,
-            open: open_cuda,
-        }),
+        BackendKind::Cuda => job.run(Executors(spec, open_cuda)),
         #[cfg(feature = "amdgpu")]
-        BackendKind::Amdgpu => job.run(Executors {
-            spec,
-            open: open_amdgpu,
-        }),
+        BackendKind::Amdgpu => job.run(Executors(spec, open_amdgpu)),
         other => {
             drop(job);
             Err(Error::NotInBuild {

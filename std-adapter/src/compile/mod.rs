@@ -11,16 +11,10 @@
 //!   --target=amdgcn-amd-amdhsa -mcpu=gfxNNN -c`, linked with `ld.lld
 //!   -shared`).
 //!
-//! The bitcode's producer version (its identification block, read by
-//! [`reprise_core::image::bitcode`]) is checked first: a toolchain older
-//! than the bitcode is refused, naming both versions. Compiled images are
-//! cached by (bitcode hash, target, options, toolchain version) in the
-//! platform's cache directory ([`cache::dir`]), written atomically.
-//!
-//! Every tool runs through one helper (the `sandbox` module) under the compile's
-//! [`CompileLimits`] (time, memory, size of each file written), in a
-//! private temporary directory removed afterwards: a few KB of bitcode can
-//! ask for gigabytes of output.
+//! A toolchain older than the bitcode's producer is refused, naming both
+//! versions. Compiled images are kept in a [`cache`]. Every tool runs
+//! under the compile's [`CompileLimits`], in a private temporary directory
+//! removed afterwards: a few KB of bitcode can ask for gigabytes of output.
 
 pub mod cache;
 mod limits;
@@ -371,17 +365,18 @@ pub fn compile_cached_in(
         .as_ref()
         .map(|d| d.join(format!("{key}.{}", target.extension())));
     let limits = &options.limits;
+    let compiled = |path, bytes, cached, compile_time| Compiled {
+        path,
+        bytes,
+        cached,
+        compile_time,
+        toolchain: toolchain.version_text(),
+    };
     if let Some(p) = &cached_path
         && let Ok(bytes) = read_limited(p, limits.output)
         && !bytes.is_empty()
     {
-        return Ok(Compiled {
-            path: p.clone(),
-            bytes,
-            cached: true,
-            compile_time: Duration::ZERO,
-            toolchain: toolchain.version_text(),
-        });
+        return Ok(compiled(p.clone(), bytes, true, Duration::ZERO));
     }
     if ir.len() as u64 > IR_LIMIT {
         return Err(CompileError::io(
@@ -393,7 +388,6 @@ pub fn compile_cached_in(
             )),
         ));
     }
-    // Removed when this returns, however it returns.
     let work = WorkDir::new()?;
     let started = Instant::now();
     let bounds = Bounds {
@@ -414,13 +408,7 @@ pub fn compile_cached_in(
         std::env::temp_dir().join(format!("reprise-ir-{key}.{}", target.extension()))
     });
     cache::write_atomically(&path, &bytes)?;
-    Ok(Compiled {
-        path,
-        bytes,
-        cached: false,
-        compile_time,
-        toolchain: toolchain.version_text(),
-    })
+    Ok(compiled(path, bytes, false, compile_time))
 }
 
 /// The compiled image at `path`, a regular file (opened without waiting

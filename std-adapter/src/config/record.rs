@@ -25,10 +25,7 @@ pub struct RecordConfig {
     /// Bytes of address space the recording region reserves, when chosen
     /// (with [`RecordConfig::region_size`], `REPRISE_RECORD_MEMSIZE`, or
     /// any value other than [`DEFAULT_REGION_SIZE`]): a cap the region
-    /// never grows past. Left at the default, a region is as large as the
-    /// device's memory where the executor can tell it. Either way memory
-    /// is put behind the region as allocations reach it. See
-    /// [`RecordConfig::region_capacity`].
+    /// never grows past. See [`RecordConfig::region_capacity`].
     pub region_size: u64,
     /// Glob over kernel names; `None` records every kernel.
     pub filter: Option<String>,
@@ -70,22 +67,17 @@ pub struct RecordConfig {
     pub reachable: bool,
     /// Stop recording before the bytes the captures take on disk (files,
     /// and the store's chunk files new since recording began) could pass
-    /// this; `None`: no limit but the free space. Either way recording
-    /// stops while the file system still has
-    /// [`MIN_FREE_PERCENT`](crate::store::MIN_FREE_PERCENT) of its size
-    /// free, at most [`MAX_FREE_KEPT`](crate::store::MAX_FREE_KEPT). Stopping is for good, says why once
-    /// ([`Recorder::disk_stop`](crate::Recorder::disk_stop)), and leaves
-    /// the program's launches as they are: they run unrecorded.
+    /// this; `None`: no limit but the free space always kept
+    /// ([`MIN_FREE_PERCENT`](crate::store::MIN_FREE_PERCENT)). Stopping is
+    /// for good, says why once ([`Recorder::disk_stop`](crate::Recorder::disk_stop)),
+    /// and the program's launches run on unrecorded.
     pub max_disk: Option<u64>,
     /// Hash the snapshots' store chunks on the device, and copy to the
-    /// host only the chunks the host does not have already (from the last
-    /// capture or the store): recording traffic follows what changed, not
-    /// the region's size. Opt-in (the CUDA kernel has run on the simulated
-    /// driver only); needs [`CaptureFormat::Store`] and an executor that
-    /// can run reprise's hashing kernel (CUDA's); [`Recorder::new`]
-    /// refuses it otherwise. It does not combine with
-    /// [`RecordConfig::reachable`]. See docs/store.md, "Device-side
-    /// hashing".
+    /// host only the chunks the host does not have already: recording
+    /// traffic follows what changed, not the region's size. Needs
+    /// [`CaptureFormat::Store`] and an executor with reprise's hashing
+    /// kernel, and excludes [`RecordConfig::reachable`]: [`Recorder::new`]
+    /// refuses it otherwise. See docs/store.md, "Device-side hashing".
     ///
     /// [`Recorder::new`]: crate::Recorder::new
     pub device_hashing: bool,

@@ -39,13 +39,8 @@ pub enum OutputRange {
         /// How long it is.
         len: u64,
     },
-    /// The buffer argument `index` points to: the allocation it points
-    /// into, where the capture records it (`ArgAllocations`); else (LLVM's
-    /// captures) from its address to the next higher address another
-    /// argument points to inside the region (buffers of a recording are
-    /// bump-allocated one after another), or to the end of the range of a
-    /// reachable-only capture that holds it, or of the snapshot. See
-    /// [`arg_spans`].
+    /// The buffer argument `index` points to ([`arg_spans`] says which
+    /// bytes that is).
     Arg(usize),
 }
 
@@ -102,13 +97,12 @@ impl std::fmt::Display for ArgBound {
 }
 
 /// The bytes each `OutputRange::Arg` of `spec` compares in a region at
-/// `base` whose snapshot is `len` bytes, in the order `spec` names them:
-/// the allocation the argument points into where the capture records it,
-/// else from the argument to the next buffer another argument points to,
-/// the end of the reachable range holding it, or the end of the snapshot.
-/// An argument the kernel does not have, one that points nowhere into the
-/// snapshot, or a span that is no whole number of the elements `spec`
-/// compares, is an error naming it.
+/// `base` whose snapshot is `len` bytes, in the order `spec` names them,
+/// bounded as [`ArgBound`] says: LLVM's captures record no allocations,
+/// and their buffers are bump-allocated one after another. An argument
+/// the kernel does not have, one that points nowhere into the snapshot,
+/// or a span that is no whole number of the elements `spec` compares, is
+/// an error naming it.
 pub fn arg_spans(
     spec: &CompareSpec,
     record: &KernelRecord,
@@ -254,10 +248,9 @@ impl std::fmt::Display for Verification {
 
 /// The byte ranges `spec` names in a region at `base` whose snapshot is
 /// `len` bytes, as `(offset, len)` pairs, sorted and merged; the whole
-/// snapshot when it names none. A range outside the snapshot, an argument
-/// that points nowhere into it, or a range (or argument's span, see
-/// [`arg_spans`]) that is no whole number of the elements `spec` compares,
-/// is an error naming it.
+/// snapshot when it names none. A range outside the snapshot or no whole
+/// number of the elements `spec` compares is an error naming it, as are
+/// the arguments [`arg_spans`] refuses.
 pub fn resolve_ranges(
     spec: &CompareSpec,
     record: &KernelRecord,

@@ -1,7 +1,6 @@
-//! The limits a compile from IR runs under: a bitcode file of a few KB can
-//! ask clang for a gigabyte of output, and memory and time to match, so
-//! every tool the compile runs (clang, llc, ld.lld, and `clang --version`
-//! when the toolchain is found) is bounded by these ([`super::sandbox`]).
+//! The limits every tool a compile from IR runs (clang, llc, ld.lld, and
+//! `clang --version` when the toolchain is found) is bounded by
+//! ([`super::sandbox`]).
 
 use std::fmt;
 use std::time::Duration;

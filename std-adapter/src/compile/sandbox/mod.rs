@@ -13,11 +13,8 @@
 //!   tool's working directory and its `TMPDIR`, `TMP` and `TEMP`, removed
 //!   with what is in it when the compile ends, whichever way it ends.
 //!
-//! A tool that ends on a limit is [`CompileError::LimitHit`], naming the
-//! tool, the IR, the limit and its option; any other failure is
-//! [`CompileError::Tool`] with the end of its standard error. What a tool
-//! prints is kept bounded (the first 64 KiB of its standard output, the
-//! last 64 KiB of its standard error).
+//! A tool that ends on a limit is [`CompileError::LimitHit`]; any other
+//! failure is [`CompileError::Tool`] with the end of its standard error.
 
 use std::fs::File;
 use std::io::Read;
@@ -41,6 +38,9 @@ pub const INPUT: &str = "input.bc";
 
 /// How long the pipes of a tool that ended (or was killed) are read on.
 const DRAIN: Duration = Duration::from_secs(2);
+
+/// The longest wait for the pipes before the tool is checked on again.
+const POLL: Duration = Duration::from_millis(50);
 
 /// A private temporary directory: a new name in the system's temporary
 /// directory (`TMPDIR`), created with mode 0700 (never an existing one),
@@ -111,7 +111,7 @@ impl Bounds<'_> {
 }
 
 /// Runs `c` (the tool `tool`) within `b`; what it wrote to its standard
-/// output (the first 64 KiB) when it succeeded.
+/// output (the first [`KEPT`] bytes) when it succeeded.
 pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, CompileError> {
     let failed = |message: String| CompileError::Tool {
         tool: tool.to_path_buf(),
@@ -159,8 +159,8 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
         child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
         child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
     ];
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
+    // What the tool wrote: standard output, standard error.
+    let mut kept = [Vec::new(), Vec::new()];
     let timed_out = loop {
         if ended(pid) {
             break false;
@@ -169,12 +169,7 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
         if now >= b.deadline {
             break true;
         }
-        pump(
-            &mut pipes,
-            &mut stdout,
-            &mut stderr,
-            (b.deadline - now).min(Duration::from_millis(50)),
-        );
+        pump(&mut pipes, &mut kept, (b.deadline - now).min(POLL));
     };
     // The group's leader is not reaped yet (a zombie when it ended), so its
     // id names this group still: whatever of the group is left goes, on a
@@ -182,14 +177,10 @@ pub fn run(tool: &Path, mut c: Command, b: &Bounds<'_>) -> Result<Vec<u8>, Compi
     let _ = rustix::process::kill_process_group(pid, Signal::KILL);
     let drained = Instant::now() + DRAIN;
     while pipes.iter().any(Option::is_some) && Instant::now() < drained {
-        pump(
-            &mut pipes,
-            &mut stdout,
-            &mut stderr,
-            Duration::from_millis(50),
-        );
+        pump(&mut pipes, &mut kept, POLL);
     }
     drop(pipes);
+    let [stdout, stderr] = kept;
     let status = child
         .wait()
         .map_err(|e| failed(format!("could not wait for it: {e}")))?;
@@ -329,7 +320,7 @@ fn ended(pid: Pid) -> bool {
 /// reads what they hold, keeping the first [`KEPT`] bytes of the one and
 /// the last [`KEPT`] of the other; a pipe at its end (or failing) is
 /// closed.
-fn pump(pipes: &mut [Option<File>; 2], stdout: &mut Vec<u8>, stderr: &mut Vec<u8>, wait: Duration) {
+fn pump(pipes: &mut [Option<File>; 2], [stdout, stderr]: &mut [Vec<u8>; 2], wait: Duration) {
     let which: Vec<usize> = (0..pipes.len()).filter(|&i| pipes[i].is_some()).collect();
     let mut fds: Vec<libc::pollfd> = pipes
         .iter()
