@@ -483,17 +483,15 @@ fn pick(
     kernel: &str,
     backend: Option<BackendKind>,
 ) -> Result<(Vec<u8>, ImageOrigin)> {
+    let origin = |entry| ImageOrigin {
+        path: path.to_path_buf(),
+        entry,
+        compiled: false,
+    };
     let Some(images) = images else {
         // Nothing borrows the bytes any more: no copy.
         let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
-        return Ok((
-            bytes,
-            ImageOrigin {
-                path: path.to_path_buf(),
-                entry: None,
-                compiled: false,
-            },
-        ));
+        return Ok((bytes, origin(None)));
     };
     let fits = |i: &&DeviceImage| {
         i.kernels.iter().any(|k| k == kernel) && backend.is_none_or(|b| i.kind.backend() == Ok(b))
@@ -501,12 +499,8 @@ fn pick(
     let matching: Vec<&DeviceImage> = images.iter().filter(fits).collect();
     match matching.as_slice() {
         [one] => {
-            let origin = ImageOrigin {
-                path: path.to_path_buf(),
-                entry: Some((one.index, one.triple.clone(), one.arch.clone())),
-                compiled: false,
-            };
-            Ok((one.bytes.to_vec(), origin))
+            let entry = (one.index, one.triple.clone(), one.arch.clone());
+            Ok((one.bytes.to_vec(), origin(Some(entry))))
         }
         many => {
             let held = images

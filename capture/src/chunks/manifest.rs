@@ -175,11 +175,9 @@ impl Manifest {
         if len < min {
             return Err(ManifestError::Truncated { len, min });
         }
-        if len > MAX_ENCODED_LEN {
-            return Err(ManifestError::TooLarge {
-                len,
-                limit: MAX_ENCODED_LEN,
-            });
+        let limit = MAX_ENCODED_LEN;
+        if len > limit {
+            return Err(ManifestError::TooLarge { len, limit });
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
         if bytes[..8] != MAGIC {
@@ -236,15 +234,10 @@ impl Manifest {
     /// Reads the manifest in `file` (at most [`MAX_ENCODED_LEN`] bytes);
     /// errors name `path`.
     fn read_file(file: std::fs::File, path: &Path) -> Result<Self> {
+        let limit = MAX_ENCODED_LEN;
         let bad = |e| Error::store(path, StoreProblem::Manifest(e));
-        let too_large = |len| {
-            bad(ManifestError::TooLarge {
-                len,
-                limit: MAX_ENCODED_LEN,
-            })
-        };
-        let bytes =
-            super::fs::read_file_bounded(file, MAX_ENCODED_LEN, path, "read manifest", too_large)?;
+        let too_large = |len| bad(ManifestError::TooLarge { len, limit });
+        let bytes = super::fs::read_file_bounded(file, limit, path, "read manifest", too_large)?;
         Self::decode(&bytes).map_err(bad)
     }
 

@@ -213,14 +213,8 @@ impl ChunkStore {
         let chunks_fd = sub(layout::CHUNKS_DIR)?;
         let tmp_fd = sub(layout::TMP_DIR)?;
         let version = write::version(&root, &root_fd, &tmp_fd, options, version)?;
-        Ok(Self::new(
-            dir,
-            root,
-            chunks_fd,
-            Some(tmp_fd),
-            version,
-            options,
-        ))
+        let tmp_fd = Some(tmp_fd);
+        Ok(Self::new(dir, root, chunks_fd, tmp_fd, version, options))
     }
 
     fn new(

@@ -36,13 +36,9 @@ pub(super) fn version(root: &Path, root_fd: &OwnedFd) -> Result<StoreVersion> {
         }
         Err(e) => return Err(Error::io(&path, "open", e)),
     };
-    let too_large = |len| {
-        bad(VersionProblem::TooLarge {
-            len,
-            limit: MAX_VERSION_LEN,
-        })
-    };
-    let text = fs::read_file_bounded(file, MAX_VERSION_LEN, &path, "read", too_large)?;
+    let limit = MAX_VERSION_LEN;
+    let too_large = |len| bad(VersionProblem::TooLarge { len, limit });
+    let text = fs::read_file_bounded(file, limit, &path, "read", too_large)?;
     StoreVersion::parse(&text).map_err(bad)
 }
 
@@ -369,6 +365,10 @@ impl ChunkStore {
             false => Ok(()),
         };
         bounded(meta.len())?;
+        let wrong_length = |found| ChunkFault::WrongLength {
+            found,
+            expected: c.len,
+        };
         // Format 2: a file as long as the chunk is its bytes (no frame is:
         // see `layout::KEEP_COMPRESSED_BELOW`), read straight into place.
         if self.version >= layout::PLAIN_CHUNKS_SINCE && meta.len() == u64::from(c.len) {
@@ -377,10 +377,7 @@ impl ChunkStore {
             file.read_exact_at(&mut place[skip..], skip as u64)
                 .map_err(|e| match e.kind() {
                     // Shorter than it was a moment ago.
-                    std::io::ErrorKind::UnexpectedEof => ChunkFault::WrongLength {
-                        found: meta.len(),
-                        expected: c.len,
-                    },
+                    std::io::ErrorKind::UnexpectedEof => wrong_length(meta.len()),
                     _ => unreadable(e),
                 })?;
             return self.check_loaded(c, place, verify);
@@ -400,12 +397,7 @@ impl ChunkStore {
         let src = &scratch.compressed;
         bounded(src.len() as u64)?;
         match zstd::zstd_safe::get_frame_content_size(src) {
-            Ok(Some(n)) if n != u64::from(c.len) => {
-                return Err(ChunkFault::WrongLength {
-                    found: n,
-                    expected: c.len,
-                });
-            }
+            Ok(Some(n)) if n != u64::from(c.len) => return Err(wrong_length(n)),
             Ok(_) => {}
             Err(_) => return Err(ChunkFault::Undecompressible),
         }
@@ -416,10 +408,7 @@ impl ChunkStore {
             .decompress_to_buffer(src, place)
             .map_err(|_| ChunkFault::Undecompressible)?;
         if n != place.len() {
-            return Err(ChunkFault::WrongLength {
-                found: n as u64,
-                expected: c.len,
-            });
+            return Err(wrong_length(n as u64));
         }
         self.check_loaded(c, place, verify)
     }
