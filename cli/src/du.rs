@@ -105,12 +105,7 @@ fn without_store(dir: &Path) -> Result<ExitCode> {
             Entry::Broken { error, .. } => vec![error],
             _ => continue,
         };
-        match findings.into_iter().find(|e| {
-            matches!(
-                e.capture_problem(),
-                Some(reprise::CaptureProblem::NoStore { .. })
-            )
-        }) {
+        match findings.into_iter().find(|e| crate::list::is_no_store(e)) {
             Some(e) => {
                 stranded = Some((
                     stranded.map_or(0, |(n, _)| n) + 1,

@@ -48,13 +48,21 @@ pub struct ListArgs {
 }
 
 /// Whether `e` says a capture's chunks or manifests are damaged or gone.
-fn is_store_damage(e: &reprise::Error) -> bool {
+pub(crate) fn is_store_damage(e: &reprise::Error) -> bool {
     use reprise::CaptureProblem as P;
     matches!(
         e.capture_problem(),
         Some(
             P::MissingChunk { .. } | P::DamagedChunk { .. } | P::BadManifest(_) | P::NoStore { .. }
         )
+    )
+}
+
+/// Whether `e` says a capture's store is not there.
+pub(crate) fn is_no_store(e: &reprise::Error) -> bool {
+    matches!(
+        e.capture_problem(),
+        Some(reprise::CaptureProblem::NoStore { .. })
     )
 }
 
@@ -100,12 +108,7 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
                 // A missing store is one problem, however many files it
                 // holds: said once.
                 let mut label = "BROKEN  ";
-                if let Some(f) = d.findings.iter().find(|f| {
-                    matches!(
-                        f.error.capture_problem(),
-                        Some(reprise::CaptureProblem::NoStore { .. })
-                    )
-                }) {
+                if let Some(f) = d.findings.iter().find(|f| is_no_store(&f.error)) {
                     chunk_problems = vec![f.error.named(FLAGS).to_string()];
                     label = "NO STORE";
                 }

@@ -426,19 +426,14 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
 fn not_whole(new: &[PathBuf]) -> Vec<(PathBuf, String)> {
     use reprise::CaptureProblem as P;
     let of_files = |e: &reprise::Error| {
-        matches!(
-            e.capture_problem(),
-            Some(
-                P::MissingChunk { .. }
-                    | P::DamagedChunk { .. }
-                    | P::BadManifest(_)
-                    | P::NoStore { .. }
-                    | P::MissingSnapshot
-                    | P::NotRegular { .. }
-                    | P::Unreadable { .. }
-                    | P::Vanished
+        crate::list::is_store_damage(e)
+            || e.store_problem().is_some()
+            || matches!(
+                e.capture_problem(),
+                Some(
+                    P::MissingSnapshot | P::NotRegular { .. } | P::Unreadable { .. } | P::Vanished
+                )
             )
-        ) || e.store_problem().is_some()
     };
     new.iter()
         .filter_map(|d| match reprise::list::describe(d, false) {

@@ -1,9 +1,5 @@
-//! `reprise check`: a corpus of captures as a regression suite. Every
-//! capture found is replayed and verified in worker processes (each takes
-//! captures one at a time, and a fresh one follows any that fails), in
-//! parallel; results are written as they come (JSON lines), so a killed
-//! run resumes; the summary says what passed, differs, was refused, failed
-//! or timed out, and which kernels are slowest or slower than a baseline.
+//! `reprise check`: a corpus of captures as a regression suite (what it
+//! does is [`CheckArgs`]' help), replayed in worker processes ([`serve`]).
 
 mod baseline;
 mod discover;

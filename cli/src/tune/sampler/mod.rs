@@ -2,12 +2,8 @@
 //! `--seed`, `--time-budget`, `--resume` and `--workers`.
 //!
 //! The search space is the product of the sweep's dimensions, each one
-//! list of settings ([`Dimension`]); a candidate is one point of the
-//! product, its index read in mixed radix (the last dimension fastest, as
-//! the grid's nested loops). `grid` takes the points in order; `random`
-//! draws `--trials` distinct points without replacement from a generator
-//! seeded with `--seed`, so one seed gives the same candidates in the same
-//! order. The recorded configuration is always measured too.
+//! list of settings ([`Dimension`]), drawn from as [`reprise::tune::space`]
+//! says; the recorded configuration is always measured too.
 //!
 //! Each configuration's row goes to the results file as soon as it is
 //! measured (one JSON line, the format of a shard's rows file, so `--merge`
