@@ -147,6 +147,7 @@ fn describe_among(
         Hashing::None
     };
     let a = assess(&record, &paths, &options, base, hashing);
+    let shown = paths.globals.display();
     let globals = match (&a.globals, a.state("globals")) {
         (Some(bytes), _) => globals::decode(record.generation.globals_layout(), bytes)
             .map_err(|e| e.to_string())
@@ -155,12 +156,9 @@ fn describe_among(
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(|e| e.to_string())
             })
-            .map_err(|e| format!("{}: {e}", paths.globals.display())),
-        (None, FileState::Missing) => Err(format!("{}: missing", paths.globals.display())),
-        (None, _) => Err(format!(
-            "{}: unreadable or malformed",
-            paths.globals.display()
-        )),
+            .map_err(|e| format!("{shown}: {e}")),
+        (None, FileState::Missing) => Err(format!("{shown}: missing")),
+        (None, _) => Err(format!("{shown}: unreadable or malformed")),
     };
     Ok(Description {
         record,

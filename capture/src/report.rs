@@ -125,11 +125,8 @@ impl Occurrences {
         }
         json.push_str("]}\n");
         for (suffix, report) in [(REPORT_SUFFIX, json), (TEXT_REPORT_SUFFIX, text)] {
-            write_atomically(
-                &dir.join(format!("{stem}{suffix}")),
-                report.as_bytes(),
-                false,
-            )?;
+            let path = dir.join(format!("{stem}{suffix}"));
+            write_atomically(&path, report.as_bytes(), false)?;
         }
         self.dirty = false;
         Ok(())

@@ -225,6 +225,7 @@ pub(crate) fn assess_in(
     let base_addr = base.and_then(|b| b.addr);
     let mut a = Assessment::default();
     let problem = |a: &mut Assessment, error: Error| a.add([error], Blocks::Replay);
+    let at = |a: &mut Assessment, path: &Path, p| problem(a, Error::capture(path, p));
     let sums = record.checksums;
     let state_of = |a: &mut Assessment, role: &'static str, path: &Path| {
         let state = FileState::of(path);
@@ -235,10 +236,7 @@ pub(crate) fn assess_in(
         FileState::Special(kind) => problem(a, not_regular(path, kind)),
         FileState::Unreadable(reason) => {
             let reason = reason.clone();
-            problem(
-                a,
-                Error::capture(path, CaptureProblem::Unreadable { reason }),
-            )
+            at(a, path, CaptureProblem::Unreadable { reason })
         }
         _ => {}
     };
@@ -256,11 +254,8 @@ pub(crate) fn assess_in(
             }
             Ok(None) => (raw.to_path_buf(), raw_state),
             Err(e) => {
-                a.found(
-                    role,
-                    manifest_path(raw),
-                    FileState::Unreadable(e.to_string()),
-                );
+                let state = FileState::Unreadable(e.to_string());
+                a.found(role, manifest_path(raw), state);
                 a.add([e], Blocks::Replay);
                 return None;
             }
@@ -274,10 +269,7 @@ pub(crate) fn assess_in(
     // The snapshots.
     let input = data_state(&mut a, "input", &paths.input, true);
     match &input {
-        Some(FileState::Missing) => problem(
-            &mut a,
-            Error::capture(&paths.input, CaptureProblem::MissingSnapshot),
-        ),
+        Some(FileState::Missing) => at(&mut a, &paths.input, CaptureProblem::MissingSnapshot),
         Some(other) => special(&mut a, &paths.input, other),
         None => {}
     }
@@ -293,8 +285,7 @@ pub(crate) fn assess_in(
     if !record.extra_ranges.is_empty() {
         let (extra_input, extra_output) = super::extra_paths(&paths.descriptor);
         if let Some(FileState::Missing) = data_state(&mut a, "extra input", &extra_input, true) {
-            let missing = CaptureProblem::MissingSnapshot;
-            problem(&mut a, Error::capture(&extra_input, missing));
+            at(&mut a, &extra_input, CaptureProblem::MissingSnapshot);
         }
         data_state(&mut a, "extra output", &extra_output, false);
     }
@@ -316,7 +307,7 @@ pub(crate) fn assess_in(
     let read = |a: &mut Assessment, path: &Path, role: &str, limit: u64| {
         match read_data_in(stores, path, role, limit) {
             Ok(Some(bytes)) => return Some(bytes),
-            Ok(None) => problem(a, Error::capture(path, CaptureProblem::Vanished)),
+            Ok(None) => at(a, path, CaptureProblem::Vanished),
             Err(e) => problem(a, e),
         }
         None
@@ -401,22 +392,18 @@ pub(crate) fn assess_in(
 
     if base_addr.is_none() {
         let path = paths.descriptor.clone();
-        problem(
-            &mut a,
-            match base.map(|b| b.origin) {
-                Some(BaseOrigin::Ambiguous { candidates }) => Error::AmbiguousRegionBase {
-                    path,
-                    candidates: candidates.named().to_vec(),
-                    total: candidates.total,
-                },
-                _ => Error::NoRegionBase { path },
+        let error = match base.map(|b| b.origin) {
+            Some(BaseOrigin::Ambiguous { candidates }) => Error::AmbiguousRegionBase {
+                path,
+                candidates: candidates.named().to_vec(),
+                total: candidates.total,
             },
-        );
+            _ => Error::NoRegionBase { path },
+        };
+        problem(&mut a, error);
     }
-    a.add(
-        super::launch_env::check(record, paths, base),
-        Blocks::Replay,
-    );
+    let environment = super::launch_env::check(record, paths, base);
+    a.add(environment, Blocks::Replay);
     if let (Some(image), Some(kind)) = (&a.image, a.image_kind) {
         let image_path = a.image_origin.as_ref().map_or(&paths.image, |o| &o.path);
         let layout = record.generation.globals_layout();
@@ -491,11 +478,8 @@ pub(crate) fn length_problems(
     let mut problems = Vec::new();
     let mut refuse = |path: &Path, problem| problems.push(Error::capture(path, problem));
     if let Some(expected) = record.memory_size.filter(|&size| size != len) {
-        let found = len;
-        refuse(
-            &paths.input,
-            CaptureProblem::SnapshotSize { found, expected },
-        );
+        let (path, found) = (&paths.input, len);
+        refuse(path, CaptureProblem::SnapshotSize { found, expected });
     }
     if let Some(region) = record.region_size.filter(|&size| len > size) {
         let snapshot = paths.input.clone();

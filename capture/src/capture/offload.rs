@@ -506,22 +506,13 @@ fn pick(
             let held = images
                 .iter()
                 .map(|i| {
-                    let arch = if i.arch.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {}", i.arch)
+                    let (index, triple, arch, kind) = (i.index, &i.triple, &i.arch, i.kind);
+                    let sep = if arch.is_empty() { "" } else { " " };
+                    let kernels = match i.kernels.is_empty() {
+                        true => "none found".to_string(),
+                        false => i.kernels.join(", "),
                     };
-                    format!(
-                        "#{} {}{arch} ({}, kernels: {})",
-                        i.index,
-                        i.triple,
-                        i.kind,
-                        if i.kernels.is_empty() {
-                            "none found".to_string()
-                        } else {
-                            i.kernels.join(", ")
-                        }
-                    )
+                    format!("#{index} {triple}{sep}{arch} ({kind}, kernels: {kernels})")
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
@@ -532,25 +523,22 @@ fn pick(
                     held,
                 });
             }
-            let kernel = kernel.to_string();
-            let section = SECTION;
-            Err(Error::capture(
-                path,
-                match backend {
-                    Some(backend) if !many.is_empty() => CaptureProblem::SeveralEntriesFor {
-                        kernel,
-                        backend,
-                        section,
-                        held,
-                    },
-                    _ => CaptureProblem::NoEntryFor {
-                        kernel,
-                        backend,
-                        section,
-                        held,
-                    },
+            let (kernel, section) = (kernel.to_string(), SECTION);
+            let problem = match backend {
+                Some(backend) if !many.is_empty() => CaptureProblem::SeveralEntriesFor {
+                    kernel,
+                    backend,
+                    section,
+                    held,
                 },
-            ))
+                _ => CaptureProblem::NoEntryFor {
+                    kernel,
+                    backend,
+                    section,
+                    held,
+                },
+            };
+            Err(Error::capture(path, problem))
         }
     }
 }
