@@ -1,10 +1,14 @@
-//! std glue for executors: a parking `block_on`, and locking that outlives
-//! a panic.
+//! std glue for executors: a parking `block_on`, executor errors with
+//! their context, and locking that outlives a panic.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake};
 use std::thread::Thread;
+
+use reprise_core::exec::ExecError;
+
+use crate::error::{Error, Result};
 
 struct ThreadWaker(Thread);
 
@@ -34,4 +38,17 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 /// one answer to a poisoned lock.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An executor's result, its error given what was being done
+/// ([`Error::executor`]).
+pub(crate) trait ErrorContext<T> {
+    /// The value, or the executor's error while doing `what`.
+    fn context(self, what: impl Into<String>) -> Result<T>;
+}
+
+impl<T, E: ExecError + Send + Sync + 'static> ErrorContext<T> for std::result::Result<T, E> {
+    fn context(self, what: impl Into<String>) -> Result<T> {
+        self.map_err(|e| Error::executor(what, e))
+    }
 }

@@ -43,6 +43,7 @@ use reprise_host::HostExecutor;
 pub use reprise_capture::images::{NoExecutor, capabilities, choose, image_info, in_build};
 
 use crate::error::{Error, Result};
+use crate::exec::ErrorContext;
 
 /// What the std adapter's drivers need of an executor beyond the core's
 /// contract: that it, its regions, images, kernels, buffers and queues can
@@ -211,11 +212,10 @@ pub struct ChunkHashKernel {
     pub out_bytes: fn(u64, u32) -> u64,
 }
 
-/// The chunk-hashing kernel the executors of `kind` run, for a recorder's
-/// device-side hashing (`RecordConfig::device_hashing`); `None` (the
-/// default for a kind) where reprise has none for them: the host's (whose
-/// memory is the host's already). AMD's is a gfx90a code object (a code
-/// object is for one processor), which agents of others refuse to load.
+/// The chunk-hashing kernel the executors of `kind` run for device-side
+/// hashing; `None` where reprise has none (the host's memory is the host's
+/// already). AMD's is a gfx90a code object, which agents of other
+/// processors refuse to load.
 pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
     match kind {
         #[cfg(feature = "cuda")]
@@ -289,7 +289,7 @@ pub fn with_executor<J: ExecutorJob>(spec: ExecutorSpec, job: J) -> Result<J::Ou
 #[cfg(feature = "host")]
 fn open_host(spec: &ExecutorSpec) -> Result<HostExecutor> {
     refuse_cuda_options(spec, BackendKind::Host)?;
-    HostExecutor::new().map_err(|e| Error::executor("starting the host executor", e))
+    HostExecutor::new().context("starting the host executor")
 }
 
 /// Refuses the CUDA executor's options for the executor of `backend`.
@@ -313,8 +313,8 @@ fn refuse_cuda_options(spec: &ExecutorSpec, backend: BackendKind) -> Result<()> 
 
 #[cfg(feature = "cuda")]
 fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
-    let exec = CudaExecutor::new(spec.device)
-        .map_err(|e| Error::executor(format!("opening CUDA device {}", spec.device), e))?;
+    let exec =
+        CudaExecutor::new(spec.device).context(format!("opening CUDA device {}", spec.device))?;
     let exec = exec.with_options(spec.cuda.clone());
     if spec.cuda.device_staging.is_some() && exec.device_staging().is_none() {
         return Err(Error::Unsupported {
@@ -328,6 +328,5 @@ fn open_cuda(spec: &ExecutorSpec) -> Result<CudaExecutor> {
 #[cfg(feature = "amdgpu")]
 fn open_amdgpu(spec: &ExecutorSpec) -> Result<AmdExecutor> {
     refuse_cuda_options(spec, BackendKind::Amdgpu)?;
-    AmdExecutor::new(spec.device)
-        .map_err(|e| Error::executor(format!("opening AMD GPU {}", spec.device), e))
+    AmdExecutor::new(spec.device).context(format!("opening AMD GPU {}", spec.device))
 }

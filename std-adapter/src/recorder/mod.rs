@@ -30,7 +30,7 @@ use reprise_core::schedule::Upload;
 use crate::background::{BackgroundWriter, QueueLimit};
 use crate::config::{self, RecordConfig, WriterKind};
 use crate::error::{CopyKind, Error, Handle, Result};
-use crate::exec::lock;
+use crate::exec::{ErrorContext, lock};
 use crate::layout::from_start;
 use crate::pool::{self, BufferPool};
 use crate::store::{CaptureStore, CaptureWriter, DiskBudget, TEMP_PREFIX};
@@ -139,31 +139,28 @@ where
                     size_text(config.region_size)
                 );
                 exec.reserve(request(config.region_size))
-                    .map_err(|e| Error::executor(reserve_context(&config, config.region_size), e))?
+                    .context(reserve_context(&config, config.region_size))?
             }
             Err(e) => return Err(Error::executor(reserve_context(&config, capacity), e)),
         };
-        let queue = exec
-            .queue()
-            .map_err(|e| Error::executor("creating a queue", e))?;
+        let queue = exec.queue().context("creating a queue")?;
         let hashing = hashing::DeviceHashing::new(&exec, &config, store.as_deref())?;
         let writer = match config.writer {
             WriterKind::Background { depth } if config.enabled => {
-                match BackgroundWriter::new(QueueLimit {
+                let limit = QueueLimit {
                     jobs: depth,
                     bytes: config.queue_bytes,
-                }) {
-                    Ok(w) => Some(w),
-                    // Degraded, not failed: the captures are written on the
-                    // launching thread, as the synchronous writer does.
-                    Err(e) => {
+                };
+                // Degraded, not failed: the captures are written on the
+                // launching thread, as the synchronous writer does.
+                BackgroundWriter::new(limit)
+                    .inspect_err(|e| {
                         log::warn!(
                             "no thread for the capture writer ({e}): captures are written \
                              on the launching thread"
-                        );
-                        None
-                    }
-                }
+                        )
+                    })
+                    .ok()
             }
             _ => None,
         };
@@ -260,7 +257,7 @@ where
         }
         self.exec
             .grow_region(&self.region, end)
-            .map_err(|e| Error::executor(format!("growing the recording region to {end} bytes"), e))
+            .context(format!("growing the recording region to {end} bytes"))
     }
 
     /// Gives back the block at `addr` that [`Recorder::alloc`] returned,
@@ -327,12 +324,9 @@ where
     }
 
     /// Queues a copy of `data` to device address `addr`. It runs before the
-    /// next launch (as the first step of a recorded one).
-    ///
-    /// `addr..addr + data.len()` must lie within the recording region or a
-    /// global of a loaded image; a range outside them is an
-    /// [`Error::CopyOutOfRange`] naming the range and the region, and
-    /// nothing is queued.
+    /// next launch (as the first step of a recorded one). A range a copy
+    /// may not touch (see [`Recorder`]) is an [`Error::CopyOutOfRange`],
+    /// and nothing is queued.
     pub fn upload(&mut self, addr: u64, data: &[u8]) -> Result<()> {
         self.check_copy(CopyKind::Upload, addr, data.len())?;
         let mut buf = self.staging(data.len())?;
@@ -348,7 +342,7 @@ where
         for up in std::mem::take(&mut self.pending) {
             self.queue
                 .upload(up.buffer, nonempty(&up.segment))
-                .map_err(|e| Error::executor("queueing a copy to the device", e))?;
+                .context("queueing a copy to the device")?;
         }
         Ok(())
     }
@@ -362,7 +356,7 @@ where
         let pool = &mut self.pool;
         settle(&mut self.queue, |_, b| pool.put(b))
             .await
-            .map_err(|e| Error::executor("synchronizing", e))?;
+            .context("synchronizing")?;
         if let Some(h) = &mut self.hashing {
             h.settle();
         }
@@ -378,10 +372,8 @@ where
     }
 
     /// Copies `len` bytes at device address `addr` back to the host (after
-    /// everything queued before).
-    ///
-    /// The range must lie within the recording region or a global of a
-    /// loaded image, as for [`Recorder::upload`].
+    /// everything queued before), the range checked as for
+    /// [`Recorder::upload`].
     ///
     /// Cancel safety: dropped before it completes, the copy may still run
     /// into a buffer the recorder's queue owns (never into freed memory);
@@ -395,7 +387,7 @@ where
         let ticket = self
             .queue
             .download(buf, nonempty(&seg))
-            .map_err(|e| Error::executor("queueing a copy from the device", e))?;
+            .context("queueing a copy from the device")?;
         let mut out = None;
         let pool = &mut self.pool;
         settle(&mut self.queue, |t, b| {
@@ -405,16 +397,13 @@ where
             pool.put(b);
         })
         .await
-        .map_err(|e| Error::executor("synchronizing", e))?;
+        .context("synchronizing")?;
         out.ok_or(Error::Internal("the executor lost a download buffer"))
     }
 
     /// Loads a device image; its bytes are kept for the captures.
     pub fn load_image(&mut self, bytes: &[u8]) -> Result<ImageId> {
-        let image = self
-            .exec
-            .load_image(bytes)
-            .map_err(|e| Error::executor("loading the image", e))?;
+        let image = self.exec.load_image(bytes).context("loading the image")?;
         let mut globals = Vec::new();
         self.exec
             .for_each_global(&image, &mut |g| {
@@ -422,7 +411,7 @@ where
                     globals.push((g.name.to_string(), g.addr, g.size));
                 }
             })
-            .map_err(|e| Error::executor("listing the image's globals", e))?;
+            .context("listing the image's globals")?;
         lock(&self.globals).extend(globals.iter().map(|g| (g.1, g.2)));
         self.images.push(LoadedImage {
             image,
@@ -474,7 +463,7 @@ where
         let kernel = self
             .exec
             .kernel(&loaded.image, name)
-            .map_err(|e| Error::executor(format!("finding kernel {name}"), e))?;
+            .context(format!("finding kernel {name}"))?;
         Ok(Kernel {
             kernel,
             recorder: self.id,
@@ -490,7 +479,7 @@ where
         let g = self
             .exec
             .global(&loaded.image, name)
-            .map_err(|e| Error::executor(format!("looking up global {name}"), e))?;
+            .context(format!("looking up global {name}"))?;
         let g = g.map(|g| (g.addr, g.size));
         if let Some(range) = g {
             let mut globals = lock(&self.globals);

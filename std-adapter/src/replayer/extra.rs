@@ -5,18 +5,16 @@
 //! verification covers it too.
 //!
 //! A range is placed through the executor's exact-address reservation,
-//! asking for nothing backed up front: the executor tries the routes it
-//! has (CUDA: device memory reserved at the address, else page-locked host
-//! memory mapped for the device there; it says which ran) and the replay
-//! backs the whole range itself. Where no route places a range, the replay
-//! is refused naming its class and address, before anything runs: a
-//! kernel that would read it elsewhere is never launched.
+//! whichever route the executor has (it says which ran). Where none places
+//! a range, the replay is refused naming its class and address before
+//! anything runs: a kernel that would read it elsewhere is never launched.
 
 use reprise_core::exec::{DeviceRegion, Executor, Queue, RegionRequest, Segment, settle};
 use reprise_core::record::ExtraRange;
 
 use crate::capture::Capture;
 use crate::error::{Error, Result};
+use crate::exec::ErrorContext;
 use crate::store::ExtraParts;
 
 /// The bytes of a capture's extra ranges after a run.
@@ -34,9 +32,7 @@ pub struct ExtraOutput<'a> {
 /// the buffer that copy used.
 pub(super) async fn settle_one<Q: Queue>(queue: &mut Q, what: &str) -> Result<Q::Buffer> {
     let mut back = None;
-    settle(queue, |_, b| back = Some(b))
-        .await
-        .map_err(|e| Error::executor(what, e))?;
+    settle(queue, |_, b| back = Some(b)).await.context(what)?;
     back.ok_or(Error::Internal("a copy's buffer did not come back"))
 }
 
@@ -87,13 +83,10 @@ impl<E: Executor> Extras<E> {
         let mut placed = Vec::new();
         let mut placements = Vec::new();
         for (start, end, first) in spans(&parts.ranges) {
+            let what = format!("{} at {:#x}", first.class.describe(), first.addr);
             let refused = |e| {
                 Error::executor(
-                    format!(
-                        "{} at {:#x}: no route places it at its address on this machine",
-                        first.class.describe(),
-                        first.addr
-                    ),
+                    format!("{what}: no route places it at its address on this machine"),
                     e,
                 )
             };
@@ -103,9 +96,7 @@ impl<E: Executor> Extras<E> {
                 .map_err(refused)?;
             exec.grow_region(&region, len).map_err(refused)?;
             placements.push(format!(
-                "{} at {:#x}: {len} bytes from {start:#x} placed at their address as {}",
-                first.class.describe(),
-                first.addr,
+                "{what}: {len} bytes from {start:#x} placed at their address as {}",
                 if region.on_host() {
                     "page-locked host memory the device reads over the bus (timings differ)"
                 } else {
@@ -127,7 +118,7 @@ impl<E: Executor> Extras<E> {
         }
         let mut input = exec
             .buffer(at)
-            .map_err(|e| Error::executor("allocating a buffer for memory beyond the region", e))?;
+            .context("allocating a buffer for memory beyond the region")?;
         input.as_mut()[..at].copy_from_slice(&parts.input);
         Ok(Some(Extras {
             parts,
@@ -147,16 +138,12 @@ impl<E: Executor> Extras<E> {
             Some(b) => b,
             // A failed restore lost it.
             None => {
-                let mut b = exec
-                    .buffer(self.parts.input.len())
-                    .map_err(|e| Error::executor(WHAT, e))?;
+                let mut b = exec.buffer(self.parts.input.len()).context(WHAT)?;
                 b.as_mut()[..self.parts.input.len()].copy_from_slice(&self.parts.input);
                 b
             }
         };
-        queue
-            .upload(input, &self.segs)
-            .map_err(|e| Error::executor(WHAT, e))?;
+        queue.upload(input, &self.segs).context(WHAT)?;
         self.input = Some(settle_one(queue, WHAT).await?);
         Ok(())
     }
@@ -165,10 +152,8 @@ impl<E: Executor> Extras<E> {
     pub(super) async fn read_back(&mut self, queue: &mut E::Queue, exec: &E) -> Result<()> {
         const WHAT: &str = "copying memory beyond the region back";
         let len = self.parts.input.len();
-        let buffer = exec.buffer(len).map_err(|e| Error::executor(WHAT, e))?;
-        queue
-            .download(buffer, &self.segs)
-            .map_err(|e| Error::executor(WHAT, e))?;
+        let buffer = exec.buffer(len).context(WHAT)?;
+        queue.download(buffer, &self.segs).context(WHAT)?;
         let back = settle_one(queue, WHAT).await?;
         self.output = Some(back.as_ref()[..len].to_vec());
         Ok(())

@@ -26,6 +26,7 @@ use reprise_core::schedule::{self, Buffers, ReplayPlan, Restore};
 use super::extra::{ExtraOutput, Extras, settle_one};
 use crate::capture::{Capture, Gaps, SnapshotSource, Streamed, checksum_mismatch, global_problem};
 use crate::error::{CaptureProblem, Error, Result};
+use crate::exec::ErrorContext;
 use crate::layout::{from_start, globals_segments};
 
 /// Reservations start on a page boundary.
@@ -115,9 +116,7 @@ impl<'c, E: Executor> Session<'c, E> {
                 })
                 .ok()
             });
-        let mut queue = exec
-            .queue()
-            .map_err(|e| Error::executor("creating a queue", e))?;
+        let mut queue = exec.queue().context("creating a queue")?;
         // Every check that needs no run comes before the image is loaded
         // (its constructors run then): the snapshot's checksum here, the
         // image's kernel and globals when the capture was opened.
@@ -159,11 +158,11 @@ impl<'c, E: Executor> Session<'c, E> {
         };
         let image = exec
             .load_image(&capture.image)
-            .map_err(|e| Error::executor(format!("loading {image_path}"), e))?;
+            .context(format!("loading {image_path}"))?;
         log::info!("image loaded: {image_path}");
         let kernel = exec
             .kernel(&image, name)
-            .map_err(|e| Error::executor(format!("finding kernel {name} in {image_path}"), e))?;
+            .context(format!("finding kernel {name} in {image_path}"))?;
         let (global_segs, globals) = stage_globals(exec, capture, &image)?;
         let mut buffers = Buffers {
             input,
@@ -171,12 +170,11 @@ impl<'c, E: Executor> Session<'c, E> {
             output: None,
         };
         if let (Some(p), None) = (&pristine, streamed) {
-            let seg = [from_start(p.base(), len)];
-            let input = buffers.input;
+            let what = "copying the snapshot to the device";
             queue
-                .upload(input, &seg)
-                .map_err(|e| Error::executor("copying the snapshot to the device", e))?;
-            buffers.input = settle_one(&mut queue, "copying the snapshot to the device").await?;
+                .upload(buffers.input, &[from_start(p.base(), len)])
+                .context(what)?;
+            buffers.input = settle_one(&mut queue, what).await?;
         }
         Ok(Session {
             exec,
@@ -306,7 +304,7 @@ impl<'c, E: Executor> Session<'c, E> {
             // snapshot again when there is no pristine copy to restore from.
             self.exec
                 .buffer(PAGE as usize)
-                .map_err(|e| Error::executor("allocating a staging buffer", e))?
+                .context("allocating a staging buffer")?
         } else {
             self.capture.input.read_into(self.exec, self.len)?
         };
@@ -455,9 +453,7 @@ async fn fill_gaps<E: Executor>(
         })
         .collect();
     let what = "copying the snapshot's compressed chunks into the region";
-    queue
-        .upload(input, &segs)
-        .map_err(|e| Error::executor(what, e))?;
+    queue.upload(input, &segs).context(what)?;
     settle_one(queue, what).await
 }
 
@@ -473,7 +469,7 @@ fn stage_globals<E: Executor>(
     for g in capture.globals() {
         let info = exec
             .global(image, g.name)
-            .map_err(|e| Error::executor(format!("looking up global {}", g.name), e))?;
+            .context(format!("looking up global {}", g.name))?;
         if let Some(e) = global_problem(
             &capture.paths.globals,
             capture.image_path(),
@@ -492,9 +488,7 @@ fn stage_globals<E: Executor>(
     if segs.is_empty() {
         return Ok((segs, None));
     }
-    let mut b = exec
-        .buffer(len)
-        .map_err(|e| Error::executor("allocating the globals buffer", e))?;
+    let mut b = exec.buffer(len).context("allocating the globals buffer")?;
     for (seg, (_, bytes)) in segs.iter().zip(&recorded) {
         b.as_mut()[seg.host_offset..seg.host_offset + seg.len].copy_from_slice(bytes);
     }

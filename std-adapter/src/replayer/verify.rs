@@ -3,6 +3,7 @@
 //! region or the ranges that matter; and the same comparison between any
 //! two output files ([`compare_files`]).
 
+use std::io::ErrorKind;
 use std::path::Path;
 
 use reprise_core::compare::{Comparer, Comparison, Tolerance};
@@ -350,13 +351,7 @@ pub fn compare_files(
     ranges: &[(u64, u64)],
 ) -> Result<Comparison> {
     let open = |p: &Path| {
-        SnapshotFile::open(p)?.ok_or_else(|| {
-            Error::io(
-                p,
-                "open",
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            )
-        })
+        SnapshotFile::open(p)?.ok_or_else(|| Error::io(p, "open", ErrorKind::NotFound.into()))
     };
     let (e, a) = (open(expected)?, open(actual)?);
     if e.len != a.len {

@@ -181,8 +181,7 @@ pub fn key(c: &LaunchConfig) -> String {
 
 /// What tells one measured configuration from another: its geometry and,
 /// in a sweep of compile options, its compile setting (`MAX_REGISTERS=32`,
-/// `O2`). A row without a compile setting (one written before compile
-/// options were dimensions of the search) keys as its geometry alone.
+/// `O2`); without one, its geometry alone.
 pub fn compiled_key(c: &LaunchConfig, compile: Option<&str>) -> String {
     match compile {
         Some(s) => format!("{}#{s}", key(c)),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use reprise_core::exec::{Executor, Queue, Segment, settle};
 
 use crate::error::{Error, Result};
-use crate::exec::lock;
+use crate::exec::{ErrorContext, lock};
 use crate::layout::from_start;
 use crate::pool::BufferPool;
 use crate::store::{ChunkHash, KnownChunks};
@@ -255,17 +255,14 @@ impl<E: Executor> Reader<E> {
             return Ok(buf);
         }
         let what = "device hashing: copying chunks from the device copy";
-        let ticket = self
-            .queue
-            .download(buf, segs)
-            .map_err(|e| Error::executor(what, e))?;
+        let ticket = self.queue.download(buf, segs).context(what)?;
         let mut got = None;
         crate::exec::block_on(settle(&mut self.queue, |t, b| {
             if t == ticket {
                 got = Some(b);
             }
         }))
-        .map_err(|e| Error::executor(what, e))?;
+        .context(what)?;
         self.traffic.device += segs.iter().map(|s| s.len as u64).sum::<u64>();
         got.ok_or(Error::Internal("the executor lost a download buffer"))
     }

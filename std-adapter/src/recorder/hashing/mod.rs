@@ -28,7 +28,7 @@ use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep
 
 use crate::config::{CaptureFormat, RecordConfig, bad};
 use crate::error::{Error, Result};
-use crate::exec::lock;
+use crate::exec::{ErrorContext, lock};
 use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
 use crate::layout::from_start;
 use crate::store::{CaptureWriter, ChunkHash};
@@ -142,7 +142,7 @@ impl<E: Executor> DeviceHashing<E> {
                 feature: "device-side hashing (its queues do not copy on the device)",
             });
         }
-        let context = |what: &str| {
+        let doing = |what: &str| {
             format!(
                 "{what} for device hashing (REPRISE_RECORD_DEVICE_HASHING; this executor may \
                  not run reprise's own kernels: record without it)"
@@ -150,13 +150,11 @@ impl<E: Executor> DeviceHashing<E> {
         };
         let image = exec
             .load_image(spec.image)
-            .map_err(|e| Error::executor(context("loading the chunk-hashing kernel"), e))?;
+            .context(doing("loading the chunk-hashing kernel"))?;
         let kernel = exec
             .kernel(&image, spec.name)
-            .map_err(|e| Error::executor(context("finding the chunk-hashing kernel"), e))?;
-        let queue = exec
-            .queue()
-            .map_err(|e| Error::executor(context("creating the writer's queue"), e))?;
+            .context(doing("finding the chunk-hashing kernel"))?;
+        let queue = exec.queue().context(doing("creating the writer's queue"))?;
         // The store's chunk size decides the chunks hashed.
         let known = writer
             .ok_or(Error::Internal("device hashing without a writer"))?
@@ -354,12 +352,10 @@ pub(super) struct Recorded<B> {
     pub hashes: B,
 }
 
-/// Records one launch with device hashing (see the module docs): the
-/// ordinary schedule ([`schedule::record_with`]) with each snapshot's
-/// download replaced by a device copy and its hashing ([`Hashing`]), and
-/// the hashes' download into `hashes` (at least [`Copy::hash_bytes`]).
-/// Buffers that are not the globals' or the hashes' (the application's
-/// uploads, stale ones) go to `recycle`.
+/// Records one launch with device hashing (see the module docs) through
+/// [`schedule::record_with`] and [`Hashing`], the hashes downloaded into
+/// `hashes` (at least [`Copy::hash_bytes`]). Buffers that are not the
+/// globals' or the hashes' go to `recycle`.
 ///
 /// Cancel safety as [`reprise_core::schedule::record`]: every buffer is
 /// the queue's until a synchronize, and the device copy is kept in flight
