@@ -34,10 +34,8 @@ pub fn read_ir(
     if let (Some(want), None) = (want, given) {
         let path = ir_path(&paths.descriptor);
         let Some(bytes) = read_bounded(&path, "LLVM IR", IMAGE_LIMIT)? else {
-            return Err(not_found(
-                &path,
-                "read (the descriptor records its checksum)",
-            ));
+            let why = "read (the descriptor records its checksum)";
+            return Err(not_found(&path, why));
         };
         super::files::expect_checksum(&path, want, super::files::checksum(&bytes))?;
     }

@@ -35,7 +35,7 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
@@ -147,11 +147,7 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
         .map_err(io(&tmp_path.join(&marker), "stat"));
     drop(file);
     let _ = fs::remove(&tmp_fd, &marker);
-    let start = Mtime(
-        start?
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default(),
-    );
+    let start = Mtime(start?.duration_since(UNIX_EPOCH).unwrap_or_default());
     let young = start.minus(options.grace);
     let stale = start.minus(options.stale_temp);
 
@@ -298,12 +294,8 @@ fn restore(
 ) -> std::io::Result<()> {
     let hex = hash.hex();
     let prefix_fd = fs::open_or_make_dir(chunks_fd, layout::prefix(&hex))?;
-    fs::place(
-        tmp_fd,
-        name,
-        &prefix_fd,
-        std::str::from_utf8(&hex).unwrap_or_default(),
-    )?;
+    let chunk = std::str::from_utf8(&hex).unwrap_or_default();
+    fs::place(tmp_fd, name, &prefix_fd, chunk)?;
     fs::remove(tmp_fd, name)
 }
 

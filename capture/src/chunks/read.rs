@@ -118,14 +118,10 @@ impl ChunkStore {
         verify: Verify,
         have: impl Fn(usize) -> (u64, Option<&'f std::fs::File>) + Sync,
     ) -> Result<()> {
-        if out.len() as u64 != m.len() {
-            return Err(Error::store(
-                &self.root,
-                StoreProblem::BufferLength {
-                    manifest: m.len(),
-                    buffer: out.len() as u64,
-                },
-            ));
+        let (manifest, buffer) = (m.len(), out.len() as u64);
+        if buffer != manifest {
+            let problem = StoreProblem::BufferLength { manifest, buffer };
+            return Err(Error::store(&self.root, problem));
         }
         let todo = (0..m.chunks().len())
             .filter(|&i| verify == Verify::EachChunk || have(i).0 < u64::from(m.chunks()[i].len))
@@ -319,10 +315,8 @@ impl ChunkStore {
     }
 
     pub(super) fn chunk_error(&self, index: usize, c: &ChunkRef, fault: ChunkFault) -> Error {
-        Error::store(
-            self.chunk_file(&c.hash),
-            StoreProblem::Chunk(problem(index, c, fault)),
-        )
+        let chunk = StoreProblem::Chunk(problem(index, c, fault));
+        Error::store(self.chunk_file(&c.hash), chunk)
     }
 
     /// Opens the file of chunk `c`: a regular file (not through a link).

@@ -187,12 +187,8 @@ impl CaptureStore {
 
     /// A descriptor path no existing capture uses, for `record`.
     fn fresh_descriptor(&self, record: &KernelRecord) -> PathBuf {
-        let base = format!(
-            "{}-{}-{}",
-            file_stem_for(&record.name),
-            std::process::id(),
-            record.launch_seq.unwrap_or(0)
-        );
+        let (stem, seq) = (file_stem_for(&record.name), record.launch_seq.unwrap_or(0));
+        let base = format!("{stem}-{}-{seq}", std::process::id());
         let mut candidate = self.dir.join(format!("{base}.json"));
         let mut n = 2;
         let taken = |descriptor: &Path| {
@@ -457,12 +453,8 @@ pub struct Staged {
 /// Writes `bytes` for `path` as [`write_atomically`] does, short of the
 /// rename ([`Staged::place`]).
 pub fn stage(path: &Path, bytes: &[u8], fsync: bool) -> Result<Staged> {
-    stage_at(
-        crate::fs::open_dir_fd(crate::fs::dir_of(path))?,
-        path,
-        bytes,
-        fsync,
-    )
+    let dirfd = crate::fs::open_dir_fd(crate::fs::dir_of(path))?;
+    stage_at(dirfd, path, bytes, fsync)
 }
 
 /// [`stage`] of the file named as `path`'s last part, in the directory
@@ -473,12 +465,9 @@ fn stage_at(dirfd: rustix::fd::OwnedFd, path: &Path, bytes: &[u8], fsync: bool) 
     if tests::FAIL_WRITE.with(|f| f.borrow().as_deref() == name.to_str()) {
         return Err(Error::io(path, "create", rustix::io::Errno::IO.into()));
     }
-    let (tmp, mut f) = crate::fs::create_fresh(
-        &dirfd,
-        &format!("{TEMP_PREFIX}{}.", name.to_string_lossy()),
-        0o644,
-    )
-    .map_err(|e| Error::io(path, "create", e))?;
+    let prefix = format!("{TEMP_PREFIX}{}.", name.to_string_lossy());
+    let (tmp, mut f) = crate::fs::create_fresh(&dirfd, &prefix, 0o644)
+        .map_err(|e| Error::io(path, "create", e))?;
     // Removed again if what follows fails; errors name the file the caller
     // asked for, the temporary one is gone by the time they are read.
     let staged = Staged {

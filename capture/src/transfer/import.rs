@@ -205,12 +205,8 @@ fn read_back(
         })?;
     }
     if placed != *manifest || len != placed.len() || hasher.finish_128() != want {
-        return Err(Error::store(
-            mpath,
-            StoreProblem::ReadBackDiffers {
-                raw: raw.to_path_buf(),
-            },
-        ));
+        let raw = raw.to_path_buf();
+        return Err(Error::store(mpath, StoreProblem::ReadBackDiffers { raw }));
     }
     Ok(())
 }
