@@ -265,6 +265,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     // only where they are not must not be taken for one.
     let mut stems: BTreeMap<Vec<u8>, Vec<(String, PathBuf)>> = BTreeMap::new();
     let mut out = Vec::new();
+    let orphan = |path, why| Entry::Orphan { path, why };
     // The LLVM 16 descriptors whose bases are derived, read once for all.
     let siblings = OnceCell::new();
     let mut names: Vec<_> = rd.filter_map(|e| e.ok()).collect();
@@ -278,10 +279,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
             continue;
         }
         if name.starts_with(TEMP_PREFIX) {
-            out.push(Entry::Orphan {
-                path,
-                why: "temporary file of an interrupted write",
-            });
+            out.push(orphan(path, "temporary file of an interrupted write"));
             continue;
         }
         if let Some((stem, ext)) = split_data_name(&name) {
@@ -306,10 +304,8 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
                         let beside_raw = ext.ends_with(MANIFEST_SUFFIX)
                             && raw.is_some_and(|raw| mine.contains(&&PathBuf::from(raw)));
                         if ext != "json" && ext != "bc" && !beside_raw && !mine.contains(&p) {
-                            out.push(Entry::Orphan {
-                                path: p.clone(),
-                                why: "data file this capture's format does not use",
-                            });
+                            let why = "data file this capture's format does not use";
+                            out.push(orphan(p.clone(), why));
                         }
                     }
                     out.push(Entry::Capture(Box::new(d)));
@@ -324,15 +320,12 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
             },
             None => {
                 for (ext, p) in files {
-                    out.push(Entry::Orphan {
-                        path: p,
-                        why: if ext.ends_with(MANIFEST_SUFFIX) {
-                            "manifest without a descriptor (an interrupted recording; gc \
-                             removes it)"
-                        } else {
-                            "data file without a descriptor (an interrupted recording)"
-                        },
-                    });
+                    let why = if ext.ends_with(MANIFEST_SUFFIX) {
+                        "manifest without a descriptor (an interrupted recording; gc removes it)"
+                    } else {
+                        "data file without a descriptor (an interrupted recording)"
+                    };
+                    out.push(orphan(p, why));
                 }
             }
         }
@@ -340,10 +333,7 @@ pub fn scan_with(dir: &Path, options: &OpenOptions) -> Result<Vec<Entry>> {
     // What writers that died left in the store (a store that cannot be
     // looked into hides none of the captures).
     match crate::chunks::store_leftovers(dir) {
-        Ok(leftovers) => out.extend(leftovers.into_iter().map(|l| Entry::Orphan {
-            path: l.path,
-            why: l.kind.why(),
-        })),
+        Ok(leftovers) => out.extend(leftovers.into_iter().map(|l| orphan(l.path, l.kind.why()))),
         Err(e) => log::warn!("{e}: the store's leftovers are not listed"),
     }
     Ok(out)

@@ -130,8 +130,7 @@ impl ChunkStore {
         let mut out = Mappable {
             files: vec![None; n],
             mapped: vec![0; n],
-            parts: Vec::new(),
-            zeros: false,
+            ..Mappable::default()
         };
         if self.version < layout::PLAIN_CHUNKS_SINCE || granularity == 0 {
             return out;

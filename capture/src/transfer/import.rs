@@ -157,10 +157,8 @@ pub fn import(dir: &Path, options: &ImportOptions) -> Result<ImportReport> {
     let mut links: HashMap<(u64, u64), (u64, u64, u64)> = HashMap::new();
     for raw in todo {
         let Some((moved, (dev, ino, nlink))) = import_file(&store, &raw, options.fsync)? else {
-            report.skipped.push(Skipped {
-                path: raw,
-                why: "changed while it was read (left as it is)",
-            });
+            let why = "changed while it was read (left as it is)";
+            report.skipped.push(Skipped { path: raw, why });
             continue;
         };
         if options.fsync {
