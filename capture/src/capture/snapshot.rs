@@ -486,11 +486,8 @@ async fn stream_chunks<E: Executor>(
     if len as u64 != file.len || chunk == 0 {
         return Err(Error::Internal("streaming part of a snapshot"));
     }
-    let per_batch = store
-        .options()
-        .threads
-        .clamp(1, MAX_BATCH)
-        .min(count.max(1));
+    let threads = store.options().threads;
+    let per_batch = threads.clamp(1, MAX_BATCH).min(count.max(1));
     let buffer_len = (per_batch * chunk).min(len).max(1);
     let batches = count.div_ceil(per_batch);
     let mut free = Vec::with_capacity(RING);

@@ -267,16 +267,14 @@ impl StoreVersion {
             .strip_prefix(FORMAT_NAME)
             .and_then(|v| v.strip_prefix(' '))
             .ok_or(VersionProblem::NotAStore)?;
+        let (found, supported) = (version.to_string(), FORMAT_VERSION);
         let version = version
             .parse::<u32>()
             .ok()
             // The digits as written: `02` is no version.
-            .filter(|v| v.to_string() == version)
-            .filter(|v| (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(v))
-            .ok_or_else(|| VersionProblem::UnsupportedVersion {
-                found: version.to_string(),
-                supported: FORMAT_VERSION,
-            })?;
+            .filter(|v| v.to_string() == found)
+            .filter(|v| (OLDEST_FORMAT_VERSION..=supported).contains(v))
+            .ok_or(VersionProblem::UnsupportedVersion { found, supported })?;
         let (mut hash, mut compression, mut chunk_size) = (None, None, None);
         for line in lines.filter(|l| !l.trim().is_empty()) {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));

@@ -194,10 +194,8 @@ pub fn store_leftovers(dir: impl AsRef<Path>) -> Result<Vec<Leftover>> {
             None
         };
         if let Some(kind) = kind {
-            out.push(Leftover {
-                path: tmp_path.join(&name),
-                kind,
-            });
+            let path = tmp_path.join(&name);
+            out.push(Leftover { path, kind });
         }
     }
     Ok(out)

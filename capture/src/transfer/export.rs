@@ -261,10 +261,8 @@ fn convert_descriptor(
         });
     }
     if record.grid[1..] != [1, 1] || record.block[1..] != [1, 1] {
-        return Err(ExportProblem::Dimensions {
-            grid: record.grid,
-            block: record.block,
-        });
+        let (grid, block) = (record.grid, record.block);
+        return Err(ExportProblem::Dimensions { grid, block });
     }
     if let Some((index, &size)) = record.arg_sizes.iter().enumerate().find(|(_, s)| **s != 8) {
         return Err(ExportProblem::ArgumentSize { index, size });
