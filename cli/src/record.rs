@@ -297,15 +297,11 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
     let (program, args) = a.program.split_first().expect("clap requires PROGRAM");
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
-    let preload = match std::env::var_os("LD_PRELOAD") {
-        Some(old) if !old.is_empty() => {
-            let mut v = lib.clone().into_os_string();
-            v.push(":");
-            v.push(old);
-            v
-        }
-        _ => lib.clone().into_os_string(),
-    };
+    let mut preload = lib.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|old| !old.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
     // Each process of the program appends its counts here at exit.
     let summary = SummaryFile::new()?;
     cmd.env("LD_PRELOAD", preload)

@@ -44,20 +44,21 @@ pub fn path_of(bytes: &[u8]) -> &Path {
     Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
 
-/// What became of a capture in its worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What became of a capture in its worker (refused until it gets further).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// The kernel ran, and the output is where the request said.
     Ran,
     /// Not run: refused before the kernel ran.
+    #[default]
     Refused,
     /// The replay failed (the kernel faulted, the executor failed).
     Failed,
 }
 
 /// What a worker reports of one capture: never a verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     /// Whether the kernel ran, or why not.

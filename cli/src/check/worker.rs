@@ -23,14 +23,7 @@ fn replay(
     device: Option<i32>,
     repetitions: u32,
 ) -> Report {
-    let mut report = Report {
-        outcome: Outcome::Refused,
-        kernel: None,
-        backend: None,
-        kernel_times_ns: Vec::new(),
-        replay_times_ns: Vec::new(),
-        message: String::new(),
-    };
+    let mut report = Report::default();
     let said = |e: reprise::Error| CliError::from(e).to_string();
     let mut capture = match Capture::open_with(path, options) {
         Ok(c) => c,
