@@ -21,12 +21,8 @@ use crate::error::{CaptureProblem, Error, Result};
 
 /// Opens the directory `name` in `at`, refusing a link there.
 pub(super) fn open_dir(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
-    Ok(rustix::fs::openat(
-        at,
-        name,
-        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?)
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
 }
 
 /// Opens the directory `name` in `at`, making it first if it is missing.
@@ -43,13 +39,14 @@ pub(super) fn open_or_make_dir(at: impl AsFd, name: &str) -> io::Result<OwnedFd>
 /// at once, and its `fstat` then says it is no regular file; a regular
 /// file reads as ever). The caller checks what it opened.
 pub(super) fn open_file(at: impl AsFd, name: impl rustix::path::Arg) -> io::Result<File> {
-    let fd = rustix::fs::openat(
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    Ok(File::from(rustix::fs::openat(
         at,
         name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        flags,
         Mode::empty(),
-    )?;
-    Ok(File::from(fd))
+    )?))
 }
 
 /// The contents of `file`, a regular file of at most `limit` bytes: the
@@ -237,12 +234,9 @@ pub(crate) fn sync_dir(dir: impl AsFd, path: &Path) -> Result<()> {
 /// caller's choice of directory); an error names it. The one way reprise
 /// opens a directory by path.
 pub(crate) fn open_dir_fd(dir: &Path) -> Result<OwnedFd> {
-    rustix::fs::open(
-        dir,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(dir, "open directory", e.into()))
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+    rustix::fs::open(dir, flags, Mode::empty())
+        .map_err(|e| Error::io(dir, "open directory", e.into()))
 }
 
 /// The last part of `path`, the name a file is written under; an error

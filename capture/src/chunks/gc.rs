@@ -119,13 +119,9 @@ pub fn gc_with(dir: impl AsRef<Path>, options: &GcOptions) -> Result<GcReport> {
 
     // One gc at a time.
     let lock_path = root.join(layout::GC_LOCK);
-    let lock = rustix::fs::openat(
-        &root_fd,
-        layout::GC_LOCK,
-        OFlags::CREATE | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )
-    .map_err(|e| Error::io(&lock_path, "open", e.into()))?;
+    let flags = OFlags::CREATE | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let lock = rustix::fs::openat(&root_fd, layout::GC_LOCK, flags, Mode::from_raw_mode(0o644))
+        .map_err(|e| Error::io(&lock_path, "open", e.into()))?;
     rustix::fs::flock(&lock, FlockOperation::LockExclusive)
         .map_err(|e| Error::io(&lock_path, "lock", e.into()))?;
 

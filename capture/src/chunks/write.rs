@@ -117,12 +117,8 @@ impl Drop for Written<'_> {
 /// file system or the kernel has none.
 fn unnamed_file(dir: &OwnedFd) -> std::io::Result<Option<std::fs::File>> {
     use rustix::fs::{Mode, OFlags};
-    match rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o444),
-    ) {
+    let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+    match rustix::fs::openat(dir, ".", flags, Mode::from_raw_mode(0o444)) {
         Ok(fd) => Ok(Some(std::fs::File::from(fd))),
         Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
@@ -150,13 +146,8 @@ fn unnamed_links(tmp_fd: &OwnedFd, pin_id: &str) -> std::io::Result<bool> {
 fn link_unnamed(file: &std::fs::File, dir: &OwnedFd, name: &str) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match rustix::fs::linkat(
-        rustix::fs::CWD,
-        proc.as_str(),
-        dir,
-        name,
-        rustix::fs::AtFlags::SYMLINK_FOLLOW,
-    ) {
+    let follow = rustix::fs::AtFlags::SYMLINK_FOLLOW;
+    match rustix::fs::linkat(rustix::fs::CWD, proc.as_str(), dir, name, follow) {
         Ok(()) => Ok(true),
         Err(Errno::EXIST) => Ok(false),
         Err(e) => Err(e.into()),

@@ -67,11 +67,7 @@ fn kept_free(total: u64) -> u64 {
 /// recording keeps free; `None` where the file system does not say.
 fn free_space(dir: &Path) -> Option<(u64, u64)> {
     let s = rustix::fs::statvfs(dir).ok()?;
-    let unit = if s.f_frsize > 0 {
-        s.f_frsize
-    } else {
-        s.f_bsize
-    };
+    let unit = Some(s.f_frsize).filter(|&u| u > 0).unwrap_or(s.f_bsize);
     let total = s.f_blocks.saturating_mul(unit);
     (total > 0).then(|| (s.f_bavail.saturating_mul(unit), kept_free(total)))
 }
