@@ -6,10 +6,8 @@
 //! blocks in [`BackgroundWriter::submit`] (back-pressure) instead of piling
 //! snapshots up in memory without end. Small captures (a few KiB each) never
 //! come near the bytes bound: the launching thread does not wait for the
-//! writer's work, its `fsync`s included, which stay the writer's alone.
-//! [`BackgroundWriter::flush`] waits for everything submitted and reports
-//! what was written and the first error; dropping the writer also waits, so
-//! no capture is lost when the process exits normally.
+//! writer's work, its `fsync`s included. Dropping the writer waits for what
+//! is queued, so no capture is lost when the process exits normally.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -63,16 +61,6 @@ struct Shared {
     outcomes: Mutex<Outcomes>,
 }
 
-impl Shared {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        lock(&self.queue)
-    }
-
-    fn outcomes(&self) -> MutexGuard<'_, Outcomes> {
-        lock(&self.outcomes)
-    }
-}
-
 /// A thread that runs capture-writing jobs in submission order.
 pub struct BackgroundWriter {
     shared: Arc<Shared>,
@@ -95,7 +83,7 @@ struct CloseOnExit(Arc<Shared>);
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {
-        let mut q = self.0.queue();
+        let mut q = lock(&self.0.queue);
         q.closed = true;
         // Drops the flushes' senders: their waiters wake.
         q.msgs.clear();
@@ -120,7 +108,7 @@ fn run(shared: Arc<Shared>) {
     }
     loop {
         let msg = {
-            let mut q = shared.queue();
+            let mut q = lock(&shared.queue);
             loop {
                 if let Some(m) = q.msgs.pop_front() {
                     break m;
@@ -134,15 +122,15 @@ fn run(shared: Arc<Shared>) {
         match msg {
             Msg::Job(job, bytes) => {
                 match job() {
-                    Ok(p) => shared.outcomes().written.push(p),
+                    Ok(p) => lock(&shared.outcomes).written.push(p),
                     Err(e) => {
                         // The next flush returns it (a writer dropped
                         // unflushed logs it as an error).
                         log::debug!("writing a capture failed: {e}");
-                        shared.outcomes().errors.push(e);
+                        lock(&shared.outcomes).errors.push(e);
                     }
                 }
-                let mut q = shared.queue();
+                let mut q = lock(&shared.queue);
                 q.jobs -= 1;
                 q.bytes -= bytes;
                 shared.room.notify_all();
@@ -193,7 +181,7 @@ impl BackgroundWriter {
     /// full (a job that would take it past [`QueueLimit::bytes`] waits
     /// until the jobs ahead of it are written, or the queue is empty).
     pub fn submit(&self, job: Job, bytes: u64) -> Result<()> {
-        let mut q = self.shared.queue();
+        let mut q = lock(&self.shared.queue);
         while !q.closed
             && q.jobs > 0
             && (q.jobs >= self.limit.jobs || q.bytes.saturating_add(bytes) > self.limit.bytes)
@@ -209,14 +197,14 @@ impl BackgroundWriter {
 
     /// Captures waiting or being written, and the bytes they hold.
     pub fn pending(&self) -> (usize, u64) {
-        let q = self.shared.queue();
+        let q = lock(&self.shared.queue);
         (q.jobs, q.bytes)
     }
 
     /// Waits until every job submitted so far is written, leaving their
     /// outcomes for the next [`BackgroundWriter::flush`].
     pub fn wait_idle(&self) {
-        let mut q = self.shared.queue();
+        let mut q = lock(&self.shared.queue);
         while !q.closed && q.jobs > 0 {
             q = self.shared.room.wait(q).unwrap_or_else(|e| e.into_inner());
         }
@@ -226,9 +214,9 @@ impl BackgroundWriter {
     /// since the last flush, or the first error since then.
     pub fn flush(&self) -> Result<Vec<PathBuf>> {
         let (done_tx, done_rx) = sync_channel(1);
-        self.push(self.shared.queue(), Msg::Flush(done_tx))?;
+        self.push(lock(&self.shared.queue), Msg::Flush(done_tx))?;
         done_rx.recv().map_err(|_| Error::WriterStopped)?;
-        let mut o = self.shared.outcomes();
+        let mut o = lock(&self.shared.outcomes);
         if !o.errors.is_empty() {
             let first = o.errors.remove(0);
             o.errors.clear();
@@ -247,7 +235,7 @@ impl BackgroundWriter {
     /// Lets the thread write what is queued, then stops it.
     fn stop(&mut self) {
         {
-            let mut q = self.shared.queue();
+            let mut q = lock(&self.shared.queue);
             q.closed = true;
             self.shared.work.notify_all();
             self.shared.room.notify_all();
@@ -261,7 +249,7 @@ impl BackgroundWriter {
 impl Drop for BackgroundWriter {
     fn drop(&mut self) {
         self.stop();
-        for e in &self.shared.outcomes().errors {
+        for e in &lock(&self.shared.outcomes).errors {
             log::error!("capture not written: {e}");
         }
     }

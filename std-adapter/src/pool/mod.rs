@@ -1,6 +1,6 @@
 //! A pool of host staging buffers.
 //!
-//! Touching memory a process has never touched costs about 30 times a copy
+//! Touching memory a process has never touched costs far more than a copy
 //! between warm buffers, so snapshot and staging buffers are reused: a buffer
 //! goes back to the pool once its capture is written, and the next launch of
 //! a similar size takes it again, already faulted in.

@@ -23,7 +23,6 @@ use crate::store::{CaptureData, CaptureWriter, estimate};
 pub(super) struct Reach {
     /// The live allocations, `(address, length)`, sorted.
     pub(super) allocations: Vec<(u64, u64)>,
-    /// The region's base.
     pub(super) base: u64,
     /// The globals' segments in the globals' snapshot.
     pub(super) globals: Vec<Segment>,
@@ -43,16 +42,13 @@ pub(super) struct CaptureJob<E: Executor> {
     pub(super) reach: Option<Reach>,
     /// The globals, encoded.
     pub(super) globals: Vec<u8>,
-    /// The image.
     pub(super) image: Arc<Vec<u8>>,
     /// The LLVM bitcode the image came from, written beside the capture.
     pub(super) ir: Option<Arc<Vec<u8>>>,
-    /// Where it goes.
     pub(super) store: Arc<dyn CaptureWriter>,
     /// The launch's sequence number, and the report's names by it.
     pub(super) seq: u64,
     pub(super) names: Arc<Mutex<HashMap<u64, String>>>,
-    /// Where the buffers go back to.
     pub(super) pool: Arc<BufferPool<E::Buffer>>,
 }
 

@@ -69,7 +69,6 @@ pub struct Recorder<E: Executor> {
     pool: Arc<BufferPool<E::Buffer>>,
     pending: Vec<Upload<E::Buffer>>,
     images: Vec<LoadedImage<E>>,
-    /// The allocations made, when recording.
     allocations: reachable::Allocations,
     /// Device ranges (address, size) of the globals copies may touch.
     globals: Mutex<Vec<(u64, u64)>>,

@@ -244,38 +244,33 @@ impl<'c, E: Executor> Session<'c, E> {
             save_output: output,
             restore,
         };
-        let mut buffers = self
+        if output
+            && let Some(b) = &mut self.buffers
+            && b.output.is_none()
+        {
+            b.output = Some(
+                self.exec
+                    .buffer(self.len)
+                    .context("allocating the output buffer")?,
+            );
+        }
+        if let Some(x) = &mut self.extras {
+            x.restore(&mut self.queue, self.exec).await?;
+        }
+        let buffers = self
             .buffers
             .take()
             .ok_or(Error::Internal("a failed run lost the session's buffers"))?;
-        if output && buffers.output.is_none() {
-            match self.exec.buffer(self.len) {
-                Ok(b) => buffers.output = Some(b),
-                Err(e) => {
-                    self.buffers = Some(buffers);
-                    return Err(Error::executor("allocating the output buffer", e));
-                }
-            }
-        }
-        if let Some(x) = &mut self.extras
-            && let Err(e) = x.restore(&mut self.queue, self.exec).await
-        {
-            self.buffers = Some(buffers);
-            return Err(e);
-        }
         let start = Instant::now();
         // Whatever happens now, the region no longer holds the snapshot.
         self.fresh = false;
         self.has_output = false;
-        let buffers = match schedule::replay(&mut self.queue, plan, buffers, drop).await {
-            Ok(b) => b,
-            Err(e) => {
-                // The schedule's buffers went into the queue or with it: a
-                // session that goes on (a sweep's next configuration) gets
-                // new ones at its next run.
-                return Err(Error::schedule(format!("replaying {}", record.name), e));
-            }
-        };
+        // On an error the schedule's buffers went into the queue or with it:
+        // a session that goes on (a sweep's next configuration) gets new
+        // ones at its next run.
+        let buffers = schedule::replay(&mut self.queue, plan, buffers, drop)
+            .await
+            .map_err(|e| Error::schedule(format!("replaying {}", record.name), e))?;
         let time = start.elapsed();
         log::info!(
             "kernel {} launched and done: grid {:?}, block {:?}, in {time:?}",

@@ -257,12 +257,9 @@ impl TuneReport {
     /// (median against median); none for a configuration whose output is
     /// not usable.
     pub fn speedup(&self, m: &Measured) -> Option<f64> {
-        if !m.status.is_good() {
-            return None;
-        }
         let base = self.recorded()?.median()?.as_secs_f64();
         let t = m.median()?.as_secs_f64();
-        (t > 0.0).then(|| base / t)
+        (m.status.is_good() && t > 0.0).then(|| base / t)
     }
 }
 

@@ -136,12 +136,9 @@ impl Row {
     /// is (median against median); none for a row whose output is not
     /// usable.
     pub fn speedup(&self, rows: &[Row]) -> Option<f64> {
-        if !self.good() {
-            return None;
-        }
         let base = rows.iter().find(|r| r.recorded)?.median()?.as_secs_f64();
         let t = self.median()?.as_secs_f64();
-        (t > 0.0).then(|| base / t)
+        (self.good() && t > 0.0).then(|| base / t)
     }
 }
 

@@ -51,7 +51,6 @@ pub struct WorkDir {
 }
 
 impl WorkDir {
-    /// Creates one.
     pub fn new() -> Result<Self, CompileError> {
         let base = std::env::temp_dir();
         let mut last = None;
@@ -72,7 +71,6 @@ impl WorkDir {
         ))
     }
 
-    /// Its path.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -90,7 +88,6 @@ impl Drop for WorkDir {
 pub struct Bounds<'a> {
     /// The private directory.
     pub work: &'a Path,
-    /// The limits.
     pub limits: &'a CompileLimits,
     /// When the compile's time is up.
     pub deadline: Instant,

@@ -64,9 +64,8 @@ impl Layout {
         let input_hashes = align(len);
         let end = align(input_hashes + hashes);
         let (output, size) = if output {
-            let o = end;
-            let h = align(o + len);
-            (Some((o, h)), align(h + hashes))
+            let h = align(end + len);
+            (Some((end, h)), align(h + hashes))
         } else {
             (None, end)
         };
@@ -291,7 +290,7 @@ impl<E: Executor> DeviceHashing<E> {
                 .map(|h| ChunkHash(h.try_into().unwrap_or([0; 32])))
                 .collect()
         };
-        if hashes.len() < 32 * n * (1 + usize::from(copy.layout.output.is_some())) {
+        if hashes.len() < copy.hash_bytes() {
             return Err(Error::Internal("the hashes' buffer is too short"));
         }
         Ok(Pending {
