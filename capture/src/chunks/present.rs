@@ -147,11 +147,8 @@ impl ChunkStore {
             Ok(()) => {}
             Err(Errno::NOENT) => return Ok(()),
             Err(e) => {
-                return Err(Error::io(
-                    self.chunk_file(hash),
-                    "move aside what is at the name of chunk",
-                    e.into(),
-                ));
+                let doing = "move aside what is at the name of chunk";
+                return Err(Error::io(self.chunk_file(hash), doing, e.into()));
             }
         }
         // A directory with anything in it is left for gc.

@@ -366,17 +366,9 @@ impl CaptureStore {
     /// written (none for a link).
     fn write_image(&self, path: &Path, image: &[u8], sum: u64) -> Result<u64> {
         let mut images = crate::threads::lock(&self.images);
-        if let (Some(existing), Some(name)) = (
-            images.get(&sum).and_then(|p| p.file_name()),
-            path.file_name(),
-        ) && rustix::fs::linkat(
-            &self.dir_fd,
-            existing,
-            &self.dir_fd,
-            name,
-            rustix::fs::AtFlags::empty(),
-        )
-        .is_ok()
+        let (existing, fd) = (images.get(&sum).and_then(|p| p.file_name()), &self.dir_fd);
+        if let (Some(existing), Some(name)) = (existing, path.file_name())
+            && rustix::fs::linkat(fd, existing, fd, name, rustix::fs::AtFlags::empty()).is_ok()
         {
             return Ok(0);
         }
@@ -498,8 +490,7 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.placed {
-            let _ =
-                rustix::fs::unlinkat(&self.dirfd, self.tmp.as_str(), rustix::fs::AtFlags::empty());
+            let _ = crate::fs::remove(&self.dirfd, &self.tmp);
         }
     }
 }

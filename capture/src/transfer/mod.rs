@@ -15,8 +15,6 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::AtFlags;
-
 pub use export::{ExportFormat, Exported, export};
 pub use import::{ImportOptions, ImportReport, Moved, Skipped, import};
 pub use orphans::{OrphanReport, gc, orphan_manifests, remove_orphans};
@@ -53,6 +51,6 @@ fn write_new(
             Err(e) => Err(Error::io(&path, "link into place", e)),
         }
     })();
-    let _ = rustix::fs::unlinkat(dir_fd, tmp.as_str(), AtFlags::empty());
+    let _ = crate::fs::remove(dir_fd, &tmp);
     result
 }
