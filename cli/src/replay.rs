@@ -12,6 +12,7 @@ use crate::compare_args::CompareArgs;
 use crate::error::Result;
 use crate::isolate;
 use crate::open_args::OpenArgs;
+use crate::tune::report::dims;
 use crate::ui::{LazyProgress, human_bytes, human_time};
 
 /// Replay a recorded kernel launch.
@@ -202,13 +203,9 @@ fn here(a: ReplayArgs, options: reprise::OpenOptions) -> Result<ExitCode> {
     };
     let c = outcome.config;
     out!(
-        "geometry: grid {}x{}x{}, block {}x{}x{}, {} bytes dynamic shared memory",
-        c.grid[0],
-        c.grid[1],
-        c.grid[2],
-        c.block[0],
-        c.block[1],
-        c.block[2],
+        "geometry: grid {}, block {}, {} bytes dynamic shared memory",
+        dims(c.grid),
+        dims(c.block),
         c.shared_mem
     );
     for line in &outcome.beyond_region {

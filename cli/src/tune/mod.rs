@@ -5,7 +5,7 @@ pub(crate) mod jit;
 mod lists;
 mod opt_levels;
 mod plot;
-mod report;
+pub(crate) mod report;
 mod sampler;
 mod shard;
 mod slurm;

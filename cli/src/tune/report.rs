@@ -45,7 +45,7 @@ fn ranks(rows: &[Row]) -> impl Iterator<Item = (Option<usize>, &Row)> {
 }
 
 /// `128x1x1`.
-fn dims(v: [u32; 3]) -> String {
+pub(crate) fn dims(v: [u32; 3]) -> String {
     format!("{}x{}x{}", v[0], v[1], v[2])
 }
 
