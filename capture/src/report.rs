@@ -87,10 +87,8 @@ impl Occurrences {
         let name_of = |seq: &u64| names.get(seq).cloned();
         let mut json = String::from("{\"reprise_record_report\":1,\"kernels\":[");
         let mut text = String::new();
-        let (launches, recorded): (u64, usize) = self
-            .list
-            .iter()
-            .fold((0, 0), |(l, r), o| (l + o.launches, r + o.recorded.len()));
+        let launches: u64 = self.list.iter().map(|o| o.launches).sum();
+        let recorded: usize = self.list.iter().map(|o| o.recorded.len()).sum();
         text.push_str(&format!(
             "reprise record report: {} kernel configurations, {launches} launches, {recorded} \
              recorded (in the order they first launched)\n",

@@ -76,14 +76,12 @@ impl Capture {
         let len = extra_len(ranges);
         let (input_path, output_path) = extra_paths(&self.paths.descriptor);
         let sums = &self.record.checksums;
+        let missing = |path: &Path| Error::capture(path, CaptureProblem::MissingSnapshot);
         let input = read_checked(&input_path, len, sums.extra_input)?
-            .ok_or_else(|| Error::capture(&input_path, CaptureProblem::MissingSnapshot))?;
+            .ok_or_else(|| missing(&input_path))?;
         let output = read_checked(&output_path, len, sums.extra_output)?;
         if output.is_none() && sums.extra_output.is_some() {
-            return Err(Error::capture(
-                &output_path,
-                CaptureProblem::MissingSnapshot,
-            ));
+            return Err(missing(&output_path));
         }
         Ok(Some(ExtraParts {
             ranges: ranges.to_vec(),

@@ -7,8 +7,10 @@
 //! read, and an allocation that fails is an error, not an abort.
 
 use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+use rustix::fs::FileType;
 
 use crate::error::{CaptureProblem, Error, Result};
 
@@ -53,7 +55,7 @@ impl FileState {
                 Some(fs) => FileState::Special(fs),
                 None => FileState::Regular(m.len()),
             },
-            Ok(m) => FileState::Special(kind(&m.file_type())),
+            Ok(m) => FileState::Special(kind(&m)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileState::Missing,
             Err(e) => FileState::Unreadable(e.to_string()),
         }
@@ -75,19 +77,14 @@ impl FileState {
     }
 }
 
-fn kind(t: &std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
+fn kind(m: &std::fs::Metadata) -> &'static str {
+    match FileType::from_raw_mode(m.mode()) {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Socket => "a socket",
+        _ => "not a regular file",
     }
 }
 
@@ -116,7 +113,7 @@ pub fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     };
     let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
     if !meta.is_file() {
-        return Err(not_regular(path, kind(&meta.file_type())));
+        return Err(not_regular(path, kind(&meta)));
     }
     if let Some(fs) = rustix::fs::fstatfs(&file).ok().and_then(pseudo) {
         return Err(not_regular(path, fs));

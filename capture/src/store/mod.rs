@@ -102,12 +102,9 @@ impl CaptureData<'_> {
 pub fn safe_file_name(text: &str) -> String {
     let clean: String = text
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' => c,
+            _ => '_',
         })
         .collect();
     clean.trim_start_matches('.').to_string()
@@ -116,12 +113,10 @@ pub fn safe_file_name(text: &str) -> String {
 /// A kernel name made safe for a file name ([`safe_file_name`]), at most
 /// 80 characters (longer names are cut and suffixed with a hash).
 pub fn file_stem_for(name: &str) -> String {
-    let clean = safe_file_name(name);
-    let clean = if clean.is_empty() {
-        "kernel".to_string()
-    } else {
-        clean
-    };
+    let mut clean = safe_file_name(name);
+    if clean.is_empty() {
+        clean = "kernel".to_string();
+    }
     if clean.len() <= 80 {
         clean
     } else {
