@@ -46,10 +46,8 @@ use crate::error::{Error, Result};
 use crate::exec::ErrorContext;
 
 /// What the std adapter's drivers need of an executor beyond the core's
-/// contract: that it, its regions, images, kernels, buffers and queues can
-/// move between threads (so a replay is a `Send` future and a recording's
-/// files are written on another thread). Every executor of this build is
-/// one.
+/// contract: that it and its parts can move between threads (a replay is
+/// a `Send` future, a recording's files are written on another thread).
 pub trait AnyExecutor:
     Executor<Buffer: Send + 'static, Queue: Send, Region: Send, Image: Send, Kernel: Send + Sync>
     + Send
@@ -173,12 +171,10 @@ pub fn compile_target(spec: ExecutorSpec) -> Result<crate::compile::Target> {
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let exec = open_cuda(&spec)?;
-            let (major, minor) = exec.compute_capability().map_err(|e| {
-                Error::executor(
-                    format!("asking CUDA device {} its architecture", spec.device),
-                    e,
-                )
-            })?;
+            let (major, minor) = exec.compute_capability().context(format!(
+                "asking CUDA device {} its architecture",
+                spec.device
+            ))?;
             Ok(Target::Nvptx {
                 sm: major * 10 + minor,
             })
@@ -195,9 +191,8 @@ pub fn compile_target(spec: ExecutorSpec) -> Result<crate::compile::Target> {
     }
 }
 
-/// reprise's chunk-hashing kernel for the executors of one kind: the image
-/// to load, its entry point, the threads per block to launch it with and
-/// the bytes of output it needs (see [`chunk_hash_kernel`]).
+/// reprise's chunk-hashing kernel for the executors of one kind (see
+/// [`chunk_hash_kernel`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkHashKernel {
     /// The image (CUDA: PTX for sm_80 and later).
@@ -237,11 +232,9 @@ pub fn chunk_hash_kernel(kind: BackendKind) -> Option<ChunkHashKernel> {
 }
 
 /// How many devices an executor of `kind` sees, at least 1: the CUDA
-/// driver's count (`cuDeviceGetCount`, which honours
-/// `CUDA_VISIBLE_DEVICES`; asked for a device beyond the last, the
-/// executor names the count), the visible-device variables for AMD
-/// (`ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`), 1 for the host and for
-/// a kind this build lacks.
+/// driver's count (which honours `CUDA_VISIBLE_DEVICES`), the
+/// visible-device variables for AMD, 1 for the host and for a kind this
+/// build lacks.
 pub fn device_count(kind: BackendKind) -> usize {
     match kind {
         #[cfg(feature = "cuda")]
@@ -260,8 +253,7 @@ pub fn device_count(kind: BackendKind) -> usize {
     }
 }
 
-/// Runs `job` on executors of the kind `spec` names: the one function that
-/// maps an executor kind to an executor.
+/// Runs `job` on executors of the kind `spec` names.
 ///
 /// A kind this build lacks is [`Error::NotInBuild`] (with no path: callers
 /// name their capture with [`Error::in_file`]), before `job` runs.

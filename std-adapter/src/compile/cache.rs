@@ -35,9 +35,8 @@ pub fn key(parts: &[&[u8]]) -> String {
     h.finalize().to_hex()[..32].to_string()
 }
 
-/// Writes `bytes` to `path` through the one staged write
-/// ([`crate::store::write_atomically`]: a fresh temporary name beside it,
-/// flushed, renamed into place), its directory made first.
+/// Writes `bytes` to `path` through [`crate::store::write_atomically`],
+/// its directory made first.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CompileError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| CompileError::io(dir, "create", e))?;

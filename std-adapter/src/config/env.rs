@@ -67,9 +67,9 @@ impl RecordConfig {
     /// (name, value pairs, as [`std::env::vars_os`] yields them) describe.
     ///
     /// A value of one of [`VARIABLES`] that is not valid UTF-8 is an
-    /// [`Error::Config`](crate::Error::Config) naming the variable; any other variable whose name
-    /// starts with [`VARIABLE_PREFIX`] is logged as a warning that lists the
-    /// known ones, and otherwise ignored. Other variables are ignored.
+    /// [`Error::Config`](crate::Error::Config) naming the variable; any
+    /// other variable is ignored, with a warning ([`unknown_warning`]) for
+    /// one whose name starts with [`VARIABLE_PREFIX`].
     pub fn from_os_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Result<Self> {
         let mut known: Vec<(&'static str, String)> = Vec::new();
         for (name, value) in vars {
@@ -93,10 +93,9 @@ impl RecordConfig {
         })
     }
 
-    /// The configuration described by `get` (a lookup of variables by name;
-    /// used by `from_env` and by tests). An empty value (`VAR=`, spaces
-    /// only) is as if the variable were unset, for every variable: the
-    /// default holds.
+    /// The configuration described by `get`, a lookup of variables by name.
+    /// An empty value (`VAR=`, spaces only) is as if the variable were
+    /// unset: the default holds.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let flag = |k: &'static str| get(k).map(|v| parse_bool(k, &v)).transpose();

@@ -29,13 +29,13 @@
 //! the interposer prints it on stderr ([`unknown_variables`]).
 
 mod env;
-mod kinds;
 mod parse;
 mod record;
 
 pub use env::{VARIABLE_PREFIX, VARIABLES, unknown_variables, unknown_warning};
-pub use kinds::{DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, WriterKind};
 pub(crate) use parse::bad;
 pub use parse::{glob_match, parse_size};
-pub use record::{DEFAULT_REGION_SIZE, RecordConfig};
+pub use record::{
+    DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_REGION_SIZE, RecordConfig, WriterKind,
+};
 pub use reprise_capture::CaptureFormat;

@@ -1,12 +1,44 @@
-//! [`RecordConfig`]: what is recorded, where, and how; its builder and the
-//! launch selection.
+//! [`RecordConfig`]: what is recorded, where, and how (who writes the
+//! files: [`WriterKind`]); its builder and the launch selection.
 
 use std::path::PathBuf;
 
 use reprise_core::schedule::Mode;
 
+use super::CaptureFormat;
 use super::parse::glob_match;
-use super::{CaptureFormat, DEFAULT_QUEUE_BYTES, WriterKind};
+
+/// Captures that may wait for the background writer by default: enough
+/// that the bytes they hold ([`DEFAULT_QUEUE_BYTES`]), not their number,
+/// bound the queue.
+pub const DEFAULT_QUEUE_DEPTH: usize = 4096;
+
+/// Bytes of snapshots that may wait for the background writer by default:
+/// 512 MiB.
+pub const DEFAULT_QUEUE_BYTES: u64 = 512 << 20;
+
+/// Who writes capture files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterKind {
+    /// The launching thread, before the launch call returns (LLVM's way).
+    Inline,
+    /// A background thread fed by a bounded queue, which alone flushes
+    /// files to disk; the launching thread blocks only when the queue is
+    /// full: when `depth` captures wait, or when the next would take the
+    /// bytes they hold past [`RecordConfig::queue_bytes`].
+    Background {
+        /// Captures that may wait to be written
+        /// ([`DEFAULT_QUEUE_DEPTH`] by default: the bytes bound it).
+        depth: usize,
+    },
+}
+
+impl WriterKind {
+    /// The background writer with the default queue depth.
+    pub const BACKGROUND: WriterKind = WriterKind::Background {
+        depth: DEFAULT_QUEUE_DEPTH,
+    };
+}
 
 /// Size of the recording region where none was chosen and the executor
 /// cannot tell its device's memory size: 1 GiB. (Where it can, a region is

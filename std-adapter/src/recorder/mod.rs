@@ -212,10 +212,9 @@ where
     }
 
     /// Allocates `size` bytes in the recording region (see
-    /// [`BumpRegion::alloc`]): a block freed with [`Recorder::free`] that
-    /// fits, else fresh bytes, with device memory put behind them when
-    /// they reach past what the region has (a failure to do so is the
-    /// executor's error, and nothing is allocated).
+    /// [`BumpRegion::alloc`]), with device memory put behind them when they
+    /// reach past what the region has (a failure to do so is the executor's
+    /// error, and nothing is allocated).
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64> {
         let addr = self.bump.alloc(size, align).map_err(|e| match e {
             AllocError::OutOfSpace { .. } => Error::RegionFull {

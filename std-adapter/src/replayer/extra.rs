@@ -84,17 +84,12 @@ impl<E: Executor> Extras<E> {
         let mut placements = Vec::new();
         for (start, end, first) in spans(&parts.ranges) {
             let what = format!("{} at {:#x}", first.class.describe(), first.addr);
-            let refused = |e| {
-                Error::executor(
-                    format!("{what}: no route places it at its address on this machine"),
-                    e,
-                )
-            };
+            let refused = format!("{what}: no route places it at its address on this machine");
             let len = end - start;
             let region = exec
                 .reserve(RegionRequest::new(Some(start), len).backed(0))
-                .map_err(refused)?;
-            exec.grow_region(&region, len).map_err(refused)?;
+                .context(refused.clone())?;
+            exec.grow_region(&region, len).context(refused)?;
             placements.push(format!(
                 "{what}: {len} bytes from {start:#x} placed at their address as {}",
                 if region.on_host() {

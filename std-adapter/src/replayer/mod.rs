@@ -128,7 +128,7 @@ where
                 && let Some(recorded) = x.recorded
             {
                 let base = capture.region_base()?;
-                add_extra(&mut v, base, x.replayed, recorded, x.ranges);
+                add_extra(&mut v, base, x, recorded);
             }
             outcome.verification = Some(v);
         }
@@ -154,26 +154,20 @@ pub(crate) fn compared_ranges(
     resolve_ranges(spec, &capture.record, base, capture.snapshot_len())
 }
 
-/// Adds the comparison of the extra ranges' bytes after the run
-/// (`replayed`) with the recorded ones to `v`, under `v`'s tolerance: each
-/// range that differs is named in the log, and its differences count as
-/// the region's do (listed by their offset from the region's `base` where
-/// they lie above it).
-fn add_extra(
-    v: &mut Verification,
-    base: u64,
-    replayed: &[u8],
-    recorded: &[u8],
-    ranges: &[reprise_core::record::ExtraRange],
-) {
+/// Adds the comparison of the extra ranges' bytes after the run (`x`)
+/// with the `recorded` ones to `v`, under `v`'s tolerance: each range that
+/// differs is named in the log, and its differences count as the region's
+/// do (listed by their offset from the region's `base` where they lie
+/// above it).
+fn add_extra(v: &mut Verification, base: u64, x: ExtraOutput<'_>, recorded: &[u8]) {
     use reprise_core::compare::Comparer;
     let mut at = 0usize;
-    for r in ranges {
+    for r in x.ranges {
         let len = r.size as usize;
         let mut c = Comparer::new(v.tolerance);
         let above = r.addr.checked_sub(base);
         c.range(above.unwrap_or(0));
-        c.feed(&recorded[at..at + len], &replayed[at..at + len]);
+        c.feed(&recorded[at..at + len], &x.replayed[at..at + len]);
         let got = c.finish();
         at += len;
         if !got.is_match() {

@@ -397,12 +397,10 @@ fn reserve_region<E: Executor>(
             .map(|file| exec.reserve_mapped(request, file))
             .transpose()
             .map(Option::flatten)
-            .map_err(|e| {
-                Error::executor(
-                    format!("mapping {} as the region", capture.input.path.display()),
-                    e,
-                )
-            })?
+            .context(format!(
+                "mapping {} as the region",
+                capture.input.path.display()
+            ))?
         {
             return Ok((r, true, Vec::new()));
         }

@@ -174,26 +174,20 @@ impl Plan {
                 .max(1)
         });
         let mut plans: Vec<Plan> = (0..workers)
-            .map(|w| Plan {
+            .map(|_| Plan {
                 configs: Vec::new(),
                 results: results.clone(),
-                write_recorded: if w == 0 {
-                    write_recorded.clone()
-                } else {
-                    Vec::new()
-                },
+                write_recorded: Vec::new(),
                 budget_ms,
             })
             .collect();
+        if let Some(first) = plans.first_mut() {
+            first.write_recorded = write_recorded;
+        }
         for (i, c) in todo.into_iter().enumerate() {
-            let LaunchConfig {
-                grid,
-                block,
-                shared_mem,
-            } = c.config;
-            plans[i % workers]
-                .configs
-                .push((grid, block, shared_mem, c.compile));
+            let g = c.config;
+            let config = (g.grid, g.block, g.shared_mem, c.compile);
+            plans[i % workers].configs.push(config);
         }
         plans
     }
