@@ -253,16 +253,12 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     for line in ir_lines(&d) {
         out!("{line}");
     }
+    let dims = |v: [u32; 3]| format!("{} x {} x {}", v[0], v[1], v[2]);
     out!(
-        "geometry  grid {} x {} x {} (teams {}), block {} x {} x {} (threads {}), shared memory {} \
-         bytes",
-        r.grid[0],
-        r.grid[1],
-        r.grid[2],
+        "geometry  grid {} (teams {}), block {} (threads {}), shared memory {} bytes",
+        dims(r.grid),
         r.num_teams(),
-        r.block[0],
-        r.block[1],
-        r.block[2],
+        dims(r.block),
         r.num_threads(),
         r.shared_mem
     );

@@ -159,15 +159,11 @@ pub fn csv(rows: &[Row]) -> String {
         d.map_or_else(String::new, |d| format!("{:.3}", d.as_secs_f64() * 1e6))
     };
     for (rank, r) in ranks(rows) {
+        let geometry: Vec<String> = r.grid.iter().chain(&r.block).map(u32::to_string).collect();
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\",{}\n",
+            "{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\",{}\n",
             rank.map_or_else(String::new, |i| i.to_string()),
-            r.grid[0],
-            r.grid[1],
-            r.grid[2],
-            r.block[0],
-            r.block[1],
-            r.block[2],
+            geometry.join(","),
             r.shared_mem,
             r.recorded,
             r.status,
