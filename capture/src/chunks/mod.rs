@@ -261,9 +261,8 @@ impl ChunkStore {
         let version = read::version(&root, &root_fd)?;
         let chunks_fd = fs::open_dir(&root_fd, layout::CHUNKS_DIR)
             .map_err(|e| Error::io(root.join(layout::CHUNKS_DIR), "open store directory", e))?;
-        Ok(Some(Self::new(
-            dir, root, chunks_fd, None, version, options,
-        )))
+        let store = Self::new(dir, root, chunks_fd, None, version, options);
+        Ok(Some(store))
     }
 
     /// The capture directory.

@@ -204,9 +204,8 @@ impl ChunkStore {
         }
         #[cfg(test)]
         if *crate::threads::lock(&tests::FAIL_LINK) == Some(w.hash) {
-            return Err(failed(std::io::Error::other(
-                "a link failed, as the test asked",
-            )));
+            let asked = std::io::Error::other("a link failed, as the test asked");
+            return Err(failed(asked));
         }
         let hex = w.hash.hex();
         let name = std::str::from_utf8(&hex).unwrap_or_default();
@@ -218,14 +217,7 @@ impl ChunkStore {
         let mut look = Look::default();
         for _ in 0..TRIES {
             #[cfg(test)]
-            let plant = crate::threads::lock(&tests::PLANT_BEFORE_LINK)
-                .iter()
-                .find(|(h, _)| *h == w.hash)
-                .map(|(_, plant)| *plant);
-            #[cfg(test)]
-            if let Some(plant) = plant {
-                plant(&self.chunk_file(&w.hash));
-            }
+            tests::plant_before_link(&w.hash, &self.chunk_file(&w.hash));
             let placed = match (&w.tmp_name, &w.file) {
                 (None, Some(f)) => link_unnamed(f, prefix_fd, name),
                 (Some(tmp_name), _) => {

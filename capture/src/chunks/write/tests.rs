@@ -15,6 +15,18 @@ pub(super) type Planter = fn(&std::path::Path);
 pub(super) static PLANT_BEFORE_LINK: std::sync::Mutex<Vec<(ChunkHash, Planter)>> =
     std::sync::Mutex::new(Vec::new());
 
+/// Plants what [`PLANT_BEFORE_LINK`] holds for the chunk `hash` at `path`,
+/// its file, before a try to link it.
+pub(super) fn plant_before_link(hash: &ChunkHash, path: &std::path::Path) {
+    let plant = crate::threads::lock(&PLANT_BEFORE_LINK)
+        .iter()
+        .find(|(h, _)| h == hash)
+        .map(|(_, plant)| *plant);
+    if let Some(plant) = plant {
+        plant(path);
+    }
+}
+
 /// A chunk found missing whose name something takes before the link (a
 /// directory, here) is linked all the same, once what took it is moved
 /// aside; a name taken again before every link fails the put, naming the
