@@ -78,12 +78,8 @@ pub(super) fn measure_in_workers(
         let mut name = results.as_os_str().to_owned();
         name.push(format!(".worker-{w}.plan.json"));
         let path = PathBuf::from(name);
-        crate::side_files::write(
-            &path,
-            serde_json::to_string(&plan)
-                .expect("a plan serializes")
-                .as_bytes(),
-        )?;
+        let plan = serde_json::to_string(&plan).expect("a plan serializes");
+        crate::side_files::write(&path, plan.as_bytes())?;
         let child = std::process::Command::new(&command[0])
             .args(&command[1..])
             .args(["--json", "--device-id", &w.to_string(), "--worker-plan"])
