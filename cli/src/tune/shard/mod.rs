@@ -105,25 +105,19 @@ pub fn merge(a: &TuneArgs, dir: &Path, kernel: &str, order: &[LaunchConfig]) -> 
         );
     }
     let mut incomplete = Vec::new();
-    let count = m
-        .headers
-        .keys()
-        .filter_map(|k| k.parse::<Shard>().ok())
-        .map(|s| s.count)
-        .max();
-    if let Some(n) = count {
-        for k in 0..n {
-            let name = Shard { index: k, count: n }.to_string();
-            match m.headers.get(&name) {
-                None => incomplete.push(format!("shard {name}: no rows file")),
-                Some(h) => {
-                    let got = m.per_shard.get(&name).copied().unwrap_or(0);
-                    if got < h.configs {
-                        incomplete.push(format!(
-                            "shard {name}: {got} of its {} configuration(s) have rows",
-                            h.configs
-                        ));
-                    }
+    let shards = m.headers.keys().filter_map(|k| k.parse::<Shard>().ok());
+    let n = shards.map(|s| s.count).max().unwrap_or(0);
+    for k in 0..n {
+        let name = Shard { index: k, count: n }.to_string();
+        match m.headers.get(&name) {
+            None => incomplete.push(format!("shard {name}: no rows file")),
+            Some(h) => {
+                let got = m.per_shard.get(&name).copied().unwrap_or(0);
+                if got < h.configs {
+                    incomplete.push(format!(
+                        "shard {name}: {got} of its {} configuration(s) have rows",
+                        h.configs
+                    ));
                 }
             }
         }
