@@ -20,13 +20,10 @@
 //! | `REPRISE_RECORD_DEVICE_HASHING` | hash the snapshots' store chunks on the device and copy back only those the host lacks (store format, CUDA executor; see [`RecordConfig::device_hashing`]) | off |
 //! | `REPRISE_RECORD_SUMMARY` | (the interposer's) file each process appends its summary line to | none |
 //!
-//! An empty value (`VAR=`) is as if the variable were unset: the default
-//! holds, for every variable. A value that cannot be used (including one
-//! that is not valid UTF-8) is an error naming the variable.
-//! [`RecordConfig::from_env`] also logs a warning for every other
-//! `REPRISE_RECORD_*` variable it finds (a misspelling such as
-//! `REPRISE_RECORD_MEM_SIZE` would otherwise be ignored in silence), and
-//! the interposer prints it on stderr ([`unknown_variables`]).
+//! An empty value (`VAR=`) is as if the variable were unset; a value that
+//! cannot be used is an error naming the variable. Any other
+//! `REPRISE_RECORD_*` variable (a misspelling, say) draws a warning
+//! ([`unknown_variables`]) rather than being ignored in silence.
 
 mod env;
 mod parse;

@@ -4,7 +4,7 @@
 use reprise_core::exec::{Executor, Launch, LaunchConfig, Queue, Segment};
 use reprise_core::globals::{self, Layout};
 use reprise_core::record::{KernelRecord, MAX_ARGS};
-use reprise_core::schedule::{self, Buffers, RecordPlan};
+use reprise_core::schedule::{self, Buffers, LaunchPlan, RecordPlan};
 
 use super::capture_job::{CaptureJob, Reach};
 use super::{Args, Kernel, LaunchReport, Recorder, hashing};
@@ -154,8 +154,6 @@ where
         let pool = self.pool.clone();
         let uploads = std::mem::take(&mut self.pending);
         let context = || format!("recording {}", kernel.name);
-        // The snapshots, or (device hashing) what the writer fills them
-        // from.
         Ok(match (copy, &mut self.hashing) {
             (Some(copy), Some(h)) => {
                 let hashes = self.pool.get(copy.hash_bytes(), |n| self.exec.buffer(n));
@@ -165,20 +163,24 @@ where
                         e,
                     )
                 })?;
-                let plan = h.plan(
-                    &kernel.kernel,
+                let launch = LaunchPlan {
+                    kernel: &kernel.kernel,
                     launch,
-                    self.bump.base(),
-                    &copy,
-                    global_segs,
-                    self.config.mode,
-                );
-                let got =
-                    hashing::record(&mut self.queue, uploads, plan, globals_buf, hashes, |b| {
-                        pool.put(b)
-                    })
-                    .await
-                    .map_err(|e| Error::schedule(context(), e))?;
+                    globals: global_segs,
+                    mode: self.config.mode,
+                };
+                let plan = h.plan(self.bump.base(), &copy);
+                let got = hashing::record(
+                    &mut self.queue,
+                    uploads,
+                    launch,
+                    plan,
+                    globals_buf,
+                    hashes,
+                    |b| pool.put(b),
+                )
+                .await
+                .map_err(|e| Error::schedule(context(), e))?;
                 let region = h
                     .complete(&copy)
                     .ok_or(Error::Internal("a device copy in flight went missing"))?;

@@ -198,8 +198,6 @@ impl<E: Executor> Reader<E> {
                 "a device-hashed snapshot's buffer or hashes do not fit it",
             ));
         }
-        // 1. The host: chunks of the input (for the output) and of the last
-        // snapshot, by hash.
         let mut wanted: Vec<usize> = Vec::new();
         {
             let last = self
@@ -224,12 +222,10 @@ impl<E: Executor> Reader<E> {
                 }
             }
         }
-        // 2. The store: the chunks it has of the rest.
         let (from_device, stored) =
             self.known
                 .copy_known(&mut buf.as_mut()[..len], (len, cs), hashes, wanted)?;
         self.traffic.store += stored;
-        // 3. The device: what is left.
         let segs = segments(&from_device, (len, cs), device);
         buf = self.download(buf, &segs)?;
         let bad = from_device

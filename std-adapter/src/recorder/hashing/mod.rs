@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use reprise_core::exec::{
     DeviceRegion, Executor, KernelArgs, Launch, LaunchConfig, Queue, RegionRequest, Segment, Ticket,
 };
-use reprise_core::schedule::{self, LaunchPlan, Mode, ScheduleError, SnapshotStep, Upload};
+use reprise_core::schedule::{self, LaunchPlan, ScheduleError, SnapshotStep, Upload};
 
 use crate::config::{CaptureFormat, RecordConfig, bad};
 use crate::error::{Error, Result};
@@ -179,27 +179,15 @@ impl<E: Executor> DeviceHashing<E> {
         lock(&self.reader).traffic()
     }
 
-    /// The plan of [`record`] for a launch of `kernel` with the snapshots
-    /// of the region at `region` copied into `copy`.
-    pub(super) fn plan<'a>(
-        &'a self,
-        kernel: &'a E::Kernel,
-        launch: Launch<'a>,
-        region: u64,
-        copy: &'a Copy,
-        globals: &'a [Segment],
-        mode: Mode,
-    ) -> Plan<'a, E::Kernel> {
+    /// The hashing side of [`record`]: the snapshots of the region at
+    /// `region` copied into `copy`.
+    pub(super) fn plan<'a>(&'a self, region: u64, copy: &'a Copy) -> Plan<'a, E::Kernel> {
         Plan {
-            kernel,
-            launch,
             hash_kernel: &self.kernel,
             threads: self.spec.threads,
             chunk_size: self.chunk_size,
             region,
             copy,
-            globals,
-            mode,
         }
     }
 
@@ -331,18 +319,14 @@ impl Copy {
     }
 }
 
-/// What [`record`] records.
+/// How [`record`] takes the snapshots: the hashing kernel and the copy.
 pub(super) struct Plan<'a, K> {
-    pub kernel: &'a K,
-    pub launch: Launch<'a>,
     pub hash_kernel: &'a K,
     pub threads: u32,
     pub chunk_size: u32,
     /// The region's base.
     pub region: u64,
     pub copy: &'a Copy,
-    pub globals: &'a [Segment],
-    pub mode: Mode,
 }
 
 /// What [`record`] hands back: the globals' snapshot and the hashes.
@@ -351,7 +335,7 @@ pub(super) struct Recorded<B> {
     pub hashes: B,
 }
 
-/// Records one launch with device hashing (see the module docs) through
+/// Records `launch` with device hashing (see the module docs) through
 /// [`schedule::record_with`] and [`Hashing`], the hashes downloaded into
 /// `hashes` (at least [`Copy::hash_bytes`]). Buffers that are not the
 /// globals' or the hashes' go to `recycle`.
@@ -362,6 +346,7 @@ pub(super) struct Recorded<B> {
 pub(super) async fn record<Q: Queue>(
     queue: &mut Q,
     uploads: impl IntoIterator<Item = Upload<Q::Buffer>>,
+    launch: LaunchPlan<'_, Q::Kernel>,
     plan: Plan<'_, Q::Kernel>,
     globals: Option<Q::Buffer>,
     hashes: Q::Buffer,
@@ -370,12 +355,7 @@ pub(super) async fn record<Q: Queue>(
 where
     Q::Buffer: AsRef<[u8]>,
 {
-    let launch = LaunchPlan {
-        kernel: plan.kernel,
-        launch: plan.launch,
-        globals: plan.globals,
-        mode: plan.mode,
-    };
+    let no_globals = launch.globals.is_empty();
     let step = Hashing {
         plan: &plan,
         hashes: Some(hashes),
@@ -386,7 +366,7 @@ where
         schedule::record_with(queue, uploads, launch, globals, step, &mut recycle).await?;
     // A globals buffer given for no globals was never enqueued.
     let globals = match globals {
-        Some(g) if plan.globals.is_empty() => {
+        Some(g) if no_globals => {
             recycle(g);
             None
         }
