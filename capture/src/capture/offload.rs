@@ -66,12 +66,8 @@ impl Eq for ImageBytes {}
 
 impl std::fmt::Debug for ImageBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "ImageBytes({} bytes at offset {})",
-            self.range.len(),
-            self.range.start
-        )
+        let (len, at) = (self.range.len(), self.range.start);
+        write!(f, "ImageBytes({len} bytes at offset {at})")
     }
 }
 
@@ -280,19 +276,10 @@ fn compact(images: Vec<DeviceImage>) -> Vec<DeviceImage> {
     let Some(start) = images.iter().map(|i| i.bytes.range.start).min() else {
         return images;
     };
-    let end = images
-        .iter()
-        .map(|i| i.bytes.range.end)
-        .max()
-        .unwrap_or(start);
-    let file = Arc::new(
-        images[0]
-            .bytes
-            .file
-            .get(start..end)
-            .unwrap_or_default()
-            .to_vec(),
-    );
+    let ends = images.iter().map(|i| i.bytes.range.end);
+    let end = ends.max().unwrap_or(start);
+    let kept = images[0].bytes.file.get(start..end).unwrap_or_default();
+    let file = Arc::new(kept.to_vec());
     images
         .into_iter()
         .map(|i| DeviceImage {
