@@ -127,7 +127,8 @@ impl ExecutorSpec {
     }
 }
 
-/// Opens executors of the kind a [`with_executor`] call chose.
+/// Opens executors of the kind a [`with_executor`] call chose: the spec,
+/// and the function that opens an executor of that kind.
 #[derive(Debug, Clone)]
 pub struct Executors<E>(ExecutorSpec, fn(&ExecutorSpec) -> Result<E>);
 

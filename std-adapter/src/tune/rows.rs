@@ -39,8 +39,7 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spills: Option<(u64, u64)>,
     /// The optimisation level its image was compiled at from IR (`2` for
-    /// O2), in a search over optimisation levels; absent in rows written
-    /// before it was a dimension of the search.
+    /// O2), in a search over optimisation levels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opt_level: Option<u8>,
 }
