@@ -116,3 +116,41 @@ fn parts_of_a_launch_that_drew_no_capture_are_dropped_by_the_next() {
     assert!(c.record.extra_ranges.is_empty());
     assert_eq!(c.extra_parts().unwrap(), None);
 }
+
+#[test]
+fn an_extra_range_larger_than_memory_is_an_error_not_an_abort() {
+    let _turn = turn();
+    let seq = 9_100_005;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CaptureStore::with_format(dir.path(), false, CaptureFormat::Raw).unwrap();
+    let mut p = parts();
+    p.output = None;
+    stage_extra(seq, p);
+    let data = CaptureData {
+        input: &[1, 2, 3],
+        output: None,
+        globals: &[0, 0, 0, 0],
+        image: IMAGE,
+    };
+    let descriptor = store.write(&mut record(seq), data).unwrap();
+    // The descriptor says the second range holds 8 TiB, and its file (a
+    // sparse one) is as long: the lengths agree, the memory is not there.
+    let huge: u64 = 8 << 40;
+    let text = std::fs::read_to_string(&descriptor).unwrap();
+    let edited = text.replacen("\"Size\":4", &format!("\"Size\":{huge}"), 1);
+    assert_ne!(edited, text, "{text}");
+    std::fs::write(&descriptor, edited).unwrap();
+    let (input, _) = extra_paths(&descriptor);
+    let file = std::fs::OpenOptions::new().write(true).open(&input).unwrap();
+    if file.set_len(8 + huge).is_err() {
+        eprintln!("skipped: this file system holds no sparse file of 8 TiB");
+        return;
+    }
+    let result = Capture::open(&descriptor).and_then(|c| c.extra_parts());
+    let e = result.expect_err("8 TiB of extra bytes cannot be read into memory");
+    let text = e.to_string();
+    assert!(
+        text.contains("not enough memory") && text.contains("extra ranges"),
+        "{text}"
+    );
+}

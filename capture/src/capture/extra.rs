@@ -55,7 +55,7 @@ fn read_checked(path: &Path, len: u64, sum: Option<u64>) -> Result<Option<Vec<u8
             CaptureProblem::SnapshotSize { found, expected },
         ));
     }
-    let mut bytes = Vec::with_capacity(len as usize);
+    let mut bytes = Error::empty_buffer(len, "the extra ranges' bytes")?;
     file.for_each_chunk(PIECE, |piece| bytes.extend_from_slice(piece))?;
     if let Some(want) = sum {
         super::expect_checksum(&file.path, want, crate::capture::checksum(&bytes))?;

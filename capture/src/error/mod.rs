@@ -410,6 +410,15 @@ impl Error {
     /// A buffer of `bytes` bytes, each `fill`: [`Error::NoMemory`] naming
     /// `what` when the system will not give that much, never an abort.
     pub fn filled_buffer(bytes: u64, fill: u8, what: &str) -> Result<Vec<u8>, Error> {
+        let mut v = Error::empty_buffer(bytes, what)?;
+        // `empty_buffer` has checked that `bytes` fits a usize.
+        v.resize(bytes as usize, fill);
+        Ok(v)
+    }
+
+    /// An empty buffer with room for `bytes` bytes: [`Error::NoMemory`]
+    /// naming `what` when the system will not give that much.
+    pub fn empty_buffer(bytes: u64, what: &str) -> Result<Vec<u8>, Error> {
         let none = || Error::NoMemory {
             what: what.to_string(),
             bytes,
@@ -417,7 +426,6 @@ impl Error {
         let n = usize::try_from(bytes).map_err(|_| none())?;
         let mut v = Vec::new();
         v.try_reserve_exact(n).map_err(|_| none())?;
-        v.resize(n, fill);
         Ok(v)
     }
 
