@@ -141,7 +141,10 @@ fn an_extra_range_larger_than_memory_is_an_error_not_an_abort() {
     assert_ne!(edited, text, "{text}");
     std::fs::write(&descriptor, edited).unwrap();
     let (input, _) = extra_paths(&descriptor);
-    let file = std::fs::OpenOptions::new().write(true).open(&input).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&input)
+        .unwrap();
     if file.set_len(8 + huge).is_err() {
         eprintln!("skipped: this file system holds no sparse file of 8 TiB");
         return;
