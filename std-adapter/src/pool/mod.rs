@@ -46,22 +46,9 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
     /// refuse such lengths first: no buffer that large can be made).
     pub fn get<E>(&self, len: usize, make: impl FnOnce(usize) -> Result<B, E>) -> Result<B, E> {
         let want = rounded_len(len).unwrap_or(len);
-        {
-            let mut free = lock(&self.free);
-            let fit = free
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| {
-                    let l = b.as_ref().len();
-                    l >= len && l <= want.saturating_mul(2)
-                })
-                .min_by_key(|(_, b)| b.as_ref().len())
-                .map(|(i, _)| i);
-            if let Some(i) = fit {
-                return Ok(free.swap_remove(i));
-            }
-        }
-        make(want)
+        let fits = |l: usize| l >= len && l <= want.saturating_mul(2);
+        let idle = take_smallest(&mut lock(&self.free), |b| b.as_ref().len(), fits);
+        idle.map_or_else(|| make(want), Ok)
     }
 
     /// Returns a buffer for reuse (dropped when the pool is full; the
@@ -84,6 +71,20 @@ impl<B: AsRef<[u8]>> BufferPool<B> {
     pub fn idle(&self) -> usize {
         lock(&self.free).len()
     }
+}
+
+/// Takes the smallest of `items` (by `size`) whose size `fits`.
+pub(crate) fn take_smallest<T, S: Ord + Copy>(
+    items: &mut Vec<T>,
+    size: impl Fn(&T) -> S,
+    fits: impl Fn(S) -> bool,
+) -> Option<T> {
+    let (i, _) = items
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| fits(size(x)))
+        .min_by_key(|(_, x)| size(x))?;
+    Some(items.swap_remove(i))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::exec::{ErrorContext, lock};
 use crate::executors::{ChunkHashKernel, chunk_hash_kernel};
 use crate::layout::from_start;
+use crate::pool::take_smallest;
 use crate::store::{CaptureWriter, ChunkHash};
 
 mod fill;
@@ -204,17 +205,9 @@ impl<E: Executor> DeviceHashing<E> {
         if chunks > u64::from(i32::MAX as u32) {
             return None;
         }
-        let region = {
-            let mut idle = lock(&self.idle);
-            let fit = idle
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.capacity() >= layout.size)
-                .min_by_key(|(_, r)| r.capacity())
-                .map(|(i, _)| i);
-            fit.map(|i| idle.swap_remove(i))
-        };
-        let region = match region {
+        let fits = |capacity| capacity >= layout.size;
+        let idle = take_smallest(&mut lock(&self.idle), |r| r.capacity(), fits);
+        let region = match idle {
             Some(r) => r,
             None => {
                 // Room to grow, as the host's staging buffers have.
