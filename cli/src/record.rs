@@ -200,19 +200,18 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
         ))
     };
     std::fs::create_dir_all(dir).map_err(|e| fail("creating", dir, e))?;
-    let tmp_name = |n| format!(".{hash}.{}.{n}.tmp", std::process::id());
-    let (tmp, mut file) = create_fresh(dir, "temporary file", 0o755, tmp_name, |p, e| {
-        fail("creating", p, e)
-    })?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o755)))
-        .and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("writing", &path, e));
-    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{hash}."))
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o755))
+        .tempfile_in(dir)
+        .map_err(|e| fail("creating a temporary file in", dir, e))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| fail("writing", tmp.path(), e))?;
+    // The temporary file is removed when this fails.
+    tmp.persist(&path)
+        .map_err(|e| fail("writing", &path, e.error))?;
     Ok(path)
 }
 
@@ -233,58 +232,15 @@ pub(crate) fn descriptors(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The file the program's processes append their summaries to: made fresh
-/// (never one already there), removed when done.
-struct SummaryFile(PathBuf);
-
-impl SummaryFile {
-    fn new() -> Result<SummaryFile> {
-        let name = |n| format!("reprise-record-{}-{n}.summary", std::process::id());
-        let (path, _) = create_fresh(
-            &std::env::temp_dir(),
-            "summary file",
-            0o666,
-            name,
-            |p, e| CliError::io("creating", p, e),
-        )?;
-        Ok(SummaryFile(path))
-    }
-}
-
-/// A file in `dir` of the first name `name(n)` gives that nothing has yet
-/// (`O_EXCL`, so that two processes never share one), made with `mode`;
-/// `fail` says why one could not be made, and `what` names it when every
-/// name is taken.
-fn create_fresh(
-    dir: &Path,
-    what: &str,
-    mode: u32,
-    name: impl Fn(u32) -> String,
-    fail: impl Fn(&Path, std::io::Error) -> CliError,
-) -> Result<(PathBuf, std::fs::File)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    for n in 0..100u32 {
-        let path = dir.join(name(n));
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&path);
-        match opened {
-            Ok(f) => return Ok((path, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(fail(&path, e)),
-        }
-    }
-    Err(CliError::Lacking(format!(
-        "no free {what} name in {}",
-        dir.display()
-    )))
-}
-
-impl Drop for SummaryFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// (never one already there), removed when dropped.
+fn summary_file() -> Result<tempfile::TempPath> {
+    let dir = std::env::temp_dir();
+    tempfile::Builder::new()
+        .prefix(&format!("reprise-record-{}-", std::process::id()))
+        .suffix(".summary")
+        .tempfile_in(&dir)
+        .map(tempfile::NamedTempFile::into_temp_path)
+        .map_err(|e| CliError::io("creating a summary file in", &dir, e))
 }
 
 pub fn run(a: RecordArgs) -> Result<ExitCode> {
@@ -303,11 +259,11 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         preload.push(old);
     }
     // Each process of the program appends its counts here at exit.
-    let summary = SummaryFile::new()?;
+    let summary = summary_file()?;
     cmd.env("LD_PRELOAD", preload)
         .env("REPRISE_RECORD", "1")
         .env("REPRISE_RECORD_DIR", &a.dir)
-        .env("REPRISE_RECORD_SUMMARY", &summary.0);
+        .env("REPRISE_RECORD_SUMMARY", &summary);
     let flag = |on: bool| on.then(|| "1".to_string());
     let text = |n: Option<u64>| n.map(|n| n.to_string());
     let mode = a.mode.map(|m| match m {
@@ -337,7 +293,7 @@ pub fn run(a: RecordArgs) -> Result<ExitCode> {
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
-    let text = crate::side_files::read_text(&summary.0, "recording summary").unwrap_or_default();
+    let text = crate::side_files::read_text(&summary, "recording summary").unwrap_or_default();
     let counts = Summary::parse(&text);
     // The program's own count and captures, from its interposer's summary:
     // other programs may record into the same directory at once (an MPI
