@@ -366,13 +366,18 @@ impl CudaQueue {
         self.dev.state.launched(self.id, seq, kernel.shared_name());
         // SAFETY: what outlives the call, which no type here can show: the
         // queue keeps the kernel's module loaded until a synchronize covers
-        // the launch (`self.modules`, below). Where the driver did not tell
-        // the parameter sizes, the recorded argument sizes stand for them
-        // (the recorded launch passed them).
+        // the launch (`self.modules`, below); the parameter pointers point
+        // into `args`, which outlives the call. Where the driver did not
+        // tell the parameter sizes, the recorded argument sizes stand for
+        // them (the recorded launch passed them).
         let r = unsafe {
-            self.stream
-                .raw()
-                .launch(kernel.function(), c.grid, c.block, c.shared_mem, &mut args)
+            self.stream.raw().launch(
+                kernel.function(),
+                c.grid,
+                c.block,
+                c.shared_mem,
+                &mut args.pointers(),
+            )
         };
         if let Err(f) = r {
             let e = DriverError::from(f);

@@ -279,28 +279,6 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     })
 }
 
-/// `cuMemcpyDtoDAsync_v2`: enqueues a copy of `len` bytes from `src` to
-/// `dst`, both device addresses, on `stream`.
-///
-/// # Safety
-///
-/// The library is loaded with the [`STAGING`](super::library::STAGING) symbols, the
-/// context is bound and `stream` is live; the ranges may be anything (the
-/// driver fails the copy if one is not mapped), but a range the caller
-/// allocated stays allocated until the copy completes.
-pub(super) unsafe fn memcpy_dtod_async(
-    dst: u64,
-    src: u64,
-    len: usize,
-    stream: sys::CUstream,
-) -> Result<(), Failure> {
-    // SAFETY: device ranges only, which the driver checks (the caller's
-    // contract).
-    result("cuMemcpyDtoDAsync", unsafe {
-        sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream)
-    })
-}
-
 /// Which way a copy between host and device memory goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {
@@ -626,11 +604,10 @@ impl DeviceMemory {
         stream: &StreamHandle,
     ) -> Result<(), Failure> {
         inside("cuMemcpyDtoDAsync", offset, len, self.len)?;
-        // SAFETY: the library has the staging symbols (`alloc` made `self`
-        // with them) and the stream is live (`stream`); the destination is
-        // inside this allocation (checked above), and the caller keeps both
-        // ranges until the copy completes (its contract).
-        unsafe { memcpy_dtod_async(self.ptr + offset as u64, src, len, stream.get()) }
+        // SAFETY: the destination is inside this allocation (checked
+        // above), and the caller keeps both ranges until the copy completes
+        // (its contract).
+        unsafe { stream.copy_device(self.ptr + offset as u64, src, len) }
     }
 
     /// Frees it (`cuMemFree`), leaving none.

@@ -15,7 +15,6 @@ use cudarc::driver::sys;
 use super::failure::{Failure, refused, result};
 use super::library::Library;
 use super::module::FunctionRef;
-use crate::args::PackedArgs;
 
 /// `cuStreamCreate`: a new stream in the current context, with `flags`, to
 /// be destroyed once with [`stream_destroy`] (or kept until the process
@@ -289,9 +288,10 @@ impl StreamHandle {
     ///
     /// # Safety
     ///
-    /// `func`'s module stays loaded until the launch completes; where
-    /// `args` were packed without the kernel's parameter sizes, each slot
-    /// is at least as large as its parameter. What the kernel does with
+    /// `func`'s module stays loaded until the launch completes; `params`
+    /// holds one pointer per parameter, each to bytes at least as large as
+    /// that parameter (`PackedArgs::pointers`, whose `pack` checks the
+    /// sizes the driver tells). What the kernel does with
     /// device memory is the caller's to answer for.
     pub(crate) unsafe fn launch(
         &self,
@@ -299,9 +299,8 @@ impl StreamHandle {
         grid: [u32; 3],
         block: [u32; 3],
         shared_mem: u32,
-        args: &mut PackedArgs,
+        params: &mut [*mut c_void],
     ) -> Result<(), Failure> {
-        let mut params = args.pointers();
         let params_ptr = if params.is_empty() {
             std::ptr::null_mut()
         } else {
@@ -310,10 +309,8 @@ impl StreamHandle {
         // SAFETY: the library is loaded and the stream live (`self`); the
         // function's module is loaded now (`func` borrows it) and until the
         // launch completes (the caller's contract); `params` holds one
-        // pointer per argument into `args`, each to a slot at least as
-        // large as its parameter (`PackedArgs::pack` checks the sizes the
-        // driver told, the caller's contract covers the rest), and both
-        // outlive the call.
+        // pointer per parameter, each to bytes at least as large as it
+        // (the caller's contract), and outlives the call.
         unsafe {
             launch_kernel(
                 func.id().get(),
@@ -346,7 +343,7 @@ impl StreamHandle {
         // SAFETY: the symbols are present (checked above) and the stream is
         // live (`self`); the caller keeps its ranges until the copy
         // completes (its contract).
-        unsafe { super::memory::memcpy_dtod_async(dst, src, len, self.handle) }
+        unsafe { memcpy_dtod_async(dst, src, len, self.handle) }
     }
 
     /// Enqueues `f`, called once, on a thread of the driver's, when the
@@ -469,4 +466,26 @@ unsafe extern "C" fn stream_callback<F: FnOnce(sys::CUresult)>(
 unsafe extern "C" fn host_function<F: FnOnce(sys::CUresult)>(data: *mut c_void) {
     // SAFETY: as in `stream_callback`.
     unsafe { call_once::<F>(data, sys::CUresult::CUDA_SUCCESS) }
+}
+
+/// `cuMemcpyDtoDAsync_v2`: enqueues a copy of `len` bytes from `src` to
+/// `dst`, both device addresses, on `stream`.
+///
+/// # Safety
+///
+/// The library is loaded with the [`STAGING`](super::library::STAGING) symbols, the
+/// context is bound and `stream` is live; the ranges may be anything (the
+/// driver fails the copy if one is not mapped), but a range the caller
+/// allocated stays allocated until the copy completes.
+unsafe fn memcpy_dtod_async(
+    dst: u64,
+    src: u64,
+    len: usize,
+    stream: sys::CUstream,
+) -> Result<(), Failure> {
+    // SAFETY: device ranges only, which the driver checks (the caller's
+    // contract).
+    result("cuMemcpyDtoDAsync", unsafe {
+        sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream)
+    })
 }
