@@ -1,27 +1,20 @@
 //! Worker processes: waiting for one to end without reaping it, and
 //! ending its process group.
 
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+
 /// Waits until process `pid` has ended, leaving it to be reaped.
 pub fn wait_unreaped(pid: libc::pid_t) {
-    loop {
-        // SAFETY: waitid writes into the siginfo_t given, nothing else.
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
+    let Some(pid) = Pid::from_raw(pid) else {
+        return;
+    };
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+    while let Err(rustix::io::Errno::INTR) = waitid(WaitId::Pid(pid), options) {}
 }
 
 /// Kills the process group `pid` leads (gone already: nothing happens).
 pub fn kill_group(pid: libc::pid_t) {
-    // SAFETY: kill sends a signal; the group is the worker's own.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
 }

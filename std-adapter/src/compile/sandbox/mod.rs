@@ -18,13 +18,14 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Resource, Rlimit, Signal, WaitId, WaitIdOptions};
 
 use super::{CompileError, CompileLimits, Limit};
@@ -319,28 +320,28 @@ fn ended(pid: Pid) -> bool {
 /// closed.
 fn pump(pipes: &mut [Option<File>; 2], [stdout, stderr]: &mut [Vec<u8>; 2], wait: Duration) {
     let which: Vec<usize> = (0..pipes.len()).filter(|&i| pipes[i].is_some()).collect();
-    let mut fds: Vec<libc::pollfd> = pipes
+    let mut fds: Vec<PollFd<'_>> = pipes
         .iter()
         .flatten()
-        .map(|f| libc::pollfd {
-            fd: f.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|f| PollFd::new(f, PollFlags::IN))
         .collect();
     if fds.is_empty() {
         std::thread::sleep(wait);
         return;
     }
-    let ms = wait.as_millis().clamp(1, 1000) as libc::c_int;
-    // SAFETY: `fds` holds `fds.len()` initialised pollfd structures.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    if n <= 0 {
+    let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(1));
+    let timeout = Timespec {
+        tv_sec: wait.as_secs() as _,
+        tv_nsec: wait.subsec_nanos().into(),
+    };
+    if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
         return;
     }
+    let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+    drop(fds);
     let mut buf = [0u8; 16 << 10];
-    for (fd, &i) in fds.iter().zip(&which) {
-        if fd.revents == 0 {
+    for (&ready, &i) in ready.iter().zip(&which) {
+        if !ready {
             continue;
         }
         let Some(f) = pipes[i].as_mut() else {
