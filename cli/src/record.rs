@@ -189,7 +189,7 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(format!("libreprise_interposer-{hash}.so"));
-    if std::fs::read(&path).is_ok_and(|b| b == bytes) {
+    if holds(&path, bytes) {
         return Ok(path);
     }
     let fail = |what: &str, p: &Path, e: std::io::Error| {
@@ -213,6 +213,28 @@ fn install(dir: &Path, bytes: &[u8], hash: &str) -> Result<PathBuf> {
     tmp.persist(&path)
         .map_err(|e| fail("writing", &path, e.error))?;
     Ok(path)
+}
+
+/// Whether `path` is a regular file holding exactly `bytes`. It is opened
+/// without following a link or waiting, and read no further than `bytes`
+/// is long, so that nothing planted there (a FIFO, a huge file) can hang
+/// or exhaust `record`: anything else is replaced.
+fn holds(path: &Path, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+    else {
+        return false;
+    };
+    let len = bytes.len() as u64;
+    if !file.metadata().is_ok_and(|m| m.is_file() && m.len() == len) {
+        return false;
+    }
+    let mut found = Vec::new();
+    file.take(len + 1).read_to_end(&mut found).is_ok() && found == bytes
 }
 
 /// The descriptors in `dir`, sorted.

@@ -154,8 +154,9 @@ fn a_copied_reprise_records_with_the_interposer_it_carries() {
             "{name}"
         );
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&cached[0]).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o755, "{name}");
+        let meta = std::fs::symlink_metadata(&cached[0]).unwrap();
+        assert!(meta.is_file(), "round {round}: {name} is {meta:?}");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o755, "{name}");
         // One summary line, with a command that works as printed (here:
         // the copy's full path, as it is not on PATH).
         assert_eq!(stderr.matches("recorded").count(), 1, "{stderr}");
@@ -175,6 +176,16 @@ fn a_copied_reprise_records_with_the_interposer_it_carries() {
             "{hint}: {}",
             text(&replay).0
         );
+        // A FIFO where the interposer was neither hangs the next record
+        // (which would wait to read it) nor stays: it is replaced.
+        if round == 0 {
+            std::fs::remove_file(&cached[0]).unwrap();
+            let made = std::process::Command::new("mkfifo")
+                .arg(&cached[0])
+                .status()
+                .unwrap();
+            assert!(made.success());
+        }
     }
 }
 
